@@ -1,0 +1,5 @@
+/* The agent's subcommands, one file each (cmd_*.c). */
+#ifndef TC_AGENT_COMMANDS_H
+#define TC_AGENT_COMMANDS_H
+
+#endif

@@ -1,0 +1,17 @@
+/* agent: measures conv benchmarks and training traces on this machine's
+ * devices and sends them to the aggregator. */
+#include "commands.h"
+
+#include "tc_main.h"
+
+static const tc_command_t s_commands[] = {
+    {0},
+};
+
+int main(int argc, char **argv)
+{
+    return tc_main_dispatch("agent",
+                            "traincast agent: benchmarks convolutions and traces training on "
+                            "this machine's devices,\nand sends the results to the aggregator.",
+                            s_commands, argc, argv);
+}

@@ -1,0 +1,56 @@
+#include "commands.h"
+#include "store.h"
+
+#include "tc_cli.h"
+#include "tc_error.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+const char *tc_default_dsn(const char *flag_value)
+{
+    if (flag_value && *flag_value)
+        return flag_value;
+    const char *env = getenv("TRAINCAST_DB");
+    return env && *env ? env : NULL;
+}
+
+int tc_cmd_migrate(int argc, char **argv)
+{
+    const char *db = NULL;
+    const tc_opt_t opts[] = {
+        {"db", TC_OPT_STR, &db, "DSN", "PostgreSQL connection string (default: $TRAINCAST_DB)"},
+        {0},
+    };
+    const tc_cmd_spec_t spec = {
+        .prog = "aggregator migrate",
+        .summary = "Apply pending schema migrations, each in its own transaction. A second run "
+                   "does nothing;\na database newer than this binary is refused.",
+        .max_positional = 0,
+        .config_file = true,
+        .opts = opts,
+    };
+    tc_cli_result_t cli;
+    int rc = tc_cli_parse(&spec, argc, argv, &cli);
+    if (rc < 0 || cli.help_shown) {
+        tc_cli_result_free(&cli);
+        return rc;
+    }
+    tc_store_t *store = NULL;
+    rc = tc_store_open(tc_default_dsn(db), &store);
+    int applied = 0, version = 0;
+    if (rc == 0)
+        rc = tc_store_migrate(store, &applied);
+    if (rc == 0)
+        rc = tc_store_schema_version(store, &version);
+    if (rc == 0) {
+        if (applied)
+            printf("applied %d migration%s; schema is at version %d\n", applied,
+                   applied == 1 ? "" : "s", version);
+        else
+            printf("schema is up to date at version %d\n", version);
+    }
+    tc_store_destroy(&store);
+    tc_cli_result_free(&cli);
+    return rc;
+}

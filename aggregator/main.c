@@ -1,0 +1,19 @@
+/* aggregator: receives agents' results, stores them in PostgreSQL, fits
+ * per-device models and predicts training time. */
+#include "commands.h"
+
+#include "tc_main.h"
+
+static const tc_command_t s_commands[] = {
+    {"migrate", tc_cmd_migrate, "apply pending database schema migrations"},
+    {0},
+};
+
+int main(int argc, char **argv)
+{
+    return tc_main_dispatch("aggregator",
+                            "traincast aggregator: stores benchmark results and training traces "
+                            "from agents, fits\nper-device models and predicts CNN training time "
+                            "on every device.",
+                            s_commands, argc, argv);
+}

@@ -1,0 +1,431 @@
+/* Connection, transactions, COPY and migrations. */
+#include "store_internal.h"
+#include "store_migrations.h"
+
+#include "tc_error.h"
+#include "tc_log.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define TC_MIGRATE_LOCK_KEY 7414172 /* advisory lock held while migrating */
+
+int tc_store_fail(tc_store_t *s, PGresult *res, const char *what, const char *file, int line)
+{
+    const char *state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
+    const char *msg = res ? PQresultErrorMessage(res) : NULL;
+    if (!msg || !*msg)
+        msg = PQerrorMessage(s->conn);
+    char text[1024];
+    snprintf(text, sizeof text, "%s", msg && *msg ? msg : "no message from libpq");
+    size_t n = strlen(text);
+    while (n && (text[n - 1] == '\n' || text[n - 1] == ' '))
+        text[--n] = '\0';
+    int code = TC_EDB;
+    if (state && (!strncmp(state, "22", 2) || !strncmp(state, "23", 2)))
+        code = TC_EINVAL;
+    if (res)
+        PQclear(res);
+    return tc_fail_at(code, file, line, "database: %s failed: %s%s%s%s", what, text,
+                      state ? " (SQLSTATE " : "", state ? state : "", state ? ")" : "");
+}
+
+int tc_store_query(tc_store_t *s, PGresult **out, const char *what, const char *sql, int nparams,
+                   const char *const *params)
+{
+    if (out)
+        *out = NULL;
+    PGresult *res = PQexecParams(s->conn, sql, nparams, NULL, params, NULL, NULL, 0);
+    ExecStatusType st = res ? PQresultStatus(res) : PGRES_FATAL_ERROR;
+    if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK)
+        return TC_STORE_FAIL(s, res, what);
+    if (out)
+        *out = res;
+    else
+        PQclear(res);
+    return 0;
+}
+
+int tc_store_begin(tc_store_t *s)
+{
+    return tc_store_query(s, NULL, "BEGIN", "BEGIN", 0, NULL);
+}
+
+int tc_store_commit(tc_store_t *s)
+{
+    return tc_store_query(s, NULL, "COMMIT", "COMMIT", 0, NULL);
+}
+
+void tc_store_rollback(tc_store_t *s)
+{
+    if (PQtransactionStatus(s->conn) == PQTRANS_IDLE)
+        return;
+    PGresult *res = PQexec(s->conn, "ROLLBACK");
+    PQclear(res);
+}
+
+int tc_store_copy(tc_store_t *s, const char *what, const char *copy_sql, const tc_buf_t *rows)
+{
+    if (rows->failed)
+        return tc_fail(TC_ENOMEM, "out of memory building rows for %s", what);
+    PGresult *res = PQexec(s->conn, copy_sql);
+    if (!res || PQresultStatus(res) != PGRES_COPY_IN)
+        return TC_STORE_FAIL(s, res, what);
+    PQclear(res);
+    if (rows->len && PQputCopyData(s->conn, rows->data, (int)rows->len) != 1) {
+        PQputCopyEnd(s->conn, "client failed");
+        return TC_STORE_FAIL(s, PQgetResult(s->conn), what);
+    }
+    if (PQputCopyEnd(s->conn, NULL) != 1)
+        return TC_STORE_FAIL(s, PQgetResult(s->conn), what);
+    int rc = 0;
+    while ((res = PQgetResult(s->conn)) != NULL) {
+        if (PQresultStatus(res) != PGRES_COMMAND_OK && rc == 0)
+            rc = TC_STORE_FAIL(s, res, what);
+        else
+            PQclear(res);
+    }
+    return rc;
+}
+
+static void s_copy_sep(tc_buf_t *b, int last)
+{
+    tc_buf_putc(b, last ? '\n' : '\t');
+}
+
+void tc_copy_text(tc_buf_t *b, const char *v, int last)
+{
+    if (!v) {
+        tc_buf_puts(b, "\\N");
+    } else {
+        for (const char *p = v; *p; p++) {
+            switch (*p) {
+            case '\\': tc_buf_puts(b, "\\\\"); break;
+            case '\t': tc_buf_puts(b, "\\t"); break;
+            case '\n': tc_buf_puts(b, "\\n"); break;
+            case '\r': tc_buf_puts(b, "\\r"); break;
+            default: tc_buf_putc(b, *p);
+            }
+        }
+    }
+    s_copy_sep(b, last);
+}
+
+void tc_copy_int(tc_buf_t *b, long long v, int last)
+{
+    tc_buf_printf(b, "%lld", v);
+    s_copy_sep(b, last);
+}
+
+void tc_copy_double(tc_buf_t *b, double v, int last)
+{
+    if (isfinite(v))
+        tc_buf_printf(b, "%.17g", v);
+    else
+        tc_buf_puts(b, "\\N");
+    s_copy_sep(b, last);
+}
+
+void tc_copy_bool(tc_buf_t *b, int v, int last)
+{
+    tc_buf_putc(b, v ? 't' : 'f');
+    s_copy_sep(b, last);
+}
+
+void tc_store_time_param(long long us, char *buf, size_t size)
+{
+    time_t secs = (time_t)(us / 1000000);
+    struct tm tm;
+    gmtime_r(&secs, &tm);
+    char day[40];
+    strftime(day, sizeof day, "%Y-%m-%d %H:%M:%S", &tm);
+    snprintf(buf, size, "%s.%06lld+00", day, us % 1000000);
+}
+
+void tc_copy_time_us(tc_buf_t *b, long long us, int last)
+{
+    if (us <= 0) {
+        tc_buf_puts(b, "\\N");
+    } else {
+        char t[64];
+        tc_store_time_param(us, t, sizeof t);
+        tc_buf_puts(b, t);
+    }
+    s_copy_sep(b, last);
+}
+
+void tc_copy_double_array(tc_buf_t *b, const double *v, size_t n, int last)
+{
+    tc_buf_putc(b, '{');
+    for (size_t i = 0; i < n; i++)
+        tc_buf_printf(b, i ? ",%.17g" : "%.17g", v[i]);
+    tc_buf_putc(b, '}');
+    s_copy_sep(b, last);
+}
+
+void tc_copy_int_array(tc_buf_t *b, const long long *v, size_t n, int last)
+{
+    tc_buf_putc(b, '{');
+    for (size_t i = 0; i < n; i++)
+        tc_buf_printf(b, i ? ",%lld" : "%lld", v[i]);
+    tc_buf_putc(b, '}');
+    s_copy_sep(b, last);
+}
+
+static int s_connect(tc_store_t *self)
+{
+    if (self->conn)
+        PQfinish(self->conn);
+    self->staged = 0;
+    self->conn = PQconnectdb(self->dsn);
+    if (!self->conn)
+        return tc_fail(TC_ENOMEM, "out of memory connecting to the database");
+    if (PQstatus(self->conn) != CONNECTION_OK) {
+        char msg[512];
+        snprintf(msg, sizeof msg, "%s", PQerrorMessage(self->conn));
+        size_t n = strlen(msg);
+        while (n && (msg[n - 1] == '\n' || msg[n - 1] == ' '))
+            msg[--n] = '\0';
+        return tc_fail(TC_EDB,
+                       "cannot connect to the database: %s (check --db; for a local store run "
+                       "deploy/pg-local.sh start)",
+                       msg);
+    }
+    if (PQserverVersion(self->conn) < 130000)
+        return tc_fail(TC_EVERSION, "the database server is PostgreSQL %d.%d; traincast needs 13 or newer",
+                       PQserverVersion(self->conn) / 10000, PQserverVersion(self->conn) % 10000);
+    PGresult *res = PQexec(self->conn, "SET application_name = 'traincast'; SET client_min_messages = warning");
+    if (!res || PQresultStatus(res) != PGRES_COMMAND_OK)
+        return TC_STORE_FAIL(self, res, "session setup");
+    PQclear(res);
+    return 0;
+}
+
+int tc_store_open(const char *dsn, tc_store_t **out)
+{
+    *out = NULL;
+    if (!dsn || !*dsn)
+        return tc_fail(TC_EUSAGE, "no database given: pass --db DSN (for a local store, "
+                                  "deploy/pg-local.sh start prints one)");
+    tc_store_t *self = calloc(1, sizeof *self);
+    if (!self || !(self->dsn = strdup(dsn))) {
+        free(self);
+        return tc_fail(TC_ENOMEM, "out of memory");
+    }
+    int rc = s_connect(self);
+    if (rc < 0) {
+        tc_store_destroy(&self);
+        return rc;
+    }
+    *out = self;
+    return 0;
+}
+
+void tc_store_destroy(tc_store_t **self_p)
+{
+    if (!self_p || !*self_p)
+        return;
+    tc_store_t *self = *self_p;
+    if (self->conn)
+        PQfinish(self->conn);
+    free(self->dsn);
+    free(self);
+    *self_p = NULL;
+}
+
+int tc_store_ensure_connected(tc_store_t *self)
+{
+    if (self->conn && PQstatus(self->conn) == CONNECTION_OK) {
+        /* A server restart is only noticed on the next query; probe cheaply. */
+        PGresult *res = PQexec(self->conn, "SELECT 1");
+        int ok = res && PQresultStatus(res) == PGRES_TUPLES_OK;
+        PQclear(res);
+        if (ok)
+            return 0;
+    }
+    return s_connect(self);
+}
+
+int tc_store_exec(tc_store_t *self, const char *sql, char *first_value, size_t size)
+{
+    PGresult *res = PQexec(self->conn, sql);
+    ExecStatusType st = res ? PQresultStatus(res) : PGRES_FATAL_ERROR;
+    if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK)
+        return TC_STORE_FAIL(self, res, "statement");
+    if (first_value && size) {
+        first_value[0] = '\0';
+        if (st == PGRES_TUPLES_OK && PQntuples(res) > 0 && PQnfields(res) > 0)
+            snprintf(first_value, size, "%s", PQgetvalue(res, 0, 0));
+    }
+    PQclear(res);
+    return 0;
+}
+
+int tc_store_binary_schema_version(void)
+{
+    return tc_migration_count > 0 ? tc_migrations[tc_migration_count - 1].version : 0;
+}
+
+int tc_store_schema_version(tc_store_t *self, int *version)
+{
+    PGresult *res = NULL;
+    *version = 0;
+    int rc = tc_store_query(self, &res, "reading the schema version",
+                            "SELECT CASE WHEN to_regclass('schema_version') IS NULL THEN 0 "
+                            "ELSE (SELECT coalesce(max(version), 0) FROM schema_version) END",
+                            0, NULL);
+    if (rc < 0) {
+        /* The table may vanish between the two halves; report plainly. */
+        return rc;
+    }
+    *version = atoi(PQgetvalue(res, 0, 0));
+    PQclear(res);
+    return 0;
+}
+
+int tc_store_check_schema(tc_store_t *self)
+{
+    int have = 0;
+    int rc = tc_store_schema_version(self, &have);
+    if (rc < 0)
+        return rc;
+    int want = tc_store_binary_schema_version();
+    if (have < want)
+        return tc_fail(TC_EVERSION,
+                       "the database schema is at version %d but this binary needs %d: run "
+                       "'aggregator migrate --db DSN' first",
+                       have, want);
+    if (have > want)
+        return tc_fail(TC_EVERSION,
+                       "the database schema is at version %d, newer than this binary's %d: "
+                       "upgrade traincast before using this database",
+                       have, want);
+    return 0;
+}
+
+int tc_store_migrate(tc_store_t *self, int *applied)
+{
+    int rc;
+    *applied = 0;
+    char lock_sql[96];
+    snprintf(lock_sql, sizeof lock_sql, "SELECT pg_advisory_lock(%d)", TC_MIGRATE_LOCK_KEY);
+    rc = tc_store_query(self, NULL, "taking the migration lock", lock_sql, 0, NULL);
+    if (rc < 0)
+        return rc;
+    rc = tc_store_query(self, NULL, "creating schema_version",
+                        "CREATE TABLE IF NOT EXISTS schema_version ("
+                        " version integer PRIMARY KEY,"
+                        " name text NOT NULL,"
+                        " applied_at timestamptz NOT NULL DEFAULT now())",
+                        0, NULL);
+    int have = 0;
+    if (rc == 0)
+        rc = tc_store_schema_version(self, &have);
+    int want = tc_store_binary_schema_version();
+    if (rc == 0 && have > want)
+        rc = tc_fail(TC_EVERSION,
+                     "the database schema is at version %d, newer than this binary's %d: "
+                     "refusing to migrate; upgrade traincast",
+                     have, want);
+    for (int i = 0; rc == 0 && i < tc_migration_count; i++) {
+        const tc_migration_t *m = &tc_migrations[i];
+        if (m->version <= have)
+            continue;
+        rc = tc_store_begin(self);
+        if (rc == 0) {
+            PGresult *res = PQexec(self->conn, m->sql);
+            if (!res || PQresultStatus(res) != PGRES_COMMAND_OK) {
+                char what[128];
+                snprintf(what, sizeof what, "migration %s", m->name);
+                rc = TC_STORE_FAIL(self, res, what);
+            } else {
+                PQclear(res);
+            }
+        }
+        if (rc == 0) {
+            char ver[16];
+            snprintf(ver, sizeof ver, "%d", m->version);
+            const char *params[] = {ver, m->name};
+            rc = tc_store_query(self, NULL, "recording the migration",
+                                "INSERT INTO schema_version (version, name) VALUES ($1, $2)", 2,
+                                params);
+        }
+        if (rc == 0)
+            rc = tc_store_commit(self);
+        if (rc < 0) {
+            tc_store_rollback(self);
+            break;
+        }
+        tc_log_info("applied migration %s", m->name);
+        (*applied)++;
+    }
+    snprintf(lock_sql, sizeof lock_sql, "SELECT pg_advisory_unlock(%d)", TC_MIGRATE_LOCK_KEY);
+    PGresult *res = PQexec(self->conn, lock_sql);
+    PQclear(res);
+    return rc;
+}
+
+static void s_conninfo_escape(tc_buf_t *b, const char *v)
+{
+    tc_buf_putc(b, '\'');
+    for (const char *p = v; *p; p++) {
+        if (*p == '\'' || *p == '\\')
+            tc_buf_putc(b, '\\');
+        tc_buf_putc(b, *p);
+    }
+    tc_buf_putc(b, '\'');
+}
+
+int tc_store_create_database(const char *admin_dsn, const char *name, char *dsn_out,
+                             size_t dsn_size)
+{
+    tc_store_t *admin = NULL;
+    int rc = tc_store_open(admin_dsn, &admin);
+    if (rc < 0)
+        return rc;
+    PGresult *res = NULL;
+    const char *params[] = {name};
+    rc = tc_store_query(admin, &res, "looking up the database",
+                        "SELECT 1 FROM pg_database WHERE datname = $1", 1, params);
+    if (rc == 0) {
+        int exists = PQntuples(res) > 0;
+        PQclear(res);
+        if (!exists) {
+            char *ident = PQescapeIdentifier(admin->conn, name, strlen(name));
+            if (!ident) {
+                rc = TC_STORE_FAIL(admin, NULL, "escaping the database name");
+            } else {
+                char sql[512];
+                snprintf(sql, sizeof sql, "CREATE DATABASE %s", ident);
+                PQfreemem(ident);
+                rc = tc_store_query(admin, NULL, "creating the database", sql, 0, NULL);
+            }
+        }
+    }
+    if (rc == 0) {
+        /* Rebuild the connection string from the admin one with a new dbname. */
+        PQconninfoOption *opts = PQconninfo(admin->conn);
+        tc_buf_t b = {0};
+        for (PQconninfoOption *o = opts; o && o->keyword; o++) {
+            if (!o->val || !*o->val || !strcmp(o->keyword, "dbname"))
+                continue;
+            tc_buf_printf(&b, "%s=", o->keyword);
+            s_conninfo_escape(&b, o->val);
+            tc_buf_putc(&b, ' ');
+        }
+        tc_buf_puts(&b, "dbname=");
+        s_conninfo_escape(&b, name);
+        PQconninfoFree(opts);
+        if (b.failed || b.len + 1 > dsn_size)
+            rc = tc_fail(TC_ELIMIT, "connection string for %s does not fit", name);
+        else
+            memcpy(dsn_out, b.data, b.len + 1);
+        tc_buf_free(&b);
+    }
+    tc_store_destroy(&admin);
+    return rc;
+}

@@ -1,0 +1,57 @@
+/* The PostgreSQL store: the only module that talks to the database.
+ *
+ * A tc_store_t owns one connection. Writes of a message happen in one
+ * transaction, idempotent on the envelope's message id. Errors:
+ *   TC_EINVAL / TC_EVERSION  the message can never be stored (reject it);
+ *   TC_EDB                   the database failed (retry later);
+ * each with a message naming what went wrong. No libpq type crosses this
+ * header. */
+#ifndef TC_STORE_H
+#define TC_STORE_H
+
+#include "tc_wire.h"
+
+#include <stddef.h>
+
+typedef struct tc_store tc_store_t;
+
+typedef enum {
+    TC_STORE_STORED = 0,
+    TC_STORE_DUPLICATE = 1, /* the message id was stored before; nothing written */
+} tc_store_outcome_t;
+
+/* Connect. `dsn` is a libpq connection string or URI. */
+int tc_store_open(const char *dsn, tc_store_t **out);
+/* Close and free. Accepts NULL; nulls the pointer. */
+void tc_store_destroy(tc_store_t **self_p);
+
+/* Reconnect if the connection was lost. Returns 0 when usable. */
+int tc_store_ensure_connected(tc_store_t *self);
+
+/* The schema version this binary carries (highest embedded migration). */
+int tc_store_binary_schema_version(void);
+/* The database's version (0 for an empty database). */
+int tc_store_schema_version(tc_store_t *self, int *version);
+/* Apply pending migrations, each in its own transaction. Refuses (TC_EVERSION)
+ * a database newer than this binary. `applied` gets how many ran. */
+int tc_store_migrate(tc_store_t *self, int *applied);
+/* TC_EVERSION unless the database is exactly at this binary's version,
+ * with a message saying what to run. */
+int tc_store_check_schema(tc_store_t *self);
+
+/* Validate and store one envelope carrying hello, conv_results, model_graph
+ * or train_trace. A heartbeat only updates the agent's last-seen time and
+ * backlog (no message id is recorded). */
+int tc_store_put(tc_store_t *self, const tc_envelope_t *env, tc_store_outcome_t *outcome);
+
+/* Create database `name` (if absent) through the server at `admin_dsn`, and
+ * write a connection string for it into dsn_out. For tests and tools. */
+int tc_store_create_database(const char *admin_dsn, const char *name, char *dsn_out,
+                             size_t dsn_size);
+
+/* Run one SQL statement without parameters (administration, tests). When the
+ * statement returns rows, the first column of the first row is copied into
+ * `first_value` (may be NULL). */
+int tc_store_exec(tc_store_t *self, const char *sql, char *first_value, size_t size);
+
+#endif

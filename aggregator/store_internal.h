@@ -1,0 +1,48 @@
+/* Shared by store*.c only: the connection object and query helpers. */
+#ifndef TC_STORE_INTERNAL_H
+#define TC_STORE_INTERNAL_H
+
+#include "store.h"
+#include "tc_buf.h"
+
+#include <libpq-fe.h>
+
+struct tc_store {
+    PGconn *conn;
+    char *dsn;
+    int staged; /* temp staging tables created on this connection */
+};
+
+/* Turn a failed result (or connection) into a status with a message naming
+ * `what`. Integrity and data errors (SQLSTATE classes 22, 23) are TC_EINVAL:
+ * the data can never be stored; everything else is TC_EDB. Clears `res`. */
+int tc_store_fail(tc_store_t *s, PGresult *res, const char *what, const char *file, int line);
+#define TC_STORE_FAIL(s, res, what) tc_store_fail((s), (res), (what), __FILE__, __LINE__)
+
+/* Run a statement with text parameters (NULL entries are SQL NULL). On
+ * success *out holds the result (caller PQclear()s) unless out is NULL. */
+int tc_store_query(tc_store_t *s, PGresult **out, const char *what, const char *sql, int nparams,
+                   const char *const *params);
+
+int tc_store_begin(tc_store_t *s);
+int tc_store_commit(tc_store_t *s);
+void tc_store_rollback(tc_store_t *s);
+
+/* COPY ... FROM STDIN with the rows in `rows` (text format). */
+int tc_store_copy(tc_store_t *s, const char *what, const char *copy_sql, const tc_buf_t *rows);
+
+/* Append a value in COPY text format, followed by a tab (or a newline when
+ * `last`). NULL strings are \N. */
+void tc_copy_text(tc_buf_t *b, const char *v, int last);
+void tc_copy_int(tc_buf_t *b, long long v, int last);
+void tc_copy_double(tc_buf_t *b, double v, int last);
+void tc_copy_bool(tc_buf_t *b, int v, int last);
+/* A unix-microsecond time as timestamptz; 0 is NULL. */
+void tc_copy_time_us(tc_buf_t *b, long long us, int last);
+void tc_copy_double_array(tc_buf_t *b, const double *v, size_t n, int last);
+void tc_copy_int_array(tc_buf_t *b, const long long *v, size_t n, int last);
+
+/* Format a unix-microsecond time for a timestamptz parameter. */
+void tc_store_time_param(long long us, char *buf, size_t size);
+
+#endif

@@ -1,0 +1,457 @@
+/* Writing received messages: one transaction each, idempotent on the
+ * envelope's message id. */
+#include "store_internal.h"
+
+#include "tc_error.h"
+#include "tc_validate.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef Traincast__V1__Device device_t;
+typedef Traincast__V1__ConvConfig conv_config_t;
+
+#define CFG_COLS "c, h, w, k, r, s, pad_h, pad_w, stride_h, stride_w, dilation_h, dilation_w, " \
+                 "groups, dtype, layout"
+#define CFG_COLS_DEF                                                                           \
+    "c integer, h integer, w integer, k integer, r integer, s integer, pad_h integer, "        \
+    "pad_w integer, stride_h integer, stride_w integer, dilation_h integer, dilation_w "       \
+    "integer, groups integer, dtype text, layout text"
+#define CFG_JOIN(a, b)                                                                         \
+    a ".c = " b ".c AND " a ".h = " b ".h AND " a ".w = " b ".w AND " a ".k = " b ".k AND " a  \
+    ".r = " b ".r AND " a ".s = " b ".s AND " a ".pad_h = " b ".pad_h AND " a ".pad_w = " b    \
+    ".pad_w AND " a ".stride_h = " b ".stride_h AND " a ".stride_w = " b ".stride_w AND " a    \
+    ".dilation_h = " b ".dilation_h AND " a ".dilation_w = " b ".dilation_w AND " a            \
+    ".groups = " b ".groups AND " a ".dtype = " b ".dtype AND " a ".layout = " b ".layout"
+
+/* Staging tables live for the connection and are emptied at each commit. */
+static int s_ensure_staging(tc_store_t *s)
+{
+    if (s->staged)
+        return 0;
+    int rc = tc_store_query(
+        s, NULL, "creating staging tables",
+        "CREATE TEMP TABLE IF NOT EXISTS tc_stage_results (seq integer, " CFG_COLS_DEF
+        ", batch integer, direction text, policy text, algo text, algo_id integer, "
+        "median_ms double precision, min_ms double precision, max_ms double precision, "
+        "stddev_ms double precision, repetitions integer, workspace_bytes bigint, "
+        "measured_at timestamptz, samples_ms double precision[], sample_offsets_us bigint[]) "
+        "ON COMMIT DELETE ROWS;"
+        "CREATE TEMP TABLE IF NOT EXISTS tc_stage_cands (seq integer, algo text, algo_id "
+        "integer, time_ms double precision, workspace_bytes bigint, status text, message text) "
+        "ON COMMIT DELETE ROWS;"
+        "CREATE TEMP TABLE IF NOT EXISTS tc_stage_convs (" CFG_COLS_DEF
+        ", first_layer boolean, multiplicity integer) ON COMMIT DELETE ROWS",
+        0, NULL);
+    if (rc == 0)
+        s->staged = 1;
+    return rc;
+}
+
+static void s_copy_config(tc_buf_t *b, const conv_config_t *c)
+{
+    const uint32_t v[] = {c->c,        c->h,        c->w,          c->k,
+                          c->r,        c->s,        c->pad_h,      c->pad_w,
+                          c->stride_h, c->stride_w, c->dilation_h, c->dilation_w,
+                          c->groups};
+    for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
+        tc_copy_int(b, v[i], 0);
+    tc_copy_text(b, tc_dtype_name(c->dtype), 0);
+    tc_copy_text(b, tc_layout_name(c->layout), 0);
+}
+
+static int s_put_agent(tc_store_t *s, const tc_envelope_t *env, const Traincast__V1__Hello *h)
+{
+    const char *params[] = {env->agent_id, h ? h->agent_name : NULL, h ? h->host : NULL,
+                            h ? h->agent_version : NULL};
+    return tc_store_query(s, NULL, "recording the agent",
+                          "INSERT INTO agents (agent_id, name, host, version) "
+                          "VALUES ($1, $2, $3, $4) ON CONFLICT (agent_id) DO UPDATE SET "
+                          "last_seen = now(), name = coalesce(EXCLUDED.name, agents.name), "
+                          "host = coalesce(EXCLUDED.host, agents.host), "
+                          "version = coalesce(EXCLUDED.version, agents.version)",
+                          4, params);
+}
+
+/* Upsert a device by uuid; its id goes to device_id (a decimal string). */
+static int s_put_device(tc_store_t *s, const char *agent_id, const device_t *d,
+                        char device_id[32])
+{
+    char idx[16], mp[16], thr[16], mem[32], clk[16], mclk[16];
+    snprintf(idx, sizeof idx, "%u", d->index);
+    snprintf(mp, sizeof mp, "%u", d->multiprocessors);
+    snprintf(thr, sizeof thr, "%u", d->threads);
+    snprintf(mem, sizeof mem, "%" PRIu64, d->memory_bytes);
+    snprintf(clk, sizeof clk, "%u", d->clock_mhz);
+    snprintf(mclk, sizeof mclk, "%u", d->memory_clock_mhz);
+    const char *params[] = {d->uuid,           tc_device_kind_name(d->kind),
+                            d->name,           d->host,
+                            idx,               d->compute_capability,
+                            mp,                thr,
+                            mem,               clk,
+                            mclk,              d->driver_version,
+                            d->runtime_version, d->library,
+                            d->library_version, agent_id};
+    PGresult *res = NULL;
+    int rc = tc_store_query(
+        s, &res, "recording the device",
+        "INSERT INTO devices (uuid, kind, name, host, gpu_index, compute_capability, "
+        "multiprocessors, threads, memory_bytes, clock_mhz, memory_clock_mhz, driver_version, "
+        "runtime_version, library, library_version, agent_id) VALUES ($1, $2, $3, $4, $5, $6, "
+        "$7, $8, $9, $10, $11, $12, $13, $14, $15, $16) ON CONFLICT (uuid) DO UPDATE SET "
+        "kind = EXCLUDED.kind, name = EXCLUDED.name, host = EXCLUDED.host, "
+        "gpu_index = EXCLUDED.gpu_index, compute_capability = EXCLUDED.compute_capability, "
+        "multiprocessors = EXCLUDED.multiprocessors, threads = EXCLUDED.threads, "
+        "memory_bytes = EXCLUDED.memory_bytes, clock_mhz = EXCLUDED.clock_mhz, "
+        "memory_clock_mhz = EXCLUDED.memory_clock_mhz, driver_version = EXCLUDED.driver_version, "
+        "runtime_version = EXCLUDED.runtime_version, library = EXCLUDED.library, "
+        "library_version = EXCLUDED.library_version, agent_id = EXCLUDED.agent_id, "
+        "last_seen = now() RETURNING device_id",
+        16, params);
+    if (rc < 0)
+        return rc;
+    snprintf(device_id, 32, "%s", PQgetvalue(res, 0, 0));
+    PQclear(res);
+    return 0;
+}
+
+static int s_put_hello(tc_store_t *s, const tc_envelope_t *env)
+{
+    const Traincast__V1__Hello *h = env->hello;
+    int rc = s_put_agent(s, env, h);
+    for (size_t i = 0; rc == 0 && i < h->n_devices; i++) {
+        char id[32];
+        rc = s_put_device(s, env->agent_id, h->devices[i], id);
+    }
+    return rc;
+}
+
+static int s_put_conv_results(tc_store_t *s, const tc_envelope_t *env)
+{
+    const Traincast__V1__ConvResults *cr = env->conv_results;
+    char device_id[32];
+    int rc = s_put_agent(s, env, NULL);
+    if (rc == 0)
+        rc = s_put_device(s, env->agent_id, cr->device, device_id);
+    if (rc == 0)
+        rc = s_ensure_staging(s);
+    if (rc < 0)
+        return rc;
+
+    tc_buf_t rows = {0}, cands = {0};
+    for (size_t i = 0; i < cr->n_results; i++) {
+        const Traincast__V1__ConvResult *r = cr->results[i];
+        tc_copy_int(&rows, (long long)i, 0);
+        s_copy_config(&rows, r->config);
+        tc_copy_int(&rows, r->config->n, 0);
+        tc_copy_text(&rows, tc_direction_name(r->direction), 0);
+        tc_copy_text(&rows, tc_policy_name(r->policy), 0);
+        tc_copy_text(&rows, r->algo, 0);
+        tc_copy_int(&rows, r->algo_id, 0);
+        tc_copy_double(&rows, r->median_ms, 0);
+        tc_copy_double(&rows, r->min_ms, 0);
+        tc_copy_double(&rows, r->max_ms, 0);
+        tc_copy_double(&rows, r->stddev_ms, 0);
+        tc_copy_int(&rows, r->repetitions, 0);
+        tc_copy_int(&rows, (long long)r->workspace_bytes, 0);
+        tc_copy_time_us(&rows, r->measured_at_us, 0);
+        tc_copy_double_array(&rows, r->samples_ms, r->n_samples_ms, 0);
+        tc_copy_int_array(&rows, (const long long *)r->sample_offsets_us, r->n_sample_offsets_us,
+                          1);
+        for (size_t j = 0; j < r->n_candidates; j++) {
+            const Traincast__V1__AlgoTiming *a = r->candidates[j];
+            tc_copy_int(&cands, (long long)i, 0);
+            tc_copy_text(&cands, a->algo, 0);
+            tc_copy_int(&cands, a->algo_id, 0);
+            tc_copy_double(&cands, a->time_ms, 0);
+            tc_copy_int(&cands, (long long)a->workspace_bytes, 0);
+            tc_copy_text(&cands, tc_algo_status_name(a->status), 0);
+            tc_copy_text(&cands, a->message && *a->message ? a->message : NULL, 1);
+        }
+    }
+    rc = tc_store_copy(s, "staging conv results", "COPY tc_stage_results FROM STDIN", &rows);
+    if (rc == 0)
+        rc = tc_store_query(s, NULL, "recording conv configs",
+                            "INSERT INTO conv_configs (" CFG_COLS ") SELECT DISTINCT " CFG_COLS
+                            " FROM tc_stage_results ON CONFLICT DO NOTHING",
+                            0, NULL);
+    if (rc == 0) {
+        const char *params[] = {env->message_id, device_id, cr->backend};
+        rc = tc_store_query(
+            s, NULL, "recording conv results",
+            "INSERT INTO conv_results (message_id, seq, device_id, config_id, batch, direction, "
+            "policy, backend, algo, algo_id, median_ms, min_ms, max_ms, stddev_ms, repetitions, "
+            "workspace_bytes, measured_at, samples_ms, sample_offsets_us) "
+            "SELECT $1, st.seq, $2::bigint, cc.config_id, st.batch, st.direction, st.policy, "
+            "nullif($3, ''), st.algo, st.algo_id, st.median_ms, st.min_ms, st.max_ms, "
+            "st.stddev_ms, st.repetitions, st.workspace_bytes, st.measured_at, st.samples_ms, "
+            "st.sample_offsets_us FROM tc_stage_results st JOIN conv_configs cc ON " CFG_JOIN(
+                "cc", "st") " ORDER BY st.seq",
+            3, params);
+    }
+    if (rc == 0 && cands.len) {
+        rc = tc_store_copy(s, "staging algorithm timings", "COPY tc_stage_cands FROM STDIN",
+                           &cands);
+        const char *params[] = {env->message_id};
+        if (rc == 0)
+            rc = tc_store_query(
+                s, NULL, "recording algorithm timings",
+                "INSERT INTO conv_algo_timings (result_id, algo, algo_id, time_ms, "
+                "workspace_bytes, status, message) SELECT r.result_id, c.algo, c.algo_id, "
+                "c.time_ms, c.workspace_bytes, c.status, c.message FROM tc_stage_cands c "
+                "JOIN conv_results r ON r.message_id = $1 AND r.seq = c.seq",
+                1, params);
+    }
+    tc_buf_free(&rows);
+    tc_buf_free(&cands);
+    return rc;
+}
+
+static int s_put_model_graph(tc_store_t *s, const Traincast__V1__ModelGraph *g)
+{
+    char ic[16], ih[16], iw[16], params_s[32], flops[64];
+    snprintf(ic, sizeof ic, "%u", g->input_c);
+    snprintf(ih, sizeof ih, "%u", g->input_h);
+    snprintf(iw, sizeof iw, "%u", g->input_w);
+    snprintf(params_s, sizeof params_s, "%" PRIu64, g->params);
+    snprintf(flops, sizeof flops, "%.17g", g->flops);
+    const char *params[] = {g->model_id, g->name, ic, ih, iw, params_s, flops,
+                            g->source_sha256 && *g->source_sha256 ? g->source_sha256 : NULL};
+    PGresult *res = NULL;
+    /* A graph with the same source hash is already stored: nothing to do. A
+     * changed one replaces the old layers and conv usage. */
+    int rc = tc_store_query(
+        s, &res, "recording the model",
+        "INSERT INTO models (model_id, name, input_c, input_h, input_w, params, flops, "
+        "source_sha256) VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (model_id) DO "
+        "UPDATE SET name = EXCLUDED.name, input_c = EXCLUDED.input_c, input_h = "
+        "EXCLUDED.input_h, input_w = EXCLUDED.input_w, params = EXCLUDED.params, flops = "
+        "EXCLUDED.flops, source_sha256 = EXCLUDED.source_sha256, stored_at = now() "
+        "WHERE models.source_sha256 IS DISTINCT FROM EXCLUDED.source_sha256 RETURNING 1",
+        8, params);
+    if (rc < 0)
+        return rc;
+    int changed = PQntuples(res) > 0;
+    PQclear(res);
+    if (!changed)
+        return 0;
+    const char *idp[] = {g->model_id};
+    rc = tc_store_query(s, NULL, "replacing model layers",
+                        "DELETE FROM model_layers WHERE model_id = $1", 1, idp);
+    if (rc == 0)
+        rc = tc_store_query(s, NULL, "replacing model convs",
+                            "DELETE FROM model_convs WHERE model_id = $1", 1, idp);
+    if (rc == 0)
+        rc = s_ensure_staging(s);
+    if (rc < 0)
+        return rc;
+
+    tc_buf_t layers = {0}, convs = {0};
+    for (size_t i = 0; i < g->n_layers; i++) {
+        const Traincast__V1__Layer *l = g->layers[i];
+        tc_copy_text(&layers, g->model_id, 0);
+        tc_copy_int(&layers, (long long)i, 0);
+        tc_copy_text(&layers, l->name && *l->name ? l->name : NULL, 0);
+        tc_copy_text(&layers, l->op, 0);
+        tc_copy_text(&layers, l->op_class, 0);
+        tc_copy_int(&layers, (long long)l->params, 0);
+        tc_copy_double(&layers, l->flops, 0);
+        tc_copy_int(&layers, (long long)l->elems_in, 0);
+        tc_copy_int(&layers, (long long)l->elems_out, 0);
+        tc_copy_int_array(&layers, (const long long *)l->out_shape, l->n_out_shape, 1);
+    }
+    for (size_t i = 0; i < g->n_convs; i++) {
+        s_copy_config(&convs, g->convs[i]->config);
+        tc_copy_bool(&convs, g->convs[i]->first_layer, 0);
+        tc_copy_int(&convs, g->convs[i]->multiplicity, 1);
+    }
+    if (layers.len)
+        rc = tc_store_copy(s, "recording model layers",
+                           "COPY model_layers (model_id, idx, name, op, op_class, params, flops, "
+                           "elems_in, elems_out, out_shape) FROM STDIN",
+                           &layers);
+    if (rc == 0 && convs.len) {
+        rc = tc_store_copy(s, "staging model convs", "COPY tc_stage_convs FROM STDIN", &convs);
+        if (rc == 0)
+            rc = tc_store_query(s, NULL, "recording conv configs",
+                                "INSERT INTO conv_configs (" CFG_COLS ") SELECT DISTINCT " CFG_COLS
+                                " FROM tc_stage_convs ON CONFLICT DO NOTHING",
+                                0, NULL);
+        if (rc == 0)
+            rc = tc_store_query(
+                s, NULL, "recording model convs",
+                "INSERT INTO model_convs (model_id, config_id, first_layer, multiplicity) "
+                "SELECT $1, cc.config_id, st.first_layer, sum(st.multiplicity) FROM "
+                "tc_stage_convs st JOIN conv_configs cc ON " CFG_JOIN(
+                    "cc", "st") " GROUP BY cc.config_id, st.first_layer",
+                1, idp);
+        if (rc == 0)
+            rc = tc_store_query(s, NULL, "clearing staged convs", "TRUNCATE tc_stage_convs", 0,
+                                NULL);
+    }
+    tc_buf_free(&layers);
+    tc_buf_free(&convs);
+    return rc;
+}
+
+static int s_put_trace(tc_store_t *s, const tc_envelope_t *env)
+{
+    const Traincast__V1__TrainTrace *t = env->train_trace;
+    char device_id[32];
+    int rc = s_put_agent(s, env, NULL);
+    if (rc == 0)
+        rc = s_put_device(s, env->agent_id, t->device, device_id);
+    if (rc == 0 && t->graph)
+        rc = s_put_model_graph(s, t->graph);
+    if (rc < 0)
+        return rc;
+
+    char batch[16], input[16], threads[16], warmup[16], iters[16], repeats[16], median[64],
+        spread[64], peak[32], started[64];
+    snprintf(batch, sizeof batch, "%u", t->batch);
+    snprintf(input, sizeof input, "%u", t->input_size);
+    snprintf(threads, sizeof threads, "%u", t->threads);
+    snprintf(warmup, sizeof warmup, "%u", t->warmup);
+    snprintf(iters, sizeof iters, "%u", t->iters);
+    snprintf(repeats, sizeof repeats, "%u", t->repeats);
+    snprintf(median, sizeof median, "%.17g", t->median_ms);
+    snprintf(spread, sizeof spread, "%.17g", t->spread);
+    snprintf(peak, sizeof peak, "%" PRIu64, t->peak_memory_bytes);
+    tc_store_time_param(t->started_at_us, started, sizeof started);
+    int ok = t->status == TRAINCAST__V1__TRACE_STATUS__TRACE_STATUS_OK;
+    const char *policy = t->policy ? tc_policy_name(t->policy) : NULL;
+    const char *params[] = {env->message_id,
+                            device_id,
+                            t->model_id,
+                            t->framework,
+                            t->framework_version,
+                            t->library_version,
+                            batch,
+                            input,
+                            tc_dtype_name(t->dtype),
+                            t->amp,
+                            t->optimizer,
+                            policy,
+                            threads,
+                            warmup,
+                            iters,
+                            repeats,
+                            ok ? median : NULL,
+                            ok ? spread : NULL,
+                            t->peak_memory_bytes ? peak : NULL,
+                            tc_trace_status_name(t->status),
+                            t->reason && *t->reason ? t->reason : NULL,
+                            t->runner && *t->runner ? t->runner : NULL,
+                            t->started_at_us > 0 ? started : NULL};
+    PGresult *res = NULL;
+    rc = tc_store_query(s, &res, "recording the trace",
+                        "INSERT INTO traces (message_id, device_id, model_id, framework, "
+                        "framework_version, library_version, batch, input_size, dtype, amp, "
+                        "optimizer, policy, threads, warmup, iters, repeats, median_ms, spread, "
+                        "peak_memory_bytes, status, reason, runner, started_at) VALUES ($1, $2, "
+                        "$3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, "
+                        "$19, $20, $21, $22, $23) RETURNING trace_id",
+                        23, params);
+    if (rc < 0)
+        return rc;
+    long long trace_id = strtoll(PQgetvalue(res, 0, 0), NULL, 10);
+    PQclear(res);
+
+    tc_buf_t iters_rows = {0}, ops = {0};
+    for (size_t i = 0; i < t->n_iterations; i++) {
+        const Traincast__V1__Iteration *it = t->iterations[i];
+        tc_copy_int(&iters_rows, trace_id, 0);
+        tc_copy_int(&iters_rows, it->repeat, 0);
+        tc_copy_int(&iters_rows, it->index, 0);
+        tc_copy_double(&iters_rows, it->ms, 0);
+        tc_copy_time_us(&iters_rows, it->at_us, 0);
+        tc_copy_bool(&iters_rows, it->warmup, 1);
+    }
+    for (size_t i = 0; i < t->n_op_times; i++) {
+        tc_copy_int(&ops, trace_id, 0);
+        tc_copy_text(&ops, t->op_times[i]->op_class, 0);
+        tc_copy_double(&ops, t->op_times[i]->ms, 1);
+    }
+    if (iters_rows.len)
+        rc = tc_store_copy(s, "recording trace iterations",
+                           "COPY trace_iterations (trace_id, repeat, idx, ms, at, warmup) FROM STDIN",
+                           &iters_rows);
+    if (rc == 0 && ops.len)
+        rc = tc_store_copy(s, "recording op class times",
+                           "COPY trace_op_times (trace_id, op_class, ms) FROM STDIN", &ops);
+    tc_buf_free(&iters_rows);
+    tc_buf_free(&ops);
+    return rc;
+}
+
+static int s_put_heartbeat(tc_store_t *s, const tc_envelope_t *env)
+{
+    char backlog[16];
+    snprintf(backlog, sizeof backlog, "%u", env->heartbeat->spool_backlog);
+    const char *params[] = {env->agent_id, backlog};
+    return tc_store_query(s, NULL, "recording the heartbeat",
+                          "INSERT INTO agents (agent_id, spool_backlog) VALUES ($1, $2) "
+                          "ON CONFLICT (agent_id) DO UPDATE SET last_seen = now(), "
+                          "spool_backlog = EXCLUDED.spool_backlog",
+                          2, params);
+}
+
+int tc_store_put(tc_store_t *self, const tc_envelope_t *env, tc_store_outcome_t *outcome)
+{
+    *outcome = TC_STORE_STORED;
+    int rc = tc_validate_envelope(env);
+    if (rc < 0)
+        return rc;
+    if (env->body_case == TRAINCAST__V1__ENVELOPE__BODY_HEARTBEAT)
+        return s_put_heartbeat(self, env);
+    if (env->body_case != TRAINCAST__V1__ENVELOPE__BODY_HELLO &&
+        env->body_case != TRAINCAST__V1__ENVELOPE__BODY_CONV_RESULTS &&
+        env->body_case != TRAINCAST__V1__ENVELOPE__BODY_MODEL_GRAPH &&
+        env->body_case != TRAINCAST__V1__ENVELOPE__BODY_TRAIN_TRACE)
+        return tc_fail(TC_EINVAL, "body: a %s message is not stored", tc_body_name(env));
+
+    rc = tc_store_begin(self);
+    if (rc < 0)
+        return rc;
+    char sent[64];
+    tc_store_time_param(env->sent_at_us, sent, sizeof sent);
+    const char *params[] = {env->message_id, env->agent_id, tc_body_name(env),
+                            env->sent_at_us > 0 ? sent : NULL};
+    PGresult *res = NULL;
+    rc = tc_store_query(self, &res, "recording the message id",
+                        "INSERT INTO received_messages (message_id, agent_id, kind, sent_at) "
+                        "VALUES ($1, $2, $3, $4) ON CONFLICT (message_id) DO NOTHING RETURNING 1",
+                        4, params);
+    if (rc == 0 && PQntuples(res) == 0) {
+        PQclear(res);
+        tc_store_rollback(self);
+        *outcome = TC_STORE_DUPLICATE;
+        return 0;
+    }
+    PQclear(res);
+    if (rc == 0) {
+        switch (env->body_case) {
+        case TRAINCAST__V1__ENVELOPE__BODY_HELLO:
+            rc = s_put_hello(self, env);
+            break;
+        case TRAINCAST__V1__ENVELOPE__BODY_CONV_RESULTS:
+            rc = s_put_conv_results(self, env);
+            break;
+        case TRAINCAST__V1__ENVELOPE__BODY_MODEL_GRAPH:
+            rc = s_put_agent(self, env, NULL);
+            if (rc == 0)
+                rc = s_put_model_graph(self, env->model_graph);
+            break;
+        default:
+            rc = s_put_trace(self, env);
+            break;
+        }
+    }
+    if (rc == 0)
+        rc = tc_store_commit(self);
+    if (rc < 0)
+        tc_store_rollback(self);
+    return rc;
+}

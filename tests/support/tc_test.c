@@ -1,0 +1,57 @@
+#include "tc_test.h"
+
+#include "store.h"
+#include "tc_error.h"
+
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+void tc_test_source_path(const char *rel, char *out, size_t size)
+{
+    snprintf(out, size, "%s/%s", TC_SOURCE_DIR, rel);
+}
+
+void tc_test_fresh_db(const char *name, char *dsn, size_t size)
+{
+    char path[1024], admin[1024] = "";
+    snprintf(path, sizeof path, "%s/dsn", TC_TEST_PG_DIR);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        cr_assert_fail("no test PostgreSQL: %s is missing; run the suite with ctest (its pg_start "
+                 "fixture starts one) or ./deploy/test.sh",
+                 path);
+    if (!fgets(admin, sizeof admin, f))
+        admin[0] = '\0';
+    fclose(f);
+    admin[strcspn(admin, "\n")] = '\0';
+    /* Unique per test process so parallel tests never share a database. */
+    char db[128];
+    snprintf(db, sizeof db, "t_%s_%d", name, (int)getpid());
+    int rc = tc_store_create_database(admin, db, dsn, size);
+    if (rc < 0)
+        cr_assert_fail("creating test database %s: %s", db, tc_errmsg());
+}
+
+int tc_test_run(const char *cmd, char *out, size_t size)
+{
+    char full[8192];
+    snprintf(full, sizeof full, "%s 2>&1", cmd);
+    FILE *p = popen(full, "r");
+    if (!p)
+        return -1;
+    size_t n = 0;
+    if (out && size) {
+        size_t r;
+        while (n + 1 < size && (r = fread(out + n, 1, size - 1 - n, p)) > 0)
+            n += r;
+        out[n] = '\0';
+    }
+    char sink[4096];
+    while (fread(sink, 1, sizeof sink, p) > 0) {
+    }
+    int st = pclose(p);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
