@@ -2,4 +2,6 @@
 #ifndef TC_AGENT_COMMANDS_H
 #define TC_AGENT_COMMANDS_H
 
+int tc_cmd_trace(int argc, char **argv);
+
 #endif

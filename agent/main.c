@@ -5,6 +5,7 @@
 #include "tc_main.h"
 
 static const tc_command_t s_commands[] = {
+    {"trace", tc_cmd_trace, "train models through the real framework and record iteration times"},
     {0},
 };
 

@@ -1,5 +1,6 @@
 #include "tc_progress.h"
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +15,7 @@ struct tc_progress {
     double last_draw;
     int tty;
     int drawn;
+    uint64_t drawn_done; /* `done` as last drawn */
 };
 
 static double s_now(void)
@@ -82,6 +84,7 @@ static void s_draw(tc_progress_t *self, const char *item, int final)
     }
     fflush(stderr);
     self->drawn = 1;
+    self->drawn_done = self->done;
 }
 
 void tc_progress_update(tc_progress_t *self, uint64_t done, const char *item)
@@ -102,7 +105,9 @@ void tc_progress_destroy(tc_progress_t **self_p)
     if (!self_p || !*self_p)
         return;
     tc_progress_t *self = *self_p;
-    if (self->tty >= 0 && (self->drawn || self->done > 0))
+    /* A plain line that already showed the final count is not repeated. */
+    bool shown = self->tty == 0 && self->drawn && self->drawn_done == self->done;
+    if (self->tty >= 0 && (self->drawn || self->done > 0) && !shown)
         s_draw(self, NULL, 1);
     free(self);
     *self_p = NULL;

@@ -1,0 +1,373 @@
+#!/usr/bin/env python3
+"""traincast trace runner for PyTorch.
+
+Trains a torchvision model on synthetic data held on the device (forward,
+loss, backward, optimizer step, zero_grad) and reports each iteration's
+synchronized wall time on stdout in the traincast trace line protocol
+(docs/trace-protocol.md). Everything else this program or the framework
+prints goes to stderr.
+
+Exit status: 0 ok, 1 failure (an "error" line says why), 2 bad arguments,
+3 out of memory (an "oom" line says where).
+"""
+
+import argparse
+import contextlib
+import ctypes
+import json
+import math
+import os
+import re
+import resource
+import socket
+import sys
+import time
+
+PROTOCOL = 1
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+EXIT_OOM = 3
+
+# Stdout carries the protocol only: keep a handle on it and send every other
+# print (ours, the framework's, a library's) to stderr.
+_PROTO = sys.stdout
+sys.stdout = sys.stderr
+
+
+def emit(obj):
+    _PROTO.write(json.dumps(obj, allow_nan=False, separators=(",", ":")) + "\n")
+    _PROTO.flush()
+
+
+def fail(message, status=EXIT_FAILED):
+    emit({"type": "error", "message": message})
+    sys.exit(status)
+
+
+def is_oom(exc):
+    if isinstance(exc, MemoryError):
+        return True
+    text = str(exc)
+    return isinstance(exc, RuntimeError) and (
+        "out of memory" in text
+        or "can't allocate memory" in text
+        or "not enough memory" in text)
+
+
+def parse_args(argv):
+    env = os.environ.get
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--model", default=env("TRAINCAST_TRACE_MODEL"),
+                   help="torchvision model name, e.g. resnet50")
+    p.add_argument("--batch", type=int, default=int(env("TRAINCAST_TRACE_BATCH", "0")))
+    p.add_argument("--input-size", type=int, default=int(env("TRAINCAST_TRACE_INPUT_SIZE", "0")),
+                   help="height and width of the synthetic images (0: the model's default)")
+    p.add_argument("--device", default=env("TRAINCAST_TRACE_DEVICE", "cpu"),
+                   help="cpu or cuda:I")
+    p.add_argument("--threads", type=int, default=int(env("TRAINCAST_TRACE_THREADS", "0")),
+                   help="CPU threads (torch.set_num_threads); 0 leaves the default")
+    p.add_argument("--dtype", default=env("TRAINCAST_TRACE_DTYPE", "fp32"),
+                   choices=["fp32", "tf32", "fp16", "bf16"])
+    p.add_argument("--amp", default=env("TRAINCAST_TRACE_AMP", ""),
+                   help="automatic mixed precision: '' (off), fp16 or bf16")
+    p.add_argument("--optimizer", default=env("TRAINCAST_TRACE_OPTIMIZER", "sgd"),
+                   help="sgd|adam|adamw, optionally with ,key=value options "
+                        "(e.g. sgd,momentum=0.9,weight_decay=1e-4)")
+    p.add_argument("--cudnn-benchmark", type=int, choices=[0, 1],
+                   default=int(env("TRAINCAST_TRACE_CUDNN_BENCHMARK", "0")))
+    p.add_argument("--warmup", type=int, default=int(env("TRAINCAST_TRACE_WARMUP", "3")))
+    p.add_argument("--iters", type=int, default=int(env("TRAINCAST_TRACE_ITERS", "10")))
+    p.add_argument("--profile", type=int, choices=[0, 1],
+                   default=int(env("TRAINCAST_TRACE_PROFILE", "0")),
+                   help="profile one extra iteration and report time per op class")
+    p.add_argument("--seed", type=int, default=0)
+    try:
+        a = p.parse_args(argv)
+    except SystemExit as e:
+        if e.code:
+            fail("bad arguments: " + " ".join(argv), EXIT_USAGE)
+        raise
+    if not a.model:
+        fail("--model is required", EXIT_USAGE)
+    if a.batch < 1 or a.warmup < 0 or a.iters < 1 or a.input_size < 0 or a.threads < 0:
+        fail("--batch and --iters must be >= 1; --warmup, --input-size, --threads >= 0",
+             EXIT_USAGE)
+    if a.amp not in ("", "none", "fp16", "bf16"):
+        fail("--amp must be '', fp16 or bf16 (got %r)" % a.amp, EXIT_USAGE)
+    if a.amp == "none":
+        a.amp = ""
+    if a.amp and a.dtype not in ("fp32", "tf32"):
+        fail("--amp needs fp32 or tf32 master weights (got --dtype %s)" % a.dtype, EXIT_USAGE)
+    if a.device != "cpu" and not re.fullmatch(r"cuda:\d+", a.device):
+        fail("--device must be cpu or cuda:I (got %r)" % a.device, EXIT_USAGE)
+    return a
+
+
+def cpu_model():
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name") or line.startswith("Model"):
+                    return " ".join(line.split(":", 1)[1].split())
+    except OSError:
+        pass
+    return "unknown CPU"
+
+
+def onednn_version(torch):
+    m = re.search(r"(?:MKL-DNN|oneDNN) v([0-9][0-9.]*)", torch.__config__.show())
+    return m.group(1) if m else ""
+
+
+def cudnn_version(torch):
+    v = torch.backends.cudnn.version() if torch.backends.cudnn.is_available() else None
+    if not v:
+        return ""
+    if v >= 90000:
+        return "%d.%d.%d" % (v // 10000, v // 100 % 100, v % 100)
+    return "%d.%d.%d" % (v // 1000, v // 100 % 10, v % 100)
+
+
+def cuda_driver_version():
+    try:
+        lib = ctypes.CDLL("libcuda.so.1")
+        v = ctypes.c_int(0)
+        if lib.cuDriverGetVersion(ctypes.byref(v)) == 0:
+            return "%d.%d" % (v.value // 1000, v.value % 1000 // 10)
+    except OSError:
+        pass
+    return ""
+
+
+def classification_models(torchvision):
+    if hasattr(torchvision.models, "list_models"):
+        return set(torchvision.models.list_models(module=torchvision.models))
+    return {n for n in dir(torchvision.models)
+            if n[0].islower() and callable(getattr(torchvision.models, n))}
+
+
+def build_optimizer(torch, spec, params):
+    name, _, rest = spec.partition(",")
+    opts = {}
+    for item in filter(None, rest.split(",")):
+        key, eq, value = item.partition("=")
+        if not eq:
+            fail("optimizer option %r is not key=value" % item, EXIT_USAGE)
+        try:
+            opts[key.strip()] = float(value)
+        except ValueError:
+            fail("optimizer option %r needs a number" % item, EXIT_USAGE)
+    classes = {"sgd": torch.optim.SGD, "adam": torch.optim.Adam, "adamw": torch.optim.AdamW}
+    if name not in classes:
+        fail("unknown optimizer %r (sgd, adam or adamw)" % name, EXIT_USAGE)
+    if name == "sgd":
+        opts.setdefault("lr", 0.01)
+        opts.setdefault("momentum", 0.0)
+        opts.setdefault("weight_decay", 0.0)
+    try:
+        return classes[name](params, **opts)
+    except (TypeError, ValueError) as e:
+        fail("optimizer %r: %s" % (spec, e), EXIT_USAGE)
+
+
+# Op classes as traincast groups non-conv layers (common/tc_features.h),
+# matched against profiler event names with "aten::" and the autograd
+# engine's prefix removed, lower-cased ("conv2d", "convolutionbackward0").
+# The first matching rule wins.
+_BWD = r"(backward\d*)?"
+_OP_RULES = [(cls, re.compile(rx)) for cls, rx in [
+    ("other", r"^(traincast\.|optimizer\.|torch::autograd::accumulategrad|cross_entropy|"
+              r"nll_loss|log_softmax|logsoftmax|nllloss)"),
+    ("conv", r"conv"),
+    ("bn", r"batch_?norm"),
+    ("act", r"relu|hardtanh|sigmoid|silu|hardswish|hardsigmoid|gelu|tanh|threshold|clamp|elu"),
+    ("pool", r"pool"),
+    ("dropout", r"dropout|bernoulli"),
+    ("gemm", r"^(addmm|linear|matmul|mm|bmm)(_|" + _BWD + r"$)"),
+    ("concat", r"^(cat|stack|split|split_with_sizes|unsafe_split|chunk)(_|" + _BWD + r"$)"),
+    ("reduce", r"^(mean|sum|softmax|_softmax|layer_norm|native_layer_norm|layernorm|"
+               r"nativelayernorm)(_|" + _BWD + r"$)"),
+    ("eltwise", r"^(add|mul|sub|div|rsub)(_|" + _BWD + r"$)"),
+    ("shape", r"^(view|reshape|_reshape_alias|reshapealias|flatten|transpose|permute|t|slice|"
+              r"constant_pad_nd|pad|contiguous|expand|squeeze|unsqueeze|narrow|select|"
+              r"as_strided|clone|_unsafe_view|unsafe_view|unsafeview)(_|" + _BWD + r"$)"),
+]]
+_PREFIXES = ("autograd::engine::evaluate_function: ", "aten::")
+
+
+def op_class(name):
+    n = name
+    for prefix in _PREFIXES:
+        if n.startswith(prefix):
+            n = n[len(prefix):]
+    n = n.lower()
+    for cls, rx in _OP_RULES:
+        if rx.search(n):
+            return cls
+    return None
+
+
+def op_class_times(events, cuda):
+    """Self time per op class (ms). An event's time goes to the class of its
+    outermost ancestor that has one (aten::linear's transpose is gemm time),
+    else its own, else "other"."""
+    totals = {}
+    for ev in events:
+        chain = []
+        e = ev
+        while e is not None:
+            chain.append(e)
+            e = e.cpu_parent
+        cls = None
+        for e in reversed(chain):
+            cls = op_class(e.name)
+            if cls:
+                break
+        us = ev.self_cuda_time_total if cuda else ev.self_cpu_time_total
+        if us > 0:
+            totals[cls or "other"] = totals.get(cls or "other", 0.0) + us / 1000.0
+    return totals
+
+
+def main(argv):
+    a = parse_args(argv)
+    import torch
+    import torchvision
+
+    cuda = a.device.startswith("cuda")
+    if cuda and not torch.cuda.is_available():
+        fail("--device %s: this PyTorch has no usable CUDA device (torch.cuda.is_available() "
+             "is False)" % a.device)
+    if not cuda and (a.dtype == "tf32" or a.amp == "fp16"):
+        fail("--dtype tf32 and --amp fp16 need a CUDA device", EXIT_USAGE)
+    if a.threads:
+        torch.set_num_threads(a.threads)
+    torch.manual_seed(a.seed)
+    dev = torch.device(a.device)
+    if cuda:
+        torch.cuda.set_device(dev)
+        tf32 = a.dtype == "tf32"
+        torch.backends.cuda.matmul.allow_tf32 = tf32
+        torch.backends.cudnn.allow_tf32 = tf32
+        torch.backends.cudnn.benchmark = bool(a.cudnn_benchmark)
+
+    if a.model not in classification_models(torchvision):
+        fail("unknown torchvision classification model %r" % a.model, EXIT_USAGE)
+    input_size = a.input_size or (299 if a.model == "inception_v3" else 224)
+
+    if cuda:
+        props = torch.cuda.get_device_properties(dev)
+        device_name = props.name
+        device_uuid = str(getattr(props, "uuid", "") or "")
+        library, library_version = "cudnn", cudnn_version(torch)
+    else:
+        device_name, device_uuid = cpu_model(), ""
+        library, library_version = "onednn", onednn_version(torch)
+    emit({
+        "type": "header", "protocol": PROTOCOL,
+        "framework": "pytorch", "framework_version": torch.__version__,
+        "library": library, "library_version": library_version,
+        "runtime_version": torch.version.cuda or "" if cuda else "",
+        "driver_version": cuda_driver_version() if cuda else "",
+        "torchvision_version": torchvision.__version__,
+        "python_version": "%d.%d.%d" % sys.version_info[:3],
+        "host": socket.gethostname(),
+        "device": a.device, "device_name": device_name, "device_uuid": device_uuid,
+        "threads": torch.get_num_threads() if not cuda else 0,
+        "model": a.model, "batch": a.batch, "input_size": input_size,
+        "dtype": a.dtype, "amp": a.amp, "optimizer": a.optimizer,
+        "cudnn_benchmark": bool(a.cudnn_benchmark),
+        "warmup": a.warmup, "iters": a.iters,
+    })
+
+    dtype = {"fp16": torch.float16, "bf16": torch.bfloat16}.get(a.dtype, torch.float32)
+    try:
+        if cuda:
+            torch.cuda.reset_peak_memory_stats(dev)
+        model = getattr(torchvision.models, a.model)(weights=None)
+        model = model.to(device=dev, dtype=dtype).train()
+        opt = build_optimizer(torch, a.optimizer, model.parameters())
+        x = torch.randn(a.batch, 3, input_size, input_size, device=dev, dtype=dtype)
+        y = torch.randint(0, 1000, (a.batch,), device=dev)
+        loss_fn = torch.nn.CrossEntropyLoss()
+        amp_dtype = {"fp16": torch.float16, "bf16": torch.bfloat16}.get(a.amp)
+        scaler = torch.cuda.amp.GradScaler() if a.amp == "fp16" else None
+
+        def autocast():
+            if not amp_dtype:
+                return contextlib.nullcontext()
+            return torch.autocast(device_type="cuda" if cuda else "cpu", dtype=amp_dtype)
+
+        def loss_of(out):
+            # Auxiliary classifiers train with the weights torchvision's
+            # reference scripts use (inception_v3 0.4, googlenet 0.3).
+            if hasattr(out, "aux_logits"):
+                return loss_fn(out.logits, y) + 0.4 * loss_fn(out.aux_logits, y)
+            if hasattr(out, "aux_logits1"):
+                return (loss_fn(out.logits, y) + 0.3 * loss_fn(out.aux_logits1, y)
+                        + 0.3 * loss_fn(out.aux_logits2, y))
+            return loss_fn(out, y)
+
+        def sync():
+            if cuda:
+                torch.cuda.synchronize(dev)
+
+        def step():
+            with autocast():
+                out = model(x)
+                with torch.autograd.profiler.record_function("traincast.loss"):
+                    loss = loss_of(out)
+            if scaler:
+                scaler.scale(loss).backward()
+                with torch.autograd.profiler.record_function("traincast.optimizer"):
+                    scaler.step(opt)
+                    scaler.update()
+            else:
+                loss.backward()
+                with torch.autograd.profiler.record_function("traincast.optimizer"):
+                    opt.step()
+            with torch.autograd.profiler.record_function("traincast.optimizer"):
+                opt.zero_grad()
+            return loss
+
+        sync()
+        for i in range(a.warmup + a.iters):
+            t0 = time.perf_counter()
+            loss = step()
+            sync()
+            ms = (time.perf_counter() - t0) * 1000.0
+            at_us = time.time_ns() // 1000
+            if i == 0 and not math.isfinite(float(loss)):
+                fail("the loss is not finite (%s) after the first iteration" % float(loss))
+            emit({"type": "iter", "index": i, "warmup": i < a.warmup, "ms": ms, "at_us": at_us})
+
+        op_times = None
+        if a.profile:
+            acts = [torch.profiler.ProfilerActivity.CPU]
+            if cuda:
+                acts.append(torch.profiler.ProfilerActivity.CUDA)
+            with torch.profiler.profile(activities=acts) as prof:
+                step()
+                sync()
+            op_times = op_class_times(prof.events(), cuda)
+        if cuda:
+            peak = torch.cuda.max_memory_allocated(dev)
+            peak_kind = "cuda_max_memory_allocated"
+        else:
+            peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+            peak_kind = "process_peak_rss"
+    except Exception as e:  # noqa: BLE001 - every failure is reported on the protocol
+        if is_oom(e):
+            emit({"type": "oom", "message": str(e).strip().splitlines()[0][:1000]})
+            sys.exit(EXIT_OOM)
+        fail("%s: %s" % (type(e).__name__, str(e).strip()[:2000]))
+
+    footer = {"type": "footer", "peak_memory_bytes": int(peak), "peak_memory_kind": peak_kind}
+    if op_times is not None:
+        footer["op_times_ms"] = op_times
+    emit(footer)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
