@@ -190,6 +190,11 @@ static int s_check_opts(const s_opts_t *o, Traincast__V1__DeviceKind *kind, uint
         return tc_fail(TC_EINVAL, "--threads must be at most 4096 (got %lu)", o->threads);
     if (o->input_size > 8192)
         return tc_fail(TC_EINVAL, "--input-size must be at most 8192 (got %lu)", o->input_size);
+    if (o->runner && (!*o->runner || strlen(o->runner) > 1000))
+        return tc_fail(TC_EINVAL, "--runner must be a command of 1 to 1000 characters");
+    if (!*o->optimizer || strlen(o->optimizer) > 200)
+        return tc_fail(TC_EINVAL, "--optimizer must be 1 to 200 characters (e.g. sgd or "
+                                  "sgd,momentum=0.9)");
     if (!*o->out)
         return tc_fail(TC_EUSAGE, "--out must name a file");
     return 0;
@@ -254,11 +259,18 @@ static int s_run(const s_opts_t *o)
     };
     for (size_t m = 0; m < n_models; m++) {
         for (size_t b = 0; b < n_batches; b++) {
+            char key[KEY_LEN];
+            job.req.batch = (uint32_t)batches[b];
+            tc_trace_plan_key(&job, models[m].model_id, kind, index, key, sizeof key);
+            bool dup = false;
+            for (size_t i = 0; i < plan.n_items && !dup; i++)
+                dup = strcmp(plan.items[i].key, key) == 0;
+            if (dup)
+                continue; /* the same model named twice */
             s_item_t *it = &plan.items[plan.n_items++];
             it->model = &models[m];
             it->batch = (uint32_t)batches[b];
-            job.req.batch = it->batch;
-            tc_trace_plan_key(&job, models[m].model_id, kind, index, it->key, sizeof it->key);
+            snprintf(it->key, sizeof it->key, "%s", key);
         }
     }
     TC_TRY(tc_resultfile_read(o->out, true, s_seen, &plan, NULL));
@@ -391,7 +403,9 @@ int tc_cmd_trace(int argc, char **argv)
             "status oom; one that crashes, hangs past --timeout or prints a malformed line gives\n"
             "status failed with the reason; nothing of it is used. The closing table lists every\n"
             "trace of the plan. Exit status 1 when a trace failed.\n"
-            "Environment: TRAINCAST_PYTHON (default /usr/bin/python3) runs the PyTorch harness.",
+            "Environment: TRAINCAST_PYTHON (default /usr/bin/python3) runs the PyTorch harness;\n"
+            "TRAINCAST_HARNESS_DIR is where its trace_runner.py is (default: the source tree's\n"
+            "agent/harness). The runner protocol: docs/trace-protocol.md.",
         .opts = opts,
     };
     tc_cli_result_t cli;

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -123,6 +124,16 @@ static void s_tail_append(char *tail, const char *data, size_t n)
     }
 }
 
+/* waitpid that also keeps the child's peak resident memory. */
+static pid_t s_wait(pid_t pid, int *status, int flags, tc_proc_result_t *res)
+{
+    struct rusage ru;
+    pid_t r = wait4(pid, status, flags, &ru);
+    if (r == pid)
+        res->peak_rss_bytes = (uint64_t)ru.ru_maxrss * 1024;
+    return r;
+}
+
 static void s_record_status(tc_proc_result_t *res, int status)
 {
     if (WIFEXITED(status)) {
@@ -140,7 +151,7 @@ static void s_kill_and_reap(pid_t pid, bool reaped, tc_proc_result_t *res)
     double until = s_now() + TERM_GRACE_S;
     int status;
     while (!reaped && s_now() < until) {
-        pid_t r = waitpid(pid, &status, WNOHANG);
+        pid_t r = s_wait(pid, &status, WNOHANG, res);
         if (r == pid) {
             reaped = true;
             s_record_status(res, status);
@@ -152,7 +163,7 @@ static void s_kill_and_reap(pid_t pid, bool reaped, tc_proc_result_t *res)
     }
     kill(-pid, SIGKILL);
     while (!reaped) {
-        pid_t r = waitpid(pid, &status, 0);
+        pid_t r = s_wait(pid, &status, 0, res);
         if (r == pid)
             s_record_status(res, status);
         if (r == pid || (r < 0 && errno != EINTR))
@@ -236,7 +247,7 @@ int tc_proc_run(const tc_proc_spec_t *spec, tc_proc_result_t *res)
         }
         if (res->stopped)
             break;
-        if (!reaped && waitpid(pid, &status, WNOHANG) == pid) {
+        if (!reaped && s_wait(pid, &status, WNOHANG, res) == pid) {
             reaped = true;
             s_record_status(res, status);
             drain_until = s_now() + DRAIN_S;
@@ -249,7 +260,7 @@ int tc_proc_run(const tc_proc_spec_t *spec, tc_proc_result_t *res)
     /* Wait for a child that closed its output but has not exited yet, up to
      * the deadline. */
     while (!reaped && rc == 0 && !res->timed_out && !res->stopped) {
-        pid_t r = waitpid(pid, &status, WNOHANG);
+        pid_t r = s_wait(pid, &status, WNOHANG, res);
         if (r == pid) {
             reaped = true;
             s_record_status(res, status);

@@ -7,6 +7,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #define TC_PROC_STDERR_TAIL 2048
 
@@ -27,6 +28,7 @@ typedef struct {
     int exit_status;
     int term_signal;    /* the signal that ended it, when !exited */
     double wall_s;
+    uint64_t peak_rss_bytes; /* the child's own peak resident memory (not its children's) */
     char stderr_tail[TC_PROC_STDERR_TAIL]; /* last bytes of stderr, NUL-terminated */
 } tc_proc_result_t;
 

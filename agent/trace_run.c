@@ -1,8 +1,10 @@
 #include "trace_run.h"
 
+#include "hostinfo.h"
 #include "tc_error.h"
 #include "trace_proc.h"
 
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -107,6 +109,17 @@ static const char *s_lines(unsigned n, char *buf, size_t size)
     return buf;
 }
 
+/* Killed by SIGKILL (directly, or as a shell reports it) that nobody in
+ * the agent sent, after the runner had grown to at least half the
+ * machine's memory: the kernel's out-of-memory killer. */
+static bool s_killed_for_memory(const tc_proc_result_t *pr, uint64_t mem_total)
+{
+    bool sigkill = (!pr->exited && pr->term_signal == SIGKILL) ||
+                   (pr->exited && pr->exit_status == 128 + SIGKILL);
+    return sigkill && !pr->timed_out && !pr->stopped && mem_total > 0 &&
+           pr->peak_rss_bytes >= mem_total / 2;
+}
+
 /* Decide how one run ended. Returns true when it is usable. */
 static bool s_outcome(const tc_trace_job_t *job, uint32_t repeat, tc_trace_proto_t *proto,
                       const tc_proc_result_t *pr, tc_trace_result_t *r)
@@ -118,6 +131,7 @@ static bool s_outcome(const tc_trace_job_t *job, uint32_t repeat, tc_trace_proto
     tc_proc_tail_lines(pr->stderr_tail, STDERR_LINES, tail, sizeof tail);
     const char *sep = tail[0] ? "; stderr: " : "";
     int proto_rc = pr->stopped ? -1 : tc_trace_proto_finish(proto);
+    uint64_t mem_total = tc_mem_total();
     const Traincast__V1__TraceStatus FAILED = TRAINCAST__V1__TRACE_STATUS__TRACE_STATUS_FAILED;
     if (pr->stopped) {
         s_reason(r, FAILED, prefix, "invalid runner output, %s", tc_trace_proto_error(proto));
@@ -131,11 +145,19 @@ static bool s_outcome(const tc_trace_job_t *job, uint32_t repeat, tc_trace_proto
                  o->oom && o->message[0] ? o->message : "the runner exited with status 3");
     } else if (o->error) {
         s_reason(r, FAILED, prefix, "the runner reported an error: %s", o->message);
+    } else if (s_killed_for_memory(pr, mem_total)) {
+        s_reason(r, TRAINCAST__V1__TRACE_STATUS__TRACE_STATUS_OOM, prefix,
+                 "out of memory at batch %u: the runner was killed (SIGKILL) after reaching "
+                 "%.1f GiB resident of the machine's %.1f GiB, which is what the kernel's "
+                 "out-of-memory killer does", job->req.batch,
+                 (double)pr->peak_rss_bytes / (1u << 30), (double)mem_total / (1u << 30));
     } else if (!pr->exited) {
         s_reason(r, FAILED, prefix, "crashed: the runner was killed by signal %d (%s) after "
-                                    "%s of output%s%s",
+                                    "%s of output%s%s%s",
                  pr->term_signal, strsignal(pr->term_signal),
-                 s_lines(o->lines, n_lines, sizeof n_lines), sep, tail);
+                 s_lines(o->lines, n_lines, sizeof n_lines),
+                 pr->term_signal == SIGKILL ? " (SIGKILL from outside: often a memory limit)" : "",
+                 sep, tail);
     } else if (pr->exit_status > 128 && pr->exit_status < 128 + 65) {
         /* A shell reports its child's death by signal N as status 128 + N. */
         int sig = pr->exit_status - 128;

@@ -267,7 +267,7 @@ def main(argv):
         "type": "header", "protocol": PROTOCOL,
         "framework": "pytorch", "framework_version": torch.__version__,
         "library": library, "library_version": library_version,
-        "runtime_version": torch.version.cuda or "" if cuda else "",
+        "runtime_version": (torch.version.cuda or "") if cuda else "",
         "driver_version": cuda_driver_version() if cuda else "",
         "torchvision_version": torchvision.__version__,
         "python_version": "%d.%d.%d" % sys.version_info[:3],

@@ -43,6 +43,8 @@ oom_exit_only)
 crash)
     iter 0 true 5 1700000000000000
     kill -SEGV $$ ;;
+sigkill)
+    kill -KILL $$ ;;
 exit1)
     echo "Traceback (most recent call last):" >&2
     echo "RuntimeError: boom in the model" >&2

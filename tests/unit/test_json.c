@@ -221,3 +221,44 @@ Test(json, every_truncation_fails_cleanly, .timeout = 30)
         free(copy);
     }
 }
+
+/* Random mutations of valid lines (a fixed seed, so failures reproduce):
+ * every outcome is a clean accept or a clean parse/limit error. Run under
+ * -DTRAINCAST_SANITIZE=ON this doubles as a memory-safety check. */
+Test(json, random_mutations_never_crash, .timeout = 60)
+{
+    const char *seeds[] = {
+        "{\"type\":\"iter\",\"index\":3,\"warmup\":false,\"ms\":12.5,\"at_us\":1700000000123456}",
+        "{\"type\":\"footer\",\"peak_memory_bytes\":1,\"op_times_ms\":{\"conv\":1e2,\"bn\":0}}",
+        "[\"\\u00e9\\ud83d\\ude00\",-0.5e-3,true,false,null,{\"a\":[[]]}]",
+    };
+    unsigned state = 12345;
+    char buf[256];
+    size_t accepted = 0;
+    for (int round = 0; round < 20000; round++) {
+        const char *seed = seeds[round % 3];
+        size_t n = strlen(seed);
+        memcpy(buf, seed, n);
+        int edits = 1 + round % 4;
+        for (int e = 0; e < edits && n > 0; e++) {
+            state = state * 1103515245u + 12345u;
+            size_t at = (state >> 8) % n;
+            state = state * 1103515245u + 12345u;
+            switch ((state >> 16) % 3) {
+            case 0: buf[at] = (char)(state >> 4); break;                  /* replace */
+            case 1: memmove(buf + at, buf + at + 1, n - at - 1); n--; break; /* delete */
+            default: n = at + 1; break;                                   /* cut */
+            }
+        }
+        char *copy = malloc(n ? n : 1);
+        memcpy(copy, buf, n);
+        tc_json_t *doc = NULL;
+        int rc = tc_json_parse(copy, n, NULL, &doc);
+        cr_assert(rc == 0 || rc == TC_EPARSE || rc == TC_ELIMIT, "round %d: rc %d", round, rc);
+        cr_assert_eq(rc == 0, doc != NULL);
+        accepted += rc == 0;
+        tc_json_destroy(&doc);
+        free(copy);
+    }
+    cr_assert_lt(accepted, 20000, "mutations must break some documents");
+}

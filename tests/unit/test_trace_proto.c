@@ -263,3 +263,33 @@ Test(trace_proto, binary_garbage_is_shown_escaped, .timeout = 10)
 {
     s_fails(HEADER "\x01\x02\xff{\n", 2, "\\x01\\x02\\xff{");
 }
+
+/* Random mutations of a good run, fed in random chunks: the parser ends
+ * in a clean accept or a clean failure, with a message, every time. */
+Test(trace_proto, random_mutations_fail_cleanly, .timeout = 60)
+{
+    const char *good = GOOD;
+    size_t n0 = strlen(good);
+    char *buf = malloc(n0);
+    unsigned state = 777;
+    for (int round = 0; round < 3000; round++) {
+        size_t n = n0;
+        memcpy(buf, good, n);
+        for (int e = 0; e < 1 + round % 3 && n > 0; e++) {
+            state = state * 1103515245u + 12345u;
+            size_t at = (state >> 8) % n;
+            state = state * 1103515245u + 12345u;
+            if ((state >> 16) % 2)
+                buf[at] = (char)(state >> 3);
+            else
+                n = at;
+        }
+        tc_trace_proto_t *p = tc_trace_proto_new(&s_req);
+        state = state * 1103515245u + 12345u;
+        int rc = s_run(p, buf, n, 1 + (state >> 8) % 200);
+        cr_assert(rc == 0 || rc == TC_EPARSE, "round %d: rc %d", round, rc);
+        cr_assert_eq(rc == 0, tc_trace_proto_error(p)[0] == '\0', "round %d", round);
+        tc_trace_proto_destroy(&p);
+    }
+    free(buf);
+}

@@ -108,6 +108,9 @@ Test(trace_run, crashes_are_failed_with_the_signal_and_stderr, .timeout = 60)
 {
     s_expect("crash", TRAINCAST__V1__TRACE_STATUS__TRACE_STATUS_FAILED,
              "crashed: the runner was killed by signal 11 (Segmentation fault) after 2 lines");
+    s_expect("sigkill", TRAINCAST__V1__TRACE_STATUS__TRACE_STATUS_FAILED,
+             "crashed: the runner was killed by signal 9 (Killed) after 1 line of output "
+             "(SIGKILL from outside: often a memory limit); stderr: fake runner: mode sigkill");
     s_expect("exit1", TRAINCAST__V1__TRACE_STATUS__TRACE_STATUS_FAILED,
              "crashed: the runner exited with status 1 after 1 line of output; stderr: fake "
              "runner: mode exit1, run 1 | Traceback (most recent call last): | RuntimeError: "

@@ -1,0 +1,97 @@
+#!/usr/bin/env bash
+# trace_variability.sh: run-to-run variability of training time on this
+# machine's CPU, the floor any prediction error is compared with.
+#
+# For each model and batch, `agent trace` trains REPEAT times (each a fresh
+# PyTorch process) and reports the spread (max - min) / median of the repeat
+# medians. Results go to docs/VARIABILITY.md with the machine's details.
+#
+# Environment (defaults in brackets):
+#   MODELS [resnet18,mobilenet_v2,densenet121]   BATCHES [8,32]
+#   INPUT_SIZE [112]  THREADS [all CPUs]  WARMUP [3]  ITERS [10]  REPEAT [5]
+#   BUILD_DIR [build]  OUT [BUILD_DIR/bench-out/variability.tcr]  DOC [docs/VARIABILITY.md]
+# The result file makes the run resumable: rerunning skips finished traces
+# (delete OUT for fresh figures).
+set -euo pipefail
+
+repo=$(cd "$(dirname "$0")/.." && pwd)
+cd "$repo"
+models=${MODELS:-resnet18,mobilenet_v2,densenet121}
+batches=${BATCHES:-8,32}
+input=${INPUT_SIZE:-112}
+threads=${THREADS:-$(nproc)}
+warmup=${WARMUP:-3}
+iters=${ITERS:-10}
+repeat=${REPEAT:-5}
+build=${BUILD_DIR:-build}
+out=${OUT:-$build/bench-out/variability.tcr}
+doc=${DOC:-docs/VARIABILITY.md}
+agent="$build/agent/agent"
+py=${TRAINCAST_PYTHON:-/usr/bin/python3}
+
+[ -x "$agent" ] || { echo "no $agent: build first (cmake -S . -B $build && cmake --build $build)" >&2; exit 2; }
+mkdir -p "$(dirname "$out")"
+
+load_before=$(cut -d' ' -f1-3 /proc/loadavg)
+start=$(date +%s)
+set +e
+"$agent" trace --models "$models" --batches "$batches" --input-size "$input" \
+    --threads "$threads" --warmup "$warmup" --iters "$iters" --repeat "$repeat" \
+    --no-profile --no-graph --timeout 3600 --out "$out" | tee "$out.table"
+status=${PIPESTATUS[0]}
+set -e
+elapsed=$(( $(date +%s) - start ))
+load_after=$(cut -d' ' -f1-3 /proc/loadavg)
+
+cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')
+mem=$(awk '/MemTotal/ {printf "%.1f GiB", $2 / 1048576}' /proc/meminfo)
+versions=$("$py" -c 'import torch, torchvision, re; m = re.search(r"(?:MKL-DNN|oneDNN) v([0-9.]+)", torch.__config__.show()); print("PyTorch %s, torchvision %s, oneDNN %s" % (torch.__version__, torchvision.__version__, m.group(1) if m else "?"))')
+
+{
+    echo "# Run-to-run variability of training time (CPU)"
+    echo
+    echo "Measured by \`bench/trace_variability.sh\`; rerun it to refresh these figures."
+    echo "Each trace trains the model $repeat times, each run a fresh PyTorch process"
+    echo "($warmup warm-up + $iters measured iterations of forward, loss, backward, SGD step,"
+    echo "zero_grad on synthetic data). The **spread** is (max − min) / median of the $repeat run"
+    echo "medians: the run-to-run variability, which is the floor any prediction error on this"
+    echo "machine is compared with."
+    echo
+    echo "## Machine"
+    echo
+    echo "- CPU: $cpu, $(nproc) logical CPUs available, $threads training threads"
+    echo "- Memory: $mem; $(uname -sr)"
+    echo "- $versions"
+    echo "- Input size: ${input}×${input} px (reduced from 224 to keep the run bounded on this"
+    echo "  CPU), fp32, SGD (momentum 0, weight decay 0)"
+    echo "- Load average (1, 5, 15 min) before: $load_before; after: $load_after"
+    echo "- Measured $(date -u '+%Y-%m-%d %H:%M UTC'), $elapsed s in all"
+    echo
+    echo "## Results"
+    echo
+    echo "| model | batch | status | median iteration (ms) | spread | run medians (ms) |"
+    echo "|---|---:|---|---:|---:|---|"
+    awk 'NR > 1 {
+        model = $1; sub(/^torchvision:/, "", model)
+        if ($3 == "ok") {
+            meds = ""
+            for (i = 6; i <= NF; i++) meds = meds (i > 6 ? ", " : "") $i
+            printf "| %s | %s | ok | %s | %s | %s |\n", model, $2, $4, $5, meds
+        } else {
+            reason = ""
+            for (i = 6; i <= NF; i++) reason = reason (i > 6 ? " " : "") $i
+            printf "| %s | %s | %s | – | – | %s |\n", model, $2, $3, reason
+        }
+    }' "$out.table"
+    echo
+    echo "## Reading the figures"
+    echo
+    echo "The spread is taken over separate processes, not over the iterations of one run:"
+    echo "on a shared machine whole runs move together (other work competing for the cores,"
+    echo "shared caches, memory bandwidth, clock changes), which the iterations of one run do"
+    echo "not show. A prediction error below the spread of the same model and batch cannot be"
+    echo "resolved on this machine. The load averages above say how busy the machine was;"
+    echo "a dedicated machine (or a GPU) gives far smaller figures."
+} > "$doc"
+echo "wrote $doc" >&2
+exit "$status"
