@@ -235,7 +235,11 @@ static int s_run(const s_opts_t *o)
         mod->runner_model = tc_trace_runner_model(names[m]);
         mod->input_size = o->input_size ? (uint32_t)o->input_size
                                         : tc_trace_default_input(mod->runner_model);
-        if (o->no_graph) {
+        bool is_file = strchr(mod->spec, '/') || strstr(mod->spec, ".onnx");
+        if (o->no_graph && is_file) {
+            TC_FAIL_GOTO(TC_EUSAGE, "--models %s: an ONNX file is identified by its graph; "
+                                    "drop --no-graph", mod->spec);
+        } else if (o->no_graph) {
             tc_trace_model_id(mod->runner_model, mod->input_size, mod->model_id,
                               sizeof mod->model_id);
         } else if ((rc = tc_trace_graph_load(mod->spec, mod->input_size, &mod->graph,

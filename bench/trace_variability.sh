@@ -8,7 +8,8 @@
 #
 # Environment (defaults in brackets):
 #   MODELS [resnet18,mobilenet_v2,densenet121]   BATCHES [8,32]
-#   INPUT_SIZE [112]  THREADS [all CPUs]  WARMUP [3]  ITERS [10]  REPEAT [5]
+#   INPUT_SIZE [112]  THREADS [all CPUs; a list such as 2,1 gives one table each]
+#   WARMUP [3]  ITERS [10]  REPEAT [5]
 #   BUILD_DIR [build]  OUT [BUILD_DIR/bench-out/variability.tcr]  DOC [docs/VARIABILITY.md]
 # The result file makes the run resumable: rerunning skips finished traces
 # (delete OUT for fresh figures).
@@ -19,7 +20,7 @@ cd "$repo"
 models=${MODELS:-resnet18,mobilenet_v2,densenet121}
 batches=${BATCHES:-8,32}
 input=${INPUT_SIZE:-112}
-threads=${THREADS:-$(nproc)}
+threads=${THREADS:-$(nproc)}  # a comma-separated list runs each
 warmup=${WARMUP:-3}
 iters=${ITERS:-10}
 repeat=${REPEAT:-5}
@@ -32,16 +33,39 @@ py=${TRAINCAST_PYTHON:-/usr/bin/python3}
 [ -x "$agent" ] || { echo "no $agent: build first (cmake -S . -B $build && cmake --build $build)" >&2; exit 2; }
 mkdir -p "$(dirname "$out")"
 
-load_before=$(cut -d' ' -f1-3 /proc/loadavg)
-start=$(date +%s)
-set +e
-"$agent" trace --models "$models" --batches "$batches" --input-size "$input" \
-    --threads "$threads" --warmup "$warmup" --iters "$iters" --repeat "$repeat" \
-    --no-profile --no-graph --timeout 3600 --out "$out" | tee "$out.table"
-status=${PIPESTATUS[0]}
-set -e
-elapsed=$(( $(date +%s) - start ))
-load_after=$(cut -d' ' -f1-3 /proc/loadavg)
+status=0
+IFS=, read -r -a thread_list <<< "$threads"
+# "busy total" jiffies of all CPUs, from /proc/stat.
+cpu_jiffies() {
+    awk '/^cpu / { t = 0; for (i = 2; i <= NF; i++) t += $i; print t - $5 - $6, t }' /proc/stat
+}
+
+declare -A section_note
+for t in "${thread_list[@]}"; do
+    t_load=$(cut -d' ' -f1-3 /proc/loadavg)
+    t_start=$(date +%s)
+    read -r busy0 total0 < <(cpu_jiffies)
+    set +e
+    "$agent" trace --models "$models" --batches "$batches" --input-size "$input" \
+        --threads "$t" --warmup "$warmup" --iters "$iters" --repeat "$repeat" \
+        --no-profile --no-graph --timeout 3600 --out "$out" \
+        2> >(tee "$out.log.$t" >&2) | tee "$out.table.$t"
+    st=${PIPESTATUS[0]}
+    set -e
+    [ "$st" -eq 0 ] || status=$st
+    read -r busy1 total1 < <(cpu_jiffies)
+    busy=$(( total1 > total0 ? 100 * (busy1 - busy0) / (total1 - total0) : 0 ))
+    skipped=$(grep -o '[0-9]* of [0-9]* traces are already there' "$out.log.$t" || true)
+    if ! grep -q '^trace:' "$out.log.$t"; then  # no progress: nothing was run
+        section_note[$t]="Taken from the result file of an earlier run of this script (not \
+measured again now; delete $out for fresh figures)."
+    else
+        section_note[$t]="Measured in $(( $(date +%s) - t_start )) s; load average (1, 5, \
+15 min) before $t_load, after $(cut -d' ' -f1-3 /proc/loadavg); all CPUs together were busy \
+${busy} % of that time (every process on the machine, this one included)${skipped:+; \
+$skipped from an earlier run}."
+    fi
+done
 
 cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')
 mem=$(awk '/MemTotal/ {printf "%.1f GiB", $2 / 1048576}' /proc/meminfo)
@@ -59,15 +83,17 @@ versions=$("$py" -c 'import torch, torchvision, re; m = re.search(r"(?:MKL-DNN|o
     echo
     echo "## Machine"
     echo
-    echo "- CPU: $cpu, $(nproc) logical CPUs available, $threads training threads"
+    echo "- CPU: $cpu, $(nproc) logical CPUs available; training threads: $threads"
     echo "- Memory: $mem; $(uname -sr)"
     echo "- $versions"
     echo "- Input size: ${input}×${input} px (reduced from 224 to keep the run bounded on this"
     echo "  CPU), fp32, SGD (momentum 0, weight decay 0)"
-    echo "- Load average (1, 5, 15 min) before: $load_before; after: $load_after"
-    echo "- Measured $(date -u '+%Y-%m-%d %H:%M UTC'), $elapsed s in all"
+    echo "- Written $(date -u '+%Y-%m-%d %H:%M UTC')"
     echo
-    echo "## Results"
+    for t in "${thread_list[@]}"; do
+    echo "## Results: $t training thread$([ "$t" = 1 ] || echo s)"
+    echo
+    echo "${section_note[$t]}"
     echo
     echo "| model | batch | status | median iteration (ms) | spread | run medians (ms) |"
     echo "|---|---:|---|---:|---:|---|"
@@ -82,8 +108,9 @@ versions=$("$py" -c 'import torch, torchvision, re; m = re.search(r"(?:MKL-DNN|o
             for (i = 6; i <= NF; i++) reason = reason (i > 6 ? " " : "") $i
             printf "| %s | %s | %s | – | – | %s |\n", model, $2, $3, reason
         }
-    }' "$out.table"
+    }' "$out.table.$t"
     echo
+    done
     echo "## Reading the figures"
     echo
     echo "The spread is taken over separate processes, not over the iterations of one run:"
