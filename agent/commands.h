@@ -2,4 +2,9 @@
 #ifndef TC_AGENT_COMMANDS_H
 #define TC_AGENT_COMMANDS_H
 
+int tc_cmd_keygen(int argc, char **argv);
+int tc_cmd_push(int argc, char **argv);
+int tc_cmd_serve(int argc, char **argv);
+int tc_cmd_run(int argc, char **argv);
+
 #endif

@@ -6,6 +6,9 @@
 
 static const tc_command_t s_commands[] = {
     {"migrate", tc_cmd_migrate, "apply pending database schema migrations"},
+    {"serve", tc_cmd_serve, "receive and store agents' results; dispatch jobs"},
+    {"status", tc_cmd_status, "agents, devices, backlog and what is stored"},
+    {"keygen", tc_cmd_keygen, "create the aggregator's CURVE key pair"},
     {0},
 };
 
