@@ -125,6 +125,10 @@ typedef struct {
     char framework[TC_FIT_LABEL_LEN];
     char policy[TC_FIT_LABEL_LEN]; /* "" when the traces carry none */
     char dtype[TC_FIT_LABEL_LEN];
+    /* The conv benchmarks' policy summed for these traces: the traces'
+     * policy, or heuristic (the libraries' default) when they carry none. */
+    char conv_policy[TC_FIT_LABEL_LEN];
+    char data_through[64]; /* newest trace start among the points ("" if unknown) */
     tc_fit_point_t *points;
     size_t n_points;
     tc_fit_excluded_t *excluded;
@@ -232,6 +236,7 @@ typedef struct {
     char framework[TC_FIT_LABEL_LEN];
     char policy[TC_FIT_LABEL_LEN]; /* "" when none */
     char dtype[TC_FIT_LABEL_LEN];
+    char conv_policy[TC_FIT_LABEL_LEN];
     tc_fit_form_t form;
     tc_fit_weighting_t weighting;
     size_t p;

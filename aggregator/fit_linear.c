@@ -16,7 +16,7 @@
 #define RCOND 1e-10         /* singular values below RCOND * s_max are dropped */
 #define GCV_GRID 80         /* log-spaced lambdas from s_max * 1e-8 to s_max * 10 */
 #define GCV_REFINE 40       /* golden-section steps around the best grid point */
-#define ROBUST_MAXITER 200
+#define ROBUST_MAXITER 50
 
 static const char *s_form_names[] = {"ols", "nnls", "ridge", "robust"};
 static const char *s_weighting_names[] = {"none", "relative"};
@@ -281,20 +281,21 @@ static double s_choose_lambda(const svd_t *sv, size_t n)
     return s_gcv(sv, n, exp(mid)) <= best_g ? exp(mid) : exp(best);
 }
 
-static int s_solve_svd(const problem_t *pr, bool ridge, double *gamma, double *cov,
-                       tc_fit_solution_t *out)
+static void s_solve_svd(const problem_t *pr, const svd_t *sv, bool ridge, double *gamma,
+                        double *cov, tc_fit_solution_t *out)
 {
-    size_t cols[TC_FIT_MAX_FEATURES];
-    for (size_t k = 0; k < pr->q; k++)
-        cols[k] = k;
-    svd_t sv;
-    int rc = s_svd(pr, cols, pr->q, &sv);
-    if (rc < 0)
-        return rc;
-    out->lambda = ridge ? s_choose_lambda(&sv, pr->n) : 0;
-    s_svd_solve(&sv, pr->n, out->lambda, gamma, cov, &out->rse, &out->dof, &out->rank);
-    s_svd_free(&sv);
-    return 0;
+    out->lambda = ridge ? s_choose_lambda(sv, pr->n) : 0;
+    s_svd_solve(sv, pr->n, out->lambda, gamma, cov, &out->rse, &out->dof, &out->rank);
+}
+
+/* Numerical rank of the scaled design: singular values above RCOND * s_max. */
+static size_t s_rank(const svd_t *sv)
+{
+    double smax = s_smax(sv);
+    size_t r = 0;
+    for (size_t k = 0; k < sv->s->size; k++)
+        r += gsl_vector_get(sv->s, k) > RCOND * smax;
+    return r;
 }
 
 static int s_solve_robust(const problem_t *pr, double *gamma, double *cov, tc_fit_solution_t *out)
@@ -500,13 +501,31 @@ int tc_fit_linear(tc_fit_form_t form, const double *x, const double *y, const do
         s_problem_free(&pr);
         return 0;
     }
-    switch (form) {
-    case TC_FIT_OLS: rc = s_solve_svd(&pr, false, gamma, cov, out); break;
-    case TC_FIT_RIDGE: rc = s_solve_svd(&pr, true, gamma, cov, out); break;
-    case TC_FIT_ROBUST: rc = s_solve_robust(&pr, gamma, cov, out); break;
-    case TC_FIT_NNLS: rc = s_solve_nnls(&pr, gamma, cov, out); break;
-    default: rc = tc_fail(TC_EINVAL, "unknown model form %d", (int)form); break;
+    /* Features that are linear combinations of others on these rows cannot
+     * be told apart: refuse rather than report arbitrary coefficients. */
+    size_t cols[TC_FIT_MAX_FEATURES];
+    for (size_t k = 0; k < pr.q; k++)
+        cols[k] = k;
+    svd_t sv;
+    rc = s_svd(&pr, cols, pr.q, &sv);
+    if (rc < 0) {
+        s_problem_free(&pr);
+        return rc;
     }
+    if (s_rank(&sv) < pr.q) {
+        rc = tc_fail(TC_EINVAL, "the %zu features are collinear on these %zu points (rank %zu): "
+                                "drop one",
+                     pr.q, n, s_rank(&sv));
+    } else {
+        switch (form) {
+        case TC_FIT_OLS: s_solve_svd(&pr, &sv, false, gamma, cov, out); break;
+        case TC_FIT_RIDGE: s_solve_svd(&pr, &sv, true, gamma, cov, out); break;
+        case TC_FIT_ROBUST: rc = s_solve_robust(&pr, gamma, cov, out); break;
+        case TC_FIT_NNLS: rc = s_solve_nnls(&pr, gamma, cov, out); break;
+        default: rc = tc_fail(TC_EINVAL, "unknown model form %d", (int)form); break;
+        }
+    }
+    s_svd_free(&sv);
     if (rc == 0) {
         for (size_t a = 0; a < pr.q; a++) {
             out->coef[pr.idx[a]] = gamma[a] / pr.scale[a];

@@ -249,19 +249,25 @@ static double s_naive_gcv(const double *x, const double *y, size_t n, size_t p, 
     return rss / (((double)n - tr) * ((double)n - tr));
 }
 
+/* y = 1 + 2 t + noise on (1, t, t + jitter): nearly collinear, unit RMS columns. */
+static void s_collinear(double *x, double *y, size_t n, double jitter)
+{
+    for (size_t i = 0; i < n; i++) {
+        double t = s_uniform();
+        x[i * 3] = 1;
+        x[i * 3 + 1] = t;
+        x[i * 3 + 2] = t + jitter * s_normal();
+        y[i] = 1 + 2 * t + s_normal() * 0.3;
+    }
+    s_unit_rms(x, n, 3);
+}
+
 Test(fit_ridge, gcv_score_matches_the_naive_formula, .timeout = 30)
 {
     enum { NN = 40, PP = 3 };
     double x[NN * PP], y[NN];
     s_seed(4);
-    for (size_t i = 0; i < NN; i++) {
-        double t = s_uniform();
-        x[i * PP] = 1;
-        x[i * PP + 1] = t;
-        x[i * PP + 2] = t + 0.01 * s_normal(); /* nearly collinear */
-        y[i] = 1 + 2 * t + s_normal() * 0.3;
-    }
-    s_unit_rms(x, NN, PP);
+    s_collinear(x, y, NN, 0.01);
     const double lambdas[] = {1e-4, 1e-2, 0.1, 0.5, 2, 10};
     for (size_t k = 0; k < sizeof lambdas / sizeof lambdas[0]; k++) {
         double g;
@@ -277,14 +283,7 @@ Test(fit_ridge, gcv_lambda_is_the_minimum_and_shrinks_collinear_noise, .timeout 
     enum { NN = 40, PP = 3 };
     double x[NN * PP], y[NN];
     s_seed(5);
-    for (size_t i = 0; i < NN; i++) {
-        double t = s_uniform();
-        x[i * PP] = 1;
-        x[i * PP + 1] = t;
-        x[i * PP + 2] = t + 0.005 * s_normal();
-        y[i] = 1 + 2 * t + s_normal() * 0.3;
-    }
-    s_unit_rms(x, NN, PP);
+    s_collinear(x, y, NN, 0.005);
     tc_fit_solution_t ridge, ols;
     cr_assert_eq(tc_fit_linear(TC_FIT_RIDGE, x, y, NULL, NN, PP, &ridge), 0, "%s", tc_errmsg());
     cr_assert_eq(tc_fit_linear(TC_FIT_OLS, x, y, NULL, NN, PP, &ols), 0, "%s", tc_errmsg());
@@ -427,7 +426,7 @@ Test(fit_nnls, all_negative_truth_gives_the_zero_model, .timeout = 30)
 
 /* ---- degenerate input ------------------------------------------------------ */
 
-Test(fit_linear, zero_column_gets_zero_and_too_few_rows_fail, .timeout = 30)
+Test(fit_linear, zero_column_gets_zero_and_degenerate_input_fails, .timeout = 30)
 {
     double x[N * P], y[N];
     s_seed(11);
@@ -444,6 +443,14 @@ Test(fit_linear, zero_column_gets_zero_and_too_few_rows_fail, .timeout = 30)
                   tc_fit_form_name((tc_fit_form_t)f), sol.coef[0]);
     }
     cr_expect_eq(tc_fit_linear(TC_FIT_OLS, x, y, NULL, P, P, &sol), TC_EINVAL);
+    /* A column that is a multiple of another is refused by every form. */
+    for (size_t i = 0; i < N; i++)
+        x[i * P + 2] = 3 * x[i * P + 1];
+    for (int f = 0; f < TC_FIT_FORM_COUNT; f++) {
+        cr_expect_eq(tc_fit_linear((tc_fit_form_t)f, x, y, NULL, N, P, &sol), TC_EINVAL,
+                     "%s accepted collinear features", tc_fit_form_name((tc_fit_form_t)f));
+        cr_expect(strstr(tc_errmsg(), "collinear") != NULL, "%s", tc_errmsg());
+    }
     y[3] = NAN;
     cr_expect_eq(tc_fit_linear(TC_FIT_OLS, x, y, NULL, N, P, &sol), TC_EINVAL);
 }
