@@ -31,7 +31,6 @@ static int s_ensure_staging(tc_store_t *s)
 {
     if (s->staged)
         return 0;
-    /* Several statements: PQexec (tc_store_exec), which PQexecParams refuses. */
     int rc = tc_store_exec(
         s,
         "CREATE TEMP TABLE IF NOT EXISTS tc_stage_results (seq integer, " CFG_COLS_DEF
