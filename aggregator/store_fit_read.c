@@ -8,6 +8,7 @@
 #include "tc_log.h"
 
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -102,6 +103,11 @@ static int s_device_names(tc_store_t *s, char *const *devices, size_t n_devices,
     if (!*names)
         return tc_fail(TC_ENOMEM, "out of memory");
     for (size_t i = 0; i < n_devices; i++) {
+        bool again = false;
+        for (size_t k = 0; k < *n_names && !again; k++)
+            again = !strcmp((*names)[k], devices[i]);
+        if (again)
+            continue;
         const char *p[] = {devices[i]};
         rc = tc_store_query(s, &res, "looking up the device",
                             "SELECT (SELECT count(*) FROM devices WHERE name = $1), "

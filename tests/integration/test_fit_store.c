@@ -82,13 +82,14 @@ static void s_config(Traincast__V1__ConvConfig *c, int which, unsigned n)
     c->layout = TRAINCAST__V1__LAYOUT__LAYOUT_NCHW;
 }
 
-static void s_device(Traincast__V1__Device *d, const char *name)
+/* `uuid` NULL: the name (one physical device of that name). */
+static void s_device(Traincast__V1__Device *d, const char *name, const char *uuid)
 {
     Traincast__V1__Device init = TRAINCAST__V1__DEVICE__INIT;
     *d = init;
     d->kind = TRAINCAST__V1__DEVICE_KIND__DEVICE_KIND_CPU;
     d->name = (char *)name;
-    d->uuid = (char *)name; /* one physical device per name here */
+    d->uuid = (char *)(uuid ? uuid : name);
     d->threads = 2;
     d->library = "onednn";
 }
@@ -204,7 +205,7 @@ static void s_put_convs(tc_store_t *st, const char *device, int n_b, const unsig
         }
     }
     Traincast__V1__Device dev;
-    s_device(&dev, device);
+    s_device(&dev, device, NULL);
     Traincast__V1__ConvResults cr = TRAINCAST__V1__CONV_RESULTS__INIT;
     cr.device = &dev;
     cr.backend = "onednn";
@@ -216,11 +217,12 @@ static void s_put_convs(tc_store_t *st, const char *device, int n_b, const unsig
     s_put(st, &env);
 }
 
-static void s_put_trace(tc_store_t *st, const char *device, const char *model_id, unsigned batch,
-                        Traincast__V1__TraceStatus status, double median, double spread)
+static void s_put_trace_on(tc_store_t *st, const char *device, const char *uuid,
+                           const char *model_id, unsigned batch,
+                           Traincast__V1__TraceStatus status, double median, double spread)
 {
     Traincast__V1__Device dev;
-    s_device(&dev, device);
+    s_device(&dev, device, uuid);
     Traincast__V1__Iteration it[3], *ip[3];
     for (int i = 0; i < 3; i++) {
         Traincast__V1__Iteration init = TRAINCAST__V1__ITERATION__INIT;
@@ -253,6 +255,12 @@ static void s_put_trace(tc_store_t *st, const char *device, const char *model_id
     s_put(st, &env);
 }
 
+static void s_put_trace(tc_store_t *st, const char *device, const char *model_id, unsigned batch,
+                        Traincast__V1__TraceStatus status, double median, double spread)
+{
+    s_put_trace_on(st, device, NULL, model_id, batch, status, median, spread);
+}
+
 static double s_spread(int k)
 {
     return 0.01 * (k + 1);
@@ -262,8 +270,8 @@ static double s_spread(int k)
 #define REPEAT_K 2
 #define REPEAT_BI 1
 
-/* Device synth-a: everything a fit needs, plus a stale conv benchmark, an
- * out-of-memory point and a failed point. */
+/* Device name synth-a (two physical devices): everything a fit needs, plus a
+ * stale conv benchmark, an out-of-memory point and a failed point. */
 static void s_populate(tc_store_t *st)
 {
     for (int k = 0; k < N_CNNS; k++)
@@ -283,8 +291,11 @@ static void s_populate(tc_store_t *st)
                 s_put_trace(st, "synth-a", id, s_batches[bi],
                             TRAINCAST__V1__TRACE_STATUS__TRACE_STATUS_OK, m + 0.5, s_spread(k));
             } else {
-                s_put_trace(st, "synth-a", id, s_batches[bi],
-                            TRAINCAST__V1__TRACE_STATUS__TRACE_STATUS_OK, m, s_spread(k));
+                /* Odd CNNs run on a second device of the same name: one fit for both,
+                 * with the conv benchmarks of the first. */
+                s_put_trace_on(st, "synth-a", k % 2 ? "synth-a-second" : NULL, id,
+                               s_batches[bi], TRAINCAST__V1__TRACE_STATUS__TRACE_STATUS_OK, m,
+                               s_spread(k));
             }
         }
     }
