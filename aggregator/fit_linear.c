@@ -1,7 +1,7 @@
-/* The regression solvers: OLS, ridge with a GCV-chosen lambda, robust and
- * non-negative least squares, on a weighted design scaled to unit RMS
- * columns. */
+/* The regression solvers: OLS, ridge with a GCV-chosen lambda and robust on
+ * a weighted design scaled to unit RMS columns (NNLS: fit_nnls.c). */
 #include "fit.h"
+#include "fit_internal.h"
 
 #include "tc_error.h"
 
@@ -13,7 +13,6 @@
 #include <math.h>
 #include <string.h>
 
-#define RCOND 1e-10         /* singular values below RCOND * s_max are dropped */
 #define GCV_GRID 80         /* log-spaced lambdas from s_max * 1e-8 to s_max * 10 */
 #define GCV_REFINE 40       /* golden-section steps around the best grid point */
 #define ROBUST_MAXITER 50
@@ -53,32 +52,14 @@ int tc_fit_weighting_parse(const char *s, tc_fit_weighting_t *out)
     return tc_fail(TC_EINVAL, "unknown weighting '%s' (none, relative)", s);
 }
 
-/* The weighted, scaled problem: z = diag(sqrt w) x[:, idx] / scale, y = sqrt(w) y. */
-typedef struct {
-    size_t n, p, q;
-    size_t idx[TC_FIT_MAX_FEATURES];
-    double scale[TC_FIT_MAX_FEATURES];
-    gsl_matrix *z;
-    gsl_vector *y;
-} problem_t;
-
-/* Thin SVD of a problem's design: z = U S V'. b = U'y; r0 = ||y - U b||^2. */
-typedef struct {
-    gsl_matrix *u;
-    gsl_vector *s;
-    gsl_matrix *v;
-    gsl_vector *b;
-    double r0;
-} svd_t;
-
-static void s_problem_free(problem_t *pr)
+static void s_problem_free(tc_fit_problem_t *pr)
 {
     gsl_matrix_free(pr->z);
     gsl_vector_free(pr->y);
     memset(pr, 0, sizeof *pr);
 }
 
-static int s_problem_init(problem_t *pr, const double *x, const double *y, const double *w,
+static int s_problem_init(tc_fit_problem_t *pr, const double *x, const double *y, const double *w,
                           size_t n, size_t p)
 {
     memset(pr, 0, sizeof *pr);
@@ -128,7 +109,7 @@ static int s_problem_init(problem_t *pr, const double *x, const double *y, const
     return 0;
 }
 
-static void s_svd_free(svd_t *sv)
+void tc_fit_svd_free(tc_fit_svd_t *sv)
 {
     gsl_matrix_free(sv->u);
     gsl_vector_free(sv->s);
@@ -138,7 +119,7 @@ static void s_svd_free(svd_t *sv)
 }
 
 /* SVD of the columns `cols` (q of them) of pr->z. */
-static int s_svd(const problem_t *pr, const size_t *cols, size_t q, svd_t *sv)
+int tc_fit_svd(const tc_fit_problem_t *pr, const size_t *cols, size_t q, tc_fit_svd_t *sv)
 {
     memset(sv, 0, sizeof *sv);
     sv->u = gsl_matrix_alloc(pr->n, q);
@@ -146,7 +127,7 @@ static int s_svd(const problem_t *pr, const size_t *cols, size_t q, svd_t *sv)
     sv->v = gsl_matrix_alloc(q, q);
     sv->b = gsl_vector_alloc(q);
     if (!sv->u || !sv->s || !sv->v || !sv->b) {
-        s_svd_free(sv);
+        tc_fit_svd_free(sv);
         return tc_fail(TC_ENOMEM, "out of memory for an SVD");
     }
     for (size_t k = 0; k < q; k++) {
@@ -155,7 +136,7 @@ static int s_svd(const problem_t *pr, const size_t *cols, size_t q, svd_t *sv)
     }
     int st = gsl_linalg_SV_decomp_jacobi(sv->u, sv->v, sv->s);
     if (st) {
-        s_svd_free(sv);
+        tc_fit_svd_free(sv);
         return tc_fail(TC_ELIB, "gsl_linalg_SV_decomp_jacobi failed: %s", gsl_strerror(st));
     }
     gsl_blas_dgemv(CblasTrans, 1.0, sv->u, pr->y, 0.0, sv->b);
@@ -177,7 +158,7 @@ typedef struct {
     double df; /* trace of the hat matrix */
 } ridge_eval_t;
 
-static double s_smax(const svd_t *sv)
+double tc_fit_svd_smax(const tc_fit_svd_t *sv)
 {
     double m = 0;
     for (size_t k = 0; k < sv->s->size; k++)
@@ -185,9 +166,9 @@ static double s_smax(const svd_t *sv)
     return m;
 }
 
-static ridge_eval_t s_ridge_eval(const svd_t *sv, double lambda)
+static ridge_eval_t s_ridge_eval(const tc_fit_svd_t *sv, double lambda)
 {
-    double smax = s_smax(sv);
+    double smax = tc_fit_svd_smax(sv);
     ridge_eval_t e = {sv->r0, 0};
     for (size_t k = 0; k < sv->s->size; k++) {
         double s = gsl_vector_get(sv->s, k), b = gsl_vector_get(sv->b, k);
@@ -195,14 +176,14 @@ static ridge_eval_t s_ridge_eval(const svd_t *sv, double lambda)
         if (lambda > 0)
             f = s * s / (s * s + lambda * lambda);
         else
-            f = s > RCOND * smax ? 1.0 : 0.0;
+            f = s > TC_FIT_RCOND * smax ? 1.0 : 0.0;
         e.df += f;
         e.rss += (1 - f) * (1 - f) * b * b;
     }
     return e;
 }
 
-static double s_gcv(const svd_t *sv, size_t n, double lambda)
+static double s_gcv(const tc_fit_svd_t *sv, size_t n, double lambda)
 {
     ridge_eval_t e = s_ridge_eval(sv, lambda);
     double d = (double)n - e.df;
@@ -211,16 +192,16 @@ static double s_gcv(const svd_t *sv, size_t n, double lambda)
 
 /* Solution in scaled coordinates from an SVD with filter factors at lambda:
  * gamma = V diag(f / s) b, cov = sigma^2 V diag(f^2 / s^2) V'. */
-static void s_svd_solve(const svd_t *sv, size_t n, double lambda, double *gamma, double *cov,
+void tc_fit_svd_solve(const tc_fit_svd_t *sv, size_t n, double lambda, double *gamma, double *cov,
                         double *rse, double *dof, size_t *rank)
 {
     size_t q = sv->s->size;
-    double smax = s_smax(sv);
+    double smax = tc_fit_svd_smax(sv);
     double g[TC_FIT_MAX_FEATURES] = {0}; /* per singular value: f / s */
     *rank = 0;
     for (size_t k = 0; k < q; k++) {
         double s = gsl_vector_get(sv->s, k);
-        if (s > RCOND * smax) {
+        if (s > TC_FIT_RCOND * smax) {
             (*rank)++;
             g[k] = lambda > 0 ? s / (s * s + lambda * lambda) : 1.0 / s;
         }
@@ -243,9 +224,9 @@ static void s_svd_solve(const svd_t *sv, size_t n, double lambda, double *gamma,
     }
 }
 
-static double s_choose_lambda(const svd_t *sv, size_t n)
+static double s_choose_lambda(const tc_fit_svd_t *sv, size_t n)
 {
-    double smax = s_smax(sv);
+    double smax = tc_fit_svd_smax(sv);
     double lo = log(smax * 1e-8), hi = log(smax * 10.0);
     double best = lo, best_g = INFINITY;
     double step = (hi - lo) / (GCV_GRID - 1);
@@ -281,24 +262,24 @@ static double s_choose_lambda(const svd_t *sv, size_t n)
     return s_gcv(sv, n, exp(mid)) <= best_g ? exp(mid) : exp(best);
 }
 
-static void s_solve_svd(const problem_t *pr, const svd_t *sv, bool ridge, double *gamma,
+static void s_solve_svd(const tc_fit_problem_t *pr, const tc_fit_svd_t *sv, bool ridge, double *gamma,
                         double *cov, tc_fit_solution_t *out)
 {
     out->lambda = ridge ? s_choose_lambda(sv, pr->n) : 0;
-    s_svd_solve(sv, pr->n, out->lambda, gamma, cov, &out->rse, &out->dof, &out->rank);
+    tc_fit_svd_solve(sv, pr->n, out->lambda, gamma, cov, &out->rse, &out->dof, &out->rank);
 }
 
-/* Numerical rank of the scaled design: singular values above RCOND * s_max. */
-static size_t s_rank(const svd_t *sv)
+/* Numerical rank of the scaled design: singular values above TC_FIT_RCOND * s_max. */
+static size_t s_rank(const tc_fit_svd_t *sv)
 {
-    double smax = s_smax(sv);
+    double smax = tc_fit_svd_smax(sv);
     size_t r = 0;
     for (size_t k = 0; k < sv->s->size; k++)
-        r += gsl_vector_get(sv->s, k) > RCOND * smax;
+        r += gsl_vector_get(sv->s, k) > TC_FIT_RCOND * smax;
     return r;
 }
 
-static int s_solve_robust(const problem_t *pr, double *gamma, double *cov, tc_fit_solution_t *out)
+static int s_solve_robust(const tc_fit_problem_t *pr, double *gamma, double *cov, tc_fit_solution_t *out)
 {
     gsl_multifit_robust_workspace *w =
         gsl_multifit_robust_alloc(gsl_multifit_robust_bisquare, pr->n, pr->q);
@@ -333,159 +314,12 @@ done:
     return rc;
 }
 
-/* Unconstrained least squares on a subset of the scaled columns; gamma is
- * written for those columns only (in `cols` order). */
-static int s_ols_subset(const problem_t *pr, const size_t *cols, size_t k, double *gamma,
-                        double *cov, double *rse, double *dof, size_t *rank)
-{
-    svd_t sv;
-    int rc = s_svd(pr, cols, k, &sv);
-    if (rc < 0)
-        return rc;
-    s_svd_solve(&sv, pr->n, 0, gamma, cov, rse, dof, rank);
-    s_svd_free(&sv);
-    return 0;
-}
-
-/* w = z'(y - z x): the negative gradient of the squared residual / 2. */
-static void s_nnls_gradient(const problem_t *pr, const double *x, double *wgrad)
-{
-    size_t q = pr->q;
-    for (size_t j = 0; j < q; j++)
-        wgrad[j] = 0;
-    for (size_t i = 0; i < pr->n; i++) {
-        double r = gsl_vector_get(pr->y, i);
-        for (size_t k = 0; k < q; k++)
-            r -= gsl_matrix_get(pr->z, i, k) * x[k];
-        for (size_t j = 0; j < q; j++)
-            wgrad[j] += gsl_matrix_get(pr->z, i, j) * r;
-    }
-}
-
-/* Lawson-Hanson active set method for min ||z g - y|| subject to g >= 0. */
-static int s_solve_nnls(const problem_t *pr, double *gamma, double *cov, tc_fit_solution_t *out)
-{
-    size_t q = pr->q;
-    bool passive[TC_FIT_MAX_FEATURES] = {false}, blocked[TC_FIT_MAX_FEATURES] = {false};
-    double x[TC_FIT_MAX_FEATURES] = {0}, wgrad[TC_FIT_MAX_FEATURES];
-    double scratch_cov[TC_FIT_MAX_FEATURES * TC_FIT_MAX_FEATURES];
-    double rse, dof;
-    size_t rank;
-    int rc = 0;
-
-    /* Gradient tolerance relative to z'y (the gradient at x = 0). */
-    s_nnls_gradient(pr, x, wgrad);
-    double tol = 0;
-    for (size_t j = 0; j < q; j++)
-        tol = fmax(tol, fabs(wgrad[j]));
-    tol = tol * 1e-11 + 1e-300;
-
-    for (size_t iter = 0; iter < 10 * q + 10; iter++) {
-        if (iter)
-            s_nnls_gradient(pr, x, wgrad);
-        size_t best = q;
-        for (size_t j = 0; j < q; j++) {
-            if (!passive[j] && !blocked[j] && wgrad[j] > tol &&
-                (best == q || wgrad[j] > wgrad[best]))
-                best = j;
-        }
-        if (best == q)
-            break;
-        passive[best] = true;
-        bool moved = false;
-        for (size_t inner = 0; inner < q + 1; inner++) {
-            size_t cols[TC_FIT_MAX_FEATURES], k = 0;
-            for (size_t j = 0; j < q; j++) {
-                if (passive[j])
-                    cols[k++] = j;
-            }
-            if (k == 0)
-                break;
-            double zp[TC_FIT_MAX_FEATURES];
-            rc = s_ols_subset(pr, cols, k, zp, scratch_cov, &rse, &dof, &rank);
-            if (rc < 0)
-                return rc;
-            double z[TC_FIT_MAX_FEATURES] = {0};
-            bool feasible = true;
-            for (size_t a = 0; a < k; a++) {
-                z[cols[a]] = zp[a];
-                feasible = feasible && zp[a] > 0;
-            }
-            if (feasible) {
-                memcpy(x, z, sizeof x);
-                moved = true;
-                break;
-            }
-            /* Step from x toward z until the first passive coefficient hits
-             * zero; it (and any other at zero) leaves the passive set. */
-            double alpha = 1.0;
-            size_t hit = q;
-            for (size_t a = 0; a < k; a++) {
-                size_t j = cols[a];
-                if (z[j] <= 0) {
-                    double den = x[j] - z[j];
-                    double t = den > 0 ? x[j] / den : 0;
-                    if (t < alpha || hit == q) {
-                        alpha = fmin(alpha, t);
-                        hit = j;
-                    }
-                }
-            }
-            for (size_t j = 0; j < q; j++)
-                x[j] += alpha * (z[j] - x[j]);
-            if (alpha > 0)
-                moved = true;
-            x[hit] = 0;
-            for (size_t j = 0; j < q; j++) {
-                if (passive[j] && x[j] <= 0) {
-                    passive[j] = false;
-                    x[j] = 0;
-                }
-            }
-        }
-        /* A variable that cannot enter without moving nothing would be
-         * chosen again forever: skip it until the solution changes. */
-        if (!moved)
-            blocked[best] = true;
-        else
-            memset(blocked, 0, sizeof blocked);
-    }
-    /* Statistics of the final passive set. */
-    size_t cols[TC_FIT_MAX_FEATURES], k = 0;
-    for (size_t j = 0; j < q; j++) {
-        if (passive[j] && x[j] > 0)
-            cols[k++] = j;
-    }
-    memset(gamma, 0, q * sizeof *gamma);
-    memset(cov, 0, q * q * sizeof *cov);
-    out->lambda = 0;
-    if (k == 0) {
-        double rss = 0;
-        for (size_t i = 0; i < pr->n; i++)
-            rss += gsl_vector_get(pr->y, i) * gsl_vector_get(pr->y, i);
-        out->rse = sqrt(rss / (double)pr->n);
-        out->dof = (double)pr->n;
-        out->rank = 0;
-        return 0;
-    }
-    double zp[TC_FIT_MAX_FEATURES];
-    rc = s_ols_subset(pr, cols, k, zp, scratch_cov, &out->rse, &out->dof, &out->rank);
-    if (rc < 0)
-        return rc;
-    for (size_t a = 0; a < k; a++) {
-        gamma[cols[a]] = fmax(zp[a], 0);
-        for (size_t b = 0; b < k; b++)
-            cov[cols[a] * q + cols[b]] = scratch_cov[a * k + b];
-    }
-    return 0;
-}
-
 int tc_fit_linear(tc_fit_form_t form, const double *x, const double *y, const double *w, size_t n,
                   size_t p, tc_fit_solution_t *out)
 {
     memset(out, 0, sizeof *out);
     out->p = p;
-    problem_t pr;
+    tc_fit_problem_t pr;
     int rc = s_problem_init(&pr, x, y, w, n, p);
     if (rc < 0)
         return rc;
@@ -506,8 +340,8 @@ int tc_fit_linear(tc_fit_form_t form, const double *x, const double *y, const do
     size_t cols[TC_FIT_MAX_FEATURES];
     for (size_t k = 0; k < pr.q; k++)
         cols[k] = k;
-    svd_t sv;
-    rc = s_svd(&pr, cols, pr.q, &sv);
+    tc_fit_svd_t sv;
+    rc = tc_fit_svd(&pr, cols, pr.q, &sv);
     if (rc < 0) {
         s_problem_free(&pr);
         return rc;
@@ -521,11 +355,11 @@ int tc_fit_linear(tc_fit_form_t form, const double *x, const double *y, const do
         case TC_FIT_OLS: s_solve_svd(&pr, &sv, false, gamma, cov, out); break;
         case TC_FIT_RIDGE: s_solve_svd(&pr, &sv, true, gamma, cov, out); break;
         case TC_FIT_ROBUST: rc = s_solve_robust(&pr, gamma, cov, out); break;
-        case TC_FIT_NNLS: rc = s_solve_nnls(&pr, gamma, cov, out); break;
+        case TC_FIT_NNLS: rc = tc_fit_nnls_solve(&pr, gamma, cov, out); break;
         default: rc = tc_fail(TC_EINVAL, "unknown model form %d", (int)form); break;
         }
     }
-    s_svd_free(&sv);
+    tc_fit_svd_free(&sv);
     if (rc == 0) {
         for (size_t a = 0; a < pr.q; a++) {
             out->coef[pr.idx[a]] = gamma[a] / pr.scale[a];
@@ -546,7 +380,7 @@ int tc_fit_linear(tc_fit_form_t form, const double *x, const double *y, const do
 int tc_fit_ridge_gcv(const double *x, const double *y, const double *w, size_t n, size_t p,
                      double lambda, double *score)
 {
-    problem_t pr;
+    tc_fit_problem_t pr;
     int rc = s_problem_init(&pr, x, y, w, n, p);
     if (rc < 0)
         return rc;
@@ -557,11 +391,11 @@ int tc_fit_ridge_gcv(const double *x, const double *y, const double *w, size_t n
     size_t cols[TC_FIT_MAX_FEATURES];
     for (size_t k = 0; k < pr.q; k++)
         cols[k] = k;
-    svd_t sv;
-    rc = s_svd(&pr, cols, pr.q, &sv);
+    tc_fit_svd_t sv;
+    rc = tc_fit_svd(&pr, cols, pr.q, &sv);
     if (rc == 0) {
         *score = s_gcv(&sv, n, lambda);
-        s_svd_free(&sv);
+        tc_fit_svd_free(&sv);
     }
     s_problem_free(&pr);
     return rc;
