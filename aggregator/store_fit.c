@@ -1,4 +1,4 @@
-/* Writing and reading fits (schema/004_fits.sql). */
+/* Writing and reading fits (schema/003_fits.sql). */
 #include "store_fit.h"
 #include "store_internal.h"
 
