@@ -2,6 +2,7 @@
  * model features per device name, framework, policy and dtype. */
 #include "store_fit.h"
 #include "store_internal.h"
+#include "store_model.h"
 
 #include "tc_cli.h"
 #include "tc_error.h"
@@ -297,46 +298,20 @@ static int s_read_conv_sums(tc_store_t *s, const char *const *params, tc_fit_gro
 static int s_read_features(tc_store_t *s, tc_fit_group_t *g)
 {
     tc_layer_summary_t *layers = NULL;
-    size_t cap = 0;
-    int rc = 0;
-    const char *loaded = NULL;
     size_t n_layers = 0;
+    const char *loaded = NULL;
+    int rc = 0;
     /* Points are ordered by model, so each model's layers are read once. */
     for (size_t i = 0; i < g->n_points && rc == 0; i++) {
         tc_fit_point_t *pt = &g->points[i];
         if (!loaded || strcmp(loaded, pt->model_id) != 0) {
-            const char *p[] = {pt->model_id};
-            PGresult *res = NULL;
-            rc = tc_store_query(s, &res, "reading model layers",
-                                "SELECT op_class, params, flops, elems_in, elems_out "
-                                "FROM model_layers WHERE model_id = $1 ORDER BY idx",
-                                1, p);
-            if (rc < 0)
-                break;
-            size_t n = (size_t)PQntuples(res);
-            if (n > cap) {
-                tc_layer_summary_t *grown = realloc(layers, n * sizeof *layers);
-                if (!grown) {
-                    PQclear(res);
-                    rc = tc_fail(TC_ENOMEM, "out of memory for %zu layers", n);
-                    break;
-                }
-                layers = grown;
-                cap = n;
-            }
-            for (size_t l = 0; l < n; l++) {
-                int c = tc_op_class_parse(PQgetvalue(res, (int)l, 0));
-                layers[l].op_class = c < 0 ? TC_OPC_OTHER : (tc_op_class_t)c;
-                layers[l].params = strtoull(PQgetvalue(res, (int)l, 1), NULL, 10);
-                layers[l].flops = strtod(PQgetvalue(res, (int)l, 2), NULL);
-                layers[l].elems_in = strtoull(PQgetvalue(res, (int)l, 3), NULL, 10);
-                layers[l].elems_out = strtoull(PQgetvalue(res, (int)l, 4), NULL, 10);
-            }
-            PQclear(res);
-            n_layers = n;
+            free(layers);
+            layers = NULL;
+            rc = tc_store_model_layers(s, pt->model_id, &layers, &n_layers);
             loaded = pt->model_id;
         }
-        tc_features_from_layers(layers, n_layers, pt->batch, &pt->features);
+        if (rc == 0)
+            tc_features_from_layers(layers, n_layers, pt->batch, &pt->features);
     }
     free(layers);
     return rc;
