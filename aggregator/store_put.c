@@ -31,27 +31,20 @@ static int s_ensure_staging(tc_store_t *s)
 {
     if (s->staged)
         return 0;
-    /* One statement per call: PQexecParams refuses several at once. */
-    int rc = tc_store_query(
-        s, NULL, "creating staging tables",
+    int rc = tc_store_exec(
+        s,
         "CREATE TEMP TABLE IF NOT EXISTS tc_stage_results (seq integer, " CFG_COLS_DEF
         ", batch integer, direction text, policy text, algo text, algo_id integer, "
         "median_ms double precision, min_ms double precision, max_ms double precision, "
         "stddev_ms double precision, repetitions integer, workspace_bytes bigint, "
         "measured_at timestamptz, samples_ms double precision[], sample_offsets_us bigint[]) "
-        "ON COMMIT DELETE ROWS",
-        0, NULL);
-    if (rc == 0)
-        rc = tc_store_query(s, NULL, "creating staging tables",
-                            "CREATE TEMP TABLE IF NOT EXISTS tc_stage_cands (seq integer, algo "
-                            "text, algo_id integer, time_ms double precision, workspace_bytes "
-                            "bigint, status text, message text) ON COMMIT DELETE ROWS",
-                            0, NULL);
-    if (rc == 0)
-        rc = tc_store_query(s, NULL, "creating staging tables",
-                            "CREATE TEMP TABLE IF NOT EXISTS tc_stage_convs (" CFG_COLS_DEF
-                            ", first_layer boolean, multiplicity integer) ON COMMIT DELETE ROWS",
-                            0, NULL);
+        "ON COMMIT DELETE ROWS;"
+        "CREATE TEMP TABLE IF NOT EXISTS tc_stage_cands (seq integer, algo text, algo_id "
+        "integer, time_ms double precision, workspace_bytes bigint, status text, message text) "
+        "ON COMMIT DELETE ROWS;"
+        "CREATE TEMP TABLE IF NOT EXISTS tc_stage_convs (" CFG_COLS_DEF
+        ", first_layer boolean, multiplicity integer) ON COMMIT DELETE ROWS",
+        NULL, 0);
     if (rc == 0)
         s->staged = 1;
     return rc;

@@ -1,4 +1,4 @@
-/* The store's jobs queue (schema/003_jobs.sql), notifications, and plain
+/* The store's jobs queue (schema/004_jobs.sql), notifications, and plain
  * row queries for reports. Part of the store: the code is in store_server.c,
  * no libpq type crosses this header, errors as in store.h (TC_EINVAL for
  * what can never be stored, TC_EDB for database failures). */
