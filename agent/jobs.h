@@ -31,6 +31,10 @@ typedef struct tc_job tc_job_t;
  * and spool it. The caller owns the body; it is packed before returning.
  * Bodies: conv_results, train_trace, model_graph. */
 int tc_job_emit(tc_job_t *job, tc_envelope_t *env);
+/* Spool every record of a result file (what `agent bench --out` and `agent
+ * trace --out` write), keeping its message id; a missing agent id is filled
+ * in. For measuring code that writes result files. */
+int tc_job_emit_file(tc_job_t *job, const char *path);
 /* Report that `done` of `total` items are finished; `what` (may be NULL)
  * names the current one. Cheap to call often. */
 void tc_job_progress(tc_job_t *job, uint32_t done, uint32_t total, const char *what);

@@ -48,12 +48,8 @@ int tc_keypair_generate(tc_keypair_t *out)
     int rc = tc_curve_check();
     if (rc < 0)
         return rc;
-    /* Keys starting with '#' would read like comments to a person. */
-    do {
-        memset(out, 0, sizeof *out);
-        rc = TC_ZMQ(zmq_curve_keypair(out->public_z85, out->secret_z85));
-    } while (rc == 0 && (out->public_z85[0] == '#' || out->secret_z85[0] == '#'));
-    return rc;
+    memset(out, 0, sizeof *out);
+    return TC_ZMQ(zmq_curve_keypair(out->public_z85, out->secret_z85));
 }
 
 static int s_write_file(const char *path, const char *text, mode_t mode, bool force)
@@ -137,9 +133,9 @@ static int s_first_token(const char *path, char *out, size_t size)
         size_t n = strcspn(p, " \t\r\n");
         if (!*p)
             continue;
-        /* '#' is a z85 character too: a line is a comment unless it starts
-         * with a key. */
-        if (*p == '#' && n != TC_KEY_Z85_LEN)
+        /* '#' is a z85 character, but never the first one of a 32-byte key
+         * (its value would overflow the first 4-byte group). */
+        if (*p == '#')
             continue;
         if (n >= size) {
             rc = tc_fail(TC_EINVAL, "key file %s: the key is not %d z85 characters", path,
