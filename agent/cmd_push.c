@@ -15,9 +15,8 @@
 
 typedef struct {
     const char *path;
-    tc_spool_t *spool;  /* NULL: only check */
     const char *agent_id;
-    size_t records, added;
+    size_t records;
 } s_push_t;
 
 static int s_check(const tc_envelope_t *env, void *arg)
@@ -42,17 +41,7 @@ static int s_check(const tc_envelope_t *env, void *arg)
     if (rc < 0)
         return tc_err_context(rc, "%s: record %zu (message %.26s)", p->path, p->records,
                               env->message_id ? env->message_id : "?");
-    if (!p->spool)
-        return 0;
-    uint8_t *buf = NULL;
-    size_t len = 0;
-    bool added = false;
-    rc = tc_envelope_pack(&copy, &buf, &len);
-    if (rc == 0)
-        rc = tc_spool_put(p->spool, copy.message_id, buf, len, false, &added);
-    free(buf);
-    p->added += added;
-    return rc;
+    return 0;
 }
 
 int tc_cmd_push(int argc, char **argv)
@@ -95,15 +84,13 @@ int tc_cmd_push(int argc, char **argv)
         s_push_t p = {.path = cli.positional[i], .agent_id = tc_identity_agent_id(s.identity)};
         bool truncated = false;
         TC_TRY(tc_resultfile_read(p.path, false, s_check, &p, &truncated));
-        p.records = 0;
-        p.spool = s.spool;
-        TC_TRY(tc_resultfile_read(p.path, false, s_check, &p, NULL));
+        size_t added = 0;
+        TC_TRY(tc_spool_import(s.spool, p.path, p.agent_id, NULL, &added));
         tc_log_info("%s: %zu record%s, %zu newly spooled%s", p.path, p.records,
-                    p.records == 1 ? "" : "s", p.added,
+                    p.records == 1 ? "" : "s", added,
                     truncated ? " (an incomplete last record was skipped)" : "");
-        total_added += p.added;
+        total_added += added;
     }
-    TC_TRY(tc_spool_sync(s.spool));
     size_t rejected_before = tc_spool_rejected_count(s.spool);
     size_t pending = tc_spool_count(s.spool);
     if (pending == 0) {

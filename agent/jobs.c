@@ -3,7 +3,6 @@
 #include "tc_error.h"
 #include "tc_log.h"
 #include "tc_progress.h"
-#include "tc_resultfile.h"
 #include "tc_validate.h"
 
 #include <pthread.h>
@@ -72,28 +71,12 @@ int tc_job_emit(tc_job_t *job, tc_envelope_t *env)
     return rc;
 }
 
-static int s_emit_record(const tc_envelope_t *env, void *arg)
-{
-    tc_job_t *job = arg;
-    tc_envelope_t copy = *env;
-    if (!copy.agent_id || !*copy.agent_id)
-        copy.agent_id = job->owner->agent_id;
-    uint8_t *buf = NULL;
-    size_t len = 0;
-    int rc = tc_envelope_pack(&copy, &buf, &len);
-    if (rc == 0)
-        rc = tc_spool_put(job->owner->spool, copy.message_id, buf, len, false, NULL);
-    free(buf);
-    if (rc == 0)
-        job->emitted++;
-    return rc;
-}
-
 int tc_job_emit_file(tc_job_t *job, const char *path)
 {
-    int rc = tc_resultfile_read(path, false, s_emit_record, job, NULL);
-    int src = tc_spool_sync(job->owner->spool);
-    return rc < 0 ? rc : src;
+    size_t added = 0;
+    int rc = tc_spool_import(job->owner->spool, path, job->owner->agent_id, NULL, &added);
+    job->emitted += added;
+    return rc;
 }
 
 bool tc_job_cancelled(const tc_job_t *job)

@@ -2,6 +2,7 @@
 
 #include "tc_error.h"
 #include "tc_log.h"
+#include "tc_resultfile.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -22,6 +23,8 @@ struct tc_spool {
     size_t n, cap;
     size_t rejected;
 };
+
+static int s_write_tmp(const char *tmp, const uint8_t *data, size_t len, bool sync);
 
 static int s_fsync_dir(const char *dir)
 {
@@ -197,6 +200,25 @@ int tc_spool_put(tc_spool_t *self, const char *id, const uint8_t *data, size_t l
     char tmp[4200], path[4200];
     snprintf(tmp, sizeof tmp, "%s/.%s.tmp", self->dir, id);
     s_path(self, id, path, sizeof path);
+    int rc = s_write_tmp(tmp, data, len, true);
+    if (rc == 0 && rename(tmp, path) != 0)
+        rc = tc_fail(TC_EIO, "spool: renaming %s: %s", tmp, strerror(errno));
+    if (rc < 0) {
+        unlink(tmp);
+        return rc;
+    }
+    if (sync_dir && (rc = s_fsync_dir(self->dir)) < 0)
+        return rc;
+    pthread_mutex_lock(&self->lock);
+    rc = s_insert(self, id);
+    pthread_mutex_unlock(&self->lock);
+    if (rc == 0 && added)
+        *added = true;
+    return rc;
+}
+
+static int s_write_tmp(const char *tmp, const uint8_t *data, size_t len, bool sync)
+{
     int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
     if (fd < 0)
         return tc_fail(TC_EIO, "spool: cannot create %s: %s", tmp, strerror(errno));
@@ -212,22 +234,139 @@ int tc_spool_put(tc_spool_t *self, const char *id, const uint8_t *data, size_t l
         }
         done += (size_t)w;
     }
-    if (rc == 0 && fsync(fd) != 0)
+    if (rc == 0 && sync && fsync(fd) != 0)
         rc = tc_fail(TC_EIO, "spool: flushing %s to disk: %s", tmp, strerror(errno));
     close(fd);
-    if (rc == 0 && rename(tmp, path) != 0)
-        rc = tc_fail(TC_EIO, "spool: renaming %s: %s", tmp, strerror(errno));
-    if (rc < 0) {
+    if (rc < 0)
         unlink(tmp);
-        return rc;
+    return rc;
+}
+
+int tc_spool_put_many(tc_spool_t *self, size_t n, const char *const *ids,
+                      const uint8_t *const *data, const size_t *lens, size_t *added)
+{
+    if (added)
+        *added = 0;
+    bool *todo = calloc(n ? n : 1, sizeof *todo);
+    if (!todo)
+        return tc_fail(TC_ENOMEM, "out of memory");
+    int rc = 0;
+    char tmp[4200], path[4200];
+    for (size_t i = 0; rc == 0 && i < n; i++) {
+        if (!tc_msgid_valid(ids[i])) {
+            rc = tc_fail(TC_EINVAL, "spool: '%.40s' is not a valid message id", ids[i]);
+            break;
+        }
+        bool found = false;
+        for (size_t j = 0; j < i && !found; j++)
+            found = todo[j] && !strcmp(ids[j], ids[i]);
+        if (!found)
+            found = tc_spool_contains(self, ids[i]);
+        if (found)
+            continue;
+        snprintf(tmp, sizeof tmp, "%s/.%s.tmp", self->dir, ids[i]);
+        rc = s_write_tmp(tmp, data[i], lens[i], false);
+        todo[i] = rc == 0;
     }
-    if (sync_dir && (rc = s_fsync_dir(self->dir)) < 0)
-        return rc;
+    /* One flush for all the data before any of it gets its final name. */
+    if (rc == 0) {
+        int dfd = open(self->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (dfd < 0 || syncfs(dfd) != 0)
+            rc = tc_fail(TC_EIO, "spool: flushing %s to disk: %s", self->dir, strerror(errno));
+        if (dfd >= 0)
+            close(dfd);
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (!todo[i])
+            continue;
+        snprintf(tmp, sizeof tmp, "%s/.%s.tmp", self->dir, ids[i]);
+        s_path(self, ids[i], path, sizeof path);
+        if (rc == 0 && rename(tmp, path) != 0)
+            rc = tc_fail(TC_EIO, "spool: renaming %s: %s", tmp, strerror(errno));
+        if (rc < 0) {
+            unlink(tmp);
+            todo[i] = false;
+        }
+    }
+    int src = s_fsync_dir(self->dir);
+    if (rc == 0)
+        rc = src;
     pthread_mutex_lock(&self->lock);
-    rc = s_insert(self, id);
+    for (size_t i = 0; i < n; i++) {
+        if (todo[i] && s_insert(self, ids[i]) == 0 && added)
+            (*added)++;
+    }
     pthread_mutex_unlock(&self->lock);
-    if (rc == 0 && added)
-        *added = true;
+    free(todo);
+    return rc;
+}
+
+#define S_CHUNK_RECORDS 256
+#define S_CHUNK_BYTES (32u << 20)
+
+typedef struct {
+    tc_spool_t *spool;
+    const char *agent_id;
+    char ids[S_CHUNK_RECORDS][TC_MSGID_LEN + 1];
+    const char *idp[S_CHUNK_RECORDS];
+    uint8_t *data[S_CHUNK_RECORDS];
+    const uint8_t *datap[S_CHUNK_RECORDS];
+    size_t lens[S_CHUNK_RECORDS];
+    size_t n, bytes, records, added;
+} s_import_t;
+
+static int s_import_flush(s_import_t *im)
+{
+    size_t added = 0;
+    int rc = im->n ? tc_spool_put_many(im->spool, im->n, im->idp, im->datap, im->lens, &added)
+                   : 0;
+    for (size_t i = 0; i < im->n; i++)
+        free(im->data[i]);
+    im->added += added;
+    im->n = 0;
+    im->bytes = 0;
+    return rc;
+}
+
+static int s_import_record(const tc_envelope_t *env, void *arg)
+{
+    s_import_t *im = arg;
+    im->records++;
+    if (!tc_msgid_valid(env->message_id))
+        return tc_fail(TC_EINVAL, "record %zu has no valid message id", im->records);
+    tc_envelope_t copy = *env;
+    if (!copy.agent_id || !*copy.agent_id)
+        copy.agent_id = (char *)im->agent_id;
+    int rc = tc_envelope_pack(&copy, &im->data[im->n], &im->lens[im->n]);
+    if (rc < 0)
+        return rc;
+    memcpy(im->ids[im->n], env->message_id, TC_MSGID_LEN + 1);
+    im->idp[im->n] = im->ids[im->n];
+    im->datap[im->n] = im->data[im->n];
+    im->bytes += im->lens[im->n];
+    im->n++;
+    if (im->n == S_CHUNK_RECORDS || im->bytes >= S_CHUNK_BYTES)
+        return s_import_flush(im);
+    return 0;
+}
+
+int tc_spool_import(tc_spool_t *self, const char *path, const char *agent_id, size_t *records,
+                    size_t *added)
+{
+    s_import_t *im = calloc(1, sizeof *im);
+    if (!im)
+        return tc_fail(TC_ENOMEM, "out of memory");
+    im->spool = self;
+    im->agent_id = agent_id;
+    int rc = tc_resultfile_read(path, false, s_import_record, im, NULL);
+    int frc = s_import_flush(im);
+    if (rc == 0)
+        rc = frc;
+    if (records)
+        *records = im->records;
+    if (added)
+        *added = im->added;
+    free(im);
     return rc;
 }
 

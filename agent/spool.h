@@ -33,6 +33,19 @@ const char *tc_spool_dir(const tc_spool_t *self);
  * puts). `added` may be NULL. */
 int tc_spool_put(tc_spool_t *self, const char *id, const uint8_t *data, size_t len,
                  bool sync_dir, bool *added);
+/* Put many messages with the same guarantee as one put each, but two disk
+ * flushes in all: every message goes to its temporary file, one syncfs()
+ * makes them all durable, then they are renamed into place and the
+ * directory is fsynced. Ids already spooled (or repeated) are skipped;
+ * *added (may be NULL) counts the new ones. */
+int tc_spool_put_many(tc_spool_t *self, size_t n, const char *const *ids,
+                      const uint8_t *const *data, const size_t *lens, size_t *added);
+/* Spool every record of a result file (common/tc_resultfile.h) under its
+ * own message id, in chunks through tc_spool_put_many. Records without an
+ * agent id get `agent_id`. *records and *added (may be NULL) count what was
+ * read and what was new. */
+int tc_spool_import(tc_spool_t *self, const char *path, const char *agent_id, size_t *records,
+                    size_t *added);
 /* Pack `env` and put it under its message id (fsyncing the directory). */
 int tc_spool_put_envelope(tc_spool_t *self, const tc_envelope_t *env);
 /* fsync the spool directory. */

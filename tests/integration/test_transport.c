@@ -52,7 +52,7 @@ Test(transport, three_agents_thousand_messages_each, .timeout = 400)
                  i);
         cr_expect_eq(tc_bed_count(&bed, q), 1000, "device %d", i);
         snprintf(spool, sizeof spool, "%s/spool", state[i]);
-        cr_expect_eq(tc_bed_count_files(spool, ".msg"), 0, "spool %d not empty", i);
+        cr_expect_eq(tc_test_dir_count_suffix(spool, ".msg"), 0, "spool %d not empty", i);
     }
 
     /* Pushing the same file again stores nothing new: its ids are kept. */
@@ -106,7 +106,7 @@ static void s_restart_server_midstream(const char *name, int sig)
     cr_expect_eq(tc_bed_count(&bed, "SELECT count(DISTINCT message_id) FROM conv_results"), 1500);
     char spool[1300];
     snprintf(spool, sizeof spool, "%s/spool", state);
-    cr_expect_eq(tc_bed_count_files(spool, ".msg"), 0);
+    cr_expect_eq(tc_test_dir_count_suffix(spool, ".msg"), 0);
     tc_bed_fini(&bed);
 }
 
@@ -136,7 +136,7 @@ Test(transport, agent_sigkill_spool_survives, .timeout = 400)
     cr_assert_geq(tc_bed_wait_count(&bed, COUNT_CONV, 200, 120000), 200);
     cr_assert_eq(tc_test_stop(push, SIGKILL), 128 + SIGKILL);
     long long at_kill = tc_bed_count(&bed, COUNT_CONV);
-    int spooled = tc_bed_count_files(spool, ".msg");
+    int spooled = tc_test_dir_count_suffix(spool, ".msg");
     cr_assert_lt(at_kill, 1500, "the stream ended before the kill; use more messages");
     cr_expect_gt(spooled, 0, "the spool should hold what was not acknowledged");
     cr_expect_geq(at_kill + spooled, 1500, "stored %lld + spooled %d: messages were lost",
@@ -147,6 +147,6 @@ Test(transport, agent_sigkill_spool_survives, .timeout = 400)
                  "second push failed (log %s)", log2);
     cr_expect_eq(tc_bed_count(&bed, COUNT_CONV), 1500);
     cr_expect_eq(tc_bed_count(&bed, COUNT_MSGS), 1500);
-    cr_expect_eq(tc_bed_count_files(spool, ".msg"), 0);
+    cr_expect_eq(tc_test_dir_count_suffix(spool, ".msg"), 0);
     tc_bed_fini(&bed);
 }

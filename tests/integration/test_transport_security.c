@@ -46,7 +46,7 @@ Test(transport_security, unlisted_key_refused_until_allowlisted, .timeout = 300)
                  "a refused agent stored something");
     char spool[1300];
     snprintf(spool, sizeof spool, "%s/spool", bad);
-    cr_expect_eq(tc_bed_count_files(spool, ".msg"), 20, "its messages stay spooled");
+    cr_expect_eq(tc_test_dir_count_suffix(spool, ".msg"), 20, "its messages stay spooled");
 
     /* Allowlisted and SIGHUP: the spool goes through. */
     char cmd[2600], out[1024];

@@ -4,6 +4,7 @@
 #include "tc_error.h"
 
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -115,6 +116,23 @@ void tc_test_tmpdir(const char *name, char *out, size_t size)
     if (system(cmd) != 0)
         fprintf(stderr, "could not clear %s\n", out);
     mkdir(out, 0755);
+}
+
+int tc_test_dir_count_suffix(const char *dir, const char *suffix)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return -1;
+    int n = 0;
+    struct dirent *e;
+    size_t sl = strlen(suffix);
+    while ((e = readdir(d)) != NULL) {
+        size_t l = strlen(e->d_name);
+        if (l >= sl && !strcmp(e->d_name + l - sl, suffix))
+            n++;
+    }
+    closedir(d);
+    return n;
 }
 
 bool tc_test_file_contains(const char *path, const char *needle)

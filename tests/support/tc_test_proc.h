@@ -30,6 +30,10 @@ void tc_test_binary(const char *name, char *out, size_t size);
 /* A fresh, empty directory under the build tree for this test process. */
 void tc_test_tmpdir(const char *name, char *out, size_t size);
 
+/* Number of entries in `dir` whose name ends with `suffix` (hidden ones
+ * included); -1 if it cannot be read. */
+int tc_test_dir_count_suffix(const char *dir, const char *suffix);
+
 /* True if the file contains `needle`. */
 bool tc_test_file_contains(const char *path, const char *needle);
 

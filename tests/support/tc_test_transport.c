@@ -6,7 +6,6 @@
 #include "tc_error.h"
 
 #include <criterion/criterion.h>
-#include <dirent.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -139,23 +138,6 @@ long long tc_bed_wait_count(tc_bed_t *bed, const char *sql, long long want, int 
             break;
         tc_test_sleep_ms(200);
     }
-    return n;
-}
-
-int tc_bed_count_files(const char *dir, const char *suffix)
-{
-    DIR *d = opendir(dir);
-    if (!d)
-        return -1;
-    int n = 0;
-    struct dirent *e;
-    size_t sl = strlen(suffix);
-    while ((e = readdir(d)) != NULL) {
-        size_t l = strlen(e->d_name);
-        if (e->d_name[0] != '.' && l >= sl && !strcmp(e->d_name + l - sl, suffix))
-            n++;
-    }
-    closedir(d);
     return n;
 }
 

@@ -47,9 +47,6 @@ long long tc_bed_count(tc_bed_t *bed, const char *sql);
  * last count. */
 long long tc_bed_wait_count(tc_bed_t *bed, const char *sql, long long want, int timeout_ms);
 
-/* Number of files in a directory (-1 if it cannot be read). */
-int tc_bed_count_files(const char *dir, const char *suffix);
-
 void tc_bed_fini(tc_bed_t *bed);
 
 #endif

@@ -283,3 +283,41 @@ Test(jobs_runner, remote_job_reports_progress_through_the_spool, .timeout = 60)
     tc_jobs_destroy(&jobs);
     tc_spool_destroy(&sp);
 }
+
+Test(spool, import_result_file_in_chunks_keeps_ids, .timeout = 60)
+{
+    char dir[1200], file[1300];
+    tc_test_tmpdir("spool-import", dir, sizeof dir);
+    snprintf(file, sizeof file, "%s/results.bin", dir);
+    tc_gen_opts_t o = tc_gen_defaults("");
+    cr_assert_eq(tc_gen_write(file, &o, 0, 600), 0); /* more than one chunk */
+    strcat(dir, "/spool");
+    tc_spool_t *sp = NULL;
+    cr_assert_eq(tc_spool_open(dir, &sp), 0);
+    size_t records = 0, added = 0;
+    cr_assert_eq(tc_spool_import(sp, file, "importer", &records, &added), 0, "%s", tc_errmsg());
+    cr_expect_eq(records, 600);
+    cr_expect_eq(added, 600);
+    cr_expect_eq(tc_spool_count(sp), 600);
+    cr_expect_eq(tc_test_dir_count_suffix(dir, ".tmp"), 0, "no temporary file is left");
+    /* Again: nothing new. */
+    cr_assert_eq(tc_spool_import(sp, file, "importer", &records, &added), 0);
+    cr_expect_eq(added, 0);
+    cr_expect_eq(tc_spool_count(sp), 600);
+    tc_spool_destroy(&sp);
+    /* On disk for the next process. */
+    cr_assert_eq(tc_spool_open(dir, &sp), 0);
+    cr_expect_eq(tc_spool_count(sp), 600);
+    char first[1][TC_MSGID_LEN + 1];
+    cr_assert_eq(tc_spool_oldest(sp, first, 1), 1);
+    uint8_t *data = NULL;
+    size_t len = 0;
+    tc_envelope_t *env = NULL;
+    cr_assert_eq(tc_spool_read(sp, first[0], &data, &len), 0);
+    cr_assert_eq(tc_envelope_unpack(data, len, 0, &env), 0);
+    cr_expect_str_eq(env->message_id, first[0]);
+    cr_expect_str_eq(env->agent_id, "importer");
+    tc_envelope_free(&env);
+    free(data);
+    tc_spool_destroy(&sp);
+}
