@@ -226,7 +226,12 @@ static void s_handle(s_server_t *s, const uint8_t *route, size_t route_len, cons
         tc_envelope_free(&env);
         return;
     }
-    tc_dispatch_heard(s->dispatch, env->agent_id, route, route_len, key);
+    /* Session messages carry the sender's own agent id (results pushed from
+     * a file may carry another's): they tell where that agent is now. */
+    if (env->body_case == TRAINCAST__V1__ENVELOPE__BODY_HELLO ||
+        env->body_case == TRAINCAST__V1__ENVELOPE__BODY_HEARTBEAT ||
+        env->body_case == TRAINCAST__V1__ENVELOPE__BODY_JOB_PROGRESS)
+        tc_dispatch_heard(s->dispatch, env->agent_id, route, route_len, key);
     switch (env->body_case) {
     case TRAINCAST__V1__ENVELOPE__BODY_HEARTBEAT:
         s_heartbeat_reply(s, route, route_len);
@@ -319,12 +324,11 @@ static void s_finish(s_server_t *s, tc_work_t *w)
     bool heartbeat = env->body_case == TRAINCAST__V1__ENVELOPE__BODY_HEARTBEAT;
     if (!heartbeat)
         s_idset_del(s->inflight, env->message_id);
+    /* Answer on the connection the message came by. If the agent has
+     * reconnected since, the answer is lost and its resend is acknowledged
+     * as a duplicate. */
+    const uint8_t *route = w->route;
     size_t route_len = w->route_len;
-    const uint8_t *route = tc_dispatch_route(s->dispatch, env->agent_id, &route_len);
-    if (!route) {
-        route = w->route;
-        route_len = w->route_len;
-    }
     switch (w->outcome) {
     case TC_WORK_STORED:
     case TC_WORK_DUPLICATE:

@@ -60,12 +60,10 @@ typedef struct tc_dispatch tc_dispatch_t;
 int tc_dispatch_new(const char *dsn, unsigned heartbeat_ms, tc_dispatch_t **out);
 void tc_dispatch_destroy(tc_dispatch_t **self_p);
 
-/* A message arrived from `agent_id` over `route`: remember the route (acks
- * and jobs go to the latest one). */
+/* A session message (hello, heartbeat, job progress) arrived from
+ * `agent_id` over `route`: remember the route (jobs go to the latest one). */
 void tc_dispatch_heard(tc_dispatch_t *self, const char *agent_id, const uint8_t *route,
                        size_t route_len, const char *key);
-/* The latest route of an agent, or NULL. */
-const uint8_t *tc_dispatch_route(tc_dispatch_t *self, const char *agent_id, size_t *len);
 void tc_dispatch_hello(tc_dispatch_t *self, const char *agent_id,
                        const Traincast__V1__Hello *hello);
 void tc_dispatch_heartbeat(tc_dispatch_t *self, const char *agent_id,

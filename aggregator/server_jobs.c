@@ -160,15 +160,6 @@ void tc_dispatch_heard(tc_dispatch_t *self, const char *agent_id, const uint8_t 
     p->heard_ms = tc_server_now_ms();
 }
 
-const uint8_t *tc_dispatch_route(tc_dispatch_t *self, const char *agent_id, size_t *len)
-{
-    s_peer_t *p = s_find(self, agent_id);
-    if (!p || !p->route_len)
-        return NULL;
-    *len = p->route_len;
-    return p->route;
-}
-
 void tc_dispatch_hello(tc_dispatch_t *self, const char *agent_id,
                        const Traincast__V1__Hello *hello)
 {
