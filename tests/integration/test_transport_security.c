@@ -248,3 +248,23 @@ Test(transport_security, insecure_agent_cannot_reach_curve_server, .timeout = 12
     cr_expect_eq(tc_bed_count(&bed, "SELECT count(*) FROM received_messages"), 0);
     tc_bed_fini(&bed);
 }
+
+Test(transport_security, insecure_on_both_sides_works_and_warns, .timeout = 120)
+{
+    tc_bed_t bed;
+    tc_bed_init(&bed, "insecure", NULL);
+    char state[1200], file[1200], log[1200];
+    tc_bed_agent(&bed, "a", false, state, sizeof state);
+    const char *srv[] = {"--insecure", NULL};
+    tc_bed_start_server(&bed, srv);
+    cr_expect(tc_test_file_contains(bed.server_log, "INSECURE"), "the aggregator must warn");
+    snprintf(file, sizeof file, "%s/r.bin", bed.dir);
+    snprintf(log, sizeof log, "%s/push.log", bed.dir);
+    s_gen(file, "insecure-agent", 20);
+    const char *extra[] = {"--insecure", NULL};
+    cr_expect_eq(tc_test_wait(tc_bed_push(&bed, state, file, log, extra), 60000), 0, "log %s",
+                 log);
+    cr_expect_eq(tc_bed_count(&bed, COUNT_CONV), 20);
+    cr_expect_eq(tc_bed_stop_server(&bed, SIGTERM), 0);
+    tc_bed_fini(&bed);
+}
