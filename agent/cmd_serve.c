@@ -22,9 +22,7 @@ int tc_cmd_serve(int argc, char **argv)
     tc_job_settings_t js = {0};
     const tc_opt_t opts[] = {
         TC_SESSION_OPTS(f),
-        {"device", TC_OPT_STR, &js.device, "DEVICE",
-         "measure only this device (cpu, cuda:0, ...); default every device"},
-        {"runner", TC_OPT_STR, &js.runner, "CMD", "trace runner command (default: the PyTorch harness)"},
+        TC_JOB_SETTINGS_OPTS(js),
         {0},
     };
     const tc_cmd_spec_t spec = {

@@ -40,6 +40,13 @@ typedef struct {
         {"ack-timeout", TC_OPT_DOUBLE, &(f).ack_timeout_s, "SECONDS",                              \
          "first resend of an unacknowledged message after this, doubling up to 60 (default 10)"}
 
+/* The settings of the built-in job handlers as tc_opt_t entries. */
+#define TC_JOB_SETTINGS_OPTS(js)                                                                   \
+    {"device", TC_OPT_STR, &(js).device, "DEVICE",                                                 \
+     "measure only this device (cpu, cuda:0, ...); default every device"},                         \
+        {"runner", TC_OPT_STR, &(js).runner, "CMD",                                                \
+         "trace runner command (default: the PyTorch harness)"}
+
 typedef struct {
     tc_identity_t *identity;
     tc_spool_t *spool;

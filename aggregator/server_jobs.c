@@ -255,45 +255,41 @@ void tc_dispatch_readable(tc_dispatch_t *self)
         self->due = true;
 }
 
-/* Build and send the job's request. Returns 0, or <0 when it could not be
- * sent (the caller requeues). */
+/* Build and send the job's request with its job id and device filled in.
+ * Returns 0, TC_EINVAL when the stored request is unreadable (retrying
+ * cannot help), or another error when sending failed. */
 static int s_send_job(void *router, s_peer_t *p, const tc_store_job_t *job)
 {
+    bool bench = !strcmp(job->kind, "bench");
+    const ProtobufCMessageDescriptor *desc = bench ? &traincast__v1__bench_request__descriptor
+                                                   : &traincast__v1__trace_request__descriptor;
+    ProtobufCMessage *m = protobuf_c_message_unpack(desc, NULL, job->request_len, job->request);
+    if (!m)
+        return tc_fail(TC_EINVAL, "the stored request is not a valid %s", desc->short_name);
     tc_envelope_t env = TRAINCAST__V1__ENVELOPE__INIT;
-    char id[TC_MSGID_LEN + 1];
-    int rc = 0;
-    if (!strcmp(job->kind, "bench")) {
-        Traincast__V1__BenchRequest *r =
-            traincast__v1__bench_request__unpack(NULL, job->request_len, job->request);
-        if (!r)
-            return tc_fail(TC_EINVAL, "the stored request is not a valid BenchRequest");
-        char *old_id = r->job_id, *old_uuid = r->device_uuid;
-        r->job_id = (char *)job->job_id;
-        r->device_uuid = (char *)job->device_uuid;
+    char **id_field, **uuid_field;
+    if (bench) {
         env.body_case = TRAINCAST__V1__ENVELOPE__BODY_BENCH_REQUEST;
-        env.bench_request = r;
-        tc_envelope_stamp(&env, "aggregator", id);
-        rc = tc_zmq_send_envelope(router, p->route, p->route_len, &env, ZMQ_DONTWAIT);
-        r->job_id = old_id;
-        r->device_uuid = old_uuid;
-        traincast__v1__bench_request__free_unpacked(r, NULL);
+        env.bench_request = (Traincast__V1__BenchRequest *)m;
+        id_field = &env.bench_request->job_id;
+        uuid_field = &env.bench_request->device_uuid;
     } else {
-        Traincast__V1__TraceRequest *r =
-            traincast__v1__trace_request__unpack(NULL, job->request_len, job->request);
-        if (!r)
-            return tc_fail(TC_EINVAL, "the stored request is not a valid TraceRequest");
-        char *old_id = r->job_id, *old_uuid = r->device_uuid;
-        r->job_id = (char *)job->job_id;
-        r->device_uuid = (char *)job->device_uuid;
         env.body_case = TRAINCAST__V1__ENVELOPE__BODY_TRACE_REQUEST;
-        env.trace_request = r;
-        tc_envelope_stamp(&env, "aggregator", id);
-        rc = tc_zmq_send_envelope(router, p->route, p->route_len, &env, ZMQ_DONTWAIT);
-        r->job_id = old_id;
-        r->device_uuid = old_uuid;
-        traincast__v1__trace_request__free_unpacked(r, NULL);
+        env.trace_request = (Traincast__V1__TraceRequest *)m;
+        id_field = &env.trace_request->job_id;
+        uuid_field = &env.trace_request->device_uuid;
     }
-    return rc;
+    /* Borrowed for packing; the unpacked strings go back before freeing. */
+    char *old_id = *id_field, *old_uuid = *uuid_field;
+    *id_field = (char *)job->job_id;
+    *uuid_field = (char *)job->device_uuid;
+    char id[TC_MSGID_LEN + 1];
+    tc_envelope_stamp(&env, "aggregator", id);
+    int rc = tc_zmq_send_envelope(router, p->route, p->route_len, &env, ZMQ_DONTWAIT);
+    *id_field = old_id;
+    *uuid_field = old_uuid;
+    protobuf_c_message_free_unpacked(m, NULL);
+    return rc == TC_EINVAL ? TC_ENET : rc;
 }
 
 static void s_pass(tc_dispatch_t *self, void *router, int64_t now)
