@@ -2,4 +2,6 @@
 #ifndef TC_AGENT_COMMANDS_H
 #define TC_AGENT_COMMANDS_H
 
+int tc_cmd_model(int argc, char **argv); /* cmd_model.c */
+
 #endif

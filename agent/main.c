@@ -5,6 +5,7 @@
 #include "tc_main.h"
 
 static const tc_command_t s_commands[] = {
+    {"model", tc_cmd_model, "describe a CNN: layers, conv configs, non-conv features"},
     {0},
 };
 
