@@ -194,24 +194,25 @@ static int s_load_torchvision(const char *name, const tc_model_opts_t *opts, tc_
     uint32_t size = opts ? opts->input_size : 0;
     tc_model_opts_t o = opts ? *opts : (tc_model_opts_t){0};
     o.input_size = 0; /* the export is at the requested size already */
-    char path[1200];
+    char path[1200], dir[1024];
     int rc;
     const char *data_dir = s_env_or("TRAINCAST_DATA_DIR", TC_MODEL_DATA_DIR);
-    if (s_have_pytorch()) {
-        char dir[1024];
-        rc = s_cache_dir(dir, sizeof dir);
-        if (rc < 0)
-            return rc;
+    /* A cached export needs no Python at all. */
+    bool cache = s_cache_dir(dir, sizeof dir) == 0;
+    if (cache) {
         if (size)
             snprintf(path, sizeof path, "%s/%s@%u.onnx", dir, name, size);
         else
             snprintf(path, sizeof path, "%s/%s.onnx", dir, name);
-        if (access(path, R_OK) != 0) {
-            rc = s_export(name, size, path);
-            if (rc < 0)
-                return rc;
-        }
+    }
+    if (cache && access(path, R_OK) == 0) {
+        /* use it */
+    } else if (cache && s_have_pytorch()) {
+        rc = s_export(name, size, path);
+        if (rc < 0)
+            return rc;
     } else {
+        tc_err_clear();
         snprintf(path, sizeof path, "%s/%s.onnx", data_dir, name);
         if (access(path, R_OK) != 0) {
             char list[2048];

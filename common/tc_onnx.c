@@ -166,7 +166,6 @@ void tc_graph_free(tc_graph_t *g)
     }
     free(g->nodes);
     free(g->order);
-    free(g->unknown);
     tc_arena_free(&g->arena);
     memset(g, 0, sizeof *g);
 }

@@ -114,7 +114,7 @@ static Traincast__V1__DType s_dtype(int32_t t)
 
 int tc_infer_conv(tc_graph_t *g, tc_gnode_t *n, const tc_op_rule_t *r)
 {
-    tc_value_t *x, *wt;
+    tc_value_t *x = NULL, *wt = NULL;
     int64_t group;
     int rc = tc_node_need(g, n, 0, &x);
     if (rc == 0)
@@ -194,7 +194,7 @@ int tc_infer_conv(tc_graph_t *g, tc_gnode_t *n, const tc_op_rule_t *r)
 
 int tc_infer_pool(tc_graph_t *g, tc_gnode_t *n, const tc_op_rule_t *r)
 {
-    tc_value_t *x;
+    tc_value_t *x = NULL;
     int64_t ceil_mode = 0, cip = 0;
     int rc = tc_node_need(g, n, 0, &x);
     if (rc == 0)
@@ -241,7 +241,7 @@ int tc_infer_pool(tc_graph_t *g, tc_gnode_t *n, const tc_op_rule_t *r)
 
 int tc_infer_global_pool(tc_graph_t *g, tc_gnode_t *n, const tc_op_rule_t *r)
 {
-    tc_value_t *x;
+    tc_value_t *x = NULL;
     int rc = tc_node_need(g, n, 0, &x);
     if (rc < 0)
         return rc;
@@ -259,7 +259,7 @@ int tc_infer_global_pool(tc_graph_t *g, tc_gnode_t *n, const tc_op_rule_t *r)
 /* org.pytorch.aten adaptive_{avg,max}_pool2d(x, output_size). */
 int tc_infer_adaptive_pool(tc_graph_t *g, tc_gnode_t *n, const tc_op_rule_t *r)
 {
-    tc_value_t *x;
+    tc_value_t *x = NULL;
     int64_t size[2];
     int count, rc = tc_node_need(g, n, 0, &x);
     if (rc == 0)
@@ -291,7 +291,7 @@ int tc_infer_adaptive_pool(tc_graph_t *g, tc_gnode_t *n, const tc_op_rule_t *r)
  * further outputs (running or saved statistics) are [C]. */
 int tc_infer_batchnorm(tc_graph_t *g, tc_gnode_t *n, const tc_op_rule_t *r)
 {
-    tc_value_t *x;
+    tc_value_t *x = NULL;
     int rc = tc_node_need(g, n, 0, &x);
     if (rc < 0)
         return rc;
@@ -315,7 +315,7 @@ int tc_infer_batchnorm(tc_graph_t *g, tc_gnode_t *n, const tc_op_rule_t *r)
 /* LayerNormalization: Y like X; Mean and InvStdDev keep the leading axes. */
 int tc_infer_layernorm(tc_graph_t *g, tc_gnode_t *n, const tc_op_rule_t *r)
 {
-    tc_value_t *x;
+    tc_value_t *x = NULL;
     int64_t axis64;
     int axis, rc = tc_node_need(g, n, 0, &x);
     if (rc == 0)
@@ -339,7 +339,7 @@ int tc_infer_layernorm(tc_graph_t *g, tc_gnode_t *n, const tc_op_rule_t *r)
 
 int tc_infer_gemm(tc_graph_t *g, tc_gnode_t *n, const tc_op_rule_t *r)
 {
-    tc_value_t *a, *b;
+    tc_value_t *a = NULL, *b = NULL;
     int64_t ta, tb;
     int rc = tc_node_need(g, n, 0, &a);
     if (rc == 0)
@@ -387,7 +387,7 @@ int tc_infer_gemm(tc_graph_t *g, tc_gnode_t *n, const tc_op_rule_t *r)
 
 int tc_infer_matmul(tc_graph_t *g, tc_gnode_t *n, const tc_op_rule_t *r)
 {
-    tc_value_t *a, *b;
+    tc_value_t *a = NULL, *b = NULL;
     int rc = tc_node_need(g, n, 0, &a);
     if (rc == 0)
         rc = tc_node_need(g, n, 1, &b);
@@ -468,7 +468,7 @@ int tc_infer_matmul(tc_graph_t *g, tc_gnode_t *n, const tc_op_rule_t *r)
 /* ReduceMean and friends: axes from the attribute or input 1. */
 int tc_infer_reduce(tc_graph_t *g, tc_gnode_t *n, const tc_op_rule_t *r)
 {
-    tc_value_t *x;
+    tc_value_t *x = NULL;
     int64_t axes[TC_MODEL_MAX_RANK], keep, noop;
     int count, rc = tc_node_need(g, n, 0, &x);
     if (rc == 0)
@@ -511,7 +511,7 @@ int tc_infer_reduce(tc_graph_t *g, tc_gnode_t *n, const tc_op_rule_t *r)
 /* ArgMax, ArgMin: one axis. */
 int tc_infer_argreduce(tc_graph_t *g, tc_gnode_t *n, const tc_op_rule_t *r)
 {
-    tc_value_t *x;
+    tc_value_t *x = NULL;
     int64_t axis64, keep;
     int axis, rc = tc_node_need(g, n, 0, &x);
     if (rc == 0)

@@ -25,9 +25,21 @@ static int s_all_outputs_like(tc_graph_t *g, tc_gnode_t *n, const tc_value_t *sr
     return 0;
 }
 
+/* Output 0 holds x's elements rearranged into `dims`: its shape, x's type,
+ * and x's folded values when it has them (same flat order). */
+static int s_set_moved(tc_graph_t *g, tc_gnode_t *n, const tc_value_t *x, int rank,
+                       const int64_t *dims, int batch)
+{
+    int rc = tc_set_shape(g, n, 0, rank, dims, batch);
+    tc_set_type(g, n, 0, x->elem_type);
+    if (rc == 0 && x->n_data >= 0)
+        rc = tc_set_data(g, n, 0, x->data, x->n_data);
+    return rc;
+}
+
 int tc_infer_unary(tc_graph_t *g, tc_gnode_t *n, const tc_op_rule_t *r)
 {
-    tc_value_t *x;
+    tc_value_t *x = NULL;
     int rc = tc_node_need(g, n, 0, &x);
     return rc < 0 ? rc : s_all_outputs_like(g, n, x);
 }
@@ -35,7 +47,7 @@ int tc_infer_unary(tc_graph_t *g, tc_gnode_t *n, const tc_op_rule_t *r)
 /* Identity and friends: same shape, same folded values. */
 int tc_infer_identity(tc_graph_t *g, tc_gnode_t *n, const tc_op_rule_t *r)
 {
-    tc_value_t *x;
+    tc_value_t *x = NULL;
     int rc = tc_node_need(g, n, 0, &x);
     if (rc == 0)
         rc = tc_set_like(g, n, 0, x);
@@ -63,7 +75,7 @@ int tc_infer_cast(tc_graph_t *g, tc_gnode_t *n, const tc_op_rule_t *r)
 
 int tc_infer_dropout(tc_graph_t *g, tc_gnode_t *n, const tc_op_rule_t *r)
 {
-    tc_value_t *x;
+    tc_value_t *x = NULL;
     int rc = tc_node_need(g, n, 0, &x);
     if (rc == 0)
         rc = s_all_outputs_like(g, n, x);
@@ -309,9 +321,9 @@ int tc_infer_constant_of_shape(tc_graph_t *g, tc_gnode_t *n, const tc_op_rule_t 
 
 int tc_infer_shape(tc_graph_t *g, tc_gnode_t *n, const tc_op_rule_t *r)
 {
-    tc_value_t *x;
+    tc_value_t *x = NULL;
+    int64_t start = 0, end = 0;
     int rc = tc_node_need(g, n, 0, &x);
-    int64_t start = 0, end = x ? x->rank : 0;
     if (rc == 0)
         rc = tc_attr_int(n, "start", 0, &start);
     if (rc == 0)
@@ -336,7 +348,7 @@ int tc_infer_shape(tc_graph_t *g, tc_gnode_t *n, const tc_op_rule_t *r)
 
 int tc_infer_size(tc_graph_t *g, tc_gnode_t *n, const tc_op_rule_t *r)
 {
-    tc_value_t *x;
+    tc_value_t *x = NULL;
     int rc = tc_node_need(g, n, 0, &x);
     if (rc < 0)
         return rc;
@@ -349,7 +361,7 @@ int tc_infer_size(tc_graph_t *g, tc_gnode_t *n, const tc_op_rule_t *r)
 
 int tc_infer_gather(tc_graph_t *g, tc_gnode_t *n, const tc_op_rule_t *r)
 {
-    tc_value_t *x, *idx;
+    tc_value_t *x = NULL, *idx = NULL;
     int64_t axis64;
     int axis, rc = tc_node_need(g, n, 0, &x);
     if (rc == 0)
@@ -430,7 +442,7 @@ static int s_axes(tc_graph_t *g, tc_gnode_t *n, int input, int64_t *axes, int *c
 
 int tc_infer_unsqueeze(tc_graph_t *g, tc_gnode_t *n, const tc_op_rule_t *r)
 {
-    tc_value_t *x;
+    tc_value_t *x = NULL;
     int64_t axes[TC_MODEL_MAX_RANK];
     int count, rc = tc_node_need(g, n, 0, &x);
     if (rc == 0)
@@ -463,16 +475,12 @@ int tc_infer_unsqueeze(tc_graph_t *g, tc_gnode_t *n, const tc_op_rule_t *r)
             batch = k;
         dims[k] = x->dims[j++];
     }
-    rc = tc_set_shape(g, n, 0, rank, dims, batch);
-    tc_set_type(g, n, 0, x->elem_type);
-    if (rc == 0 && x->n_data >= 0)
-        rc = tc_set_data(g, n, 0, x->data, x->n_data);
-    return rc;
+    return s_set_moved(g, n, x, rank, dims, batch);
 }
 
 int tc_infer_squeeze(tc_graph_t *g, tc_gnode_t *n, const tc_op_rule_t *r)
 {
-    tc_value_t *x;
+    tc_value_t *x = NULL;
     int64_t axes[TC_MODEL_MAX_RANK];
     int count, rc = tc_node_need(g, n, 0, &x);
     if (rc == 0)
@@ -505,16 +513,12 @@ int tc_infer_squeeze(tc_graph_t *g, tc_gnode_t *n, const tc_op_rule_t *r)
             batch = rank;
         dims[rank++] = x->dims[k];
     }
-    rc = tc_set_shape(g, n, 0, rank, dims, batch);
-    tc_set_type(g, n, 0, x->elem_type);
-    if (rc == 0 && x->n_data >= 0)
-        rc = tc_set_data(g, n, 0, x->data, x->n_data);
-    return rc;
+    return s_set_moved(g, n, x, rank, dims, batch);
 }
 
 int tc_infer_concat(tc_graph_t *g, tc_gnode_t *n, const tc_op_rule_t *r)
 {
-    tc_value_t *x0;
+    tc_value_t *x0 = NULL;
     int64_t axis64;
     int axis, rc = tc_node_need(g, n, 0, &x0);
     if (rc == 0)
@@ -592,7 +596,7 @@ int tc_infer_concat(tc_graph_t *g, tc_gnode_t *n, const tc_op_rule_t *r)
 
 int tc_infer_split(tc_graph_t *g, tc_gnode_t *n, const tc_op_rule_t *r)
 {
-    tc_value_t *x;
+    tc_value_t *x = NULL;
     int64_t axis64, split[TC_GRAPH_MAX_NODE_IO];
     int axis, count = -1, rc = tc_node_need(g, n, 0, &x);
     if (rc == 0)
@@ -655,7 +659,7 @@ static int64_t s_clamp(int64_t v, int64_t dim, int64_t lo, int64_t hi)
 
 int tc_infer_slice(tc_graph_t *g, tc_gnode_t *n, const tc_op_rule_t *r)
 {
-    tc_value_t *x;
+    tc_value_t *x = NULL;
     int rc = tc_node_need(g, n, 0, &x);
     if (rc < 0)
         return rc;
@@ -753,7 +757,7 @@ int tc_infer_slice(tc_graph_t *g, tc_gnode_t *n, const tc_op_rule_t *r)
 
 int tc_infer_transpose(tc_graph_t *g, tc_gnode_t *n, const tc_op_rule_t *r)
 {
-    tc_value_t *x;
+    tc_value_t *x = NULL;
     int64_t perm[TC_MODEL_MAX_RANK];
     int count, rc = tc_node_need(g, n, 0, &x);
     if (rc == 0)
@@ -787,7 +791,7 @@ int tc_infer_transpose(tc_graph_t *g, tc_gnode_t *n, const tc_op_rule_t *r)
 
 int tc_infer_reshape(tc_graph_t *g, tc_gnode_t *n, const tc_op_rule_t *r)
 {
-    tc_value_t *x;
+    tc_value_t *x = NULL;
     const tc_sym_t *shape;
     int count, rc = tc_node_need(g, n, 0, &x);
     int64_t allowzero = 0, tmp[TC_MODEL_MAX_RANK];
@@ -873,7 +877,7 @@ int tc_infer_reshape(tc_graph_t *g, tc_gnode_t *n, const tc_op_rule_t *r)
 
 int tc_infer_flatten(tc_graph_t *g, tc_gnode_t *n, const tc_op_rule_t *r)
 {
-    tc_value_t *x;
+    tc_value_t *x = NULL;
     int64_t axis64;
     int rc = tc_node_need(g, n, 0, &x);
     if (rc == 0)
@@ -894,16 +898,12 @@ int tc_infer_flatten(tc_graph_t *g, tc_gnode_t *n, const tc_op_rule_t *r)
                                                     "dimensions");
         batch = side;
     }
-    rc = tc_set_shape(g, n, 0, 2, dims, batch);
-    tc_set_type(g, n, 0, x->elem_type);
-    if (rc == 0 && x->n_data >= 0)
-        rc = tc_set_data(g, n, 0, x->data, x->n_data);
-    return rc;
+    return s_set_moved(g, n, x, 2, dims, batch);
 }
 
 int tc_infer_expand(tc_graph_t *g, tc_gnode_t *n, const tc_op_rule_t *r)
 {
-    tc_value_t *x;
+    tc_value_t *x = NULL;
     const tc_sym_t *shape;
     int count, rc = tc_node_need(g, n, 0, &x);
     if (rc == 0)
@@ -933,7 +933,7 @@ int tc_infer_expand(tc_graph_t *g, tc_gnode_t *n, const tc_op_rule_t *r)
 
 int tc_infer_tile(tc_graph_t *g, tc_gnode_t *n, const tc_op_rule_t *r)
 {
-    tc_value_t *x;
+    tc_value_t *x = NULL;
     int64_t rep[TC_MODEL_MAX_RANK];
     int count, rc = tc_node_need(g, n, 0, &x);
     if (rc == 0)
@@ -956,7 +956,7 @@ int tc_infer_tile(tc_graph_t *g, tc_gnode_t *n, const tc_op_rule_t *r)
 
 int tc_infer_pad(tc_graph_t *g, tc_gnode_t *n, const tc_op_rule_t *r)
 {
-    tc_value_t *x;
+    tc_value_t *x = NULL;
     int64_t pads[2 * TC_MODEL_MAX_RANK], axes[TC_MODEL_MAX_RANK];
     int count, na = -1, rc = tc_node_need(g, n, 0, &x);
     if (rc == 0)

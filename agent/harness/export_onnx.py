@@ -20,8 +20,9 @@ Export modes, tried in order until one works:
                  org.pytorch.aten nodes (googlenet's auxiliary heads use
                  adaptive_avg_pool2d from 14x14 to 4x4, which no ONNX pooling
                  op can express); the importer understands the pooling ones.
-  eval           TrainingMode.EVAL: dropout and auxiliary heads are missing;
-                 the script prints which layers.
+  eval           TrainingMode.EVAL: dropout and auxiliary heads are missing and
+                 the exporter folds batch norm into the convs; the script
+                 prints which layers are missing.
 
 torchvision's stochastic depth (efficientnet, convnext) draws its mask with
 the in-place bernoulli_, which the exporter cannot express; during export it
@@ -68,8 +69,29 @@ def default_input_size(name):
     return DEFAULT_SIZES.get(name, 224)
 
 
-def build_model(name):
-    """The model as torchvision builds it by default (no weights), seeded."""
+class _SkipInit:
+    """Make torch.nn.init's in-place initializers no-ops: the export keeps
+    no weights, and random init of vgg's 100M parameters costs seconds."""
+    def __enter__(self):
+        import torch
+        self.saved = {}
+        for fn in dir(torch.nn.init):
+            if fn.endswith("_") and not fn.startswith("_"):
+                self.saved[fn] = getattr(torch.nn.init, fn)
+                setattr(torch.nn.init, fn, lambda tensor, *a, **k: tensor)
+        return self
+
+    def __exit__(self, *exc):
+        import torch
+        for fn, f in self.saved.items():
+            setattr(torch.nn.init, fn, f)
+        return False
+
+
+def build_model(name, init_weights=True):
+    """The model as torchvision builds it by default (no pretrained weights),
+    seeded. Without init_weights the parameters keep whatever memory they
+    got: same structure, same shapes, no initialization cost."""
     torch, torchvision = import_torch()
     if name not in model_names():
         die(2, "unknown torchvision model '%s'; run '%s --list' for the names"
@@ -77,7 +99,11 @@ def build_model(name):
     torch.manual_seed(0)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        model = torchvision.models.get_model_builder(name)()
+        if init_weights:
+            model = torchvision.models.get_model_builder(name)()
+        else:
+            with _SkipInit():
+                model = torchvision.models.get_model_builder(name)()
     return model
 
 
@@ -119,9 +145,20 @@ class _PatchedStochasticDepth:
 
 
 def count_outputs(model, x):
+    """How many tensors the model returns in its current mode (auxiliary
+    heads add outputs in training). Tried on a small input first: a second
+    full-size forward pass of vgg costs seconds."""
     import torch
-    with torch.no_grad():
-        y = model(x)
+    y = None
+    if x.shape[-1] > 96:
+        try:
+            with torch.no_grad():
+                y = model(x[..., :96, :96])
+        except Exception:  # too small for this model: use the real size
+            y = None
+    if y is None:
+        with torch.no_grad():
+            y = model(x)
     if isinstance(y, torch.Tensor):
         return 1
     return len([t for t in y if isinstance(t, torch.Tensor)])
@@ -133,45 +170,69 @@ def output_names(n):
     return names
 
 
-def strip_weights(proto):
-    """Keep each initializer's name, dims and data type; drop its data."""
-    for init in proto.graph.initializer:
-        for field in ("raw_data", "float_data", "int32_data", "int64_data", "double_data",
-                      "uint64_data", "string_data"):
-            init.ClearField(field)
+def inputs_to_initializers(proto, keep):
+    """An export with export_params=False lists parameters and buffers as
+    graph inputs; turn every input but `keep` into a data-free initializer
+    with the same name, dims and type, and no data."""
+    import onnx
+    inputs = list(proto.graph.input)
+    del proto.graph.input[:]
+    for vi in inputs:
+        if vi.name in keep:
+            proto.graph.input.append(vi)
+            continue
+        t = onnx.TensorProto()
+        t.name = vi.name
+        t.data_type = vi.type.tensor_type.elem_type
+        t.dims.extend(d.dim_value for d in vi.type.tensor_type.shape.dim)
+        proto.graph.initializer.append(t)
 
 
-def _param_owners(model):
-    """Module qualified name -> parameter names it owns directly."""
-    owners = {}
-    for mname, mod in model.named_modules():
-        for pname, _ in mod.named_parameters(recurse=False):
-            owners.setdefault(mname, []).append((mname + "." + pname) if mname else pname)
-    return owners
+def _outermost(names):
+    names = sorted(set(names))
+    return [m for m in names if not any(m.startswith(o + ".") for o in names if o != m)]
 
 
-def missing_layers(model, proto, mode):
-    """Layers the exported graph lacks: modules whose parameters are absent
-    (e.g. auxiliary heads in eval mode) and dropout layers in eval mode."""
+def missing_layers(model, proto, mode, x):
+    """Layers the exported graph lacks. In the training modes: modules whose
+    parameters are absent from the graph (none expected). In eval mode:
+    modules that do not run in eval (auxiliary heads), dropout layers, and
+    batch norm when the exporter folded it into the convs."""
     import torch
     present = {i.name for i in proto.graph.initializer}
-    missing = []
-    for mname, pnames in _param_owners(model).items():
-        if not any(p in present for p in pnames):
-            missing.append(mname)
-    if mode == "eval":
+    if mode != "eval":
+        missing = []
         for mname, mod in model.named_modules():
-            if isinstance(mod, torch.nn.modules.dropout._DropoutNd) and mod.p > 0:
+            pnames = [(mname + "." + p) if mname else p
+                      for p, _ in mod.named_parameters(recurse=False)]
+            if pnames and not any(p in present for p in pnames):
                 missing.append(mname)
-    # Report the outermost missing modules only.
-    missing = sorted(set(missing))
-    outer = [m for m in missing if not any(m.startswith(o + ".") for o in missing if o != m)]
-    return outer
+        return _outermost(missing)
+    called = set()
+    hooks = [m.register_forward_hook(lambda mod, i, o, q=q: called.add(q))
+             for q, m in model.named_modules() if q]
+    model.eval()
+    with torch.no_grad():
+        model(x)
+    for h in hooks:
+        h.remove()
+    missing = [q for q, m in model.named_modules()
+               if q and q not in called and any(True for _ in m.parameters())]
+    missing += [q for q, m in model.named_modules()
+                if q in called and isinstance(m, torch.nn.modules.dropout._DropoutNd) and m.p > 0]
+    missing = _outermost(missing)
+    bns = [q for q, m in model.named_modules()
+           if q in called and isinstance(m, torch.nn.modules.batchnorm._BatchNorm)]
+    if bns and not any(n.op_type == "BatchNormalization" for n in proto.graph.node):
+        missing.append("%d batch norm layers (folded into their convs)" % len(bns))
+    return missing
 
 
-def export(name, input_size=None, opset=DEFAULT_OPSET, keep_weights=False, model=None):
+def export(name, input_size=None, opset=DEFAULT_OPSET, keep_weights=False, model=None,
+           mode=None):
     """Returns (onnx ModelProto, info dict). `model` may be passed in when the
-    caller built it already (it is put in training mode)."""
+    caller built it already (it is put in training mode). `mode` forces one
+    export mode instead of trying them in order."""
     torch, torchvision = import_torch()
     import onnx
     size = input_size or default_input_size(name)
@@ -184,6 +245,8 @@ def export(name, input_size=None, opset=DEFAULT_OPSET, keep_weights=False, model
          torch.onnx.OperatorExportTypes.ONNX_ATEN_FALLBACK),
         ("eval", torch.onnx.TrainingMode.EVAL, torch.onnx.OperatorExportTypes.ONNX),
     ]
+    if mode:
+        modes = [m for m in modes if m[0] == mode]
     failures = []
     t0 = time.time()
     for mode, training, op_type in modes:
@@ -199,20 +262,22 @@ def export(name, input_size=None, opset=DEFAULT_OPSET, keep_weights=False, model
                 outs = output_names(n_out)
                 axes = {"input": {0: "batch"}}
                 axes.update({o: {0: "batch"} for o in outs})
+                # Without weights, parameters travel as graph inputs (no
+                # hundreds of MB serialized) and become initializers below.
                 torch.onnx.export(model, x, buf, training=training, do_constant_folding=False,
                                   opset_version=opset, input_names=["input"],
                                   output_names=outs, dynamic_axes=axes,
-                                  operator_export_type=op_type)
+                                  operator_export_type=op_type, export_params=keep_weights)
         except Exception as e:  # the exporter raises many types
             failures.append("%s: %s" % (mode, str(e).split("\n")[0][:300]))
             continue
         proto = onnx.load_from_string(buf.getvalue())
+        if not keep_weights:
+            inputs_to_initializers(proto, {"input"})
         aten = sorted({n.op_type for n in proto.graph.node if n.domain == "org.pytorch.aten"})
         if mode == "training+aten" and not aten:
             mode = "training"
-        missing = missing_layers(model, proto, mode)
-        if not keep_weights:
-            strip_weights(proto)
+        missing = missing_layers(model, proto, mode, x)
         info = {
             "model": name,
             "input_size": size,
@@ -230,7 +295,7 @@ def export(name, input_size=None, opset=DEFAULT_OPSET, keep_weights=False, model
             "traincast.input_size": str(size),
             "traincast.export_mode": mode,
             "traincast.weights": "kept" if keep_weights else "stripped",
-            "traincast.missing": ",".join(missing),
+            "traincast.missing": ", ".join(missing),
             "traincast.torch": torch.__version__,
             "traincast.torchvision": torchvision.__version__,
         }
@@ -263,7 +328,10 @@ def main(argv=None):
                     help="spatial size in pixels (default: the model's own, inception_v3 299, "
                          "others 224)")
     ap.add_argument("--opset", type=int, default=DEFAULT_OPSET, help="ONNX opset (default 17)")
-    ap.add_argument("--keep-weights", action="store_true", help="keep initializer data")
+    ap.add_argument("--keep-weights", action="store_true",
+                    help="keep (initialized) weights in the file")
+    ap.add_argument("--mode", choices=["training", "training+aten", "eval"],
+                    help="force one export mode (default: the first that works, in this order)")
     ap.add_argument("--list", action="store_true", help="print the model names and exit")
     ap.add_argument("--json", action="store_true",
                     help="print a JSON summary of the export on stdout")
@@ -277,7 +345,9 @@ def main(argv=None):
     if args.input_size and not 16 <= args.input_size <= 4096:
         die(2, "--input-size must be between 16 and 4096, not %d" % args.input_size)
     out = args.output or args.model + ".onnx"
-    proto, info = export(args.model, args.input_size or None, args.opset, args.keep_weights)
+    model = build_model(args.model, init_weights=args.keep_weights)
+    proto, info = export(args.model, args.input_size or None, args.opset, args.keep_weights,
+                         model=model, mode=args.mode)
     data = proto.SerializeToString()
     write_atomic(out, data)
     info["bytes"] = len(data)

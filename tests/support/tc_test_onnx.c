@@ -36,14 +36,18 @@ static char *s_str(tc_tb_t *tb, const char *s)
     return p;
 }
 
-/* Append to a counted pointer array kept in tb's allocations. */
+/* Append to a counted pointer array kept in tb's allocations; arrays grow
+ * by doubling (capacity 4, 8, 16, ...). */
 #define S_PUSH(tb, arr, count, item)                                                          \
     do {                                                                                      \
-        void **s_new = tc_tb_alloc((tb), ((count) + 1) * sizeof(void *));                     \
-        if (count)                                                                            \
-            memcpy(s_new, (arr), (count) * sizeof(void *));                                   \
-        s_new[(count)] = (item);                                                              \
-        (arr) = (void *)s_new;                                                                \
+        size_t s_n = (count);                                                                 \
+        if (s_n == 0 || (s_n >= 4 && (s_n & (s_n - 1)) == 0)) {                               \
+            void **s_new = tc_tb_alloc((tb), (s_n ? 2 * s_n : 4) * sizeof(void *));           \
+            if (s_n)                                                                          \
+                memcpy(s_new, (arr), s_n * sizeof(void *));                                   \
+            (arr) = (void *)s_new;                                                            \
+        }                                                                                     \
+        (arr)[s_n] = (item);                                                                  \
         (count)++;                                                                            \
     } while (0)
 
