@@ -47,9 +47,11 @@ static void s_print_table(const tc_model_t *m, unsigned batch)
             if (n->first_layer)
                 strncat(conv, " (first)", sizeof conv - strlen(conv) - 1);
         }
+        /* Long names keep their end, which names the layer. */
         size_t len = strlen(n->name);
-        const char *name = len > 44 ? n->name + len - 44 : n->name;
-        printf("%4zu  %-44s %-20.20s %-7s %-14s %10llu %10.2f  %s\n", i, name, n->op,
+        const char *name = len > 44 ? n->name + len - 41 : n->name;
+        printf("%4zu  %s%-*s %-20.20s %-7s %-14s %10llu %10.2f  %s\n", i, len > 44 ? "..." : "",
+               len > 44 ? 41 : 44, name, n->op,
                tc_op_class_name(n->op_class), shape, (unsigned long long)n->params,
                n->flops * batch / 1e6, conv);
     }
