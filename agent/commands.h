@@ -6,5 +6,6 @@ int tc_cmd_keygen(int argc, char **argv);
 int tc_cmd_push(int argc, char **argv);
 int tc_cmd_serve(int argc, char **argv);
 int tc_cmd_run(int argc, char **argv);
+int tc_cmd_model(int argc, char **argv); /* cmd_model.c */
 
 #endif

@@ -9,6 +9,7 @@ static const tc_command_t s_commands[] = {
     {"push", tc_cmd_push, "send result files (bench/trace --out) to the aggregator"},
     {"serve", tc_cmd_serve, "stay connected and run the aggregator's jobs"},
     {"run", tc_cmd_run, "benchmark, trace and send in one go"},
+    {"model", tc_cmd_model, "describe a CNN: layers, conv configs, non-conv features"},
     {0},
 };
 

@@ -6,6 +6,7 @@ int tc_cmd_migrate(int argc, char **argv);
 int tc_cmd_serve(int argc, char **argv);
 int tc_cmd_status(int argc, char **argv);
 int tc_cmd_keygen(int argc, char **argv);
+int tc_cmd_predict(int argc, char **argv);
 int tc_cmd_fit(int argc, char **argv);
 int tc_cmd_validate(int argc, char **argv);
 

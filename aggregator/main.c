@@ -11,6 +11,7 @@ static const tc_command_t s_commands[] = {
     {"keygen", tc_cmd_keygen, "create the aggregator's CURVE key pair"},
     {"fit", tc_cmd_fit, "fit and store a per-device model of the non-conv training time"},
     {"validate", tc_cmd_validate, "leave-one-CNN-out accuracy per device next to trace variability"},
+    {"predict", tc_cmd_predict, "compare devices for a CNN over batch sizes"},
     {0},
 };
 
