@@ -4,9 +4,11 @@
 
 #include "tc_error.h"
 
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 static void s_hex_encode(tc_buf_t *b, const uint8_t *data, size_t len)
 {
@@ -303,6 +305,127 @@ int tc_store_set_accepts_jobs(tc_store_t *self, const char *agent_id, bool accep
     return tc_store_query(self, NULL, "recording whether the agent takes jobs",
                           "UPDATE agents SET accepts_jobs = $2::boolean WHERE agent_id = $1", 2,
                           params);
+}
+
+int tc_store_device_online(tc_store_t *self, const char *device_name, int within_s, int *agents)
+{
+    char secs[16];
+    snprintf(secs, sizeof secs, "%d", within_s);
+    const char *params[] = {device_name, secs};
+    PGresult *res = NULL;
+    *agents = 0;
+    int rc = tc_store_query(self, &res, "looking for online agents",
+                            "SELECT count(DISTINCT a.agent_id) FROM devices d JOIN agents a USING "
+                            "(agent_id) WHERE d.name = $1 AND a.accepts_jobs AND a.last_seen > "
+                            "now() - make_interval(secs => $2::int)",
+                            2, params);
+    if (rc < 0)
+        return rc;
+    *agents = atoi(PQgetvalue(res, 0, 0));
+    PQclear(res);
+    return 0;
+}
+
+static void s_status_from_row(PGresult *res, int row, tc_store_job_status_t *out)
+{
+    snprintf(out->state, sizeof out->state, "%s", PQgetvalue(res, row, 1));
+    out->done = (uint32_t)strtoul(PQgetvalue(res, row, 2), NULL, 10);
+    out->total = (uint32_t)strtoul(PQgetvalue(res, row, 3), NULL, 10);
+    snprintf(out->message, sizeof out->message, "%s",
+             PQgetisnull(res, row, 4) ? "" : PQgetvalue(res, row, 4));
+}
+
+static const char s_status_sql[] =
+    "SELECT job_id, state, done, total, message FROM jobs WHERE job_id = ANY($1::text[])";
+
+int tc_store_job_status(tc_store_t *self, const char *job_id, tc_store_job_status_t *out)
+{
+    memset(out, 0, sizeof *out);
+    tc_buf_t ids = {0};
+    s_text_array(&ids, &job_id, 1);
+    const char *params[] = {tc_buf_str(&ids)};
+    PGresult *res = NULL;
+    int rc = tc_store_query(self, &res, "reading a job", s_status_sql, 1, params);
+    tc_buf_free(&ids);
+    if (rc < 0)
+        return rc;
+    if (PQntuples(res) == 0)
+        rc = tc_fail(TC_ENOTFOUND, "there is no job '%s'", job_id);
+    else
+        s_status_from_row(res, 0, out);
+    PQclear(res);
+    return rc;
+}
+
+static bool s_terminal(const char *state)
+{
+    return !strcmp(state, "done") || !strcmp(state, "failed");
+}
+
+int tc_store_job_wait(tc_store_t *self, const char *const *job_ids, size_t n, int timeout_ms,
+                      tc_store_job_fn fn, void *arg)
+{
+    tc_store_job_status_t *last = calloc(n ? n : 1, sizeof *last);
+    tc_buf_t ids = {0};
+    s_text_array(&ids, job_ids, n);
+    if (!last || ids.failed) {
+        free(last);
+        tc_buf_free(&ids);
+        return tc_fail(TC_ENOMEM, "out of memory");
+    }
+    struct timespec t0;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    int rc = tc_store_listen(self, TC_CHANNEL_JOB_PROGRESS);
+    while (rc == 0) {
+        const char *params[] = {tc_buf_str(&ids)};
+        PGresult *res = NULL;
+        if ((rc = tc_store_query(self, &res, "reading jobs", s_status_sql, 1, params)) < 0)
+            break;
+        size_t finished = 0, found = 0;
+        for (int r = 0; r < PQntuples(res); r++) {
+            for (size_t i = 0; i < n; i++) {
+                if (strcmp(job_ids[i], PQgetvalue(res, r, 0)) != 0)
+                    continue;
+                tc_store_job_status_t st;
+                s_status_from_row(res, r, &st);
+                if (fn && (strcmp(st.state, last[i].state) || st.done != last[i].done ||
+                           st.total != last[i].total))
+                    fn(arg, job_ids[i], &st);
+                last[i] = st;
+                found++;
+                finished += s_terminal(st.state);
+            }
+        }
+        PQclear(res);
+        if (found < n) {
+            rc = tc_fail(TC_ENOTFOUND, "%zu of the %zu jobs waited for do not exist", n - found,
+                         n);
+            break;
+        }
+        if (finished == n)
+            break;
+        struct timespec now;
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        long spent = (long)(now.tv_sec - t0.tv_sec) * 1000 + (now.tv_nsec - t0.tv_nsec) / 1000000;
+        if (timeout_ms > 0 && spent >= timeout_ms) {
+            rc = tc_fail(TC_ETIMEOUT, "%zu of %zu jobs still unfinished after %d s", n - finished,
+                         n, timeout_ms / 1000);
+            break;
+        }
+        int wait = 2000;
+        if (timeout_ms > 0 && timeout_ms - spent < wait)
+            wait = (int)(timeout_ms - spent);
+        struct pollfd pfd = {.fd = PQsocket(self->conn), .events = POLLIN};
+        if (poll(&pfd, 1, wait) > 0) {
+            int count = 0;
+            rc = tc_store_notifications(self, &count);
+        }
+    }
+    PGresult *u = PQexec(self->conn, "UNLISTEN " TC_CHANNEL_JOB_PROGRESS);
+    PQclear(u);
+    free(last);
+    tc_buf_free(&ids);
+    return rc;
 }
 
 int tc_store_listen(tc_store_t *self, const char *channel)

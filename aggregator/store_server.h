@@ -53,6 +53,30 @@ int tc_store_job_progress(tc_store_t *self, const tc_envelope_t *env,
 int tc_store_job_requeue(tc_store_t *self, const char *job_id, const char *why,
                          int max_attempts, char *state_out, size_t size);
 
+/* How many agents that take jobs, heard from in the last `within_s`
+ * seconds, have a device named `device_name` (0: no job for that device
+ * would run now). */
+int tc_store_device_online(tc_store_t *self, const char *device_name, int within_s, int *agents);
+
+typedef struct {
+    char state[16]; /* queued, dispatched, running, done, failed */
+    uint32_t done, total;
+    char message[TC_MAX_TEXT_LEN + 1];
+} tc_store_job_status_t;
+
+/* A job's state and progress. TC_ENOTFOUND when there is no such job. */
+int tc_store_job_status(tc_store_t *self, const char *job_id, tc_store_job_status_t *out);
+
+/* Called by tc_store_job_wait whenever a job's state or progress changed. */
+typedef void (*tc_store_job_fn)(void *arg, const char *job_id, const tc_store_job_status_t *st);
+
+/* Wait until each of the jobs is done or failed (LISTENing on
+ * TC_CHANNEL_JOB_PROGRESS, and looking at least every 2 s). `fn` (may be
+ * NULL) sees every change. TC_ETIMEOUT after `timeout_ms` (<= 0: no limit);
+ * TC_ENOTFOUND for an unknown job id. */
+int tc_store_job_wait(tc_store_t *self, const char *const *job_ids, size_t n, int timeout_ms,
+                      tc_store_job_fn fn, void *arg);
+
 /* Several messages in one transaction: between batch_begin and
  * batch_commit, tc_store_put and tc_store_job_progress write each message
  * under a savepoint (a message that fails is undone alone) and nothing is

@@ -175,6 +175,16 @@ static void s_enqueue(tc_bed_t *bed, const char *kind, char job_id[TC_MSGID_LEN 
     tc_store_destroy(&s);
 }
 
+static int s_changes;
+
+static void s_on_change(void *arg, const char *job_id, const tc_store_job_status_t *st)
+{
+    (void)arg;
+    (void)job_id;
+    (void)st;
+    s_changes++;
+}
+
 static void s_init_device(void)
 {
     traincast__v1__device__init(&s_dev);
@@ -198,8 +208,25 @@ Test(jobs, dispatched_run_and_recorded, .timeout = 240)
     s_enqueue(&bed, "bench", bench_id);
     s_agent_t a;
     s_agent_start(&a, &bed, state);
-    cr_expect(s_wait_state(&bed, bench_id, "done", 60000), "bench job not done (log %s)",
-              bed.server_log);
+    /* Wait as `aggregator predict` would: LISTENing for progress. */
+    tc_store_t *st = NULL;
+    cr_assert_eq(tc_store_open(bed.dsn, &st), 0);
+    s_changes = 0;
+    const char *ids[] = {bench_id};
+    cr_expect_eq(tc_store_job_wait(st, ids, 1, 60000, s_on_change, NULL), 0, "%s (log %s)",
+                 tc_errmsg(), bed.server_log);
+    cr_expect_geq(s_changes, 2, "queued/dispatched/running/done: several changes seen");
+    tc_store_job_status_t js;
+    cr_expect_eq(tc_store_job_status(st, bench_id, &js), 0);
+    cr_expect_str_eq(js.state, "done");
+    cr_expect_eq(js.done, 3);
+    int online = -1;
+    cr_expect_eq(tc_store_device_online(st, "test-cpu", 30, &online), 0, "%s", tc_errmsg());
+    cr_expect_eq(online, 1);
+    cr_expect_eq(tc_store_device_online(st, "other-device", 30, &online), 0);
+    cr_expect_eq(online, 0);
+    cr_expect_eq(tc_store_job_status(st, "no-such-job", &js), TC_ENOTFOUND);
+    tc_store_destroy(&st);
     char v[256];
     s_job_field(&bed, bench_id, "done || '/' || total", v, sizeof v);
     cr_expect_str_eq(v, "3/3");
