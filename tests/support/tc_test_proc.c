@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -32,6 +33,8 @@ pid_t tc_test_spawn(const char *const *argv, const char *log, const char *const 
     pid_t pid = fork();
     if (pid != 0)
         return pid;
+    /* A test that fails half-way leaves no server running behind it. */
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
     int fd = open(log ? log : "/dev/null", O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
     if (fd >= 0) {
         dup2(fd, STDOUT_FILENO);

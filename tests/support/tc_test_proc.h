@@ -8,7 +8,7 @@
 #include <sys/types.h>
 
 /* Start argv[0] (a path) with stdout and stderr appended to `log` (NULL:
- * /dev/null) and, when env_kv is not NULL, extra "KEY=VALUE" entries
+ * /dev/null; it is killed if the test process dies) and, when env_kv is not NULL, extra "KEY=VALUE" entries
  * (NULL-terminated) added to the environment. Returns the pid. */
 pid_t tc_test_spawn(const char *const *argv, const char *log, const char *const *env_kv);
 
