@@ -5,6 +5,11 @@
 #include "tc_main.h"
 
 static const tc_command_t s_commands[] = {
+    {"keygen", tc_cmd_keygen, "create this agent's CURVE key pair"},
+    {"push", tc_cmd_push, "send result files (bench/trace --out) to the aggregator"},
+    {"serve", tc_cmd_serve, "stay connected and run the aggregator's jobs"},
+    {"run", tc_cmd_run, "benchmark, trace and send in one go"},
+    {"model", tc_cmd_model, "describe a CNN: layers, conv configs, non-conv features"},
     {"trace", tc_cmd_trace, "train models through the real framework and record iteration times"},
     {0},
 };

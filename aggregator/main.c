@@ -6,6 +6,12 @@
 
 static const tc_command_t s_commands[] = {
     {"migrate", tc_cmd_migrate, "apply pending database schema migrations"},
+    {"serve", tc_cmd_serve, "receive and store agents' results; dispatch jobs"},
+    {"status", tc_cmd_status, "agents, devices, backlog and what is stored"},
+    {"keygen", tc_cmd_keygen, "create the aggregator's CURVE key pair"},
+    {"fit", tc_cmd_fit, "fit and store a per-device model of the non-conv training time"},
+    {"validate", tc_cmd_validate, "leave-one-CNN-out accuracy per device next to trace variability"},
+    {"predict", tc_cmd_predict, "compare devices for a CNN over batch sizes"},
     {0},
 };
 

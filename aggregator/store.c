@@ -70,6 +70,33 @@ void tc_store_rollback(tc_store_t *s)
     PQclear(res);
 }
 
+int tc_store_msg_begin(tc_store_t *s, int *nested)
+{
+    *nested = PQtransactionStatus(s->conn) == PQTRANS_INTRANS;
+    if (*nested)
+        return tc_store_query(s, NULL, "SAVEPOINT", "SAVEPOINT tc_msg", 0, NULL);
+    return tc_store_begin(s);
+}
+
+int tc_store_msg_commit(tc_store_t *s, int nested)
+{
+    if (nested)
+        return tc_store_query(s, NULL, "RELEASE SAVEPOINT", "RELEASE SAVEPOINT tc_msg", 0, NULL);
+    return tc_store_commit(s);
+}
+
+void tc_store_msg_rollback(tc_store_t *s, int nested)
+{
+    if (!nested) {
+        tc_store_rollback(s);
+        return;
+    }
+    PGresult *res = PQexec(s->conn, "ROLLBACK TO SAVEPOINT tc_msg");
+    PQclear(res);
+    res = PQexec(s->conn, "RELEASE SAVEPOINT tc_msg");
+    PQclear(res);
+}
+
 int tc_store_copy(tc_store_t *s, const char *what, const char *copy_sql, const tc_buf_t *rows)
 {
     if (rows->failed)

@@ -28,6 +28,13 @@ int tc_store_begin(tc_store_t *s);
 int tc_store_commit(tc_store_t *s);
 void tc_store_rollback(tc_store_t *s);
 
+/* One message's writes: its own transaction, or a savepoint when the caller
+ * already opened one (tc_store_batch_begin) so that several messages share a
+ * commit. `nested` records which, for the matching end. */
+int tc_store_msg_begin(tc_store_t *s, int *nested);
+int tc_store_msg_commit(tc_store_t *s, int nested);
+void tc_store_msg_rollback(tc_store_t *s, int nested);
+
 /* COPY ... FROM STDIN with the rows in `rows` (text format). */
 int tc_store_copy(tc_store_t *s, const char *what, const char *copy_sql, const tc_buf_t *rows);
 

@@ -204,6 +204,13 @@ static int s_put_conv_results(tc_store_t *s, const tc_envelope_t *env)
                 "JOIN conv_results r ON r.message_id = $1 AND r.seq = c.seq",
                 1, params);
     }
+    /* Emptied at commit, but several messages may share a transaction. */
+    if (rc == 0)
+        rc = tc_store_query(s, NULL, "clearing staged results", "DELETE FROM tc_stage_results",
+                            0, NULL);
+    if (rc == 0 && cands.len)
+        rc = tc_store_query(s, NULL, "clearing staged timings", "DELETE FROM tc_stage_cands", 0,
+                            NULL);
     tc_buf_free(&rows);
     tc_buf_free(&cands);
     return rc;
@@ -412,7 +419,8 @@ int tc_store_put(tc_store_t *self, const tc_envelope_t *env, tc_store_outcome_t 
         env->body_case != TRAINCAST__V1__ENVELOPE__BODY_TRAIN_TRACE)
         return tc_fail(TC_EINVAL, "body: a %s message is not stored", tc_body_name(env));
 
-    rc = tc_store_begin(self);
+    int nested = 0;
+    rc = tc_store_msg_begin(self, &nested);
     if (rc < 0)
         return rc;
     char sent[64];
@@ -426,7 +434,7 @@ int tc_store_put(tc_store_t *self, const tc_envelope_t *env, tc_store_outcome_t 
                         4, params);
     if (rc == 0 && PQntuples(res) == 0) {
         PQclear(res);
-        tc_store_rollback(self);
+        tc_store_msg_rollback(self, nested);
         *outcome = TC_STORE_DUPLICATE;
         return 0;
     }
@@ -450,8 +458,8 @@ int tc_store_put(tc_store_t *self, const tc_envelope_t *env, tc_store_outcome_t 
         }
     }
     if (rc == 0)
-        rc = tc_store_commit(self);
+        rc = tc_store_msg_commit(self, nested);
     if (rc < 0)
-        tc_store_rollback(self);
+        tc_store_msg_rollback(self, nested);
     return rc;
 }

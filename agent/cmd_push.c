@@ -1,0 +1,124 @@
+/* agent push: send result files (agent bench / agent trace --out) to the
+ * aggregator through the spool, keeping their message ids. */
+#include "commands.h"
+#include "session.h"
+
+#include "tc_cli.h"
+#include "tc_error.h"
+#include "tc_log.h"
+#include "tc_resultfile.h"
+#include "tc_validate.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+    const char *path;
+    const char *agent_id;
+    size_t records;
+} s_push_t;
+
+static int s_check(const tc_envelope_t *env, void *arg)
+{
+    s_push_t *p = arg;
+    p->records++;
+    switch (env->body_case) {
+    case TRAINCAST__V1__ENVELOPE__BODY_CONV_RESULTS:
+    case TRAINCAST__V1__ENVELOPE__BODY_TRAIN_TRACE:
+    case TRAINCAST__V1__ENVELOPE__BODY_MODEL_GRAPH:
+    case TRAINCAST__V1__ENVELOPE__BODY_HELLO:
+        break;
+    default:
+        return tc_fail(TC_EINVAL, "%s: record %zu is a %s message, not a result", p->path,
+                       p->records, tc_body_name(env));
+    }
+    /* The id is the file's; only a missing agent id is filled in. */
+    tc_envelope_t copy = *env;
+    if (!copy.agent_id || !*copy.agent_id)
+        copy.agent_id = (char *)p->agent_id;
+    int rc = tc_validate_envelope(&copy);
+    if (rc < 0)
+        return tc_err_context(rc, "%s: record %zu (message %.26s)", p->path, p->records,
+                              env->message_id ? env->message_id : "?");
+    return 0;
+}
+
+int tc_cmd_push(int argc, char **argv)
+{
+    tc_session_flags_t f = {0};
+    double timeout_s = 300;
+    const tc_opt_t opts[] = {
+        TC_SESSION_OPTS(f),
+        {"timeout", TC_OPT_DOUBLE, &timeout_s, "SECONDS",
+         "give up waiting for acknowledgements after this (default 300; 0: wait forever); "
+         "what is unsent stays spooled"},
+        {0},
+    };
+    const tc_cmd_spec_t spec = {
+        .prog = "agent push",
+        .summary = "Send result files written by 'agent bench --out' or 'agent trace --out' to "
+                   "the aggregator.\nEvery record is spooled first (keeping its message id, so "
+                   "pushing a file twice stores\nit once), then sent; the command ends when the "
+                   "spool is empty. Without FILE it sends\nwhat an earlier run left spooled.",
+        .positional = "[FILE...]",
+        .max_positional = -1,
+        .config_file = true,
+        .opts = opts,
+    };
+    tc_cli_result_t cli;
+    tc_session_t s = {0};
+    int rc = tc_cli_parse(&spec, argc, argv, &cli);
+    if (rc < 0 || cli.help_shown) {
+        tc_cli_result_free(&cli);
+        return rc;
+    }
+    if (timeout_s < 0)
+        TC_FAIL_GOTO(TC_EUSAGE, "--timeout must be >= 0 (got %g)", timeout_s);
+    volatile sig_atomic_t *stop = tc_session_stop_flag();
+    TC_TRY(tc_session_open(&f, &s));
+
+    /* Check every file completely before spooling anything from it. */
+    size_t total_added = 0;
+    for (int i = 0; i < cli.n_positional; i++) {
+        s_push_t p = {.path = cli.positional[i], .agent_id = tc_identity_agent_id(s.identity)};
+        bool truncated = false;
+        TC_TRY(tc_resultfile_read(p.path, false, s_check, &p, &truncated));
+        size_t added = 0;
+        TC_TRY(tc_spool_import(s.spool, p.path, p.agent_id, NULL, &added));
+        tc_log_info("%s: %zu record%s, %zu newly spooled%s", p.path, p.records,
+                    p.records == 1 ? "" : "s", added,
+                    truncated ? " (an incomplete last record was skipped)" : "");
+        total_added += added;
+    }
+    size_t rejected_before = tc_spool_rejected_count(s.spool);
+    size_t pending = tc_spool_count(s.spool);
+    if (pending == 0) {
+        printf("nothing to send: the spool %s is empty\n", tc_spool_dir(s.spool));
+        goto done;
+    }
+    TC_TRY(tc_session_connect(&s, &f, NULL, NULL, NULL));
+    rc = tc_link_drain(s.link, (int64_t)(timeout_s * 1000.0), stop, true);
+    tc_link_stats_t st;
+    tc_link_stats(s.link, &st);
+    printf("sent %zu spooled message%s (%zu new): %llu stored, %llu already stored, %llu "
+           "rejected, %zu still spooled\n",
+           pending, pending == 1 ? "" : "s", total_added,
+           (unsigned long long)(st.acked - st.duplicates), (unsigned long long)st.duplicates,
+           (unsigned long long)st.rejected, st.spooled);
+    if (rc < 0)
+        goto err;
+    if (tc_spool_rejected_count(s.spool) > rejected_before)
+        TC_FAIL_GOTO(TC_EINVAL,
+                     "%zu message%s rejected by the aggregator; they are in %s/rejected with "
+                     "a .reason file each",
+                     tc_spool_rejected_count(s.spool) - rejected_before,
+                     tc_spool_rejected_count(s.spool) - rejected_before == 1 ? " was" : "s were",
+                     tc_spool_dir(s.spool));
+done:
+    rc = 0;
+err:
+    tc_session_close(&s);
+    tc_cli_result_free(&cli);
+    return rc;
+}

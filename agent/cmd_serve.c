@@ -1,0 +1,61 @@
+/* agent serve: stay connected to the aggregator, run the jobs it sends and
+ * deliver everything spooled. */
+#include "commands.h"
+#include "session.h"
+
+#include "tc_cli.h"
+#include "tc_error.h"
+#include "tc_log.h"
+
+#include <stdio.h>
+
+static void s_on_job(void *arg, const tc_envelope_t *env)
+{
+    tc_jobs_t *jobs = arg;
+    if (tc_jobs_submit(jobs, env) < 0)
+        tc_log_error("cannot take job: %s", tc_errmsg());
+}
+
+int tc_cmd_serve(int argc, char **argv)
+{
+    tc_session_flags_t f = {0};
+    tc_job_settings_t js = {0};
+    const tc_opt_t opts[] = {
+        TC_SESSION_OPTS(f),
+        TC_JOB_SETTINGS_OPTS(js),
+        {0},
+    };
+    const tc_cmd_spec_t spec = {
+        .prog = "agent serve",
+        .summary = "Stay connected to the aggregator: run the conv benchmark and trace jobs it "
+                   "sends,\nreport their progress, and deliver results (and anything spooled "
+                   "earlier).\nStops on SIGINT or SIGTERM; what is not yet acknowledged stays "
+                   "spooled.",
+        .max_positional = 0,
+        .config_file = true,
+        .opts = opts,
+    };
+    tc_cli_result_t cli;
+    tc_session_t s = {0};
+    tc_job_handlers_t handlers = {0};
+    tc_jobs_t *jobs = NULL;
+    int rc = tc_cli_parse(&spec, argc, argv, &cli);
+    if (rc < 0 || cli.help_shown) {
+        tc_cli_result_free(&cli);
+        return rc;
+    }
+    volatile sig_atomic_t *stop = tc_session_stop_flag();
+    TC_TRY(tc_session_open(&f, &s));
+    TC_TRY(tc_job_handlers_builtin(&js, &handlers));
+    TC_TRY(tc_jobs_new(&handlers, s.spool, tc_identity_agent_id(s.identity), &jobs));
+    TC_TRY(tc_session_connect(&s, &f, &handlers, s_on_job, jobs));
+    tc_log_info("agent %s serving; %zu message%s spooled", tc_identity_agent_id(s.identity),
+                tc_spool_count(s.spool), tc_spool_count(s.spool) == 1 ? "" : "s");
+    rc = tc_session_serve(&s, jobs, stop);
+err:
+    tc_jobs_destroy(&jobs);
+    tc_session_close(&s);
+    tc_job_handlers_release(&handlers);
+    tc_cli_result_free(&cli);
+    return rc;
+}

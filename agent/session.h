@@ -1,0 +1,74 @@
+/* What `agent push`, `agent serve` and `agent run` share: the connection
+ * flags, opening the state directory, spool and link, and stopping on
+ * SIGINT / SIGTERM. */
+#ifndef TC_SESSION_H
+#define TC_SESSION_H
+
+#include "identity.h"
+#include "jobs.h"
+#include "link.h"
+#include "spool.h"
+
+#include <signal.h>
+#include <stdbool.h>
+
+typedef struct {
+    const char *aggregator;
+    const char *state;
+    const char *server_key;
+    bool insecure;
+    unsigned long window;
+    double heartbeat_s;
+    double ack_timeout_s;
+} tc_session_flags_t;
+
+/* The connection flags as tc_opt_t entries, for a command's option table. */
+#define TC_SESSION_OPTS(f)                                                                         \
+    {"aggregator", TC_OPT_STR, &(f).aggregator, "ENDPOINT",                                        \
+     "the aggregator to send to, e.g. tcp://HOST:5555", true},                                     \
+        {"state", TC_OPT_STR, &(f).state, "DIR",                                                   \
+         "state directory: agent id, keys, spool (default $TRAINCAST_AGENT_DIR or "                \
+         "~/.traincast/agent)"},                                                                   \
+        {"server-key", TC_OPT_STR, &(f).server_key, "FILE",                                        \
+         "the aggregator's public key (default STATE/aggregator.pub)"},                            \
+        {"insecure", TC_OPT_FLAG, &(f).insecure, NULL,                                             \
+         "no encryption or authentication: a trusted local network only"},                         \
+        {"window", TC_OPT_UINT, &(f).window, "N",                                                  \
+         "unacknowledged messages in flight at once (default 32)"},                                \
+        {"heartbeat", TC_OPT_DOUBLE, &(f).heartbeat_s, "SECONDS",                                  \
+         "heartbeat interval (default 5)"},                                                        \
+        {"ack-timeout", TC_OPT_DOUBLE, &(f).ack_timeout_s, "SECONDS",                              \
+         "first resend of an unacknowledged message after this, doubling up to 60 (default 10)"}
+
+/* The settings of the built-in job handlers as tc_opt_t entries. */
+#define TC_JOB_SETTINGS_OPTS(js)                                                                   \
+    {"device", TC_OPT_STR, &(js).device, "DEVICE",                                                 \
+     "measure only this device (cpu, cuda:0, ...); default every device"},                         \
+        {"runner", TC_OPT_STR, &(js).runner, "CMD",                                                \
+         "trace runner command (default: the PyTorch harness)"}
+
+typedef struct {
+    tc_identity_t *identity;
+    tc_spool_t *spool;
+    tc_link_t *link; /* NULL until tc_session_connect */
+} tc_session_t;
+
+/* Open the state directory and its spool (no network yet). */
+int tc_session_open(const tc_session_flags_t *flags, tc_session_t *out);
+
+/* Connect to the aggregator. `handlers` (may be NULL) supply the devices of
+ * the Hello; `on_job` NULL means this session takes no jobs. */
+int tc_session_connect(tc_session_t *s, const tc_session_flags_t *flags,
+                       const tc_job_handlers_t *handlers, tc_link_job_fn on_job, void *job_arg);
+
+void tc_session_close(tc_session_t *s);
+
+/* The serve loop: step the link, run the jobs it receives, report the
+ * running job in heartbeats, until *stop. Then cancel the job, give the
+ * final messages two seconds to go out, and return 0. */
+int tc_session_serve(tc_session_t *s, tc_jobs_t *jobs, volatile sig_atomic_t *stop);
+
+/* SIGINT and SIGTERM set the returned flag (and stop blocking calls). */
+volatile sig_atomic_t *tc_session_stop_flag(void);
+
+#endif

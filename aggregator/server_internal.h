@@ -1,0 +1,83 @@
+/* Shared by server*.c only: store workers and the job dispatcher. */
+#ifndef TC_SERVER_INTERNAL_H
+#define TC_SERVER_INTERNAL_H
+
+#include "store_server.h"
+#include "tc_wire.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define TC_ROUTE_MAX 256
+
+int64_t tc_server_now_ms(void);
+
+/* ---- store workers (server_workers.c) ---- */
+
+typedef enum {
+    TC_WORK_STORED = 0,
+    TC_WORK_DUPLICATE,
+    TC_WORK_REJECTED, /* can never be stored: permanent Nack */
+    TC_WORK_DEFERRED, /* failed for now: transient Nack */
+    TC_WORK_DROPPED,  /* no answer (heartbeats, shutdown) */
+} tc_work_outcome_t;
+
+typedef struct tc_work tc_work_t;
+struct tc_work {
+    tc_envelope_t *env;           /* owned */
+    uint8_t route[TC_ROUTE_MAX];  /* the connection it came from */
+    size_t route_len;
+    tc_work_outcome_t outcome;
+    bool job_terminal;            /* a JobProgress that finished its job */
+    char reason[1024];
+    tc_work_t *next;
+};
+
+void tc_work_free(tc_work_t *w);
+
+typedef struct tc_workers tc_workers_t;
+
+/* Start `n` workers, each with its own connection to `dsn`, storing up to
+ * `batch` waiting messages per transaction. Finished work is sent (as a
+ * pointer) to the PULL socket bound at `done_endpoint` on `ctx`. */
+int tc_workers_start(void *ctx, const char *dsn, unsigned n, unsigned batch,
+                     const char *done_endpoint, tc_workers_t **out);
+/* Queue work (never blocks). */
+void tc_workers_push(tc_workers_t *self, tc_work_t *w);
+size_t tc_workers_queued(tc_workers_t *self);
+/* Messages waiting because the database is unavailable (0 when it is up). */
+bool tc_workers_db_down(tc_workers_t *self);
+/* Stop: each worker finishes the message it is storing (its result is sent
+ * as usual), then exits. Returns what was still queued (a list the caller
+ * frees, unacknowledged). */
+tc_work_t *tc_workers_stop(tc_workers_t **self_p);
+
+/* ---- connected agents and job dispatch (server_jobs.c) ---- */
+
+typedef struct tc_dispatch tc_dispatch_t;
+
+int tc_dispatch_new(const char *dsn, unsigned heartbeat_ms, tc_dispatch_t **out);
+void tc_dispatch_destroy(tc_dispatch_t **self_p);
+
+/* A session message (hello, heartbeat, job progress) arrived from
+ * `agent_id` over `route`: remember the route (jobs go to the latest one). */
+void tc_dispatch_heard(tc_dispatch_t *self, const char *agent_id, const uint8_t *route,
+                       size_t route_len, const char *key);
+void tc_dispatch_hello(tc_dispatch_t *self, const char *agent_id,
+                       const Traincast__V1__Hello *hello);
+void tc_dispatch_heartbeat(tc_dispatch_t *self, const char *agent_id,
+                           const char *running_job_id);
+/* A JobProgress that ended a job was stored. */
+void tc_dispatch_job_ended(tc_dispatch_t *self, const char *agent_id, const char *job_id);
+
+/* The notification connection's socket for poll (-1 when down). */
+int tc_dispatch_fd(tc_dispatch_t *self);
+/* Read notifications (when the fd is readable). */
+void tc_dispatch_readable(tc_dispatch_t *self);
+/* Periodic work and dispatch: reconnect to the database, requeue jobs whose
+ * agent vanished or stopped running them, send queued jobs to idle agents
+ * over `router`. Cheap when there is nothing to do. */
+void tc_dispatch_tick(tc_dispatch_t *self, void *router);
+
+#endif

@@ -1,0 +1,376 @@
+/* Store workers: each owns a database connection and stores one message at
+ * a time. A database failure holds the message and retries (reconnecting)
+ * until it commits or the server stops; nothing is acknowledged before its
+ * transaction committed. */
+#include "server_internal.h"
+
+#include "store.h"
+#include "tc_error.h"
+#include "tc_log.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <zmq.h>
+
+#define S_BACKOFF_MIN_MS 100
+#define S_BACKOFF_MAX_MS 2000
+
+/* Each worker has its own queue; an agent's messages always go to the same
+ * worker, so workers rarely wait on each other's row locks (an agent's
+ * device row) and an agent's messages are stored in the order they came. */
+typedef struct {
+    struct tc_workers *pool;
+    pthread_t thread;
+    bool started;
+    int index;
+    pthread_cond_t cond;
+    tc_work_t *head, *tail;
+    size_t queued;
+} s_worker_t;
+
+struct tc_workers {
+    void *ctx;
+    char *dsn;
+    char *done_endpoint;
+    unsigned batch;
+    pthread_mutex_t lock;
+    size_t queued;
+    atomic_int stop;
+    atomic_int down; /* workers currently waiting for the database */
+    atomic_llong down_since_ms;
+    s_worker_t *workers;
+    unsigned n;
+};
+
+int64_t tc_server_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+void tc_work_free(tc_work_t *w)
+{
+    if (!w)
+        return;
+    tc_envelope_free(&w->env);
+    free(w);
+}
+
+static void s_sleep_ms(struct tc_workers *pool, int ms)
+{
+    /* In slices, so that a stop is noticed quickly. */
+    while (ms > 0 && !atomic_load(&pool->stop)) {
+        int slice = ms < 50 ? ms : 50;
+        struct timespec ts = {0, slice * 1000000L};
+        nanosleep(&ts, NULL);
+        ms -= slice;
+    }
+}
+
+/* Take up to `max` queued items (a list), waiting while there are none. */
+static tc_work_t *s_pop(s_worker_t *me, unsigned max)
+{
+    struct tc_workers *pool = me->pool;
+    pthread_mutex_lock(&pool->lock);
+    while (!me->head && !atomic_load(&pool->stop))
+        pthread_cond_wait(&me->cond, &pool->lock);
+    tc_work_t *first = NULL, **tail = &first;
+    for (unsigned i = 0; i < max && me->head && !atomic_load(&pool->stop); i++) {
+        tc_work_t *w = me->head;
+        me->head = w->next;
+        if (!me->head)
+            me->tail = NULL;
+        me->queued--;
+        pool->queued--;
+        w->next = NULL;
+        *tail = w;
+        tail = &w->next;
+    }
+    pthread_mutex_unlock(&pool->lock);
+    return first;
+}
+
+/* Database messages span lines; a log line and a Nack reason should not. */
+static void s_one_line(char *text)
+{
+    char *w = text;
+    for (const char *r = text; *r; r++) {
+        char c = *r == '\n' || *r == '\t' || *r == '\r' ? ' ' : *r;
+        if (c == ' ' && w > text && w[-1] == ' ')
+            continue;
+        *w++ = c;
+    }
+    *w = '\0';
+}
+
+static bool s_batchable(const tc_work_t *w)
+{
+    switch (w->env->body_case) {
+    case TRAINCAST__V1__ENVELOPE__BODY_CONV_RESULTS:
+    case TRAINCAST__V1__ENVELOPE__BODY_MODEL_GRAPH:
+    case TRAINCAST__V1__ENVELOPE__BODY_TRAIN_TRACE:
+    case TRAINCAST__V1__ENVELOPE__BODY_JOB_PROGRESS:
+    case TRAINCAST__V1__ENVELOPE__BODY_HELLO:
+        return true;
+    default:
+        return false;
+    }
+}
+
+/* One attempt at one message. Returns 0 (stored or duplicate in *outcome),
+ * or an error. */
+static int s_store_once(tc_store_t *store, tc_work_t *w, tc_store_outcome_t *outcome)
+{
+    const tc_envelope_t *env = w->env;
+    int rc;
+    w->job_terminal = false;
+    switch (env->body_case) {
+    case TRAINCAST__V1__ENVELOPE__BODY_JOB_PROGRESS:
+        return tc_store_job_progress(store, env, outcome, &w->job_terminal);
+    case TRAINCAST__V1__ENVELOPE__BODY_HELLO:
+        rc = tc_store_put(store, env, outcome);
+        if (rc == 0)
+            rc = tc_store_set_accepts_jobs(store, env->agent_id, env->hello->accepts_jobs);
+        return rc;
+    default:
+        return tc_store_put(store, env, outcome);
+    }
+}
+
+/* Store the items of `list` that are still pending, in one transaction
+ * when there are several. Returns 0 when done (each item has its outcome),
+ * TC_EDB when the database failed and nothing of this attempt counts. */
+static int s_attempt(tc_store_t *store, tc_work_t *list, bool batch)
+{
+    int rc = batch ? tc_store_batch_begin(store) : 0;
+    for (tc_work_t *w = list; rc == 0 && w; w = w->next) {
+        bool heartbeat = w->env->body_case == TRAINCAST__V1__ENVELOPE__BODY_HEARTBEAT;
+        tc_store_outcome_t outcome = TC_STORE_STORED;
+        int r = s_store_once(store, w, &outcome);
+        if (r == 0) {
+            w->outcome = heartbeat ? TC_WORK_DROPPED
+                         : outcome == TC_STORE_DUPLICATE ? TC_WORK_DUPLICATE
+                                                         : TC_WORK_STORED;
+            continue;
+        }
+        snprintf(w->reason, sizeof w->reason, "%s", *tc_errmsg() ? tc_errmsg() : tc_strerror(r));
+        s_one_line(w->reason);
+        if (r == TC_EDB) {
+            rc = r;
+            break;
+        }
+        /* Undone alone (its savepoint); the others go on. */
+        w->outcome = heartbeat                                ? TC_WORK_DROPPED
+                     : r == TC_EINVAL || r == TC_EVERSION ? TC_WORK_REJECTED
+                                                          : TC_WORK_DEFERRED;
+    }
+    if (batch) {
+        if (rc == 0)
+            rc = tc_store_batch_commit(store);
+        if (rc < 0) {
+            char why[1024];
+            snprintf(why, sizeof why, "%s", tc_errmsg());
+            s_one_line(why);
+            tc_store_batch_rollback(store);
+            for (tc_work_t *w = list; w; w = w->next)
+                snprintf(w->reason, sizeof w->reason, "%s", why);
+        }
+    }
+    return rc;
+}
+
+static void s_process(s_worker_t *me, tc_store_t **store_p, tc_work_t *list)
+{
+    struct tc_workers *pool = me->pool;
+    bool batch = list->next != NULL;
+    bool heartbeat = list->env->body_case == TRAINCAST__V1__ENVELOPE__BODY_HEARTBEAT;
+    int backoff = S_BACKOFF_MIN_MS;
+    bool waited = false;
+    int64_t t0 = tc_server_now_ms();
+    size_t n = 0;
+    for (tc_work_t *w = list; w; w = w->next)
+        n++;
+    for (;;) {
+        int rc = 0;
+        if (!*store_p && tc_store_open(pool->dsn, store_p) < 0)
+            rc = TC_EDB; /* whatever kept us out, try again later */
+        if (rc == 0)
+            rc = s_attempt(*store_p, list, batch);
+        if (rc == 0)
+            break;
+        /* The database failed: hold the messages and try again. */
+        if (heartbeat || atomic_load(&pool->stop)) {
+            for (tc_work_t *w = list; w; w = w->next)
+                w->outcome = TC_WORK_DROPPED;
+            break;
+        }
+        if (!waited) {
+            waited = true;
+            if (atomic_fetch_add(&pool->down, 1) == 0) {
+                atomic_store(&pool->down_since_ms, tc_server_now_ms());
+                tc_log_warn("storing failed (%s); holding the messages unacknowledged and "
+                            "retrying until the database takes them",
+                            list->reason);
+            }
+        }
+        s_sleep_ms(pool, backoff);
+        backoff = backoff * 2 > S_BACKOFF_MAX_MS ? S_BACKOFF_MAX_MS : backoff * 2;
+        if (*store_p && tc_store_ensure_connected(*store_p) < 0)
+            tc_log_debug("worker %d: still no database: %s", me->index, tc_errmsg());
+    }
+    if (waited && atomic_fetch_sub(&pool->down, 1) == 1 && list->outcome != TC_WORK_DROPPED)
+        tc_log_info("storing again after %.1f s",
+                    (double)(tc_server_now_ms() - atomic_load(&pool->down_since_ms)) / 1000.0);
+    tc_log_debug("worker %d: %zu message%s (first %s %s from %s) in %lld ms", me->index, n,
+                 n == 1 ? "" : "s", tc_body_name(list->env), list->env->message_id,
+                 list->env->agent_id, (long long)(tc_server_now_ms() - t0));
+}
+
+static void *s_thread(void *arg)
+{
+    s_worker_t *me = arg;
+    struct tc_workers *pool = me->pool;
+    tc_store_t *store = NULL;
+    void *push = zmq_socket(pool->ctx, ZMQ_PUSH);
+    int linger = -1;
+    if (!push || zmq_setsockopt(push, ZMQ_LINGER, &linger, sizeof linger) != 0 ||
+        zmq_connect(push, pool->done_endpoint) != 0) {
+        tc_log_error("store worker %d cannot reach the server loop: %s", me->index,
+                     zmq_strerror(zmq_errno()));
+        if (push)
+            zmq_close(push);
+        return NULL;
+    }
+    if (tc_store_open(pool->dsn, &store) < 0)
+        tc_log_warn("store worker %d: %s (retrying when a message arrives)", me->index,
+                    tc_errmsg());
+    tc_work_t *list;
+    while ((list = s_pop(me, pool->batch)) != NULL) {
+        /* Heartbeats and unknown bodies go alone, outside any batch. */
+        while (list) {
+            tc_work_t *group = list, *last = list;
+            if (s_batchable(list)) {
+                while (last->next && s_batchable(last->next))
+                    last = last->next;
+            }
+            list = last->next;
+            last->next = NULL;
+            s_process(me, &store, group);
+            while (group) {
+                tc_work_t *w = group;
+                group = w->next;
+                w->next = NULL;
+                /* The pointer itself is the message; the server loop owns it now. */
+                if (zmq_send(push, &w, sizeof w, 0) != sizeof w) {
+                    tc_log_error("store worker %d: cannot hand a result back: %s", me->index,
+                                 zmq_strerror(zmq_errno()));
+                    tc_work_free(w);
+                }
+            }
+        }
+    }
+    tc_store_destroy(&store);
+    zmq_close(push);
+    return NULL;
+}
+
+int tc_workers_start(void *ctx, const char *dsn, unsigned n, unsigned batch,
+                     const char *done_endpoint, tc_workers_t **out)
+{
+    *out = NULL;
+    struct tc_workers *self = calloc(1, sizeof *self);
+    if (!self)
+        return tc_fail(TC_ENOMEM, "out of memory");
+    self->ctx = ctx;
+    self->n = n;
+    self->batch = batch ? batch : 1;
+    self->dsn = strdup(dsn);
+    self->done_endpoint = strdup(done_endpoint);
+    self->workers = calloc(n, sizeof *self->workers);
+    pthread_mutex_init(&self->lock, NULL);
+    for (unsigned i = 0; self->workers && i < n; i++)
+        pthread_cond_init(&self->workers[i].cond, NULL);
+    if (!self->dsn || !self->done_endpoint || !self->workers) {
+        tc_workers_stop(&self);
+        return tc_fail(TC_ENOMEM, "out of memory");
+    }
+    for (unsigned i = 0; i < n; i++) {
+        self->workers[i].pool = self;
+        self->workers[i].index = (int)i;
+        if (pthread_create(&self->workers[i].thread, NULL, s_thread, &self->workers[i]) != 0) {
+            tc_workers_stop(&self);
+            return tc_fail(TC_ENOMEM, "cannot start store worker %u", i);
+        }
+        self->workers[i].started = true;
+    }
+    *out = self;
+    return 0;
+}
+
+void tc_workers_push(tc_workers_t *self, tc_work_t *w)
+{
+    unsigned h = 2166136261u;
+    for (const char *p = w->env->agent_id; p && *p; p++)
+        h = (h ^ (unsigned char)*p) * 16777619u;
+    s_worker_t *me = &self->workers[h % self->n];
+    w->next = NULL;
+    pthread_mutex_lock(&self->lock);
+    if (me->tail)
+        me->tail->next = w;
+    else
+        me->head = w;
+    me->tail = w;
+    me->queued++;
+    self->queued++;
+    pthread_cond_signal(&me->cond);
+    pthread_mutex_unlock(&self->lock);
+}
+
+size_t tc_workers_queued(tc_workers_t *self)
+{
+    pthread_mutex_lock(&self->lock);
+    size_t n = self->queued;
+    pthread_mutex_unlock(&self->lock);
+    return n;
+}
+
+bool tc_workers_db_down(tc_workers_t *self)
+{
+    return atomic_load(&self->down) > 0;
+}
+
+tc_work_t *tc_workers_stop(tc_workers_t **self_p)
+{
+    if (!self_p || !*self_p)
+        return NULL;
+    struct tc_workers *self = *self_p;
+    pthread_mutex_lock(&self->lock);
+    atomic_store(&self->stop, 1);
+    for (unsigned i = 0; self->workers && i < self->n; i++)
+        pthread_cond_broadcast(&self->workers[i].cond);
+    pthread_mutex_unlock(&self->lock);
+    tc_work_t *left = NULL;
+    for (unsigned i = 0; self->workers && i < self->n; i++) {
+        s_worker_t *me = &self->workers[i];
+        if (me->started)
+            pthread_join(me->thread, NULL);
+        pthread_cond_destroy(&me->cond);
+        if (me->tail) {
+            me->tail->next = left;
+            left = me->head;
+        }
+    }
+    pthread_mutex_destroy(&self->lock);
+    free(self->workers);
+    free(self->dsn);
+    free(self->done_endpoint);
+    free(self);
+    *self_p = NULL;
+    return left;
+}

@@ -1,0 +1,347 @@
+#include "zap.h"
+
+#include "tc_error.h"
+#include "tc_log.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <zmq.h>
+
+#define S_LABEL_MAX 128
+#define S_REFUSED_LOG_EVERY_S 60
+#define S_REFUSED_REMEMBERED 64
+
+typedef struct {
+    char key[TC_KEY_Z85_LEN + 1];
+    char label[S_LABEL_MAX + 1];
+} s_entry_t;
+
+struct tc_allowlist {
+    s_entry_t *entries;
+    size_t n;
+};
+
+int tc_allowlist_load(const char *path, tc_allowlist_t **out)
+{
+    *out = NULL;
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return tc_fail(errno == ENOENT ? TC_ENOTFOUND : TC_EIO,
+                       "cannot read the allowlist %s: %s (create it with one agent public key "
+                       "per line: the contents of each agent's agent.pub)",
+                       path, strerror(errno));
+    tc_allowlist_t *self = calloc(1, sizeof *self);
+    if (!self) {
+        fclose(f);
+        return tc_fail(TC_ENOMEM, "out of memory");
+    }
+    char line[1024];
+    int lineno = 0, rc = 0;
+    size_t cap = 0;
+    while (rc == 0 && fgets(line, sizeof line, f)) {
+        lineno++;
+        char *p = line;
+        while (isspace((unsigned char)*p))
+            p++;
+        if (!*p)
+            continue;
+        /* '#' is a z85 character, but never the first one of a 32-byte key
+         * (its value would overflow the first 4-byte group): a line that
+         * starts with it is a comment. */
+        if (*p == '#')
+            continue;
+        size_t klen = strcspn(p, " \t\r\n");
+        char key[TC_KEY_Z85_LEN + 1] = "";
+        if (klen == TC_KEY_Z85_LEN) {
+            memcpy(key, p, klen);
+            key[klen] = '\0';
+        }
+        if (klen != TC_KEY_Z85_LEN) {
+            rc = tc_fail(TC_EINVAL, "%s:%d: expected a 40-character z85 public key, got '%.60s'",
+                         path, lineno, p);
+            break;
+        }
+        if (!tc_key_z85_valid(key)) {
+            rc = tc_fail(TC_EINVAL, "%s:%d: '%s' is not a valid z85 key", path, lineno, key);
+            break;
+        }
+        char *label = p + klen;
+        while (isspace((unsigned char)*label))
+            label++;
+        label[strcspn(label, "\r\n")] = '\0';
+        size_t ll = strlen(label);
+        while (ll && isspace((unsigned char)label[ll - 1]))
+            label[--ll] = '\0';
+        if (self->n == cap) {
+            size_t nc = cap ? cap * 2 : 16;
+            s_entry_t *ne = realloc(self->entries, nc * sizeof *ne);
+            if (!ne) {
+                rc = tc_fail(TC_ENOMEM, "out of memory");
+                break;
+            }
+            self->entries = ne;
+            cap = nc;
+        }
+        s_entry_t *e = &self->entries[self->n++];
+        memcpy(e->key, key, sizeof e->key);
+        snprintf(e->label, sizeof e->label, "%s", label);
+    }
+    fclose(f);
+    if (rc < 0) {
+        tc_allowlist_destroy(&self);
+        return rc;
+    }
+    *out = self;
+    return 0;
+}
+
+void tc_allowlist_destroy(tc_allowlist_t **self_p)
+{
+    if (!self_p || !*self_p)
+        return;
+    free((*self_p)->entries);
+    free(*self_p);
+    *self_p = NULL;
+}
+
+size_t tc_allowlist_count(const tc_allowlist_t *self)
+{
+    return self->n;
+}
+
+const char *tc_allowlist_find(const tc_allowlist_t *self, const char *key_z85)
+{
+    for (size_t i = 0; i < self->n; i++) {
+        if (!strcmp(self->entries[i].key, key_z85))
+            return self->entries[i].label;
+    }
+    return NULL;
+}
+
+/* ---- the ZAP handler ---- */
+
+typedef struct {
+    char key[TC_KEY_Z85_LEN + 1];
+    time_t logged;
+} s_refused_t;
+
+struct tc_zap {
+    void *ctx;
+    char *path;
+    pthread_t thread;
+    bool started;
+    atomic_int stop;
+    pthread_mutex_t lock;
+    tc_allowlist_t *list;
+    void *sock; /* owned by the thread */
+    int bind_rc;
+    char bind_err[512];
+    pthread_mutex_t ready_lock;
+    pthread_cond_t ready;
+    bool ready_flag;
+    s_refused_t refused[S_REFUSED_REMEMBERED]; /* rate limit of refusal logs */
+};
+
+static bool s_should_log_refusal(tc_zap_t *self, const char *key)
+{
+    time_t now = time(NULL);
+    size_t oldest = 0;
+    for (size_t i = 0; i < S_REFUSED_REMEMBERED; i++) {
+        if (!strcmp(self->refused[i].key, key)) {
+            if (now - self->refused[i].logged < S_REFUSED_LOG_EVERY_S)
+                return false;
+            self->refused[i].logged = now;
+            return true;
+        }
+        if (self->refused[i].logged < self->refused[oldest].logged)
+            oldest = i;
+    }
+    snprintf(self->refused[oldest].key, sizeof self->refused[oldest].key, "%s", key);
+    self->refused[oldest].logged = now;
+    return true;
+}
+
+/* Receive all frames of one request (at most 8). */
+static int s_recv_request(void *sock, zmq_msg_t *frames, int max)
+{
+    int n = 0;
+    for (;;) {
+        zmq_msg_t m;
+        zmq_msg_init(&m);
+        if (zmq_msg_recv(&m, sock, 0) < 0) {
+            zmq_msg_close(&m);
+            return -1;
+        }
+        int more = zmq_msg_more(&m);
+        if (n < max) {
+            frames[n++] = m;
+        } else {
+            zmq_msg_close(&m);
+        }
+        if (!more)
+            break;
+    }
+    return n;
+}
+
+static void s_send_reply(void *sock, zmq_msg_t *request_id, const char *status,
+                         const char *text, const char *user)
+{
+    zmq_send(sock, "1.0", 3, ZMQ_SNDMORE);
+    zmq_send(sock, zmq_msg_data(request_id), zmq_msg_size(request_id), ZMQ_SNDMORE);
+    zmq_send(sock, status, strlen(status), ZMQ_SNDMORE);
+    zmq_send(sock, text, strlen(text), ZMQ_SNDMORE);
+    zmq_send(sock, user, strlen(user), ZMQ_SNDMORE);
+    zmq_send(sock, "", 0, 0);
+}
+
+static void s_handle(tc_zap_t *self)
+{
+    zmq_msg_t f[8];
+    int n = s_recv_request(self->sock, f, 8);
+    if (n < 0)
+        return;
+    if (n < 6) {
+        tc_log_warn("authentication: ignored a malformed ZAP request of %d frames", n);
+        for (int i = 0; i < n; i++)
+            zmq_msg_close(&f[i]);
+        return;
+    }
+    char mech[32] = "", addr[128] = "";
+    snprintf(mech, sizeof mech, "%.*s", (int)zmq_msg_size(&f[5]), (const char *)zmq_msg_data(&f[5]));
+    snprintf(addr, sizeof addr, "%.*s", (int)zmq_msg_size(&f[3]), (const char *)zmq_msg_data(&f[3]));
+    if (!strcmp(mech, "CURVE") && n >= 7 && zmq_msg_size(&f[6]) == 32) {
+        char key[TC_KEY_Z85_LEN + 1];
+        zmq_z85_encode(key, zmq_msg_data(&f[6]), 32);
+        pthread_mutex_lock(&self->lock);
+        const char *label = self->list ? tc_allowlist_find(self->list, key) : NULL;
+        char lab[S_LABEL_MAX + 1];
+        snprintf(lab, sizeof lab, "%s", label ? label : "");
+        pthread_mutex_unlock(&self->lock);
+        if (label) {
+            tc_log_debug("authentication: accepted key %s (%s) from %s", key, lab, addr);
+            s_send_reply(self->sock, &f[1], "200", "OK", key);
+        } else {
+            if (s_should_log_refusal(self, key))
+                tc_log_warn("authentication: refused agent key %s from %s: not in the allowlist "
+                            "%s (add the agent's agent.pub line there and send SIGHUP)",
+                            key, addr, self->path);
+            s_send_reply(self->sock, &f[1], "400", "key not in the allowlist", "");
+        }
+    } else {
+        tc_log_warn("authentication: refused a %s handshake from %s: this aggregator requires "
+                    "CURVE",
+                    mech, addr);
+        s_send_reply(self->sock, &f[1], "400", "CURVE required", "");
+    }
+    for (int i = 0; i < n; i++)
+        zmq_msg_close(&f[i]);
+}
+
+static void *s_thread(void *arg)
+{
+    tc_zap_t *self = arg;
+    self->sock = zmq_socket(self->ctx, ZMQ_REP);
+    int linger = 0;
+    if (!self->sock || zmq_setsockopt(self->sock, ZMQ_LINGER, &linger, sizeof linger) != 0 ||
+        zmq_bind(self->sock, "inproc://zeromq.zap.01") != 0) {
+        self->bind_rc = -1;
+        snprintf(self->bind_err, sizeof self->bind_err, "%s", zmq_strerror(zmq_errno()));
+    }
+    pthread_mutex_lock(&self->ready_lock);
+    self->ready_flag = true;
+    pthread_cond_signal(&self->ready);
+    pthread_mutex_unlock(&self->ready_lock);
+    while (self->bind_rc == 0 && !atomic_load(&self->stop)) {
+        zmq_pollitem_t it = {self->sock, 0, ZMQ_POLLIN, 0};
+        int r = zmq_poll(&it, 1, 200);
+        if (r < 0 && zmq_errno() == ETERM)
+            break;
+        if (r > 0)
+            s_handle(self);
+    }
+    if (self->sock)
+        zmq_close(self->sock);
+    self->sock = NULL;
+    return NULL;
+}
+
+int tc_zap_start(void *ctx, const char *path, tc_zap_t **out)
+{
+    *out = NULL;
+    tc_zap_t *self = calloc(1, sizeof *self);
+    if (!self || !(self->path = strdup(path))) {
+        free(self);
+        return tc_fail(TC_ENOMEM, "out of memory");
+    }
+    self->ctx = ctx;
+    pthread_mutex_init(&self->lock, NULL);
+    pthread_mutex_init(&self->ready_lock, NULL);
+    pthread_cond_init(&self->ready, NULL);
+    int rc = tc_allowlist_load(path, &self->list);
+    if (rc < 0) {
+        tc_zap_stop(&self);
+        return rc;
+    }
+    if (tc_allowlist_count(self->list) == 0)
+        tc_log_warn("the allowlist %s lists no agent key: every agent will be refused", path);
+    if (pthread_create(&self->thread, NULL, s_thread, self) != 0) {
+        tc_zap_stop(&self);
+        return tc_fail(TC_ENOMEM, "cannot start the authentication thread");
+    }
+    self->started = true;
+    pthread_mutex_lock(&self->ready_lock);
+    while (!self->ready_flag)
+        pthread_cond_wait(&self->ready, &self->ready_lock);
+    pthread_mutex_unlock(&self->ready_lock);
+    if (self->bind_rc != 0) {
+        rc = tc_fail(TC_ENET, "cannot start the ZAP authentication handler: %s", self->bind_err);
+        tc_zap_stop(&self);
+        return rc;
+    }
+    tc_log_info("authentication: %zu agent key%s allowed (%s)", tc_allowlist_count(self->list),
+                tc_allowlist_count(self->list) == 1 ? "" : "s", path);
+    *out = self;
+    return 0;
+}
+
+int tc_zap_reload(tc_zap_t *self)
+{
+    tc_allowlist_t *fresh = NULL;
+    int rc = tc_allowlist_load(self->path, &fresh);
+    if (rc < 0)
+        return tc_err_context(rc, "keeping the previous allowlist");
+    pthread_mutex_lock(&self->lock);
+    tc_allowlist_t *old = self->list;
+    self->list = fresh;
+    memset(self->refused, 0, sizeof self->refused);
+    pthread_mutex_unlock(&self->lock);
+    tc_log_info("authentication: reloaded %s: %zu agent key%s allowed", self->path,
+                tc_allowlist_count(fresh), tc_allowlist_count(fresh) == 1 ? "" : "s");
+    tc_allowlist_destroy(&old);
+    return 0;
+}
+
+void tc_zap_stop(tc_zap_t **self_p)
+{
+    if (!self_p || !*self_p)
+        return;
+    tc_zap_t *self = *self_p;
+    if (self->started) {
+        atomic_store(&self->stop, 1);
+        pthread_join(self->thread, NULL);
+    }
+    tc_allowlist_destroy(&self->list);
+    pthread_mutex_destroy(&self->lock);
+    pthread_mutex_destroy(&self->ready_lock);
+    pthread_cond_destroy(&self->ready);
+    free(self->path);
+    free(self);
+    *self_p = NULL;
+}

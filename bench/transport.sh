@@ -1,0 +1,177 @@
+#!/usr/bin/env bash
+# bench/transport.sh [--messages N] [--rounds R] [--serve "ARGS;ARGS..."] [--out FILE]
+#
+# End-to-end throughput of conv results, agent -> ZeroMQ (CURVE) -> aggregator
+# -> PostgreSQL, against a raw COPY of the same rows into the same database.
+#
+# Each round, for every aggregator configuration given with --serve (default:
+# the defaults, then --batch 1 to show what batching buys):
+#   A  `agent push` of a fresh result file of N ConvResults messages (one
+#      result each, as `agent bench` writes them): spooling, sending, storing
+#      and acknowledging, timed from start to exit (the exit comes after the
+#      last acknowledgement, so after the last commit);
+#   B  the rows that A stored (conv_results and conv_algo_timings), exported
+#      beforehand, loaded with one COPY each in one transaction into copies
+#      of the two tables with the same columns, indexes and constraints
+#      (foreign keys aside), timed the same way.
+# Rounds interleave A and B (A B A B ...) so that drift of a shared machine
+# hits both; the ratio is taken per round, and the median reported.
+#
+# Needs a build (build/ or $TRAINCAST_BUILD_DIR). Uses its own throwaway
+# PostgreSQL cluster under the build directory; nothing else is touched.
+set -euo pipefail
+
+repo=$(cd "$(dirname "$0")/.." && pwd)
+build=${TRAINCAST_BUILD_DIR:-$repo/build}
+messages=2000
+rounds=3
+serve_configs="default;--batch 1"
+out=$repo/docs/transport-benchmark.md
+
+while [ $# -gt 0 ]; do
+    case "$1" in
+    --messages) messages=$2; shift 2 ;;
+    --rounds) rounds=$2; shift 2 ;;
+    --serve) serve_configs=$2; shift 2 ;;
+    --out) out=$2; shift 2 ;;
+    -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
+    *) echo "bench/transport.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
+    esac
+done
+
+agent=$build/agent/agent
+aggregator=$build/aggregator/aggregator
+gen=$build/bench/tc-gen-results
+for b in "$agent" "$aggregator" "$gen"; do
+    [ -x "$b" ] || { echo "bench/transport.sh: $b is missing; build first (deploy/setup.sh)" >&2; exit 2; }
+done
+
+work=$build/bench-transport
+pgdir=$work/pg
+rm -rf "$work/run"
+mkdir -p "$work/run"
+run=$work/run
+server_pid=
+
+cleanup() {
+    [ -n "$server_pid" ] && kill "$server_pid" 2>/dev/null && wait "$server_pid" 2>/dev/null || true
+    "$repo/deploy/pg-local.sh" stop "$pgdir" >/dev/null 2>&1 || true
+}
+trap cleanup EXIT
+
+now() { date +%s.%N; }
+median() { sort -g | awk '{a[NR] = $1} END {print NR % 2 ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2}'; }
+log() { echo "transport bench: $*" >&2; }
+
+admin=$("$repo/deploy/pg-local.sh" start "$pgdir" | tail -n 1)
+db=bench_transport
+psql -X -q "$admin" -c "DROP DATABASE IF EXISTS $db" -c "CREATE DATABASE $db" >/dev/null
+dsn=${admin%/*}/$db
+"$aggregator" migrate --db "$dsn" >/dev/null
+psql -X -q "$dsn" <<'SQL'
+CREATE TABLE bench_copy_results (LIKE conv_results INCLUDING DEFAULTS INCLUDING CONSTRAINTS INCLUDING INDEXES);
+CREATE TABLE bench_copy_timings (LIKE conv_algo_timings INCLUDING DEFAULTS INCLUDING CONSTRAINTS INCLUDING INDEXES);
+SQL
+
+"$aggregator" keygen --keys "$run/keys" >/dev/null
+"$agent" keygen --state "$run/agent" >/dev/null
+cat "$run/agent/agent.pub" >>"$run/keys/allowlist"
+cp "$run/keys/aggregator.pub" "$run/agent/"
+port=$(/usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+endpoint=tcp://127.0.0.1:$port
+
+start_server() { # ARGS...
+    local args=()
+    [ "$1" = default ] || read -r -a args <<<"$1"
+    "$aggregator" serve --listen "$endpoint" --db "$dsn" --keys "$run/keys" "${args[@]}" \
+        >>"$run/aggregator.log" 2>&1 &
+    server_pid=$!
+    for _ in $(seq 100); do
+        grep -q "listening on $endpoint" "$run/aggregator.log" 2>/dev/null && return 0
+        sleep 0.1
+    done
+    log "the aggregator did not start (log $run/aggregator.log)"; exit 1
+}
+stop_server() {
+    kill -TERM "$server_pid"; wait "$server_pid" || true; server_pid=
+    : >"$run/aggregator.log"
+}
+
+IFS=';' read -r -a configs <<<"$serve_configs"
+results=$run/results.tsv
+: >"$results"
+cols="message_id, seq, device_id, config_id, batch, direction, policy, backend, algo, algo_id,
+      median_ms, min_ms, max_ms, stddev_ms, repetitions, workspace_bytes, measured_at,
+      samples_ms, sample_offsets_us"
+load_before=$(cut -d' ' -f1-3 /proc/loadavg)
+
+for r in $(seq "$rounds"); do
+    for c in "${!configs[@]}"; do
+        cfg=${configs[$c]}
+        uuid=bench-r$r-c$c
+        file=$run/results-$uuid.bin
+        "$gen" --out "$file" --messages "$messages" --agent bench --device bench-cpu --uuid "$uuid"
+        start_server "$cfg"
+        t0=$(now)
+        "$agent" push --aggregator "$endpoint" --state "$run/agent" --timeout 0 "$file" \
+            >>"$run/push.log" 2>&1
+        t1=$(now)
+        stop_server
+        stored=$(psql -X -tA "$dsn" -c "SELECT count(*) FROM conv_results r JOIN devices d USING (device_id) WHERE d.uuid = '$uuid'")
+        [ "$stored" = "$messages" ] || { log "round $r: stored $stored of $messages"; exit 1; }
+        e2e=$(echo "$t1 - $t0" | bc -l)
+
+        # B: the same rows, raw COPY (exported first, untimed).
+        psql -X -q "$dsn" -c "\\copy (SELECT $cols FROM conv_results WHERE device_id = (SELECT device_id FROM devices WHERE uuid = '$uuid')) TO '$run/rows.copy'"
+        psql -X -q "$dsn" -c "\\copy (SELECT t.* FROM conv_algo_timings t JOIN conv_results r USING (result_id) JOIN devices d USING (device_id) WHERE d.uuid = '$uuid') TO '$run/timings.copy'"
+        t0=$(now)
+        psql -X -q -1 "$dsn" -c "\\copy bench_copy_results ($cols) FROM '$run/rows.copy'" \
+            -c "\\copy bench_copy_timings FROM '$run/timings.copy'"
+        t1=$(now)
+        copy=$(echo "$t1 - $t0" | bc -l)
+        printf '%s\t%s\t%s\t%s\t%s\n' "$r" "$cfg" "$messages" "$e2e" "$copy" >>"$results"
+        log "round $r, aggregator '$cfg': end to end $(printf %.2f "$e2e") s, COPY $(printf %.3f "$copy") s"
+        rm -f "$file"
+    done
+done
+load_after=$(cut -d' ' -f1-3 /proc/loadavg)
+
+# Report.
+cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')
+mem=$(awk '/MemTotal/ {printf "%.1f GiB", $2 / 1048576}' /proc/meminfo)
+pgver=$(psql -X -tA "$dsn" -c "SHOW server_version")
+fs=$(df -T "$run" | awk 'NR == 2 {print $2}')
+{
+    echo "# Transport benchmark"
+    echo
+    echo "Written by \`bench/transport.sh\` (run it to replace this file). End-to-end conv results stored"
+    echo "per second through agent -> ZeroMQ (CURVE) -> aggregator -> PostgreSQL, against a raw COPY of"
+    echo "the same rows into the same database, interleaved A B A B in one run; each round's ratio is"
+    echo "COPY rate / end-to-end rate. One conv result per message, as \`agent bench\` writes them."
+    echo
+    echo "## Machine"
+    echo
+    echo "- $(date -u '+%Y-%m-%d %H:%M UTC'); $(nproc) logical CPUs ($cpu), $mem, $(uname -sr), $fs disk"
+    echo "- PostgreSQL $pgver (deploy/pg-local.sh defaults: fsync and synchronous_commit on)"
+    echo "- load average before: $load_before; after: $load_after (a shared machine: expect noise)"
+    echo "- $messages messages per round, $rounds rounds"
+    echo
+    echo "## Rounds"
+    echo
+    echo "| round | aggregator options | end to end (s) | results/s | COPY (s) | results/s | ratio |"
+    echo "|---|---|---|---|---|---|---|"
+    awk -F'\t' '{printf "| %s | %s | %.2f | %.0f | %.3f | %.0f | %.1f |\n", $1, $2, $4, $3/$4, $5, $3/$5, $4/$5}' "$results"
+    echo
+    echo "## Medians"
+    echo
+    echo "| aggregator options | end to end results/s | COPY results/s | COPY / end to end |"
+    echo "|---|---|---|---|"
+    for c in "${configs[@]}"; do
+        e=$(awk -F'\t' -v c="$c" '$2 == c {print $3 / $4}' "$results" | median)
+        k=$(awk -F'\t' -v c="$c" '$2 == c {print $3 / $5}' "$results" | median)
+        q=$(awk -F'\t' -v c="$c" '$2 == c {print $4 / $5}' "$results" | median)
+        printf '| %s | %.0f | %.0f | %.1f |\n' "$c" "$e" "$k" "$q"
+    done
+} >"$out"
+log "wrote $out"
+cat "$out"

@@ -1,0 +1,152 @@
+/* Agents to aggregator over real ZeroMQ (CURVE) on 127.0.0.1 into real
+ * PostgreSQL, with the real binaries: concurrency, crashes on either side,
+ * and nothing stored twice or lost. */
+#include "tc_test.h"
+#include "tc_test_gen.h"
+#include "tc_test_transport.h"
+
+#include <criterion/criterion.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+
+#define COUNT_CONV "SELECT count(*) FROM conv_results"
+#define COUNT_MSGS "SELECT count(*) FROM received_messages WHERE kind = 'conv_results'"
+
+static void s_gen(const char *path, const char *agent, const char *uuid, size_t n)
+{
+    tc_gen_opts_t o = tc_gen_defaults(agent);
+    o.device_uuid = uuid;
+    cr_assert_eq(tc_gen_write(path, &o, 0, n), 0, "generating %s", path);
+}
+
+Test(transport, three_agents_thousand_messages_each, .timeout = 400)
+{
+    tc_bed_t bed;
+    tc_bed_init(&bed, "three", NULL);
+    char state[3][1200], file[3][1200], log[3][1200];
+    pid_t pid[3];
+    for (int i = 0; i < 3; i++) {
+        char name[16], uuid[32];
+        snprintf(name, sizeof name, "a%d", i);
+        snprintf(uuid, sizeof uuid, "gen-dev-%d", i);
+        tc_bed_agent(&bed, name, true, state[i], sizeof state[i]);
+        snprintf(file[i], sizeof file[i], "%s/results-%d.bin", bed.dir, i);
+        snprintf(log[i], sizeof log[i], "%s/push-%d.log", bed.dir, i);
+        s_gen(file[i], name, uuid, 1000);
+    }
+    tc_bed_start_server(&bed, NULL);
+    for (int i = 0; i < 3; i++)
+        pid[i] = tc_bed_push(&bed, state[i], file[i], log[i], NULL);
+    for (int i = 0; i < 3; i++)
+        cr_expect_eq(tc_test_wait(pid[i], 300000), 0, "agent push %d failed (log %s)", i, log[i]);
+
+    cr_expect_eq(tc_bed_count(&bed, COUNT_CONV), 3000);
+    cr_expect_eq(tc_bed_count(&bed, COUNT_MSGS), 3000);
+    cr_expect_eq(tc_bed_count(&bed, "SELECT count(DISTINCT message_id) FROM conv_results"), 3000);
+    for (int i = 0; i < 3; i++) {
+        char q[256], spool[1300];
+        snprintf(q, sizeof q,
+                 "SELECT count(*) FROM conv_results r JOIN devices d USING (device_id) "
+                 "WHERE d.uuid = 'gen-dev-%d'",
+                 i);
+        cr_expect_eq(tc_bed_count(&bed, q), 1000, "device %d", i);
+        snprintf(spool, sizeof spool, "%s/spool", state[i]);
+        cr_expect_eq(tc_test_dir_count_suffix(spool, ".msg"), 0, "spool %d not empty", i);
+    }
+
+    /* Pushing the same file again stores nothing new: its ids are kept. */
+    char again[1200];
+    snprintf(again, sizeof again, "%s/push-again.log", bed.dir);
+    cr_expect_eq(tc_test_wait(tc_bed_push(&bed, state[0], file[0], again, NULL), 120000), 0);
+    cr_expect(tc_test_file_contains(again, "0 stored, 1000 already stored"),
+              "second push should be all duplicates (log %s)", again);
+    cr_expect_eq(tc_bed_count(&bed, COUNT_CONV), 3000);
+
+    /* aggregator status reports the agents, devices and counts. */
+    char bin[1024], cmd[2400], out[16384];
+    tc_test_binary("aggregator", bin, sizeof bin);
+    snprintf(cmd, sizeof cmd, "%s status --db '%s'", bin, bed.dsn);
+    cr_expect_eq(tc_test_run(cmd, out, sizeof out), 0, "%s", out);
+    cr_expect(strstr(out, "gen-dev-2") != NULL, "status lacks a device:\n%s", out);
+    cr_expect(strstr(out, "conv results       3000") != NULL, "status lacks counts:\n%s", out);
+
+    cr_expect_eq(tc_bed_stop_server(&bed, SIGTERM), 0, "clean shutdown (log %s)", bed.server_log);
+    tc_bed_fini(&bed);
+}
+
+/* Kill (or stop) the aggregator mid-stream, restart it, and check that every
+ * message is stored exactly once. */
+static void s_restart_server_midstream(const char *name, int sig)
+{
+    tc_bed_t bed;
+    tc_bed_init(&bed, name, NULL);
+    char state[1200], file[1200], log[1200];
+    tc_bed_agent(&bed, "a", true, state, sizeof state);
+    tc_bed_start_server(&bed, NULL);
+    snprintf(file, sizeof file, "%s/results.bin", bed.dir);
+    snprintf(log, sizeof log, "%s/push.log", bed.dir);
+    s_gen(file, "a", "gen-dev-a", 1500);
+    pid_t push = tc_bed_push(&bed, state, file, log, NULL);
+
+    long long before = tc_bed_wait_count(&bed, COUNT_CONV, 200, 120000);
+    cr_assert_geq(before, 200, "nothing stored before the kill (log %s)", bed.server_log);
+    int st = tc_bed_stop_server(&bed, sig);
+    long long at_kill = tc_bed_count(&bed, COUNT_CONV);
+    cr_assert_lt(at_kill, 1500, "the stream ended before the kill; use more messages");
+    if (sig == SIGTERM)
+        cr_expect_eq(st, 0, "SIGTERM should stop the aggregator cleanly (log %s)",
+                     bed.server_log);
+    tc_test_sleep_ms(1500);
+    tc_bed_start_server(&bed, NULL);
+
+    cr_expect_eq(tc_test_wait(push, 300000), 0, "agent push failed (log %s)", log);
+    cr_expect_eq(tc_bed_count(&bed, COUNT_CONV), 1500);
+    cr_expect_eq(tc_bed_count(&bed, COUNT_MSGS), 1500);
+    cr_expect_eq(tc_bed_count(&bed, "SELECT count(DISTINCT message_id) FROM conv_results"), 1500);
+    char spool[1300];
+    snprintf(spool, sizeof spool, "%s/spool", state);
+    cr_expect_eq(tc_test_dir_count_suffix(spool, ".msg"), 0);
+    tc_bed_fini(&bed);
+}
+
+Test(transport, aggregator_sigkill_midstream, .timeout = 400)
+{
+    s_restart_server_midstream("srvkill", SIGKILL);
+}
+
+Test(transport, aggregator_sigterm_midstream, .timeout = 400)
+{
+    s_restart_server_midstream("srvterm", SIGTERM);
+}
+
+Test(transport, agent_sigkill_spool_survives, .timeout = 400)
+{
+    tc_bed_t bed;
+    tc_bed_init(&bed, "agentkill", NULL);
+    char state[1200], file[1200], log[1200], log2[1200], spool[1300];
+    tc_bed_agent(&bed, "a", true, state, sizeof state);
+    tc_bed_start_server(&bed, NULL);
+    snprintf(file, sizeof file, "%s/results.bin", bed.dir);
+    snprintf(log, sizeof log, "%s/push.log", bed.dir);
+    snprintf(log2, sizeof log2, "%s/push2.log", bed.dir);
+    snprintf(spool, sizeof spool, "%s/spool", state);
+    s_gen(file, "a", "gen-dev-a", 1500);
+    pid_t push = tc_bed_push(&bed, state, file, log, NULL);
+    cr_assert_geq(tc_bed_wait_count(&bed, COUNT_CONV, 200, 120000), 200);
+    cr_assert_eq(tc_test_stop(push, SIGKILL), 128 + SIGKILL);
+    long long at_kill = tc_bed_count(&bed, COUNT_CONV);
+    int spooled = tc_test_dir_count_suffix(spool, ".msg");
+    cr_assert_lt(at_kill, 1500, "the stream ended before the kill; use more messages");
+    cr_expect_gt(spooled, 0, "the spool should hold what was not acknowledged");
+    cr_expect_geq(at_kill + spooled, 1500, "stored %lld + spooled %d: messages were lost",
+                  at_kill, spooled);
+
+    /* A new process sends what the killed one left, without the file. */
+    cr_expect_eq(tc_test_wait(tc_bed_push(&bed, state, NULL, log2, NULL), 300000), 0,
+                 "second push failed (log %s)", log2);
+    cr_expect_eq(tc_bed_count(&bed, COUNT_CONV), 1500);
+    cr_expect_eq(tc_bed_count(&bed, COUNT_MSGS), 1500);
+    cr_expect_eq(tc_test_dir_count_suffix(spool, ".msg"), 0);
+    tc_bed_fini(&bed);
+}

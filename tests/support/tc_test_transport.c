@@ -1,0 +1,149 @@
+#include "tc_test_transport.h"
+
+#include "tc_test.h"
+
+#include "store.h"
+#include "tc_error.h"
+
+#include <criterion/criterion.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+void tc_bed_init(tc_bed_t *bed, const char *name, const char *admin_dsn)
+{
+    memset(bed, 0, sizeof *bed);
+    snprintf(bed->name, sizeof bed->name, "%s", name);
+    tc_test_tmpdir(name, bed->dir, sizeof bed->dir);
+    if (admin_dsn) {
+        char db[128];
+        snprintf(db, sizeof db, "t_%s_%d", name, (int)getpid());
+        if (tc_store_create_database(admin_dsn, db, bed->dsn, sizeof bed->dsn) < 0)
+            cr_assert_fail("creating database %s: %s", db, tc_errmsg());
+    } else {
+        tc_test_fresh_db(name, bed->dsn, sizeof bed->dsn);
+    }
+    tc_store_t *s = NULL;
+    int applied = 0;
+    int rc = tc_store_open(bed->dsn, &s);
+    if (rc == 0)
+        rc = tc_store_migrate(s, &applied);
+    tc_store_destroy(&s);
+    cr_assert_eq(rc, 0, "migrating %s: %s", bed->dsn, tc_errmsg());
+
+    snprintf(bed->keys, sizeof bed->keys, "%s/aggregator", bed->dir);
+    char bin[1024], cmd[4096], out[4096];
+    tc_test_binary("aggregator", bin, sizeof bin);
+    snprintf(cmd, sizeof cmd, "%s keygen --keys %s", bin, bed->keys);
+    cr_assert_eq(tc_test_run(cmd, out, sizeof out), 0, "aggregator keygen: %s", out);
+    int port = tc_test_free_port();
+    cr_assert(port > 0, "no free port");
+    snprintf(bed->endpoint, sizeof bed->endpoint, "tcp://127.0.0.1:%d", port);
+    snprintf(bed->server_log, sizeof bed->server_log, "%s/aggregator.log", bed->dir);
+}
+
+void tc_bed_start_server(tc_bed_t *bed, const char *const *extra)
+{
+    char bin[1024];
+    tc_test_binary("aggregator", bin, sizeof bin);
+    const char *argv[32] = {bin,           "serve",     "--listen", bed->endpoint, "--db",
+                            bed->dsn,      "--keys",    bed->keys,  "--heartbeat", "1"};
+    int n = 10;
+    for (size_t i = 0; extra && extra[i] && n < 31; i++)
+        argv[n++] = extra[i];
+    argv[n] = NULL;
+    /* Count the "listening" lines before, so that a restart waits for its own. */
+    int before = 0;
+    FILE *f = fopen(bed->server_log, "r");
+    if (f) {
+        char line[4096];
+        while (fgets(line, sizeof line, f))
+            before += strstr(line, "listening on") != NULL;
+        fclose(f);
+    }
+    bed->server = tc_test_spawn(argv, bed->server_log, NULL);
+    for (int waited = 0; waited < 20000; waited += 50) {
+        int now = 0;
+        f = fopen(bed->server_log, "r");
+        if (f) {
+            char line[4096];
+            while (fgets(line, sizeof line, f))
+                now += strstr(line, "listening on") != NULL;
+            fclose(f);
+        }
+        if (now > before)
+            return;
+        int st;
+        if (waitpid(bed->server, &st, WNOHANG) == bed->server) {
+            bed->server = 0;
+            cr_assert_fail("aggregator serve exited before listening (log: %s)", bed->server_log);
+        }
+        tc_test_sleep_ms(50);
+    }
+    cr_assert_fail("aggregator serve did not start listening in 20 s (log: %s)", bed->server_log);
+}
+
+int tc_bed_stop_server(tc_bed_t *bed, int sig)
+{
+    int st = tc_test_stop(bed->server, sig);
+    bed->server = 0;
+    return st;
+}
+
+void tc_bed_agent(tc_bed_t *bed, const char *name, bool allow, char *state, size_t size)
+{
+    snprintf(state, size, "%s/%s", bed->dir, name);
+    char bin[1024], cmd[4096], out[4096];
+    tc_test_binary("agent", bin, sizeof bin);
+    snprintf(cmd, sizeof cmd, "%s keygen --state %s", bin, state);
+    cr_assert_eq(tc_test_run(cmd, out, sizeof out), 0, "agent keygen: %s", out);
+    snprintf(cmd, sizeof cmd, "cp %s/aggregator.pub %s/aggregator.pub", bed->keys, state);
+    cr_assert_eq(tc_test_run(cmd, out, sizeof out), 0, "%s", out);
+    if (allow) {
+        snprintf(cmd, sizeof cmd, "cat %s/agent.pub >> %s/allowlist", state, bed->keys);
+        cr_assert_eq(tc_test_run(cmd, out, sizeof out), 0, "%s", out);
+    }
+}
+
+pid_t tc_bed_push(tc_bed_t *bed, const char *state, const char *file, const char *log,
+                  const char *const *extra)
+{
+    char bin[1024];
+    tc_test_binary("agent", bin, sizeof bin);
+    const char *argv[32] = {bin, "push", "--aggregator", bed->endpoint, "--state", state,
+                            "--heartbeat", "1", "--ack-timeout", "3", "--timeout", "240"};
+    int n = 12;
+    for (size_t i = 0; extra && extra[i] && n < 30; i++)
+        argv[n++] = extra[i];
+    if (file)
+        argv[n++] = file;
+    argv[n] = NULL;
+    return tc_test_spawn(argv, log, NULL);
+}
+
+long long tc_bed_count(tc_bed_t *bed, const char *sql)
+{
+    return tc_test_sql_count(bed->dsn, sql);
+}
+
+long long tc_bed_wait_count(tc_bed_t *bed, const char *sql, long long want, int timeout_ms)
+{
+    long long n = -1;
+    for (int waited = 0; waited <= timeout_ms; waited += 200) {
+        n = tc_bed_count(bed, sql);
+        if (n >= want)
+            break;
+        tc_test_sleep_ms(200);
+    }
+    return n;
+}
+
+void tc_bed_fini(tc_bed_t *bed)
+{
+    if (bed->server > 0)
+        tc_test_stop(bed->server, SIGKILL);
+    bed->server = 0;
+}

@@ -1,0 +1,52 @@
+/* A transport test bed: a fresh database, an aggregator (the real binary)
+ * with its keys and allowlist, and agents (real binaries) with their own
+ * state directories, all on 127.0.0.1. */
+#ifndef TC_TEST_TRANSPORT_H
+#define TC_TEST_TRANSPORT_H
+
+#include "tc_test_proc.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+typedef struct {
+    char name[64];
+    char dir[1024];      /* everything of this test */
+    char dsn[1024];
+    char keys[1100];     /* aggregator key directory (allowlist inside) */
+    char endpoint[64];   /* tcp://127.0.0.1:PORT */
+    char server_log[1100];
+    pid_t server;
+} tc_bed_t;
+
+/* Fresh database `name` (migrated) on the suite's cluster, or on the cluster
+ * whose admin connection string is `admin_dsn` when not NULL; aggregator
+ * keys; a free port. */
+void tc_bed_init(tc_bed_t *bed, const char *name, const char *admin_dsn);
+
+/* Start `aggregator serve` (extra arguments NULL-terminated, may be NULL)
+ * and wait until it listens. */
+void tc_bed_start_server(tc_bed_t *bed, const char *const *extra);
+/* Stop it with `sig`; returns its exit status. */
+int tc_bed_stop_server(tc_bed_t *bed, int sig);
+
+/* An agent state directory with a key pair and the aggregator's public
+ * key; its key is added to the allowlist unless `allow` is false. */
+void tc_bed_agent(tc_bed_t *bed, const char *name, bool allow, char *state, size_t size);
+
+/* Start `agent push` for `state` with the given file (NULL: only the spool)
+ * and extra arguments (NULL-terminated, may be NULL), logging to `log`. */
+pid_t tc_bed_push(tc_bed_t *bed, const char *state, const char *file, const char *log,
+                  const char *const *extra);
+
+/* Count from the bed's database. */
+long long tc_bed_count(tc_bed_t *bed, const char *sql);
+
+/* Wait until `sql` counts at least `want` (or timeout_ms passes); returns the
+ * last count. */
+long long tc_bed_wait_count(tc_bed_t *bed, const char *sql, long long want, int timeout_ms);
+
+void tc_bed_fini(tc_bed_t *bed);
+
+#endif
