@@ -2,133 +2,67 @@
  * TrainTrace per (model, batch), written to a result file. */
 #include "commands.h"
 
-#include "hostinfo.h"
 #include "tc_cli.h"
 #include "tc_error.h"
 #include "tc_log.h"
 #include "tc_progress.h"
 #include "tc_resultfile.h"
-#include "trace_device.h"
-#include "trace_graph.h"
+#include "trace_plan.h"
 #include "trace_proc.h"
-#include "trace_record.h"
-#include "trace_run.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define KEY_LEN 600
-
-/* What a finished trace looked like, for the closing table. */
 typedef struct {
-    bool have;
-    Traincast__V1__TraceStatus status;
-    double median_ms, spread;
-    double *repeat_medians;
-    uint32_t n_repeats;
-    char reason[2048];
-} s_row_t;
+    const char *models, *batches, *device, *dtype, *amp, *optimizer, *runner, *agent_id, *out;
+    unsigned long threads, input_size, warmup, iters, repeat;
+    double timeout;
+    bool cudnn_benchmark, no_profile, no_graph;
+} s_opts_t;
 
-typedef struct {
-    const char *spec;         /* as given in --models */
-    const char *runner_model; /* passed to the runner */
-    uint32_t input_size;
-    char model_id[256];
-    Traincast__V1__ModelGraph *graph;
-} s_model_t;
-
-typedef struct {
-    s_model_t *model;
-    uint32_t batch;
-    char key[KEY_LEN];
-    bool done;  /* already in the output file */
-    s_row_t row;
-} s_item_t;
-
-typedef struct {
-    s_item_t *items;
-    size_t n_items;
-} s_plan_t;
-
-typedef struct {
-    tc_progress_t *progress;
-    uint64_t runs_done;
-    char label[320];
-} s_prog_t;
-
-static void s_row_free(s_row_t *row)
-{
-    free(row->repeat_medians);
-    row->repeat_medians = NULL;
-}
-
-/* Resume: traces already in the output file with status ok or oom are not
- * measured again; failed ones are retried. */
+/* Resume: traces already in the output file are not measured again. */
 static int s_seen(const tc_envelope_t *env, void *arg)
 {
-    s_plan_t *plan = arg;
-    if (env->body_case != TRAINCAST__V1__ENVELOPE__BODY_TRAIN_TRACE || !env->train_trace)
-        return 0;
-    const Traincast__V1__TrainTrace *t = env->train_trace;
-    if (t->status != TRAINCAST__V1__TRACE_STATUS__TRACE_STATUS_OK &&
-        t->status != TRAINCAST__V1__TRACE_STATUS__TRACE_STATUS_OOM)
-        return 0;
-    char key[KEY_LEN];
-    tc_trace_key(t, key, sizeof key);
-    for (size_t i = 0; i < plan->n_items; i++) {
-        s_item_t *it = &plan->items[i];
-        if (strcmp(it->key, key) != 0)
-            continue;
-        it->done = true;
-        s_row_free(&it->row);
-        it->row = (s_row_t){.have = true, .status = t->status, .median_ms = t->median_ms,
-                            .spread = t->spread};
-        snprintf(it->row.reason, sizeof it->row.reason, "%s", t->reason);
-        /* Repeat medians from the stored iterations. */
-        uint32_t reps = 0;
-        for (size_t k = 0; k < t->n_iterations; k++)
-            reps = t->iterations[k]->repeat + 1 > reps ? t->iterations[k]->repeat + 1 : reps;
-        double *med = calloc(reps + 1, sizeof *med), *tmp = calloc(t->n_iterations + 1, sizeof *tmp);
-        if (med && tmp) {
-            for (uint32_t r = 0; r < reps; r++) {
-                size_t n = 0;
-                for (size_t k = 0; k < t->n_iterations; k++) {
-                    if (t->iterations[k]->repeat == r && !t->iterations[k]->warmup)
-                        tmp[n++] = t->iterations[k]->ms;
-                }
-                med[r] = n ? tc_trace_median(tmp, n) : 0;
-            }
-            it->row.repeat_medians = med;
-            it->row.n_repeats = reps;
-            med = NULL;
-        }
-        free(med);
-        free(tmp);
-    }
+    if (env->body_case == TRAINCAST__V1__ENVELOPE__BODY_TRAIN_TRACE && env->train_trace)
+        tc_trace_plan_mark_done(arg, env->train_trace);
     return 0;
 }
 
-static void s_on_repeat(uint32_t repeat, void *arg)
+typedef struct {
+    tc_resultfile_t *file;
+    tc_progress_t *bar;
+} s_sink_arg_t;
+
+static int s_emit(tc_envelope_t *env, void *arg)
 {
-    s_prog_t *p = arg;
-    char item[400];
-    snprintf(item, sizeof item, "%s repeat %u", p->label, repeat + 1);
-    tc_progress_update(p->progress, p->runs_done, item);
-    p->runs_done++;
+    return tc_resultfile_append(((s_sink_arg_t *)arg)->file, env);
 }
 
-static void s_print_table(const s_plan_t *plan)
+static void s_progress(uint64_t done, uint64_t total, const char *what, void *arg)
+{
+    s_sink_arg_t *a = arg;
+    if (!a->bar && total)
+        a->bar = tc_progress_new("trace", total);
+    tc_progress_update(a->bar, done, what);
+}
+
+static bool s_cancelled(void *arg)
+{
+    (void)arg;
+    return tc_proc_interrupted();
+}
+
+static void s_print_table(tc_trace_plan_t *plan)
 {
     printf("%-36s %6s  %-6s %10s %7s  %s\n", "model", "batch", "status", "median_ms", "spread",
            "repeat medians (ms) or reason");
-    for (size_t i = 0; i < plan->n_items; i++) {
-        const s_item_t *it = &plan->items[i];
-        const s_row_t *row = &it->row;
+    for (size_t i = 0; i < tc_trace_plan_count(plan); i++) {
+        const tc_trace_item_t *it = tc_trace_plan_item(plan, i);
+        const tc_trace_row_t *row = &it->row;
         if (!row->have)
             continue;
-        printf("%-36s %6u  %-6s ", it->model->model_id, it->batch,
-               tc_trace_status_name(row->status));
+        printf("%-36s %6u  %-6s ", it->model_id, it->batch, tc_trace_status_name(row->status));
         if (row->status == TRAINCAST__V1__TRACE_STATUS__TRACE_STATUS_OK) {
             printf("%10.2f %6.1f%% ", row->median_ms, row->spread * 100);
             for (uint32_t r = 0; r < row->n_repeats; r++)
@@ -140,219 +74,63 @@ static void s_print_table(const s_plan_t *plan)
     }
 }
 
-/* The runner's command words: the built-in PyTorch harness, or --runner
- * CMD run by /bin/sh with the agent's flags as its arguments. */
-static void s_runner_argv(const char *runner, char *argv[6], char *script, size_t size,
-                          char *label, size_t label_size)
-{
-    if (runner) {
-        snprintf(script, size, "%s \"$@\"", runner);
-        argv[0] = "/bin/sh", argv[1] = "-c", argv[2] = script, argv[3] = "traincast-runner";
-        argv[4] = NULL;
-        snprintf(label, label_size, "%s", runner);
-        return;
-    }
-    const char *py = getenv("TRAINCAST_PYTHON");
-    const char *dir = getenv("TRAINCAST_HARNESS_DIR");
-    snprintf(script, size, "%s/trace_runner.py", dir && *dir ? dir : TC_HARNESS_DIR);
-    argv[0] = (char *)(py && *py ? py : "/usr/bin/python3");
-    argv[1] = script;
-    argv[2] = NULL;
-    snprintf(label, label_size, "traincast pytorch harness (trace_runner.py)");
-}
-
-typedef struct {
-    const char *models, *batches, *device, *dtype, *amp, *optimizer, *runner, *agent_id, *out;
-    unsigned long threads, input_size, warmup, iters, repeat;
-    double timeout;
-    bool cudnn_benchmark, no_profile, no_graph;
-} s_opts_t;
-
-static int s_check_opts(const s_opts_t *o, Traincast__V1__DeviceKind *kind, uint32_t *index)
-{
-    int rc = tc_trace_device_parse(o->device, kind, index);
-    if (rc < 0)
-        return rc;
-    Traincast__V1__DType dt;
-    if (tc_dtype_parse(o->dtype, &dt) < 0)
-        return tc_fail(TC_EINVAL, "--dtype: expected fp32, tf32, fp16 or bf16, got '%s'",
-                       o->dtype);
-    if (strcmp(o->amp, "") && strcmp(o->amp, "fp16") && strcmp(o->amp, "bf16"))
-        return tc_fail(TC_EINVAL, "--amp: expected fp16 or bf16 (or leave it out), got '%s'",
-                       o->amp);
-    if (o->iters < 1 || o->iters > 10000 || o->warmup > 10000)
-        return tc_fail(TC_EINVAL, "--iters must be 1..10000 and --warmup 0..10000");
-    if (o->repeat < 1 || o->repeat > 1000)
-        return tc_fail(TC_EINVAL, "--repeat must be 1..1000 (got %lu)", o->repeat);
-    if (!(o->timeout > 0))
-        return tc_fail(TC_EINVAL, "--timeout must be a number of seconds > 0");
-    if (o->threads > 4096)
-        return tc_fail(TC_EINVAL, "--threads must be at most 4096 (got %lu)", o->threads);
-    if (o->input_size > 8192)
-        return tc_fail(TC_EINVAL, "--input-size must be at most 8192 (got %lu)", o->input_size);
-    if (o->runner && (!*o->runner || strlen(o->runner) > 1000))
-        return tc_fail(TC_EINVAL, "--runner must be a command of 1 to 1000 characters");
-    if (!*o->optimizer || strlen(o->optimizer) > 200)
-        return tc_fail(TC_EINVAL, "--optimizer must be 1 to 200 characters (e.g. sgd or "
-                                  "sgd,momentum=0.9)");
-    if (!*o->out)
-        return tc_fail(TC_EUSAGE, "--out must name a file");
-    return 0;
-}
-
 static int s_run(const s_opts_t *o)
 {
-    Traincast__V1__DeviceKind kind;
-    uint32_t index;
-    int rc = s_check_opts(o, &kind, &index);
-    if (rc < 0)
-        return rc;
-    bool cpu = kind == TRAINCAST__V1__DEVICE_KIND__DEVICE_KIND_CPU;
-    uint32_t threads = cpu ? (uint32_t)(o->threads ? o->threads : tc_cpu_logical()) : 0;
-    char device_arg[32];
-    snprintf(device_arg, sizeof device_arg, cpu ? "cpu" : "cuda:%u", index);
-
     char **names = NULL;
-    size_t n_models = 0, n_batches = 0;
+    size_t n_models = 0, n_batches = 0, measured = 0, failed = 0;
     unsigned long *batches = NULL;
-    s_model_t *models = NULL;
-    s_plan_t plan = {0};
-    tc_resultfile_t *file = NULL;
-    s_prog_t prog = {0};
-    tc_trace_result_t result = {0};
-    size_t failed = 0, measured = 0;
+    uint32_t *b32 = NULL;
+    tc_trace_plan_t *plan = NULL;
+    s_sink_arg_t sa = {0};
+    int rc;
+    if (!*o->out)
+        return tc_fail(TC_EUSAGE, "--out must name a file");
     TC_TRY(tc_parse_name_list(o->models, "--models", &names, &n_models));
     TC_TRY(tc_parse_uint_list(o->batches, "--batches", 1, 65536, &batches, &n_batches));
-    models = calloc(n_models, sizeof *models);
-    plan.items = calloc(n_models * n_batches, sizeof *plan.items);
-    if (!models || !plan.items)
+    if (!(b32 = calloc(n_batches, sizeof *b32)))
         TC_FAIL_GOTO(TC_ENOMEM, "out of memory");
-
-    /* Every model's graph first: a bad name fails before any training. */
-    for (size_t m = 0; m < n_models; m++) {
-        s_model_t *mod = &models[m];
-        mod->spec = names[m];
-        mod->runner_model = tc_trace_runner_model(names[m]);
-        mod->input_size = o->input_size ? (uint32_t)o->input_size
-                                        : tc_trace_default_input(mod->runner_model);
-        bool is_file = strchr(mod->spec, '/') || strstr(mod->spec, ".onnx");
-        if (o->no_graph && is_file) {
-            TC_FAIL_GOTO(TC_EUSAGE, "--models %s: an ONNX file is identified by its graph; "
-                                    "drop --no-graph", mod->spec);
-        } else if (o->no_graph) {
-            tc_trace_model_id(mod->runner_model, mod->input_size, mod->model_id,
-                              sizeof mod->model_id);
-        } else if ((rc = tc_trace_graph_load(mod->spec, mod->input_size, &mod->graph,
-                                             mod->model_id, sizeof mod->model_id)) < 0) {
-            goto err;
-        }
-    }
-
-    char script[1200], runner_label[1100];
-    char *runner_argv[6];
-    s_runner_argv(o->runner, runner_argv, script, sizeof script, runner_label,
-                  sizeof runner_label);
-    tc_trace_job_t job = {
-        .runner = runner_argv,
-        .req = {.device = device_arg, .threads = threads, .dtype = o->dtype, .amp = o->amp,
-                .optimizer = o->optimizer, .cudnn_benchmark = o->cudnn_benchmark,
-                .warmup = (uint32_t)o->warmup, .iters = (uint32_t)o->iters},
-        .repeats = (uint32_t)o->repeat,
-        .timeout_s = o->timeout,
-        .profile = !o->no_profile,
+    for (size_t i = 0; i < n_batches; i++)
+        b32[i] = (uint32_t)batches[i];
+    if (o->threads > 4096 || o->input_size > 8192 || o->warmup > 10000 || o->iters > 10000 ||
+        o->repeat > 1000)
+        TC_FAIL_GOTO(TC_EINVAL, "--threads (at most 4096), --input-size (8192), --warmup, "
+                                "--iters (10000) or --repeat (1000) is too large");
+    const tc_trace_settings_t settings = {
+        .device = o->device, .threads = (uint32_t)o->threads,
+        .input_size = (uint32_t)o->input_size, .dtype = o->dtype, .amp = o->amp,
+        .optimizer = o->optimizer, .cudnn_benchmark = o->cudnn_benchmark,
+        .warmup = (uint32_t)o->warmup, .iters = (uint32_t)o->iters,
+        .repeats = (uint32_t)o->repeat, .timeout_s = o->timeout, .profile = !o->no_profile,
+        .no_graph = o->no_graph, .runner = o->runner, .agent_id = o->agent_id,
     };
-    for (size_t m = 0; m < n_models; m++) {
-        for (size_t b = 0; b < n_batches; b++) {
-            char key[KEY_LEN];
-            job.req.batch = (uint32_t)batches[b];
-            tc_trace_plan_key(&job, models[m].model_id, kind, index, key, sizeof key);
-            bool dup = false;
-            for (size_t i = 0; i < plan.n_items && !dup; i++)
-                dup = strcmp(plan.items[i].key, key) == 0;
-            if (dup)
-                continue; /* the same model named twice */
-            s_item_t *it = &plan.items[plan.n_items++];
-            it->model = &models[m];
-            it->batch = (uint32_t)batches[b];
-            snprintf(it->key, sizeof it->key, "%s", key);
-        }
-    }
-    TC_TRY(tc_resultfile_read(o->out, true, s_seen, &plan, NULL));
-    size_t todo = 0;
-    for (size_t i = 0; i < plan.n_items; i++)
-        todo += !plan.items[i].done;
-    if (todo < plan.n_items)
-        tc_log_info("%s: %zu of %zu traces are already there and are skipped", o->out,
-                    plan.n_items - todo, plan.n_items);
-    TC_TRY(tc_resultfile_open_append(o->out, &file));
-
-    tc_trace_device_t dev;
-    if (cpu)
-        tc_trace_device_cpu(threads, &dev);
-    char agent_id[256];
-    if (o->agent_id && *o->agent_id)
-        snprintf(agent_id, sizeof agent_id, "%s", o->agent_id);
-    else
-        tc_host_name(agent_id, sizeof agent_id);
-
+    TC_TRY(tc_trace_plan_new(&settings, names, n_models, b32, n_batches, &plan));
+    TC_TRY(tc_resultfile_read(o->out, true, s_seen, plan, NULL));
+    size_t n = tc_trace_plan_count(plan), done = 0;
+    for (size_t i = 0; i < n; i++)
+        done += tc_trace_plan_item(plan, i)->done;
+    if (done)
+        tc_log_info("%s: %zu of %zu traces are already there and are skipped", o->out, done, n);
+    TC_TRY(tc_resultfile_open_append(o->out, &sa.file));
     tc_proc_catch_interrupts();
-    if (todo)
-        prog.progress = tc_progress_new("trace", (uint64_t)todo * job.repeats);
-    for (size_t i = 0; i < plan.n_items; i++) {
-        s_item_t *it = &plan.items[i];
-        if (it->done)
-            continue;
-        job.req.model = it->model->runner_model;
-        job.req.batch = it->batch;
-        job.req.input_size = it->model->input_size;
-        snprintf(prog.label, sizeof prog.label, "%s batch %u", it->model->runner_model,
-                 it->batch);
-        prog.runs_done = (uint64_t)measured * job.repeats;
-        rc = tc_trace_measure(&job, s_on_repeat, &prog, &result);
-        if (rc == TC_EINTR)
-            tc_err_context(rc, "%zu traces written to %s are kept; a rerun resumes", measured,
-                           o->out);
-        if (rc < 0)
-            goto err;
-        if (!cpu)
-            tc_trace_device_cuda(index, &result.info, &dev);
-        tc_trace_record_t rec = {.job = &job, .model_id = it->model->model_id, .device = &dev,
-                                 .graph = it->model->graph, .runner = runner_label,
-                                 .result = &result};
-        TC_TRY(tc_trace_record_write(file, agent_id, &rec));
-        measured++;
-        it->row = (s_row_t){.have = true, .status = result.status,
-                            .median_ms = result.median_ms, .spread = result.spread,
-                            .repeat_medians = result.repeat_medians,
-                            .n_repeats = result.n_repeats};
-        snprintf(it->row.reason, sizeof it->row.reason, "%s", result.reason);
-        result.repeat_medians = NULL; /* now the row's */
-        tc_trace_result_free(&result);
-        if (it->row.status == TRAINCAST__V1__TRACE_STATUS__TRACE_STATUS_FAILED) {
-            failed++;
-            tc_log_warn("%s batch %u failed: %s", it->model->model_id, it->batch,
-                        it->row.reason);
-        } else if (it->row.status == TRAINCAST__V1__TRACE_STATUS__TRACE_STATUS_OOM) {
-            tc_log_info("%s batch %u: %s", it->model->model_id, it->batch, it->row.reason);
-        }
-    }
-    tc_progress_update(prog.progress, (uint64_t)todo * job.repeats, NULL);
-    tc_progress_destroy(&prog.progress);
-    s_print_table(&plan);
+    const tc_trace_sink_t sink = {.emit = s_emit, .progress = s_progress,
+                                  .cancelled = s_cancelled, .arg = &sa};
+    rc = tc_trace_plan_run(plan, &sink, &measured, &failed);
+    tc_progress_destroy(&sa.bar);
+    if (rc == TC_EINTR)
+        tc_err_context(rc, "%zu traces written to %s are kept; a rerun resumes", measured,
+                       o->out);
+    if (rc < 0)
+        goto err;
+    s_print_table(plan);
     if (failed)
         rc = tc_fail(TC_ECHILD, "%zu of %zu traces failed; they are recorded in %s with the "
                                 "reason, and a rerun retries them",
                      failed, measured, o->out);
 err:
-    tc_trace_result_free(&result);
-    tc_progress_destroy(&prog.progress);
-    tc_resultfile_close(&file);
-    for (size_t i = 0; i < plan.n_items; i++)
-        s_row_free(&plan.items[i].row);
-    free(plan.items);
-    for (size_t m = 0; models && m < n_models; m++)
-        tc_trace_graph_free(&models[m].graph);
-    free(models);
+    tc_progress_destroy(&sa.bar);
+    tc_resultfile_close(&sa.file);
+    tc_trace_plan_destroy(&plan);
+    free(b32);
     free(batches);
     tc_free_strv(names, n_models);
     return rc;

@@ -40,8 +40,10 @@ int tc_trace_graph_load(const char *spec, uint32_t input_size, Traincast__V1__Mo
     if (rc == 0)
         snprintf(model_id, size, "%s", tc_model_id(m));
     tc_model_destroy(&m);
-    if (rc < 0)
+    if (rc < 0) {
+        tc_model_proto_free(out);
         return tc_err_context(rc, "the graph of model '%s'", spec);
+    }
     return 0;
 }
 

@@ -47,6 +47,11 @@ bool tc_proc_interrupted(void)
     return s_interrupted != 0;
 }
 
+static bool s_stop_asked(const tc_proc_spec_t *spec)
+{
+    return s_interrupted || (spec->cancelled && spec->cancelled(spec->cancel_arg));
+}
+
 static double s_now(void)
 {
     struct timespec ts;
@@ -208,7 +213,7 @@ int tc_proc_run(const tc_proc_spec_t *spec, tc_proc_result_t *res)
     int status, rc = 0;
     char buf[65536];
     while (fds[0].fd >= 0 || fds[1].fd >= 0) {
-        if (s_interrupted) {
+        if (s_stop_asked(spec)) {
             rc = tc_fail(TC_EINTR, "interrupted while %s was running; it was stopped",
                          spec->argv[0]);
             break;
@@ -264,7 +269,7 @@ int tc_proc_run(const tc_proc_spec_t *spec, tc_proc_result_t *res)
         if (r == pid) {
             reaped = true;
             s_record_status(res, status);
-        } else if (s_interrupted) {
+        } else if (s_stop_asked(spec)) {
             rc = tc_fail(TC_EINTR, "interrupted while %s was running; it was stopped",
                          spec->argv[0]);
         } else if (s_now() >= deadline) {

@@ -19,6 +19,10 @@ typedef struct {
      * process group is killed and tc_proc_run reports `stopped`. */
     int (*on_stdout)(const char *data, size_t n, void *arg);
     void *arg;
+    /* Polled a few times a second (may be NULL); true stops the run like an
+     * interrupt (TC_EINTR). */
+    bool (*cancelled)(void *arg);
+    void *cancel_arg;
 } tc_proc_spec_t;
 
 typedef struct {

@@ -42,8 +42,8 @@ void tc_trace_plan_key(const tc_trace_job_t *job, const char *model_id,
     tc_trace_key(&t, out, size);
 }
 
-int tc_trace_record_write(tc_resultfile_t *file, const char *agent_id,
-                          const tc_trace_record_t *rec)
+int tc_trace_record_emit(const tc_trace_record_t *rec, const char *agent_id,
+                         int (*emit)(tc_envelope_t *env, void *arg), void *arg)
 {
     const tc_trace_job_t *job = rec->job;
     const tc_trace_request_t *q = &job->req;
@@ -120,7 +120,7 @@ int tc_trace_record_write(tc_resultfile_t *file, const char *agent_id,
                        rec->model_id, q->batch);
         goto done;
     }
-    rc = tc_resultfile_append(file, &env);
+    rc = emit(&env, arg);
 done:
     free(its);
     free(it_ptrs);

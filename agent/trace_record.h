@@ -3,7 +3,6 @@
 #ifndef TC_TRACE_RECORD_H
 #define TC_TRACE_RECORD_H
 
-#include "tc_resultfile.h"
 #include "trace_device.h"
 #include "trace_run.h"
 
@@ -18,9 +17,10 @@ typedef struct {
     const tc_trace_result_t *result;
 } tc_trace_record_t;
 
-/* Build, validate (common/tc_validate.h) and append one envelope. */
-int tc_trace_record_write(tc_resultfile_t *file, const char *agent_id,
-                          const tc_trace_record_t *rec);
+/* Build and validate (common/tc_validate.h) one envelope stamped with
+ * `agent_id`, and hand it to `emit` (which must not keep it). */
+int tc_trace_record_emit(const tc_trace_record_t *rec, const char *agent_id,
+                         int (*emit)(tc_envelope_t *env, void *arg), void *arg);
 
 /* What identifies a trace for resuming: model id, batch, dtype, amp,
  * optimizer, policy and the device (kind, index, threads). */

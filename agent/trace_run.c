@@ -205,7 +205,8 @@ int tc_trace_measure(const tc_trace_job_t *job, tc_trace_progress_fn progress, v
             goto done;
         }
         tc_proc_spec_t spec = {.argv = cmd->argv, .env_add = cmd->env,
-                               .timeout_s = job->timeout_s, .on_stdout = s_feed, .arg = proto};
+                               .timeout_s = job->timeout_s, .on_stdout = s_feed, .arg = proto,
+                               .cancelled = job->cancelled, .cancel_arg = job->cancel_arg};
         tc_proc_result_t pr;
         rc = tc_proc_run(&spec, &pr);
         bool usable = rc == 0 && s_outcome(job, rep, proto, &pr, r);

@@ -20,6 +20,8 @@ typedef struct {
     uint32_t repeats;      /* >= 1 */
     double timeout_s;      /* per run of the runner */
     bool profile;          /* ask the first repeat for time per op class */
+    bool (*cancelled)(void *arg); /* may be NULL: true stops the run (TC_EINTR) */
+    void *cancel_arg;
 } tc_trace_job_t;
 
 typedef struct {

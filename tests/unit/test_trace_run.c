@@ -417,9 +417,11 @@ Test(trace_run, bad_usage_is_exit_2, .timeout = 30)
     const char *cases[][2] = {
         {"--models x --batches 4 --out /dev/null --device gpu0", "expected cpu or cuda:I"},
         {"--models x --batches 0 --out /dev/null", "--batches"},
-        {"--models x --batches 4 --out /dev/null --repeat 0", "--repeat must be"},
-        {"--models x --batches 4 --out /dev/null --amp fp8", "--amp"},
-        {"--models x --batches 4 --out /dev/null --dtype int8", "--dtype"},
+        {"--models x --batches 4 --out /dev/null --repeat 0", "repeat must be 1..1000"},
+        {"--models x --batches 4 --out /dev/null --amp fp8", "amp: expected fp16 or bf16"},
+        {"--models x --batches 4 --out /dev/null --dtype int8", "dtype: expected fp32"},
+        {"--models x --batches 4 --out /dev/null --threads 5000", "too large"},
+        {"--models x.onnx --batches 4 --out /dev/null", "identified by its graph"},
         {"--batches 4 --out /dev/null", "--models is required"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
