@@ -1,0 +1,160 @@
+/* Trace jobs (`agent run`, `agent serve`) through the built-in job
+ * handlers: the traces land in the spool as TrainTrace envelopes with the
+ * model graph attached. Uses the fake runner, so no training happens. */
+#include "jobs.h"
+#include "spool.h"
+#include "tc_error.h"
+#include "tc_test.h"
+#include "tc_validate.h"
+
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static char s_dir[256];
+
+static void s_setup(void)
+{
+    snprintf(s_dir, sizeof s_dir, "/tmp/tc_trace_job_%d", (int)getpid());
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "rm -rf %s && mkdir -p %s/spool", s_dir, s_dir);
+    cr_assert_eq(system(cmd), 0);
+}
+
+static void s_teardown(void)
+{
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", s_dir);
+    (void)!system(cmd);
+}
+
+TestSuite(trace_job, .init = s_setup, .fini = s_teardown);
+
+static int s_wait(tc_jobs_t *jobs, int *status, char *msg, size_t size)
+{
+    for (int i = 0; i < 3000; i++) {
+        if (tc_jobs_take_result(jobs, status, msg, size))
+            return 1;
+        usleep(50000);
+    }
+    return 0;
+}
+
+static tc_jobs_t *s_jobs(const char *mode, tc_spool_t **sp, tc_job_handlers_t *h)
+{
+    static char runner[700], spool_dir[300];
+    char script[512];
+    tc_test_source_path("tests/runners/fake_runner.sh", script, sizeof script);
+    snprintf(runner, sizeof runner, "%s %s", script, mode);
+    snprintf(spool_dir, sizeof spool_dir, "%s/spool", s_dir);
+    tc_job_settings_t js = {.device = "cpu", .runner = runner};
+    cr_assert_eq(tc_job_handlers_builtin(&js, h), 0, "%s", tc_errmsg());
+    cr_assert_not_null(h->trace, "this build traces");
+    cr_assert_eq(tc_spool_open(spool_dir, sp), 0, "%s", tc_errmsg());
+    tc_jobs_t *jobs = NULL;
+    cr_assert_eq(tc_jobs_new(h, *sp, "agent-t", &jobs), 0, "%s", tc_errmsg());
+    return jobs;
+}
+
+Test(trace_job, a_local_trace_job_spools_one_trace_per_model_and_batch, .timeout = 300)
+{
+    tc_spool_t *sp = NULL;
+    tc_job_handlers_t h;
+    tc_jobs_t *jobs = s_jobs("ok", &sp, &h);
+    char *models[] = {"squeezenet1_1"};
+    uint32_t batches[] = {2, 4};
+    Traincast__V1__TraceRequest req = TRAINCAST__V1__TRACE_REQUEST__INIT;
+    req.models = models;
+    req.n_models = 1;
+    req.batches = batches;
+    req.n_batches = 2;
+    req.input_size = 32;
+    req.warmup = 1;
+    req.iters = 2;
+    req.repeats = 2;
+    cr_assert_eq(tc_jobs_submit_local(jobs, TC_JOB_TRACE, &req), 0, "%s", tc_errmsg());
+    int status = 1;
+    char msg[1024];
+    cr_assert(s_wait(jobs, &status, msg, sizeof msg), "the job did not end");
+    cr_assert_eq(status, 0, "%s", msg);
+    cr_assert_eq(tc_spool_count(sp), 2);
+
+    char ids[2][TC_MSGID_LEN + 1];
+    cr_assert_eq(tc_spool_oldest(sp, ids, 2), 2);
+    for (int i = 0; i < 2; i++) {
+        uint8_t *data = NULL;
+        size_t len = 0;
+        tc_envelope_t *env = NULL;
+        cr_assert_eq(tc_spool_read(sp, ids[i], &data, &len), 0);
+        cr_assert_eq(tc_envelope_unpack(data, len, 0, &env), 0);
+        cr_assert_eq(tc_validate_envelope(env), 0, "%s", tc_errmsg());
+        cr_assert_str_eq(env->agent_id, "agent-t");
+        const Traincast__V1__TrainTrace *t = env->train_trace;
+        cr_assert_not_null(t);
+        cr_assert_eq(t->status, TRAINCAST__V1__TRACE_STATUS__TRACE_STATUS_OK, "%s", t->reason);
+        cr_assert_eq(t->batch, batches[i]);
+        cr_assert_eq(t->repeats, 2);
+        cr_assert_eq(t->n_iterations, 6);
+        cr_assert_str_eq(t->model_id, "torchvision:squeezenet1_1@32");
+        cr_assert_not_null(t->graph, "a job's traces carry the model graph");
+        cr_assert_str_eq(t->graph->model_id, t->model_id);
+        cr_assert_gt(t->graph->n_layers, 10);
+        tc_envelope_free(&env);
+        free(data);
+    }
+    tc_jobs_destroy(&jobs);
+    tc_job_handlers_release(&h);
+    tc_spool_destroy(&sp);
+}
+
+Test(trace_job, a_request_for_another_device_fails, .timeout = 120)
+{
+    tc_spool_t *sp = NULL;
+    tc_job_handlers_t h;
+    tc_jobs_t *jobs = s_jobs("ok", &sp, &h);
+    char *models[] = {"squeezenet1_1"};
+    uint32_t batches[] = {2};
+    Traincast__V1__TraceRequest req = TRAINCAST__V1__TRACE_REQUEST__INIT;
+    req.models = models;
+    req.n_models = 1;
+    req.batches = batches;
+    req.n_batches = 1;
+    req.device_uuid = "GPU-00000000-not-here";
+    cr_assert_eq(tc_jobs_submit_local(jobs, TC_JOB_TRACE, &req), 0);
+    int status = 0;
+    char msg[1024];
+    cr_assert(s_wait(jobs, &status, msg, sizeof msg));
+    cr_assert_eq(status, TC_ENODEV, "%d: %s", status, msg);
+    cr_assert(strstr(msg, "GPU-00000000-not-here") && strstr(msg, "this agent traces"), "%s",
+              msg);
+    cr_assert_eq(tc_spool_count(sp), 0);
+    tc_jobs_destroy(&jobs);
+    tc_job_handlers_release(&h);
+    tc_spool_destroy(&sp);
+}
+
+Test(trace_job, a_bad_model_fails_the_job_before_training, .timeout = 120)
+{
+    tc_spool_t *sp = NULL;
+    tc_job_handlers_t h;
+    tc_jobs_t *jobs = s_jobs("ok", &sp, &h);
+    char *models[] = {"no_such_net"};
+    uint32_t batches[] = {2};
+    Traincast__V1__TraceRequest req = TRAINCAST__V1__TRACE_REQUEST__INIT;
+    req.models = models;
+    req.n_models = 1;
+    req.batches = batches;
+    req.n_batches = 1;
+    cr_assert_eq(tc_jobs_submit_local(jobs, TC_JOB_TRACE, &req), 0);
+    int status = 0;
+    char msg[1024];
+    cr_assert(s_wait(jobs, &status, msg, sizeof msg));
+    cr_assert_lt(status, 0);
+    cr_assert(strstr(msg, "no_such_net"), "%s", msg);
+    cr_assert_eq(tc_spool_count(sp), 0);
+    tc_jobs_destroy(&jobs);
+    tc_job_handlers_release(&h);
+    tc_spool_destroy(&sp);
+}
