@@ -62,6 +62,8 @@ int tc_store_commit(tc_store_t *s)
 
 void tc_store_rollback(tc_store_t *s)
 {
+    /* Staging tables created in this transaction vanish with it. */
+    s->staged = 0;
     if (PQtransactionStatus(s->conn) == PQTRANS_IDLE)
         return;
     PGresult *res = PQexec(s->conn, "ROLLBACK");
@@ -274,14 +276,18 @@ int tc_store_schema_version(tc_store_t *self, int *version)
 {
     PGresult *res = NULL;
     *version = 0;
-    int rc = tc_store_query(self, &res, "reading the schema version",
-                            "SELECT CASE WHEN to_regclass('schema_version') IS NULL THEN 0 "
-                            "ELSE (SELECT coalesce(max(version), 0) FROM schema_version) END",
-                            0, NULL);
-    if (rc < 0) {
-        /* The table may vanish between the two halves; report plainly. */
+    int rc = tc_store_query(self, &res, "looking for schema_version",
+                            "SELECT to_regclass('schema_version') IS NOT NULL", 0, NULL);
+    if (rc < 0)
         return rc;
-    }
+    int exists = PQgetvalue(res, 0, 0)[0] == 't';
+    PQclear(res);
+    if (!exists)
+        return 0;
+    rc = tc_store_query(self, &res, "reading the schema version",
+                        "SELECT coalesce(max(version), 0) FROM schema_version", 0, NULL);
+    if (rc < 0)
+        return rc;
     *version = atoi(PQgetvalue(res, 0, 0));
     PQclear(res);
     return 0;

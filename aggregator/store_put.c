@@ -31,8 +31,8 @@ static int s_ensure_staging(tc_store_t *s)
 {
     if (s->staged)
         return 0;
-    int rc = tc_store_query(
-        s, NULL, "creating staging tables",
+    int rc = tc_store_exec(
+        s,
         "CREATE TEMP TABLE IF NOT EXISTS tc_stage_results (seq integer, " CFG_COLS_DEF
         ", batch integer, direction text, policy text, algo text, algo_id integer, "
         "median_ms double precision, min_ms double precision, max_ms double precision, "
@@ -44,7 +44,7 @@ static int s_ensure_staging(tc_store_t *s)
         "ON COMMIT DELETE ROWS;"
         "CREATE TEMP TABLE IF NOT EXISTS tc_stage_convs (" CFG_COLS_DEF
         ", first_layer boolean, multiplicity integer) ON COMMIT DELETE ROWS",
-        0, NULL);
+        NULL, 0);
     if (rc == 0)
         s->staged = 1;
     return rc;

@@ -14,6 +14,7 @@ tc_require_pkg(ZMQ libzmq libzmq3-dev)
 tc_require_pkg(PROTOBUFC libprotobuf-c libprotobuf-c-dev)
 tc_require_pkg(LIBPQ libpq libpq-dev)
 tc_require_pkg(GSL gsl libgsl-dev)
+tc_require_pkg(PLPLOT plplot libplplot-dev)
 
 find_program(PROTOC_C_EXECUTABLE protoc-c)
 if(NOT PROTOC_C_EXECUTABLE)

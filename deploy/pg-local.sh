@@ -53,16 +53,23 @@ if [ "$(id -u)" -eq 0 ]; then
         pguser=traincast-pg
         id "$pguser" >/dev/null 2>&1 || useradd --system --no-create-home --shell /usr/sbin/nologin "$pguser"
     fi
-    as_pg() { runuser -u "$pguser" -- "$@"; }
+    as_pg() { (cd / && runuser -u "$pguser" -- "$@"); }
 else
     pguser=$(id -un)
     as_pg() { "$@"; }
 fi
 
-data=$dir/data
 portfile=$dir/port
 dsnfile=$dir/dsn
-logfile=$dir/server.log
+
+# The cluster's data directory: DIR/data, or where the DIR/data link points
+# when the server user could not reach DIR (see prepare_data_dir).
+resolve_data() {
+    data=$dir/data
+    [ -L "$data" ] && data=$(readlink -f "$data")
+    logfile=$(dirname "$data")/server.log
+}
+resolve_data
 
 free_port() {
     /usr/bin/python3 - <<'EOF' 2>/dev/null || echo $((20000 + RANDOM % 20000))
@@ -88,27 +95,31 @@ write_dsn() {
 }
 
 # When the unprivileged server user cannot reach DIR (a home directory that
-# is not world-searchable, say), keep the data in a private directory under
-# /var/tmp and point DIR/data at it.
+# is not world-searchable, say), keep the cluster in a private directory
+# under /var/tmp and link DIR/data to it.
 prepare_data_dir() {
     mkdir -p "$dir"
     chmod 755 "$dir"
+    rm -f "$dir/data" 2>/dev/null || true
     if [ "$(id -u)" -eq 0 ]; then
         chown "$pguser" "$dir"
-        if ! runuser -u "$pguser" -- test -w "$dir"; then
+        if ! runuser -u "$pguser" -- test -w "$dir" 2>/dev/null; then
             local alt
             alt=/var/tmp/traincast-pg-$(echo -n "$dir" | sha1sum | cut -c1-12)
-            mkdir -p "$alt"
-            chown "$pguser" "$alt"
-            chmod 700 "$alt"
-            [ -e "$data" ] || ln -s "$alt" "$data"
-            echo "pg-local: $pguser cannot write $dir; keeping the cluster in $alt" >&2
+            rm -rf "$alt"
+            mkdir -p "$alt/data"
+            chown -R "$pguser" "$alt"
+            chmod 700 "$alt" "$alt/data"
+            ln -s "$alt/data" "$dir/data"
+            echo "pg-local: $pguser cannot reach $dir; keeping the cluster in $alt" >&2
+            resolve_data
             return
         fi
     fi
-    mkdir -p "$data"
-    [ "$(id -u)" -eq 0 ] && chown "$pguser" "$data"
-    chmod 700 "$data"
+    mkdir -p "$dir/data"
+    if [ "$(id -u)" -eq 0 ]; then chown "$pguser" "$dir/data"; fi
+    chmod 700 "$dir/data"
+    resolve_data
 }
 
 start() {
@@ -138,7 +149,7 @@ EOF
     fi
     echo "$port" >"$portfile"
     touch "$logfile"
-    [ "$(id -u)" -eq 0 ] && chown "$pguser" "$logfile"
+    if [ "$(id -u)" -eq 0 ]; then chown "$pguser" "$logfile"; fi
     as_pg "$bindir/pg_ctl" -D "$data" -l "$logfile" -o "-p $port" -w -t 60 start >/dev/null \
         || { tail -n 20 "$logfile" >&2; die "the server did not start (log: $logfile)"; }
     # The database itself; its absence is the only expected failure.

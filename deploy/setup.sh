@@ -33,7 +33,7 @@ PACKAGES=(
     build-essential cmake pkg-config git ca-certificates
     libzmq3-dev libsodium-dev libprotobuf-c-dev protobuf-c-compiler
     libpq-dev postgresql postgresql-client
-    libgsl-dev libcriterion-dev libdnnl-dev libonnx-dev libcairo2-dev
+    libgsl-dev libcriterion-dev libdnnl-dev libonnx-dev libplplot-dev plplot-driver-cairo
     python3 python3-torch python3-torchvision python3-onnx python3-numpy
     clang libclang-rt-14-dev iproute2 procps
 )

@@ -1,0 +1,105 @@
+/* Every ```sql block in README.md's "Analysis in SQL" section runs as
+ * written against a database holding each kind of message, and the views
+ * return the rows those messages imply. */
+#include "store.h"
+#include "tc_error.h"
+#include "tc_test.h"
+#include "tc_test_msg.h"
+
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static char *s_read_readme(void)
+{
+    char path[1024];
+    tc_test_source_path("README.md", path, sizeof path);
+    FILE *f = fopen(path, "rb");
+    cr_assert_not_null(f, "cannot open %s", path);
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *text = calloc(1, (size_t)n + 1);
+    cr_assert_eq(fread(text, 1, (size_t)n, f), (size_t)n);
+    fclose(f);
+    return text;
+}
+
+static void s_put(tc_store_t *s, tc_envelope_t *env)
+{
+    tc_store_outcome_t out;
+    cr_assert_eq(tc_store_put(s, env, &out), 0, "%s", tc_errmsg());
+}
+
+Test(readme, analysis_queries_run, .timeout = 120)
+{
+    char dsn[1024];
+    tc_test_fresh_db("readme", dsn, sizeof dsn);
+    tc_store_t *s = NULL;
+    cr_assert_eq(tc_store_open(dsn, &s), 0, "%s", tc_errmsg());
+    int applied;
+    cr_assert_eq(tc_store_migrate(s, &applied), 0, "%s", tc_errmsg());
+
+    /* A model whose conv configs were benchmarked, and a trace of it. */
+    tc_envelope_t *g = tc_test_envelope("a1");
+    g->body_case = TRAINCAST__V1__ENVELOPE__BODY_MODEL_GRAPH;
+    g->model_graph = tc_test_model_graph("torchvision:tinynet@32");
+    s_put(s, g);
+    tc_envelope_t *cr = tc_test_envelope("a1");
+    cr->body_case = TRAINCAST__V1__ENVELOPE__BODY_CONV_RESULTS;
+    cr->conv_results = tc_test_conv_results("dev-1", 3);
+    /* Point two results at the model's configs (c=3 and c=16, 32x32, k=16, batch 8). */
+    for (int i = 0; i < 3; i++) {
+        Traincast__V1__ConvConfig *c = cr->conv_results->results[i]->config;
+        c->c = i == 0 ? 3 : 16;
+        c->h = c->w = 32;
+        c->k = 16;
+    }
+    s_put(s, cr);
+    tc_envelope_t *tr = tc_test_envelope("a1");
+    tr->body_case = TRAINCAST__V1__ENVELOPE__BODY_TRAIN_TRACE;
+    tr->train_trace = tc_test_trace("dev-1", "torchvision:tinynet@32", 8, 30.0);
+    s_put(s, tr);
+    tc_envelope_t *oom = tc_test_envelope("a1");
+    oom->body_case = TRAINCAST__V1__ENVELOPE__BODY_TRAIN_TRACE;
+    oom->train_trace = tc_test_trace("dev-1", "torchvision:tinynet@32", 4096, 1.0);
+    oom->train_trace->status = TRAINCAST__V1__TRACE_STATUS__TRACE_STATUS_OOM;
+    oom->train_trace->reason = "out of memory";
+    s_put(s, oom);
+
+    char *text = s_read_readme();
+    char *section = strstr(text, "## Analysis in SQL");
+    cr_assert_not_null(section, "README.md has no 'Analysis in SQL' section");
+    char *end = strstr(section + 3, "\n## ");
+    if (end)
+        *end = '\0';
+    int blocks = 0;
+    for (char *p = section; (p = strstr(p, "```sql\n")) != NULL;) {
+        p += 7;
+        char *close = strstr(p, "```");
+        cr_assert_not_null(close, "unterminated sql block");
+        *close = '\0';
+        char first[4096];
+        int rc = tc_store_exec(s, p, first, sizeof first);
+        cr_assert_eq(rc, 0, "README query %d failed: %s\n%s", blocks + 1, tc_errmsg(), p);
+        blocks++;
+        p = close + 3;
+    }
+    cr_assert_geq(blocks, 5, "the section must hold at least five queries (found %d)", blocks);
+
+    /* The conv-share query joins everything: check its numbers. The model
+     * uses config c3 (first layer: fwd) once and c16 three times; results
+     * 0 (fwd, 1.5 ms) is c3, results 1 (bwd_data, 2.5 ms) and 2 (bwd_filter,
+     * 3.5 ms) are c16: conv_ms = 1.5 + 3 * (2.5 + 3.5) = 19.5. */
+    char v[64];
+    cr_assert_eq(tc_store_exec(s,
+                               "SELECT sum(c.median_ms * mc.multiplicity) FROM model_convs mc "
+                               "JOIN latest_conv_time c ON c.config_id = mc.config_id AND "
+                               "c.batch = 8 AND (c.direction <> 'bwd_data' OR NOT mc.first_layer)",
+                               v, sizeof v),
+                 0, "%s", tc_errmsg());
+    cr_assert_float_eq(atof(v), 19.5, 1e-9);
+    free(text);
+    tc_store_destroy(&s);
+}

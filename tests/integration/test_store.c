@@ -1,0 +1,313 @@
+/* The PostgreSQL store against a real server (the ctest pg fixture). */
+#include "store.h"
+#include "tc_error.h"
+#include "tc_test.h"
+#include "tc_test_msg.h"
+
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static tc_store_t *s_store;
+
+static void s_setup(void)
+{
+    char dsn[1024];
+    tc_test_fresh_db("store", dsn, sizeof dsn);
+    cr_assert_eq(tc_store_open(dsn, &s_store), 0, "%s", tc_errmsg());
+    int applied = 0;
+    cr_assert_eq(tc_store_migrate(s_store, &applied), 0, "%s", tc_errmsg());
+}
+
+static void s_teardown(void)
+{
+    tc_store_destroy(&s_store);
+}
+
+static long s_count(const char *sql)
+{
+    char v[64];
+    cr_assert_eq(tc_store_exec(s_store, sql, v, sizeof v), 0, "%s: %s", sql, tc_errmsg());
+    return strtol(v, NULL, 10);
+}
+
+static void s_put_ok(tc_envelope_t *env, tc_store_outcome_t want)
+{
+    tc_store_outcome_t out;
+    int rc = tc_store_put(s_store, env, &out);
+    cr_assert_eq(rc, 0, "put %s: %s", tc_body_name(env), tc_errmsg());
+    cr_assert_eq(out, want);
+}
+
+TestSuite(store, .init = s_setup, .fini = s_teardown, .timeout = 120);
+
+Test(store, migrate_twice_is_noop)
+{
+    int applied = -1, version = 0;
+    cr_assert_eq(tc_store_migrate(s_store, &applied), 0, "%s", tc_errmsg());
+    cr_assert_eq(applied, 0);
+    cr_assert_eq(tc_store_schema_version(s_store, &version), 0);
+    cr_assert_eq(version, tc_store_binary_schema_version());
+    cr_assert_eq(tc_store_check_schema(s_store), 0);
+    cr_assert_eq(s_count("SELECT count(*) FROM schema_version"), version);
+}
+
+Test(store, newer_database_is_refused)
+{
+    cr_assert_eq(tc_store_exec(s_store,
+                               "INSERT INTO schema_version (version, name) VALUES (999, '999_future')",
+                               NULL, 0),
+                 0);
+    int applied = 0;
+    int rc = tc_store_migrate(s_store, &applied);
+    cr_assert_eq(rc, TC_EVERSION);
+    cr_assert(strstr(tc_errmsg(), "999") && strstr(tc_errmsg(), "newer"), "%s", tc_errmsg());
+    cr_assert_eq(tc_store_check_schema(s_store), TC_EVERSION);
+}
+
+Test(store, empty_database_check_says_migrate)
+{
+    char dsn[1024];
+    tc_test_fresh_db("store_empty", dsn, sizeof dsn);
+    tc_store_t *s = NULL;
+    cr_assert_eq(tc_store_open(dsn, &s), 0, "%s", tc_errmsg());
+    int v = -1;
+    cr_assert_eq(tc_store_schema_version(s, &v), 0);
+    cr_assert_eq(v, 0);
+    cr_assert_eq(tc_store_check_schema(s), TC_EVERSION);
+    cr_assert(strstr(tc_errmsg(), "aggregator migrate"), "%s", tc_errmsg());
+    tc_store_destroy(&s);
+}
+
+Test(store, hello_round_trip)
+{
+    tc_envelope_t *env = tc_test_envelope("agent-1");
+    env->body_case = TRAINCAST__V1__ENVELOPE__BODY_HELLO;
+    env->hello = tc_test_hello("box1", "uuid-hello");
+    s_put_ok(env, TC_STORE_STORED);
+    char v[256];
+    cr_assert_eq(tc_store_exec(s_store,
+                               "SELECT name || '|' || host || '|' || version FROM agents WHERE "
+                               "agent_id = 'agent-1'",
+                               v, sizeof v),
+                 0);
+    cr_assert_str_eq(v, "box1|testhost|0.1.0");
+    cr_assert_eq(tc_store_exec(s_store,
+                               "SELECT name || '|' || kind || '|' || threads || '|' || "
+                               "library_version || '|' || agent_id FROM devices WHERE uuid = "
+                               "'uuid-hello'",
+                               v, sizeof v),
+                 0);
+    cr_assert_str_eq(v, "Test CPU (2 threads)|cpu|2|2.6.3|agent-1");
+}
+
+Test(store, conv_results_round_trip)
+{
+    tc_envelope_t *env = tc_test_envelope("agent-1");
+    env->body_case = TRAINCAST__V1__ENVELOPE__BODY_CONV_RESULTS;
+    env->conv_results = tc_test_conv_results("uuid-conv", 5);
+    s_put_ok(env, TC_STORE_STORED);
+    cr_assert_eq(s_count("SELECT count(*) FROM conv_results"), 5);
+    cr_assert_eq(s_count("SELECT count(*) FROM conv_configs"), 5);
+    cr_assert_eq(s_count("SELECT count(*) FROM conv_algo_timings"), 10);
+    char v[256];
+    cr_assert_eq(tc_store_exec(s_store,
+                               "SELECT c || ',' || h || ',' || k || ',' || batch || ',' || "
+                               "direction || ',' || policy || ',' || median_ms || ',' || "
+                               "array_length(samples_ms, 1) || ',' || sample_offsets_us[3] FROM "
+                               "conv_results r JOIN conv_configs USING (config_id) WHERE seq = 4",
+                               v, sizeof v),
+                 0);
+    cr_assert_str_eq(v, "20,28,32,8,bwd_data,heuristic,5.5,3,2500");
+    cr_assert_eq(tc_store_exec(s_store,
+                               "SELECT algo || '/' || status FROM conv_algo_timings WHERE "
+                               "algo_id = 1 LIMIT 1",
+                               v, sizeof v),
+                 0);
+    cr_assert_str_eq(v, "gemm:ref\twith tab/skipped");
+    /* The same configs again in another message reuse the config rows. */
+    tc_envelope_t *again = tc_test_envelope("agent-1");
+    again->body_case = TRAINCAST__V1__ENVELOPE__BODY_CONV_RESULTS;
+    again->conv_results = tc_test_conv_results("uuid-conv", 5);
+    s_put_ok(again, TC_STORE_STORED);
+    cr_assert_eq(s_count("SELECT count(*) FROM conv_configs"), 5);
+    cr_assert_eq(s_count("SELECT count(*) FROM conv_results"), 10);
+    cr_assert_eq(s_count("SELECT count(*) FROM best_conv_time"), 5);
+}
+
+Test(store, model_graph_round_trip)
+{
+    tc_envelope_t *env = tc_test_envelope("agent-1");
+    env->body_case = TRAINCAST__V1__ENVELOPE__BODY_MODEL_GRAPH;
+    env->model_graph = tc_test_model_graph("torchvision:tinynet@32");
+    s_put_ok(env, TC_STORE_STORED);
+    cr_assert_eq(s_count("SELECT count(*) FROM model_layers WHERE model_id = "
+                         "'torchvision:tinynet@32'"),
+                 6);
+    cr_assert_eq(s_count("SELECT sum(multiplicity) FROM model_convs"), 4);
+    cr_assert_eq(s_count("SELECT count(*) FROM model_convs WHERE first_layer"), 1);
+    cr_assert_eq(s_count("SELECT params FROM models"), 3 * 16 * 9 + 16 * 2 + 16 * 10 + 10);
+    cr_assert_eq(s_count("SELECT out_shape[2] FROM model_layers WHERE idx = 0"), 32);
+}
+
+Test(store, trace_round_trip_with_graph)
+{
+    tc_envelope_t *env = tc_test_envelope("agent-2");
+    env->body_case = TRAINCAST__V1__ENVELOPE__BODY_TRAIN_TRACE;
+    env->train_trace = tc_test_trace("uuid-trace", "torchvision:tinynet@32", 16, 40.0);
+    s_put_ok(env, TC_STORE_STORED);
+    cr_assert_eq(s_count("SELECT count(*) FROM traces WHERE status = 'ok' AND batch = 16"), 1);
+    cr_assert_eq(s_count("SELECT count(*) FROM trace_iterations"), 4);
+    cr_assert_eq(s_count("SELECT count(*) FROM trace_iterations WHERE warmup"), 1);
+    cr_assert_eq(s_count("SELECT count(*) FROM trace_op_times"), 1);
+    cr_assert_eq(s_count("SELECT count(*) FROM models"), 1);
+    cr_assert_eq(s_count("SELECT round(median_ms)::int FROM trace_summary"), 40);
+    /* A second trace of the same model keeps one copy of the graph. */
+    tc_envelope_t *env2 = tc_test_envelope("agent-2");
+    env2->body_case = TRAINCAST__V1__ENVELOPE__BODY_TRAIN_TRACE;
+    env2->train_trace = tc_test_trace("uuid-trace", "torchvision:tinynet@32", 16, 44.0);
+    s_put_ok(env2, TC_STORE_STORED);
+    cr_assert_eq(s_count("SELECT count(*) FROM model_layers"), 6);
+    cr_assert_eq(s_count("SELECT traces FROM trace_summary"), 2);
+    cr_assert_eq(s_count("SELECT round(1000 * spread_between_traces)::int FROM trace_summary"),
+                 95);
+}
+
+Test(store, oom_trace_is_stored_with_reason)
+{
+    tc_envelope_t *env = tc_test_envelope("agent-2");
+    env->body_case = TRAINCAST__V1__ENVELOPE__BODY_TRAIN_TRACE;
+    Traincast__V1__TrainTrace *t = tc_test_trace("uuid-oom", "torchvision:tinynet@32", 512, 1);
+    t->status = TRAINCAST__V1__TRACE_STATUS__TRACE_STATUS_OOM;
+    t->reason = "CUDA out of memory at batch 512";
+    t->n_iterations = 0;
+    env->train_trace = t;
+    s_put_ok(env, TC_STORE_STORED);
+    cr_assert_eq(s_count("SELECT count(*) FROM trace_failures WHERE status = 'oom' AND batch = 512"),
+                 1);
+    cr_assert_eq(s_count("SELECT count(*) FROM trace_summary"), 0);
+}
+
+Test(store, duplicate_message_id_stores_nothing)
+{
+    tc_envelope_t *env = tc_test_envelope("agent-1");
+    env->body_case = TRAINCAST__V1__ENVELOPE__BODY_CONV_RESULTS;
+    env->conv_results = tc_test_conv_results("uuid-dup", 3);
+    s_put_ok(env, TC_STORE_STORED);
+    s_put_ok(env, TC_STORE_DUPLICATE);
+    cr_assert_eq(s_count("SELECT count(*) FROM conv_results"), 3);
+    cr_assert_eq(s_count("SELECT count(*) FROM received_messages"), 1);
+
+    tc_envelope_t *tr = tc_test_envelope("agent-1");
+    tr->body_case = TRAINCAST__V1__ENVELOPE__BODY_TRAIN_TRACE;
+    tr->train_trace = tc_test_trace("uuid-dup", "torchvision:tinynet@32", 8, 10.0);
+    s_put_ok(tr, TC_STORE_STORED);
+    s_put_ok(tr, TC_STORE_DUPLICATE);
+    cr_assert_eq(s_count("SELECT count(*) FROM traces"), 1);
+}
+
+/* Each bad value: rejected with TC_EINVAL naming the field; nothing stored. */
+static void s_expect_rejected(tc_envelope_t *env, const char *field)
+{
+    tc_store_outcome_t out;
+    int rc = tc_store_put(s_store, env, &out);
+    cr_assert_eq(rc, TC_EINVAL, "expected rejection naming %s, got %d: %s", field, rc,
+                 tc_errmsg());
+    cr_assert(strstr(tc_errmsg(), field), "message '%s' does not name %s", tc_errmsg(), field);
+    cr_assert_eq(s_count("SELECT count(*) FROM received_messages"), 0);
+    cr_assert_eq(s_count("SELECT count(*) FROM conv_results"), 0);
+    cr_assert_eq(s_count("SELECT count(*) FROM traces"), 0);
+    cr_assert_eq(s_count("SELECT count(*) FROM devices"), 0);
+}
+
+static tc_envelope_t *s_conv_env(void)
+{
+    tc_envelope_t *env = tc_test_envelope("agent-1");
+    env->body_case = TRAINCAST__V1__ENVELOPE__BODY_CONV_RESULTS;
+    env->conv_results = tc_test_conv_results("uuid-bad", 4);
+    return env;
+}
+
+static tc_envelope_t *s_trace_env(void)
+{
+    tc_envelope_t *env = tc_test_envelope("agent-1");
+    env->body_case = TRAINCAST__V1__ENVELOPE__BODY_TRAIN_TRACE;
+    env->train_trace = tc_test_trace("uuid-bad", "torchvision:tinynet@32", 8, 10.0);
+    return env;
+}
+
+Test(store, rejects_negative_time)
+{
+    tc_envelope_t *env = s_conv_env();
+    env->conv_results->results[2]->median_ms = -1.0;
+    s_expect_rejected(env, "conv_results.results[2].median_ms");
+}
+
+Test(store, rejects_nan_time)
+{
+    tc_envelope_t *env = s_conv_env();
+    env->conv_results->results[3]->samples_ms[1] = NAN;
+    s_expect_rejected(env, "results[3].samples_ms[1]");
+    tc_envelope_t *tr = s_trace_env();
+    tr->train_trace->iterations[2]->ms = NAN;
+    s_expect_rejected(tr, "train_trace.iterations[2].ms");
+}
+
+Test(store, rejects_empty_device_name)
+{
+    tc_envelope_t *env = s_conv_env();
+    env->conv_results->device->name = "";
+    s_expect_rejected(env, "conv_results.device.name");
+}
+
+Test(store, rejects_zero_batch)
+{
+    tc_envelope_t *env = s_conv_env();
+    env->conv_results->results[0]->config->n = 0;
+    s_expect_rejected(env, "conv_results.results[0].config.n");
+    tc_envelope_t *tr = s_trace_env();
+    tr->train_trace->batch = 0;
+    s_expect_rejected(tr, "train_trace.batch");
+}
+
+Test(store, rejects_oversize_string)
+{
+    char *big = malloc(5000);
+    memset(big, 'x', 4999);
+    big[4999] = '\0';
+    tc_envelope_t *env = s_conv_env();
+    env->conv_results->results[1]->algo = big;
+    s_expect_rejected(env, "conv_results.results[1].algo");
+    tc_envelope_t *tr = s_trace_env();
+    tr->train_trace->reason = big;
+    s_expect_rejected(tr, "train_trace.reason");
+    free(big);
+}
+
+Test(store, rejects_wrong_version_and_bad_id)
+{
+    tc_envelope_t *env = s_conv_env();
+    env->protocol_version = 7;
+    tc_store_outcome_t out;
+    cr_assert_eq(tc_store_put(s_store, env, &out), TC_EVERSION);
+    cr_assert(strstr(tc_errmsg(), "protocol_version"), "%s", tc_errmsg());
+    env->protocol_version = TC_PROTOCOL_VERSION;
+    env->message_id = "not-a-ulid";
+    s_expect_rejected(env, "message_id");
+}
+
+Test(store, rejects_invalid_utf8_without_storing)
+{
+    /* Passes validation but the database refuses it: still permanent, and
+     * the transaction leaves nothing behind. */
+    tc_envelope_t *env = s_conv_env();
+    env->conv_results->results[0]->algo = "bad\xff\xfe";
+    tc_store_outcome_t out;
+    cr_assert_eq(tc_store_put(s_store, env, &out), TC_EINVAL, "%s", tc_errmsg());
+    cr_assert_eq(s_count("SELECT count(*) FROM received_messages"), 0);
+    cr_assert_eq(s_count("SELECT count(*) FROM devices"), 0);
+    /* The connection is usable afterwards. */
+    s_put_ok(s_conv_env(), TC_STORE_STORED);
+}
