@@ -2,4 +2,8 @@
 #ifndef TC_AGENT_COMMANDS_H
 #define TC_AGENT_COMMANDS_H
 
+int tc_cmd_info(int argc, char **argv);
+int tc_cmd_bench_conv(int argc, char **argv);
+int tc_cmd_bench(int argc, char **argv);
+
 #endif

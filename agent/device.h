@@ -73,6 +73,9 @@ typedef struct tc_backend_iface {
     /* How many devices of this kind the machine has. With none, *count is 0
      * and `why` says why (no GPU, no driver, built without CUDA). */
     int (*enumerate)(unsigned *count, char *why, size_t why_size);
+    /* The library and runtime versions this build uses, for `agent info`
+     * (no device needed). */
+    void (*versions)(char *buf, size_t size);
     /* Open device `index`; `threads` is the CPU thread count (0 = all
      * logical CPUs), ignored by GPU backends. */
     int (*open)(unsigned index, unsigned threads, void **ctx);

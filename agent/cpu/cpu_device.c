@@ -45,15 +45,18 @@ static const char *s_runtime_name(unsigned rt)
     }
 }
 
-/* 64-bit FNV-1a with a chosen offset basis. */
-static uint64_t s_fnv1a(const char *s, uint64_t basis)
+/* 64-bit FNV-1a with a chosen offset basis, finished with the splitmix64
+ * mixer so that similar keys give unrelated-looking ids. */
+static uint64_t s_hash(const char *s, uint64_t basis)
 {
     uint64_t h = basis;
     for (; *s; s++) {
         h ^= (unsigned char)*s;
         h *= 0x100000001b3ull;
     }
-    return h;
+    h = (h ^ (h >> 30)) * 0xBF58476D1CE4E5B9ull;
+    h = (h ^ (h >> 27)) * 0x94D049BB133111EBull;
+    return h ^ (h >> 31);
 }
 
 int tc_cpu_apply_threads(const tc_cpu_ctx_t *ctx)
@@ -97,6 +100,14 @@ static int s_enumerate(unsigned *count, char *why, size_t why_size)
     if (why_size)
         why[0] = '\0';
     return 0;
+}
+
+static void s_versions(char *buf, size_t size)
+{
+    const dnnl_version_t *v = dnnl_version();
+    snprintf(buf, size, "oneDNN %d.%d.%d (%s runtime, OpenMP %d, isa %s)", v->major, v->minor,
+             v->patch, s_runtime_name(v->cpu_runtime), _OPENMP,
+             s_isa_name(dnnl_get_effective_cpu_isa()));
 }
 
 static void s_close(void *p)
@@ -144,8 +155,8 @@ static int s_open(unsigned index, unsigned threads, void **out)
     char key[512];
     snprintf(key, sizeof key, "%s\n%s\n%u", ctx->host, model, threads);
     snprintf(ctx->uuid, sizeof ctx->uuid, "cpu-%016llx%016llx",
-             (unsigned long long)s_fnv1a(key, 0xcbf29ce484222325ull),
-             (unsigned long long)s_fnv1a(key, 0x84222325cbf29ce4ull));
+             (unsigned long long)s_hash(key, 0xcbf29ce484222325ull),
+             (unsigned long long)s_hash(key, 0x84222325cbf29ce4ull));
     const dnnl_version_t *v = dnnl_version();
     snprintf(ctx->library_version, sizeof ctx->library_version, "%d.%d.%d", v->major, v->minor,
              v->patch);
@@ -188,6 +199,7 @@ const tc_backend_iface_t tc_backend_cpu = {
     .kind = "cpu",
     .library = "onednn",
     .enumerate = s_enumerate,
+    .versions = s_versions,
     .open = s_open,
     .close = s_close,
     .describe = s_describe,

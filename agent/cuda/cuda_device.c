@@ -50,6 +50,21 @@ static int s_enumerate(unsigned *count, char *why, size_t why_size)
     return 0;
 }
 
+static void s_versions(char *buf, size_t size)
+{
+    int rt = 0, drv = 0;
+    cudaRuntimeGetVersion(&rt);
+    cudaError_t e = cudaDriverGetVersion(&drv);
+    size_t v = cudnnGetVersion();
+    char driver[32];
+    if (e == cudaSuccess && drv > 0)
+        snprintf(driver, sizeof driver, "%d.%d", drv / 1000, drv % 1000 / 10);
+    else
+        snprintf(driver, sizeof driver, "none");
+    snprintf(buf, size, "cuDNN %zu.%zu.%zu, CUDA runtime %d.%d, driver %s", v / 10000,
+             v % 10000 / 100, v % 100, rt / 1000, rt % 1000 / 10, driver);
+}
+
 int tc_cuda_activate(const tc_cuda_ctx_t *ctx)
 {
     int rc = 0;
@@ -161,6 +176,7 @@ const tc_backend_iface_t tc_backend_cuda = {
     .kind = "cuda",
     .library = "cudnn",
     .enumerate = s_enumerate,
+    .versions = s_versions,
     .open = s_open,
     .close = s_close,
     .describe = s_describe,

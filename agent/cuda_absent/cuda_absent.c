@@ -18,6 +18,11 @@ static int s_enumerate(unsigned *count, char *why, size_t why_size)
     return 0;
 }
 
+static void s_versions(char *buf, size_t size)
+{
+    snprintf(buf, size, "cuDNN: not built (this agent was built without CUDA)");
+}
+
 static int s_open(unsigned index, unsigned threads, void **ctx)
 {
     *ctx = NULL;
@@ -53,6 +58,7 @@ const tc_backend_iface_t tc_backend_cuda = {
     .kind = "cuda",
     .library = "cudnn",
     .enumerate = s_enumerate,
+    .versions = s_versions,
     .open = s_open,
     .close = s_close,
     .describe = s_describe,
