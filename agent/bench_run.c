@@ -42,6 +42,7 @@ int tc_bench_run(tc_device_t *dev, const tc_bench_item_t *items, size_t n_items,
                  const tc_bench_run_opts_t *o, const char *out_path, tc_bench_report_t *rep)
 {
     int rc = 0;
+    double t0 = s_now_s();
     memset(rep, 0, sizeof *rep);
     tc_resultfile_t *rf = NULL;
     tc_progress_t *prog = NULL;
@@ -51,7 +52,6 @@ int tc_bench_run(tc_device_t *dev, const tc_bench_item_t *items, size_t n_items,
     prog = tc_progress_new(o->progress_label ? o->progress_label : "bench", n_items);
     if (!prog)
         TC_FAIL_GOTO(TC_ENOMEM, "out of memory");
-    double t0 = s_now_s();
     for (size_t i = 0; i < n_items; i++) {
         char label[192], item[224];
         tc_conv_config_label(&items[i].config, label, sizeof label);
@@ -74,6 +74,8 @@ int tc_bench_run(tc_device_t *dev, const tc_bench_item_t *items, size_t n_items,
             continue;
         }
         rep->measured_ms += out.samples.stats.median;
+        rep->repetitions += out.samples.n;
+        rep->converged += out.samples.stop == TC_STOP_CONVERGED;
         tc_conv_outcome_free(&out);
         rc = s_write(rf, &d, tc_device_library(dev), r, o->agent_id);
         tc_conv_result_proto_free(&r);
@@ -82,8 +84,8 @@ int tc_bench_run(tc_device_t *dev, const tc_bench_item_t *items, size_t n_items,
         rep->measured++;
     }
     tc_progress_update(prog, n_items, NULL);
-    rep->elapsed_s = s_now_s() - t0;
 err:
+    rep->elapsed_s = s_now_s() - t0;
     tc_progress_destroy(&prog);
     tc_resultfile_close(&rf);
     return rc;

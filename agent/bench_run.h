@@ -22,6 +22,8 @@ typedef struct {
     size_t failed;       /* items that could not be measured (logged) */
     double elapsed_s;
     double measured_ms;  /* sum of the chosen medians */
+    size_t repetitions;  /* timed repetitions of the chosen algorithms, all items */
+    size_t converged;    /* items whose median CI reached the target (others hit a limit) */
 } tc_bench_report_t;
 
 /* Measure every item and append its result to `out_path`. An item that

@@ -145,10 +145,14 @@ int tc_cmd_bench(int argc, char **argv)
     TC_TRY(tc_bench_run(dev, items, n_items, &ro, out_path, &rep));
     char el[32];
     tc_format_duration(rep.elapsed_s, el, sizeof el);
-    printf("measured %zu item%s in %s (%.2f items/s; %.1f s of conv time at the medians)%s\n",
+    printf("measured %zu item%s in %s: %.2f items/s, %.1f repetitions per item, %zu of them "
+           "(%.0f%%) with the median's 95%% CI within %.0f%%; %.1f s of conv time at the "
+           "medians%s\n",
            rep.measured, rep.measured == 1 ? "" : "s", el,
-           rep.elapsed_s > 0 ? (double)rep.measured / rep.elapsed_s : 0.0, rep.measured_ms / 1e3,
-           rep.failed ? "" : "; all done");
+           rep.elapsed_s > 0 ? (double)rep.measured / rep.elapsed_s : 0.0,
+           rep.measured ? (double)rep.repetitions / (double)rep.measured : 0.0, rep.converged,
+           rep.measured ? 100.0 * (double)rep.converged / (double)rep.measured : 0.0,
+           100 * set.measure.ci_rel, rep.measured_ms / 1e3, rep.failed ? "" : "; all done");
     if (rep.failed)
         rc = tc_fail(TC_ELIB, "%zu of %zu items could not be measured (warnings above); run "
                               "the same command again to retry them",

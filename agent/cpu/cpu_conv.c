@@ -17,9 +17,12 @@
  *   creates the backward ones on every call; primitives and reorders are
  *   created on every call from oneDNN's primitive cache. run() does the
  *   same, so those host costs are in the measured time.
- * Not mirrored: PyTorch allocates the outputs, the blocked copies and the
- * scratchpad from its allocator on every call; here they are allocated once
- * per selected algorithm.
+ * - PyTorch's CPU allocator (posix_memalign, 64-byte aligned) hands out a
+ *   new output tensor, new blocked copies and a new scratchpad on every
+ *   call and frees all but the output when the call returns. run() does
+ *   the same inside the timed region, so first-touch page faults on fresh
+ *   memory are paid as they are in training (on virtual machines they can
+ *   cost more than the convolution; docs/CONV-BENCH.md).
  *
  * Candidates: every implementation oneDNN's primitive descriptor iterator
  * offers for convolution_direct, in its order (the first is what PyTorch
@@ -62,11 +65,14 @@ typedef struct {
     dnnl_primitive_desc_t hint[2]; /* forward hints for backward directions */
     s_cand_t *cands;
     size_t n_cands;
+    void *out_buf[TC_TENSOR_COUNT]; /* current buffers of output tensors (owned) */
     /* The selected candidate. */
     int sel;
     dnnl_primitive_desc_t sel_pd;
     dnnl_memory_t inner[MAX_BINDINGS]; /* blocked copy, NULL when the plain one is used */
-    dnnl_memory_t scratch;
+    size_t inner_bytes[MAX_BINDINGS];
+    dnnl_memory_t scratch;            /* NULL when none is needed */
+    size_t scratch_bytes;
 } tc_cpu_plan_t;
 
 static const dnnl_alg_kind_t s_algs[2] = {dnnl_convolution_direct, dnnl_convolution_winograd};
@@ -76,6 +82,15 @@ static double s_now_ms(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+}
+
+/* What PyTorch's CPU allocator does: 64-byte aligned memory, untouched. */
+static void *s_alloc(size_t bytes)
+{
+    void *p = NULL;
+    if (posix_memalign(&p, 64, bytes ? bytes : 64) != 0)
+        return NULL;
+    return p;
 }
 
 static int s_ndims_weights(const tc_conv_config_t *c) { return c->groups > 1 ? 5 : 4; }
@@ -308,13 +323,19 @@ static int s_alloc_user(tc_cpu_plan_t *p, tc_tensor_t t, bool input, uint64_t se
     float *tmp = NULL;
     dnnl_memory_t tmp_mem = NULL;
     TC_TRY(s_md(p, t, p->dt, s_user_tag(&p->spec.config, t, false), &p->user_md[t]));
+    if (!input) {
+        /* Outputs get a new buffer on every run; this one holds zeros until then. */
+        size_t bytes = dnnl_memory_desc_get_size(&p->user_md[t]);
+        p->out_buf[t] = s_alloc(bytes);
+        if (!p->out_buf[t])
+            TC_FAIL_GOTO(TC_ENOMEM, "out of memory for tensor %s", tc_tensor_name(t));
+        memset(p->out_buf[t], 0, bytes);
+        TC_DNNL_TRY(dnnl_memory_create(&p->user_mem[t], &p->user_md[t], p->dev->engine,
+                                       p->out_buf[t]));
+        return 0;
+    }
     TC_DNNL_TRY(dnnl_memory_create(&p->user_mem[t], &p->user_md[t], p->dev->engine,
                                    DNNL_MEMORY_ALLOCATE));
-    void *data = NULL;
-    TC_DNNL_TRY(dnnl_memory_get_data_handle(p->user_mem[t], &data));
-    memset(data, 0, dnnl_memory_desc_get_size(&p->user_md[t]));
-    if (!input)
-        return 0;
     size_t count = tc_tensor_count(&p->spec.config, t);
     tmp = malloc(count * sizeof *tmp);
     if (!tmp)
@@ -344,6 +365,8 @@ static void s_unselect(tc_cpu_plan_t *p)
     if (p->scratch)
         dnnl_memory_destroy(p->scratch);
     p->scratch = NULL;
+    p->scratch_bytes = 0;
+    memset(p->inner_bytes, 0, sizeof p->inner_bytes);
     if (p->sel_pd)
         dnnl_primitive_desc_destroy(p->sel_pd);
     p->sel_pd = NULL;
@@ -363,6 +386,7 @@ void tc_cpu_plan_destroy(void *plan)
     for (int t = 0; t < TC_TENSOR_COUNT; t++) {
         if (p->user_mem[t])
             dnnl_memory_destroy(p->user_mem[t]);
+        free(p->out_buf[t]);
     }
     if (p->attr)
         dnnl_primitive_attr_destroy(p->attr);
@@ -470,14 +494,15 @@ int tc_cpu_select(void *plan, size_t i)
                          p->binds[b].arg, c->info.name);
         if (dnnl_memory_desc_equal(md, &p->user_md[p->binds[b].t]))
             continue;
-        TC_DNNL_TRY(dnnl_memory_create(&p->inner[b], md, p->dev->engine, DNNL_MEMORY_ALLOCATE));
-        void *data = NULL;
-        TC_DNNL_TRY(dnnl_memory_get_data_handle(p->inner[b], &data));
-        memset(data, 0, dnnl_memory_desc_get_size(md));
+        /* Buffers come with each run, as PyTorch allocates them per call. */
+        TC_DNNL_TRY(dnnl_memory_create(&p->inner[b], md, p->dev->engine, DNNL_MEMORY_NONE));
+        p->inner_bytes[b] = dnnl_memory_desc_get_size(md);
     }
     const dnnl_memory_desc_t *sp = dnnl_primitive_desc_query_md(p->sel_pd, dnnl_query_scratchpad_md, 0);
-    if (sp && dnnl_memory_desc_get_size(sp) > 0)
-        TC_DNNL_TRY(dnnl_memory_create(&p->scratch, sp, p->dev->engine, DNNL_MEMORY_ALLOCATE));
+    if (sp && dnnl_memory_desc_get_size(sp) > 0) {
+        TC_DNNL_TRY(dnnl_memory_create(&p->scratch, sp, p->dev->engine, DNNL_MEMORY_NONE));
+        p->scratch_bytes = dnnl_memory_desc_get_size(sp);
+    }
     p->sel = (int)i;
     return 0;
 err:
@@ -491,6 +516,7 @@ int tc_cpu_run(void *plan, double *ms)
     tc_cpu_plan_t *p = plan;
     dnnl_primitive_desc_t pd = NULL;
     dnnl_primitive_t prim = NULL;
+    void *tmp[MAX_BINDINGS] = {NULL}, *scratch = NULL, *fresh[MAX_BINDINGS] = {NULL};
     if (p->sel < 0)
         return tc_fail(TC_EINVAL, "cpu conv plan: no candidate selected before run");
     TC_TRY(tc_cpu_apply_threads(p->dev));
@@ -503,21 +529,64 @@ int tc_cpu_run(void *plan, double *ms)
     dnnl_exec_arg_t args[MAX_BINDINGS + 1];
     int nargs = 0;
     for (int b = 0; b < p->n_binds; b++) {
-        dnnl_memory_t user = p->user_mem[p->binds[b].t];
-        if (p->inner[b] && p->binds[b].input)
-            TC_TRY(s_reorder(p, user, p->inner[b]));
-        args[nargs++] = (dnnl_exec_arg_t){p->binds[b].arg, p->inner[b] ? p->inner[b] : user};
+        tc_tensor_t t = p->binds[b].t;
+        if (!p->binds[b].input) {
+            /* A new output tensor, as the framework returns one per call. */
+            fresh[b] = s_alloc(dnnl_memory_desc_get_size(&p->user_md[t]));
+            if (!fresh[b])
+                TC_FAIL_GOTO(TC_ENOMEM, "out of memory for tensor %s", tc_tensor_name(t));
+            TC_DNNL_TRY(dnnl_memory_set_data_handle(p->user_mem[t], fresh[b]));
+        }
+        if (p->inner[b]) {
+            tmp[b] = s_alloc(p->inner_bytes[b]);
+            if (!tmp[b])
+                TC_FAIL_GOTO(TC_ENOMEM, "out of memory for a blocked copy of %s",
+                             tc_tensor_name(t));
+            TC_DNNL_TRY(dnnl_memory_set_data_handle(p->inner[b], tmp[b]));
+            if (p->binds[b].input)
+                TC_TRY(s_reorder(p, p->user_mem[t], p->inner[b]));
+        }
+        args[nargs++] = (dnnl_exec_arg_t){p->binds[b].arg, p->inner[b] ? p->inner[b] : p->user_mem[t]};
     }
-    if (p->scratch)
+    if (p->scratch) {
+        scratch = s_alloc(p->scratch_bytes);
+        if (!scratch)
+            TC_FAIL_GOTO(TC_ENOMEM, "out of memory for a %zu byte scratchpad", p->scratch_bytes);
+        TC_DNNL_TRY(dnnl_memory_set_data_handle(p->scratch, scratch));
         args[nargs++] = (dnnl_exec_arg_t){DNNL_ARG_SCRATCHPAD, p->scratch};
+    }
     TC_DNNL_TRY(dnnl_primitive_execute(prim, p->dev->stream, nargs, args));
     for (int b = 0; b < p->n_binds; b++) {
         if (p->inner[b] && !p->binds[b].input)
             TC_TRY(s_reorder(p, p->inner[b], p->user_mem[p->binds[b].t]));
     }
     TC_DNNL_TRY(dnnl_stream_wait(p->dev->stream));
+    for (int b = 0; b < MAX_BINDINGS; b++) {
+        free(tmp[b]);
+        tmp[b] = NULL;
+    }
+    free(scratch);
+    scratch = NULL;
     *ms = s_now_ms() - t0;
+    /* The new outputs replace the old ones (freed outside the timed region,
+     * as a framework frees a tensor when it is no longer needed). */
+    for (int b = 0; b < p->n_binds; b++) {
+        if (!fresh[b])
+            continue;
+        free(p->out_buf[p->binds[b].t]);
+        p->out_buf[p->binds[b].t] = fresh[b];
+        fresh[b] = NULL;
+    }
 err:
+    for (int b = 0; b < MAX_BINDINGS; b++) {
+        free(tmp[b]);
+        if (fresh[b]) {
+            /* Failed: point the output back at its current buffer. */
+            dnnl_memory_set_data_handle(p->user_mem[p->binds[b].t], p->out_buf[p->binds[b].t]);
+            free(fresh[b]);
+        }
+    }
+    free(scratch);
     if (prim)
         dnnl_primitive_destroy(prim);
     if (pd)

@@ -294,3 +294,34 @@ Test(convlist, reads_models_and_rejects_bad_lines, .timeout = 10)
     unlink(path);
     cr_expect_eq(tc_convlist_read(path, s_seen, &s), TC_ENOTFOUND);
 }
+
+static int s_plan_add(const char *model, const tc_conv_usage_t *convs, size_t n, void *arg)
+{
+    return tc_planner_add(arg, convs, n);
+}
+
+/* The CNN set's conv layers as PyTorch itself reports them (forward hooks,
+ * bench/torchvision_convs.py). The expected counts were computed from the
+ * same file by that script's independent Python dedup. */
+Test(planner, cnn_set_dedup_counts, .timeout = 30)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/tests/data/cnn_set.convs", TC_SOURCE_DIR);
+    tc_planner_t *p = tc_planner_new();
+    cr_assert_eq(tc_convlist_read(path, s_plan_add, p), 0, "%s", tc_errmsg());
+    unsigned long batches[] = {8, 16, 32, 64, 128, 256};
+    tc_bench_item_t *items = NULL;
+    size_t n = 0;
+    tc_plan_stats_t st;
+    cr_assert_eq(tc_planner_build(p, batches, 6, TRAINCAST__V1__DTYPE__DTYPE_FP32,
+                                  TRAINCAST__V1__LAYOUT__LAYOUT_NCHW, s_all, 3, &items, &n, &st),
+                 0);
+    cr_expect_eq(st.models, 33);
+    cr_expect_eq(st.conv_layers, 2144);
+    cr_expect_eq(st.unique_configs, 641);
+    cr_expect_eq(st.layer_passes, 6399 * 6);
+    cr_expect_eq(st.items, 1912 * 6);
+    cr_expect_eq(n, st.items);
+    free(items);
+    tc_planner_destroy(&p);
+}
