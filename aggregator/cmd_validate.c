@@ -1,0 +1,338 @@
+/* aggregator validate: leave-one-CNN-out accuracy per device and per CNN,
+ * next to the run-to-run variability of the same traces. */
+#include "commands.h"
+#include "fit_run.h"
+#include "store_fit.h"
+
+#include "tc_buf.h"
+#include "tc_cli.h"
+#include "tc_error.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef enum { FMT_TABLE, FMT_CSV, FMT_JSON } format_t;
+
+/* One line of the report: a whole device group (cnn NULL) or one CNN. */
+typedef struct {
+    const char *cnn;
+    size_t points, oom, failed;
+    tc_fit_ape_t ape;
+    tc_fit_ape_t conv_only;
+    double spread_within;  /* mean over points, percent; NaN if none */
+    double spread_between; /* mean over points with repeated traces, percent; NaN if none */
+    char model[512];       /* the spec its fold chose ("" for the device line) */
+} row_t;
+
+static double s_mean_pct(const tc_fit_group_t *g, const bool *rows, bool between)
+{
+    double sum = 0;
+    size_t n = 0;
+    for (size_t i = 0; i < g->n_points; i++) {
+        double v = between ? g->points[i].spread_between : g->points[i].spread_within;
+        if ((!rows || rows[i]) && isfinite(v)) {
+            sum += v;
+            n++;
+        }
+    }
+    return n ? 100.0 * sum / (double)n : NAN;
+}
+
+static void s_fill_row(row_t *r, const tc_fit_group_t *g, const tc_fit_analysis_t *a,
+                       const char *cnn, const bool *rows)
+{
+    memset(r, 0, sizeof *r);
+    r->cnn = cnn;
+    tc_fit_ape(a->data.measured, a->held_out, rows, a->data.n, &r->ape);
+    tc_fit_ape(a->data.measured, a->data.conv, rows, a->data.n, &r->conv_only);
+    r->points = r->ape.n;
+    r->spread_within = s_mean_pct(g, rows, false);
+    r->spread_between = s_mean_pct(g, rows, true);
+    for (size_t i = 0; i < g->n_excluded; i++) {
+        if (cnn && strcmp(g->excluded[i].cnn, cnn) != 0)
+            continue;
+        if (g->excluded[i].oom)
+            r->oom++;
+        else
+            r->failed++;
+    }
+}
+
+/* The device line first, then every CNN (those with only excluded points
+ * too). Returns the count; *out is malloc'ed. */
+static int s_rows(const tc_fit_group_t *g, const tc_fit_analysis_t *a, row_t **out, size_t *n_out)
+{
+    const tc_fit_data_t *d = &a->data;
+    row_t *rows = calloc(1 + d->n_cnns + g->n_excluded, sizeof *rows);
+    bool *mask = calloc(d->n + 1, sizeof *mask);
+    if (!rows || !mask) {
+        free(rows);
+        free(mask);
+        return tc_fail(TC_ENOMEM, "out of memory");
+    }
+    size_t n = 0;
+    s_fill_row(&rows[n++], g, a, NULL, NULL);
+    for (size_t c = 0; c < d->n_cnns; c++) {
+        for (size_t i = 0; i < d->n; i++)
+            mask[i] = d->cnn[i] == c;
+        row_t *r = &rows[n++];
+        s_fill_row(r, g, a, d->cnn_names[c], mask);
+        tc_fit_spec_describe(d, &a->fold_specs[c], r->model, sizeof r->model);
+    }
+    for (size_t e = 0; e < g->n_excluded; e++) {
+        bool seen = false;
+        for (size_t k = 1; k < n && !seen; k++)
+            seen = !strcmp(rows[k].cnn, g->excluded[e].cnn);
+        if (!seen) {
+            memset(mask, 0, d->n * sizeof *mask);
+            s_fill_row(&rows[n++], g, a, g->excluded[e].cnn, mask);
+        }
+    }
+    free(mask);
+    *out = rows;
+    *n_out = n;
+    return 0;
+}
+
+static void s_pct(char *buf, size_t size, double v)
+{
+    if (isfinite(v))
+        snprintf(buf, size, "%.1f%%", v);
+    else
+        snprintf(buf, size, "-");
+}
+
+static void s_print_table(const tc_fit_group_t *g, const tc_fit_analysis_t *a, const row_t *rows,
+                          size_t n)
+{
+    char label[3 * TC_FIT_LABEL_LEN], model[1024];
+    tc_fit_group_label(g, label, sizeof label);
+    tc_fit_spec_describe(&a->data, &a->spec, model, sizeof model);
+    printf("%s\n", label);
+    printf("  %zu CNNs, %zu points; excluded %zu (out of memory %zu, failed %zu)\n",
+           a->data.n_cnns, a->data.n, rows[0].oom + rows[0].failed, rows[0].oom,
+           rows[0].failed);
+    printf("  model chosen on every CNN: %s\n", model);
+    printf("  errors are leave-one-CNN-out: each CNN's model was chosen and fitted without it\n\n");
+    printf("  %-24s %6s %7s %7s %7s %9s %8s %8s %8s\n", "CNN", "points", "MAPE", "median", "max",
+           "conv-only", "spread", "between", "excluded");
+    for (size_t k = 0; k < n; k++) {
+        const row_t *r = &rows[k];
+        char m[16], md[16], mx[16], co[16], sw[16], sb[16];
+        s_pct(m, sizeof m, r->ape.mape);
+        s_pct(md, sizeof md, r->ape.median);
+        s_pct(mx, sizeof mx, r->ape.max);
+        s_pct(co, sizeof co, r->conv_only.mape);
+        s_pct(sw, sizeof sw, r->spread_within);
+        s_pct(sb, sizeof sb, r->spread_between);
+        printf("  %-24s %6zu %7s %7s %7s %9s %8s %8s %8zu\n", r->cnn ? r->cnn : "all", r->points,
+               m, md, mx, co, sw, sb, r->oom + r->failed);
+    }
+    printf("\n  spread: mean within-trace spread (max - min) / median of repeat medians;\n"
+           "  between: mean (max - min) / median across repeated traces of a point.\n\n");
+}
+
+static void s_csv_field(const char *v, bool last)
+{
+    bool quote = strpbrk(v, ",\"\n") != NULL;
+    if (quote) {
+        putchar('"');
+        for (const char *c = v; *c; c++) {
+            if (*c == '"')
+                putchar('"');
+            putchar(*c);
+        }
+        putchar('"');
+    } else {
+        fputs(v, stdout);
+    }
+    putchar(last ? '\n' : ',');
+}
+
+static void s_csv_num(double v, bool last)
+{
+    char buf[40] = "";
+    if (isfinite(v))
+        snprintf(buf, sizeof buf, "%.4f", v);
+    s_csv_field(buf, last);
+}
+
+static void s_print_csv(const tc_fit_group_t *g, const row_t *rows, size_t n)
+{
+    for (size_t k = 0; k < n; k++) {
+        const row_t *r = &rows[k];
+        char buf[32];
+        s_csv_field(g->device, false);
+        s_csv_field(g->framework, false);
+        s_csv_field(g->policy, false);
+        s_csv_field(g->dtype, false);
+        s_csv_field(r->cnn ? "cnn" : "device", false);
+        s_csv_field(r->cnn ? r->cnn : "", false);
+        snprintf(buf, sizeof buf, "%zu", r->points);
+        s_csv_field(buf, false);
+        snprintf(buf, sizeof buf, "%zu", r->oom);
+        s_csv_field(buf, false);
+        snprintf(buf, sizeof buf, "%zu", r->failed);
+        s_csv_field(buf, false);
+        s_csv_num(r->ape.mape, false);
+        s_csv_num(r->ape.median, false);
+        s_csv_num(r->ape.max, false);
+        s_csv_num(r->conv_only.mape, false);
+        s_csv_num(r->spread_within, false);
+        s_csv_num(r->spread_between, false);
+        s_csv_field(r->model, true);
+    }
+}
+
+static void s_json_row(tc_buf_t *b, const row_t *r)
+{
+    tc_buf_printf(b, "\"points\": %zu, \"excluded_oom\": %zu, \"excluded_failed\": %zu, ",
+                  r->points, r->oom, r->failed);
+    tc_buf_puts(b, "\"mape\": ");
+    tc_buf_json_num(b, r->ape.mape);
+    tc_buf_puts(b, ", \"median_ape\": ");
+    tc_buf_json_num(b, r->ape.median);
+    tc_buf_puts(b, ", \"max_ape\": ");
+    tc_buf_json_num(b, r->ape.max);
+    tc_buf_puts(b, ", \"conv_only_mape\": ");
+    tc_buf_json_num(b, r->conv_only.mape);
+    tc_buf_puts(b, ", \"spread_within\": ");
+    tc_buf_json_num(b, r->spread_within);
+    tc_buf_puts(b, ", \"spread_between\": ");
+    tc_buf_json_num(b, r->spread_between);
+}
+
+static void s_json_group(tc_buf_t *b, const tc_fit_group_t *g, const tc_fit_analysis_t *a,
+                         const row_t *rows, size_t n)
+{
+    tc_buf_puts(b, "{\"device\": ");
+    tc_buf_json_str(b, g->device);
+    tc_buf_puts(b, ", \"framework\": ");
+    tc_buf_json_str(b, g->framework);
+    tc_buf_puts(b, ", \"policy\": ");
+    if (*g->policy)
+        tc_buf_json_str(b, g->policy);
+    else
+        tc_buf_puts(b, "null");
+    tc_buf_puts(b, ", \"dtype\": ");
+    tc_buf_json_str(b, g->dtype);
+    tc_buf_printf(b, ", \"cnns\": %zu, \"model\": {\"form\": \"%s\", \"weighting\": \"%s\", "
+                     "\"features\": [",
+                  a->data.n_cnns, tc_fit_form_name(a->spec.form),
+                  tc_fit_weighting_name(a->spec.weighting));
+    bool first = true;
+    for (size_t j = 0; j < a->data.p; j++) {
+        if (a->spec.mask & (1u << j)) {
+            tc_buf_puts(b, first ? "" : ", ");
+            tc_buf_json_str(b, a->data.names[j]);
+            first = false;
+        }
+    }
+    tc_buf_puts(b, "]}, ");
+    s_json_row(b, &rows[0]);
+    tc_buf_puts(b, ", \"per_cnn\": [");
+    for (size_t k = 1; k < n; k++) {
+        tc_buf_puts(b, k > 1 ? ", {\"cnn\": " : "{\"cnn\": ");
+        tc_buf_json_str(b, rows[k].cnn);
+        tc_buf_puts(b, ", ");
+        s_json_row(b, &rows[k]);
+        tc_buf_puts(b, ", \"fold_model\": ");
+        tc_buf_json_str(b, rows[k].model);
+        tc_buf_puts(b, "}");
+    }
+    tc_buf_puts(b, "]}");
+}
+
+int tc_cmd_validate(int argc, char **argv)
+{
+    tc_fit_cli_t cli = {.min_gain = 0.01};
+    const char *format = "table";
+    const tc_opt_t opts[] = {
+        TC_FIT_CLI_OPTS(&cli),
+        {"format", TC_OPT_STR, &format, "FMT", "table, csv or json (default: table)"},
+        {0},
+    };
+    const tc_cmd_spec_t spec = {
+        .prog = "aggregator validate",
+        .summary = "Leave-one-CNN-out accuracy of the whole fitting procedure for every device: "
+                   "MAPE, median and\nmax absolute percentage error per device and per CNN, "
+                   "next to the traces' run-to-run spread.",
+        .max_positional = 0,
+        .config_file = true,
+        .epilog = "Each CNN is predicted by a model whose form, weighting and features were "
+                  "chosen and fitted\non the other CNNs only. Points whose traces all failed or "
+                  "ran out of memory are excluded\nand counted. Nothing is stored.",
+        .opts = opts,
+    };
+    tc_cli_result_t res;
+    int rc = tc_cli_parse(&spec, argc, argv, &res);
+    if (rc < 0 || res.help_shown) {
+        tc_cli_result_free(&res);
+        return rc;
+    }
+    format_t fmt;
+    if (!strcmp(format, "table")) {
+        fmt = FMT_TABLE;
+    } else if (!strcmp(format, "csv")) {
+        fmt = FMT_CSV;
+    } else if (!strcmp(format, "json")) {
+        fmt = FMT_JSON;
+    } else {
+        tc_cli_result_free(&res);
+        return tc_fail(TC_EUSAGE, "--format must be table, csv or json (got '%s')", format);
+    }
+    tc_fit_plan_t plan;
+    rc = tc_fit_plan_init(&cli, &plan);
+    if (rc < 0) {
+        tc_cli_result_free(&res);
+        return rc;
+    }
+    tc_store_t *store = NULL;
+    tc_fit_group_t *groups = NULL;
+    size_t n_groups = 0;
+    rc = tc_store_open(tc_default_dsn(cli.db), &store);
+    if (rc == 0)
+        rc = tc_store_fit_groups(store, plan.devices, plan.n_devices, &groups, &n_groups);
+    tc_store_destroy(&store);
+    tc_buf_t json = {0};
+    if (rc == 0 && fmt == FMT_CSV)
+        printf("device,framework,policy,dtype,scope,cnn,points,excluded_oom,excluded_failed,mape,"
+               "median_ape,max_ape,conv_only_mape,spread_within,spread_between,model\n");
+    tc_buf_puts(&json, "{\"devices\": [");
+    for (size_t i = 0; rc == 0 && i < n_groups; i++) {
+        tc_fit_analysis_t a;
+        rc = tc_fit_analyze(&groups[i], &plan, TC_FIT_NESTED_REQUIRED, &a);
+        if (rc < 0)
+            break;
+        row_t *rows = NULL;
+        size_t n = 0;
+        rc = s_rows(&groups[i], &a, &rows, &n);
+        if (rc == 0) {
+            if (fmt == FMT_TABLE)
+                s_print_table(&groups[i], &a, rows, n);
+            else if (fmt == FMT_CSV)
+                s_print_csv(&groups[i], rows, n);
+            else {
+                tc_buf_puts(&json, i ? ", " : "");
+                s_json_group(&json, &groups[i], &a, rows, n);
+            }
+            fflush(stdout);
+        }
+        free(rows);
+        tc_fit_analysis_free(&a);
+    }
+    tc_buf_puts(&json, "]}\n");
+    if (rc == 0 && fmt == FMT_JSON) {
+        if (json.failed)
+            rc = tc_fail(TC_ENOMEM, "out of memory writing the report");
+        else
+            fputs(tc_buf_str(&json), stdout);
+    }
+    tc_buf_free(&json);
+    tc_fit_groups_free(&groups, n_groups);
+    tc_fit_plan_free(&plan);
+    tc_cli_result_free(&res);
+    return rc;
+}

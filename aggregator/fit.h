@@ -1,0 +1,271 @@
+/* Per-device regression of the non-conv part of a training iteration.
+ *
+ *     measured iteration time = conv benchmark sum + f(non-conv features)
+ *
+ * The residual (measured - conv sum) of every traced (model, batch) point of a
+ * device is regressed on named features of the model at that batch (see
+ * tc_fit_feature_value). Leave-one-CNN-out cross-validation chooses the model
+ * form, the weighting and the feature subset (fit_cv.c); the chosen fit is
+ * stored (store_fit.h) and predicts unseen models (tc_fit_predict).
+ *
+ * Only aggregator/fit*.c include GSL; no GSL type crosses this header. All
+ * matrices are plain row-major double arrays. Functions return 0 or a
+ * negative TC_E* code with a message (tc_errmsg). */
+#ifndef TC_FIT_H
+#define TC_FIT_H
+
+#include "tc_features.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define TC_FIT_MAX_FEATURES 16
+#define TC_FIT_NAME_LEN 64  /* feature names */
+#define TC_FIT_LABEL_LEN 256 /* device, framework, policy, dtype */
+
+/* ---- model forms and weighting ----------------------------------------- */
+
+typedef enum {
+    TC_FIT_OLS = 0, /* ordinary least squares (truncated SVD) */
+    TC_FIT_NNLS,    /* non-negative least squares (Lawson-Hanson) */
+    TC_FIT_RIDGE,   /* ridge on standardized columns, lambda by GCV */
+    TC_FIT_ROBUST,  /* bisquare M-estimator (gsl_multifit_robust) */
+    TC_FIT_FORM_COUNT
+} tc_fit_form_t;
+
+typedef enum {
+    TC_FIT_W_NONE = 0,  /* every point weighs the same: absolute error in ms */
+    TC_FIT_W_RELATIVE,  /* weight 1 / measured^2: relative error */
+    TC_FIT_WEIGHTING_COUNT
+} tc_fit_weighting_t;
+
+const char *tc_fit_form_name(tc_fit_form_t f);           /* ols, nnls, ridge, robust */
+const char *tc_fit_weighting_name(tc_fit_weighting_t w); /* none, relative */
+int tc_fit_form_parse(const char *s, tc_fit_form_t *out);
+int tc_fit_weighting_parse(const char *s, tc_fit_weighting_t *out);
+
+/* ---- the solver on a plain design matrix (fit_linear.c) ----------------- */
+
+typedef struct {
+    size_t p;
+    double coef[TC_FIT_MAX_FEATURES];
+    /* Covariance of coef, p x p row-major. For NNLS, rows and columns of
+     * coefficients held at zero by the constraint are zero. */
+    double cov[TC_FIT_MAX_FEATURES * TC_FIT_MAX_FEATURES];
+    /* Residual standard error of the weighted problem: in ms without
+     * weights, a fraction of the measured time with relative weights. */
+    double rse;
+    double dof;    /* residual degrees of freedom (n - effective parameters) */
+    double lambda; /* ridge: the GCV choice, on the standardized design; else 0 */
+    size_t rank;   /* numerical rank used (OLS, ridge), active set size (NNLS) */
+} tc_fit_solution_t;
+
+/* Fit y ~ X b with optional weights (NULL: all 1). x is n x p row-major;
+ * needs n > p and p <= TC_FIT_MAX_FEATURES. Columns that are zero on every
+ * row get a zero coefficient. Internally the weighted design is scaled to
+ * unit RMS columns, solved, and the coefficients scaled back, so the
+ * result is in the units of x and y. TC_EINVAL on too few rows or
+ * non-finite input, TC_ELIB when GSL fails. */
+int tc_fit_linear(tc_fit_form_t form, const double *x, const double *y, const double *w, size_t n,
+                  size_t p, tc_fit_solution_t *out);
+
+/* Generalized cross-validation score of ridge regression at `lambda` on the
+ * standardized design that tc_fit_linear(TC_FIT_RIDGE, ...) uses:
+ * ||r||^2 / (n - trace(H))^2. For tests and diagnostics. */
+int tc_fit_ridge_gcv(const double *x, const double *y, const double *w, size_t n, size_t p,
+                     double lambda, double *score);
+
+/* ---- features ----------------------------------------------------------- */
+
+/* A named scalar of a model's features at its batch: everything
+ * tc_feature_value knows ("bn.elems", "total.params", ...) plus
+ *   nonconv.layers  layers other than conv (per-layer dispatch overhead)
+ *   memory.elems    elements read + written by memory-bound layers other
+ *                   than batch norm (act, pool, eltwise, concat, dropout,
+ *                   shape, reduce, other), times the batch
+ * Returns 0 or TC_EINVAL naming the feature. */
+int tc_fit_feature_value(const tc_features_t *f, const char *name, double *out);
+
+/* The default candidate set, physically motivated (docs/fitting.md):
+ * total.one (constant per-iteration overhead), nonconv.layers,
+ * conv.layers (framework work around each conv call), bn.elems,
+ * memory.elems, total.params (optimizer step), gemm.flops (classifier).
+ * Returns the count; *names points to static storage. */
+size_t tc_fit_default_candidates(const char *const **names);
+
+/* ---- training data ------------------------------------------------------ */
+
+/* One traced (model, batch) point of a device group. */
+typedef struct {
+    char *model_id;        /* owned */
+    char *cnn;             /* owned: the CNN's name; leave-one-CNN-out holds out
+                              every model id (input size) of one name */
+    unsigned batch;
+    unsigned traces;       /* successful traces summarized */
+    double measured_ms;    /* median of the traces' medians */
+    double conv_ms;        /* sum of the conv benchmarks at this batch */
+    double spread_within;  /* largest within-trace spread, fraction; NaN if unknown */
+    double spread_between; /* (max - min) / median across traces; NaN with one trace */
+    tc_features_t features;
+} tc_fit_point_t;
+
+/* A traced point left out because no trace of it succeeded. */
+typedef struct {
+    char *model_id; /* owned */
+    char *cnn;      /* owned */
+    unsigned batch;
+    bool oom;       /* ran out of memory (else failed) */
+} tc_fit_excluded_t;
+
+/* Everything traced on one device name with one framework, policy and
+ * dtype: what one fit is made from. */
+typedef struct {
+    char device[TC_FIT_LABEL_LEN];
+    char framework[TC_FIT_LABEL_LEN];
+    char policy[TC_FIT_LABEL_LEN]; /* "" when the traces carry none */
+    char dtype[TC_FIT_LABEL_LEN];
+    /* The conv benchmarks' policy summed for these traces: the traces'
+     * policy, or heuristic (the libraries' default) when they carry none. */
+    char conv_policy[TC_FIT_LABEL_LEN];
+    char data_through[64]; /* newest trace start among the points ("" if unknown) */
+    tc_fit_point_t *points;
+    size_t n_points;
+    tc_fit_excluded_t *excluded;
+    size_t n_excluded;
+} tc_fit_group_t;
+
+void tc_fit_group_clear(tc_fit_group_t *g);
+void tc_fit_groups_free(tc_fit_group_t **groups_p, size_t n);
+
+/* The design for cross-validation: candidate features evaluated at every
+ * point, CNNs numbered. Built from a group; owns its arrays. */
+typedef struct {
+    size_t n;          /* points */
+    size_t p;          /* candidate features */
+    char names[TC_FIT_MAX_FEATURES][TC_FIT_NAME_LEN];
+    double *x;         /* n x p row-major */
+    double *measured;  /* n, ms */
+    double *conv;      /* n, ms */
+    size_t *cnn;       /* n, index into cnn_names */
+    size_t n_cnns;
+    char **cnn_names;  /* n_cnns, owned */
+} tc_fit_data_t;
+
+int tc_fit_data_build(const tc_fit_group_t *g, const char *const *features, size_t p,
+                      tc_fit_data_t *out);
+void tc_fit_data_free(tc_fit_data_t *d);
+
+/* ---- specs, folds and selection (fit_cv.c) ------------------------------- */
+
+/* One candidate model: a form, a weighting and a subset of the data's
+ * features (bit i = feature i). */
+typedef struct {
+    tc_fit_form_t form;
+    tc_fit_weighting_t weighting;
+    uint32_t mask;
+} tc_fit_spec_t;
+
+/* Fit `spec` on the rows where rows[i] is true (NULL: all). The solution's
+ * coefficients follow the order of the set bits in spec->mask. */
+int tc_fit_spec_solve(const tc_fit_data_t *d, const tc_fit_spec_t *spec, const bool *rows,
+                      tc_fit_solution_t *out);
+
+/* The predicted total time of row i: conv + non-conv from `sol`. */
+double tc_fit_spec_predict(const tc_fit_data_t *d, const tc_fit_spec_t *spec,
+                           const tc_fit_solution_t *sol, size_t i);
+
+/* Called once per fold with the held-out CNN and the rows the fold trains
+ * on (so a caller, or a test, can see the bookkeeping). May be NULL. */
+typedef void (*tc_fit_fold_fn)(size_t held_out_cnn, const bool *train_rows, size_t n, void *ctx);
+
+/* Leave-one-CNN-out with a fixed spec over the rows in `rows` (NULL: all):
+ * for every CNN present, fit on the other CNNs' rows and predict its rows.
+ * pred[i] gets the predicted total time (NaN for rows outside `rows`). */
+int tc_fit_loco(const tc_fit_data_t *d, const tc_fit_spec_t *spec, const bool *rows, double *pred,
+                tc_fit_fold_fn on_fold, void *ctx);
+
+typedef struct {
+    uint32_t forms;      /* bit per tc_fit_form_t that may be chosen */
+    uint32_t weightings; /* bit per tc_fit_weighting_t */
+    uint32_t candidates; /* feature bits the selection may use */
+    bool select;         /* false: use exactly `candidates` */
+    /* Forward selection adds a feature only when it lowers the
+     * leave-one-CNN-out MAPE by this fraction of its value (0.01 = 1 %). */
+    double min_gain;
+} tc_fit_select_opts_t;
+
+/* Every form, both weightings, all features of `d`, selection on, 1 %. */
+void tc_fit_select_opts_default(const tc_fit_data_t *d, tc_fit_select_opts_t *o);
+
+/* Choose a spec by leave-one-CNN-out over `rows` (NULL: all): for each
+ * allowed form and weighting, forward selection from the empty model
+ * (conv sum only) by MAPE; the best of those wins (ties go to the simpler
+ * form: ols, nnls, ridge, robust; then no weights). *mape gets its
+ * leave-one-CNN-out MAPE in percent. Needs at least 3 CNNs. */
+int tc_fit_select(const tc_fit_data_t *d, const bool *rows, const tc_fit_select_opts_t *o,
+                  tc_fit_spec_t *best, double *mape);
+
+/* Honest leave-one-CNN-out of the whole procedure: for each CNN, run
+ * tc_fit_select on the other CNNs only, fit the chosen spec on them and
+ * predict the held-out CNN. pred[i] gets the predicted total time;
+ * chosen (may be NULL) gets each CNN's fold spec. `progress` (may be NULL)
+ * is called after each fold. Needs at least 4 CNNs. */
+typedef void (*tc_fit_progress_fn)(size_t done, size_t total, void *ctx);
+int tc_fit_nested_loco(const tc_fit_data_t *d, const tc_fit_select_opts_t *o, double *pred,
+                       tc_fit_spec_t *chosen, tc_fit_fold_fn on_fold, tc_fit_progress_fn progress,
+                       void *ctx);
+
+/* Absolute percentage errors over rows where pred is finite. */
+typedef struct {
+    size_t n;
+    double mape;   /* mean, percent */
+    double median; /* percent */
+    double max;    /* percent */
+} tc_fit_ape_t;
+
+void tc_fit_ape(const double *measured, const double *pred, const bool *rows, size_t n,
+                tc_fit_ape_t *out);
+
+/* ---- a stored fit: what predict uses (fit_model.c) ---------------------- */
+
+typedef struct {
+    long long fit_id;      /* 0 until stored */
+    int64_t fitted_at_us;
+    char device[TC_FIT_LABEL_LEN];
+    char framework[TC_FIT_LABEL_LEN];
+    char policy[TC_FIT_LABEL_LEN]; /* "" when none */
+    char dtype[TC_FIT_LABEL_LEN];
+    char conv_policy[TC_FIT_LABEL_LEN];
+    tc_fit_form_t form;
+    tc_fit_weighting_t weighting;
+    size_t p;
+    char features[TC_FIT_MAX_FEATURES][TC_FIT_NAME_LEN];
+    double coef[TC_FIT_MAX_FEATURES]; /* ms per unit of each feature */
+    double cov[TC_FIT_MAX_FEATURES * TC_FIT_MAX_FEATURES]; /* p x p row-major */
+    double rse, dof, lambda;
+    /* The data it was fitted on. */
+    size_t n_points, n_cnns;
+    unsigned batch_min, batch_max;
+    size_t excluded_oom, excluded_failed;
+    /* Leave-one-CNN-out of the whole procedure (nested), percent. */
+    double cv_mape, cv_median_ape, cv_max_ape;
+    double selection_mape; /* the chosen spec's score during selection */
+    double conv_only_mape; /* predicting the conv sum alone */
+} tc_fit_t;
+
+/* Fill the model part of `fit` (form, features, coefficients, covariance,
+ * rse, dof, lambda) from a solution of `spec` on `d`. */
+void tc_fit_from_solution(tc_fit_t *fit, const tc_fit_data_t *d, const tc_fit_spec_t *spec,
+                          const tc_fit_solution_t *sol);
+
+/* Predict the non-conv time (ms) of a model with features `f` on the fit's
+ * device, and the variance (ms^2) of that prediction as a prediction of a
+ * new measurement: x' Cov x + noise, where the noise is rse^2 without
+ * weights and (rse * (conv_ms + nonconv))^2 with relative weights. `conv_ms`
+ * is the model's conv sum at the same batch (only the relative noise term
+ * uses it). Adding the conv sum's own variance is the caller's part. */
+int tc_fit_predict(const tc_fit_t *fit, const tc_features_t *f, double conv_ms,
+                   double *nonconv_ms, double *variance_ms2);
+
+#endif

@@ -1,0 +1,234 @@
+/* Shared by the fit and validate commands: options and group analysis. */
+#include "fit_run.h"
+
+#include "tc_error.h"
+#include "tc_log.h"
+#include "tc_progress.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int s_parse_mask(const char *text, const char *what, int count,
+                        int (*parse)(const char *, int *), uint32_t *mask)
+{
+    char **v = NULL;
+    size_t n = 0;
+    int rc = tc_parse_name_list(text, what, &v, &n);
+    *mask = 0;
+    for (size_t i = 0; rc == 0 && i < n; i++) {
+        int k = -1;
+        rc = parse(v[i], &k);
+        if (rc < 0)
+            rc = tc_err_context(TC_EUSAGE, "%s", what);
+        else if (k >= 0 && k < count)
+            *mask |= 1u << k;
+    }
+    tc_free_strv(v, n);
+    return rc;
+}
+
+static int s_form(const char *s, int *out)
+{
+    tc_fit_form_t f;
+    int rc = tc_fit_form_parse(s, &f);
+    *out = (int)f;
+    return rc;
+}
+
+static int s_weighting(const char *s, int *out)
+{
+    tc_fit_weighting_t w;
+    int rc = tc_fit_weighting_parse(s, &w);
+    *out = (int)w;
+    return rc;
+}
+
+void tc_fit_plan_free(tc_fit_plan_t *plan)
+{
+    tc_free_strv(plan->devices, plan->n_devices);
+    tc_free_strv(plan->features, plan->p);
+    memset(plan, 0, sizeof *plan);
+}
+
+int tc_fit_plan_init(const tc_fit_cli_t *cli, tc_fit_plan_t *plan)
+{
+    memset(plan, 0, sizeof *plan);
+    int rc = 0;
+    plan->forms = (1u << TC_FIT_FORM_COUNT) - 1;
+    plan->weightings = (1u << TC_FIT_WEIGHTING_COUNT) - 1;
+    plan->select = true;
+    plan->min_gain = cli->min_gain;
+    if (!(plan->min_gain >= 0 && plan->min_gain < 1))
+        return tc_fail(TC_EUSAGE, "--min-gain must be at least 0 and below 1 (got %g)",
+                       plan->min_gain);
+    if (cli->devices)
+        TC_TRY(tc_parse_name_list(cli->devices, "--device", &plan->devices, &plan->n_devices));
+    if (cli->forms)
+        TC_TRY(s_parse_mask(cli->forms, "--forms", TC_FIT_FORM_COUNT, s_form, &plan->forms));
+    if (cli->weightings)
+        TC_TRY(s_parse_mask(cli->weightings, "--weightings", TC_FIT_WEIGHTING_COUNT, s_weighting,
+                            &plan->weightings));
+    if (cli->features && cli->candidates)
+        TC_FAIL_GOTO(TC_EUSAGE, "give --features (fixed) or --candidates (selected from), not "
+                                "both");
+    if (cli->features || cli->candidates) {
+        const char *list = cli->features ? cli->features : cli->candidates;
+        const char *what = cli->features ? "--features" : "--candidates";
+        TC_TRY(tc_parse_name_list(list, what, &plan->features, &plan->p));
+        plan->select = !cli->features;
+    } else {
+        const char *const *names;
+        size_t n = tc_fit_default_candidates(&names);
+        plan->features = calloc(n, sizeof *plan->features);
+        if (!plan->features)
+            TC_FAIL_GOTO(TC_ENOMEM, "out of memory");
+        for (size_t i = 0; i < n; i++) {
+            if (!(plan->features[i] = strdup(names[i])))
+                TC_FAIL_GOTO(TC_ENOMEM, "out of memory");
+            plan->p++;
+        }
+    }
+    if (plan->p > TC_FIT_MAX_FEATURES)
+        TC_FAIL_GOTO(TC_EUSAGE, "%zu features given; at most %d", plan->p, TC_FIT_MAX_FEATURES);
+    /* Reject unknown feature names now, not after reading the data. */
+    tc_features_t zero = {0};
+    for (size_t j = 0; j < plan->p; j++) {
+        double v;
+        TC_TRY(tc_fit_feature_value(&zero, plan->features[j], &v));
+    }
+    return 0;
+err:
+    tc_fit_plan_free(plan);
+    return rc;
+}
+
+void tc_fit_analysis_free(tc_fit_analysis_t *a)
+{
+    tc_fit_data_free(&a->data);
+    free(a->fitted);
+    free(a->held_out);
+    free(a->fold_specs);
+    memset(a, 0, sizeof *a);
+}
+
+void tc_fit_spec_describe(const tc_fit_data_t *d, const tc_fit_spec_t *spec, char *buf,
+                          size_t size)
+{
+    size_t len = (size_t)snprintf(buf, size, "%s, %s weights:", tc_fit_form_name(spec->form),
+                                  spec->weighting == TC_FIT_W_RELATIVE ? "relative" : "no");
+    bool any = false;
+    for (size_t j = 0; j < d->p && len < size; j++) {
+        if (spec->mask & (1u << j)) {
+            len += (size_t)snprintf(buf + len, size - len, "%s%s", any ? " + " : " ", d->names[j]);
+            any = true;
+        }
+    }
+    if (!any && len < size)
+        snprintf(buf + len, size - len, " no features (conv sum only)");
+}
+
+void tc_fit_group_label(const tc_fit_group_t *g, char *buf, size_t size)
+{
+    snprintf(buf, size, "%s (%s, %s, %s)", g->device, g->framework,
+             *g->policy ? g->policy : "no policy", g->dtype);
+}
+
+static void s_progress(size_t done, size_t total, void *ctx)
+{
+    tc_progress_update(ctx, done, NULL);
+    (void)total;
+}
+
+int tc_fit_analyze(const tc_fit_group_t *g, const tc_fit_plan_t *plan, tc_fit_nested_t nested,
+                   tc_fit_analysis_t *out)
+{
+    memset(out, 0, sizeof *out);
+    char label[3 * TC_FIT_LABEL_LEN];
+    tc_fit_group_label(g, label, sizeof label);
+    int rc = tc_fit_data_build(g, (const char *const *)plan->features, plan->p, &out->data);
+    if (rc < 0)
+        return tc_err_context(rc, "%s", label);
+    tc_fit_data_t *d = &out->data;
+    size_t n = d->n;
+    out->fitted = calloc(n + 1, sizeof *out->fitted);
+    out->held_out = calloc(n + 1, sizeof *out->held_out);
+    out->fold_specs = calloc(d->n_cnns + 1, sizeof *out->fold_specs);
+    if (!out->fitted || !out->held_out || !out->fold_specs)
+        TC_FAIL_GOTO(TC_ENOMEM, "out of memory");
+    for (size_t i = 0; i < n; i++)
+        out->held_out[i] = NAN;
+
+    tc_fit_select_opts_default(d, &out->opts);
+    out->opts.forms = plan->forms;
+    out->opts.weightings = plan->weightings;
+    out->opts.select = plan->select;
+    out->opts.min_gain = plan->min_gain;
+    rc = tc_fit_select(d, NULL, &out->opts, &out->spec, &out->selection_mape);
+    if (rc < 0) {
+        tc_err_context(rc, "%s", label);
+        goto err;
+    }
+    rc = tc_fit_spec_solve(d, &out->spec, NULL, &out->sol);
+    if (rc < 0) {
+        tc_err_context(rc, "%s: fitting every point", label);
+        goto err;
+    }
+    for (size_t i = 0; i < n; i++)
+        out->fitted[i] = tc_fit_spec_predict(d, &out->spec, &out->sol, i);
+    tc_fit_ape(d->measured, d->conv, NULL, n, &out->conv_only);
+
+    if (nested == TC_FIT_NESTED_IF_POSSIBLE && d->n_cnns < 4) {
+        tc_log_warn("%s: only %zu CNNs; leave-one-CNN-out of the model choice needs 4, so no "
+                    "cv error is stored",
+                    label, d->n_cnns);
+        nested = TC_FIT_NESTED_OFF;
+    }
+    if (nested != TC_FIT_NESTED_OFF) {
+        char what[3 * TC_FIT_LABEL_LEN + 32];
+        snprintf(what, sizeof what, "leave-one-CNN-out %s", g->device);
+        tc_progress_t *progress = tc_progress_new(what, d->n_cnns);
+        rc = tc_fit_nested_loco(d, &out->opts, out->held_out, out->fold_specs, NULL,
+                                progress ? s_progress : NULL, progress);
+        tc_progress_destroy(&progress);
+        if (rc < 0) {
+            tc_err_context(rc, "%s", label);
+            goto err;
+        }
+        out->nested = true;
+        tc_fit_ape(d->measured, out->held_out, NULL, n, &out->cv);
+    } else {
+        out->cv.mape = out->cv.median = out->cv.max = NAN;
+    }
+
+    tc_fit_t *fit = &out->fit;
+    snprintf(fit->device, sizeof fit->device, "%s", g->device);
+    snprintf(fit->framework, sizeof fit->framework, "%s", g->framework);
+    snprintf(fit->policy, sizeof fit->policy, "%s", g->policy);
+    snprintf(fit->dtype, sizeof fit->dtype, "%s", g->dtype);
+    snprintf(fit->conv_policy, sizeof fit->conv_policy, "%s", g->conv_policy);
+    tc_fit_from_solution(fit, d, &out->spec, &out->sol);
+    fit->n_points = n;
+    fit->n_cnns = d->n_cnns;
+    fit->batch_min = n ? g->points[0].batch : 0;
+    for (size_t i = 0; i < n; i++) {
+        fit->batch_min = g->points[i].batch < fit->batch_min ? g->points[i].batch : fit->batch_min;
+        fit->batch_max = g->points[i].batch > fit->batch_max ? g->points[i].batch : fit->batch_max;
+    }
+    for (size_t i = 0; i < g->n_excluded; i++) {
+        if (g->excluded[i].oom)
+            fit->excluded_oom++;
+        else
+            fit->excluded_failed++;
+    }
+    fit->cv_mape = out->cv.mape;
+    fit->cv_median_ape = out->cv.median;
+    fit->cv_max_ape = out->cv.max;
+    fit->selection_mape = out->selection_mape;
+    fit->conv_only_mape = out->conv_only.mape;
+    return 0;
+err:
+    tc_fit_analysis_free(out);
+    return rc;
+}

@@ -1,0 +1,89 @@
+/* What `aggregator fit` and `aggregator validate` share: the model-choice
+ * options and the analysis of one device group (select on every CNN, fit,
+ * and the nested leave-one-CNN-out of the whole procedure). */
+#ifndef TC_FIT_RUN_H
+#define TC_FIT_RUN_H
+
+#include "fit.h"
+#include "tc_cli.h"
+
+/* Option values as given on the command line (NULL: default). */
+typedef struct {
+    const char *db;
+    const char *devices;
+    const char *forms;
+    const char *weightings;
+    const char *candidates;
+    const char *features;
+    double min_gain;
+} tc_fit_cli_t;
+
+/* The options both commands take, for their tc_opt_t tables. */
+#define TC_FIT_CLI_OPTS(c)                                                                     \
+    {"device", TC_OPT_STR, &(c)->devices, "NAME,...",                                         \
+     "device names (default: every device with traces)"},                              \
+        {"forms", TC_OPT_STR, &(c)->forms, "LIST",                                            \
+         "model forms to choose from: ols,nnls,ridge,robust (default: all)"},                 \
+        {"weightings", TC_OPT_STR, &(c)->weightings, "LIST",                                  \
+         "point weightings to choose from: none (absolute error), relative (error as a "      \
+         "fraction of the measured time) (default: both)"},                                   \
+        {"candidates", TC_OPT_STR, &(c)->candidates, "LIST",                                  \
+         "features that forward selection may use (default: total.one, nonconv.layers, "      \
+         "conv.layers, bn.elems, memory.elems, total.params, gemm.flops)"},                   \
+        {"features", TC_OPT_STR, &(c)->features, "LIST",                                      \
+         "use exactly these features, without selection (instead of --candidates)"},          \
+        {"min-gain", TC_OPT_DOUBLE, &(c)->min_gain, "FRACTION",                               \
+         "relative drop in leave-one-CNN-out MAPE that admits a feature or a more complex "   \
+         "form (default: 0.01)"},                                                             \
+        {"db", TC_OPT_STR, &(c)->db, "DSN", "PostgreSQL connection string (default: $TRAINCAST_DB)"}
+
+/* The options resolved. */
+typedef struct {
+    char **devices;
+    size_t n_devices;
+    char **features; /* candidate (or fixed) feature names */
+    size_t p;
+    uint32_t forms, weightings;
+    bool select;
+    double min_gain;
+} tc_fit_plan_t;
+
+int tc_fit_plan_init(const tc_fit_cli_t *cli, tc_fit_plan_t *plan);
+void tc_fit_plan_free(tc_fit_plan_t *plan);
+
+/* One group analysed. */
+typedef struct {
+    tc_fit_data_t data;
+    tc_fit_select_opts_t opts;
+    tc_fit_spec_t spec;        /* chosen on every CNN */
+    double selection_mape;     /* its leave-one-CNN-out MAPE while choosing */
+    tc_fit_solution_t sol;     /* fitted on every point */
+    double *fitted;            /* n: in-sample prediction */
+    double *held_out;          /* n: nested leave-one-CNN-out prediction (NaN if not run) */
+    tc_fit_spec_t *fold_specs; /* per CNN: the spec its fold chose */
+    bool nested;               /* held_out was computed */
+    tc_fit_ape_t cv;           /* of held_out */
+    tc_fit_ape_t conv_only;    /* predicting the conv sum alone */
+    tc_fit_t fit;              /* ready to store */
+} tc_fit_analysis_t;
+
+typedef enum {
+    TC_FIT_NESTED_OFF = 0,
+    TC_FIT_NESTED_IF_POSSIBLE, /* skipped with a warning below 4 CNNs */
+    TC_FIT_NESTED_REQUIRED,    /* below 4 CNNs is bad input */
+} tc_fit_nested_t;
+
+/* Analyse group `g`: choose on every CNN and fit; unless `nested` is off,
+ * also the leave-one-CNN-out of the whole procedure (progress on stderr). */
+int tc_fit_analyze(const tc_fit_group_t *g, const tc_fit_plan_t *plan, tc_fit_nested_t nested,
+                   tc_fit_analysis_t *out);
+void tc_fit_analysis_free(tc_fit_analysis_t *a);
+
+/* "ols, relative weights: total.one + bn.elems" into buf. */
+void tc_fit_spec_describe(const tc_fit_data_t *d, const tc_fit_spec_t *spec, char *buf,
+                          size_t size);
+
+/* "device (framework, policy, dtype)" into buf. */
+void tc_fit_group_label(const tc_fit_group_t *g, char *buf, size_t size);
+
+#endif

@@ -1,0 +1,42 @@
+/* The store's side of fitting: reading training data (traces, conv sums,
+ * model layers) and writing and reading fits (schema/004_fits.sql).
+ *
+ * Errors: TC_ENOTFOUND (unknown device, no fit), TC_EINVAL (the data cannot
+ * make a fit: no traces, conv benchmarks missing, no model graph), each
+ * with a message that says what to run; TC_EDB when the database fails. */
+#ifndef TC_STORE_FIT_H
+#define TC_STORE_FIT_H
+
+#include "fit.h"
+#include "store.h"
+
+/* The training data of every device name in `devices` (n_devices of them;
+ * none: every device name with traces), one group per device name,
+ * framework, policy and dtype as the traces were taken. For each successful
+ * (model, batch): the median of its traces' medians, their spreads, the
+ * sum of the latest conv benchmarks of the device name at that batch (fwd,
+ * bwd_filter and, except for first layers, bwd_data; times multiplicity;
+ * configs matched by shape and layout with the traces' dtype) and the
+ * model's non-conv features. Points whose traces all failed or ran out of
+ * memory are listed as excluded. Free with tc_fit_groups_free. */
+int tc_store_fit_groups(tc_store_t *s, char *const *devices, size_t n_devices,
+                        tc_fit_group_t **out, size_t *n_out);
+
+/* Store `fit` (made from group `g`) with its points: fitted[i] is the fit's
+ * in-sample prediction of point i, held_out[i] its nested leave-one-CNN-out
+ * prediction (NaN: none); `candidates` are the features selection could
+ * choose from. Sets fit->fit_id and fit->fitted_at_us. One transaction. */
+int tc_store_fit_put(tc_store_t *s, tc_fit_t *fit, const tc_fit_group_t *g, const double *fitted,
+                     const double *held_out, const char *const *candidates,
+                     size_t n_candidates);
+
+/* The newest fit of a device name. `framework` and `dtype` NULL: any;
+ * `policy` NULL: any, "": traces without a policy. TC_ENOTFOUND with a
+ * message naming the command that makes one. */
+int tc_store_fit_latest(tc_store_t *s, const char *device, const char *framework,
+                        const char *policy, const char *dtype, tc_fit_t *out);
+
+/* A fit by id. TC_ENOTFOUND if there is none. */
+int tc_store_fit_get(tc_store_t *s, long long fit_id, tc_fit_t *out);
+
+#endif

@@ -1,0 +1,408 @@
+/* Reading the training data of fits: trace medians, conv benchmark sums and
+ * model features per device name, framework, policy and dtype. */
+#include "store_fit.h"
+#include "store_internal.h"
+#include "store_model.h"
+
+#include "tc_cli.h"
+#include "tc_error.h"
+#include "tc_log.h"
+
+#include <math.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Parameters of every group query: $1 device name, $2 framework, $3 trace
+ * policy (NULL: none), $4 dtype, $5 conv policy. */
+#define GROUP_TRACES                                                                            \
+    "FROM traces t JOIN devices d USING (device_id) WHERE d.name = $1 AND t.framework = $2 "   \
+    "AND t.policy IS NOT DISTINCT FROM $3 AND t.dtype = $4"
+
+/* Every conv measurement a group's points need, with the latest benchmark
+ * of the device name (NULL when missing). A model's config is matched to a
+ * benchmarked config of the same shape and layout in the traces' dtype. */
+#define CONV_NEEDS_CTE                                                                          \
+    "WITH pts AS (SELECT DISTINCT t.model_id, t.batch " GROUP_TRACES " AND t.status = 'ok'), " \
+    "need AS (SELECT p.model_id, p.batch, mc.config_id AS model_config, mc.multiplicity, "     \
+    "  dir.direction, bc.config_id AS bench_config FROM pts p "                                \
+    "  JOIN model_convs mc ON mc.model_id = p.model_id "                                       \
+    "  JOIN conv_configs c ON c.config_id = mc.config_id "                                     \
+    "  CROSS JOIN LATERAL unnest(CASE WHEN mc.first_layer "                                    \
+    "    THEN ARRAY['fwd', 'bwd_filter'] ELSE ARRAY['fwd', 'bwd_filter', 'bwd_data'] END) "    \
+    "    AS dir(direction) "                                                                   \
+    "  LEFT JOIN conv_configs bc ON bc.c = c.c AND bc.h = c.h AND bc.w = c.w AND bc.k = c.k "  \
+    "    AND bc.r = c.r AND bc.s = c.s AND bc.pad_h = c.pad_h AND bc.pad_w = c.pad_w "         \
+    "    AND bc.stride_h = c.stride_h AND bc.stride_w = c.stride_w "                           \
+    "    AND bc.dilation_h = c.dilation_h AND bc.dilation_w = c.dilation_w "                   \
+    "    AND bc.groups = c.groups AND bc.layout = c.layout AND bc.dtype = $4), "               \
+    "latest AS (SELECT DISTINCT ON (r.config_id, r.batch, r.direction) r.config_id, r.batch, " \
+    "  r.direction, r.median_ms FROM conv_results r JOIN devices d USING (device_id) "         \
+    "  WHERE d.name = $1 AND r.policy = $5 "                                                   \
+    "  ORDER BY r.config_id, r.batch, r.direction, r.measured_at DESC NULLS LAST, "            \
+    "  r.result_id DESC), "                                                                    \
+    "joined AS (SELECT n.*, l.median_ms FROM need n LEFT JOIN latest l "                       \
+    "  ON l.config_id = n.bench_config AND l.batch = n.batch AND l.direction = n.direction) "
+
+static char *s_dup(const char *v)
+{
+    return strdup(v ? v : "");
+}
+
+static double s_getd(PGresult *res, int row, int col)
+{
+    return PQgetisnull(res, row, col) ? NAN : strtod(PQgetvalue(res, row, col), NULL);
+}
+
+static int s_known_devices(tc_store_t *s, char *buf, size_t size)
+{
+    PGresult *res = NULL;
+    int rc = tc_store_query(s, &res, "listing devices",
+                            "SELECT coalesce(string_agg(DISTINCT name, ', ' ORDER BY name), '') "
+                            "FROM devices",
+                            0, NULL);
+    if (rc < 0)
+        return rc;
+    snprintf(buf, size, "%s", PQgetvalue(res, 0, 0));
+    PQclear(res);
+    return 0;
+}
+
+/* The device names to fit: the given ones (each must exist and have
+ * traces) or every name with traces. */
+static int s_device_names(tc_store_t *s, char *const *devices, size_t n_devices, char ***names,
+                          size_t *n_names)
+{
+    *names = NULL;
+    *n_names = 0;
+    PGresult *res = NULL;
+    int rc = 0;
+    if (n_devices == 0) {
+        rc = tc_store_query(s, &res, "listing traced devices",
+                            "SELECT DISTINCT d.name FROM traces t JOIN devices d USING "
+                            "(device_id) ORDER BY 1",
+                            0, NULL);
+        if (rc < 0)
+            return rc;
+        int n = PQntuples(res);
+        if (n == 0) {
+            PQclear(res);
+            return tc_fail(TC_EINVAL, "no traces are stored: run 'agent trace' (or 'agent run') "
+                                      "on each device first, then fit");
+        }
+        *names = calloc((size_t)n, sizeof **names);
+        for (int i = 0; *names && i < n; i++)
+            (*names)[i] = s_dup(PQgetvalue(res, i, 0));
+        PQclear(res);
+        if (!*names)
+            return tc_fail(TC_ENOMEM, "out of memory");
+        *n_names = (size_t)n;
+        return 0;
+    }
+    *names = calloc(n_devices, sizeof **names);
+    if (!*names)
+        return tc_fail(TC_ENOMEM, "out of memory");
+    for (size_t i = 0; i < n_devices; i++) {
+        bool again = false;
+        for (size_t k = 0; k < *n_names && !again; k++)
+            again = !strcmp((*names)[k], devices[i]);
+        if (again)
+            continue;
+        const char *p[] = {devices[i]};
+        rc = tc_store_query(s, &res, "looking up the device",
+                            "SELECT (SELECT count(*) FROM devices WHERE name = $1), "
+                            "(SELECT count(*) FROM traces t JOIN devices d USING (device_id) "
+                            "WHERE d.name = $1)",
+                            1, p);
+        if (rc < 0)
+            return rc;
+        long n_dev = atol(PQgetvalue(res, 0, 0)), n_traces = atol(PQgetvalue(res, 0, 1));
+        PQclear(res);
+        if (n_dev == 0) {
+            char known[1024];
+            rc = s_known_devices(s, known, sizeof known);
+            if (rc < 0)
+                return rc;
+            return tc_fail(TC_ENOTFOUND, "unknown device '%s': %s%s", devices[i],
+                           *known ? "the store knows " : "the store knows no devices yet",
+                           known);
+        }
+        if (n_traces == 0)
+            return tc_fail(TC_EINVAL, "device '%s' has no traces: run 'agent trace' on it "
+                                      "before fitting",
+                           devices[i]);
+        (*names)[i] = s_dup(devices[i]);
+        (*n_names)++;
+    }
+    return 0;
+}
+
+static int s_read_points(tc_store_t *s, const char *const *params, tc_fit_group_t *g)
+{
+    PGresult *res = NULL;
+    int rc = tc_store_query(
+        s, &res, "reading trace summaries",
+        "SELECT ts.model_id, coalesce(m.name, ''), ts.batch, ts.traces, ts.median_ms, "
+        "ts.spread_within_trace, ts.spread_between_traces, m.model_id IS NOT NULL, "
+        "ts.last_started_at "
+        "FROM trace_summary ts LEFT JOIN models m USING (model_id) "
+        "WHERE ts.device = $1 AND ts.framework = $2 AND ts.policy IS NOT DISTINCT FROM $3 "
+        "AND ts.dtype = $4 ORDER BY coalesce(m.name, ts.model_id), ts.model_id, ts.batch",
+        4, params);
+    if (rc < 0)
+        return rc;
+    int n = PQntuples(res);
+    g->points = calloc((size_t)n + 1, sizeof *g->points);
+    if (!g->points) {
+        PQclear(res);
+        return tc_fail(TC_ENOMEM, "out of memory");
+    }
+    tc_buf_t missing = {0};
+    size_t n_missing = 0;
+    const char *last_missing = "";
+    for (int i = 0; i < n; i++) {
+        tc_fit_point_t *pt = &g->points[i];
+        pt->model_id = s_dup(PQgetvalue(res, i, 0));
+        pt->cnn = s_dup(PQgetvalue(res, i, 1));
+        g->n_points++;
+        if (!pt->model_id || !pt->cnn) {
+            rc = tc_fail(TC_ENOMEM, "out of memory");
+            break;
+        }
+        pt->batch = (unsigned)atoi(PQgetvalue(res, i, 2));
+        pt->traces = (unsigned)atoi(PQgetvalue(res, i, 3));
+        pt->measured_ms = s_getd(res, i, 4);
+        pt->spread_within = s_getd(res, i, 5);
+        pt->spread_between = s_getd(res, i, 6);
+        if (strcmp(PQgetvalue(res, i, 7), "t") != 0 && strcmp(last_missing, pt->model_id)) {
+            if (n_missing++ < 8)
+                tc_buf_printf(&missing, "%s%s", missing.len ? ", " : "", pt->model_id);
+            last_missing = pt->model_id;
+        }
+        if (!PQgetisnull(res, i, 8)) {
+            const char *t = PQgetvalue(res, i, 8);
+            if (strcmp(t, g->data_through) > 0)
+                snprintf(g->data_through, sizeof g->data_through, "%s", t);
+        }
+    }
+    PQclear(res);
+    if (rc == 0 && n_missing)
+        rc = tc_fail(TC_EINVAL, "device '%s': traced model(s) %s have no stored model graph: the "
+                                "agent sends a model's graph with its traces; trace them again "
+                                "with a current agent, then fit",
+                     g->device, tc_buf_str(&missing));
+    tc_buf_free(&missing);
+    return rc;
+}
+
+static int s_read_excluded(tc_store_t *s, const char *const *params, tc_fit_group_t *g)
+{
+    PGresult *res = NULL;
+    int rc = tc_store_query(
+        s, &res, "reading failed traces",
+        "SELECT t.model_id, coalesce((SELECT name FROM models m WHERE m.model_id = t.model_id), "
+        "t.model_id), t.batch, "
+        "bool_or(t.status = 'oom') " GROUP_TRACES " AND t.status <> 'ok' "
+        "AND NOT EXISTS (SELECT 1 FROM traces t2 JOIN devices d2 USING (device_id) "
+        "  WHERE d2.name = $1 AND t2.framework = $2 AND t2.policy IS NOT DISTINCT FROM $3 "
+        "  AND t2.dtype = $4 AND t2.status = 'ok' AND t2.model_id = t.model_id "
+        "  AND t2.batch = t.batch) "
+        "GROUP BY t.model_id, t.batch ORDER BY 2, 1, 3",
+        4, params);
+    if (rc < 0)
+        return rc;
+    int n = PQntuples(res);
+    g->excluded = calloc((size_t)n + 1, sizeof *g->excluded);
+    if (!g->excluded) {
+        PQclear(res);
+        return tc_fail(TC_ENOMEM, "out of memory");
+    }
+    for (int i = 0; i < n; i++) {
+        tc_fit_excluded_t *e = &g->excluded[i];
+        e->model_id = s_dup(PQgetvalue(res, i, 0));
+        e->cnn = s_dup(PQgetvalue(res, i, 1));
+        g->n_excluded++;
+        if (!e->model_id || !e->cnn) {
+            rc = tc_fail(TC_ENOMEM, "out of memory");
+            break;
+        }
+        e->batch = (unsigned)atoi(PQgetvalue(res, i, 2));
+        e->oom = !strcmp(PQgetvalue(res, i, 3), "t");
+    }
+    PQclear(res);
+    return rc;
+}
+
+static tc_fit_point_t *s_find_point(tc_fit_group_t *g, const char *model_id, unsigned batch)
+{
+    for (size_t i = 0; i < g->n_points; i++) {
+        if (g->points[i].batch == batch && !strcmp(g->points[i].model_id, model_id))
+            return &g->points[i];
+    }
+    return NULL;
+}
+
+static int s_missing_convs(tc_store_t *s, const char *const *params, const tc_fit_group_t *g)
+{
+    PGresult *res = NULL;
+    int rc = tc_store_query(
+        s, &res, "counting missing conv benchmarks",
+        CONV_NEEDS_CTE
+        "SELECT count(DISTINCT j.model_config), count(*), "
+        "array_to_string(array_agg(DISTINCT coalesce(m.name, j.model_id) "
+        "  ORDER BY coalesce(m.name, j.model_id)), ','), "
+        "array_to_string(array_agg(DISTINCT j.batch ORDER BY j.batch), ',') "
+        "FROM joined j LEFT JOIN models m ON m.model_id = j.model_id "
+        "WHERE j.median_ms IS NULL",
+        5, params);
+    if (rc < 0)
+        return rc;
+    rc = tc_fail(TC_EINVAL,
+                 "device '%s' lacks conv benchmarks for %s configs (%s config x batch x "
+                 "direction results; policy %s, dtype %s) used by %s at batches %s: run "
+                 "'agent bench --models %s --batches %s' on an agent with a '%s' device, then "
+                 "fit again",
+                 g->device, PQgetvalue(res, 0, 0), PQgetvalue(res, 0, 1), g->conv_policy,
+                 g->dtype, PQgetvalue(res, 0, 2), PQgetvalue(res, 0, 3), PQgetvalue(res, 0, 2),
+                 PQgetvalue(res, 0, 3), g->device);
+    PQclear(res);
+    return rc;
+}
+
+static int s_read_conv_sums(tc_store_t *s, const char *const *params, tc_fit_group_t *g)
+{
+    PGresult *res = NULL;
+    int rc = tc_store_query(s, &res, "summing conv benchmarks",
+                            CONV_NEEDS_CTE
+                            "SELECT model_id, batch, sum(multiplicity * median_ms), "
+                            "count(*) FILTER (WHERE median_ms IS NULL) "
+                            "FROM joined GROUP BY model_id, batch",
+                            5, params);
+    if (rc < 0)
+        return rc;
+    long missing = 0;
+    for (int i = 0; i < PQntuples(res); i++) {
+        missing += atol(PQgetvalue(res, i, 3));
+        tc_fit_point_t *pt =
+            s_find_point(g, PQgetvalue(res, i, 0), (unsigned)atoi(PQgetvalue(res, i, 1)));
+        if (pt)
+            pt->conv_ms = s_getd(res, i, 2);
+    }
+    PQclear(res);
+    if (missing)
+        return s_missing_convs(s, params, g);
+    return 0;
+}
+
+static int s_read_features(tc_store_t *s, tc_fit_group_t *g)
+{
+    tc_layer_summary_t *layers = NULL;
+    size_t n_layers = 0;
+    const char *loaded = NULL;
+    int rc = 0;
+    /* Points are ordered by model, so each model's layers are read once. */
+    for (size_t i = 0; i < g->n_points && rc == 0; i++) {
+        tc_fit_point_t *pt = &g->points[i];
+        if (!loaded || strcmp(loaded, pt->model_id) != 0) {
+            free(layers);
+            layers = NULL;
+            rc = tc_store_model_layers(s, pt->model_id, &layers, &n_layers);
+            loaded = pt->model_id;
+        }
+        if (rc == 0)
+            tc_features_from_layers(layers, n_layers, pt->batch, &pt->features);
+    }
+    free(layers);
+    return rc;
+}
+
+static int s_read_group(tc_store_t *s, tc_fit_group_t *g)
+{
+    const char *params[] = {g->device, g->framework, *g->policy ? g->policy : NULL, g->dtype,
+                            g->conv_policy};
+    int rc = s_read_points(s, params, g);
+    if (rc == 0)
+        rc = s_read_excluded(s, params, g);
+    if (rc == 0)
+        rc = s_read_conv_sums(s, params, g);
+    if (rc == 0)
+        rc = s_read_features(s, g);
+    return rc;
+}
+
+int tc_store_fit_groups(tc_store_t *s, char *const *devices, size_t n_devices,
+                        tc_fit_group_t **out, size_t *n_out)
+{
+    *out = NULL;
+    *n_out = 0;
+    char **names = NULL;
+    size_t n_names = 0;
+    tc_fit_group_t *groups = NULL;
+    size_t n_groups = 0;
+    int rc = tc_store_check_schema(s);
+    if (rc == 0)
+        rc = s_device_names(s, devices, n_devices, &names, &n_names);
+    for (size_t k = 0; rc == 0 && k < n_names; k++) {
+        const char *p[] = {names[k]};
+        PGresult *res = NULL;
+        rc = tc_store_query(s, &res, "listing trace groups",
+                            "SELECT t.framework, coalesce(t.policy, ''), t.dtype, "
+                            "count(*) FILTER (WHERE t.status = 'ok'), "
+                            "count(*) FILTER (WHERE t.status = 'oom'), "
+                            "count(*) FILTER (WHERE t.status = 'failed') "
+                            "FROM traces t JOIN devices d USING (device_id) WHERE d.name = $1 "
+                            "GROUP BY t.framework, t.policy, t.dtype ORDER BY 1, 2, 3",
+                            1, p);
+        if (rc < 0)
+            break;
+        int n = PQntuples(res);
+        long ok_total = 0, oom_total = 0, failed_total = 0;
+        for (int i = 0; i < n; i++) {
+            ok_total += atol(PQgetvalue(res, i, 3));
+            oom_total += atol(PQgetvalue(res, i, 4));
+            failed_total += atol(PQgetvalue(res, i, 5));
+        }
+        if (ok_total == 0) {
+            PQclear(res);
+            rc = tc_fail(TC_EINVAL, "device '%s' has no successful traces (%ld failed, %ld ran "
+                                    "out of memory; see the view trace_failures): fix the "
+                                    "failures or trace smaller batches, then fit",
+                         names[k], failed_total, oom_total);
+            break;
+        }
+        tc_fit_group_t *grown = realloc(groups, (n_groups + (size_t)n) * sizeof *groups);
+        if (!grown) {
+            PQclear(res);
+            rc = tc_fail(TC_ENOMEM, "out of memory");
+            break;
+        }
+        groups = grown;
+        for (int i = 0; i < n && rc == 0; i++) {
+            if (atol(PQgetvalue(res, i, 3)) == 0) {
+                tc_log_warn("device '%s': every %s %s %s trace failed; no fit for those",
+                            names[k], PQgetvalue(res, i, 0), PQgetvalue(res, i, 1),
+                            PQgetvalue(res, i, 2));
+                continue;
+            }
+            tc_fit_group_t *g = &groups[n_groups++];
+            memset(g, 0, sizeof *g);
+            snprintf(g->device, sizeof g->device, "%s", names[k]);
+            snprintf(g->framework, sizeof g->framework, "%s", PQgetvalue(res, i, 0));
+            snprintf(g->policy, sizeof g->policy, "%s", PQgetvalue(res, i, 1));
+            snprintf(g->dtype, sizeof g->dtype, "%s", PQgetvalue(res, i, 2));
+            snprintf(g->conv_policy, sizeof g->conv_policy, "%s",
+                     *g->policy ? g->policy : "heuristic");
+            rc = s_read_group(s, g);
+        }
+        PQclear(res);
+    }
+    tc_free_strv(names, n_names);
+    if (rc < 0) {
+        tc_fit_groups_free(&groups, n_groups);
+        return rc;
+    }
+    *out = groups;
+    *n_out = n_groups;
+    return 0;
+}

@@ -1,0 +1,206 @@
+/* Stored models, device classes and conv lookups for predictions. */
+#include "store_model.h"
+#include "store_internal.h"
+
+#include "tc_error.h"
+#include "tc_wire.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int tc_store_model_layers(tc_store_t *s, const char *model_id, tc_layer_summary_t **layers,
+                          size_t *n)
+{
+    *layers = NULL;
+    *n = 0;
+    const char *p[] = {model_id};
+    PGresult *res = NULL;
+    int rc = tc_store_query(s, &res, "reading model layers",
+                            "SELECT op_class, params, flops, elems_in, elems_out "
+                            "FROM model_layers WHERE model_id = $1 ORDER BY idx",
+                            1, p);
+    if (rc < 0)
+        return rc;
+    size_t rows = (size_t)PQntuples(res);
+    if (rows == 0) {
+        PQclear(res);
+        return tc_fail(TC_ENOTFOUND, "model '%s' has no stored layers", model_id);
+    }
+    tc_layer_summary_t *l = calloc(rows, sizeof *l);
+    if (!l) {
+        PQclear(res);
+        return tc_fail(TC_ENOMEM, "out of memory for %zu layers", rows);
+    }
+    for (size_t i = 0; i < rows; i++) {
+        int c = tc_op_class_parse(PQgetvalue(res, (int)i, 0));
+        l[i].op_class = c < 0 ? TC_OPC_OTHER : (tc_op_class_t)c;
+        l[i].params = strtoull(PQgetvalue(res, (int)i, 1), NULL, 10);
+        l[i].flops = strtod(PQgetvalue(res, (int)i, 2), NULL);
+        l[i].elems_in = strtoull(PQgetvalue(res, (int)i, 3), NULL, 10);
+        l[i].elems_out = strtoull(PQgetvalue(res, (int)i, 4), NULL, 10);
+    }
+    PQclear(res);
+    *layers = l;
+    *n = rows;
+    return 0;
+}
+
+int tc_store_device_classes(tc_store_t *s, tc_device_class_t **out, size_t *n)
+{
+    *out = NULL;
+    *n = 0;
+    PGresult *res = NULL;
+    int rc = tc_store_query(
+        s, &res, "listing devices",
+        "SELECT d.name, min(d.kind), coalesce(min(nullif(d.memory_bytes, 0)), 0), count(*), "
+        "(SELECT count(*) FROM conv_results r JOIN devices d2 USING (device_id) "
+        "  WHERE d2.name = d.name), "
+        "(SELECT count(*) FROM traces t JOIN devices d3 USING (device_id) "
+        "  WHERE d3.name = d.name), "
+        "EXISTS (SELECT 1 FROM fits f WHERE f.device = d.name) "
+        "FROM devices d GROUP BY d.name ORDER BY d.name",
+        0, NULL);
+    if (rc < 0)
+        return rc;
+    size_t rows = (size_t)PQntuples(res);
+    tc_device_class_t *v = calloc(rows + 1, sizeof *v);
+    if (!v) {
+        PQclear(res);
+        return tc_fail(TC_ENOMEM, "out of memory");
+    }
+    for (size_t i = 0; i < rows; i++) {
+        snprintf(v[i].name, sizeof v[i].name, "%s", PQgetvalue(res, (int)i, 0));
+        snprintf(v[i].kind, sizeof v[i].kind, "%s", PQgetvalue(res, (int)i, 1));
+        v[i].memory_bytes = strtoull(PQgetvalue(res, (int)i, 2), NULL, 10);
+        v[i].devices = atol(PQgetvalue(res, (int)i, 3));
+        v[i].conv_results = atol(PQgetvalue(res, (int)i, 4));
+        v[i].traces = atol(PQgetvalue(res, (int)i, 5));
+        v[i].has_fit = PQgetvalue(res, (int)i, 6)[0] == 't';
+    }
+    PQclear(res);
+    *out = v;
+    *n = rows;
+    return 0;
+}
+
+int tc_store_conv_lookup(tc_store_t *s, const char *device, const char *policy,
+                         tc_conv_lookup_t *items, size_t n, size_t *missing)
+{
+    *missing = n;
+    for (size_t i = 0; i < n; i++)
+        items[i].median_ms = items[i].stddev_ms = NAN;
+    if (n == 0) {
+        *missing = 0;
+        return 0;
+    }
+    tc_buf_t rows = {0};
+    for (size_t i = 0; i < n; i++) {
+        const tc_conv_config_t *c = &items[i].config;
+        tc_buf_printf(&rows, "%zu\t%u\t%u\t%u\t%u\t%u\t%u\t%u\t%u\t%u\t%u\t%u\t%u\t%u\t%s\t%s\t%u\t%s\n",
+                      i, c->c, c->h, c->w, c->k, c->r, c->s, c->pad_h, c->pad_w, c->stride_h,
+                      c->stride_w, c->dilation_h, c->dilation_w, c->groups,
+                      tc_dtype_name(c->dtype), tc_layout_name(c->layout), c->n,
+                      tc_direction_name(items[i].direction));
+    }
+    int rc = tc_store_begin(s);
+    if (rc == 0)
+        rc = tc_store_exec(s,
+                           "CREATE TEMP TABLE tc_lookup (idx integer, c integer, h integer, w "
+                           "integer, k integer, r integer, s integer, pad_h integer, pad_w "
+                           "integer, stride_h integer, stride_w integer, dilation_h integer, "
+                           "dilation_w integer, groups integer, dtype text, layout text, batch "
+                           "integer, direction text) ON COMMIT DROP",
+                           NULL, 0);
+    if (rc == 0)
+        rc = tc_store_copy(s, "staging conv lookups", "COPY tc_lookup FROM STDIN", &rows);
+    PGresult *res = NULL;
+    if (rc == 0) {
+        const char *p[] = {device, policy};
+        rc = tc_store_query(
+            s, &res, "looking up conv benchmarks",
+            "SELECT q.idx, l.median_ms, l.stddev_ms FROM tc_lookup q "
+            "JOIN conv_configs cc ON cc.c = q.c AND cc.h = q.h AND cc.w = q.w AND cc.k = q.k "
+            "  AND cc.r = q.r AND cc.s = q.s AND cc.pad_h = q.pad_h AND cc.pad_w = q.pad_w "
+            "  AND cc.stride_h = q.stride_h AND cc.stride_w = q.stride_w "
+            "  AND cc.dilation_h = q.dilation_h AND cc.dilation_w = q.dilation_w "
+            "  AND cc.groups = q.groups AND cc.dtype = q.dtype AND cc.layout = q.layout "
+            "JOIN LATERAL (SELECT r.median_ms, r.stddev_ms FROM conv_results r "
+            "  JOIN devices d USING (device_id) WHERE d.name = $1 AND r.policy = $2 "
+            "  AND r.config_id = cc.config_id AND r.batch = q.batch "
+            "  AND r.direction = q.direction "
+            "  ORDER BY r.measured_at DESC NULLS LAST, r.result_id DESC LIMIT 1) l ON true",
+            2, p);
+    }
+    if (rc == 0) {
+        size_t found = 0;
+        for (int i = 0; i < PQntuples(res); i++) {
+            long idx = atol(PQgetvalue(res, i, 0));
+            if (idx < 0 || (size_t)idx >= n)
+                continue;
+            items[idx].median_ms = strtod(PQgetvalue(res, i, 1), NULL);
+            items[idx].stddev_ms = strtod(PQgetvalue(res, i, 2), NULL);
+            found++;
+        }
+        PQclear(res);
+        *missing = n - found;
+        rc = tc_store_commit(s);
+    }
+    if (rc < 0)
+        tc_store_rollback(s);
+    tc_buf_free(&rows);
+    return rc;
+}
+
+int tc_store_memory_points(tc_store_t *s, const char *device, tc_mem_point_t **out, size_t *n)
+{
+    *out = NULL;
+    *n = 0;
+    const char *p[] = {device};
+    PGresult *res = NULL;
+    int rc = tc_store_query(
+        s, &res, "reading trace memory",
+        "SELECT t.model_id, t.batch, t.peak_memory_bytes, t.status = 'oom' "
+        "FROM traces t JOIN devices d USING (device_id) "
+        "WHERE d.name = $1 AND ((t.status = 'ok' AND t.peak_memory_bytes > 0) OR t.status = 'oom') "
+        "AND EXISTS (SELECT 1 FROM model_layers ml WHERE ml.model_id = t.model_id) "
+        "ORDER BY t.model_id, t.batch",
+        1, p);
+    if (rc < 0)
+        return rc;
+    size_t rows = (size_t)PQntuples(res);
+    tc_mem_point_t *v = calloc(rows + 1, sizeof *v);
+    if (!v) {
+        PQclear(res);
+        return tc_fail(TC_ENOMEM, "out of memory");
+    }
+    for (size_t i = 0; i < rows; i++) {
+        snprintf(v[i].model_id, sizeof v[i].model_id, "%s", PQgetvalue(res, (int)i, 0));
+        v[i].batch = (unsigned)atoi(PQgetvalue(res, (int)i, 1));
+        v[i].peak_bytes = PQgetisnull(res, (int)i, 2) ? NAN : strtod(PQgetvalue(res, (int)i, 2), NULL);
+        v[i].oom = PQgetvalue(res, (int)i, 3)[0] == 't';
+    }
+    PQclear(res);
+    tc_layer_summary_t *layers = NULL;
+    size_t n_layers = 0;
+    const char *loaded = NULL;
+    for (size_t i = 0; i < rows && rc == 0; i++) {
+        if (!loaded || strcmp(loaded, v[i].model_id) != 0) {
+            free(layers);
+            layers = NULL;
+            rc = tc_store_model_layers(s, v[i].model_id, &layers, &n_layers);
+            loaded = v[i].model_id;
+        }
+        if (rc == 0)
+            tc_features_from_layers(layers, n_layers, v[i].batch, &v[i].features);
+    }
+    free(layers);
+    if (rc < 0) {
+        free(v);
+        return rc;
+    }
+    *out = v;
+    *n = rows;
+    return 0;
+}

@@ -1,0 +1,59 @@
+/* Reading stored models and the device classes predictions compare. */
+#ifndef TC_STORE_MODEL_H
+#define TC_STORE_MODEL_H
+
+#include "store.h"
+#include "tc_conv.h"
+#include "tc_features.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/* The layers of a stored model as summaries for tc_features_from_layers.
+ * *layers is malloc'ed (caller frees); TC_ENOTFOUND if the model has none. */
+int tc_store_model_layers(tc_store_t *s, const char *model_id, tc_layer_summary_t **layers,
+                          size_t *n);
+
+/* A device name (a hardware class) as the store knows it. */
+typedef struct {
+    char name[256];
+    char kind[16];          /* cpu or cuda */
+    uint64_t memory_bytes;  /* smallest among the devices of that name; 0 unknown */
+    long devices;           /* physical devices of that name */
+    long conv_results;
+    long traces;
+    bool has_fit;
+} tc_device_class_t;
+
+/* Every device name, sorted. *out is malloc'ed (caller frees). */
+int tc_store_device_classes(tc_store_t *s, tc_device_class_t **out, size_t *n);
+
+/* One conv measurement to look up: the latest benchmark of a device name for
+ * (config with n = batch, direction, policy). Outputs are NaN when missing. */
+typedef struct {
+    tc_conv_config_t config;
+    Traincast__V1__Direction direction;
+    double median_ms;  /* out */
+    double stddev_ms;  /* out */
+} tc_conv_lookup_t;
+
+/* Fill median_ms/stddev_ms of every item for device name `device` and
+ * `policy`; *missing gets how many were not found. One round trip. */
+int tc_store_conv_lookup(tc_store_t *s, const char *device, const char *policy,
+                         tc_conv_lookup_t *items, size_t n, size_t *missing);
+
+/* A trace's peak memory with the model's features at its batch, for the
+ * memory model. */
+typedef struct {
+    char model_id[256];
+    unsigned batch;
+    double peak_bytes; /* NaN when not recorded */
+    bool oom;
+    tc_features_t features;
+} tc_mem_point_t;
+
+/* Every ok trace with a recorded peak memory and every out-of-memory trace
+ * of a device name whose model graph is stored. *out is malloc'ed. */
+int tc_store_memory_points(tc_store_t *s, const char *device, tc_mem_point_t **out, size_t *n);
+
+#endif
