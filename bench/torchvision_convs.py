@@ -1,11 +1,13 @@
 #!/usr/bin/python3
 """Write the conv layers of torchvision CNNs as a traincast conv list.
 
-Runs each model once on a zero input (batch 1, no weights needed: the
-structure is what matters) with forward hooks on every Conv2d, records each
-conv's input shape and parameters, and groups identical configs per model.
-A conv whose input is the network input itself is marked first (no
-backward-data pass). The output format is described in agent/convlist.h.
+Builds each model as training builds it (torchvision defaults, so
+GoogLeNet and Inception v3 keep their auxiliary classifiers), runs it once
+in training mode on a zero input (batch 2, no weights needed: the structure
+is what matters) with forward hooks on every Conv2d, records each conv's
+input shape and parameters, and groups identical configs per model. A conv
+whose input is the network input itself is marked first (no backward-data
+pass). The output format is described in agent/convlist.h.
 
 usage: torchvision_convs.py OUT.convs [MODEL ...]   (default: the CNN set)
 """
@@ -32,11 +34,10 @@ def pair(v):
 def model_convs(name):
     kwargs = {"weights": None}
     if name in ("inception_v3", "googlenet"):
-        kwargs["aux_logits"] = False
-        kwargs["init_weights"] = False
-    model = getattr(torchvision.models, name)(**kwargs).eval()
+        kwargs["init_weights"] = False  # only skips the slow scipy initialisation
+    model = getattr(torchvision.models, name)(**kwargs).train()
     size = 299 if name == "inception_v3" else 224
-    x = torch.zeros(1, 3, size, size)
+    x = torch.zeros(2, 3, size, size)
     convs = OrderedDict()
 
     def hook(mod, inputs, _output):

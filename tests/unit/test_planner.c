@@ -317,10 +317,10 @@ Test(planner, cnn_set_dedup_counts, .timeout = 30)
                                   TRAINCAST__V1__LAYOUT__LAYOUT_NCHW, s_all, 3, &items, &n, &st),
                  0);
     cr_expect_eq(st.models, 33);
-    cr_expect_eq(st.conv_layers, 2144);
-    cr_expect_eq(st.unique_configs, 641);
-    cr_expect_eq(st.layer_passes, 6399 * 6);
-    cr_expect_eq(st.items, 1912 * 6);
+    cr_expect_eq(st.conv_layers, 2148);
+    cr_expect_eq(st.unique_configs, 645);
+    cr_expect_eq(st.layer_passes, 6411 * 6);
+    cr_expect_eq(st.items, 1924 * 6);
     cr_expect_eq(n, st.items);
     free(items);
     tc_planner_destroy(&p);
