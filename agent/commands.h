@@ -5,5 +5,6 @@
 int tc_cmd_info(int argc, char **argv);
 int tc_cmd_bench_conv(int argc, char **argv);
 int tc_cmd_bench(int argc, char **argv);
+int tc_cmd_model(int argc, char **argv); /* cmd_model.c */
 
 #endif

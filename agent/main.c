@@ -8,6 +8,7 @@ static const tc_command_t s_commands[] = {
     {"info", tc_cmd_info, "list this machine's devices and library versions"},
     {"bench-conv", tc_cmd_bench_conv, "benchmark one convolution on a device, every algorithm"},
     {"bench", tc_cmd_bench, "benchmark every conv of some models at some batch sizes"},
+    {"model", tc_cmd_model, "describe a CNN: layers, conv configs, non-conv features"},
     {0},
 };
 

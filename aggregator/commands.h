@@ -3,6 +3,7 @@
 #define TC_AGGREGATOR_COMMANDS_H
 
 int tc_cmd_migrate(int argc, char **argv);
+int tc_cmd_predict(int argc, char **argv);
 int tc_cmd_fit(int argc, char **argv);
 int tc_cmd_validate(int argc, char **argv);
 

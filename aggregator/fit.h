@@ -268,4 +268,8 @@ void tc_fit_from_solution(tc_fit_t *fit, const tc_fit_data_t *d, const tc_fit_sp
 int tc_fit_predict(const tc_fit_t *fit, const tc_features_t *f, double conv_ms,
                    double *nonconv_ms, double *variance_ms2);
 
+/* Quantile p of Student's t with `dof` degrees of freedom (the normal
+ * quantile when dof is below 1 or not finite). */
+double tc_fit_t_quantile(double p, double dof);
+
 #endif

@@ -3,6 +3,7 @@
 
 #include "tc_error.h"
 
+#include <gsl/gsl_cdf.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -54,4 +55,11 @@ int tc_fit_predict(const tc_fit_t *fit, const tc_features_t *f, double conv_ms,
     if (variance_ms2)
         *variance_ms2 = fmax(var, 0) + noise * noise;
     return 0;
+}
+
+double tc_fit_t_quantile(double p, double dof)
+{
+    if (!(dof >= 1) || !isfinite(dof))
+        return gsl_cdf_ugaussian_Pinv(p);
+    return gsl_cdf_tdist_Pinv(p, dof);
 }

@@ -8,6 +8,7 @@ static const tc_command_t s_commands[] = {
     {"migrate", tc_cmd_migrate, "apply pending database schema migrations"},
     {"fit", tc_cmd_fit, "fit and store a per-device model of the non-conv training time"},
     {"validate", tc_cmd_validate, "leave-one-CNN-out accuracy per device next to trace variability"},
+    {"predict", tc_cmd_predict, "compare devices for a CNN over batch sizes"},
     {0},
 };
 

@@ -59,7 +59,9 @@ int tc_store_device_classes(tc_store_t *s, tc_device_class_t **out, size_t *n)
         "  WHERE d2.name = d.name), "
         "(SELECT count(*) FROM traces t JOIN devices d3 USING (device_id) "
         "  WHERE d3.name = d.name), "
-        "EXISTS (SELECT 1 FROM fits f WHERE f.device = d.name) "
+        "EXISTS (SELECT 1 FROM fits f WHERE f.device = d.name), "
+        "coalesce(max(d.threads), 0), coalesce(min(d.gpu_index), 0), "
+        "coalesce(string_agg(DISTINCT d.host, ','), '') "
         "FROM devices d GROUP BY d.name ORDER BY d.name",
         0, NULL);
     if (rc < 0)
@@ -78,6 +80,9 @@ int tc_store_device_classes(tc_store_t *s, tc_device_class_t **out, size_t *n)
         v[i].conv_results = atol(PQgetvalue(res, (int)i, 4));
         v[i].traces = atol(PQgetvalue(res, (int)i, 5));
         v[i].has_fit = PQgetvalue(res, (int)i, 6)[0] == 't';
+        v[i].threads = (unsigned)atoi(PQgetvalue(res, (int)i, 7));
+        v[i].gpu_index = atoi(PQgetvalue(res, (int)i, 8));
+        snprintf(v[i].hosts, sizeof v[i].hosts, "%s", PQgetvalue(res, (int)i, 9));
     }
     PQclear(res);
     *out = v;

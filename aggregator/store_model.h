@@ -20,6 +20,9 @@ typedef struct {
     char kind[16];          /* cpu or cuda */
     uint64_t memory_bytes;  /* smallest among the devices of that name; 0 unknown */
     long devices;           /* physical devices of that name */
+    unsigned threads;       /* CPU threads (cpu devices) */
+    int gpu_index;          /* lowest GPU index (cuda devices) */
+    char hosts[256];        /* hosts with such a device, comma-separated */
     long conv_results;
     long traces;
     bool has_fit;

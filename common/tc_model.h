@@ -26,8 +26,13 @@ typedef struct {
     size_t max_file_bytes;  /* 0: default cap (256 MiB) */
 } tc_model_opts_t;
 
-/* One node of the graph IR, after shape inference. Shapes exclude the
- * symbolic batch dimension (dims[0] is channels for NCHW tensors). */
+/* One layer of the graph IR, after shape inference. Shapes exclude the
+ * symbolic batch dimension (dims[0] is channels for NCHW tensors).
+ *
+ * Layers are the ONNX nodes that touch per-sample data or own parameters.
+ * Nodes the importer folds away (constant shape arithmetic such as
+ * Constant -> Shape -> Gather -> Unsqueeze -> Concat feeding a Reshape)
+ * are not layers: they do not exist when the framework trains. */
 typedef struct {
     const char *name;
     const char *op;           /* ONNX op type */
@@ -43,9 +48,16 @@ typedef struct {
     bool is_conv;
     tc_conv_config_t conv;    /* valid when is_conv; n = 0 */
     bool first_layer;         /* conv whose input is the network input */
+    /* Added by the importer (extensions of the contract): */
+    double macs;              /* multiply-accumulates per sample (Conv, Gemm, MatMul) */
+    bool out_batched;         /* the first output carries the batch (out_shape excludes it) */
 } tc_model_node_t;
 
-/* A deduplicated conv configuration and how many layers use it. */
+/* A deduplicated conv configuration and how many layers use it. The key is
+ * the config together with first_layer: a config used both by the first
+ * conv and deeper in the network is listed twice, since only the deeper use
+ * needs a backward-data pass. first_layer is set for convs whose input does
+ * not depend on any parameter (the network input, possibly normalized). */
 typedef struct {
     tc_conv_config_t config;  /* n = 0 */
     uint32_t multiplicity;
@@ -62,12 +74,22 @@ int tc_model_load_bytes(const uint8_t *data, size_t len, const char *name,
 
 /* Resolve "torchvision:NAME" (exported through agent/harness when PyTorch is
  * installed, else the committed export in tests/data) or a path to an .onnx
- * file. `input_size` 0 means the model's default. */
+ * file. `input_size` 0 means the model's default.
+ *
+ * torchvision exports are cached as $TRAINCAST_CACHE/onnx/NAME[@SIZE].onnx
+ * (default cache ~/.cache/traincast). PyTorch is looked for with
+ * $TRAINCAST_PYTHON (default /usr/bin/python3); $TRAINCAST_HARNESS_DIR and
+ * $TRAINCAST_DATA_DIR override where the harness and the committed exports
+ * are. Errors beyond the loaders': TC_ENOTFOUND (no such torchvision model,
+ * or no PyTorch and no committed export; the message says how to list the
+ * names), TC_EUNSUPPORTED (a non-default input size without PyTorch),
+ * TC_ECHILD (the export failed). */
 int tc_model_load_spec(const char *spec, const tc_model_opts_t *opts, tc_model_t **out);
 
 void tc_model_destroy(tc_model_t **self_p);
 
-/* Identity: "torchvision:resnet50@224" or "onnx:<12 hex of sha256>@224". */
+/* Identity: "torchvision:resnet50@224" or "onnx:<12 hex of sha256>@224".
+ * The SHA-256 is common/tc_sha256.c's. */
 const char *tc_model_id(const tc_model_t *m);
 const char *tc_model_name(const tc_model_t *m);
 const char *tc_model_sha256(const tc_model_t *m); /* of the source bytes, hex */
@@ -75,8 +97,24 @@ void tc_model_input(const tc_model_t *m, uint32_t *c, uint32_t *h, uint32_t *w);
 uint64_t tc_model_params(const tc_model_t *m);
 double tc_model_flops(const tc_model_t *m); /* forward, per sample */
 
+/* Layers in topological order (the file's order when it is sorted). */
 size_t tc_model_node_count(const tc_model_t *m);
 const tc_model_node_t *tc_model_node(const tc_model_t *m, size_t i);
+
+/* ---- extensions of the contract (added with the importer) ---- */
+
+/* Forward multiply-accumulates per sample of Conv, Gemm and MatMul. */
+double tc_model_macs(const tc_model_t *m);
+/* ONNX nodes in the file, layers and folded ones together. */
+size_t tc_model_onnx_node_count(const tc_model_t *m);
+/* The inferred shape of any value (node output, initializer, the input) by
+ * name, batch excluded; *batched says whether it carries the batch.
+ * Returns 0 or TC_ENOTFOUND. `dims` holds TC_MODEL_MAX_RANK entries. */
+int tc_model_value_shape(const tc_model_t *m, const char *value, int *rank, int64_t *dims,
+                         bool *batched);
+/* A metadata_props entry of the file ("traincast.export_mode", ...), or
+ * NULL. */
+const char *tc_model_meta(const tc_model_t *m, const char *key);
 
 /* Names of nodes that were accepted as unknown (allow_unknown). */
 size_t tc_model_unknown_count(const tc_model_t *m);

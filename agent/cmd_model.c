@@ -1,0 +1,257 @@
+/* agent model describe: a CNN's layers, conv configs and non-conv features
+ * as the importer sees them. */
+#include "commands.h"
+
+#include "tc_buf.h"
+#include "tc_cli.h"
+#include "tc_error.h"
+#include "tc_model.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static void s_shape(const tc_model_node_t *n, char *buf, size_t size)
+{
+    size_t len = 0;
+    buf[0] = '\0';
+    for (int k = 0; k < n->rank_out && len + 1 < size; k++) {
+        int w = snprintf(buf + len, size - len, "%s%lld", k ? "x" : "",
+                         (long long)n->out_shape[k]);
+        if (w < 0)
+            break;
+        len += (size_t)w;
+    }
+    if (!n->rank_out)
+        snprintf(buf, size, "scalar");
+}
+
+static void s_print_table(const tc_model_t *m, unsigned batch)
+{
+    uint32_t c, h, w;
+    tc_model_input(m, &c, &h, &w);
+    printf("model %s (%s)\n", tc_model_id(m), tc_model_name(m));
+    printf("input %ux%ux%u, batch %u, sha256 %s\n", c, h, w, batch, tc_model_sha256(m));
+    const char *mode = tc_model_meta(m, "traincast.export_mode");
+    const char *missing = tc_model_meta(m, "traincast.missing");
+    if (mode)
+        printf("exported in %s mode%s%s\n", mode, missing && *missing ? "; missing layers: " : "",
+               missing && *missing ? missing : "");
+    printf("\n%4s  %-44s %-20s %-7s %-14s %10s %10s  %s\n", "#", "layer", "op", "class",
+           "output", "params", "MFLOPs", "conv config");
+    for (size_t i = 0; i < tc_model_node_count(m); i++) {
+        const tc_model_node_t *n = tc_model_node(m, i);
+        char shape[96], conv[128] = "";
+        s_shape(n, shape, sizeof shape);
+        if (n->is_conv) {
+            tc_conv_config_label(&n->conv, conv, sizeof conv);
+            if (n->first_layer)
+                strncat(conv, " (first)", sizeof conv - strlen(conv) - 1);
+        }
+        /* Long names keep their end, which names the layer. */
+        size_t len = strlen(n->name);
+        const char *name = len > 44 ? n->name + len - 41 : n->name;
+        printf("%4zu  %s%-*s %-20.20s %-7s %-14s %10llu %10.2f  %s\n", i, len > 44 ? "..." : "",
+               len > 44 ? 41 : 44, name, n->op,
+               tc_op_class_name(n->op_class), shape, (unsigned long long)n->params,
+               n->flops * batch / 1e6, conv);
+    }
+    tc_features_t f;
+    tc_model_features(m, batch, &f);
+    printf("\nsummary\n");
+    printf("  parameters         %llu\n", (unsigned long long)tc_model_params(m));
+    printf("  forward GFLOPs     %.3f at batch %u (%.3f GMACs per sample)\n",
+           tc_model_flops(m) * batch / 1e9, batch, tc_model_macs(m) / 1e9);
+    printf("  layers             %zu (of %zu ONNX nodes; the rest is folded shape "
+           "arithmetic)\n",
+           tc_model_node_count(m), tc_model_onnx_node_count(m));
+    printf("  conv layers        %.0f\n", f.conv_layers);
+    printf("  unique conv configs %zu\n", tc_model_conv_count(m));
+    for (size_t i = 0; i < tc_model_conv_count(m); i++) {
+        const tc_conv_usage_t *u = tc_model_conv(m, i);
+        char label[128];
+        tc_conv_config_label(&u->config, label, sizeof label);
+        printf("    %3ux  %s%s\n", u->multiplicity, label,
+               u->first_layer ? "  (first layer: no backward-data)" : "");
+    }
+    printf("  non-conv features at batch %u:\n", batch);
+    printf("    %-8s %7s %14s %14s %12s %10s\n", "class", "layers", "elems in", "elems out",
+           "params", "GFLOPs");
+    for (int k = 0; k < TC_OPC_COUNT; k++) {
+        const tc_class_features_t *cf = &f.cls[k];
+        if (k == TC_OPC_CONV || cf->layers == 0)
+            continue;
+        printf("    %-8s %7.0f %14.0f %14.0f %12.0f %10.4f\n", tc_op_class_name(k), cf->layers,
+               cf->elems_in, cf->elems_out, cf->params, cf->flops / 1e9);
+    }
+    printf("    total: %.0f layers, %.0f parameters\n", f.total_layers, f.total_params);
+    for (size_t i = 0; i < tc_model_unknown_count(m); i++)
+        printf("  unknown op counted as element-wise: %s\n", tc_model_unknown(m, i));
+}
+
+static void s_json_config(tc_buf_t *b, const tc_conv_config_t *c)
+{
+    tc_buf_printf(b,
+                  "{\"c\":%u,\"h\":%u,\"w\":%u,\"k\":%u,\"r\":%u,\"s\":%u,\"pad_h\":%u,"
+                  "\"pad_w\":%u,\"stride_h\":%u,\"stride_w\":%u,\"dilation_h\":%u,"
+                  "\"dilation_w\":%u,\"groups\":%u}",
+                  c->c, c->h, c->w, c->k, c->r, c->s, c->pad_h, c->pad_w, c->stride_h,
+                  c->stride_w, c->dilation_h, c->dilation_w, c->groups);
+}
+
+static int s_print_json(const tc_model_t *m, unsigned batch)
+{
+    tc_buf_t b = {0};
+    uint32_t c, h, w;
+    tc_model_input(m, &c, &h, &w);
+    tc_buf_puts(&b, "{\"model_id\":");
+    tc_buf_json_str(&b, tc_model_id(m));
+    tc_buf_puts(&b, ",\"name\":");
+    tc_buf_json_str(&b, tc_model_name(m));
+    tc_buf_printf(&b, ",\"sha256\":\"%s\",\"input\":[%u,%u,%u],\"batch\":%u,\"params\":%llu",
+                  tc_model_sha256(m), c, h, w, batch, (unsigned long long)tc_model_params(m));
+    tc_buf_puts(&b, ",\"flops_per_sample\":");
+    tc_buf_json_num(&b, tc_model_flops(m));
+    tc_buf_puts(&b, ",\"gflops\":");
+    tc_buf_json_num(&b, tc_model_flops(m) * batch / 1e9);
+    tc_buf_puts(&b, ",\"macs_per_sample\":");
+    tc_buf_json_num(&b, tc_model_macs(m));
+    tc_buf_printf(&b, ",\"onnx_nodes\":%zu", tc_model_onnx_node_count(m));
+    const char *mode = tc_model_meta(m, "traincast.export_mode");
+    if (mode) {
+        tc_buf_puts(&b, ",\"export_mode\":");
+        tc_buf_json_str(&b, mode);
+    }
+    tc_buf_puts(&b, ",\"layers\":[");
+    for (size_t i = 0; i < tc_model_node_count(m); i++) {
+        const tc_model_node_t *n = tc_model_node(m, i);
+        tc_buf_puts(&b, i ? ",{\"name\":" : "{\"name\":");
+        tc_buf_json_str(&b, n->name);
+        tc_buf_puts(&b, ",\"op\":");
+        tc_buf_json_str(&b, n->op);
+        tc_buf_printf(&b, ",\"class\":\"%s\",\"out_shape\":[", tc_op_class_name(n->op_class));
+        for (int k = 0; k < n->rank_out; k++)
+            tc_buf_printf(&b, "%s%lld", k ? "," : "", (long long)n->out_shape[k]);
+        tc_buf_printf(&b, "],\"params\":%llu,\"flops\":", (unsigned long long)n->params);
+        tc_buf_json_num(&b, n->flops);
+        tc_buf_printf(&b, ",\"elems_in\":%llu,\"elems_out\":%llu",
+                      (unsigned long long)n->elems_in, (unsigned long long)n->elems_out);
+        if (n->is_conv) {
+            tc_buf_puts(&b, ",\"conv\":");
+            s_json_config(&b, &n->conv);
+            tc_buf_printf(&b, ",\"first_layer\":%s", n->first_layer ? "true" : "false");
+        }
+        tc_buf_putc(&b, '}');
+    }
+    tc_buf_puts(&b, "],\"convs\":[");
+    for (size_t i = 0; i < tc_model_conv_count(m); i++) {
+        const tc_conv_usage_t *u = tc_model_conv(m, i);
+        tc_buf_puts(&b, i ? ",{\"config\":" : "{\"config\":");
+        s_json_config(&b, &u->config);
+        tc_buf_printf(&b, ",\"multiplicity\":%u,\"first_layer\":%s}", u->multiplicity,
+                      u->first_layer ? "true" : "false");
+    }
+    tc_features_t f;
+    tc_model_features(m, batch, &f);
+    tc_buf_puts(&b, "],\"features\":{");
+    for (int k = 0; k < TC_OPC_COUNT; k++) {
+        const tc_class_features_t *cf = &f.cls[k];
+        tc_buf_printf(&b, "%s\"%s\":{\"layers\":", k ? "," : "", tc_op_class_name(k));
+        tc_buf_json_num(&b, cf->layers);
+        tc_buf_puts(&b, ",\"elems_in\":");
+        tc_buf_json_num(&b, cf->elems_in);
+        tc_buf_puts(&b, ",\"elems_out\":");
+        tc_buf_json_num(&b, cf->elems_out);
+        tc_buf_puts(&b, ",\"params\":");
+        tc_buf_json_num(&b, cf->params);
+        tc_buf_puts(&b, ",\"flops\":");
+        tc_buf_json_num(&b, cf->flops);
+        tc_buf_putc(&b, '}');
+    }
+    tc_buf_printf(&b, "},\"total_layers\":%.0f,\"conv_layers\":%.0f,\"unknown\":[",
+                  f.total_layers, f.conv_layers);
+    for (size_t i = 0; i < tc_model_unknown_count(m); i++) {
+        if (i)
+            tc_buf_putc(&b, ',');
+        tc_buf_json_str(&b, tc_model_unknown(m, i));
+    }
+    tc_buf_puts(&b, "]}\n");
+    if (b.failed) {
+        tc_buf_free(&b);
+        return tc_fail(TC_ENOMEM, "out of memory formatting JSON");
+    }
+    fputs(tc_buf_str(&b), stdout);
+    tc_buf_free(&b);
+    return 0;
+}
+
+static int s_describe(int argc, char **argv)
+{
+    unsigned long batch = 1, input_size = 0;
+    const char *format = "table";
+    bool allow_unknown = false;
+    const tc_opt_t opts[] = {
+        {"batch", TC_OPT_UINT, &batch, "N", "mini-batch size for FLOPs and features (default 1)"},
+        {"input-size", TC_OPT_UINT, &input_size, "S",
+         "spatial input size in pixels (default: the model's own; torchvision models are "
+         "re-exported at S, files are re-inferred)"},
+        {"format", TC_OPT_STR, &format, "table|json", "output format (default table)"},
+        {"allow-unknown", TC_OPT_FLAG, &allow_unknown, NULL,
+         "count ops the importer does not know as generic element-wise layers (with a "
+         "warning) instead of failing"},
+        {0},
+    };
+    const tc_cmd_spec_t spec = {
+        .prog = "agent model describe",
+        .summary = "Import a CNN (an ONNX file or a torchvision model) and print its layers, "
+                   "conv configs and non-conv features.",
+        .positional = "FILE.onnx|torchvision:NAME",
+        .min_positional = 1,
+        .max_positional = 1,
+        .config_file = true,
+        .epilog = "torchvision:NAME is exported through agent/harness/export_onnx.py when "
+                  "PyTorch is installed\n($TRAINCAST_PYTHON, default /usr/bin/python3; cached "
+                  "under $TRAINCAST_CACHE or ~/.cache/traincast),\nelse the committed "
+                  "weight-free export in tests/data is used.",
+        .opts = opts,
+    };
+    tc_cli_result_t cli;
+    int rc = tc_cli_parse(&spec, argc, argv, &cli);
+    if (rc < 0 || cli.help_shown) {
+        tc_cli_result_free(&cli);
+        return rc;
+    }
+    tc_model_t *m = NULL;
+    bool json = !strcmp(format, "json");
+    if (!json && strcmp(format, "table") != 0) {
+        rc = tc_fail(TC_EUSAGE, "--format must be table or json, not '%s'", format);
+    } else if (batch < 1 || batch > 1u << 20) {
+        rc = tc_fail(TC_EUSAGE, "--batch must be between 1 and %u", 1u << 20);
+    } else if (input_size > 16384) {
+        rc = tc_fail(TC_EUSAGE, "--input-size must be at most 16384");
+    } else {
+        tc_model_opts_t mo = {.allow_unknown = allow_unknown, .input_size = (uint32_t)input_size};
+        rc = tc_model_load_spec(cli.positional[0], &mo, &m);
+    }
+    if (rc == 0)
+        rc = json ? s_print_json(m, (unsigned)batch) : (s_print_table(m, (unsigned)batch), 0);
+    tc_model_destroy(&m);
+    tc_cli_result_free(&cli);
+    return rc;
+}
+
+int tc_cmd_model(int argc, char **argv)
+{
+    if (argc >= 2 && !strcmp(argv[1], "describe"))
+        return s_describe(argc - 1, argv + 1);
+    bool help = argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"));
+    FILE *out = help ? stdout : stderr;
+    fprintf(out, "usage: agent model describe FILE.onnx|torchvision:NAME [--batch N] "
+                 "[--input-size S]\n"
+                 "                            [--format table|json] [--allow-unknown]\n\n"
+                 "'agent model describe --help' describes the options.\n");
+    if (help)
+        return 0;
+    if (argc < 2)
+        return tc_fail(TC_EUSAGE, "a model subcommand is required (describe)");
+    return tc_fail(TC_EUSAGE, "unknown model subcommand '%s' (describe)", argv[1]);
+}

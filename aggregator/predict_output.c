@@ -1,0 +1,367 @@
+#include "predict_output.h"
+
+#include "plot.h"
+#include "tc_buf.h"
+#include "tc_error.h"
+#include "tc_progress.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+int tc_pred_format_parse(const char *s, tc_pred_format_t *out)
+{
+    if (!strcmp(s, "table"))
+        *out = TC_PRED_TABLE;
+    else if (!strcmp(s, "csv"))
+        *out = TC_PRED_CSV;
+    else if (!strcmp(s, "json"))
+        *out = TC_PRED_JSON;
+    else
+        return TC_EUSAGE;
+    return 0;
+}
+
+static void s_bytes(double b, char *buf, size_t size)
+{
+    if (!isfinite(b))
+        snprintf(buf, size, "?");
+    else if (b >= 1024.0 * 1024 * 1024)
+        snprintf(buf, size, "%.1f GiB", b / (1024.0 * 1024 * 1024));
+    else
+        snprintf(buf, size, "%.0f MiB", b / (1024.0 * 1024));
+}
+
+static const char *s_fits(int fits)
+{
+    return fits > 0 ? "yes" : fits == 0 ? "no" : "?";
+}
+
+/* Fastest and cheapest (device, point) per epoch among points that fit or
+ * may fit. */
+static void s_best(const tc_pred_device_t *devs, size_t n, const tc_pred_device_t **fast_d,
+                   const tc_pred_point_t **fast_p, const tc_pred_device_t **cheap_d,
+                   const tc_pred_point_t **cheap_p)
+{
+    *fast_d = *cheap_d = NULL;
+    *fast_p = *cheap_p = NULL;
+    for (size_t i = 0; i < n; i++) {
+        if (devs[i].status != TC_PRED_OK)
+            continue;
+        for (size_t j = 0; j < devs[i].n_points; j++) {
+            const tc_pred_point_t *p = &devs[i].points[j];
+            if (p->fits == 0 || !isfinite(p->epoch_s))
+                continue;
+            if (!*fast_p || p->epoch_s < (*fast_p)->epoch_s) {
+                *fast_d = &devs[i];
+                *fast_p = p;
+            }
+            if (isfinite(p->cost) && (!*cheap_p || p->cost < (*cheap_p)->cost)) {
+                *cheap_d = &devs[i];
+                *cheap_p = p;
+            }
+        }
+    }
+}
+
+static void s_duration(double s, char *buf, size_t size)
+{
+    if (!isfinite(s))
+        snprintf(buf, size, "?");
+    else if (s >= 86400)
+        snprintf(buf, size, "%.0fd%02.0fh", floor(s / 86400), floor(fmod(s, 86400) / 3600));
+    else if (s >= 3600)
+        snprintf(buf, size, "%.0fh%02.0fm", floor(s / 3600), floor(fmod(s, 3600) / 60));
+    else if (s >= 60)
+        snprintf(buf, size, "%.0fm%02.0fs", floor(s / 60), floor(fmod(s, 60)));
+    else
+        snprintf(buf, size, "%.1fs", s);
+}
+
+static void s_print_table(FILE *out, const tc_model_t *model, const tc_pred_request_t *req,
+                          const tc_pred_device_t *devs, size_t n)
+{
+    uint32_t c, h, w;
+    tc_model_input(model, &c, &h, &w);
+    fprintf(out, "%s (%s): %.2f M parameters, %.2f GFLOPs forward per image at %ux%u; "
+                 "epoch of %.0f images\n\n",
+            tc_model_name(model), tc_model_id(model), tc_model_params(model) / 1e6,
+            tc_model_flops(model) / 1e9, h, w, req->dataset_size);
+    fprintf(out, "%-30s %6s %10s %21s %9s %9s %9s %9s %10s %9s %4s\n", "device", "batch",
+            "iter ms", "95% interval", "conv ms", "other ms", "img/s", "epoch", "cost/epoch",
+            "memory", "fits");
+    for (size_t i = 0; i < n; i++) {
+        const tc_pred_device_t *d = &devs[i];
+        if (d->status != TC_PRED_OK) {
+            fprintf(out, "%-30.30s  -- %s\n", d->device.name, d->note);
+            continue;
+        }
+        for (size_t j = 0; j < d->n_points; j++) {
+            const tc_pred_point_t *p = &d->points[j];
+            char interval[48], epoch[24], cost[24], mem[24];
+            snprintf(interval, sizeof interval, "%.2f..%.2f", p->lo_ms, p->hi_ms);
+            s_duration(p->epoch_s, epoch, sizeof epoch);
+            if (isfinite(p->cost))
+                snprintf(cost, sizeof cost, "%.2f", p->cost);
+            else
+                snprintf(cost, sizeof cost, "-");
+            s_bytes(p->peak_bytes, mem, sizeof mem);
+            fprintf(out, "%-30.30s %6u %10.2f %21s %9.2f %9.2f %9.1f %9s %10s %9s %4s\n",
+                    j == 0 ? d->device.name : "", p->batch, p->total_ms, interval, p->conv_ms,
+                    p->nonconv_ms, p->images_per_s, epoch, cost, mem, s_fits(p->fits));
+        }
+    }
+    const tc_pred_device_t *fd, *cd;
+    const tc_pred_point_t *fp, *cp;
+    s_best(devs, n, &fd, &fp, &cd, &cp);
+    fputc('\n', out);
+    if (fd) {
+        char epoch[24];
+        s_duration(fp->epoch_s, epoch, sizeof epoch);
+        fprintf(out, "fastest:  %s at batch %u: %s per epoch (%.1f images/s)\n", fd->device.name,
+                fp->batch, epoch, fp->images_per_s);
+    }
+    if (cd) {
+        char epoch[24];
+        s_duration(cp->epoch_s, epoch, sizeof epoch);
+        fprintf(out, "cheapest: %s at batch %u: %.2f per epoch (%s)\n", cd->device.name,
+                cp->batch, cp->cost, epoch);
+    } else if (fd) {
+        fprintf(out, "cheapest: give --prices FILE (DEVICE NAME = PRICE per device-hour) to "
+                     "compare cost\n");
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (devs[i].status == TC_PRED_OK)
+            fprintf(out, "fit of %s: %s, leave-one-CNN-out MAPE %.1f %% over %zu CNNs, "
+                         "batches %u..%u\n",
+                    devs[i].device.name, tc_fit_form_name(devs[i].fit.form), devs[i].fit.cv_mape,
+                    devs[i].fit.n_cnns, devs[i].fit.batch_min, devs[i].fit.batch_max);
+    }
+}
+
+static void s_csv_text(FILE *out, const char *s)
+{
+    fputc('"', out);
+    for (; *s; s++) {
+        if (*s == '"')
+            fputc('"', out);
+        fputc(*s, out);
+    }
+    fputc('"', out);
+}
+
+static void s_csv_num(FILE *out, double v, const char *fmt)
+{
+    fputc(',', out);
+    if (isfinite(v))
+        fprintf(out, fmt, v);
+}
+
+static void s_print_csv(FILE *out, const tc_model_t *model, const tc_pred_device_t *devs,
+                        size_t n)
+{
+    fprintf(out, "model,device,status,batch,iteration_ms,lo_ms,hi_ms,conv_ms,nonconv_ms,"
+                 "images_per_s,epoch_s,cost_per_epoch,peak_memory_bytes,fits,note\n");
+    for (size_t i = 0; i < n; i++) {
+        const tc_pred_device_t *d = &devs[i];
+        const char *status = d->status == TC_PRED_OK       ? "ok"
+                             : d->status == TC_PRED_NO_FIT ? "no_fit"
+                                                           : "missing_benchmarks";
+        if (d->status != TC_PRED_OK) {
+            s_csv_text(out, tc_model_id(model));
+            fputc(',', out);
+            s_csv_text(out, d->device.name);
+            fprintf(out, ",%s,,,,,,,,,,,,", status);
+            s_csv_text(out, d->note);
+            fputc('\n', out);
+            continue;
+        }
+        for (size_t j = 0; j < d->n_points; j++) {
+            const tc_pred_point_t *p = &d->points[j];
+            s_csv_text(out, tc_model_id(model));
+            fputc(',', out);
+            s_csv_text(out, d->device.name);
+            fprintf(out, ",%s,%u", status, p->batch);
+            s_csv_num(out, p->total_ms, "%.4f");
+            s_csv_num(out, p->lo_ms, "%.4f");
+            s_csv_num(out, p->hi_ms, "%.4f");
+            s_csv_num(out, p->conv_ms, "%.4f");
+            s_csv_num(out, p->nonconv_ms, "%.4f");
+            s_csv_num(out, p->images_per_s, "%.3f");
+            s_csv_num(out, p->epoch_s, "%.1f");
+            s_csv_num(out, p->cost, "%.4f");
+            s_csv_num(out, p->peak_bytes, "%.0f");
+            fprintf(out, ",%s,\n", s_fits(p->fits));
+        }
+    }
+}
+
+static void s_json_point(tc_buf_t *b, const tc_pred_point_t *p)
+{
+    tc_buf_printf(b, "{\"batch\":%u,\"iteration_ms\":", p->batch);
+    tc_buf_json_num(b, p->total_ms);
+    tc_buf_puts(b, ",\"interval_ms\":[");
+    tc_buf_json_num(b, p->lo_ms);
+    tc_buf_putc(b, ',');
+    tc_buf_json_num(b, p->hi_ms);
+    tc_buf_puts(b, "],\"conv_ms\":");
+    tc_buf_json_num(b, p->conv_ms);
+    tc_buf_puts(b, ",\"nonconv_ms\":");
+    tc_buf_json_num(b, p->nonconv_ms);
+    tc_buf_puts(b, ",\"images_per_s\":");
+    tc_buf_json_num(b, p->images_per_s);
+    tc_buf_puts(b, ",\"epoch_s\":");
+    tc_buf_json_num(b, p->epoch_s);
+    tc_buf_puts(b, ",\"cost_per_epoch\":");
+    tc_buf_json_num(b, p->cost);
+    tc_buf_puts(b, ",\"peak_memory_bytes\":");
+    tc_buf_json_num(b, p->peak_bytes);
+    tc_buf_printf(b, ",\"fits\":%s}", p->fits > 0 ? "true" : p->fits == 0 ? "false" : "null");
+}
+
+static int s_print_json(FILE *out, const tc_model_t *model, const tc_pred_request_t *req,
+                        const tc_pred_device_t *devs, size_t n)
+{
+    tc_buf_t b = {0};
+    tc_buf_puts(&b, "{\"model\":{\"id\":");
+    tc_buf_json_str(&b, tc_model_id(model));
+    tc_buf_puts(&b, ",\"name\":");
+    tc_buf_json_str(&b, tc_model_name(model));
+    tc_buf_printf(&b, ",\"params\":%llu,\"flops_per_image\":",
+                  (unsigned long long)tc_model_params(model));
+    tc_buf_json_num(&b, tc_model_flops(model));
+    tc_buf_puts(&b, "},\"dataset_size\":");
+    tc_buf_json_num(&b, req->dataset_size);
+    tc_buf_puts(&b, ",\"devices\":[");
+    for (size_t i = 0; i < n; i++) {
+        const tc_pred_device_t *d = &devs[i];
+        tc_buf_puts(&b, i ? ",{\"name\":" : "{\"name\":");
+        tc_buf_json_str(&b, d->device.name);
+        tc_buf_puts(&b, ",\"status\":");
+        tc_buf_json_str(&b, d->status == TC_PRED_OK       ? "ok"
+                            : d->status == TC_PRED_NO_FIT ? "no_fit"
+                                                          : "missing_benchmarks");
+        if (d->status != TC_PRED_OK) {
+            tc_buf_puts(&b, ",\"note\":");
+            tc_buf_json_str(&b, d->note);
+            tc_buf_putc(&b, '}');
+            continue;
+        }
+        tc_buf_printf(&b, ",\"fit\":{\"id\":%lld,\"form\":", d->fit.fit_id);
+        tc_buf_json_str(&b, tc_fit_form_name(d->fit.form));
+        tc_buf_puts(&b, ",\"cv_mape_pct\":");
+        tc_buf_json_num(&b, d->fit.cv_mape);
+        tc_buf_puts(&b, "},\"price_per_hour\":");
+        tc_buf_json_num(&b, d->price);
+        tc_buf_puts(&b, ",\"predictions\":[");
+        for (size_t j = 0; j < d->n_points; j++) {
+            if (j)
+                tc_buf_putc(&b, ',');
+            s_json_point(&b, &d->points[j]);
+        }
+        tc_buf_puts(&b, "]}");
+    }
+    tc_buf_puts(&b, "],\"summary\":{");
+    const tc_pred_device_t *fd, *cd;
+    const tc_pred_point_t *fp, *cp;
+    s_best(devs, n, &fd, &fp, &cd, &cp);
+    tc_buf_puts(&b, "\"fastest\":");
+    if (fd) {
+        tc_buf_puts(&b, "{\"device\":");
+        tc_buf_json_str(&b, fd->device.name);
+        tc_buf_printf(&b, ",\"batch\":%u,\"epoch_s\":", fp->batch);
+        tc_buf_json_num(&b, fp->epoch_s);
+        tc_buf_putc(&b, '}');
+    } else {
+        tc_buf_puts(&b, "null");
+    }
+    tc_buf_puts(&b, ",\"cheapest\":");
+    if (cd) {
+        tc_buf_puts(&b, "{\"device\":");
+        tc_buf_json_str(&b, cd->device.name);
+        tc_buf_printf(&b, ",\"batch\":%u,\"cost_per_epoch\":", cp->batch);
+        tc_buf_json_num(&b, cp->cost);
+        tc_buf_putc(&b, '}');
+    } else {
+        tc_buf_puts(&b, "null");
+    }
+    tc_buf_puts(&b, "}}\n");
+    int rc = b.failed ? tc_fail(TC_ENOMEM, "out of memory") : 0;
+    if (rc == 0)
+        fputs(tc_buf_str(&b), out);
+    tc_buf_free(&b);
+    return rc;
+}
+
+int tc_pred_print(FILE *out, tc_pred_format_t fmt, const tc_model_t *model,
+                  const tc_pred_request_t *req, const tc_pred_device_t *devs, size_t n)
+{
+    switch (fmt) {
+    case TC_PRED_CSV:
+        s_print_csv(out, model, devs, n);
+        return 0;
+    case TC_PRED_JSON:
+        return s_print_json(out, model, req, devs, n);
+    default:
+        s_print_table(out, model, req, devs, n);
+        return 0;
+    }
+}
+
+int tc_pred_plot(const char *path, bool epoch, const tc_model_t *model,
+                 const tc_pred_device_t *devs, size_t n)
+{
+    tc_plot_series_t *series = calloc(n + 1, sizeof *series);
+    double *vals = NULL;
+    size_t total = 0;
+    for (size_t i = 0; i < n; i++)
+        total += devs[i].status == TC_PRED_OK ? devs[i].n_points : 0;
+    vals = calloc(5 * total + 1, sizeof *vals);
+    int *fits = calloc(total + 1, sizeof *fits);
+    if (!series || !vals || !fits) {
+        free(series);
+        free(vals);
+        free(fits);
+        return tc_fail(TC_ENOMEM, "out of memory");
+    }
+    size_t ns = 0, k = 0;
+    for (size_t i = 0; i < n; i++) {
+        const tc_pred_device_t *d = &devs[i];
+        if (d->status != TC_PRED_OK || d->n_points == 0)
+            continue;
+        tc_plot_series_t *s = &series[ns++];
+        s->label = d->device.name;
+        s->n = d->n_points;
+        double *x = &vals[k], *y = &vals[total + k], *lo = &vals[2 * total + k],
+               *hi = &vals[3 * total + k];
+        for (size_t j = 0; j < d->n_points; j++) {
+            const tc_pred_point_t *p = &d->points[j];
+            /* Epoch time in minutes scales the iteration interval. */
+            double scale = epoch ? p->epoch_s / 60.0 / p->total_ms : 1.0;
+            x[j] = p->batch;
+            y[j] = p->total_ms * scale;
+            lo[j] = p->lo_ms * scale;
+            hi[j] = p->hi_ms * scale;
+            fits[k + j] = p->fits != 0;
+        }
+        s->x = x;
+        s->y = y;
+        s->lo = lo;
+        s->hi = hi;
+        s->fits = &fits[k];
+        k += d->n_points;
+    }
+    char title[512];
+    snprintf(title, sizeof title, "%s: predicted %s", tc_model_name(model),
+             epoch ? "epoch time" : "training iteration time");
+    tc_plot_opts_t o = {.title = title,
+                        .xlabel = "batch size",
+                        .ylabel = epoch ? "minutes per epoch" : "ms per iteration",
+                        .log_y = 1};
+    int rc = ns ? tc_plot_write(path, &o, series, ns)
+                : tc_fail(TC_ENOTFOUND, "--plot: no device has predictions to draw");
+    free(series);
+    free(vals);
+    free(fits);
+    return rc;
+}

@@ -1,0 +1,254 @@
+/* tc_model_load_spec: "torchvision:NAME" through the PyTorch harness (with
+ * a cache) or the committed exports, else a path to an .onnx file. */
+#include "tc_model.h"
+#include "tc_model_internal.h"
+
+#include "tc_error.h"
+#include "tc_log.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#ifndef TC_MODEL_HARNESS_DIR
+#define TC_MODEL_HARNESS_DIR "agent/harness"
+#endif
+#ifndef TC_MODEL_DATA_DIR
+#define TC_MODEL_DATA_DIR "tests/data"
+#endif
+
+#define S_PREFIX "torchvision:"
+
+static const char *s_env_or(const char *name, const char *def)
+{
+    const char *v = getenv(name);
+    return v && *v ? v : def;
+}
+
+static const char *s_python(void)
+{
+    return s_env_or("TRAINCAST_PYTHON", "/usr/bin/python3");
+}
+
+/* Run argv (no shell), capturing stdout and stderr together into `out`
+ * (truncated). Returns the exit status, or -1 if it could not run or was
+ * killed. */
+static int s_run(char *const argv[], char *out, size_t size)
+{
+    int fds[2];
+    if (size)
+        out[0] = '\0';
+    if (pipe2(fds, O_CLOEXEC) < 0)
+        return -1;
+    pid_t pid = fork();
+    if (pid < 0) {
+        close(fds[0]);
+        close(fds[1]);
+        return -1;
+    }
+    if (pid == 0) {
+        dup2(fds[1], 1);
+        dup2(fds[1], 2);
+        int devnull = open("/dev/null", O_RDONLY);
+        if (devnull >= 0)
+            dup2(devnull, 0);
+        execv(argv[0], argv);
+        fprintf(stderr, "cannot run %s: %s\n", argv[0], strerror(errno));
+        _exit(127);
+    }
+    close(fds[1]);
+    size_t len = 0;
+    char sink[4096];
+    for (;;) {
+        char *dst = len + 1 < size ? out + len : sink;
+        size_t room = len + 1 < size ? size - 1 - len : sizeof sink;
+        ssize_t r = read(fds[0], dst, room);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            break;
+        if (dst != sink)
+            len += (size_t)r;
+    }
+    if (size)
+        out[len] = '\0';
+    close(fds[0]);
+    int status;
+    while (waitpid(pid, &status, 0) < 0) {
+        if (errno != EINTR)
+            return -1;
+    }
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+static bool s_have_pytorch(void)
+{
+    static int cached = -1;
+    if (cached >= 0)
+        return cached;
+    char *argv[] = {(char *)s_python(), "-c", "import torch, torchvision, onnx", NULL};
+    char out[512];
+    cached = access(argv[0], X_OK) == 0 && s_run(argv, out, sizeof out) == 0;
+    if (!cached)
+        tc_log_debug("PyTorch not usable through %s; using committed exports", argv[0]);
+    return cached;
+}
+
+static int s_mkdirs(const char *path)
+{
+    char tmp[1024];
+    snprintf(tmp, sizeof tmp, "%s", path);
+    for (char *p = tmp + 1; *p; p++) {
+        if (*p != '/')
+            continue;
+        *p = '\0';
+        if (mkdir(tmp, 0755) < 0 && errno != EEXIST)
+            return -1;
+        *p = '/';
+    }
+    return mkdir(tmp, 0755) < 0 && errno != EEXIST ? -1 : 0;
+}
+
+static int s_cache_dir(char *buf, size_t size)
+{
+    const char *c = getenv("TRAINCAST_CACHE");
+    int n;
+    if (c && *c) {
+        n = snprintf(buf, size, "%s/onnx", c);
+    } else {
+        const char *home = getenv("HOME");
+        if (!home || !*home)
+            return tc_fail(TC_EIO, "no cache directory: set TRAINCAST_CACHE or HOME");
+        n = snprintf(buf, size, "%s/.cache/traincast/onnx", home);
+    }
+    if (n < 0 || (size_t)n >= size)
+        return tc_fail(TC_EINVAL, "cache path too long");
+    if (s_mkdirs(buf) < 0)
+        return tc_fail(TC_EIO, "cannot create the cache directory %s: %s", buf, strerror(errno));
+    return 0;
+}
+
+/* The committed exports' names, comma-separated, for messages. */
+static void s_list_committed(const char *dir, char *buf, size_t size)
+{
+    buf[0] = '\0';
+    DIR *d = opendir(dir);
+    if (!d)
+        return;
+    size_t len = 0;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        size_t n = strlen(e->d_name);
+        if (n < 6 || strcmp(e->d_name + n - 5, ".onnx"))
+            continue;
+        int w = snprintf(buf + len, size - len, "%s%.*s", len ? ", " : "", (int)(n - 5),
+                         e->d_name);
+        if (w < 0 || (size_t)w >= size - len)
+            break;
+        len += (size_t)w;
+    }
+    closedir(d);
+}
+
+static int s_export(const char *name, uint32_t size, const char *path)
+{
+    char script[1024], size_arg[16];
+    snprintf(script, sizeof script, "%s/export_onnx.py",
+             s_env_or("TRAINCAST_HARNESS_DIR", TC_MODEL_HARNESS_DIR));
+    snprintf(size_arg, sizeof size_arg, "%u", size);
+    char *argv[] = {(char *)s_python(), script,  (char *)name,  "--output", (char *)path,
+                    size ? "--input-size" : NULL, size_arg, NULL};
+    tc_log_info("exporting torchvision:%s with PyTorch (once; cached in %s)", name, path);
+    char out[8192];
+    int status = s_run(argv, out, sizeof out);
+    if (status == 0) {
+        const char *warn = strstr(out, "warning:");
+        if (warn)
+            tc_log_warn("%.*s", (int)strcspn(warn, "\n"), warn);
+        return 0;
+    }
+    size_t len = strlen(out);
+    const char *tail = len > 1500 ? out + len - 1500 : out;
+    if (status == 2)
+        return tc_fail(TC_ENOTFOUND, "'%s' is not a torchvision classification model; '%s %s "
+                                     "--list' prints the names",
+                       name, argv[0], script);
+    return tc_fail(TC_ECHILD, "exporting torchvision:%s failed (exit %d): %s", name, status,
+                   tail);
+}
+
+static int s_load_torchvision(const char *name, const tc_model_opts_t *opts, tc_model_t **out)
+{
+    size_t n = strlen(name);
+    if (!n || n > 64 || strspn(name, "abcdefghijklmnopqrstuvwxyz0123456789_") != n)
+        return tc_fail(TC_EINVAL, "'%s' is not a torchvision model name (lowercase letters, "
+                                  "digits and '_')",
+                       name);
+    uint32_t size = opts ? opts->input_size : 0;
+    tc_model_opts_t o = opts ? *opts : (tc_model_opts_t){0};
+    o.input_size = 0; /* the export is at the requested size already */
+    char path[1200], dir[1024];
+    int rc;
+    const char *data_dir = s_env_or("TRAINCAST_DATA_DIR", TC_MODEL_DATA_DIR);
+    /* A cached export needs no Python at all. */
+    bool cache = s_cache_dir(dir, sizeof dir) == 0;
+    if (cache) {
+        if (size)
+            snprintf(path, sizeof path, "%s/%s@%u.onnx", dir, name, size);
+        else
+            snprintf(path, sizeof path, "%s/%s.onnx", dir, name);
+    }
+    if (cache && access(path, R_OK) == 0) {
+        /* use it */
+    } else if (cache && s_have_pytorch()) {
+        rc = s_export(name, size, path);
+        if (rc < 0)
+            return rc;
+    } else {
+        tc_err_clear();
+        snprintf(path, sizeof path, "%s/%s.onnx", data_dir, name);
+        if (access(path, R_OK) != 0) {
+            char list[2048];
+            s_list_committed(data_dir, list, sizeof list);
+            return tc_fail(TC_ENOTFOUND, "torchvision:%s: PyTorch is not available (%s cannot "
+                                         "import torch, torchvision and onnx; set "
+                                         "TRAINCAST_PYTHON) and there is no committed export; "
+                                         "committed: %s",
+                           name, s_python(), *list ? list : "none");
+        }
+    }
+    rc = tc_model_load_file(path, &o, out);
+    if (rc < 0)
+        return rc;
+    uint32_t h;
+    tc_model_input(*out, NULL, &h, NULL);
+    if (size && h != size) {
+        tc_model_destroy(out);
+        return tc_fail(TC_EUNSUPPORTED, "torchvision:%s at input size %u needs PyTorch to "
+                                        "re-export it (the committed export is at %u); install "
+                                        "python3-torch and python3-torchvision or set "
+                                        "TRAINCAST_PYTHON",
+                       name, size, h);
+    }
+    return tc_model_set_identity(*out, name, S_PREFIX);
+}
+
+int tc_model_load_spec(const char *spec, const tc_model_opts_t *opts, tc_model_t **out)
+{
+    *out = NULL;
+    if (!spec || !*spec)
+        return tc_fail(TC_EINVAL, "empty model spec; give FILE.onnx or torchvision:NAME");
+    if (!strncmp(spec, S_PREFIX, strlen(S_PREFIX)))
+        return s_load_torchvision(spec + strlen(S_PREFIX), opts, out);
+    int rc = tc_model_load_file(spec, opts, out);
+    if (rc == TC_ENOTFOUND && !strchr(spec, '/') && !strstr(spec, ".onnx"))
+        return tc_err_context(rc, "(for a torchvision model write torchvision:%s)", spec);
+    return rc;
+}

@@ -1,0 +1,502 @@
+/* ONNX ModelProto -> graph IR: values (inputs, initializers, node outputs)
+ * and nodes with resolved inputs. Everything a hostile file could inflate is
+ * capped and checked here; shapes come later (tc_shape.c). */
+#include "tc_graph.h"
+
+#include "tc_error.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- arena ---- */
+
+struct tc_arena_block {
+    tc_arena_block_t *next;
+    size_t used, cap;
+    max_align_t data[];
+};
+
+void *tc_arena_alloc(tc_arena_t *a, size_t size)
+{
+    size = (size + sizeof(max_align_t) - 1) / sizeof(max_align_t) * sizeof(max_align_t);
+    tc_arena_block_t *b = a->head;
+    if (!b || b->cap - b->used < size) {
+        size_t cap = size > 65536 ? size : 65536;
+        b = malloc(sizeof *b + cap);
+        if (!b)
+            return NULL;
+        b->used = 0;
+        b->cap = cap;
+        b->next = a->head;
+        a->head = b;
+    }
+    void *p = (char *)b->data + b->used;
+    b->used += size;
+    memset(p, 0, size);
+    return p;
+}
+
+char *tc_arena_strdup(tc_arena_t *a, const char *s)
+{
+    if (!s)
+        s = "";
+    size_t n = strlen(s) + 1;
+    char *p = tc_arena_alloc(a, n);
+    if (p)
+        memcpy(p, s, n);
+    return p;
+}
+
+void tc_arena_free(tc_arena_t *a)
+{
+    while (a->head) {
+        tc_arena_block_t *next = a->head->next;
+        free(a->head);
+        a->head = next;
+    }
+}
+
+/* ---- checked arithmetic ---- */
+
+int tc_mul64(int64_t a, int64_t b, int64_t *out)
+{
+    return __builtin_mul_overflow(a, b, out) ? -1 : 0;
+}
+
+int tc_add64(int64_t a, int64_t b, int64_t *out)
+{
+    return __builtin_add_overflow(a, b, out) ? -1 : 0;
+}
+
+int64_t tc_value_elems(const tc_value_t *v)
+{
+    int64_t e = 1;
+    for (int i = 0; i < v->rank; i++)
+        e *= v->dims[i]; /* bounded by tc_set_shape */
+    return e;
+}
+
+/* ---- value table ---- */
+
+static uint64_t s_hash(const char *s)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (; *s; s++)
+        h = (h ^ (uint8_t)*s) * 1099511628211ull;
+    return h;
+}
+
+int tc_graph_value(const tc_graph_t *g, const char *name)
+{
+    if (!g->hash_cap || !name)
+        return -1;
+    size_t mask = g->hash_cap - 1;
+    for (size_t i = s_hash(name) & mask;; i = (i + 1) & mask) {
+        uint32_t slot = g->hash[i];
+        if (!slot)
+            return -1;
+        if (!strcmp(g->values[slot - 1].name, name))
+            return (int)slot - 1;
+    }
+}
+
+static int s_rehash(tc_graph_t *g, size_t cap)
+{
+    uint32_t *h = calloc(cap, sizeof *h);
+    if (!h)
+        return tc_fail(TC_ENOMEM, "out of memory for the value table");
+    free(g->hash);
+    g->hash = h;
+    g->hash_cap = cap;
+    for (size_t v = 0; v < g->n_values; v++) {
+        size_t i = s_hash(g->values[v].name) & (cap - 1);
+        while (h[i])
+            i = (i + 1) & (cap - 1);
+        h[i] = (uint32_t)v + 1;
+    }
+    return 0;
+}
+
+int tc_graph_add_value(tc_graph_t *g, const char *name, int *index)
+{
+    if (tc_graph_value(g, name) >= 0)
+        return tc_fail(TC_EPARSE, "value '%s' is defined twice", name);
+    if (g->n_values >= TC_GRAPH_MAX_VALUES)
+        return tc_fail(TC_ELIMIT, "more than %d values in the graph", TC_GRAPH_MAX_VALUES);
+    if (g->n_values == g->cap_values) {
+        size_t cap = g->cap_values ? g->cap_values * 2 : 256;
+        tc_value_t *v = realloc(g->values, cap * sizeof *v);
+        if (!v)
+            return tc_fail(TC_ENOMEM, "out of memory for %zu values", cap);
+        g->values = v;
+        g->cap_values = cap;
+    }
+    if ((g->n_values + 1) * 2 > g->hash_cap) {
+        int rc = s_rehash(g, g->hash_cap ? g->hash_cap * 2 : 512);
+        if (rc < 0)
+            return rc;
+    }
+    tc_value_t *v = &g->values[g->n_values];
+    memset(v, 0, sizeof *v);
+    v->name = tc_arena_strdup(&g->arena, name);
+    if (!v->name)
+        return tc_fail(TC_ENOMEM, "out of memory");
+    v->producer = -1;
+    v->batch_axis = -1;
+    v->n_data = -1;
+    v->owner = -1;
+    size_t i = s_hash(name) & (g->hash_cap - 1);
+    while (g->hash[i])
+        i = (i + 1) & (g->hash_cap - 1);
+    g->hash[i] = (uint32_t)g->n_values + 1;
+    *index = (int)g->n_values++;
+    return 0;
+}
+
+void tc_graph_free(tc_graph_t *g)
+{
+    for (size_t i = 0; i < g->n_values; i++)
+        free(g->values[i].data);
+    free(g->values);
+    free(g->hash);
+    for (size_t i = 0; i < g->n_nodes; i++) {
+        free(g->nodes[i].in);
+        free(g->nodes[i].out);
+    }
+    free(g->nodes);
+    free(g->order);
+    tc_arena_free(&g->arena);
+    memset(g, 0, sizeof *g);
+}
+
+/* ---- initializers ---- */
+
+static size_t s_elem_size(int32_t t)
+{
+    switch (t) {
+    case ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT:
+    case ONNX__TENSOR_PROTO__DATA_TYPE__INT32:
+    case ONNX__TENSOR_PROTO__DATA_TYPE__UINT32:
+        return 4;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__UINT8:
+    case ONNX__TENSOR_PROTO__DATA_TYPE__INT8:
+    case ONNX__TENSOR_PROTO__DATA_TYPE__BOOL:
+        return 1;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__UINT16:
+    case ONNX__TENSOR_PROTO__DATA_TYPE__INT16:
+    case ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT16:
+    case ONNX__TENSOR_PROTO__DATA_TYPE__BFLOAT16:
+        return 2;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__INT64:
+    case ONNX__TENSOR_PROTO__DATA_TYPE__UINT64:
+    case ONNX__TENSOR_PROTO__DATA_TYPE__DOUBLE:
+    case ONNX__TENSOR_PROTO__DATA_TYPE__COMPLEX64:
+        return 8;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__COMPLEX128:
+        return 16;
+    default:
+        return 0;
+    }
+}
+
+static bool s_is_float(int32_t t)
+{
+    return t == ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT || t == ONNX__TENSOR_PROTO__DATA_TYPE__DOUBLE ||
+           t == ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT16 ||
+           t == ONNX__TENSOR_PROTO__DATA_TYPE__BFLOAT16;
+}
+
+static bool s_is_int(int32_t t)
+{
+    switch (t) {
+    case ONNX__TENSOR_PROTO__DATA_TYPE__INT64:
+    case ONNX__TENSOR_PROTO__DATA_TYPE__INT32:
+    case ONNX__TENSOR_PROTO__DATA_TYPE__INT16:
+    case ONNX__TENSOR_PROTO__DATA_TYPE__INT8:
+    case ONNX__TENSOR_PROTO__DATA_TYPE__UINT8:
+    case ONNX__TENSOR_PROTO__DATA_TYPE__UINT16:
+    case ONNX__TENSOR_PROTO__DATA_TYPE__UINT32:
+    case ONNX__TENSOR_PROTO__DATA_TYPE__UINT64:
+    case ONNX__TENSOR_PROTO__DATA_TYPE__BOOL:
+        return true;
+    default:
+        return false;
+    }
+}
+
+/* Little-endian integer element i of raw bytes. */
+static int64_t s_raw_int(const uint8_t *p, size_t size, bool is_signed)
+{
+    uint64_t u = 0;
+    for (size_t k = 0; k < size; k++)
+        u |= (uint64_t)p[k] << (8 * k);
+    if (is_signed && size < 8 && (u >> (8 * size - 1)) & 1)
+        u |= ~0ull << (8 * size);
+    return (int64_t)u;
+}
+
+int tc_tensor_to_value(tc_graph_t *g, const Onnx__TensorProto *t, tc_value_t *v,
+                       const char *what)
+{
+    if (t->n_dims > TC_MODEL_MAX_RANK)
+        return tc_fail(TC_ELIMIT, "%s has rank %zu (at most %d)", what, t->n_dims,
+                       TC_MODEL_MAX_RANK);
+    int64_t elems = 1;
+    for (size_t i = 0; i < t->n_dims; i++) {
+        int64_t d = t->dims[i];
+        if (d < 0 || d > TC_GRAPH_MAX_DIM)
+            return tc_fail(TC_EPARSE, "%s: dimension %zu is %lld", what, i, (long long)d);
+        if (tc_mul64(elems, d, &elems) < 0 || elems > TC_GRAPH_MAX_ELEMS)
+            return tc_fail(TC_ELIMIT, "%s claims more than 2^40 elements", what);
+        v->dims[i] = d;
+    }
+    v->rank = (int)t->n_dims;
+    v->batch_axis = -1;
+    v->known = true;
+    v->elem_type = t->has_data_type ? t->data_type : 0;
+    size_t esize = s_elem_size(v->elem_type);
+    bool external = t->has_data_location &&
+                    t->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL;
+    /* Data, when present, must match the claimed shape. */
+    size_t typed = t->n_float_data + t->n_int32_data + t->n_int64_data + t->n_double_data +
+                   t->n_uint64_data + t->n_string_data;
+    if (t->has_raw_data && t->raw_data.len) {
+        if (!esize || (uint64_t)t->raw_data.len != (uint64_t)elems * esize)
+            return tc_fail(TC_EPARSE, "%s: %zu bytes of data for %lld elements of type %d",
+                           what, t->raw_data.len, (long long)elems, (int)v->elem_type);
+    } else if (typed && !external) {
+        size_t expect = (size_t)elems;
+        if (v->elem_type == ONNX__TENSOR_PROTO__DATA_TYPE__COMPLEX64 ||
+            v->elem_type == ONNX__TENSOR_PROTO__DATA_TYPE__COMPLEX128)
+            expect *= 2;
+        if (typed != expect)
+            return tc_fail(TC_EPARSE, "%s: %zu data elements for a shape of %lld", what, typed,
+                           (long long)elems);
+    }
+    if (!s_is_int(v->elem_type) || elems > TC_GRAPH_MAX_DATA || external)
+        return 0;
+    if (!(t->has_raw_data && t->raw_data.len) && !typed)
+        return 0; /* stripped: shape only */
+    tc_sym_t *d = calloc(elems ? (size_t)elems : 1, sizeof *d);
+    if (!d)
+        return tc_fail(TC_ENOMEM, "out of memory");
+    bool is_signed = v->elem_type != ONNX__TENSOR_PROTO__DATA_TYPE__UINT8 &&
+                     v->elem_type != ONNX__TENSOR_PROTO__DATA_TYPE__UINT16 &&
+                     v->elem_type != ONNX__TENSOR_PROTO__DATA_TYPE__UINT32 &&
+                     v->elem_type != ONNX__TENSOR_PROTO__DATA_TYPE__UINT64 &&
+                     v->elem_type != ONNX__TENSOR_PROTO__DATA_TYPE__BOOL;
+    for (int64_t i = 0; i < elems; i++) {
+        if (t->has_raw_data && t->raw_data.len)
+            d[i].c = s_raw_int(t->raw_data.data + (size_t)i * esize, esize, is_signed);
+        else if (t->n_int64_data)
+            d[i].c = t->int64_data[i];
+        else if (t->n_int32_data)
+            d[i].c = t->int32_data[i];
+        else if (t->n_uint64_data)
+            d[i].c = (int64_t)t->uint64_data[i];
+    }
+    free(v->data);
+    v->data = d;
+    v->n_data = (int)elems;
+    return 0;
+}
+
+static const char *s_str(const char *s)
+{
+    return s ? s : "";
+}
+
+static int s_add_initializers(tc_graph_t *g, const Onnx__GraphProto *gp)
+{
+    char what[320];
+    for (size_t i = 0; i < gp->n_initializer; i++) {
+        const Onnx__TensorProto *t = gp->initializer[i];
+        const char *name = s_str(t->name);
+        if (!*name)
+            return tc_fail(TC_EPARSE, "initializer %zu has no name", i);
+        int idx, rc = tc_graph_add_value(g, name, &idx);
+        if (rc < 0)
+            return rc;
+        tc_value_t *v = &g->values[idx];
+        v->init = t;
+        snprintf(what, sizeof what, "initializer '%.256s'", name);
+        rc = tc_tensor_to_value(g, t, v, what);
+        if (rc < 0)
+            return rc;
+        v->is_param = s_is_float(v->elem_type);
+        v->param_count = v->is_param ? (uint64_t)tc_value_elems(v) : 0;
+    }
+    if (gp->n_sparse_initializer)
+        return tc_fail(TC_EUNSUPPORTED, "sparse initializers are not supported");
+    return 0;
+}
+
+/* The network input: the one graph input that is not an initializer. */
+static int s_add_input(tc_graph_t *g, const Onnx__GraphProto *gp, uint32_t input_size)
+{
+    const Onnx__ValueInfoProto *in = NULL;
+    size_t n_data = 0;
+    for (size_t i = 0; i < gp->n_input; i++) {
+        if (tc_graph_value(g, s_str(gp->input[i]->name)) >= 0)
+            continue; /* an initializer listed as input (older exporters) */
+        if (!in)
+            in = gp->input[i];
+        n_data++;
+    }
+    if (!in)
+        return tc_fail(TC_EPARSE, "the graph has no input besides its initializers");
+    if (n_data > 1)
+        return tc_fail(TC_EUNSUPPORTED, "the graph has %zu inputs; traincast handles models "
+                                        "with one image input",
+                       n_data);
+    const char *name = s_str(in->name);
+    if (!*name)
+        return tc_fail(TC_EPARSE, "the graph input has no name");
+    const Onnx__TypeProto *tp = in->type;
+    if (!tp || tp->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE || !tp->tensor_type ||
+        !tp->tensor_type->shape)
+        return tc_fail(TC_EPARSE, "graph input '%s' has no tensor shape", name);
+    const Onnx__TensorShapeProto *sh = tp->tensor_type->shape;
+    if (sh->n_dim < 2 || sh->n_dim > TC_MODEL_MAX_RANK)
+        return tc_fail(TC_EUNSUPPORTED, "graph input '%s' has rank %zu; expected a batch of "
+                                        "images [N, C, H, W]",
+                       name, sh->n_dim);
+    if (input_size && sh->n_dim != 4)
+        return tc_fail(TC_EINVAL, "an input size applies to [N, C, H, W] inputs; '%s' has rank "
+                                  "%zu",
+                       name, sh->n_dim);
+    int idx, rc = tc_graph_add_value(g, name, &idx);
+    if (rc < 0)
+        return rc;
+    tc_value_t *v = &g->values[idx];
+    v->is_input = true;
+    v->rank = (int)sh->n_dim;
+    v->batch_axis = 0;
+    v->dims[0] = 1;
+    v->elem_type = tp->tensor_type->has_elem_type ? tp->tensor_type->elem_type : 0;
+    int64_t elems = 1;
+    for (size_t i = 1; i < sh->n_dim; i++) {
+        const Onnx__TensorShapeProto__Dimension *d = sh->dim[i];
+        int64_t val = d && d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE
+                          ? d->dim_value
+                          : -1;
+        if (input_size && sh->n_dim == 4 && i >= 2) {
+            g->resized = g->resized || val != (int64_t)input_size;
+            val = input_size;
+        }
+        if (val <= 0 || val > TC_GRAPH_MAX_DIM)
+            return tc_fail(val == -1 ? TC_EINVAL : TC_EPARSE,
+                           "graph input '%s': dimension %zu is %s; give an input size", name, i,
+                           val == -1 ? "symbolic" : "out of range");
+        if (tc_mul64(elems, val, &elems) < 0 || elems > TC_GRAPH_MAX_ELEMS)
+            return tc_fail(TC_ELIMIT, "graph input '%s' has more than 2^40 elements", name);
+        v->dims[i] = val;
+    }
+    v->known = true;
+    g->input = idx;
+    return 0;
+}
+
+static int s_add_nodes(tc_graph_t *g, const Onnx__GraphProto *gp)
+{
+    if (gp->n_node > TC_GRAPH_MAX_NODES)
+        return tc_fail(TC_ELIMIT, "the graph has %zu nodes (at most %d)", gp->n_node,
+                       TC_GRAPH_MAX_NODES);
+    if (!gp->n_node)
+        return tc_fail(TC_EPARSE, "the graph has no nodes");
+    g->nodes = calloc(gp->n_node, sizeof *g->nodes);
+    if (!g->nodes)
+        return tc_fail(TC_ENOMEM, "out of memory for %zu nodes", gp->n_node);
+    g->n_nodes = gp->n_node;
+    char label[64];
+    /* Outputs first, so inputs may refer to nodes listed later. */
+    for (size_t i = 0; i < gp->n_node; i++) {
+        const Onnx__NodeProto *np = gp->node[i];
+        tc_gnode_t *n = &g->nodes[i];
+        n->proto = np;
+        const char *op = s_str(np->op_type);
+        if (!*op)
+            return tc_fail(TC_EPARSE, "node %zu has no op type", i);
+        n->op = tc_arena_strdup(&g->arena, op);
+        const char *dom = s_str(np->domain);
+        n->domain = tc_arena_strdup(&g->arena, strcmp(dom, "ai.onnx") ? dom : "");
+        if (np->name && *np->name) {
+            n->name = tc_arena_strdup(&g->arena, np->name);
+        } else {
+            snprintf(label, sizeof label, "%.40s_%zu", op, i);
+            n->name = tc_arena_strdup(&g->arena, label);
+        }
+        if (!n->op || !n->domain || !n->name)
+            return tc_fail(TC_ENOMEM, "out of memory");
+        if (np->n_input > TC_GRAPH_MAX_NODE_IO || np->n_output > TC_GRAPH_MAX_NODE_IO)
+            return tc_node_fail(n, TC_ELIMIT, "more than %d inputs or outputs",
+                                TC_GRAPH_MAX_NODE_IO);
+        if (!np->n_output)
+            return tc_node_fail(n, TC_EPARSE, "the node has no outputs");
+        n->n_in = (int)np->n_input;
+        n->n_out = (int)np->n_output;
+        n->in = calloc(np->n_input ? np->n_input : 1, sizeof *n->in);
+        n->out = calloc(np->n_output, sizeof *n->out);
+        if (!n->in || !n->out)
+            return tc_fail(TC_ENOMEM, "out of memory");
+        for (size_t k = 0; k < np->n_output; k++) {
+            const char *name = s_str(np->output[k]);
+            if (!*name) {
+                n->out[k] = -1; /* optional output not produced */
+                continue;
+            }
+            int idx, rc = tc_graph_add_value(g, name, &idx);
+            if (rc < 0)
+                return tc_node_fail(n, rc, "output '%s' is defined twice", name);
+            g->values[idx].producer = (int)i;
+            g->values[idx].producer_out = (int)k;
+            n->out[k] = idx;
+        }
+    }
+    for (size_t i = 0; i < gp->n_node; i++) {
+        const Onnx__NodeProto *np = gp->node[i];
+        tc_gnode_t *n = &g->nodes[i];
+        for (size_t k = 0; k < np->n_input; k++) {
+            const char *name = s_str(np->input[k]);
+            if (!*name) {
+                n->in[k] = -1;
+                continue;
+            }
+            int idx = tc_graph_value(g, name);
+            if (idx < 0)
+                return tc_node_fail(n, TC_EPARSE, "input '%s' is not produced by any node, "
+                                                  "initializer or graph input",
+                                    name);
+            n->in[k] = idx;
+        }
+    }
+    for (size_t i = 0; i < gp->n_output; i++) {
+        const char *name = s_str(gp->output[i]->name);
+        if (tc_graph_value(g, name) < 0)
+            return tc_fail(TC_EPARSE, "graph output '%s' is not produced by any node", name);
+    }
+    return 0;
+}
+
+int tc_graph_from_onnx(tc_graph_t *g, const Onnx__ModelProto *m, uint32_t input_size)
+{
+    g->input = -1;
+    g->opset = -1;
+    for (size_t i = 0; i < m->n_opset_import; i++) {
+        const char *d = s_str(m->opset_import[i]->domain);
+        if ((!*d || !strcmp(d, "ai.onnx")) && m->opset_import[i]->has_version)
+            g->opset = m->opset_import[i]->version;
+    }
+    if (g->opset < 1)
+        return tc_fail(TC_EPARSE, "the model does not import the default ONNX opset");
+    if (!m->graph)
+        return tc_fail(TC_EPARSE, "the model has no graph");
+    g->proto = m->graph;
+    int rc = s_add_initializers(g, m->graph);
+    if (rc == 0)
+        rc = s_add_input(g, m->graph, input_size);
+    if (rc == 0)
+        rc = s_add_nodes(g, m->graph);
+    return rc;
+}

@@ -1,0 +1,996 @@
+/* Shape rules for element-wise ops, the constant shape arithmetic that
+ * exporters emit (Constant, Shape, Gather, Unsqueeze, Concat, Cast, Div,
+ * ...) and data movement (Reshape, Transpose, Slice, Pad, ...). Values of
+ * small integer tensors are folded as b*batch + c so that reshapes computed
+ * from Shape nodes resolve at import time. */
+#include "tc_shape_rules.h"
+
+#include "tc_error.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define S_BOOL ONNX__TENSOR_PROTO__DATA_TYPE__BOOL
+#define S_INT64 ONNX__TENSOR_PROTO__DATA_TYPE__INT64
+
+static int s_all_outputs_like(tc_graph_t *g, tc_gnode_t *n, const tc_value_t *src)
+{
+    for (int k = 0; k < n->n_out; k++) {
+        int rc = tc_set_like(g, n, k, src);
+        if (rc < 0)
+            return rc;
+    }
+    return 0;
+}
+
+/* Output 0 holds x's elements rearranged into `dims`: its shape, x's type,
+ * and x's folded values when it has them (same flat order). */
+static int s_set_moved(tc_graph_t *g, tc_gnode_t *n, const tc_value_t *x, int rank,
+                       const int64_t *dims, int batch)
+{
+    int rc = tc_set_shape(g, n, 0, rank, dims, batch);
+    tc_set_type(g, n, 0, x->elem_type);
+    if (rc == 0 && x->n_data >= 0)
+        rc = tc_set_data(g, n, 0, x->data, x->n_data);
+    return rc;
+}
+
+int tc_infer_unary(tc_graph_t *g, tc_gnode_t *n, const tc_op_rule_t *r)
+{
+    tc_value_t *x = NULL;
+    int rc = tc_node_need(g, n, 0, &x);
+    return rc < 0 ? rc : s_all_outputs_like(g, n, x);
+}
+
+/* Identity and friends: same shape, same folded values. */
+int tc_infer_identity(tc_graph_t *g, tc_gnode_t *n, const tc_op_rule_t *r)
+{
+    tc_value_t *x = NULL;
+    int rc = tc_node_need(g, n, 0, &x);
+    if (rc == 0)
+        rc = tc_set_like(g, n, 0, x);
+    if (rc == 0 && x->n_data >= 0)
+        rc = tc_set_data(g, n, 0, x->data, x->n_data);
+    return rc;
+}
+
+int tc_infer_cast(tc_graph_t *g, tc_gnode_t *n, const tc_op_rule_t *r)
+{
+    int64_t to = 0;
+    int rc = tc_attr_int(n, "to", 0, &to);
+    if (rc == 0)
+        rc = tc_infer_identity(g, n, r);
+    tc_value_t *out = tc_node_out(g, n, 0);
+    if (rc == 0 && out) {
+        if (!strcmp(n->op, "CastLike")) {
+            const tc_value_t *like = tc_node_in(g, n, 1);
+            to = like ? like->elem_type : 0;
+        }
+        out->elem_type = (int32_t)to;
+    }
+    return rc;
+}
+
+int tc_infer_dropout(tc_graph_t *g, tc_gnode_t *n, const tc_op_rule_t *r)
+{
+    tc_value_t *x = NULL;
+    int rc = tc_node_need(g, n, 0, &x);
+    if (rc == 0)
+        rc = s_all_outputs_like(g, n, x);
+    tc_value_t *mask = tc_node_out(g, n, 1);
+    if (rc == 0 && mask)
+        mask->elem_type = S_BOOL;
+    return rc;
+}
+
+/* ---- folding of element-wise integer arithmetic ---- */
+
+static bool s_is_int_type(int32_t t)
+{
+    return t == S_INT64 || t == ONNX__TENSOR_PROTO__DATA_TYPE__INT32 ||
+           t == ONNX__TENSOR_PROTO__DATA_TYPE__INT16 || t == ONNX__TENSOR_PROTO__DATA_TYPE__INT8 ||
+           t == ONNX__TENSOR_PROTO__DATA_TYPE__UINT8 || t == ONNX__TENSOR_PROTO__DATA_TYPE__UINT16 ||
+           t == ONNX__TENSOR_PROTO__DATA_TYPE__UINT32 || t == ONNX__TENSOR_PROTO__DATA_TYPE__UINT64 ||
+           t == S_BOOL;
+}
+
+/* a op b on folded values; -1 when the result is not b*B + c (or, with
+ * `exact`, when an integer division would round). */
+static int s_sym_op(const char *op, tc_sym_t a, tc_sym_t b, bool exact, tc_sym_t *out)
+{
+    tc_sym_t r = {0, 0};
+    bool consts = !a.b && !b.b;
+    if (!strcmp(op, "Add")) {
+        if (tc_add64(a.b, b.b, &r.b) || tc_add64(a.c, b.c, &r.c))
+            return -1;
+    } else if (!strcmp(op, "Sub")) {
+        if (__builtin_sub_overflow(a.b, b.b, &r.b) || __builtin_sub_overflow(a.c, b.c, &r.c))
+            return -1;
+    } else if (!strcmp(op, "Mul")) {
+        if (a.b && b.b)
+            return -1;
+        tc_sym_t s = a.b ? a : b, k = a.b ? b : a; /* s symbolic (or both constant) */
+        if (tc_mul64(s.b, k.c, &r.b) || tc_mul64(s.c, k.c, &r.c))
+            return -1;
+    } else if (!strcmp(op, "Div")) {
+        if (b.b || b.c == 0 || (b.c == -1 && a.c == INT64_MIN) || a.b % b.c ||
+            (exact && a.c % b.c))
+            return -1;
+        r.b = a.b / b.c;
+        r.c = a.c / b.c;
+    } else if (consts && !strcmp(op, "Mod")) {
+        if (b.c == 0 || b.c == -1)
+            return -1;
+        r.c = a.c % b.c;
+        if (r.c && (r.c < 0) != (b.c < 0))
+            r.c += b.c;
+    } else if (consts && !strcmp(op, "Max")) {
+        r.c = a.c > b.c ? a.c : b.c;
+    } else if (consts && !strcmp(op, "Min")) {
+        r.c = a.c < b.c ? a.c : b.c;
+    } else if (consts && !strcmp(op, "Equal")) {
+        r.c = a.c == b.c;
+    } else if (consts && !strcmp(op, "Less")) {
+        r.c = a.c < b.c;
+    } else if (consts && !strcmp(op, "LessOrEqual")) {
+        r.c = a.c <= b.c;
+    } else if (consts && !strcmp(op, "Greater")) {
+        r.c = a.c > b.c;
+    } else if (consts && !strcmp(op, "GreaterOrEqual")) {
+        r.c = a.c >= b.c;
+    } else if (consts && !strcmp(op, "And")) {
+        r.c = a.c && b.c;
+    } else if (consts && !strcmp(op, "Or")) {
+        r.c = a.c || b.c;
+    } else {
+        return -1;
+    }
+    *out = r;
+    return 0;
+}
+
+static bool s_is_compare(const char *op)
+{
+    return !strcmp(op, "Equal") || !strcmp(op, "Less") || !strcmp(op, "LessOrEqual") ||
+           !strcmp(op, "Greater") || !strcmp(op, "GreaterOrEqual") || !strcmp(op, "And") ||
+           !strcmp(op, "Or") || !strcmp(op, "Xor") || !strcmp(op, "Not");
+}
+
+/* Flat index into `in` for flat index `i` of the broadcast output. */
+static int64_t s_bcast_index(int64_t i, const tc_value_t *out, const tc_value_t *in)
+{
+    int64_t idx = 0, stride = 1;
+    for (int k = out->rank - 1, a = in->rank - 1; k >= 0; k--, a--) {
+        int64_t coord = i % out->dims[k];
+        i /= out->dims[k];
+        if (a < 0)
+            continue;
+        if (in->dims[a] != 1)
+            idx += coord * stride;
+        stride *= in->dims[a];
+    }
+    return idx;
+}
+
+/* Fold output 0 from inputs [0, count) when all their values are known;
+ * `where` selects Where(cond, x, y) semantics. */
+static int s_fold_bcast(tc_graph_t *g, tc_gnode_t *n, int count, bool where)
+{
+    tc_value_t *out = tc_node_out(g, n, 0);
+    if (!out || out->batch_axis >= 0 || count > 16 || count < 1)
+        return 0;
+    int64_t elems = tc_value_elems(out);
+    if (elems > TC_GRAPH_MAX_DATA)
+        return 0;
+    const tc_value_t *in[16];
+    for (int k = 0; k < count; k++) {
+        in[k] = tc_node_in(g, n, k);
+        if (!in[k] || in[k]->n_data < 0)
+            return 0;
+    }
+    bool exact = !s_is_int_type(out->elem_type);
+    tc_sym_t buf[TC_GRAPH_MAX_DATA];
+    for (int64_t i = 0; i < elems; i++) {
+        tc_sym_t a = in[0]->data[s_bcast_index(i, out, in[0])];
+        if (where) {
+            tc_sym_t x = in[1]->data[s_bcast_index(i, out, in[1])];
+            tc_sym_t y = in[2]->data[s_bcast_index(i, out, in[2])];
+            if (a.b)
+                return 0;
+            buf[i] = a.c ? x : y;
+            continue;
+        }
+        for (int k = 1; k < count; k++) {
+            tc_sym_t b = in[k]->data[s_bcast_index(i, out, in[k])];
+            if (s_sym_op(n->op, a, b, exact, &a) < 0)
+                return 0; /* not representable: leave the value unknown */
+        }
+        buf[i] = a;
+    }
+    return tc_set_data(g, n, 0, buf, (int)elems);
+}
+
+int tc_infer_binary(tc_graph_t *g, tc_gnode_t *n, const tc_op_rule_t *r)
+{
+    int rc = tc_broadcast(g, n, n->n_in);
+    if (rc < 0)
+        return rc;
+    if (s_is_compare(n->op))
+        tc_set_type(g, n, 0, S_BOOL);
+    if (strcmp(n->op, "PRelu") != 0)
+        rc = s_fold_bcast(g, n, n->n_in, false);
+    return rc;
+}
+
+int tc_infer_where(tc_graph_t *g, tc_gnode_t *n, const tc_op_rule_t *r)
+{
+    if (n->n_in != 3)
+        return tc_node_fail(n, TC_EPARSE, "Where takes 3 inputs, not %d", n->n_in);
+    int rc = tc_broadcast(g, n, 3);
+    tc_value_t *out = tc_node_out(g, n, 0);
+    const tc_value_t *x = tc_node_in(g, n, 1);
+    if (rc == 0 && out && x)
+        out->elem_type = x->elem_type;
+    return rc < 0 ? rc : s_fold_bcast(g, n, 3, true);
+}
+
+/* ---- constants and shape values ---- */
+
+int tc_infer_constant(tc_graph_t *g, tc_gnode_t *n, const tc_op_rule_t *r)
+{
+    tc_value_t *out = tc_node_out(g, n, 0);
+    if (!out)
+        return tc_node_fail(n, TC_EPARSE, "Constant has no output");
+    const Onnx__AttributeProto *a;
+    if ((a = tc_attr(n, "value"))) {
+        if (!a->t)
+            return tc_node_fail(n, TC_EPARSE, "attribute 'value' must be a tensor");
+        char what[300];
+        snprintf(what, sizeof what, "node '%.200s' (Constant) value", n->name);
+        return tc_tensor_to_value(g, a->t, out, what);
+    }
+    int64_t ints[TC_GRAPH_MAX_DATA];
+    int count, rc;
+    if ((a = tc_attr(n, "value_int"))) {
+        rc = tc_attr_int(n, "value_int", 0, &ints[0]);
+        if (rc == 0)
+            rc = tc_set_shape(g, n, 0, 0, NULL, -1);
+        out->elem_type = S_INT64;
+        tc_sym_t v = {0, ints[0]};
+        return rc < 0 ? rc : tc_set_data(g, n, 0, &v, 1);
+    }
+    if ((a = tc_attr(n, "value_ints"))) {
+        rc = tc_attr_ints(n, "value_ints", ints, TC_GRAPH_MAX_DATA, &count);
+        int64_t dims[1] = {count};
+        if (rc == 0)
+            rc = tc_set_shape(g, n, 0, 1, dims, -1);
+        out->elem_type = S_INT64;
+        tc_sym_t v[TC_GRAPH_MAX_DATA];
+        for (int k = 0; k < count; k++)
+            v[k] = (tc_sym_t){0, ints[k]};
+        return rc < 0 ? rc : tc_set_data(g, n, 0, v, count);
+    }
+    if ((a = tc_attr(n, "value_float")) || (a = tc_attr(n, "value_string"))) {
+        out->elem_type = tc_attr(n, "value_float") ? ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT
+                                                   : ONNX__TENSOR_PROTO__DATA_TYPE__STRING;
+        return tc_set_shape(g, n, 0, 0, NULL, -1);
+    }
+    if ((a = tc_attr(n, "value_floats")) || (a = tc_attr(n, "value_strings"))) {
+        int64_t dims[1] = {(int64_t)(a->n_floats + a->n_strings)};
+        return tc_set_shape(g, n, 0, 1, dims, -1);
+    }
+    return tc_node_fail(n, TC_EUNSUPPORTED, "Constant without a value attribute this importer "
+                                            "understands");
+}
+
+int tc_infer_constant_of_shape(tc_graph_t *g, tc_gnode_t *n, const tc_op_rule_t *r)
+{
+    const tc_sym_t *shape;
+    int count, rc = tc_node_const(g, n, 0, &shape, &count);
+    if (rc < 0)
+        return rc;
+    rc = tc_set_shape_sym(g, n, 0, count, shape);
+    if (rc < 0)
+        return rc;
+    tc_value_t *out = tc_node_out(g, n, 0);
+    const Onnx__AttributeProto *a = tc_attr(n, "value");
+    if (a && a->t && out) {
+        tc_value_t tmp;
+        memset(&tmp, 0, sizeof tmp);
+        tmp.n_data = -1;
+        char what[300];
+        snprintf(what, sizeof what, "node '%.200s' (ConstantOfShape) value", n->name);
+        rc = tc_tensor_to_value(g, a->t, &tmp, what);
+        out->elem_type = tmp.elem_type;
+        if (rc == 0 && tmp.n_data == 1 && out->batch_axis < 0 &&
+            tc_value_elems(out) <= TC_GRAPH_MAX_DATA) {
+            int64_t e = tc_value_elems(out);
+            tc_sym_t buf[TC_GRAPH_MAX_DATA];
+            for (int64_t i = 0; i < e; i++)
+                buf[i] = tmp.data[0];
+            rc = tc_set_data(g, n, 0, buf, (int)e);
+        }
+        free(tmp.data);
+    } else if (out) {
+        out->elem_type = ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT;
+    }
+    return rc;
+}
+
+int tc_infer_shape(tc_graph_t *g, tc_gnode_t *n, const tc_op_rule_t *r)
+{
+    tc_value_t *x = NULL;
+    int64_t start = 0, end = 0;
+    int rc = tc_node_need(g, n, 0, &x);
+    if (rc == 0)
+        rc = tc_attr_int(n, "start", 0, &start);
+    if (rc == 0)
+        rc = tc_attr_int(n, "end", x->rank, &end);
+    if (rc < 0)
+        return rc;
+    if (start < 0)
+        start += x->rank;
+    if (end < 0)
+        end += x->rank;
+    start = start < 0 ? 0 : start > x->rank ? x->rank : start;
+    end = end < start ? start : end > x->rank ? x->rank : end;
+    tc_sym_t v[TC_MODEL_MAX_RANK];
+    int count = 0;
+    for (int64_t k = start; k < end; k++)
+        v[count++] = k == x->batch_axis ? (tc_sym_t){1, 0} : (tc_sym_t){0, x->dims[k]};
+    int64_t dims[1] = {count};
+    rc = tc_set_shape(g, n, 0, 1, dims, -1);
+    tc_set_type(g, n, 0, S_INT64);
+    return rc < 0 ? rc : tc_set_data(g, n, 0, v, count);
+}
+
+int tc_infer_size(tc_graph_t *g, tc_gnode_t *n, const tc_op_rule_t *r)
+{
+    tc_value_t *x = NULL;
+    int rc = tc_node_need(g, n, 0, &x);
+    if (rc < 0)
+        return rc;
+    int64_t e = tc_value_elems(x);
+    tc_sym_t v = x->batch_axis >= 0 ? (tc_sym_t){e, 0} : (tc_sym_t){0, e};
+    rc = tc_set_shape(g, n, 0, 0, NULL, -1);
+    tc_set_type(g, n, 0, S_INT64);
+    return rc < 0 ? rc : tc_set_data(g, n, 0, &v, 1);
+}
+
+int tc_infer_gather(tc_graph_t *g, tc_gnode_t *n, const tc_op_rule_t *r)
+{
+    tc_value_t *x = NULL, *idx = NULL;
+    int64_t axis64;
+    int axis, rc = tc_node_need(g, n, 0, &x);
+    if (rc == 0)
+        rc = tc_node_need(g, n, 1, &idx);
+    if (rc == 0)
+        rc = tc_attr_int(n, "axis", 0, &axis64);
+    if (rc == 0)
+        rc = tc_axis(n, axis64, x->rank, &axis);
+    if (rc < 0)
+        return rc;
+    if (axis == x->batch_axis)
+        return tc_node_fail(n, TC_EUNSUPPORTED, "gathers along the batch axis");
+    if (idx->batch_axis >= 0 && x->batch_axis >= 0)
+        return tc_node_fail(n, TC_EUNSUPPORTED, "both data and indices carry the batch");
+    int rank = x->rank - 1 + idx->rank;
+    int64_t dims[TC_MODEL_MAX_RANK];
+    int batch = -1;
+    if (rank > TC_MODEL_MAX_RANK)
+        return tc_node_fail(n, TC_ELIMIT, "output rank %d", rank);
+    int o = 0;
+    for (int k = 0; k < axis; k++, o++) {
+        dims[o] = x->dims[k];
+        if (k == x->batch_axis)
+            batch = o;
+    }
+    for (int k = 0; k < idx->rank; k++, o++) {
+        dims[o] = idx->dims[k];
+        if (k == idx->batch_axis)
+            batch = o;
+    }
+    for (int k = axis + 1; k < x->rank; k++, o++) {
+        dims[o] = x->dims[k];
+        if (k == x->batch_axis)
+            batch = o;
+    }
+    rc = tc_set_shape(g, n, 0, rank, dims, batch);
+    tc_value_t *out = tc_node_out(g, n, 0);
+    if (rc < 0 || !out)
+        return rc;
+    out->elem_type = x->elem_type;
+    /* Fold when data and indices are known. */
+    if (x->n_data < 0 || idx->n_data < 0 || out->batch_axis >= 0)
+        return 0;
+    int64_t outer = 1, inner = 1, ax = x->dims[axis];
+    for (int k = 0; k < axis; k++)
+        outer *= x->dims[k];
+    for (int k = axis + 1; k < x->rank; k++)
+        inner *= x->dims[k];
+    int64_t total = tc_value_elems(out);
+    if (total > TC_GRAPH_MAX_DATA)
+        return 0;
+    tc_sym_t buf[TC_GRAPH_MAX_DATA];
+    int64_t p = 0;
+    for (int64_t a = 0; a < outer; a++) {
+        for (int64_t j = 0; j < idx->n_data; j++) {
+            tc_sym_t iv = idx->data[j];
+            int64_t i = iv.c < 0 ? iv.c + ax : iv.c;
+            if (iv.b || i < 0 || i >= ax)
+                return tc_node_fail(n, TC_EPARSE, "index %" PRId64 " outside 0..%" PRId64,
+                                    iv.c, ax - 1);
+            for (int64_t b = 0; b < inner; b++)
+                buf[p++] = x->data[(a * ax + i) * inner + b];
+        }
+    }
+    return tc_set_data(g, n, 0, buf, (int)p);
+}
+
+/* Axes from the attribute or (newer opsets) input 1; *count -1 if absent. */
+static int s_axes(tc_graph_t *g, tc_gnode_t *n, int input, int64_t *axes, int *count)
+{
+    int rc = tc_attr_ints(n, "axes", axes, TC_MODEL_MAX_RANK, count);
+    if (rc < 0 || *count >= 0)
+        return rc;
+    if (tc_node_in(g, n, input))
+        return tc_node_ints(g, n, input, axes, TC_MODEL_MAX_RANK, count);
+    return 0;
+}
+
+int tc_infer_unsqueeze(tc_graph_t *g, tc_gnode_t *n, const tc_op_rule_t *r)
+{
+    tc_value_t *x = NULL;
+    int64_t axes[TC_MODEL_MAX_RANK];
+    int count, rc = tc_node_need(g, n, 0, &x);
+    if (rc == 0)
+        rc = s_axes(g, n, 1, axes, &count);
+    if (rc < 0)
+        return rc;
+    if (count < 0)
+        return tc_node_fail(n, TC_EPARSE, "Unsqueeze needs axes");
+    int rank = x->rank + count;
+    if (rank > TC_MODEL_MAX_RANK)
+        return tc_node_fail(n, TC_ELIMIT, "output rank %d (at most %d)", rank, TC_MODEL_MAX_RANK);
+    bool ins[TC_MODEL_MAX_RANK] = {false};
+    for (int k = 0; k < count; k++) {
+        int a;
+        rc = tc_axis(n, axes[k], rank, &a);
+        if (rc < 0)
+            return rc;
+        if (ins[a])
+            return tc_node_fail(n, TC_EPARSE, "axis %d given twice", a);
+        ins[a] = true;
+    }
+    int64_t dims[TC_MODEL_MAX_RANK];
+    int batch = -1;
+    for (int k = 0, j = 0; k < rank; k++) {
+        if (ins[k]) {
+            dims[k] = 1;
+            continue;
+        }
+        if (j == x->batch_axis)
+            batch = k;
+        dims[k] = x->dims[j++];
+    }
+    return s_set_moved(g, n, x, rank, dims, batch);
+}
+
+int tc_infer_squeeze(tc_graph_t *g, tc_gnode_t *n, const tc_op_rule_t *r)
+{
+    tc_value_t *x = NULL;
+    int64_t axes[TC_MODEL_MAX_RANK];
+    int count, rc = tc_node_need(g, n, 0, &x);
+    if (rc == 0)
+        rc = s_axes(g, n, 1, axes, &count);
+    if (rc < 0)
+        return rc;
+    bool drop[TC_MODEL_MAX_RANK] = {false};
+    if (count < 0) {
+        for (int k = 0; k < x->rank; k++)
+            drop[k] = x->dims[k] == 1 && k != x->batch_axis;
+    }
+    for (int k = 0; k < count; k++) {
+        int a;
+        rc = tc_axis(n, axes[k], x->rank, &a);
+        if (rc < 0)
+            return rc;
+        if (a == x->batch_axis)
+            return tc_node_fail(n, TC_EUNSUPPORTED, "squeezes the batch axis");
+        if (x->dims[a] != 1)
+            return tc_node_fail(n, TC_EPARSE, "squeezes axis %d of size %" PRId64, a,
+                                x->dims[a]);
+        drop[a] = true;
+    }
+    int64_t dims[TC_MODEL_MAX_RANK];
+    int rank = 0, batch = -1;
+    for (int k = 0; k < x->rank; k++) {
+        if (drop[k])
+            continue;
+        if (k == x->batch_axis)
+            batch = rank;
+        dims[rank++] = x->dims[k];
+    }
+    return s_set_moved(g, n, x, rank, dims, batch);
+}
+
+int tc_infer_concat(tc_graph_t *g, tc_gnode_t *n, const tc_op_rule_t *r)
+{
+    tc_value_t *x0 = NULL;
+    int64_t axis64;
+    int axis, rc = tc_node_need(g, n, 0, &x0);
+    if (rc == 0)
+        rc = tc_attr_int(n, "axis", INT64_MIN, &axis64);
+    if (rc < 0)
+        return rc;
+    if (axis64 == INT64_MIN)
+        return tc_node_fail(n, TC_EPARSE, "Concat needs an axis");
+    rc = tc_axis(n, axis64, x0->rank, &axis);
+    if (rc < 0)
+        return rc;
+    int64_t dims[TC_MODEL_MAX_RANK];
+    memcpy(dims, x0->dims, sizeof dims);
+    dims[axis] = 0;
+    int batch = -1;
+    bool fold = true;
+    for (int k = 0; k < n->n_in; k++) {
+        tc_value_t *v;
+        rc = tc_node_need(g, n, k, &v);
+        if (rc < 0)
+            return rc;
+        if (v->rank != x0->rank)
+            return tc_node_fail(n, TC_EPARSE, "input %d has rank %d, input 0 rank %d", k,
+                                v->rank, x0->rank);
+        if (v->batch_axis >= 0) {
+            if (v->batch_axis == axis)
+                return tc_node_fail(n, TC_EUNSUPPORTED, "concatenates along the batch axis");
+            if (batch >= 0 && batch != v->batch_axis)
+                return tc_node_fail(n, TC_EPARSE, "inputs carry the batch on different axes");
+            batch = v->batch_axis;
+        }
+        for (int a = 0; a < v->rank; a++) {
+            if (a == axis || a == v->batch_axis || a == x0->batch_axis)
+                continue;
+            if (v->dims[a] != x0->dims[a])
+                return tc_node_fail(n, TC_EPARSE, "input %d: dimension %d is %" PRId64
+                                                  ", input 0 has %" PRId64,
+                                    k, a, v->dims[a], x0->dims[a]);
+        }
+        if (tc_add64(dims[axis], v->dims[axis], &dims[axis]) < 0)
+            return tc_node_fail(n, TC_ELIMIT, "concatenated size overflows");
+        fold = fold && v->n_data >= 0;
+    }
+    for (int k = 0; k < n->n_in && batch >= 0; k++) {
+        const tc_value_t *v = tc_node_in(g, n, k);
+        if (v->batch_axis < 0 && v->dims[batch] != 1)
+            return tc_node_fail(n, TC_EPARSE, "input %d has no batch but size %" PRId64
+                                              " on the batch axis",
+                                k, v->dims[batch]);
+    }
+    rc = tc_set_shape(g, n, 0, x0->rank, dims, batch);
+    tc_value_t *out = tc_node_out(g, n, 0);
+    if (rc < 0 || !out)
+        return rc;
+    out->elem_type = x0->elem_type;
+    if (!fold || batch >= 0 || tc_value_elems(out) > TC_GRAPH_MAX_DATA)
+        return 0;
+    int64_t outer = 1, inner = 1;
+    for (int k = 0; k < axis; k++)
+        outer *= dims[k];
+    for (int k = axis + 1; k < x0->rank; k++)
+        inner *= dims[k];
+    tc_sym_t buf[TC_GRAPH_MAX_DATA];
+    int64_t p = 0;
+    for (int64_t o = 0; o < outer; o++) {
+        for (int k = 0; k < n->n_in; k++) {
+            const tc_value_t *v = tc_node_in(g, n, k);
+            int64_t chunk = v->dims[axis] * inner;
+            memcpy(&buf[p], &v->data[o * chunk], (size_t)chunk * sizeof *buf);
+            p += chunk;
+        }
+    }
+    return tc_set_data(g, n, 0, buf, (int)p);
+}
+
+int tc_infer_split(tc_graph_t *g, tc_gnode_t *n, const tc_op_rule_t *r)
+{
+    tc_value_t *x = NULL;
+    int64_t axis64, split[TC_GRAPH_MAX_NODE_IO];
+    int axis, count = -1, rc = tc_node_need(g, n, 0, &x);
+    if (rc == 0)
+        rc = tc_attr_int(n, "axis", 0, &axis64);
+    if (rc == 0)
+        rc = tc_axis(n, axis64, x->rank, &axis);
+    if (rc == 0)
+        rc = tc_attr_ints(n, "split", split, TC_GRAPH_MAX_NODE_IO, &count);
+    if (rc == 0 && count < 0 && tc_node_in(g, n, 1))
+        rc = tc_node_ints(g, n, 1, split, TC_GRAPH_MAX_NODE_IO, &count);
+    if (rc < 0)
+        return rc;
+    if (axis == x->batch_axis)
+        return tc_node_fail(n, TC_EUNSUPPORTED, "splits along the batch axis");
+    int64_t total = x->dims[axis];
+    if (count < 0) {
+        int64_t parts = n->n_out, num;
+        rc = tc_attr_int(n, "num_outputs", parts, &num);
+        if (rc < 0)
+            return rc;
+        if (num <= 0 || num != n->n_out)
+            return tc_node_fail(n, TC_EPARSE, "num_outputs %" PRId64 " for %d outputs", num,
+                                n->n_out);
+        int64_t each = (total + parts - 1) / parts;
+        for (int k = 0; k < n->n_out; k++) {
+            int64_t left = total - each * k;
+            split[k] = left < each ? (left > 0 ? left : 0) : each;
+        }
+        count = n->n_out;
+    }
+    if (count != n->n_out)
+        return tc_node_fail(n, TC_EPARSE, "%d split sizes for %d outputs", count, n->n_out);
+    int64_t sum = 0;
+    for (int k = 0; k < count; k++) {
+        if (split[k] < 0 || tc_add64(sum, split[k], &sum) < 0)
+            return tc_node_fail(n, TC_EPARSE, "invalid split size %" PRId64, split[k]);
+    }
+    if (sum != total)
+        return tc_node_fail(n, TC_EPARSE, "split sizes add up to %" PRId64 ", axis has %" PRId64,
+                            sum, total);
+    for (int k = 0; k < n->n_out; k++) {
+        int64_t dims[TC_MODEL_MAX_RANK];
+        memcpy(dims, x->dims, sizeof dims);
+        dims[axis] = split[k];
+        rc = tc_set_shape(g, n, k, x->rank, dims, x->batch_axis);
+        if (rc < 0)
+            return rc;
+        tc_set_type(g, n, k, x->elem_type);
+    }
+    return 0;
+}
+
+/* ONNX Slice clamping for one axis of size `dim`. */
+static int64_t s_clamp(int64_t v, int64_t dim, int64_t lo, int64_t hi)
+{
+    if (v < 0)
+        v = v < -dim ? lo : v + dim;
+    return v < lo ? lo : v > hi ? hi : v;
+}
+
+int tc_infer_slice(tc_graph_t *g, tc_gnode_t *n, const tc_op_rule_t *r)
+{
+    tc_value_t *x = NULL;
+    int rc = tc_node_need(g, n, 0, &x);
+    if (rc < 0)
+        return rc;
+    const int M = TC_MODEL_MAX_RANK;
+    tc_sym_t starts[TC_MODEL_MAX_RANK], ends[TC_MODEL_MAX_RANK];
+    int64_t axes[TC_MODEL_MAX_RANK], steps[TC_MODEL_MAX_RANK];
+    int ns, ne, na = -1, nst = -1;
+    int64_t tmp[TC_MODEL_MAX_RANK];
+    if (tc_attr(n, "starts")) { /* opset < 10 */
+        rc = tc_attr_ints(n, "starts", tmp, M, &ns);
+        for (int k = 0; rc == 0 && k < ns; k++)
+            starts[k] = (tc_sym_t){0, tmp[k]};
+        if (rc == 0)
+            rc = tc_attr_ints(n, "ends", tmp, M, &ne);
+        for (int k = 0; rc == 0 && k < ne; k++)
+            ends[k] = (tc_sym_t){0, tmp[k]};
+        if (rc == 0)
+            rc = tc_attr_ints(n, "axes", axes, M, &na);
+    } else {
+        const tc_sym_t *d;
+        rc = tc_node_const(g, n, 1, &d, &ns);
+        if (rc == 0 && ns > M)
+            rc = tc_node_fail(n, TC_ELIMIT, "%d starts", ns);
+        if (rc == 0)
+            memcpy(starts, d, (size_t)ns * sizeof *d);
+        if (rc == 0)
+            rc = tc_node_const(g, n, 2, &d, &ne);
+        if (rc == 0 && ne > M)
+            rc = tc_node_fail(n, TC_ELIMIT, "%d ends", ne);
+        if (rc == 0)
+            memcpy(ends, d, (size_t)ne * sizeof *d);
+        if (rc == 0 && tc_node_in(g, n, 3))
+            rc = tc_node_ints(g, n, 3, axes, M, &na);
+        if (rc == 0 && tc_node_in(g, n, 4))
+            rc = tc_node_ints(g, n, 4, steps, M, &nst);
+    }
+    if (rc < 0)
+        return rc;
+    if (ns < 0 || ne != ns || (na >= 0 && na != ns) || (nst >= 0 && nst != ns))
+        return tc_node_fail(n, TC_EPARSE, "starts, ends, axes and steps differ in length");
+    int64_t dims[TC_MODEL_MAX_RANK], first[TC_MODEL_MAX_RANK], step[TC_MODEL_MAX_RANK];
+    memcpy(dims, x->dims, sizeof dims);
+    for (int k = 0; k < x->rank; k++) {
+        first[k] = 0;
+        step[k] = 1;
+    }
+    bool seen[TC_MODEL_MAX_RANK] = {false};
+    for (int k = 0; k < ns; k++) {
+        int a;
+        rc = tc_axis(n, na >= 0 ? axes[k] : k, x->rank, &a);
+        if (rc < 0)
+            return rc;
+        if (seen[a])
+            return tc_node_fail(n, TC_EPARSE, "axis %d sliced twice", a);
+        seen[a] = true;
+        int64_t st = nst >= 0 ? steps[k] : 1;
+        if (st == 0)
+            return tc_node_fail(n, TC_EPARSE, "step 0");
+        if (a == x->batch_axis) {
+            /* Only the whole batch: start 0 and an end at or past B. */
+            bool whole = !starts[k].b && starts[k].c == 0 && st == 1 &&
+                         ((ends[k].b == 1 && ends[k].c >= 0) ||
+                          (!ends[k].b && ends[k].c >= INT32_MAX));
+            if (!whole)
+                return tc_node_fail(n, TC_EUNSUPPORTED, "slices the batch axis");
+            continue;
+        }
+        if (starts[k].b || ends[k].b)
+            return tc_node_fail(n, TC_EUNSUPPORTED, "slice bounds depend on the batch size");
+        int64_t dim = x->dims[a], s, e;
+        if (st > 0) {
+            s = s_clamp(starts[k].c, dim, 0, dim);
+            e = s_clamp(ends[k].c, dim, 0, dim);
+            dims[a] = e > s ? (e - s - 1) / st + 1 : 0;
+        } else {
+            s = s_clamp(starts[k].c, dim, -1, dim - 1);
+            e = s_clamp(ends[k].c, dim, -1, dim - 1);
+            dims[a] = s > e ? (s - e - 1) / -st + 1 : 0;
+        }
+        first[a] = s;
+        step[a] = st;
+    }
+    rc = tc_set_shape(g, n, 0, x->rank, dims, x->batch_axis);
+    tc_value_t *out = tc_node_out(g, n, 0);
+    if (rc < 0 || !out)
+        return rc;
+    out->elem_type = x->elem_type;
+    if (x->n_data < 0 || x->rank != 1)
+        return 0;
+    tc_sym_t buf[TC_GRAPH_MAX_DATA];
+    for (int64_t i = 0; i < dims[0]; i++)
+        buf[i] = x->data[first[0] + i * step[0]];
+    return tc_set_data(g, n, 0, buf, (int)dims[0]);
+}
+
+int tc_infer_transpose(tc_graph_t *g, tc_gnode_t *n, const tc_op_rule_t *r)
+{
+    tc_value_t *x = NULL;
+    int64_t perm[TC_MODEL_MAX_RANK];
+    int count, rc = tc_node_need(g, n, 0, &x);
+    if (rc == 0)
+        rc = tc_attr_ints(n, "perm", perm, TC_MODEL_MAX_RANK, &count);
+    if (rc < 0)
+        return rc;
+    if (count < 0) {
+        count = x->rank;
+        for (int k = 0; k < count; k++)
+            perm[k] = count - 1 - k;
+    }
+    if (count != x->rank)
+        return tc_node_fail(n, TC_EPARSE, "perm has %d entries for rank %d", count, x->rank);
+    bool used[TC_MODEL_MAX_RANK] = {false};
+    int64_t dims[TC_MODEL_MAX_RANK];
+    int batch = -1;
+    for (int k = 0; k < count; k++) {
+        if (perm[k] < 0 || perm[k] >= x->rank || used[perm[k]])
+            return tc_node_fail(n, TC_EPARSE, "perm is not a permutation of 0..%d", x->rank - 1);
+        used[perm[k]] = true;
+        dims[k] = x->dims[perm[k]];
+        if (perm[k] == x->batch_axis)
+            batch = k;
+    }
+    rc = tc_set_shape(g, n, 0, x->rank, dims, batch);
+    tc_set_type(g, n, 0, x->elem_type);
+    if (rc == 0 && x->n_data >= 0 && x->rank <= 1)
+        rc = tc_set_data(g, n, 0, x->data, x->n_data);
+    return rc;
+}
+
+int tc_infer_reshape(tc_graph_t *g, tc_gnode_t *n, const tc_op_rule_t *r)
+{
+    tc_value_t *x = NULL;
+    const tc_sym_t *shape;
+    int count, rc = tc_node_need(g, n, 0, &x);
+    int64_t allowzero = 0, tmp[TC_MODEL_MAX_RANK];
+    tc_sym_t attr_shape[TC_MODEL_MAX_RANK];
+    if (rc == 0)
+        rc = tc_attr_int(n, "allowzero", 0, &allowzero);
+    if (rc == 0 && tc_attr(n, "shape")) { /* opset < 5 */
+        rc = tc_attr_ints(n, "shape", tmp, TC_MODEL_MAX_RANK, &count);
+        for (int k = 0; k < count; k++)
+            attr_shape[k] = (tc_sym_t){0, tmp[k]};
+        shape = attr_shape;
+    } else if (rc == 0) {
+        rc = tc_node_const(g, n, 1, &shape, &count);
+    }
+    if (rc < 0)
+        return rc;
+    if (count > TC_MODEL_MAX_RANK)
+        return tc_node_fail(n, TC_ELIMIT, "target rank %d (at most %d)", count,
+                            TC_MODEL_MAX_RANK);
+    tc_sym_t dims[TC_MODEL_MAX_RANK];
+    int infer = -1;
+    bool batch = false;
+    int64_t known = 1;
+    for (int k = 0; k < count; k++) {
+        tc_sym_t s = shape[k];
+        if (!s.b && s.c == 0 && !allowzero) {
+            if (k >= x->rank)
+                return tc_node_fail(n, TC_EPARSE, "0 at position %d copies a missing dimension",
+                                    k);
+            s = k == x->batch_axis ? (tc_sym_t){1, 0} : (tc_sym_t){0, x->dims[k]};
+        }
+        if (!s.b && s.c == -1) {
+            if (infer >= 0)
+                return tc_node_fail(n, TC_EPARSE, "more than one -1 in the target shape");
+            infer = k;
+            dims[k] = s;
+            continue;
+        }
+        if (s.b == 1 && s.c == 0) {
+            if (batch)
+                return tc_node_fail(n, TC_EUNSUPPORTED, "the batch appears twice in the target");
+            batch = true;
+        } else if (s.b || s.c < 0) {
+            return tc_node_fail(n, TC_EUNSUPPORTED, "target dimension %d is %" PRId64
+                                                    "*batch%+" PRId64,
+                                k, s.b, s.c);
+        } else if (tc_mul64(known, s.c, &known) < 0) {
+            return tc_node_fail(n, TC_ELIMIT, "target shape overflows");
+        }
+        dims[k] = s;
+    }
+    int64_t elems = tc_value_elems(x);
+    bool in_batch = x->batch_axis >= 0;
+    if (infer >= 0) {
+        if (in_batch && !batch) {
+            if (known != elems)
+                return tc_node_fail(n, TC_EUNSUPPORTED,
+                                    "-1 would merge the batch with %" PRId64 "/%" PRId64,
+                                    elems, known);
+            dims[infer] = (tc_sym_t){1, 0};
+            batch = true;
+        } else {
+            if (known == 0 || elems % known)
+                return tc_node_fail(n, TC_EPARSE, "cannot reshape %" PRId64
+                                                  " elements with a -1 into %" PRId64,
+                                    elems, known);
+            dims[infer] = (tc_sym_t){0, elems / known};
+            known = elems;
+        }
+    } else if (known != elems) {
+        return tc_node_fail(n, TC_EPARSE, "cannot reshape %" PRId64 " elements into %" PRId64,
+                            elems, known);
+    }
+    if (batch != in_batch)
+        return tc_node_fail(n, TC_EUNSUPPORTED, "the reshape %s the batch dimension",
+                            in_batch ? "drops" : "invents");
+    rc = tc_set_shape_sym(g, n, 0, count, dims);
+    tc_set_type(g, n, 0, x->elem_type);
+    if (rc == 0 && x->n_data >= 0)
+        rc = tc_set_data(g, n, 0, x->data, x->n_data);
+    return rc;
+}
+
+int tc_infer_flatten(tc_graph_t *g, tc_gnode_t *n, const tc_op_rule_t *r)
+{
+    tc_value_t *x = NULL;
+    int64_t axis64;
+    int rc = tc_node_need(g, n, 0, &x);
+    if (rc == 0)
+        rc = tc_attr_int(n, "axis", 1, &axis64);
+    if (rc < 0)
+        return rc;
+    if (axis64 < -(int64_t)x->rank || axis64 > x->rank)
+        return tc_node_fail(n, TC_EPARSE, "axis %" PRId64 " outside rank %d", axis64, x->rank);
+    int axis = (int)(axis64 < 0 ? axis64 + x->rank : axis64);
+    int64_t dims[2] = {1, 1};
+    int batch = -1;
+    for (int k = 0; k < x->rank; k++)
+        dims[k >= axis] *= x->dims[k]; /* bounded by the input's element count */
+    if (x->batch_axis >= 0) {
+        int side = x->batch_axis >= axis;
+        if (dims[side] != 1)
+            return tc_node_fail(n, TC_EUNSUPPORTED, "flattening merges the batch with other "
+                                                    "dimensions");
+        batch = side;
+    }
+    return s_set_moved(g, n, x, 2, dims, batch);
+}
+
+int tc_infer_expand(tc_graph_t *g, tc_gnode_t *n, const tc_op_rule_t *r)
+{
+    tc_value_t *x = NULL;
+    const tc_sym_t *shape;
+    int count, rc = tc_node_need(g, n, 0, &x);
+    if (rc == 0)
+        rc = tc_node_const(g, n, 1, &shape, &count);
+    if (rc < 0)
+        return rc;
+    int rank = count > x->rank ? count : x->rank;
+    if (rank > TC_MODEL_MAX_RANK)
+        return tc_node_fail(n, TC_ELIMIT, "output rank %d", rank);
+    tc_sym_t dims[TC_MODEL_MAX_RANK];
+    for (int k = 0; k < rank; k++) {
+        int ai = k - (rank - x->rank), si = k - (rank - count);
+        tc_sym_t a = ai < 0 ? (tc_sym_t){0, 1}
+                            : ai == x->batch_axis ? (tc_sym_t){1, 0} : (tc_sym_t){0, x->dims[ai]};
+        tc_sym_t s = si < 0 ? (tc_sym_t){0, 1} : shape[si];
+        if (!a.b && a.c == 1)
+            dims[k] = s;
+        else if ((!s.b && s.c == 1) || (s.b == a.b && s.c == a.c))
+            dims[k] = a;
+        else
+            return tc_node_fail(n, TC_EPARSE, "cannot expand dimension %d", k);
+    }
+    rc = tc_set_shape_sym(g, n, 0, rank, dims);
+    tc_set_type(g, n, 0, x->elem_type);
+    return rc;
+}
+
+int tc_infer_tile(tc_graph_t *g, tc_gnode_t *n, const tc_op_rule_t *r)
+{
+    tc_value_t *x = NULL;
+    int64_t rep[TC_MODEL_MAX_RANK];
+    int count, rc = tc_node_need(g, n, 0, &x);
+    if (rc == 0)
+        rc = tc_node_ints(g, n, 1, rep, TC_MODEL_MAX_RANK, &count);
+    if (rc < 0)
+        return rc;
+    if (count != x->rank)
+        return tc_node_fail(n, TC_EPARSE, "%d repeats for rank %d", count, x->rank);
+    int64_t dims[TC_MODEL_MAX_RANK];
+    for (int k = 0; k < x->rank; k++) {
+        if (rep[k] < 0 || (k == x->batch_axis && rep[k] != 1))
+            return tc_node_fail(n, TC_EUNSUPPORTED, "repeat %" PRId64 " on axis %d", rep[k], k);
+        if (tc_mul64(x->dims[k], rep[k], &dims[k]) < 0)
+            return tc_node_fail(n, TC_ELIMIT, "tiled size overflows");
+    }
+    rc = tc_set_shape(g, n, 0, x->rank, dims, x->batch_axis);
+    tc_set_type(g, n, 0, x->elem_type);
+    return rc;
+}
+
+int tc_infer_pad(tc_graph_t *g, tc_gnode_t *n, const tc_op_rule_t *r)
+{
+    tc_value_t *x = NULL;
+    int64_t pads[2 * TC_MODEL_MAX_RANK], axes[TC_MODEL_MAX_RANK];
+    int count, na = -1, rc = tc_node_need(g, n, 0, &x);
+    if (rc == 0)
+        rc = tc_attr_ints(n, "pads", pads, 2 * TC_MODEL_MAX_RANK, &count);
+    if (rc == 0 && count < 0)
+        rc = tc_node_ints(g, n, 1, pads, 2 * TC_MODEL_MAX_RANK, &count);
+    if (rc == 0 && tc_node_in(g, n, 3))
+        rc = tc_node_ints(g, n, 3, axes, TC_MODEL_MAX_RANK, &na);
+    if (rc < 0)
+        return rc;
+    int nax = na >= 0 ? na : x->rank;
+    if (count != 2 * nax)
+        return tc_node_fail(n, TC_EPARSE, "%d pads for %d axes", count, nax);
+    int64_t dims[TC_MODEL_MAX_RANK];
+    memcpy(dims, x->dims, sizeof dims);
+    for (int k = 0; k < nax; k++) {
+        int a;
+        rc = tc_axis(n, na >= 0 ? axes[k] : k, x->rank, &a);
+        if (rc < 0)
+            return rc;
+        int64_t b = pads[k], e = pads[k + nax];
+        if (a == x->batch_axis) {
+            if (b || e)
+                return tc_node_fail(n, TC_EUNSUPPORTED, "pads the batch axis");
+            continue;
+        }
+        if (b < -TC_GRAPH_MAX_DIM || b > TC_GRAPH_MAX_DIM || e < -TC_GRAPH_MAX_DIM ||
+            e > TC_GRAPH_MAX_DIM)
+            return tc_node_fail(n, TC_EPARSE, "pad out of range");
+        dims[a] += b + e;
+        if (dims[a] < 0)
+            return tc_node_fail(n, TC_EPARSE, "negative padding larger than axis %d", a);
+    }
+    rc = tc_set_shape(g, n, 0, x->rank, dims, x->batch_axis);
+    tc_set_type(g, n, 0, x->elem_type);
+    return rc;
+}

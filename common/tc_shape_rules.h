@@ -1,0 +1,46 @@
+/* The per-op shape rules, listed in tc_shape_rules.c. Internal to the
+ * importer. Each sets its outputs' shapes (and folded values where the op
+ * is shape arithmetic) and, for ops with real arithmetic, n->macs and
+ * n->info.flops. */
+#ifndef TC_SHAPE_RULES_H
+#define TC_SHAPE_RULES_H
+
+#include "tc_graph.h"
+
+/* tc_shape_ops.c: element-wise, shape arithmetic, data movement */
+int tc_infer_unary(tc_graph_t *g, tc_gnode_t *n, const tc_op_rule_t *r);
+int tc_infer_identity(tc_graph_t *g, tc_gnode_t *n, const tc_op_rule_t *r);
+int tc_infer_cast(tc_graph_t *g, tc_gnode_t *n, const tc_op_rule_t *r);
+int tc_infer_dropout(tc_graph_t *g, tc_gnode_t *n, const tc_op_rule_t *r);
+int tc_infer_binary(tc_graph_t *g, tc_gnode_t *n, const tc_op_rule_t *r);
+int tc_infer_where(tc_graph_t *g, tc_gnode_t *n, const tc_op_rule_t *r);
+int tc_infer_constant(tc_graph_t *g, tc_gnode_t *n, const tc_op_rule_t *r);
+int tc_infer_constant_of_shape(tc_graph_t *g, tc_gnode_t *n, const tc_op_rule_t *r);
+int tc_infer_shape(tc_graph_t *g, tc_gnode_t *n, const tc_op_rule_t *r);
+int tc_infer_size(tc_graph_t *g, tc_gnode_t *n, const tc_op_rule_t *r);
+int tc_infer_gather(tc_graph_t *g, tc_gnode_t *n, const tc_op_rule_t *r);
+int tc_infer_unsqueeze(tc_graph_t *g, tc_gnode_t *n, const tc_op_rule_t *r);
+int tc_infer_squeeze(tc_graph_t *g, tc_gnode_t *n, const tc_op_rule_t *r);
+int tc_infer_concat(tc_graph_t *g, tc_gnode_t *n, const tc_op_rule_t *r);
+int tc_infer_split(tc_graph_t *g, tc_gnode_t *n, const tc_op_rule_t *r);
+int tc_infer_slice(tc_graph_t *g, tc_gnode_t *n, const tc_op_rule_t *r);
+int tc_infer_transpose(tc_graph_t *g, tc_gnode_t *n, const tc_op_rule_t *r);
+int tc_infer_reshape(tc_graph_t *g, tc_gnode_t *n, const tc_op_rule_t *r);
+int tc_infer_flatten(tc_graph_t *g, tc_gnode_t *n, const tc_op_rule_t *r);
+int tc_infer_expand(tc_graph_t *g, tc_gnode_t *n, const tc_op_rule_t *r);
+int tc_infer_tile(tc_graph_t *g, tc_gnode_t *n, const tc_op_rule_t *r);
+int tc_infer_pad(tc_graph_t *g, tc_gnode_t *n, const tc_op_rule_t *r);
+
+/* tc_shape_nn.c: layers with arithmetic */
+int tc_infer_conv(tc_graph_t *g, tc_gnode_t *n, const tc_op_rule_t *r);
+int tc_infer_pool(tc_graph_t *g, tc_gnode_t *n, const tc_op_rule_t *r);
+int tc_infer_global_pool(tc_graph_t *g, tc_gnode_t *n, const tc_op_rule_t *r);
+int tc_infer_adaptive_pool(tc_graph_t *g, tc_gnode_t *n, const tc_op_rule_t *r);
+int tc_infer_batchnorm(tc_graph_t *g, tc_gnode_t *n, const tc_op_rule_t *r);
+int tc_infer_layernorm(tc_graph_t *g, tc_gnode_t *n, const tc_op_rule_t *r);
+int tc_infer_gemm(tc_graph_t *g, tc_gnode_t *n, const tc_op_rule_t *r);
+int tc_infer_matmul(tc_graph_t *g, tc_gnode_t *n, const tc_op_rule_t *r);
+int tc_infer_reduce(tc_graph_t *g, tc_gnode_t *n, const tc_op_rule_t *r);
+int tc_infer_argreduce(tc_graph_t *g, tc_gnode_t *n, const tc_op_rule_t *r);
+
+#endif

@@ -1,0 +1,361 @@
+/* aggregator predict against a stored fixture database.
+ *
+ * The fixture: two device classes, five CNNs (the committed ONNX exports)
+ * benchmarked and traced at three batch sizes, where every conv time and
+ * every trace follows a known law:
+ *
+ *   conv(config, direction) = speed * (1e-9 ms * MACs * dirfactor + 0.01 ms)
+ *   trace = conv sum + speed * (0.4 ms + 3e-7 ms * bn.elems)
+ *   peak memory = 2e8 + 16 * parameters + 4 * activation elements (bytes)
+ *
+ * After `aggregator fit`, predicting a CNN that was never traced must give
+ * the law's value: the conv sum from the benchmarks and the rest from the
+ * fit. */
+#include "store.h"
+#include "tc_error.h"
+#include "tc_model.h"
+#include "tc_test.h"
+#include "tc_test_msg.h"
+
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *s_traced[] = {"alexnet", "resnet18", "squeezenet1_1", "mobilenet_v2",
+                                 "vgg11"};
+static const unsigned s_batches[] = {8, 16, 32};
+static const double s_dirfactor[] = {1.0, 1.2, 1.1}; /* fwd, bwd_filter, bwd_data */
+static const Traincast__V1__Direction s_dirs[] = {TRAINCAST__V1__DIRECTION__DIRECTION_FWD,
+                                                  TRAINCAST__V1__DIRECTION__DIRECTION_BWD_FILTER,
+                                                  TRAINCAST__V1__DIRECTION__DIRECTION_BWD_DATA};
+
+typedef struct {
+    const char *name;
+    const char *uuid;
+    double speed;
+} s_device_t;
+
+static const s_device_t s_devices[] = {{"Fast Device", "uuid-fast", 1.0},
+                                       {"Slow Device", "uuid-slow", 2.5}};
+
+static char s_dsn[1024];
+
+static tc_model_t *s_load(const char *name)
+{
+    char rel[256], path[1024];
+    snprintf(rel, sizeof rel, "tests/data/%s.onnx", name);
+    tc_test_source_path(rel, path, sizeof path);
+    tc_model_t *m = NULL;
+    tc_model_opts_t o = {0};
+    cr_assert_eq(tc_model_load_file(path, &o, &m), 0, "%s: %s", path, tc_errmsg());
+    return m;
+}
+
+static double s_conv_ms(const tc_conv_config_t *c, int dir, double speed)
+{
+    return speed * (1e-9 * tc_conv_macs(c) * s_dirfactor[dir] + 0.01);
+}
+
+/* The law's conv sum of a model at a batch on a device. */
+static double s_conv_sum(const tc_model_t *m, unsigned batch, double speed)
+{
+    double sum = 0;
+    for (size_t j = 0; j < tc_model_conv_count(m); j++) {
+        const tc_conv_usage_t *u = tc_model_conv(m, j);
+        tc_conv_config_t c = u->config;
+        c.n = batch;
+        for (int d = 0; d < (u->first_layer ? 2 : 3); d++)
+            sum += u->multiplicity * s_conv_ms(&c, d, speed);
+    }
+    return sum;
+}
+
+static double s_other_ms(const tc_model_t *m, unsigned batch, double speed)
+{
+    tc_features_t f;
+    tc_model_features(m, batch, &f);
+    double bn = 0;
+    cr_assert_eq(tc_feature_value(&f, "bn.elems", &bn), 0);
+    return speed * (0.4 + 3e-7 * bn);
+}
+
+static double s_peak(const tc_model_t *m, unsigned batch)
+{
+    tc_features_t f;
+    tc_model_features(m, batch, &f);
+    double act = 0;
+    for (int c = 0; c < TC_OPC_COUNT; c++)
+        act += f.cls[c].elems_out;
+    return 2e8 + 16.0 * f.total_params + 4.0 * act;
+}
+
+static void s_put(tc_store_t *s, tc_envelope_t *env)
+{
+    tc_store_outcome_t out;
+    cr_assert_eq(tc_store_put(s, env, &out), 0, "%s", tc_errmsg());
+}
+
+/* Benchmarks of every conv of `m` at `batches` on a device. */
+static void s_put_benchmarks(tc_store_t *s, const tc_model_t *m, const s_device_t *dev,
+                             const unsigned *batches, size_t n_batches)
+{
+    size_t n = 0;
+    for (size_t j = 0; j < tc_model_conv_count(m); j++)
+        n += tc_model_conv(m, j)->first_layer ? 2 : 3;
+    n *= n_batches;
+    tc_envelope_t *env = tc_test_envelope("agent-fixture");
+    env->body_case = TRAINCAST__V1__ENVELOPE__BODY_CONV_RESULTS;
+    Traincast__V1__ConvResults *cr = tc_test_conv_results(dev->uuid, n);
+    cr->device->name = (char *)dev->name;
+    size_t k = 0;
+    for (size_t b = 0; b < n_batches; b++) {
+        for (size_t j = 0; j < tc_model_conv_count(m); j++) {
+            const tc_conv_usage_t *u = tc_model_conv(m, j);
+            for (int d = 0; d < (u->first_layer ? 2 : 3); d++, k++) {
+                Traincast__V1__ConvResult *r = cr->results[k];
+                tc_conv_config_t c = u->config;
+                c.n = batches[b];
+                tc_conv_config_to_proto(&c, r->config);
+                r->direction = s_dirs[d];
+                double ms = s_conv_ms(&c, d, dev->speed);
+                r->median_ms = ms;
+                r->min_ms = ms * 0.99;
+                r->max_ms = ms * 1.01;
+                r->stddev_ms = ms * 0.005;
+                r->samples_ms[0] = r->min_ms;
+                r->samples_ms[1] = ms;
+                r->samples_ms[2] = r->max_ms;
+                r->candidates[0]->time_ms = ms;
+            }
+        }
+    }
+    env->conv_results = cr;
+    s_put(s, env);
+}
+
+static void s_put_trace(tc_store_t *s, const tc_model_t *m, const s_device_t *dev,
+                        unsigned batch)
+{
+    Traincast__V1__ModelGraph *g = NULL;
+    cr_assert_eq(tc_model_to_proto(m, &g), 0, "%s", tc_errmsg());
+    double ms = s_conv_sum(m, batch, dev->speed) + s_other_ms(m, batch, dev->speed);
+    tc_envelope_t *env = tc_test_envelope("agent-fixture");
+    env->body_case = TRAINCAST__V1__ENVELOPE__BODY_TRAIN_TRACE;
+    Traincast__V1__TrainTrace *t = tc_test_trace(dev->uuid, tc_model_id(m), batch, ms);
+    t->device->name = (char *)dev->name;
+    t->device->memory_bytes = 64ull << 30;
+    t->policy = TRAINCAST__V1__POLICY__POLICY_UNSPECIFIED;
+    t->input_size = 224;
+    for (size_t i = 0; i < t->n_iterations; i++)
+        t->iterations[i]->ms = ms;
+    t->peak_memory_bytes = (uint64_t)s_peak(m, batch);
+    t->graph = g;
+    env->train_trace = t;
+    s_put(s, env);
+}
+
+static void s_build_fixture(void)
+{
+    tc_test_fresh_db("predict", s_dsn, sizeof s_dsn);
+    tc_store_t *s = NULL;
+    cr_assert_eq(tc_store_open(s_dsn, &s), 0, "%s", tc_errmsg());
+    int applied;
+    cr_assert_eq(tc_store_migrate(s, &applied), 0, "%s", tc_errmsg());
+    for (size_t i = 0; i < sizeof s_traced / sizeof s_traced[0]; i++) {
+        tc_model_t *m = s_load(s_traced[i]);
+        for (size_t d = 0; d < 2; d++) {
+            s_put_benchmarks(s, m, &s_devices[d], s_batches, 3);
+            for (size_t b = 0; b < 3; b++)
+                s_put_trace(s, m, &s_devices[d], s_batches[b]);
+        }
+        tc_model_destroy(&m);
+    }
+    /* resnet34 is never traced; only its convs are benchmarked (batch 16
+     * and 64), and only on the fast device. */
+    tc_model_t *r34 = s_load("resnet34");
+    const unsigned b34[] = {16, 64};
+    s_put_benchmarks(s, r34, &s_devices[0], b34, 2);
+    tc_model_destroy(&r34);
+    tc_store_destroy(&s);
+}
+
+static void s_aggregator(const char *args, int want_status, char *out, size_t size)
+{
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd, "cd %s && TRAINCAST_LOG=warn %s/aggregator/aggregator %s --db '%s'",
+             TC_SOURCE_DIR, TC_BINARY_DIR, args, s_dsn);
+    int st = tc_test_run(cmd, out, size);
+    cr_assert_eq(st, want_status, "'%s' exited %d, want %d:\n%s", args, st, want_status, out);
+}
+
+/* Split one CSV line into fields (quotes removed; no embedded commas in
+ * the fields read here except inside quoted notes, which come last). */
+static int s_fields(const char *line, char fields[16][512])
+{
+    int n = 0;
+    const char *p = line;
+    while (n < 16) {
+        char *f = fields[n++];
+        size_t k = 0;
+        if (*p == '"') {
+            p++;
+            while (*p && !(*p == '"' && p[1] != '"')) {
+                if (*p == '"')
+                    p++;
+                if (k < 511)
+                    f[k++] = *p;
+                p++;
+            }
+            if (*p == '"')
+                p++;
+        } else {
+            while (*p && *p != ',' && *p != '\n') {
+                if (k < 511)
+                    f[k++] = *p;
+                p++;
+            }
+        }
+        f[k] = '\0';
+        if (*p != ',')
+            break;
+        p++;
+    }
+    return n;
+}
+
+/* The csv row of (device, batch): iteration, lo, hi, conv, nonconv, peak;
+ * `status` gets the row's status. Returns 0 when there is no such row. */
+static int s_row(const char *csv, const char *device, unsigned batch, double v[6], char *status,
+                 size_t status_size)
+{
+    static char f[16][512];
+    for (const char *line = csv; line && *line;) {
+        int n = s_fields(line, f);
+        const char *nl = strchr(line, '\n');
+        line = nl ? nl + 1 : NULL;
+        if (n < 14 || strcmp(f[1], device) != 0)
+            continue;
+        snprintf(status, status_size, "%s", f[2]);
+        if (strcmp(f[2], "ok") != 0)
+            return 1;
+        if ((unsigned)atoi(f[3]) != batch)
+            continue;
+        v[0] = atof(f[4]);
+        v[1] = atof(f[5]);
+        v[2] = atof(f[6]);
+        v[3] = atof(f[7]);
+        v[4] = atof(f[8]);
+        v[5] = atof(f[12]);
+        return 1;
+    }
+    return 0;
+}
+
+Test(predict, untraced_cnn_follows_the_law, .timeout = 600)
+{
+    s_build_fixture();
+    static char out[1 << 20];
+    s_aggregator("fit", 0, out, sizeof out);
+    s_aggregator("predict --gpu all --model tests/data/resnet34.onnx --batch 16,64 --format csv "
+                 "--wait 0",
+                 0, out, sizeof out);
+    tc_model_t *m = s_load("resnet34");
+    const unsigned batches[] = {16, 64};
+    for (size_t b = 0; b < 2; b++) {
+        double v[6] = {NAN, NAN, NAN, NAN, NAN, NAN};
+        char status[64] = "";
+        cr_assert(s_row(out, "Fast Device", batches[b], v, status, sizeof status),
+                  "no row for batch %u:\n%s", batches[b], out);
+        cr_assert_str_eq(status, "ok", "%s", out);
+        double conv = s_conv_sum(m, batches[b], 1.0);
+        double other = s_other_ms(m, batches[b], 1.0);
+        cr_assert_float_eq(v[3], conv, conv * 1e-6, "conv sum %g, want %g", v[3], conv);
+        cr_assert_float_eq(v[4], other, other * 0.01 + 0.01, "non-conv %g, want %g", v[4], other);
+        cr_assert_float_eq(v[0], conv + other, (conv + other) * 0.01, "total %g", v[0]);
+        cr_assert(v[1] <= v[0] && v[0] <= v[2], "interval %g..%g around %g", v[1], v[2], v[0]);
+        cr_assert_float_eq(v[5], s_peak(m, batches[b]), s_peak(m, batches[b]) * 0.02,
+                           "peak memory %g want %g", v[5], s_peak(m, batches[b]));
+    }
+    /* The slow device has a fit but no resnet34 benchmarks: not skipped
+     * silently, its row says what is missing and the command to run. */
+    double v[6];
+    char status[64] = "";
+    cr_assert(s_row(out, "Slow Device", 16, v, status, sizeof status), "%s", out);
+    cr_assert_str_eq(status, "missing_benchmarks", "%s", out);
+    /* resnet34's convs at batch 16 share their shapes with resnet18's,
+     * which the slow device measured; only batch 64 is missing. */
+    cr_assert(strstr(out, "agent bench --models tests/data/resnet34.onnx --batches 64 "),
+              "%s", out);
+    tc_model_destroy(&m);
+
+    /* A traced model, table format with prices and a plot: fastest and
+     * cheapest device named. */
+    char prices[] = "/tmp/tc_prices_XXXXXX";
+    FILE *f = fdopen(mkstemp(prices), "w");
+    fprintf(f, "# per hour\nFast Device = 10\nSlow Device = 1.5\n");
+    fclose(f);
+    char args[1024];
+    snprintf(args, sizeof args,
+             "predict --gpu all --model tests/data/resnet18.onnx --batch 8..32 --prices %s "
+             "--plot /tmp/tc_predict_test.svg",
+             prices);
+    s_aggregator(args, 0, out, sizeof out);
+    cr_assert(strstr(out, "fastest:  Fast Device at batch 32"), "%s", out);
+    cr_assert(strstr(out, "cheapest: Slow Device"), "%s", out);
+    FILE *svg = fopen("/tmp/tc_predict_test.svg", "r");
+    cr_assert_not_null(svg, "no plot written");
+    fclose(svg);
+    remove("/tmp/tc_predict_test.svg");
+    remove(prices);
+
+    s_aggregator("predict --gpu 'fast device' --model tests/data/resnet18.onnx --batch 8 "
+                 "--format json",
+                 0, out, sizeof out);
+    cr_assert(strstr(out, "\"name\":\"Fast Device\"") && !strstr(out, "Slow Device"), "%s", out);
+}
+
+Test(predict, bad_input_exits_2, .timeout = 300)
+{
+    tc_test_fresh_db("predict_bad", s_dsn, sizeof s_dsn);
+    tc_store_t *s = NULL;
+    cr_assert_eq(tc_store_open(s_dsn, &s), 0, "%s", tc_errmsg());
+    int applied;
+    cr_assert_eq(tc_store_migrate(s, &applied), 0, "%s", tc_errmsg());
+    /* One device with benchmarks but no traces: no fit. */
+    tc_model_t *m = s_load("squeezenet1_1");
+    s_put_benchmarks(s, m, &s_devices[0], s_batches, 1);
+    tc_model_destroy(&m);
+    tc_store_destroy(&s);
+
+    char bad_onnx[] = "/tmp/tc_bad_XXXXXX.onnx";
+    FILE *f = fdopen(mkstemps(bad_onnx, 5), "w");
+    fprintf(f, "this is not an onnx file");
+    fclose(f);
+    static char out[65536];
+    struct {
+        const char *args;
+        const char *says;
+    } cases[] = {
+        {"predict --gpu 'No Such GPU' --model tests/data/alexnet.onnx --batch 8", "unknown device"},
+        {"predict --gpu all --model torchvision:no_such_net --batch 8", "no_such_net"},
+        {"predict --gpu all --model tests/data/alexnet.onnx --batch 8,,16", "--batch"},
+        {"predict --gpu all --model tests/data/alexnet.onnx --batch 0..8", "--batch"},
+        {"predict --gpu all --model tests/data/alexnet.onnx --batch 8 --format xml", "--format"},
+        {"predict --gpu all --model tests/data/alexnet.onnx --batch 8 --plot out.pdf", ".svg or .png"},
+        {"predict --gpu 'Fast Device' --model tests/data/alexnet.onnx --batch 8", "no fit"},
+        {"predict --gpu all --model tests/data/alexnet.onnx", "--batch is required"},
+        {NULL, NULL},
+    };
+    for (int i = 0; cases[i].args; i++) {
+        s_aggregator(cases[i].args, 2, out, sizeof out);
+        cr_assert(strstr(out, cases[i].says), "'%s' should say '%s':\n%s", cases[i].args,
+                  cases[i].says, out);
+    }
+    char args[512];
+    snprintf(args, sizeof args, "predict --gpu all --model %s --batch 8", bad_onnx);
+    s_aggregator(args, 2, out, sizeof out);
+    cr_assert(strstr(out, bad_onnx), "%s", out);
+    remove(bad_onnx);
+}

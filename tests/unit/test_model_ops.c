@@ -1,0 +1,571 @@
+/* Shape inference op by op, on small graphs built in the test. Expected
+ * shapes are worked out by hand from the ONNX operator definitions; the
+ * pooling edge cases follow PyTorch (checked with torch.nn.functional). */
+#include "tc_error.h"
+#include "tc_model.h"
+#include "tc_test_onnx.h"
+
+#include <criterion/criterion.h>
+#include <stdint.h>
+#include <string.h>
+
+static tc_model_t *s_load(tc_tb_t *tb, bool allow_unknown)
+{
+    size_t len;
+    const uint8_t *bytes = tc_tb_pack(tb, &len);
+    tc_model_opts_t o = {.allow_unknown = allow_unknown};
+    tc_model_t *m = NULL;
+    int rc = tc_model_load_bytes(bytes, len, "t", &o, &m);
+    cr_assert_eq(rc, 0, "import failed: %s", tc_errmsg());
+    return m;
+}
+
+static int s_load_rc(tc_tb_t *tb)
+{
+    size_t len;
+    const uint8_t *bytes = tc_tb_pack(tb, &len);
+    tc_model_t *m = NULL;
+    int rc = tc_model_load_bytes(bytes, len, "t", NULL, &m);
+    tc_model_destroy(&m);
+    return rc;
+}
+
+/* The value's shape without the batch: up to 5 dims, -1 ends the list. */
+static void s_shape(tc_model_t *m, const char *value, int64_t d0, int64_t d1, int64_t d2,
+                    int64_t d3, int64_t d4)
+{
+    const int64_t want[5] = {d0, d1, d2, d3, d4};
+    int want_rank = 0;
+    while (want_rank < 5 && want[want_rank] >= 0)
+        want_rank++;
+    int rank;
+    int64_t got[TC_MODEL_MAX_RANK];
+    bool batched;
+    cr_assert_eq(tc_model_value_shape(m, value, &rank, got, &batched), 0, "%s", tc_errmsg());
+    cr_expect_eq(rank, want_rank, "%s: rank %d, expected %d", value, rank, want_rank);
+    for (int k = 0; k < rank && k < want_rank; k++)
+        cr_expect_eq(got[k], want[k], "%s: dim %d is %lld, expected %lld", value, k,
+                     (long long)got[k], (long long)want[k]);
+}
+
+static const tc_model_node_t *s_layer(tc_model_t *m, const char *name)
+{
+    for (size_t i = 0; i < tc_model_node_count(m); i++)
+        if (!strcmp(tc_model_node(m, i)->name, name))
+            return tc_model_node(m, i);
+    cr_assert_fail("no layer %s", name);
+    return NULL;
+}
+
+Test(ops, conv_groups_dilation_pads, .timeout = 10)
+{
+    tc_tb_t *tb = tc_tb_new(8, 20, 20);
+    tc_tb_weight(tb, "w", 4, (int64_t[]){16, 2, 3, 3});
+    tc_tb_weight(tb, "b", 1, (int64_t[]){16});
+    Onnx__NodeProto *n = tc_tb_node(tb, "Conv", "conv", "x,w,b", "y");
+    tc_tb_attr_int(tb, n, "group", 4);
+    tc_tb_attr_ints(tb, n, "dilations", 2, (int64_t[]){2, 2});
+    tc_tb_attr_ints(tb, n, "pads", 4, (int64_t[]){2, 2, 2, 2});
+    tc_tb_output(tb, "y");
+    tc_model_t *m = s_load(tb, false);
+    s_shape(m, "y", 16, 20, 20, -1, -1);
+    const tc_model_node_t *c = s_layer(m, "conv");
+    cr_expect(c->is_conv);
+    cr_expect_eq(c->conv.groups, 4);
+    cr_expect_eq(c->conv.dilation_h, 2);
+    cr_expect_eq(c->conv.pad_h, 2);
+    cr_expect_eq(c->conv.c, 8);
+    cr_expect_eq(c->conv.k, 16);
+    cr_expect_eq(c->params, 16 * 2 * 3 * 3 + 16);
+    cr_expect_eq(c->macs, 16.0 * 20 * 20 * 2 * 9);
+    cr_expect(c->first_layer);
+    tc_model_destroy(&m);
+    tc_tb_free(&tb);
+}
+
+Test(ops, conv_asymmetric_pads_become_a_padded_input, .timeout = 10)
+{
+    tc_tb_t *tb = tc_tb_new(3, 11, 11);
+    tc_tb_weight(tb, "w", 4, (int64_t[]){4, 3, 3, 3});
+    Onnx__NodeProto *n = tc_tb_node(tb, "Conv", "conv", "x,w", "y");
+    tc_tb_attr_ints(tb, n, "strides", 2, (int64_t[]){2, 2});
+    tc_tb_attr_ints(tb, n, "pads", 4, (int64_t[]){0, 0, 1, 1});
+    tc_tb_output(tb, "y");
+    tc_model_t *m = s_load(tb, false);
+    s_shape(m, "y", 4, 5, 5, -1, -1);
+    const tc_conv_config_t *c = &s_layer(m, "conv")->conv;
+    cr_expect_eq(c->pad_h, 0);
+    cr_expect_eq(c->h, 12);
+    cr_expect_eq(tc_conv_out_h(c), 5);
+    tc_model_destroy(&m);
+    tc_tb_free(&tb);
+}
+
+Test(ops, conv_auto_pad, .timeout = 10)
+{
+    static const struct {
+        const char *mode;
+        int64_t in, k, stride, out, pad, h;
+    } cases[] = {
+        {"SAME_UPPER", 11, 3, 2, 6, 1, 11},
+        {"SAME_UPPER", 10, 2, 1, 10, 0, 11},
+        {"SAME_LOWER", 10, 2, 1, 10, 0, 11},
+        {"VALID", 11, 3, 2, 5, 0, 11},
+        {"NOTSET", 11, 3, 2, 5, 0, 11},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        tc_tb_t *tb = tc_tb_new(2, cases[i].in, cases[i].in);
+        tc_tb_weight(tb, "w", 4, (int64_t[]){2, 2, cases[i].k, cases[i].k});
+        Onnx__NodeProto *n = tc_tb_node(tb, "Conv", "conv", "x,w", "y");
+        tc_tb_attr_str(tb, n, "auto_pad", cases[i].mode);
+        tc_tb_attr_ints(tb, n, "strides", 2, (int64_t[]){cases[i].stride, cases[i].stride});
+        tc_tb_output(tb, "y");
+        tc_model_t *m = s_load(tb, false);
+        s_shape(m, "y", 2, cases[i].out, cases[i].out, -1, -1);
+        const tc_conv_config_t *c = &s_layer(m, "conv")->conv;
+        cr_expect_eq(c->pad_h, cases[i].pad, "%s", cases[i].mode);
+        cr_expect_eq(c->h, cases[i].h, "%s", cases[i].mode);
+        cr_expect_eq(tc_conv_out_h(c), cases[i].out, "%s", cases[i].mode);
+        tc_model_destroy(&m);
+        tc_tb_free(&tb);
+    }
+}
+
+/* PyTorch: max_pool2d(5x5, 2, 2, padding=1, ceil_mode=True) is 3x3 (the
+ * last window would start in the padding); avg_pool2d(6x6, 3, 2, padding 1,
+ * ceil) is 4x4; max_pool2d(112, 3, 2, ceil) is 56. */
+Test(ops, pool_ceil_mode_as_pytorch, .timeout = 10)
+{
+    static const struct {
+        const char *op;
+        int64_t in, k, s, pad, ceil, out;
+    } cases[] = {
+        {"MaxPool", 5, 2, 2, 1, 1, 3},   {"MaxPool", 5, 2, 2, 1, 0, 3},
+        {"AveragePool", 6, 3, 2, 1, 1, 4}, {"MaxPool", 112, 3, 2, 0, 1, 56},
+        {"MaxPool", 14, 3, 2, 1, 1, 8},  {"AveragePool", 7, 2, 2, 0, 0, 3},
+        {"AveragePool", 7, 2, 2, 0, 1, 4},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        tc_tb_t *tb = tc_tb_new(2, cases[i].in, cases[i].in);
+        Onnx__NodeProto *n = tc_tb_node(tb, cases[i].op, "pool", "x", "y");
+        tc_tb_attr_ints(tb, n, "kernel_shape", 2, (int64_t[]){cases[i].k, cases[i].k});
+        tc_tb_attr_ints(tb, n, "strides", 2, (int64_t[]){cases[i].s, cases[i].s});
+        int64_t p = cases[i].pad;
+        tc_tb_attr_ints(tb, n, "pads", 4, (int64_t[]){p, p, p, p});
+        tc_tb_attr_int(tb, n, "ceil_mode", cases[i].ceil);
+        if (!strcmp(cases[i].op, "AveragePool"))
+            tc_tb_attr_int(tb, n, "count_include_pad", 1);
+        tc_tb_output(tb, "y");
+        tc_model_t *m = s_load(tb, false);
+        s_shape(m, "y", 2, cases[i].out, cases[i].out, -1, -1);
+        cr_expect_eq(s_layer(m, "pool")->op_class, TC_OPC_POOL);
+        tc_model_destroy(&m);
+        tc_tb_free(&tb);
+    }
+}
+
+Test(ops, pool_bad_attributes_fail, .timeout = 10)
+{
+    tc_tb_t *tb = tc_tb_new(2, 8, 8);
+    Onnx__NodeProto *n = tc_tb_node(tb, "AveragePool", "pool", "x", "y");
+    tc_tb_attr_ints(tb, n, "kernel_shape", 2, (int64_t[]){3, 3});
+    tc_tb_attr_int(tb, n, "count_include_pad", 7);
+    tc_tb_output(tb, "y");
+    cr_expect_eq(s_load_rc(tb), TC_EPARSE);
+    tc_tb_free(&tb);
+    tb = tc_tb_new(2, 8, 8);
+    n = tc_tb_node(tb, "MaxPool", "pool", "x", "y");
+    tc_tb_attr_ints(tb, n, "kernel_shape", 2, (int64_t[]){9, 9});
+    tc_tb_output(tb, "y");
+    cr_expect_eq(s_load_rc(tb), TC_EPARSE, "a 9x9 window on 8x8");
+    tc_tb_free(&tb);
+}
+
+/* x.view(x.size(0), -1) as torch.onnx writes it with a dynamic batch. */
+Test(ops, shape_arithmetic_folds_into_reshape, .timeout = 10)
+{
+    tc_tb_t *tb = tc_tb_new(4, 6, 6);
+    tc_tb_node(tb, "Shape", "shape", "x", "s");
+    tc_tb_const_ints(tb, "zero", 1, (int64_t[]){0});
+    Onnx__NodeProto *g = tc_tb_node(tb, "Gather", "gather", "s,zero", "b");
+    tc_tb_attr_int(tb, g, "axis", 0);
+    tc_tb_const_ints(tb, "minus1", 1, (int64_t[]){-1});
+    Onnx__NodeProto *c = tc_tb_node(tb, "Concat", "concat", "b,minus1", "target");
+    tc_tb_attr_int(tb, c, "axis", 0);
+    tc_tb_node(tb, "Reshape", "reshape", "x,target", "flat");
+    tc_tb_weight(tb, "fc.w", 2, (int64_t[]){10, 144});
+    tc_tb_weight(tb, "fc.b", 1, (int64_t[]){10});
+    Onnx__NodeProto *fc = tc_tb_node(tb, "Gemm", "fc", "flat,fc.w,fc.b", "y");
+    tc_tb_attr_int(tb, fc, "transB", 1);
+    tc_tb_output(tb, "y");
+    tc_model_t *m = s_load(tb, false);
+    s_shape(m, "flat", 144, -1, -1, -1, -1);
+    s_shape(m, "y", 10, -1, -1, -1, -1);
+    cr_expect_eq(tc_model_onnx_node_count(m), 7);
+    cr_expect_eq(tc_model_node_count(m), 2, "only Reshape and Gemm are layers");
+    cr_expect_eq(tc_model_params(m), 1450);
+    cr_expect_eq(tc_model_macs(m), 1440);
+    tc_model_destroy(&m);
+    tc_tb_free(&tb);
+}
+
+/* shufflenet's channel shuffle: view(b, g, c/g, h, w), transpose(1, 2),
+ * view(b, -1, h, w), with c/g computed by Div on the Shape. */
+Test(ops, channel_shuffle_with_div, .timeout = 10)
+{
+    tc_tb_t *tb = tc_tb_new(6, 5, 5);
+    tc_tb_node(tb, "Shape", "shape", "x", "s");
+    tc_tb_const_ints(tb, "i0", 1, (int64_t[]){0});
+    tc_tb_const_ints(tb, "i1", 1, (int64_t[]){1});
+    tc_tb_const_ints(tb, "i2", 1, (int64_t[]){2});
+    tc_tb_const_ints(tb, "i3", 1, (int64_t[]){3});
+    tc_tb_const_ints(tb, "two", 1, (int64_t[]){2});
+    tc_tb_node(tb, "Gather", "g0", "s,i0", "b");
+    tc_tb_node(tb, "Gather", "g1", "s,i1", "c");
+    tc_tb_node(tb, "Gather", "g2", "s,i2", "h");
+    tc_tb_node(tb, "Gather", "g3", "s,i3", "w");
+    tc_tb_node(tb, "Div", "div", "c,two", "cg");
+    Onnx__NodeProto *cat = tc_tb_node(tb, "Concat", "cat", "b,two,cg,h,w", "t5");
+    tc_tb_attr_int(tb, cat, "axis", 0);
+    tc_tb_node(tb, "Reshape", "r1", "x,t5", "x5");
+    Onnx__NodeProto *tr = tc_tb_node(tb, "Transpose", "tr", "x5", "x5t");
+    tc_tb_attr_ints(tb, tr, "perm", 5, (int64_t[]){0, 2, 1, 3, 4});
+    tc_tb_const_ints(tb, "m1", 1, (int64_t[]){-1});
+    Onnx__NodeProto *cat2 = tc_tb_node(tb, "Concat", "cat2", "b,m1,h,w", "t4");
+    tc_tb_attr_int(tb, cat2, "axis", 0);
+    tc_tb_node(tb, "Reshape", "r2", "x5t,t4", "y");
+    tc_tb_output(tb, "y");
+    tc_model_t *m = s_load(tb, false);
+    s_shape(m, "x5", 2, 3, 5, 5, -1);
+    s_shape(m, "x5t", 3, 2, 5, 5, -1);
+    s_shape(m, "y", 6, 5, 5, -1, -1);
+    cr_expect_eq(tc_model_node_count(m), 3, "two reshapes and a transpose");
+    tc_model_destroy(&m);
+    tc_tb_free(&tb);
+}
+
+Test(ops, split_and_slice, .timeout = 10)
+{
+    tc_tb_t *tb = tc_tb_new(8, 4, 4);
+    tc_tb_ints(tb, "sizes", 2, (int64_t[]){3, 5});
+    Onnx__NodeProto *sp = tc_tb_node(tb, "Split", "split", "x,sizes", "a,b");
+    tc_tb_attr_int(tb, sp, "axis", 1);
+    tc_tb_ints(tb, "st", 1, (int64_t[]){2});
+    tc_tb_ints(tb, "en", 1, (int64_t[]){INT64_MAX});
+    tc_tb_ints(tb, "ax", 1, (int64_t[]){1});
+    tc_tb_node(tb, "Slice", "slice", "x,st,en,ax", "s1");
+    tc_tb_ints(tb, "st2", 1, (int64_t[]){-1});
+    tc_tb_ints(tb, "en2", 1, (int64_t[]){INT64_MIN});
+    tc_tb_ints(tb, "ax2", 1, (int64_t[]){-1});
+    tc_tb_ints(tb, "step2", 1, (int64_t[]){-2});
+    tc_tb_node(tb, "Slice", "slice2", "x,st2,en2,ax2,step2", "s2");
+    Onnx__NodeProto *eq = tc_tb_node(tb, "Split", "split3", "x", "p,q");
+    tc_tb_attr_int(tb, eq, "axis", 2);
+    tc_tb_output(tb, "a");
+    tc_tb_output(tb, "b");
+    tc_tb_output(tb, "s1");
+    tc_tb_output(tb, "s2");
+    tc_tb_output(tb, "q");
+    tc_model_t *m = s_load(tb, false);
+    s_shape(m, "a", 3, 4, 4, -1, -1);
+    s_shape(m, "b", 5, 4, 4, -1, -1);
+    s_shape(m, "s1", 6, 4, 4, -1, -1);
+    s_shape(m, "s2", 8, 4, 2, -1, -1);
+    s_shape(m, "q", 8, 2, 4, -1, -1);
+    cr_expect_eq(s_layer(m, "split")->op_class, TC_OPC_CONCAT);
+    cr_expect_eq(s_layer(m, "slice")->op_class, TC_OPC_SHAPE);
+    tc_model_destroy(&m);
+    tc_tb_free(&tb);
+}
+
+/* convnext's block: permute to channels-last, LayerNorm, Linear as MatMul
+ * with a transposed weight plus Add, permute back. */
+Test(ops, channels_last_linear_and_layernorm, .timeout = 10)
+{
+    tc_tb_t *tb = tc_tb_new(8, 4, 4);
+    Onnx__NodeProto *t1 = tc_tb_node(tb, "Transpose", "to_nhwc", "x", "xh");
+    tc_tb_attr_ints(tb, t1, "perm", 4, (int64_t[]){0, 2, 3, 1});
+    tc_tb_weight(tb, "ln.w", 1, (int64_t[]){8});
+    tc_tb_weight(tb, "ln.b", 1, (int64_t[]){8});
+    Onnx__NodeProto *ln = tc_tb_node(tb, "LayerNormalization", "ln", "xh,ln.w,ln.b", "xn");
+    tc_tb_attr_int(tb, ln, "axis", -1);
+    tc_tb_weight(tb, "fc.w", 2, (int64_t[]){16, 8});
+    Onnx__NodeProto *wt = tc_tb_node(tb, "Transpose", "wt", "fc.w", "fc.wt");
+    tc_tb_attr_ints(tb, wt, "perm", 2, (int64_t[]){1, 0});
+    tc_tb_node(tb, "MatMul", "mm", "xn,fc.wt", "xm");
+    tc_tb_weight(tb, "fc.b", 1, (int64_t[]){16});
+    tc_tb_node(tb, "Add", "bias", "xm,fc.b", "xb");
+    Onnx__NodeProto *t2 = tc_tb_node(tb, "Transpose", "to_nchw", "xb", "y");
+    tc_tb_attr_ints(tb, t2, "perm", 4, (int64_t[]){0, 3, 1, 2});
+    tc_tb_output(tb, "y");
+    tc_model_t *m = s_load(tb, false);
+    s_shape(m, "xh", 4, 4, 8, -1, -1);
+    s_shape(m, "xm", 4, 4, 16, -1, -1);
+    s_shape(m, "y", 16, 4, 4, -1, -1);
+    cr_expect_eq(tc_model_params(m), 16 + 128 + 16);
+    const tc_model_node_t *mm = s_layer(m, "mm");
+    cr_expect_eq(mm->params, 128, "the MatMul owns the transposed weight");
+    cr_expect_eq(mm->macs, 4.0 * 4 * 16 * 8);
+    cr_expect_eq(mm->op_class, TC_OPC_GEMM);
+    cr_expect_eq(s_layer(m, "ln")->op_class, TC_OPC_REDUCE);
+    cr_expect_eq(s_layer(m, "ln")->params, 16);
+    cr_expect_eq(tc_model_node_count(m), 5, "the weight transpose is not a layer");
+    tc_model_destroy(&m);
+    tc_tb_free(&tb);
+}
+
+Test(ops, classifier_head, .timeout = 10)
+{
+    tc_tb_t *tb = tc_tb_new(32, 7, 7);
+    tc_tb_node(tb, "GlobalAveragePool", "gap", "x", "g");
+    Onnx__NodeProto *fl = tc_tb_node(tb, "Flatten", "flat", "g", "f");
+    tc_tb_attr_int(tb, fl, "axis", 1);
+    tc_tb_ints(tb, "ratio", 1, (int64_t[]){0}); /* shape only */
+    tc_tb_node(tb, "Dropout", "drop", "f", "d,mask");
+    tc_tb_weight(tb, "w", 2, (int64_t[]){32, 5});
+    tc_tb_node(tb, "Gemm", "fc", "d,w", "logits");
+    Onnx__NodeProto *sm = tc_tb_node(tb, "Softmax", "softmax", "logits", "p");
+    tc_tb_attr_int(tb, sm, "axis", -1);
+    Onnx__NodeProto *rm = tc_tb_node(tb, "ReduceMean", "mean", "x", "mx");
+    tc_tb_attr_ints(tb, rm, "axes", 2, (int64_t[]){2, 3});
+    tc_tb_attr_int(tb, rm, "keepdims", 0);
+    tc_tb_output(tb, "p");
+    tc_tb_output(tb, "mx");
+    tc_model_t *m = s_load(tb, false);
+    s_shape(m, "g", 32, 1, 1, -1, -1);
+    s_shape(m, "f", 32, -1, -1, -1, -1);
+    s_shape(m, "mask", 32, -1, -1, -1, -1);
+    s_shape(m, "logits", 5, -1, -1, -1, -1);
+    s_shape(m, "mx", 32, -1, -1, -1, -1);
+    cr_expect_eq(s_layer(m, "drop")->op_class, TC_OPC_DROPOUT);
+    cr_expect_eq(s_layer(m, "drop")->elems_out, 64, "output and mask");
+    cr_expect_eq(s_layer(m, "softmax")->op_class, TC_OPC_REDUCE);
+    cr_expect_eq(s_layer(m, "fc")->macs, 160);
+    tc_model_destroy(&m);
+    tc_tb_free(&tb);
+}
+
+Test(ops, pad_then_average_pool, .timeout = 10)
+{
+    tc_tb_t *tb = tc_tb_new(4, 17, 17);
+    tc_tb_ints(tb, "pads", 8, (int64_t[]){0, 0, 1, 1, 0, 0, 1, 1});
+    tc_tb_node(tb, "Pad", "pad", "x,pads", "xp");
+    Onnx__NodeProto *p = tc_tb_node(tb, "AveragePool", "pool", "xp", "y");
+    tc_tb_attr_ints(tb, p, "kernel_shape", 2, (int64_t[]){3, 3});
+    tc_tb_output(tb, "y");
+    tc_model_t *m = s_load(tb, false);
+    s_shape(m, "xp", 4, 19, 19, -1, -1);
+    s_shape(m, "y", 4, 17, 17, -1, -1);
+    tc_model_destroy(&m);
+    tc_tb_free(&tb);
+}
+
+Test(ops, batchnorm_running_stats_are_not_parameters, .timeout = 10)
+{
+    tc_tb_t *tb = tc_tb_new(16, 8, 8);
+    tc_tb_weight(tb, "bn.w", 1, (int64_t[]){16});
+    tc_tb_weight(tb, "bn.b", 1, (int64_t[]){16});
+    tc_tb_weight(tb, "bn.mean", 1, (int64_t[]){16});
+    tc_tb_weight(tb, "bn.var", 1, (int64_t[]){16});
+    Onnx__NodeProto *bn =
+        tc_tb_node(tb, "BatchNormalization", "bn", "x,bn.w,bn.b,bn.mean,bn.var", "y,rm,rv");
+    tc_tb_attr_int(tb, bn, "training_mode", 1);
+    tc_tb_node(tb, "Relu", "relu", "y", "r");
+    Onnx__NodeProto *hs = tc_tb_node(tb, "HardSwish", "hs", "r", "h");
+    (void)hs;
+    tc_tb_node(tb, "HardSigmoid", "hsig", "h", "hg");
+    tc_tb_node(tb, "Sigmoid", "sig", "hg", "sg");
+    tc_tb_node(tb, "Mul", "mul", "sg,h", "z");
+    tc_tb_output(tb, "z");
+    tc_model_t *m = s_load(tb, false);
+    cr_expect_eq(tc_model_params(m), 32);
+    s_shape(m, "rm", 16, -1, -1, -1, -1);
+    const tc_model_node_t *n = s_layer(m, "bn");
+    cr_expect_eq(n->op_class, TC_OPC_BN);
+    cr_expect_eq(n->elems_in, 16 * 64);
+    cr_expect_eq(n->elems_out, 16 * 64);
+    cr_expect_eq(s_layer(m, "hs")->op_class, TC_OPC_ACT);
+    cr_expect_eq(s_layer(m, "mul")->op_class, TC_OPC_ELTWISE);
+    cr_expect_eq(s_layer(m, "mul")->elems_in, 2 * 16 * 64);
+    tc_model_destroy(&m);
+    tc_tb_free(&tb);
+}
+
+Test(ops, clip_concat_and_broadcast_mul, .timeout = 10)
+{
+    tc_tb_t *tb = tc_tb_new(4, 6, 6);
+    tc_tb_node(tb, "Clip", "relu6", "x,,", "c");
+    tc_tb_node(tb, "GlobalAveragePool", "se_pool", "c", "s");
+    tc_tb_node(tb, "Mul", "scale", "c,s", "cs");
+    Onnx__NodeProto *cat = tc_tb_node(tb, "Concat", "cat", "x,cs", "y");
+    tc_tb_attr_int(tb, cat, "axis", 1);
+    tc_tb_weight(tb, "gamma", 3, (int64_t[]){8, 1, 1});
+    tc_tb_node(tb, "Mul", "layer_scale", "y,gamma", "z");
+    tc_tb_output(tb, "z");
+    tc_model_t *m = s_load(tb, false);
+    s_shape(m, "cs", 4, 6, 6, -1, -1);
+    s_shape(m, "y", 8, 6, 6, -1, -1);
+    s_shape(m, "z", 8, 6, 6, -1, -1);
+    cr_expect_eq(s_layer(m, "layer_scale")->params, 8);
+    cr_expect_eq(s_layer(m, "cat")->op_class, TC_OPC_CONCAT);
+    tc_model_destroy(&m);
+    tc_tb_free(&tb);
+}
+
+Test(ops, aten_adaptive_pool, .timeout = 10)
+{
+    tc_tb_t *tb = tc_tb_new(8, 14, 14);
+    tc_tb_const_ints(tb, "size", 2, (int64_t[]){4, 4});
+    Onnx__NodeProto *n = tc_tb_node(tb, "adaptive_avg_pool2d", "aap", "x,size", "y");
+    n->domain = "org.pytorch.aten";
+    tc_tb_output(tb, "y");
+    tc_model_t *m = s_load(tb, false);
+    s_shape(m, "y", 8, 4, 4, -1, -1);
+    cr_expect_eq(s_layer(m, "aap")->op_class, TC_OPC_POOL);
+    tc_model_destroy(&m);
+    n->domain = "com.example";
+    cr_expect_eq(s_load_rc(tb), TC_EUNSUPPORTED, "same op in another domain");
+    tc_tb_free(&tb);
+}
+
+Test(ops, stochastic_depth_mask, .timeout = 10)
+{
+    tc_tb_t *tb = tc_tb_new(4, 3, 3);
+    tc_tb_node(tb, "Shape", "shape", "x", "s");
+    tc_tb_const_ints(tb, "i0", 1, (int64_t[]){0});
+    tc_tb_node(tb, "Gather", "g", "s,i0", "b");
+    tc_tb_const_ints(tb, "ones", 3, (int64_t[]){1, 1, 1});
+    Onnx__NodeProto *c = tc_tb_node(tb, "Concat", "cat", "b,ones", "size");
+    tc_tb_attr_int(tb, c, "axis", 0);
+    tc_tb_node(tb, "ConstantOfShape", "full", "size", "f");
+    tc_tb_node(tb, "RandomUniformLike", "rand", "f", "u");
+    tc_tb_node(tb, "Less", "less", "u,f", "keep");
+    Onnx__NodeProto *cast = tc_tb_node(tb, "Cast", "cast", "keep", "mask");
+    tc_tb_attr_int(tb, cast, "to", 1);
+    tc_tb_node(tb, "Mul", "apply", "x,mask", "y");
+    tc_tb_output(tb, "y");
+    tc_model_t *m = s_load(tb, false);
+    s_shape(m, "f", 1, 1, 1, -1, -1);
+    s_shape(m, "y", 4, 3, 3, -1, -1);
+    cr_expect_eq(tc_model_node_count(m), 5, "full, rand, less, cast, mul");
+    tc_model_destroy(&m);
+    tc_tb_free(&tb);
+}
+
+Test(ops, unknown_op_fails_unless_allowed, .timeout = 10)
+{
+    tc_tb_t *tb = tc_tb_new(4, 6, 6);
+    tc_tb_node(tb, "Relu", "relu", "x", "r");
+    tc_tb_node(tb, "FancyActivation", "fancy_node", "r", "y");
+    tc_tb_output(tb, "y");
+    cr_expect_eq(s_load_rc(tb), TC_EUNSUPPORTED);
+    cr_expect(strstr(tc_errmsg(), "FancyActivation") && strstr(tc_errmsg(), "fancy_node"),
+              "message names op and node: %s", tc_errmsg());
+    tc_model_t *m = s_load(tb, true);
+    cr_expect_eq(tc_model_unknown_count(m), 1);
+    cr_expect(strstr(tc_model_unknown(m, 0), "fancy_node"));
+    const tc_model_node_t *n = s_layer(m, "fancy_node");
+    cr_expect_eq(n->op_class, TC_OPC_OTHER);
+    s_shape(m, "y", 4, 6, 6, -1, -1);
+    tc_features_t f;
+    tc_model_features(m, 2, &f);
+    cr_expect_eq(f.cls[TC_OPC_OTHER].layers, 1);
+    cr_expect_eq(f.cls[TC_OPC_OTHER].elems_out, 2 * 144);
+    tc_model_destroy(&m);
+    tc_tb_free(&tb);
+}
+
+Test(ops, value_info_is_checked_not_trusted, .timeout = 10)
+{
+    tc_tb_t *tb = tc_tb_new(4, 6, 6);
+    tc_tb_node(tb, "Relu", "relu", "x", "r");
+    tc_tb_output(tb, "r");
+    tc_tb_claim(tb, "r", 4, (int64_t[]){0, 4, 6, 6}, 1);
+    tc_model_t *m = s_load(tb, false);
+    tc_model_destroy(&m);
+    tc_tb_claim(tb, "r", 4, (int64_t[]){0, 4, 7, 6}, 1);
+    cr_expect_eq(s_load_rc(tb), TC_EPARSE);
+    cr_expect(strstr(tc_errmsg(), "'r'"), "%s", tc_errmsg());
+    tc_tb_free(&tb);
+}
+
+Test(ops, first_layer_flag_and_dedup, .timeout = 10)
+{
+    tc_tb_t *tb = tc_tb_new(3, 16, 16);
+    tc_tb_weight(tb, "w1", 4, (int64_t[]){3, 3, 3, 3});
+    tc_tb_weight(tb, "w2", 4, (int64_t[]){3, 3, 3, 3});
+    Onnx__NodeProto *c1 = tc_tb_node(tb, "Conv", "conv1", "x,w1", "a");
+    tc_tb_attr_ints(tb, c1, "pads", 4, (int64_t[]){1, 1, 1, 1});
+    Onnx__NodeProto *c2 = tc_tb_node(tb, "Conv", "conv2", "a,w2", "b");
+    tc_tb_attr_ints(tb, c2, "pads", 4, (int64_t[]){1, 1, 1, 1});
+    Onnx__NodeProto *c3 = tc_tb_node(tb, "Conv", "conv3", "b,w2", "c");
+    tc_tb_attr_ints(tb, c3, "pads", 4, (int64_t[]){1, 1, 1, 1});
+    tc_tb_output(tb, "c");
+    tc_model_t *m = s_load(tb, false);
+    cr_expect(s_layer(m, "conv1")->first_layer);
+    cr_expect(!s_layer(m, "conv2")->first_layer);
+    cr_expect_eq(tc_model_conv_count(m), 2, "same config, first and not first");
+    cr_expect(tc_model_conv(m, 0)->first_layer);
+    cr_expect_eq(tc_model_conv(m, 0)->multiplicity, 1);
+    cr_expect(!tc_model_conv(m, 1)->first_layer);
+    cr_expect_eq(tc_model_conv(m, 1)->multiplicity, 2);
+    cr_expect_eq(tc_model_params(m), 2 * 81, "a shared weight counts once");
+    tc_model_destroy(&m);
+    tc_tb_free(&tb);
+}
+
+Test(ops, unsorted_nodes_are_sorted, .timeout = 10)
+{
+    tc_tb_t *tb = tc_tb_new(4, 6, 6);
+    tc_tb_node(tb, "Sigmoid", "second", "r", "y");
+    tc_tb_node(tb, "Relu", "first", "x", "r");
+    tc_tb_output(tb, "y");
+    tc_model_t *m = s_load(tb, false);
+    cr_expect_str_eq(tc_model_node(m, 0)->name, "first");
+    cr_expect_str_eq(tc_model_node(m, 1)->name, "second");
+    tc_model_destroy(&m);
+    tc_tb_free(&tb);
+}
+
+Test(ops, initializers_listed_as_inputs, .timeout = 10)
+{
+    tc_tb_t *tb = tc_tb_new(4, 6, 6);
+    tc_tb_weight(tb, "w", 4, (int64_t[]){4, 4, 1, 1});
+    tc_tb_node(tb, "Conv", "conv", "x,w", "y");
+    tc_tb_output(tb, "y");
+    Onnx__ModelProto *mp = tc_tb_model(tb);
+    /* Older exporters list every initializer among the graph inputs. */
+    Onnx__ValueInfoProto **in = tc_tb_alloc(tb, 2 * sizeof *in);
+    in[0] = mp->graph->input[0];
+    in[1] = tc_tb_alloc(tb, sizeof **in);
+    onnx__value_info_proto__init(in[1]);
+    in[1]->name = "w";
+    mp->graph->input = in;
+    mp->graph->n_input = 2;
+    tc_model_t *m = s_load(tb, false);
+    cr_expect_eq(tc_model_params(m), 16);
+    tc_model_destroy(&m);
+    tc_tb_free(&tb);
+}
+
+Test(ops, expand_tile_squeeze_unsqueeze, .timeout = 10)
+{
+    tc_tb_t *tb = tc_tb_new(4, 1, 6);
+    tc_tb_ints(tb, "ax", 1, (int64_t[]){2});
+    tc_tb_node(tb, "Squeeze", "sq", "x,ax", "s");
+    tc_tb_ints(tb, "ax0", 1, (int64_t[]){-1});
+    tc_tb_node(tb, "Unsqueeze", "unsq", "s,ax0", "u");
+    tc_tb_ints(tb, "rep", 4, (int64_t[]){1, 2, 1, 3});
+    tc_tb_node(tb, "Tile", "tile", "u,rep", "t");
+    tc_tb_ints(tb, "shape", 3, (int64_t[]){1, 4, 1});
+    tc_tb_node(tb, "Expand", "exp", "s,shape", "e");
+    tc_tb_output(tb, "t");
+    tc_tb_output(tb, "e");
+    tc_model_t *m = s_load(tb, false);
+    s_shape(m, "s", 4, 6, -1, -1, -1);
+    s_shape(m, "u", 4, 6, 1, -1, -1);
+    s_shape(m, "t", 8, 6, 3, -1, -1);
+    s_shape(m, "e", 4, 6, -1, -1, -1);
+    tc_model_destroy(&m);
+    tc_tb_free(&tb);
+}

@@ -1,0 +1,263 @@
+/* Model specs ("torchvision:NAME" or a file) and `agent model describe`.
+ * The PyTorch path runs the real harness when /usr/bin/python3 (or
+ * $TRAINCAST_PYTHON) can import torch, and is skipped otherwise; the
+ * fallback to the committed exports is tested by pointing TRAINCAST_PYTHON
+ * at nothing. */
+#include "tc_error.h"
+#include "tc_model.h"
+#include "tc_test.h"
+#include "tc_test_onnx.h"
+
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* No PyTorch and no usable cache (a cache directory cannot be created under
+ * /dev/null), so only the committed exports remain. */
+static void s_no_pytorch(void)
+{
+    setenv("TRAINCAST_PYTHON", "/nonexistent/python3", 1);
+    setenv("TRAINCAST_CACHE", "/dev/null/cache", 1);
+}
+
+static bool s_have_pytorch(void)
+{
+    char out[512];
+    return tc_test_run("/usr/bin/python3 -c 'import torch, torchvision, onnx'", out,
+                       sizeof out) == 0;
+}
+
+static void s_tmp_cache(char *dir, size_t size)
+{
+    snprintf(dir, size, "/tmp/tc_model_cache_XXXXXX");
+    cr_assert_not_null(mkdtemp(dir));
+    setenv("TRAINCAST_CACHE", dir, 1);
+}
+
+Test(spec, committed_export_without_pytorch, .timeout = 30)
+{
+    s_no_pytorch();
+    tc_model_t *m = NULL;
+    cr_assert_eq(tc_model_load_spec("torchvision:resnet18", NULL, &m), 0, "%s", tc_errmsg());
+    cr_expect_str_eq(tc_model_id(m), "torchvision:resnet18@224");
+    cr_expect_str_eq(tc_model_name(m), "resnet18");
+    cr_expect_eq(tc_model_params(m), 11689512);
+    tc_model_destroy(&m);
+    tc_model_opts_t o = {.input_size = 299};
+    cr_assert_eq(tc_model_load_spec("torchvision:inception_v3", &o, &m), 0, "%s", tc_errmsg());
+    cr_expect_str_eq(tc_model_id(m), "torchvision:inception_v3@299");
+    tc_model_destroy(&m);
+}
+
+Test(spec, other_input_size_needs_pytorch, .timeout = 30)
+{
+    s_no_pytorch();
+    tc_model_opts_t o = {.input_size = 160};
+    tc_model_t *m = NULL;
+    cr_expect_eq(tc_model_load_spec("torchvision:resnet18", &o, &m), TC_EUNSUPPORTED);
+    cr_expect_null(m);
+    cr_expect(strstr(tc_errmsg(), "PyTorch") && strstr(tc_errmsg(), "160"), "%s", tc_errmsg());
+}
+
+Test(spec, unknown_names, .timeout = 30)
+{
+    s_no_pytorch();
+    tc_model_t *m = NULL;
+    cr_expect_eq(tc_model_load_spec("torchvision:vit_b_16", NULL, &m), TC_ENOTFOUND);
+    cr_expect(strstr(tc_errmsg(), "committed") && strstr(tc_errmsg(), "resnet50"),
+              "the message lists what is available: %s", tc_errmsg());
+    cr_expect_eq(tc_model_load_spec("torchvision:../../etc/passwd", NULL, &m), TC_EINVAL);
+    cr_expect_eq(tc_model_load_spec("torchvision:", NULL, &m), TC_EINVAL);
+    cr_expect_eq(tc_model_load_spec("", NULL, &m), TC_EINVAL);
+    cr_expect_eq(tc_model_load_spec("resnet50", NULL, &m), TC_ENOTFOUND);
+    cr_expect(strstr(tc_errmsg(), "torchvision:resnet50"), "%s", tc_errmsg());
+    cr_expect_eq(tc_model_load_spec("/nonexistent/model.onnx", NULL, &m), TC_ENOTFOUND);
+    cr_expect_null(m);
+}
+
+Test(spec, file_spec_gets_a_content_id, .timeout = 30)
+{
+    char path[1024];
+    tc_test_source_path("tests/data/alexnet.onnx", path, sizeof path);
+    tc_model_t *m = NULL;
+    cr_assert_eq(tc_model_load_spec(path, NULL, &m), 0, "%s", tc_errmsg());
+    cr_expect_eq(strncmp(tc_model_id(m), "onnx:", 5), 0);
+    cr_expect_eq(strlen(tc_model_id(m)), strlen("onnx:") + 12 + strlen("@224"));
+    cr_expect_eq(strncmp(tc_model_id(m) + 5, tc_model_sha256(m), 12), 0);
+    tc_model_destroy(&m);
+}
+
+Test(spec, export_through_pytorch, .timeout = 300)
+{
+    if (!s_have_pytorch())
+        cr_skip_test("/usr/bin/python3 cannot import torch, torchvision and onnx");
+    unsetenv("TRAINCAST_PYTHON");
+    char dir[64];
+    s_tmp_cache(dir, sizeof dir);
+    tc_model_t *m = NULL;
+    cr_assert_eq(tc_model_load_spec("torchvision:squeezenet1_1", NULL, &m), 0, "%s",
+                 tc_errmsg());
+    cr_expect_eq(tc_model_params(m), 1235496);
+    cr_expect_str_eq(tc_model_id(m), "torchvision:squeezenet1_1@224");
+    cr_expect_str_eq(tc_model_meta(m, "traincast.export_mode"), "training");
+    cr_expect_str_eq(tc_model_meta(m, "traincast.weights"), "stripped");
+    tc_model_destroy(&m);
+    char cached[256];
+    snprintf(cached, sizeof cached, "%s/onnx/squeezenet1_1.onnx", dir);
+    struct stat st;
+    cr_assert_eq(stat(cached, &st), 0, "the export is cached at %s", cached);
+    cr_expect_lt(st.st_size, 100000, "weights are stripped");
+    /* A second load uses the cache: make the harness unusable to prove it. */
+    setenv("TRAINCAST_HARNESS_DIR", "/nonexistent", 1);
+    cr_expect_eq(tc_model_load_spec("torchvision:squeezenet1_1", NULL, &m), 0, "%s",
+                 tc_errmsg());
+    tc_model_destroy(&m);
+    unsetenv("TRAINCAST_HARNESS_DIR");
+    /* Another size is another export. */
+    tc_model_opts_t o = {.input_size = 128};
+    cr_assert_eq(tc_model_load_spec("torchvision:squeezenet1_1", &o, &m), 0, "%s",
+                 tc_errmsg());
+    cr_expect_str_eq(tc_model_id(m), "torchvision:squeezenet1_1@128");
+    uint32_t h;
+    tc_model_input(m, NULL, &h, NULL);
+    cr_expect_eq(h, 128);
+    cr_expect_eq(tc_model_params(m), 1235496);
+    tc_model_destroy(&m);
+    cr_expect_eq(tc_model_load_spec("torchvision:not_a_model", NULL, &m), TC_ENOTFOUND);
+    cr_expect(strstr(tc_errmsg(), "--list"), "%s", tc_errmsg());
+    char cmd[256];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    cr_expect_eq(system(cmd), 0);
+}
+
+/* ---- the command line ---- */
+
+static int s_agent(const char *args, char *out, size_t size)
+{
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd,
+             "TRAINCAST_PYTHON=/nonexistent TRAINCAST_CACHE=/dev/null/cache %s/agent/agent %s",
+             TC_BINARY_DIR, args);
+    return tc_test_run(cmd, out, size);
+}
+
+Test(cli, describe_table, .timeout = 60)
+{
+    static char out[1 << 16];
+    char args[1024];
+    snprintf(args, sizeof args, "model describe %s/tests/data/resnet50.onnx --batch 32",
+             TC_SOURCE_DIR);
+    cr_assert_eq(s_agent(args, out, sizeof out), 0, "%s", out);
+    cr_expect(strstr(out, "parameters         25557032"), "%s", out);
+    cr_expect(strstr(out, "unique conv configs 23"), "%s", out);
+    cr_expect(strstr(out, "conv layers        53"), "%s", out);
+    cr_expect(strstr(out, "at batch 32"), "%s", out);
+    cr_expect(strstr(out, "/conv1/Conv"), "%s", out);
+    cr_expect(strstr(out, "(first layer: no backward-data)"), "%s", out);
+    cr_expect(strstr(out, "exported in training mode"), "%s", out);
+    /* forward GFLOPs at batch 32: 32 x 8.2 */
+    const char *g = strstr(out, "forward GFLOPs");
+    cr_assert_not_null(g);
+    double gflops = 0;
+    cr_expect_eq(sscanf(g, "forward GFLOPs %lf", &gflops), 1);
+    cr_expect(gflops > 32 * 8.1 && gflops < 32 * 8.4, "%f", gflops);
+}
+
+Test(cli, describe_json_and_torchvision_spec, .timeout = 60)
+{
+    static char out[1 << 20];
+    cr_assert_eq(s_agent("model describe torchvision:mobilenet_v3_small --format json --batch 4",
+                         out, sizeof out),
+                 0, "%s", out);
+    cr_expect(strstr(out, "\"model_id\":\"torchvision:mobilenet_v3_small@224\""), "%.300s", out);
+    cr_expect(strstr(out, "\"params\":2542856"));
+    cr_expect(strstr(out, "\"batch\":4"));
+    cr_expect(strstr(out, "\"convs\":[{\"config\":{\"c\":3,\"h\":224"), "%.300s", out);
+    cr_expect(strstr(out, "\"hardswish\"") == NULL);
+    cr_expect(strstr(out, "\"act\":{\"layers\":"));
+    cr_expect_eq(out[strlen(out) - 2], '}');
+}
+
+Test(cli, describe_errors, .timeout = 60)
+{
+    char out[4096], args[1024];
+    cr_expect_eq(s_agent("model describe /nonexistent.onnx", out, sizeof out), 2, "%s", out);
+    cr_expect(strstr(out, "/nonexistent.onnx"), "%s", out);
+    snprintf(args, sizeof args, "model describe %s/tests/data/alexnet.onnx --format xml",
+             TC_SOURCE_DIR);
+    cr_expect_eq(s_agent(args, out, sizeof out), 2, "%s", out);
+    cr_expect(strstr(out, "--format"), "%s", out);
+    cr_expect_eq(s_agent("model", out, sizeof out), 2, "%s", out);
+    cr_expect_eq(s_agent("model frobnicate", out, sizeof out), 2, "%s", out);
+    cr_expect_eq(s_agent("model describe", out, sizeof out), 2, "%s", out);
+    cr_expect_eq(s_agent("model describe --help", out, sizeof out), 0, "%s", out);
+    cr_expect(strstr(out, "--allow-unknown") && strstr(out, "--input-size") &&
+                  strstr(out, "--batch"),
+              "%s", out);
+    snprintf(args, sizeof args, "model describe %s/README.md", TC_SOURCE_DIR);
+    cr_expect_eq(s_agent(args, out, sizeof out), 2, "not an ONNX file: %s", out);
+}
+
+Test(cli, allow_unknown, .timeout = 60)
+{
+    tc_tb_t *tb = tc_tb_new(4, 6, 6);
+    tc_tb_node(tb, "Relu", "relu", "x", "r");
+    tc_tb_node(tb, "Swizzle", "swizzle_7", "r", "y");
+    tc_tb_output(tb, "y");
+    size_t len;
+    const uint8_t *b = tc_tb_pack(tb, &len);
+    char path[] = "/tmp/tc_unknown_XXXXXX";
+    int fd = mkstemp(path);
+    cr_assert_geq(fd, 0);
+    cr_assert_eq(write(fd, b, len), (ssize_t)len);
+    close(fd);
+    tc_tb_free(&tb);
+    char out[8192], args[256];
+    snprintf(args, sizeof args, "model describe %s", path);
+    cr_expect_eq(s_agent(args, out, sizeof out), 1, "%s", out);
+    cr_expect(strstr(out, "Swizzle") && strstr(out, "swizzle_7") &&
+                  strstr(out, "--allow-unknown"),
+              "%s", out);
+    snprintf(args, sizeof args, "model describe %s --allow-unknown", path);
+    cr_expect_eq(s_agent(args, out, sizeof out), 0, "%s", out);
+    cr_expect(strstr(out, "warn") && strstr(out, "swizzle_7 (Swizzle)"), "%s", out);
+    cr_expect(strstr(out, "other"), "%s", out);
+    unlink(path);
+}
+
+Test(spec, eval_fallback_names_missing_layers, .timeout = 300)
+{
+    if (!s_have_pytorch())
+        cr_skip_test("/usr/bin/python3 cannot import torch, torchvision and onnx");
+    char dir[64], cmd[1024], path[256];
+    static char out[16384];
+    snprintf(dir, sizeof dir, "/tmp/tc_eval_XXXXXX");
+    cr_assert_not_null(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/googlenet_eval.onnx", dir);
+    snprintf(cmd, sizeof cmd, "/usr/bin/python3 %s/agent/harness/export_onnx.py googlenet "
+                              "--mode eval -o %s",
+             TC_SOURCE_DIR, path);
+    cr_assert_eq(tc_test_run(cmd, out, sizeof out), 0, "%s", out);
+    cr_expect(strstr(out, "missing layers: aux1, aux2, dropout, 57 batch norm layers (folded "
+                          "into their convs)"),
+              "%s", out);
+    tc_model_t *m = NULL;
+    cr_assert_eq(tc_model_load_file(path, NULL, &m), 0, "%s", tc_errmsg());
+    cr_expect_str_eq(tc_model_meta(m, "traincast.export_mode"), "eval");
+    cr_expect(strstr(tc_model_meta(m, "traincast.missing"), "aux1, aux2, dropout, 57 batch norm"));
+    cr_expect_lt(tc_model_params(m), 13004888, "the aux heads' parameters are missing");
+    tc_features_t f;
+    tc_model_features(m, 1, &f);
+    cr_expect_eq(f.cls[TC_OPC_DROPOUT].layers, 0);
+    cr_expect_eq(f.cls[TC_OPC_BN].layers, 0);
+    tc_model_destroy(&m);
+    snprintf(cmd, sizeof cmd, "/usr/bin/python3 %s/agent/harness/export_onnx.py no_such_net",
+             TC_SOURCE_DIR);
+    cr_expect_eq(tc_test_run(cmd, out, sizeof out), 2, "%s", out);
+    cr_expect(strstr(out, "--list"), "%s", out);
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    cr_expect_eq(system(cmd), 0);
+}
