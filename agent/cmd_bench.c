@@ -21,6 +21,40 @@ static int s_add_list(const char *model, const tc_conv_usage_t *convs, size_t n,
     return tc_planner_add(arg, convs, n);
 }
 
+/* Import each model (ONNX file or torchvision:NAME) and add its convs. */
+static int s_add_models(tc_planner_t *planner, const char *list, unsigned long input_size)
+{
+    char **names = NULL;
+    size_t n = 0;
+    int rc = tc_parse_name_list(list, "--models", &names, &n);
+    if (rc < 0)
+        return rc;
+    tc_model_opts_t mo = {.input_size = (uint32_t)input_size};
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        tc_model_t *m = NULL;
+        rc = tc_model_load_spec(names[i], &mo, &m);
+        if (rc < 0) {
+            rc = tc_err_context(rc, "--models %s", names[i]);
+            break;
+        }
+        size_t nc = tc_model_conv_count(m);
+        tc_conv_usage_t *convs = malloc((nc ? nc : 1) * sizeof *convs);
+        if (!convs) {
+            rc = tc_fail(TC_ENOMEM, "out of memory planning %s", names[i]);
+        } else {
+            for (size_t j = 0; j < nc; j++)
+                convs[j] = *tc_model_conv(m, j);
+            rc = tc_planner_add(planner, convs, nc);
+            if (rc < 0)
+                rc = tc_err_context(rc, "%s", tc_model_id(m));
+        }
+        free(convs);
+        tc_model_destroy(&m);
+    }
+    tc_free_strv(names, n);
+    return rc;
+}
+
 static void s_print_plan(const tc_plan_stats_t *st, size_t done, size_t todo)
 {
     printf("plan: %zu model%s, %llu conv layers, %zu batch size%s: %llu layer passes -> %zu "
@@ -36,12 +70,18 @@ static void s_print_plan(const tc_plan_stats_t *st, size_t done, size_t todo)
 
 int tc_cmd_bench(int argc, char **argv)
 {
-    const char *convs = NULL, *batches_text = NULL, *out_path = NULL, *agent_id_flag = NULL;
+    const char *models = NULL, *convs = NULL, *batches_text = NULL, *out_path = NULL,
+               *agent_id_flag = NULL;
+    unsigned long input_size = 0;
     const char *direction = "all";
     unsigned long seed = 1;
     bool dry_run = false;
     tc_bench_flags_t f = {.device = "cpu"};
     const tc_opt_t opts[] = {
+        {"models", TC_OPT_STR, &models, "LIST",
+         "models: torchvision:NAME or FILE.onnx, comma-separated"},
+        {"input-size", TC_OPT_UINT, &input_size, "S",
+         "input height and width of --models (default: each model's own)"},
         {"convs", TC_OPT_STR, &convs, "FILE,...",
          "conv list files (see docs/CONV-BENCH.md: one layer class per line)"},
         {"batches", TC_OPT_STR, &batches_text, "LIST",
@@ -74,7 +114,7 @@ int tc_cmd_bench(int argc, char **argv)
                    "backward-data for convs that read the network input.",
         .max_positional = 0,
         .config_file = true,
-        .epilog = "Example: agent bench --convs resnet50.convs --batches 16,32,64 --out "
+        .epilog = "Example: agent bench --models torchvision:resnet50 --batches 16,32,64 --out "
                   "results.tcr",
         .opts = opts,
     };
@@ -97,15 +137,20 @@ int tc_cmd_bench(int argc, char **argv)
     TC_TRY(tc_bench_settings(&f, &set));
     TC_TRY(tc_parse_directions(direction, dirs, &n_dirs));
     TC_TRY(tc_parse_uint_list(batches_text, "--batches", 1, 1ul << 20, &batches, &n_batches));
-    if (!convs)
-        TC_FAIL_GOTO(TC_EUSAGE, "nothing to benchmark: give --convs FILE,...");
+    if (!models && !convs)
+        TC_FAIL_GOTO(TC_EUSAGE, "nothing to benchmark: give --models LIST or --convs FILE,...");
+    if (input_size > 16384)
+        TC_FAIL_GOTO(TC_EUSAGE, "--input-size %lu is implausible", input_size);
     if (!out_path && !dry_run)
         TC_FAIL_GOTO(TC_EUSAGE, "--out FILE is required (or use --dry-run)");
 
     planner = tc_planner_new();
     if (!planner)
         TC_FAIL_GOTO(TC_ENOMEM, "out of memory");
-    TC_TRY(tc_parse_name_list(convs, "--convs", &lists, &n_lists));
+    if (models)
+        TC_TRY(s_add_models(planner, models, input_size));
+    if (convs)
+        TC_TRY(tc_parse_name_list(convs, "--convs", &lists, &n_lists));
     for (size_t i = 0; i < n_lists; i++) {
         rc = tc_convlist_read(lists[i], s_add_list, planner);
         if (rc < 0) {

@@ -146,3 +146,28 @@ Test(device_cli, bench_conv_prints_every_algorithm_and_verifies, .timeout = 120)
     cr_expect(strstr(out, "winograd") || strstr(out, "wino"), "the exhaustive list shows "
               "winograd too: %s", out);
 }
+
+Test(device_cli, bench_plans_from_onnx_models_and_conv_lists, .timeout = 120)
+{
+    char out[8192], args[1024];
+    int st;
+    snprintf(args, sizeof args,
+             "bench --models %s/tests/data/resnet18.onnx,%s/tests/data/alexnet.onnx --batches "
+             "8,16 --threads 1 --dry-run",
+             TC_SOURCE_DIR, TC_SOURCE_DIR);
+    s_agent(args, out, sizeof out, &st);
+    cr_expect_eq(st, 0, "%s", out);
+    /* resnet18: 20 conv layers in 11 configs; alexnet: 5 in 5 (its first conv among them). */
+    cr_expect(strstr(out, "2 models, 25 conv layers, 2 batch sizes: 146 layer passes -> 92 unique "
+                          "items (16 configs"),
+              "%s", out);
+    snprintf(args, sizeof args, "bench --models %s/tests/data/no_such_model.onnx --batches 8 "
+                                "--dry-run",
+             TC_SOURCE_DIR);
+    s_agent(args, out, sizeof out, &st);
+    cr_expect_eq(st, 2, "%s", out);
+    cr_expect(strstr(out, "no_such_model.onnx"), "%s", out);
+    s_agent("bench --batches 8 --dry-run", out, sizeof out, &st);
+    cr_expect_eq(st, 2, "%s", out);
+    cr_expect(strstr(out, "--models"), "%s", out);
+}
