@@ -2,6 +2,9 @@
 #ifndef TC_AGENT_COMMANDS_H
 #define TC_AGENT_COMMANDS_H
 
+int tc_cmd_info(int argc, char **argv);
+int tc_cmd_bench_conv(int argc, char **argv);
+int tc_cmd_bench(int argc, char **argv);
 int tc_cmd_keygen(int argc, char **argv);
 int tc_cmd_push(int argc, char **argv);
 int tc_cmd_serve(int argc, char **argv);

@@ -5,6 +5,9 @@
 #include "tc_main.h"
 
 static const tc_command_t s_commands[] = {
+    {"info", tc_cmd_info, "list this machine's devices and library versions"},
+    {"bench-conv", tc_cmd_bench_conv, "benchmark one convolution on a device, every algorithm"},
+    {"bench", tc_cmd_bench, "benchmark every conv of some models at some batch sizes"},
     {"keygen", tc_cmd_keygen, "create this agent's CURVE key pair"},
     {"push", tc_cmd_push, "send result files (bench/trace --out) to the aggregator"},
     {"serve", tc_cmd_serve, "stay connected and run the aggregator's jobs"},

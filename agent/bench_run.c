@@ -1,0 +1,92 @@
+#include "bench_run.h"
+
+#include "conv_bench.h"
+#include "tc_error.h"
+#include "tc_log.h"
+#include "tc_progress.h"
+#include "tc_resultfile.h"
+#include "tc_validate.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+static double s_now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* Wrap one result in an envelope, check it and append it. */
+static int s_write(tc_resultfile_t *rf, Traincast__V1__Device *dev, const char *backend,
+                   Traincast__V1__ConvResult *r, const char *agent_id)
+{
+    Traincast__V1__ConvResults cr = TRAINCAST__V1__CONV_RESULTS__INIT;
+    cr.device = dev;
+    cr.backend = (char *)backend;
+    cr.n_results = 1;
+    cr.results = &r;
+    tc_envelope_t env = TRAINCAST__V1__ENVELOPE__INIT;
+    env.body_case = TRAINCAST__V1__ENVELOPE__BODY_CONV_RESULTS;
+    env.conv_results = &cr;
+    char id[TC_MSGID_LEN + 1];
+    tc_envelope_stamp(&env, agent_id, id);
+    int rc = tc_validate_envelope(&env);
+    if (rc < 0)
+        return tc_err_context(rc, "refusing to write an invalid result");
+    return tc_resultfile_append(rf, &env);
+}
+
+int tc_bench_run(tc_device_t *dev, const tc_bench_item_t *items, size_t n_items,
+                 const tc_bench_run_opts_t *o, const char *out_path, tc_bench_report_t *rep)
+{
+    int rc = 0;
+    double t0 = s_now_s();
+    memset(rep, 0, sizeof *rep);
+    tc_resultfile_t *rf = NULL;
+    tc_progress_t *prog = NULL;
+    Traincast__V1__Device d = TRAINCAST__V1__DEVICE__INIT;
+    TC_TRY(tc_device_describe(dev, &d));
+    TC_TRY(tc_resultfile_open_append(out_path, &rf));
+    prog = tc_progress_new(o->progress_label ? o->progress_label : "bench", n_items);
+    if (!prog)
+        TC_FAIL_GOTO(TC_ENOMEM, "out of memory");
+    for (size_t i = 0; i < n_items; i++) {
+        char label[192], item[224];
+        tc_conv_config_label(&items[i].config, label, sizeof label);
+        snprintf(item, sizeof item, "%s %s", label, tc_direction_name(items[i].direction));
+        tc_progress_update(prog, i, item);
+        tc_conv_spec_t spec = {.config = items[i].config,
+                               .direction = items[i].direction,
+                               .policy = o->policy,
+                               .workspace_limit = o->workspace_limit,
+                               .seed = o->seed};
+        tc_conv_outcome_t out;
+        Traincast__V1__ConvResult *r = NULL;
+        int brc = tc_conv_bench(dev, &spec, &o->measure, &out);
+        if (brc == 0)
+            brc = tc_conv_outcome_to_proto(&out, &r);
+        if (brc < 0) {
+            tc_log_warn("%s: %s", item, tc_errmsg());
+            rep->failed++;
+            tc_conv_outcome_free(&out);
+            continue;
+        }
+        rep->measured_ms += out.samples.stats.median;
+        rep->repetitions += out.samples.n;
+        rep->converged += out.samples.stop == TC_STOP_CONVERGED;
+        tc_conv_outcome_free(&out);
+        rc = s_write(rf, &d, tc_device_library(dev), r, o->agent_id);
+        tc_conv_result_proto_free(&r);
+        if (rc < 0)
+            goto err;
+        rep->measured++;
+    }
+    tc_progress_update(prog, n_items, NULL);
+err:
+    rep->elapsed_s = s_now_s() - t0;
+    tc_progress_destroy(&prog);
+    tc_resultfile_close(&rf);
+    return rc;
+}

@@ -1,0 +1,214 @@
+/* agent bench: benchmark every conv of some models at some batch sizes on
+ * one device, writing ConvResults to a result file. Resumable: items the
+ * file already holds for this device and policy are skipped. */
+#include "agent_id.h"
+#include "bench_opts.h"
+#include "bench_run.h"
+#include "commands.h"
+#include "convlist.h"
+#include "planner.h"
+
+#include "tc_cli.h"
+#include "tc_error.h"
+#include "tc_progress.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int s_add_list(const char *model, const tc_conv_usage_t *convs, size_t n, void *arg)
+{
+    return tc_planner_add(arg, convs, n);
+}
+
+/* Import each model (ONNX file or torchvision:NAME) and add its convs. */
+static int s_add_models(tc_planner_t *planner, const char *list, unsigned long input_size)
+{
+    char **names = NULL;
+    size_t n = 0;
+    int rc = tc_parse_name_list(list, "--models", &names, &n);
+    if (rc < 0)
+        return rc;
+    tc_model_opts_t mo = {.input_size = (uint32_t)input_size};
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        tc_model_t *m = NULL;
+        rc = tc_model_load_spec(names[i], &mo, &m);
+        if (rc < 0) {
+            rc = tc_err_context(rc, "--models %s", names[i]);
+            break;
+        }
+        size_t nc = tc_model_conv_count(m);
+        tc_conv_usage_t *convs = malloc((nc ? nc : 1) * sizeof *convs);
+        if (!convs) {
+            rc = tc_fail(TC_ENOMEM, "out of memory planning %s", names[i]);
+        } else {
+            for (size_t j = 0; j < nc; j++)
+                convs[j] = *tc_model_conv(m, j);
+            rc = tc_planner_add(planner, convs, nc);
+            if (rc < 0)
+                rc = tc_err_context(rc, "%s", tc_model_id(m));
+        }
+        free(convs);
+        tc_model_destroy(&m);
+    }
+    tc_free_strv(names, n);
+    return rc;
+}
+
+static void s_print_plan(const tc_plan_stats_t *st, size_t done, size_t todo)
+{
+    printf("plan: %zu model%s, %llu conv layers, %zu batch size%s: %llu layer passes -> %zu "
+           "unique items (%zu configs; %.1f%% of the passes)\n",
+           st->models, st->models == 1 ? "" : "s", (unsigned long long)st->conv_layers,
+           st->batches, st->batches == 1 ? "" : "s", (unsigned long long)st->layer_passes,
+           st->items, st->unique_configs,
+           st->layer_passes ? 100.0 * (double)st->items / (double)st->layer_passes : 0.0);
+    if (done)
+        printf("resume: %zu item%s already in the result file, %zu to measure\n", done,
+               done == 1 ? "" : "s", todo);
+}
+
+int tc_cmd_bench(int argc, char **argv)
+{
+    const char *models = NULL, *convs = NULL, *batches_text = NULL, *out_path = NULL,
+               *agent_id_flag = NULL;
+    unsigned long input_size = 0;
+    const char *direction = "all";
+    unsigned long seed = 1;
+    bool dry_run = false;
+    tc_bench_flags_t f = {.device = "cpu"};
+    const tc_opt_t opts[] = {
+        {"models", TC_OPT_STR, &models, "LIST",
+         "models: torchvision:NAME or FILE.onnx, comma-separated"},
+        {"input-size", TC_OPT_UINT, &input_size, "S",
+         "input height and width of --models (default: each model's own)"},
+        {"convs", TC_OPT_STR, &convs, "FILE,...",
+         "conv list files (see docs/CONV-BENCH.md: one layer class per line)"},
+        {"batches", TC_OPT_STR, &batches_text, "LIST",
+         "batch sizes: 8,16,32 or 8..256 (powers of two) or 8..64:8", true},
+        {"device", TC_OPT_STR, &f.device, "DEV", "cpu (default) or cuda:INDEX"},
+        {"threads", TC_OPT_UINT, &f.threads, "N", "cpu threads (default: all logical CPUs)"},
+        {"policy", TC_OPT_STR, &f.policy, "P", "heuristic (default) or exhaustive"},
+        {"dtype", TC_OPT_STR, &f.dtype, "T", "fp32 (default), tf32, fp16 or bf16"},
+        {"layout", TC_OPT_STR, &f.layout, "L", "nchw (default) or nhwc"},
+        {"direction", TC_OPT_STR, &direction, "D",
+         "all (default), or a list of fwd, bwd_data, bwd_filter"},
+        {"budget-ms", TC_OPT_DOUBLE, &f.budget_ms, "MS", "time budget per item (default 1000)"},
+        {"max-reps", TC_OPT_UINT, &f.max_reps, "N", "at most this many repetitions per item (default 200)"},
+        {"workspace-mb", TC_OPT_UINT, &f.workspace_mb, "MB",
+         "workspace limit (default: what the device has free)"},
+        {"seed", TC_OPT_UINT, &seed, "N", "seed of the random input data (default 1)"},
+        {"out", TC_OPT_STR, &out_path, "FILE",
+         "result file to append to (required unless --dry-run); items it already holds for "
+         "this device and policy are skipped"},
+        {"agent-id", TC_OPT_STR, &agent_id_flag, "ID", "agent id for the envelopes (default: "
+                                                       "derived from this machine)"},
+        {"dry-run", TC_OPT_FLAG, &dry_run, NULL,
+         "print the plan (and what the result file already holds) without measuring"},
+        {0},
+    };
+    const tc_cmd_spec_t spec = {
+        .prog = "agent bench",
+        .summary = "Benchmark every convolution of some models at some batch sizes on one "
+                   "device: the deduplicated\n(config, batch, direction) items, without "
+                   "backward-data for convs that read the network input.",
+        .max_positional = 0,
+        .config_file = true,
+        .epilog = "Example: agent bench --models torchvision:resnet50 --batches 16,32,64 --out "
+                  "results.tcr",
+        .opts = opts,
+    };
+    tc_cli_result_t cli;
+    int rc = tc_cli_parse(&spec, argc, argv, &cli);
+    if (rc < 0 || cli.help_shown) {
+        tc_cli_result_free(&cli);
+        return rc;
+    }
+    tc_planner_t *planner = NULL;
+    tc_resume_t *resume = NULL;
+    tc_device_t *dev = NULL;
+    tc_bench_item_t *items = NULL;
+    unsigned long *batches = NULL;
+    char **lists = NULL;
+    size_t n_batches = 0, n_lists = 0, n_items = 0;
+    tc_bench_settings_t set;
+    Traincast__V1__Direction dirs[3];
+    size_t n_dirs = 0;
+    TC_TRY(tc_bench_settings(&f, &set));
+    TC_TRY(tc_parse_directions(direction, dirs, &n_dirs));
+    TC_TRY(tc_parse_uint_list(batches_text, "--batches", 1, 1ul << 20, &batches, &n_batches));
+    if (!models && !convs)
+        TC_FAIL_GOTO(TC_EUSAGE, "nothing to benchmark: give --models LIST or --convs FILE,...");
+    if (input_size > 16384)
+        TC_FAIL_GOTO(TC_EUSAGE, "--input-size %lu is implausible", input_size);
+    if (!out_path && !dry_run)
+        TC_FAIL_GOTO(TC_EUSAGE, "--out FILE is required (or use --dry-run)");
+
+    planner = tc_planner_new();
+    if (!planner)
+        TC_FAIL_GOTO(TC_ENOMEM, "out of memory");
+    if (models)
+        TC_TRY(s_add_models(planner, models, input_size));
+    if (convs)
+        TC_TRY(tc_parse_name_list(convs, "--convs", &lists, &n_lists));
+    for (size_t i = 0; i < n_lists; i++) {
+        rc = tc_convlist_read(lists[i], s_add_list, planner);
+        if (rc < 0) {
+            if (rc == TC_ENOTFOUND || rc == TC_EPARSE)
+                rc = tc_err_context(TC_EINVAL, "--convs");
+            goto err;
+        }
+    }
+    tc_plan_stats_t st;
+    TC_TRY(tc_planner_build(planner, batches, n_batches, set.dtype, set.layout, dirs, n_dirs,
+                            &items, &n_items, &st));
+
+    TC_TRY(tc_device_open(f.device, (unsigned)f.threads, &dev));
+    Traincast__V1__Device d = TRAINCAST__V1__DEVICE__INIT;
+    TC_TRY(tc_device_describe(dev, &d));
+    size_t done = 0;
+    if (out_path) {
+        TC_TRY(tc_resume_load(out_path, d.uuid, set.policy, &resume));
+        done = tc_resume_filter(resume, items, &n_items);
+    }
+    printf("device: %s [%s], %s %s, policy %s, %s %s\n", d.name, d.uuid, d.library,
+           d.library_version, tc_policy_name(set.policy), tc_dtype_name(set.dtype),
+           tc_layout_name(set.layout));
+    s_print_plan(&st, done, n_items);
+    fflush(stdout);
+    if (dry_run || n_items == 0)
+        goto err; /* rc is 0: nothing to measure */
+
+    char agent_id[320];
+    tc_agent_id(agent_id_flag, agent_id, sizeof agent_id);
+    tc_bench_run_opts_t ro = {.policy = set.policy,
+                              .workspace_limit = set.workspace_limit,
+                              .measure = set.measure,
+                              .seed = seed,
+                              .agent_id = agent_id};
+    tc_bench_report_t rep;
+    TC_TRY(tc_bench_run(dev, items, n_items, &ro, out_path, &rep));
+    char el[32];
+    tc_format_duration(rep.elapsed_s, el, sizeof el);
+    printf("measured %zu item%s in %s: %.2f items/s, %.1f repetitions per item, %zu of them "
+           "(%.0f%%) with the median's 95%% CI within %.0f%%; %.1f s of conv time at the "
+           "medians%s\n",
+           rep.measured, rep.measured == 1 ? "" : "s", el,
+           rep.elapsed_s > 0 ? (double)rep.measured / rep.elapsed_s : 0.0,
+           rep.measured ? (double)rep.repetitions / (double)rep.measured : 0.0, rep.converged,
+           rep.measured ? 100.0 * (double)rep.converged / (double)rep.measured : 0.0,
+           100 * set.measure.ci_rel, rep.measured_ms / 1e3, rep.failed ? "" : "; all done");
+    if (rep.failed)
+        rc = tc_fail(TC_ELIB, "%zu of %zu items could not be measured (warnings above); run "
+                              "the same command again to retry them",
+                     rep.failed, n_items);
+err:
+    tc_device_close(&dev);
+    tc_resume_destroy(&resume);
+    tc_planner_destroy(&planner);
+    free(items);
+    free(batches);
+    tc_free_strv(lists, n_lists);
+    tc_cli_result_free(&cli);
+    return rc;
+}

@@ -1,0 +1,190 @@
+/* agent bench-conv: benchmark one convolution on one device and print every
+ * candidate algorithm with its statistics and the chosen one. */
+#include "bench_opts.h"
+#include "commands.h"
+#include "conv_bench.h"
+#include "conv_verify.h"
+
+#include "tc_cli.h"
+#include "tc_error.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static void s_bytes(uint64_t b, char *buf, size_t size)
+{
+    if (b >= (1ull << 30))
+        snprintf(buf, size, "%.1f GiB", (double)b / (1ull << 30));
+    else if (b >= (1ull << 20))
+        snprintf(buf, size, "%.1f MiB", (double)b / (1ull << 20));
+    else if (b >= 1024)
+        snprintf(buf, size, "%.1f KiB", (double)b / 1024);
+    else
+        snprintf(buf, size, "%llu B", (unsigned long long)b);
+}
+
+static void s_print(const tc_conv_outcome_t *o)
+{
+    printf("%s (%zu candidate%s):\n", tc_direction_name(o->spec.direction), o->n_algos,
+           o->n_algos == 1 ? "" : "s");
+    printf("    %-34s %-20s %10s %10s %10s %10s %9s %5s\n", "algorithm", "status", "workspace",
+           "median ms", "min ms", "max ms", "stddev", "reps");
+    for (size_t i = 0; i < o->n_algos; i++) {
+        const tc_algo_result_t *a = &o->algos[i];
+        char ws[32];
+        s_bytes(a->info.workspace_bytes, ws, sizeof ws);
+        bool chosen = (int)i == o->chosen;
+        const tc_stats_t *st = chosen ? &o->samples.stats : &a->stats;
+        printf("  %c %-34s %-20s %10s", chosen ? '*' : ' ', a->info.name,
+               tc_algo_status_name(a->info.status), ws);
+        if (a->timed)
+            printf(" %10.4f %10.4f %10.4f %9.4f %5zu", st->median, st->min, st->max, st->stddev,
+                   st->n);
+        if (a->info.message[0])
+            printf("%s%s", a->timed ? "  " : "  ", a->info.message);
+        printf("\n");
+    }
+    const tc_algo_result_t *c = &o->algos[o->chosen];
+    const tc_samples_t *s = &o->samples;
+    double macs = tc_conv_macs(&o->spec.config);
+    printf("  chosen: %s, median %.4f ms (95%% CI %.4f..%.4f), %.1f GFLOP/s; %zu repetitions "
+           "after %u warm-up%s (%s), stopped: %s\n",
+           c->info.name, s->stats.median, s->stats.ci_lo, s->stats.ci_hi,
+           2 * macs / (s->stats.median * 1e6), s->n, s->warmups, s->warmups == 1 ? "" : "s",
+           s->settled ? "settled" : "not settled", tc_stop_reason_name(s->stop));
+}
+
+/* Run the chosen algorithm once more and compare with the reference. */
+static int s_verify(tc_device_t *dev, const tc_conv_outcome_t *o)
+{
+    int rc = 0;
+    tc_conv_plan_t *plan = NULL;
+    double ms;
+    TC_TRY(tc_conv_plan_create(dev, &o->spec, &plan));
+    for (size_t i = 0; i < tc_conv_plan_algo_count(plan); i++) {
+        if (strcmp(tc_conv_plan_algo(plan, i)->name, o->algos[o->chosen].info.name) != 0)
+            continue;
+        TC_TRY(tc_conv_plan_select(plan, i));
+        TC_TRY(tc_conv_plan_run(plan, &ms));
+        tc_verify_t v;
+        TC_TRY(tc_conv_verify(plan, &o->spec, &v));
+        if (v.wrong)
+            TC_FAIL_GOTO(TC_ELIB, "%s gives wrong results: %zu of %zu values outside the "
+                                  "tolerance; worst %s[%zu] = %g, reference %g",
+                         o->algos[o->chosen].info.name, v.wrong, v.checked,
+                         tc_tensor_name(v.tensor), v.worst, v.got, v.want);
+        printf("  verified: %zu values match the reference\n", v.checked);
+        break;
+    }
+err:
+    tc_conv_plan_destroy(&plan);
+    return rc;
+}
+
+int tc_cmd_bench_conv(int argc, char **argv)
+{
+    unsigned long n = 0, c = 0, h = 0, w = 0, k = 0, r = 0, s = 0, pad = 0, stride = 1,
+                  groups = 1, dilation = 1, seed = 1;
+    const char *direction = "all";
+    bool verify = false;
+    tc_bench_flags_t f = {.device = "cpu"};
+    const tc_opt_t opts[] = {
+        {"n", TC_OPT_UINT, &n, "N", "batch size", true},
+        {"c", TC_OPT_UINT, &c, "C", "input channels", true},
+        {"h", TC_OPT_UINT, &h, "H", "input height", true},
+        {"w", TC_OPT_UINT, &w, "W", "input width", true},
+        {"k", TC_OPT_UINT, &k, "K", "output channels", true},
+        {"r", TC_OPT_UINT, &r, "R", "filter height", true},
+        {"s", TC_OPT_UINT, &s, "S", "filter width (default: R)"},
+        {"pad", TC_OPT_UINT, &pad, "P", "zero padding on each side (default 0)"},
+        {"stride", TC_OPT_UINT, &stride, "U", "stride (default 1)"},
+        {"groups", TC_OPT_UINT, &groups, "G", "groups; C for depthwise (default 1)"},
+        {"dilation", TC_OPT_UINT, &dilation, "D", "dilation (default 1)"},
+        {"dtype", TC_OPT_STR, &f.dtype, "T", "fp32 (default), tf32, fp16 or bf16"},
+        {"layout", TC_OPT_STR, &f.layout, "L", "nchw (default) or nhwc"},
+        {"policy", TC_OPT_STR, &f.policy, "P",
+         "heuristic (default: the library's first choice that fits, as frameworks do) or "
+         "exhaustive (time every algorithm, keep the fastest)"},
+        {"direction", TC_OPT_STR, &direction, "D", "all (default), or a list of fwd, bwd_data, bwd_filter"},
+        {"device", TC_OPT_STR, &f.device, "DEV", "cpu (default) or cuda:INDEX"},
+        {"threads", TC_OPT_UINT, &f.threads, "N", "cpu threads (default: all logical CPUs)"},
+        {"budget-ms", TC_OPT_DOUBLE, &f.budget_ms, "MS",
+         "time budget per direction and algorithm choice (default 1000)"},
+        {"max-reps", TC_OPT_UINT, &f.max_reps, "N", "at most this many timed repetitions (default 200)"},
+        {"workspace-mb", TC_OPT_UINT, &f.workspace_mb, "MB",
+         "workspace limit (default: what the device has free)"},
+        {"seed", TC_OPT_UINT, &seed, "N", "seed of the random input data (default 1)"},
+        {"verify", TC_OPT_FLAG, &verify, NULL,
+         "also check the chosen algorithm's output against the naive reference (slow on "
+         "large shapes)"},
+        {0},
+    };
+    const tc_cmd_spec_t spec = {
+        .prog = "agent bench-conv",
+        .summary = "Benchmark one convolution: every candidate algorithm with its status, "
+                   "workspace and timing\nstatistics, and the one the policy chooses.",
+        .max_positional = 0,
+        .config_file = true,
+        .epilog = "Timing: warm-up until successive times settle, then repetitions until the "
+                  "95% confidence\ninterval of the median is within 2% or the budget ends.\n"
+                  "Example: agent bench-conv --n 32 --c 64 --h 56 --w 56 --k 64 --r 3 --pad 1",
+        .opts = opts,
+    };
+    tc_cli_result_t cli;
+    int rc = tc_cli_parse(&spec, argc, argv, &cli);
+    if (rc < 0 || cli.help_shown) {
+        tc_cli_result_free(&cli);
+        return rc;
+    }
+    tc_device_t *dev = NULL;
+    tc_conv_outcome_t out = {0};
+    tc_bench_settings_t set;
+    Traincast__V1__Direction dirs[3];
+    size_t n_dirs = 0;
+    TC_TRY(tc_bench_settings(&f, &set));
+    TC_TRY(tc_parse_directions(direction, dirs, &n_dirs));
+    const unsigned long vals[] = {n, c, h, w, k, r, s ? s : r, pad, stride, groups, dilation};
+    for (size_t i = 0; i < sizeof vals / sizeof vals[0]; i++)
+        if (vals[i] > (1ul << 20))
+            TC_FAIL_GOTO(TC_EUSAGE, "a shape value (%lu) is larger than %lu", vals[i], 1ul << 20);
+    tc_conv_config_t cfg = tc_conv_config_default();
+    cfg.n = (uint32_t)n, cfg.c = (uint32_t)c, cfg.h = (uint32_t)h, cfg.w = (uint32_t)w;
+    cfg.k = (uint32_t)k, cfg.r = (uint32_t)r, cfg.s = (uint32_t)(s ? s : r);
+    cfg.pad_h = cfg.pad_w = (uint32_t)pad;
+    cfg.stride_h = cfg.stride_w = (uint32_t)stride;
+    cfg.groups = (uint32_t)groups;
+    cfg.dilation_h = cfg.dilation_w = (uint32_t)dilation;
+    cfg.dtype = set.dtype;
+    cfg.layout = set.layout;
+    if (n == 0)
+        TC_FAIL_GOTO(TC_EUSAGE, "--n must be > 0");
+    TC_TRY(tc_conv_config_check(&cfg));
+
+    TC_TRY(tc_device_open(f.device, (unsigned)f.threads, &dev));
+    Traincast__V1__Device d = TRAINCAST__V1__DEVICE__INIT;
+    TC_TRY(tc_device_describe(dev, &d));
+    char label[160];
+    tc_conv_config_label(&cfg, label, sizeof label);
+    printf("device: %s [%s] %s %s\n", d.name, d.uuid, d.library, d.library_version);
+    printf("conv:   %s, %s %s, policy %s, %.3f GFLOP per pass\n\n", label, tc_dtype_name(cfg.dtype),
+           tc_layout_name(cfg.layout), tc_policy_name(set.policy), 2 * tc_conv_macs(&cfg) / 1e9);
+    for (size_t i = 0; i < n_dirs; i++) {
+        tc_conv_spec_t cs = {.config = cfg,
+                             .direction = dirs[i],
+                             .policy = set.policy,
+                             .workspace_limit = set.workspace_limit,
+                             .seed = seed};
+        TC_TRY(tc_conv_bench(dev, &cs, &set.measure, &out));
+        s_print(&out);
+        if (verify)
+            TC_TRY(s_verify(dev, &out));
+        tc_conv_outcome_free(&out);
+        printf("\n");
+        fflush(stdout);
+    }
+err:
+    tc_conv_outcome_free(&out);
+    tc_device_close(&dev);
+    tc_cli_result_free(&cli);
+    return rc;
+}

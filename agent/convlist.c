@@ -1,0 +1,123 @@
+#include "convlist.h"
+
+#include "tc_error.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+    char name[128];
+    tc_conv_usage_t *convs;
+    size_t n, cap;
+} s_model_t;
+
+static int s_flush(s_model_t *m, tc_convlist_fn fn, void *arg)
+{
+    int rc = 0;
+    if (m->n)
+        rc = fn(m->name, m->convs, m->n, arg);
+    m->n = 0;
+    return rc;
+}
+
+int tc_convlist_read(const char *path, tc_convlist_fn fn, void *arg)
+{
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return tc_fail(errno == ENOENT ? TC_ENOTFOUND : TC_EIO, "cannot open conv list %s: %s",
+                       path, strerror(errno));
+    s_model_t m = {0};
+    const char *base = strrchr(path, '/');
+    snprintf(m.name, sizeof m.name, "%s", base ? base + 1 : path);
+    char line[1024];
+    unsigned lineno = 0;
+    int rc = 0;
+    while (fgets(line, sizeof line, f)) {
+        lineno++;
+        if (!strchr(line, '\n') && !feof(f)) {
+            rc = tc_fail(TC_EPARSE, "%s:%u: line too long", path, lineno);
+            break;
+        }
+        char *p = line;
+        while (isspace((unsigned char)*p))
+            p++;
+        if (*p == '#' || *p == '\0')
+            continue;
+        if (strncmp(p, "model", 5) == 0 && isspace((unsigned char)p[5])) {
+            if ((rc = s_flush(&m, fn, arg)) < 0)
+                break;
+            p += 5;
+            while (isspace((unsigned char)*p))
+                p++;
+            p[strcspn(p, "\r\n")] = '\0';
+            if (!*p) {
+                rc = tc_fail(TC_EPARSE, "%s:%u: 'model' needs a name", path, lineno);
+                break;
+            }
+            snprintf(m.name, sizeof m.name, "%s", p);
+            continue;
+        }
+        unsigned long v[15];
+        int got = 0;
+        char *end = p;
+        while (got < 15) {
+            while (isspace((unsigned char)*end))
+                end++;
+            if (!isdigit((unsigned char)*end))
+                break;
+            errno = 0;
+            v[got] = strtoul(end, &end, 10);
+            if (errno || v[got] > (1ul << 20))
+                break;
+            got++;
+        }
+        while (isspace((unsigned char)*end))
+            end++;
+        if (got != 15 || (*end && *end != '#')) {
+            rc = tc_fail(TC_EPARSE, "%s:%u: expected 15 numbers (c h w k r s pad_h pad_w "
+                                    "stride_h stride_w dil_h dil_w groups count first)",
+                         path, lineno);
+            break;
+        }
+        tc_conv_usage_t u;
+        memset(&u, 0, sizeof u);
+        u.config = tc_conv_config_default();
+        u.config.c = (uint32_t)v[0], u.config.h = (uint32_t)v[1], u.config.w = (uint32_t)v[2];
+        u.config.k = (uint32_t)v[3], u.config.r = (uint32_t)v[4], u.config.s = (uint32_t)v[5];
+        u.config.pad_h = (uint32_t)v[6], u.config.pad_w = (uint32_t)v[7];
+        u.config.stride_h = (uint32_t)v[8], u.config.stride_w = (uint32_t)v[9];
+        u.config.dilation_h = (uint32_t)v[10], u.config.dilation_w = (uint32_t)v[11];
+        u.config.groups = (uint32_t)v[12];
+        u.multiplicity = (uint32_t)v[13];
+        u.first_layer = v[14] != 0;
+        if (v[14] > 1 || v[13] == 0) {
+            rc = tc_fail(TC_EPARSE, "%s:%u: count must be > 0 and first 0 or 1", path, lineno);
+            break;
+        }
+        if ((rc = tc_conv_config_check(&u.config)) < 0) {
+            rc = tc_err_context(TC_EPARSE, "%s:%u", path, lineno);
+            break;
+        }
+        if (m.n == m.cap) {
+            size_t cap = m.cap ? 2 * m.cap : 64;
+            tc_conv_usage_t *nc = realloc(m.convs, cap * sizeof *nc);
+            if (!nc) {
+                rc = tc_fail(TC_ENOMEM, "out of memory reading %s", path);
+                break;
+            }
+            m.convs = nc;
+            m.cap = cap;
+        }
+        m.convs[m.n++] = u;
+    }
+    if (rc == 0 && ferror(f))
+        rc = tc_fail(TC_EIO, "reading %s: %s", path, strerror(errno));
+    if (rc == 0)
+        rc = s_flush(&m, fn, arg);
+    free(m.convs);
+    fclose(f);
+    return rc;
+}

@@ -1,0 +1,28 @@
+/* Conv list files: a model's conv layers as plain text, for benchmarking
+ * configs without importing a model (hand-written lists, lists exported
+ * from a framework, or jobs). One layer class per line:
+ *
+ *   # comment
+ *   model resnet18
+ *   # c h w k r s pad_h pad_w stride_h stride_w dil_h dil_w groups count first
+ *   3 224 224 64 7 7 3 3 2 2 1 1 1 1 1
+ *
+ * `count` is how many layers share the config; `first` is 1 when the conv
+ * reads the network input (no backward-data pass). A `model NAME` line
+ * starts the next model; lines before any belong to a model named after the
+ * file. */
+#ifndef TC_CONVLIST_H
+#define TC_CONVLIST_H
+
+#include "tc_model.h"
+
+#include <stddef.h>
+
+/* Called once per model with its layers (valid during the call). */
+typedef int (*tc_convlist_fn)(const char *model, const tc_conv_usage_t *convs, size_t n,
+                              void *arg);
+
+/* TC_ENOTFOUND / TC_EIO for the file, TC_EPARSE naming file:line. */
+int tc_convlist_read(const char *path, tc_convlist_fn fn, void *arg);
+
+#endif

@@ -1,0 +1,122 @@
+#include "measure.h"
+
+#include "tc_error.h"
+#include "tc_wire.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static double s_mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+}
+
+tc_measure_opts_t tc_measure_defaults(void)
+{
+    return (tc_measure_opts_t){
+        .budget_ms = 1000,
+        .min_reps = 5,
+        .max_reps = 200,
+        .ci_rel = 0.02,
+        .warmup_min = 2,
+        .warmup_max = 20,
+        .settle_rel = 0.05,
+    };
+}
+
+int tc_measure_opts_check(const tc_measure_opts_t *o)
+{
+    if (!(o->budget_ms > 0) || !isfinite(o->budget_ms))
+        return tc_fail(TC_EINVAL, "the time budget must be > 0 ms (got %g)", o->budget_ms);
+    if (o->min_reps < 1 || o->max_reps < o->min_reps)
+        return tc_fail(TC_EINVAL, "repetitions: need 1 <= min (%u) <= max (%u)", o->min_reps,
+                       o->max_reps);
+    if (!(o->ci_rel > 0) || o->ci_rel >= 1)
+        return tc_fail(TC_EINVAL, "the CI target must be between 0 and 1 (got %g)", o->ci_rel);
+    if (o->warmup_max < o->warmup_min)
+        return tc_fail(TC_EINVAL, "warm-up: need min (%u) <= max (%u)", o->warmup_min,
+                       o->warmup_max);
+    if (!(o->settle_rel > 0))
+        return tc_fail(TC_EINVAL, "the warm-up settle threshold must be > 0 (got %g)",
+                       o->settle_rel);
+    return 0;
+}
+
+const char *tc_stop_reason_name(tc_stop_reason_t r)
+{
+    switch (r) {
+    case TC_STOP_CONVERGED: return "converged";
+    case TC_STOP_BUDGET: return "budget";
+    case TC_STOP_MAX_REPS: return "max_reps";
+    }
+    return "?";
+}
+
+void tc_samples_free(tc_samples_t *s)
+{
+    if (!s)
+        return;
+    free(s->ms);
+    free(s->offset_us);
+    memset(s, 0, sizeof *s);
+}
+
+int tc_measure(tc_measure_fn fn, void *arg, const tc_measure_opts_t *o, tc_samples_t *out)
+{
+    int rc = 0;
+    memset(out, 0, sizeof *out);
+    TC_TRY(tc_measure_opts_check(o));
+    out->ms = malloc(o->max_reps * sizeof *out->ms);
+    out->offset_us = malloc(o->max_reps * sizeof *out->offset_us);
+    if (!out->ms || !out->offset_us)
+        TC_FAIL_GOTO(TC_ENOMEM, "out of memory for %u samples", o->max_reps);
+
+    double wall0 = s_mono_ms(), reported = 0, prev = -1, t = 0;
+#define ELAPSED() fmax(s_mono_ms() - wall0, reported)
+    while (out->warmups < o->warmup_max) {
+        TC_TRY(fn(arg, &t));
+        reported += t;
+        out->warmups++;
+        if (out->warmups >= o->warmup_min && prev >= 0 &&
+            fabs(t - prev) <= o->settle_rel * fmin(t, prev)) {
+            out->settled = true;
+            break;
+        }
+        prev = t;
+        if (out->warmups >= o->warmup_min && ELAPSED() >= o->budget_ms / 3)
+            break;
+    }
+
+    out->stop = TC_STOP_MAX_REPS;
+    while (out->n < o->max_reps) {
+        int64_t at = tc_now_us();
+        if (out->n == 0)
+            out->started_at_us = at;
+        TC_TRY(fn(arg, &t));
+        reported += t;
+        out->ms[out->n] = t;
+        out->offset_us[out->n] = at - out->started_at_us;
+        out->n++;
+        if (out->n < o->min_reps)
+            continue;
+        TC_TRY(tc_stats_compute(out->ms, out->n, &out->stats));
+        if (tc_stats_ci_rel(&out->stats) <= o->ci_rel) {
+            out->stop = TC_STOP_CONVERGED;
+            break;
+        }
+        if (ELAPSED() >= o->budget_ms) {
+            out->stop = TC_STOP_BUDGET;
+            break;
+        }
+    }
+#undef ELAPSED
+    TC_TRY(tc_stats_compute(out->ms, out->n, &out->stats));
+    return 0;
+err:
+    tc_samples_free(out);
+    return rc;
+}

@@ -1,0 +1,249 @@
+#include "planner.h"
+
+#include "tc_error.h"
+#include "tc_resultfile.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+    tc_conv_config_t config; /* n = 0, fp32, nchw: the dedup key */
+    uint32_t layers;         /* multiplicity over all models */
+    uint32_t inner_layers;   /* of those, layers that need backward-data */
+} s_conf_t;
+
+struct tc_planner {
+    s_conf_t *confs;
+    size_t n, cap;
+    bool sorted;
+    size_t models;
+    uint64_t layers;
+    uint64_t first_layers;
+};
+
+tc_planner_t *tc_planner_new(void) { return calloc(1, sizeof(tc_planner_t)); }
+
+void tc_planner_destroy(tc_planner_t **self_p)
+{
+    if (!self_p || !*self_p)
+        return;
+    free((*self_p)->confs);
+    free(*self_p);
+    *self_p = NULL;
+}
+
+static tc_conv_config_t s_key(const tc_conv_config_t *c)
+{
+    tc_conv_config_t k = *c;
+    k.n = 0;
+    k.dtype = TRAINCAST__V1__DTYPE__DTYPE_FP32;
+    k.layout = TRAINCAST__V1__LAYOUT__LAYOUT_NCHW;
+    return k;
+}
+
+static int s_conf_cmp(const void *a, const void *b)
+{
+    return tc_conv_config_cmp(&((const s_conf_t *)a)->config, &((const s_conf_t *)b)->config);
+}
+
+int tc_planner_add(tc_planner_t *self, const tc_conv_usage_t *convs, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        tc_conv_config_t k = s_key(&convs[i].config);
+        int rc = tc_conv_config_check(&k);
+        if (rc < 0)
+            return tc_err_context(rc, "conv %zu of model %zu", i + 1, self->models + 1);
+        if (convs[i].multiplicity == 0)
+            return tc_fail(TC_EINVAL, "conv %zu of model %zu: multiplicity must be > 0", i + 1,
+                           self->models + 1);
+        if (self->n == self->cap) {
+            size_t cap = self->cap ? 2 * self->cap : 64;
+            s_conf_t *nc = realloc(self->confs, cap * sizeof *nc);
+            if (!nc)
+                return tc_fail(TC_ENOMEM, "out of memory planning convs");
+            self->confs = nc;
+            self->cap = cap;
+        }
+        uint32_t m = convs[i].multiplicity;
+        self->confs[self->n++] = (s_conf_t){k, m, convs[i].first_layer ? 0 : m};
+        self->layers += m;
+        self->first_layers += convs[i].first_layer ? m : 0;
+        self->sorted = false;
+    }
+    self->models++;
+    return 0;
+}
+
+/* Sort and merge duplicates (kept const for callers: merging is idempotent). */
+static void s_merge(tc_planner_t *self)
+{
+    if (self->sorted)
+        return;
+    qsort(self->confs, self->n, sizeof *self->confs, s_conf_cmp);
+    size_t w = 0;
+    for (size_t r = 0; r < self->n; r++) {
+        if (w > 0 && tc_conv_config_cmp(&self->confs[w - 1].config, &self->confs[r].config) == 0) {
+            self->confs[w - 1].layers += self->confs[r].layers;
+            self->confs[w - 1].inner_layers += self->confs[r].inner_layers;
+        } else {
+            self->confs[w++] = self->confs[r];
+        }
+    }
+    self->n = w;
+    self->sorted = true;
+}
+
+int tc_planner_build(const tc_planner_t *cself, const unsigned long *batches, size_t n_batches,
+                     Traincast__V1__DType dtype, Traincast__V1__Layout layout,
+                     const Traincast__V1__Direction *dirs, size_t n_dirs, tc_bench_item_t **items,
+                     size_t *n_items, tc_plan_stats_t *stats)
+{
+    tc_planner_t *self = (tc_planner_t *)cself;
+    *items = NULL;
+    *n_items = 0;
+    memset(stats, 0, sizeof *stats);
+    s_merge(self);
+    for (size_t b = 0; b < n_batches; b++)
+        if (batches[b] == 0 || batches[b] > (1ul << 20))
+            return tc_fail(TC_EINVAL, "batch size %lu is out of range 1..%lu", batches[b],
+                           1ul << 20);
+    size_t cap = self->n * n_batches * n_dirs;
+    tc_bench_item_t *out = malloc((cap ? cap : 1) * sizeof *out);
+    if (!out)
+        return tc_fail(TC_ENOMEM, "out of memory for %zu bench items", cap);
+    size_t n = 0;
+    uint64_t passes_per_batch = 0;
+    for (size_t i = 0; i < self->n; i++)
+        for (size_t d = 0; d < n_dirs; d++)
+            passes_per_batch += dirs[d] == TRAINCAST__V1__DIRECTION__DIRECTION_BWD_DATA
+                                    ? self->confs[i].inner_layers
+                                    : self->confs[i].layers;
+    for (size_t b = 0; b < n_batches; b++)
+        for (size_t i = 0; i < self->n; i++)
+            for (size_t d = 0; d < n_dirs; d++) {
+                const s_conf_t *c = &self->confs[i];
+                bool bwd_data = dirs[d] == TRAINCAST__V1__DIRECTION__DIRECTION_BWD_DATA;
+                if (bwd_data && c->inner_layers == 0)
+                    continue;
+                tc_bench_item_t *it = &out[n++];
+                it->config = c->config;
+                it->config.n = (uint32_t)batches[b];
+                it->config.dtype = dtype;
+                it->config.layout = layout;
+                it->direction = dirs[d];
+                it->layers = bwd_data ? c->inner_layers : c->layers;
+            }
+    stats->models = self->models;
+    stats->conv_layers = self->layers;
+    stats->batches = n_batches;
+    stats->layer_passes = passes_per_batch * n_batches;
+    stats->unique_configs = self->n;
+    stats->items = n;
+    *items = out;
+    *n_items = n;
+    return 0;
+}
+
+/* --- resume ------------------------------------------------------------ */
+
+typedef struct {
+    tc_conv_config_t config;
+    int direction;
+} s_key_t;
+
+struct tc_resume {
+    s_key_t *keys;
+    size_t n, cap;
+    const char *uuid;
+    Traincast__V1__Policy policy;
+};
+
+static int s_key_cmp(const void *a, const void *b)
+{
+    const s_key_t *x = a, *y = b;
+    int c = tc_conv_config_cmp(&x->config, &y->config);
+    return c ? c : (x->direction > y->direction) - (x->direction < y->direction);
+}
+
+static int s_collect(const tc_envelope_t *env, void *arg)
+{
+    tc_resume_t *self = arg;
+    if (env->body_case != TRAINCAST__V1__ENVELOPE__BODY_CONV_RESULTS || !env->conv_results)
+        return 0;
+    const Traincast__V1__ConvResults *cr = env->conv_results;
+    if (!cr->device || !cr->device->uuid || strcmp(cr->device->uuid, self->uuid) != 0)
+        return 0;
+    for (size_t i = 0; i < cr->n_results; i++) {
+        const Traincast__V1__ConvResult *r = cr->results[i];
+        if (!r || !r->config || r->policy != self->policy || r->repetitions == 0)
+            continue;
+        if (self->n == self->cap) {
+            size_t cap = self->cap ? 2 * self->cap : 256;
+            s_key_t *nk = realloc(self->keys, cap * sizeof *nk);
+            if (!nk)
+                return tc_fail(TC_ENOMEM, "out of memory reading earlier results");
+            self->keys = nk;
+            self->cap = cap;
+        }
+        s_key_t *k = &self->keys[self->n++];
+        memset(k, 0, sizeof *k);
+        tc_conv_config_from_proto(r->config, &k->config);
+        k->direction = r->direction;
+    }
+    return 0;
+}
+
+int tc_resume_load(const char *path, const char *device_uuid, Traincast__V1__Policy policy,
+                   tc_resume_t **out)
+{
+    *out = NULL;
+    tc_resume_t *self = calloc(1, sizeof *self);
+    if (!self)
+        return tc_fail(TC_ENOMEM, "out of memory reading earlier results");
+    self->uuid = device_uuid;
+    self->policy = policy;
+    bool truncated = false;
+    int rc = tc_resultfile_read(path, true, s_collect, self, &truncated);
+    if (rc < 0) {
+        tc_resume_destroy(&self);
+        return tc_err_context(rc, "reading earlier results from %s", path);
+    }
+    if (self->n)
+        qsort(self->keys, self->n, sizeof *self->keys, s_key_cmp);
+    self->uuid = NULL;
+    *out = self;
+    return 0;
+}
+
+void tc_resume_destroy(tc_resume_t **self_p)
+{
+    if (!self_p || !*self_p)
+        return;
+    free((*self_p)->keys);
+    free(*self_p);
+    *self_p = NULL;
+}
+
+size_t tc_resume_count(const tc_resume_t *self) { return self ? self->n : 0; }
+
+bool tc_resume_done(const tc_resume_t *self, const tc_conv_config_t *c,
+                    Traincast__V1__Direction d)
+{
+    if (!self || !self->n)
+        return false;
+    s_key_t k;
+    memset(&k, 0, sizeof k);
+    k.config = *c;
+    k.direction = d;
+    return bsearch(&k, self->keys, self->n, sizeof k, s_key_cmp) != NULL;
+}
+
+size_t tc_resume_filter(const tc_resume_t *self, tc_bench_item_t *items, size_t *n_items)
+{
+    size_t w = 0, n = *n_items;
+    for (size_t r = 0; r < n; r++)
+        if (!tc_resume_done(self, &items[r].config, items[r].direction))
+            items[w++] = items[r];
+    *n_items = w;
+    return n - w;
+}

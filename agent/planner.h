@@ -1,0 +1,62 @@
+/* The bench planner: from the conv layers of some models and a list of
+ * batch sizes to the deduplicated work list of (config, batch, direction),
+ * skipping backward-data where no gradient flows to the input (a conv that
+ * reads the network input in every model that uses it), and dropping what a
+ * result file already holds for this device and policy (resume). The
+ * planner never knows which backend will run the items. */
+#ifndef TC_PLANNER_H
+#define TC_PLANNER_H
+
+#include "tc_model.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct {
+    tc_conv_config_t config;            /* n, dtype and layout set */
+    Traincast__V1__Direction direction;
+    uint32_t layers;                    /* conv layers of all models that this item times */
+} tc_bench_item_t;
+
+typedef struct {
+    size_t models;
+    uint64_t conv_layers;    /* conv layers over all models (multiplicity counted) */
+    size_t batches;
+    uint64_t layer_passes;   /* conv layers x batches x the directions each needs */
+    size_t unique_configs;   /* distinct configs, batch aside */
+    size_t items;            /* distinct (config, batch, direction): what is measured */
+} tc_plan_stats_t;
+
+typedef struct tc_planner tc_planner_t;
+
+tc_planner_t *tc_planner_new(void);
+void tc_planner_destroy(tc_planner_t **self_p);
+
+/* Add one model's conv list (configs with n = 0; dtype and layout are
+ * replaced by the plan's). TC_EINVAL names a bad config. */
+int tc_planner_add(tc_planner_t *self, const tc_conv_usage_t *convs, size_t n);
+
+/* The work list for these batches and directions, ordered by batch, then
+ * config, then direction. *items is malloc'ed (caller frees). */
+int tc_planner_build(const tc_planner_t *self, const unsigned long *batches, size_t n_batches,
+                     Traincast__V1__DType dtype, Traincast__V1__Layout layout,
+                     const Traincast__V1__Direction *dirs, size_t n_dirs, tc_bench_item_t **items,
+                     size_t *n_items, tc_plan_stats_t *stats);
+
+/* Results already in a result file. */
+typedef struct tc_resume tc_resume_t;
+
+/* Collect every (config, direction) that the file holds for the device with
+ * this uuid under this policy. A missing file holds nothing; a truncated
+ * last record is ignored. */
+int tc_resume_load(const char *path, const char *device_uuid, Traincast__V1__Policy policy,
+                   tc_resume_t **out);
+void tc_resume_destroy(tc_resume_t **self_p);
+size_t tc_resume_count(const tc_resume_t *self);
+bool tc_resume_done(const tc_resume_t *self, const tc_conv_config_t *c,
+                    Traincast__V1__Direction d);
+/* Drop the items already done; returns how many were dropped. */
+size_t tc_resume_filter(const tc_resume_t *self, tc_bench_item_t *items, size_t *n_items);
+
+#endif

@@ -1,0 +1,90 @@
+/* Two independent views of the CNN set's convolutions must agree: the ONNX
+ * importer's deduplicated convs (tests/data/NAME.onnx) and PyTorch's own
+ * Conv2d modules seen through forward hooks (tests/data/cnn_set.convs from
+ * bench/torchvision_convs.py). Compared model by model through the
+ * planner, at one batch size. */
+#include "convlist.h"
+#include "planner.h"
+
+#include "tc_error.h"
+#include "tc_model.h"
+
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const Traincast__V1__Direction s_all[3] = {TRAINCAST__V1__DIRECTION__DIRECTION_FWD,
+                                                  TRAINCAST__V1__DIRECTION__DIRECTION_BWD_DATA,
+                                                  TRAINCAST__V1__DIRECTION__DIRECTION_BWD_FILTER};
+
+static void s_stats(tc_planner_t *p, tc_plan_stats_t *st)
+{
+    unsigned long batch = 8;
+    tc_bench_item_t *items = NULL;
+    size_t n = 0;
+    cr_assert_eq(tc_planner_build(p, &batch, 1, TRAINCAST__V1__DTYPE__DTYPE_FP32,
+                                  TRAINCAST__V1__LAYOUT__LAYOUT_NCHW, s_all, 3, &items, &n, st),
+                 0, "%s", tc_errmsg());
+    free(items);
+}
+
+typedef struct {
+    tc_planner_t *all_onnx, *all_hooks;
+    size_t models;
+} ctx_t;
+
+static int s_compare_model(const char *model, const tc_conv_usage_t *convs, size_t n, void *arg)
+{
+    ctx_t *ctx = arg;
+    const char *name = strchr(model, ':') ? strchr(model, ':') + 1 : model;
+    char path[512];
+    snprintf(path, sizeof path, "%s/tests/data/%s.onnx", TC_SOURCE_DIR, name);
+    tc_model_t *m = NULL;
+    tc_model_opts_t mo = {0};
+    cr_assert_eq(tc_model_load_file(path, &mo, &m), 0, "%s: %s", path, tc_errmsg());
+    size_t nc = tc_model_conv_count(m);
+    tc_conv_usage_t *mine = calloc(nc ? nc : 1, sizeof *mine);
+    cr_assert_not_null(mine);
+    for (size_t i = 0; i < nc; i++)
+        mine[i] = *tc_model_conv(m, i);
+
+    tc_planner_t *a = tc_planner_new(), *b = tc_planner_new();
+    cr_assert_eq(tc_planner_add(a, mine, nc), 0, "%s", tc_errmsg());
+    cr_assert_eq(tc_planner_add(b, convs, n), 0, "%s", tc_errmsg());
+    cr_assert_eq(tc_planner_add(ctx->all_onnx, mine, nc), 0);
+    cr_assert_eq(tc_planner_add(ctx->all_hooks, convs, n), 0);
+    tc_plan_stats_t sa, sb;
+    s_stats(a, &sa);
+    s_stats(b, &sb);
+    cr_expect_eq(sa.conv_layers, sb.conv_layers, "%s: %llu conv layers from ONNX, %llu in PyTorch",
+                 name, (unsigned long long)sa.conv_layers, (unsigned long long)sb.conv_layers);
+    cr_expect_eq(sa.unique_configs, sb.unique_configs, "%s: %zu configs from ONNX, %zu in PyTorch",
+                 name, sa.unique_configs, sb.unique_configs);
+    cr_expect_eq(sa.items, sb.items, "%s: %zu items from ONNX, %zu in PyTorch", name, sa.items,
+                 sb.items);
+    cr_expect_eq(sa.layer_passes, sb.layer_passes, "%s: backward-data needs differ", name);
+    tc_planner_destroy(&a);
+    tc_planner_destroy(&b);
+    free(mine);
+    tc_model_destroy(&m);
+    ctx->models++;
+    return 0;
+}
+
+Test(bench_models, onnx_import_and_pytorch_agree_on_the_cnn_set, .timeout = 300)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/tests/data/cnn_set.convs", TC_SOURCE_DIR);
+    ctx_t ctx = {tc_planner_new(), tc_planner_new(), 0};
+    cr_assert_eq(tc_convlist_read(path, s_compare_model, &ctx), 0, "%s", tc_errmsg());
+    cr_expect_eq(ctx.models, 33);
+    tc_plan_stats_t sa, sb;
+    s_stats(ctx.all_onnx, &sa);
+    s_stats(ctx.all_hooks, &sb);
+    cr_expect_eq(sa.items, sb.items, "whole set: %zu items from ONNX, %zu in PyTorch", sa.items,
+                 sb.items);
+    cr_expect_eq(sa.unique_configs, sb.unique_configs);
+    tc_planner_destroy(&ctx.all_onnx);
+    tc_planner_destroy(&ctx.all_hooks);
+}

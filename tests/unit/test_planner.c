@@ -1,0 +1,327 @@
+/* The bench planner (dedup, backward-data skipping), resume from a result
+ * file and conv list files, on hand-built conv lists. */
+#include "convlist.h"
+#include "planner.h"
+
+#include "tc_error.h"
+#include "tc_resultfile.h"
+
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define FWD TRAINCAST__V1__DIRECTION__DIRECTION_FWD
+#define BWD_DATA TRAINCAST__V1__DIRECTION__DIRECTION_BWD_DATA
+#define BWD_FILTER TRAINCAST__V1__DIRECTION__DIRECTION_BWD_FILTER
+#define HEUR TRAINCAST__V1__POLICY__POLICY_HEURISTIC
+#define EXH TRAINCAST__V1__POLICY__POLICY_EXHAUSTIVE
+
+static const Traincast__V1__Direction s_all[3] = {FWD, BWD_DATA, BWD_FILTER};
+
+static tc_conv_usage_t s_use(unsigned c, unsigned hw, unsigned k, unsigned r, unsigned pad,
+                             unsigned stride, unsigned groups, unsigned mult, bool first)
+{
+    tc_conv_usage_t u;
+    memset(&u, 0, sizeof u);
+    u.config = tc_conv_config_default();
+    u.config.c = c, u.config.h = u.config.w = hw, u.config.k = k, u.config.r = u.config.s = r;
+    u.config.pad_h = u.config.pad_w = pad;
+    u.config.stride_h = u.config.stride_w = stride;
+    u.config.groups = groups;
+    u.multiplicity = mult;
+    u.first_layer = first;
+    return u;
+}
+
+Test(planner, dedups_across_models_and_skips_bwd_data_of_first_layers, .timeout = 10)
+{
+    /* Model A: stem (first layer), 3 identical 3x3 blocks, a 1x1 downsample.
+     * Model B: the same 3x3 config twice, and the stem config used as an
+     * inner layer (so it needs bwd_data after all), plus a depthwise conv. */
+    tc_conv_usage_t a[] = {s_use(3, 32, 16, 3, 1, 1, 1, 1, true),
+                           s_use(16, 32, 16, 3, 1, 1, 1, 3, false),
+                           s_use(16, 32, 32, 1, 0, 2, 1, 1, false)};
+    tc_conv_usage_t b[] = {s_use(16, 32, 16, 3, 1, 1, 1, 2, false),
+                           s_use(3, 32, 16, 3, 1, 1, 1, 1, false),
+                           s_use(16, 32, 16, 3, 1, 1, 16, 1, false)};
+    tc_planner_t *p = tc_planner_new();
+    cr_assert_not_null(p);
+    cr_assert_eq(tc_planner_add(p, a, 3), 0);
+    cr_assert_eq(tc_planner_add(p, b, 3), 0);
+    unsigned long batches[] = {8, 16};
+    tc_bench_item_t *items = NULL;
+    size_t n = 0;
+    tc_plan_stats_t st;
+    cr_assert_eq(tc_planner_build(p, batches, 2, TRAINCAST__V1__DTYPE__DTYPE_BF16,
+                                  TRAINCAST__V1__LAYOUT__LAYOUT_NHWC, s_all, 3, &items, &n, &st),
+                 0, "%s", tc_errmsg());
+    cr_expect_eq(st.models, 2);
+    cr_expect_eq(st.conv_layers, 9);
+    cr_expect_eq(st.unique_configs, 4);
+    /* 4 configs x 3 directions x 2 batches; every config has an inner use. */
+    cr_expect_eq(st.items, 24);
+    cr_expect_eq(n, 24);
+    /* passes: 9 layers x 3 minus the one first layer's bwd_data, x 2 batches */
+    cr_expect_eq(st.layer_passes, (9 * 3 - 1) * 2);
+    for (size_t i = 0; i < n; i++) {
+        cr_expect(items[i].config.n == 8 || items[i].config.n == 16);
+        cr_expect_eq(items[i].config.dtype, TRAINCAST__V1__DTYPE__DTYPE_BF16);
+        cr_expect_eq(items[i].config.layout, TRAINCAST__V1__LAYOUT__LAYOUT_NHWC);
+        if (i)
+            cr_expect_leq(items[i - 1].config.n, items[i].config.n, "ordered by batch");
+        if (items[i].config.c == 16 && items[i].config.r == 3 && items[i].config.groups == 1)
+            cr_expect_eq(items[i].layers, 5, "the shared 3x3 config stands for 5 layers");
+        if (items[i].config.c == 3 && items[i].direction == BWD_DATA)
+            cr_expect_eq(items[i].layers, 1, "only model B's use needs bwd_data");
+        if (items[i].config.c == 3 && items[i].direction == FWD)
+            cr_expect_eq(items[i].layers, 2);
+    }
+    free(items);
+    tc_planner_destroy(&p);
+    cr_expect_null(p);
+}
+
+Test(planner, first_layer_only_configs_get_no_bwd_data, .timeout = 10)
+{
+    tc_conv_usage_t a[] = {s_use(3, 64, 8, 7, 3, 2, 1, 1, true),
+                           s_use(8, 16, 8, 3, 1, 1, 1, 2, false)};
+    tc_planner_t *p = tc_planner_new();
+    cr_assert_eq(tc_planner_add(p, a, 2), 0);
+    cr_assert_eq(tc_planner_add(p, a, 2), 0); /* the same model twice dedups fully */
+    unsigned long batches[] = {4};
+    tc_bench_item_t *items = NULL;
+    size_t n = 0;
+    tc_plan_stats_t st;
+    cr_assert_eq(tc_planner_build(p, batches, 1, TRAINCAST__V1__DTYPE__DTYPE_FP32,
+                                  TRAINCAST__V1__LAYOUT__LAYOUT_NCHW, s_all, 3, &items, &n, &st),
+                 0);
+    cr_expect_eq(n, 5, "stem: fwd + bwd_filter; 3x3: all three");
+    for (size_t i = 0; i < n; i++)
+        cr_expect(!(items[i].config.c == 3 && items[i].direction == BWD_DATA));
+    cr_expect_eq(st.layer_passes, 2 * (2 + 2 * 3));
+    free(items);
+
+    /* Only forward: one item per config. */
+    Traincast__V1__Direction fwd[] = {FWD};
+    cr_assert_eq(tc_planner_build(p, batches, 1, TRAINCAST__V1__DTYPE__DTYPE_FP32,
+                                  TRAINCAST__V1__LAYOUT__LAYOUT_NCHW, fwd, 1, &items, &n, &st),
+                 0);
+    cr_expect_eq(n, 2);
+    cr_expect_eq(st.layer_passes, 6);
+    free(items);
+    tc_planner_destroy(&p);
+}
+
+Test(planner, rejects_bad_input, .timeout = 10)
+{
+    tc_conv_usage_t bad[] = {s_use(6, 8, 4, 3, 1, 1, 4, 1, false)}; /* groups 4 do not divide 6 */
+    tc_planner_t *p = tc_planner_new();
+    cr_expect_eq(tc_planner_add(p, bad, 1), TC_EINVAL);
+    tc_conv_usage_t zero[] = {s_use(8, 8, 8, 3, 1, 1, 1, 0, false)};
+    cr_expect_eq(tc_planner_add(p, zero, 1), TC_EINVAL);
+    tc_conv_usage_t ok[] = {s_use(8, 8, 8, 3, 1, 1, 1, 1, false)};
+    cr_assert_eq(tc_planner_add(p, ok, 1), 0);
+    unsigned long batches[] = {0};
+    tc_bench_item_t *items = NULL;
+    size_t n = 0;
+    tc_plan_stats_t st;
+    cr_expect_eq(tc_planner_build(p, batches, 1, TRAINCAST__V1__DTYPE__DTYPE_FP32,
+                                  TRAINCAST__V1__LAYOUT__LAYOUT_NCHW, s_all, 3, &items, &n, &st),
+                 TC_EINVAL);
+    tc_planner_destroy(&p);
+}
+
+/* Append one ConvResults envelope holding `n` results. */
+static void s_append(tc_resultfile_t *rf, const char *uuid, Traincast__V1__Policy policy,
+                     const tc_conv_config_t *cfgs, const Traincast__V1__Direction *dirs, size_t n)
+{
+    Traincast__V1__Device dev = TRAINCAST__V1__DEVICE__INIT;
+    dev.kind = TRAINCAST__V1__DEVICE_KIND__DEVICE_KIND_CPU;
+    dev.name = "test cpu (1 thread)";
+    dev.uuid = (char *)uuid;
+    dev.threads = 1;
+    Traincast__V1__ConvResult rs[8], *rp[8];
+    Traincast__V1__ConvConfig cc[8];
+    double sample = 1.0;
+    int64_t off = 0;
+    for (size_t i = 0; i < n; i++) {
+        traincast__v1__conv_result__init(&rs[i]);
+        traincast__v1__conv_config__init(&cc[i]);
+        tc_conv_config_to_proto(&cfgs[i], &cc[i]);
+        rs[i].config = &cc[i];
+        rs[i].direction = dirs[i];
+        rs[i].policy = policy;
+        rs[i].algo = "test";
+        rs[i].median_ms = rs[i].min_ms = rs[i].max_ms = 1.0;
+        rs[i].repetitions = 1;
+        rs[i].n_samples_ms = rs[i].n_sample_offsets_us = 1;
+        rs[i].samples_ms = &sample;
+        rs[i].sample_offsets_us = &off;
+        rp[i] = &rs[i];
+    }
+    Traincast__V1__ConvResults cr = TRAINCAST__V1__CONV_RESULTS__INIT;
+    cr.device = &dev;
+    cr.backend = "onednn";
+    cr.results = rp;
+    cr.n_results = n;
+    tc_envelope_t env = TRAINCAST__V1__ENVELOPE__INIT;
+    env.body_case = TRAINCAST__V1__ENVELOPE__BODY_CONV_RESULTS;
+    env.conv_results = &cr;
+    char id[TC_MSGID_LEN + 1];
+    tc_envelope_stamp(&env, "test-agent", id);
+    cr_assert_eq(tc_resultfile_append(rf, &env), 0, "%s", tc_errmsg());
+}
+
+Test(planner, resume_skips_items_of_this_device_and_policy_only, .timeout = 10)
+{
+    char path[] = "/tmp/tc_resume_XXXXXX";
+    int fd = mkstemp(path);
+    cr_assert_geq(fd, 0);
+    close(fd);
+    unlink(path);
+
+    tc_conv_usage_t a[] = {s_use(3, 16, 8, 3, 1, 1, 1, 1, true),
+                           s_use(8, 16, 8, 3, 1, 1, 1, 1, false)};
+    tc_planner_t *p = tc_planner_new();
+    cr_assert_eq(tc_planner_add(p, a, 2), 0);
+    unsigned long batches[] = {2, 4};
+    tc_bench_item_t *items = NULL;
+    size_t n = 0;
+    tc_plan_stats_t st;
+    cr_assert_eq(tc_planner_build(p, batches, 2, TRAINCAST__V1__DTYPE__DTYPE_FP32,
+                                  TRAINCAST__V1__LAYOUT__LAYOUT_NCHW, s_all, 3, &items, &n, &st),
+                 0);
+    cr_assert_eq(n, 10);
+
+    /* Missing file: nothing done. */
+    tc_resume_t *r = NULL;
+    cr_assert_eq(tc_resume_load(path, "cpu-A", HEUR, &r), 0, "%s", tc_errmsg());
+    cr_expect_eq(tc_resume_count(r), 0);
+    tc_resume_destroy(&r);
+
+    tc_resultfile_t *rf = NULL;
+    cr_assert_eq(tc_resultfile_open_append(path, &rf), 0);
+    tc_conv_config_t c3[3] = {items[0].config, items[1].config, items[2].config};
+    Traincast__V1__Direction d3[3] = {items[0].direction, items[1].direction, items[2].direction};
+    s_append(rf, "cpu-A", HEUR, c3, d3, 2);         /* items 0 and 1 done for A/heuristic */
+    s_append(rf, "cpu-B", HEUR, &c3[2], &d3[2], 1); /* another device */
+    s_append(rf, "cpu-A", EXH, &c3[2], &d3[2], 1);  /* another policy */
+    tc_conv_config_t other = items[3].config;
+    other.dtype = TRAINCAST__V1__DTYPE__DTYPE_BF16;  /* another dtype */
+    s_append(rf, "cpu-A", HEUR, &other, &items[3].direction, 1);
+    s_append(rf, "cpu-A", HEUR, &items[9].config, &items[9].direction, 1);
+    tc_resultfile_close(&rf);
+    /* A crash mid-write leaves a truncated record: it is ignored. */
+    FILE *f = fopen(path, "ab");
+    cr_assert_not_null(f);
+    fwrite("\x40\x00\x00\x00\x0a\x01", 1, 6, f);
+    fclose(f);
+
+    cr_assert_eq(tc_resume_load(path, "cpu-A", HEUR, &r), 0, "%s", tc_errmsg());
+    cr_expect_eq(tc_resume_count(r), 4);
+    cr_expect(tc_resume_done(r, &items[0].config, items[0].direction));
+    cr_expect(tc_resume_done(r, &items[1].config, items[1].direction));
+    cr_expect_not(tc_resume_done(r, &items[2].config, items[2].direction));
+    cr_expect_not(tc_resume_done(r, &items[0].config, BWD_DATA), "direction is part of the key");
+    size_t before = n;
+    tc_bench_item_t first_kept = items[2];
+    size_t dropped = tc_resume_filter(r, items, &n);
+    cr_expect_eq(dropped, 3);
+    cr_expect_eq(n, before - 3);
+    cr_expect_eq(tc_conv_config_cmp(&items[0].config, &first_kept.config), 0);
+    cr_expect_eq(items[0].direction, first_kept.direction);
+    tc_resume_destroy(&r);
+    free(items);
+    tc_planner_destroy(&p);
+    unlink(path);
+}
+
+typedef struct {
+    size_t models, layers;
+    char names[4][64];
+} seen_t;
+
+static int s_seen(const char *model, const tc_conv_usage_t *convs, size_t n, void *arg)
+{
+    seen_t *s = arg;
+    if (s->models < 4)
+        snprintf(s->names[s->models], sizeof s->names[0], "%s", model);
+    s->models++;
+    for (size_t i = 0; i < n; i++)
+        s->layers += convs[i].multiplicity;
+    return 0;
+}
+
+static void s_write(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+    cr_assert_not_null(f);
+    fputs(text, f);
+    fclose(f);
+}
+
+Test(convlist, reads_models_and_rejects_bad_lines, .timeout = 10)
+{
+    char path[] = "/tmp/tc_convlist_XXXXXX";
+    int fd = mkstemp(path);
+    cr_assert_geq(fd, 0);
+    close(fd);
+    s_write(path, "# test list\n"
+                  "3 32 32 16 3 3 1 1 1 1 1 1 1 1 1\n"
+                  "\n"
+                  "model second\n"
+                  "  16 32 32 16 3 3 1 1 1 1 1 1 16 4 0   # depthwise\n"
+                  "16 16 16 32 1 1 0 0 2 2 1 1 1 2 0\n");
+    seen_t s = {0};
+    cr_assert_eq(tc_convlist_read(path, s_seen, &s), 0, "%s", tc_errmsg());
+    cr_expect_eq(s.models, 2);
+    cr_expect_eq(s.layers, 7);
+    cr_expect_str_eq(s.names[1], "second");
+    cr_expect(strstr(path, s.names[0]) != NULL, "the first model is named after the file");
+
+    s_write(path, "3 32 32 16 3 3 1 1 1 1 1 1 1 1\n");
+    cr_expect_eq(tc_convlist_read(path, s_seen, &s), TC_EPARSE);
+    cr_expect(strstr(tc_errmsg(), ":1:") != NULL, "names the line: %s", tc_errmsg());
+    s_write(path, "model a\n6 8 8 4 3 3 1 1 1 1 1 1 4 1 0\n");
+    cr_expect_eq(tc_convlist_read(path, s_seen, &s), TC_EPARSE, "groups must divide c");
+    cr_expect(strstr(tc_errmsg(), ":2") != NULL, "%s", tc_errmsg());
+    s_write(path, "3 32 32 16 3 3 1 1 1 1 1 1 1 1 2\n");
+    cr_expect_eq(tc_convlist_read(path, s_seen, &s), TC_EPARSE);
+    s_write(path, "3 32 32 16 3 3 1 1 1 1 1 1 1 1 1 extra\n");
+    cr_expect_eq(tc_convlist_read(path, s_seen, &s), TC_EPARSE);
+    unlink(path);
+    cr_expect_eq(tc_convlist_read(path, s_seen, &s), TC_ENOTFOUND);
+}
+
+static int s_plan_add(const char *model, const tc_conv_usage_t *convs, size_t n, void *arg)
+{
+    return tc_planner_add(arg, convs, n);
+}
+
+/* The CNN set's conv layers as PyTorch itself reports them (forward hooks,
+ * bench/torchvision_convs.py). The expected counts were computed from the
+ * same file by that script's independent Python dedup. */
+Test(planner, cnn_set_dedup_counts, .timeout = 30)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/tests/data/cnn_set.convs", TC_SOURCE_DIR);
+    tc_planner_t *p = tc_planner_new();
+    cr_assert_eq(tc_convlist_read(path, s_plan_add, p), 0, "%s", tc_errmsg());
+    unsigned long batches[] = {8, 16, 32, 64, 128, 256};
+    tc_bench_item_t *items = NULL;
+    size_t n = 0;
+    tc_plan_stats_t st;
+    cr_assert_eq(tc_planner_build(p, batches, 6, TRAINCAST__V1__DTYPE__DTYPE_FP32,
+                                  TRAINCAST__V1__LAYOUT__LAYOUT_NCHW, s_all, 3, &items, &n, &st),
+                 0);
+    cr_expect_eq(st.models, 33);
+    cr_expect_eq(st.conv_layers, 2148);
+    cr_expect_eq(st.unique_configs, 645);
+    cr_expect_eq(st.layer_passes, 6411 * 6);
+    cr_expect_eq(st.items, 1924 * 6);
+    cr_expect_eq(n, st.items);
+    free(items);
+    tc_planner_destroy(&p);
+}
