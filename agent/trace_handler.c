@@ -1,6 +1,5 @@
 #include "trace_handler.h"
 
-#include "hostinfo.h"
 #include "tc_error.h"
 #include "tc_log.h"
 #include "trace_device.h"
@@ -65,20 +64,19 @@ static bool s_cancelled(void *arg)
     return tc_job_cancelled(arg);
 }
 
-/* The CPU's identity is known before anything runs; a GPU's comes from
- * the runner (until the device layer provides it), so it is not checked. */
+/* A request names the device by uuid; it must be the one traced here (the
+ * CPU with all its threads, or the GPU of --device). */
 static int s_check_device(const tc_trace_handler_t *self, const char *uuid)
 {
-    Traincast__V1__DeviceKind kind;
-    uint32_t index;
-    if (!uuid || !*uuid || tc_trace_device_parse(self->device, &kind, &index) < 0 ||
-        kind != TRAINCAST__V1__DEVICE_KIND__DEVICE_KIND_CPU)
+    if (!uuid || !*uuid)
         return 0;
-    tc_trace_device_t cpu;
-    tc_trace_device_cpu(tc_cpu_logical(), &cpu);
-    if (strcmp(cpu.uuid, uuid) != 0)
+    tc_trace_device_t dev;
+    int rc = tc_trace_device_describe(self->device, 0, &dev);
+    if (rc < 0)
+        return rc;
+    if (strcmp(dev.uuid, uuid) != 0)
         return tc_fail(TC_ENODEV, "the trace request is for device %s, but this agent traces "
-                                  "%s (%s)", uuid, cpu.name, cpu.uuid);
+                                  "%s (%s)", uuid, dev.name, dev.uuid);
     return 0;
 }
 

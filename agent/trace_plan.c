@@ -26,6 +26,8 @@ struct tc_trace_plan {
     char *runner;
     Traincast__V1__DeviceKind kind;
     uint32_t index, threads;
+    tc_trace_device_t dev;
+    bool dev_known; /* else a GPU described by the runner's header */
     tc_trace_job_t job;
     char *runner_argv[6];
     char script[1200], runner_label[1100];
@@ -118,6 +120,14 @@ int tc_trace_plan_new(const tc_trace_settings_t *s, char *const *models, size_t 
     bool cpu = p->kind == TRAINCAST__V1__DEVICE_KIND__DEVICE_KIND_CPU;
     p->threads = cpu ? (s->threads ? s->threads : tc_cpu_logical()) : 0;
     snprintf(p->device, sizeof p->device, cpu ? "cpu" : "cuda:%u", p->index);
+    /* The device layer's identity, as the conv benchmarks record it. */
+    rc = tc_trace_device_describe(p->device, p->threads, &p->dev);
+    if (rc < 0 && (cpu || rc != TC_EUNSUPPORTED))
+        goto err; /* no such device: nothing could train on it */
+    p->dev_known = rc == 0;
+    if (rc < 0)
+        tc_log_warn("%s; the traces record the GPU as the runner describes it", tc_errmsg());
+    rc = 0;
     snprintf(p->dtype, sizeof p->dtype, "%s", s->dtype ? s->dtype : "fp32");
     snprintf(p->amp, sizeof p->amp, "%s", s->amp ? s->amp : "");
     snprintf(p->optimizer, sizeof p->optimizer, "%s", s->optimizer ? s->optimizer : "sgd");
@@ -266,10 +276,7 @@ int tc_trace_plan_run(tc_trace_plan_t *self, const tc_trace_sink_t *sink, size_t
 {
     tc_trace_job_t *job = &self->job;
     tc_trace_result_t result = {0};
-    tc_trace_device_t dev;
-    bool cpu = self->kind == TRAINCAST__V1__DEVICE_KIND__DEVICE_KIND_CPU;
-    if (cpu)
-        tc_trace_device_cpu(self->threads, &dev);
+    tc_trace_device_t header_dev;
     size_t todo = 0;
     for (size_t i = 0; i < self->n_items; i++)
         todo += !self->items[i].done;
@@ -290,9 +297,10 @@ int tc_trace_plan_run(tc_trace_plan_t *self, const tc_trace_sink_t *sink, size_t
         pg.runs_done = (uint64_t)*measured * job->repeats;
         if ((rc = tc_trace_measure(job, s_on_repeat, &pg, &result)) < 0)
             break;
-        if (!cpu)
-            tc_trace_device_cuda(self->index, &result.info, &dev);
-        tc_trace_record_t rec = {.job = job, .model_id = it->model_id, .device = &dev,
+        if (!self->dev_known)
+            tc_trace_device_from_header(self->index, &result.info, &header_dev);
+        tc_trace_record_t rec = {.job = job, .model_id = it->model_id,
+                                 .device = self->dev_known ? &self->dev : &header_dev,
                                  .graph = m->graph, .runner = self->runner_label,
                                  .result = &result};
         if ((rc = tc_trace_record_emit(&rec, self->agent_id, sink->emit, sink->arg)) < 0)

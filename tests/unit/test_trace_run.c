@@ -1,6 +1,7 @@
 /* Traces from fake runners (tests/runners/fake_runner.sh): how a run that
  * finishes, runs out of memory, crashes, hangs or breaks the protocol is
  * recorded, and `agent trace` end to end (envelopes, resuming, retrying). */
+#include "device.h"
 #include "tc_error.h"
 #include "tc_resultfile.h"
 #include "tc_test.h"
@@ -288,7 +289,7 @@ static int s_agent(const char *mode, const char *out_file, const char *extra, ch
     tc_test_source_path("tests/runners/fake_runner.sh", s_script, sizeof s_script);
     snprintf(cmd, sizeof cmd,
              "FAKE_STATE=%s/count %s/agent/agent trace --models fakenet --batches 4,8 "
-             "--input-size 32 --threads 2 --warmup 1 --iters 2 --repeat 2 --no-graph "
+             "--input-size 32 --threads 1 --warmup 1 --iters 2 --repeat 2 --no-graph "
              "--agent-id test-agent --runner '%s %s' --out %s %s",
              s_dir, TC_BINARY_DIR, s_script, mode, out_file, extra);
     return tc_test_run(cmd, output, size);
@@ -397,17 +398,24 @@ Test(trace_run, the_envelope_carries_the_trace, .timeout = 60)
     cr_assert_float_eq(t->op_times[0]->ms, 1.5, 1e-12);
     cr_assert_str_eq(t->op_times[1]->op_class, "bn");
     cr_assert_null(t->graph, "--no-graph");
-    cr_assert_eq(t->threads, 2);
+    cr_assert_eq(t->threads, 1);
     cr_assert(strstr(t->runner, "fake_runner.sh ok"), "%s", t->runner);
-    /* The CPU identity: "<model> (2 threads)", a stable uuid. */
+    /* The device is the one the conv benchmarks record: the device layer's
+     * identity of the CPU with 1 thread. */
     const Traincast__V1__Device *d = t->device;
+    tc_device_t *dev = NULL;
+    cr_assert_eq(tc_device_open("cpu", 1, &dev), 0, "%s", tc_errmsg());
+    Traincast__V1__Device want = TRAINCAST__V1__DEVICE__INIT;
+    cr_assert_eq(tc_device_describe(dev, &want), 0);
     cr_assert_eq(d->kind, TRAINCAST__V1__DEVICE_KIND__DEVICE_KIND_CPU);
-    cr_assert(strstr(d->name, " (2 threads)"), "%s", d->name);
-    cr_assert_eq(strlen(d->uuid), 20, "%s", d->uuid);
-    cr_assert(strncmp(d->uuid, "cpu-", 4) == 0, "%s", d->uuid);
-    cr_assert_eq(d->threads, 2);
+    cr_assert_str_eq(d->name, want.name);
+    cr_assert_str_eq(d->uuid, want.uuid);
+    cr_assert(strstr(d->name, " (1 thread)"), "%s", d->name);
+    cr_assert_eq(d->threads, 1);
     cr_assert_str_eq(d->library, "onednn");
+    cr_assert_str_eq(d->library_version, want.library_version);
     cr_assert_gt(d->multiprocessors, 0);
+    tc_device_close(&dev);
     tc_envelope_free(&s_first_env);
 }
 
@@ -421,6 +429,7 @@ Test(trace_run, bad_usage_is_exit_2, .timeout = 30)
         {"--models x --batches 4 --out /dev/null --amp fp8", "amp: expected fp16 or bf16"},
         {"--models x --batches 4 --out /dev/null --dtype int8", "dtype: expected fp32"},
         {"--models x --batches 4 --out /dev/null --threads 5000", "too large"},
+        {"--models x --batches 4 --out /dev/null --threads 4000", "logical CPUs"},
         {"--models x.onnx --batches 4 --out /dev/null", "identified by its graph"},
         {"--batches 4 --out /dev/null", "--models is required"},
     };
