@@ -109,52 +109,46 @@ Test(trace_job, a_local_trace_job_spools_one_trace_per_model_and_batch, .timeout
     tc_spool_destroy(&sp);
 }
 
-Test(trace_job, a_request_for_another_device_fails, .timeout = 120)
+/* Submit a one-trace job (model at batch 2) on `uuid` (may be NULL) that
+ * must fail: returns its status, with the message in msg. Nothing may
+ * reach the spool. */
+static int s_failing_job(const char *model, const char *uuid, char *msg, size_t size)
 {
     tc_spool_t *sp = NULL;
     tc_job_handlers_t h;
     tc_jobs_t *jobs = s_jobs("ok", &sp, &h);
-    char *models[] = {"squeezenet1_1"};
+    char *models[] = {(char *)model};
     uint32_t batches[] = {2};
     Traincast__V1__TraceRequest req = TRAINCAST__V1__TRACE_REQUEST__INIT;
     req.models = models;
     req.n_models = 1;
     req.batches = batches;
     req.n_batches = 1;
-    req.device_uuid = "GPU-00000000-not-here";
+    if (uuid)
+        req.device_uuid = (char *)uuid;
     cr_assert_eq(tc_jobs_submit_local(jobs, TC_JOB_TRACE, &req), 0);
     int status = 0;
-    char msg[1024];
-    cr_assert(s_wait(jobs, &status, msg, sizeof msg));
-    cr_assert_eq(status, TC_ENODEV, "%d: %s", status, msg);
-    cr_assert(strstr(msg, "GPU-00000000-not-here") && strstr(msg, "this agent traces"), "%s",
-              msg);
-    cr_assert_eq(tc_spool_count(sp), 0);
+    cr_assert(s_wait(jobs, &status, msg, size), "the job did not end");
+    cr_assert_eq(tc_spool_count(sp), 0, "a failed job sends nothing");
     tc_jobs_destroy(&jobs);
     tc_job_handlers_release(&h);
     tc_spool_destroy(&sp);
+    return status;
+}
+
+Test(trace_job, a_request_for_another_device_fails, .timeout = 120)
+{
+    char msg[1024];
+    int status = s_failing_job("squeezenet1_1", "GPU-00000000-not-here", msg, sizeof msg);
+    cr_assert_eq(status, TC_ENODEV, "%d: %s", status, msg);
+    cr_assert(strstr(msg, "GPU-00000000-not-here") && strstr(msg, "this agent traces"), "%s",
+              msg);
 }
 
 Test(trace_job, a_bad_model_fails_the_job_before_training, .timeout = 120)
 {
-    tc_spool_t *sp = NULL;
-    tc_job_handlers_t h;
-    tc_jobs_t *jobs = s_jobs("ok", &sp, &h);
-    char *models[] = {"no_such_net"};
-    uint32_t batches[] = {2};
-    Traincast__V1__TraceRequest req = TRAINCAST__V1__TRACE_REQUEST__INIT;
-    req.models = models;
-    req.n_models = 1;
-    req.batches = batches;
-    req.n_batches = 1;
-    cr_assert_eq(tc_jobs_submit_local(jobs, TC_JOB_TRACE, &req), 0);
-    int status = 0;
     char msg[1024];
-    cr_assert(s_wait(jobs, &status, msg, sizeof msg));
+    int status = s_failing_job("no_such_net", NULL, msg, sizeof msg);
     cr_assert_lt(status, 0);
     cr_assert(strstr(msg, "no_such_net"), "%s", msg);
-    cr_assert_eq(tc_spool_count(sp), 0);
-    tc_jobs_destroy(&jobs);
-    tc_job_handlers_release(&h);
-    tc_spool_destroy(&sp);
 }
