@@ -1,0 +1,260 @@
+#!/usr/bin/env bash
+# bench/accuracy.sh [options]
+#
+# The accuracy study on this machine's CPU: how well traincast predicts the
+# training iteration time of CNNs it never fitted on, next to how much that
+# time varies from run to run.
+#
+# Two devices: the cpu agent with 1 thread and with all threads (two device
+# classes, as on a fleet). For every CNN of the list, in turn, and on each
+# device: `agent bench` measures the CNN's convs at the batch sizes, then
+# `agent trace` trains it through PyTorch at the same sizes, so a CNN's conv
+# benchmarks and its traces are taken close together in time (convs shared
+# with a CNN measured earlier are not measured again). Then everything goes
+# through the real pipeline: an embedded PostgreSQL (deploy/pg-local.sh, in
+# the study's directory), `aggregator serve` with CURVE keys, `agent push`,
+# `aggregator fit` and `aggregator validate --format json`. The report gives
+# the leave-one-CNN-out MAPE per device and per CNN next to the measured
+# run-to-run spread, and a predicted-vs-measured chart.
+#
+# Resumable: everything lives in --dir; a second run skips the CNNs already
+# measured (and those that failed, unless --retry-failed), resends what is
+# stored (stored once) and fits again. --fresh starts over.
+#
+# Options (defaults in brackets):
+#   --models LIST        CNNs [the CNN set: every model of tests/data/cnn_set.convs]
+#   --batches LIST       batch sizes [2,4,8,16]
+#   --input-size PX      image size [64]
+#   --threads LIST       one cpu device per thread count [1,<all logical CPUs>]
+#   --time-budget MIN    start no new CNN after this many minutes of this run [0: no limit]
+#   --warmup W --iters N --repeat R   trace settings [3, 10, 3]
+#   --bench-budget-ms MS --max-reps N conv benchmark settings per item [100, 30]
+#   --trace-timeout SEC  per trace run [900]
+#   --dir DIR            state, results, database [BUILD_DIR/bench-accuracy]
+#   --out FILE           Markdown report [BUILD_DIR/bench-out/accuracy.md]
+#   --plot FILE          chart, .svg or .png [DIR/accuracy.svg]
+#   --quick              a smoke run: 4 small CNNs, batches 2,8, 2 repeats of 3 iterations
+#   --retry-failed --fresh
+set -euo pipefail
+
+repo=$(cd "$(dirname "$0")/.." && pwd)
+build=${BUILD_DIR:-$repo/build}
+# shellcheck source=bench/lib.sh
+. "$repo/bench/lib.sh"
+
+models=
+batches=2,4,8,16
+input_size=64
+threads_list=1,$(nproc)
+time_budget=0
+warmup=3
+iters=10
+repeat=3
+bench_budget=100
+max_reps=30
+trace_timeout=900
+dir=$build/bench-accuracy
+out=
+plot=
+retry_failed=0
+fresh=0
+
+while [ $# -gt 0 ]; do
+    case "$1" in
+    --models) models=$2; shift ;;
+    --batches) batches=$2; shift ;;
+    --input-size) input_size=$2; shift ;;
+    --threads) threads_list=$2; shift ;;
+    --time-budget) time_budget=$2; shift ;;
+    --warmup) warmup=$2; shift ;;
+    --iters) iters=$2; shift ;;
+    --repeat) repeat=$2; shift ;;
+    --bench-budget-ms) bench_budget=$2; shift ;;
+    --max-reps) max_reps=$2; shift ;;
+    --trace-timeout) trace_timeout=$2; shift ;;
+    --dir) dir=$2; shift ;;
+    --out) out=$2; shift ;;
+    --plot) plot=$2; shift ;;
+    --quick)
+        models=squeezenet1_1,shufflenet_v2_x0_5,mnasnet0_5,mobilenet_v3_small
+        batches=2,8; warmup=2; iters=3; repeat=2; bench_budget=50; max_reps=10 ;;
+    --retry-failed) retry_failed=1 ;;
+    --fresh) fresh=1 ;;
+    -h|--help) sed -n '2,38p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "accuracy: unknown option '$1' (see --help)" >&2; exit 2 ;;
+    esac
+    shift
+done
+
+agent=$build/agent/agent
+aggregator=$build/aggregator/aggregator
+plotter=$build/bench/tc-plot-accuracy
+for b in "$agent" "$aggregator" "$plotter"; do
+    [ -x "$b" ] || { echo "accuracy: $b is missing; build first (cmake -S . -B build && cmake --build build)" >&2; exit 2; }
+done
+"$bench_python" -c 'import torch, torchvision' 2>/dev/null \
+    || { echo "accuracy: $bench_python cannot import torch and torchvision; the traces need PyTorch (set TRAINCAST_PYTHON)" >&2; exit 2; }
+[ -n "$models" ] || models=$(sed -n 's/^model torchvision://p' "$repo/tests/data/cnn_set.convs" | paste -sd,)
+IFS=, read -r -a model_list <<<"$models"
+IFS=, read -r -a thread_counts <<<"$threads_list"
+for t in "${thread_counts[@]}"; do
+    [[ $t =~ ^[1-9][0-9]*$ ]] && [ "$t" -le "$(nproc)" ] \
+        || { echo "accuracy: --threads: '$t' is not a thread count from 1 to $(nproc)" >&2; exit 2; }
+done
+[ "${#thread_counts[@]}" -ge 2 ] || echo "accuracy: warning: one device only (this machine has $(nproc) CPU); the study compares devices when there are two" >&2
+
+log() { echo "accuracy: $*" >&2; }
+if [ "$fresh" -eq 1 ]; then
+    "$repo/deploy/pg-local.sh" stop "$dir/pg" >/dev/null 2>&1 || true
+    rm -rf "$dir"
+fi
+mkdir -p "$dir/logs"
+out=${out:-$build/bench-out/accuracy.md}
+plot=${plot:-$dir/accuracy.svg}
+mkdir -p "$(dirname "$out")" "$(dirname "$plot")"
+
+# The settings a resumed run must share with the first one.
+settings="batches=$batches input=$input_size threads=$threads_list warmup=$warmup iters=$iters repeat=$repeat bench_budget=$bench_budget max_reps=$max_reps"
+if [ -f "$dir/settings" ] && [ "$(cat "$dir/settings")" != "$settings" ]; then
+    log "$dir holds a study with other settings:"
+    log "  stored: $(cat "$dir/settings")"
+    log "  now:    $settings"
+    log "rerun with the same settings to resume, or add --fresh to start over"
+    exit 2
+fi
+echo "$settings" >"$dir/settings"
+touch "$dir/done" "$dir/failed" "$dir/timeline.tsv"
+
+server_pid=
+cleanup() {
+    bench_monitor_stop >/dev/null 2>&1 || true
+    if [ -n "$server_pid" ]; then kill "$server_pid" 2>/dev/null || true; wait "$server_pid" 2>/dev/null || true; fi
+    "$repo/deploy/pg-local.sh" stop "$dir/pg" >/dev/null 2>&1 || true
+}
+trap cleanup EXIT
+
+started=$(date +%s)
+bench_monitor_start "$dir/logs/load-$started.txt"
+
+# ---- measuring, CNN by CNN ---------------------------------------------------
+device_file() { echo "$dir/$1-t$2.tcr"; }  # KIND THREADS
+n_models=${#model_list[@]}
+i=0
+for m in "${model_list[@]}"; do
+    i=$((i + 1))
+    if grep -qx "$m" "$dir/done"; then continue; fi
+    if [ "$retry_failed" -eq 0 ] && grep -q "^$m	" "$dir/failed"; then
+        log "[$i/$n_models] $m: failed in an earlier run ($(grep "^$m	" "$dir/failed" | cut -f2 | head -n 1)); --retry-failed tries again"
+        continue
+    fi
+    elapsed=$(( $(date +%s) - started ))
+    if [ "$time_budget" -gt 0 ] && [ "$elapsed" -ge $((time_budget * 60)) ]; then
+        log "time budget of $time_budget min spent: $m and the CNNs after it are left for a later run"
+        break
+    fi
+    sed -i "/^$m	/d" "$dir/failed"
+    failed=
+    for t in "${thread_counts[@]}"; do
+        log "[$i/$n_models] $m, cpu with $t thread(s): conv benchmarks"
+        t0=$(date +%s)
+        if ! TRAINCAST_PROGRESS=plain "$agent" bench --models "torchvision:$m" --input-size "$input_size" \
+            --batches "$batches" --device cpu --threads "$t" --budget-ms "$bench_budget" --max-reps "$max_reps" \
+            --out "$(device_file bench "$t")" >"$dir/logs/bench-$m-t$t.out" 2>"$dir/logs/bench-$m-t$t.err"; then
+            failed="agent bench: $(grep -m1 'error' "$dir/logs/bench-$m-t$t.err" || tail -n 1 "$dir/logs/bench-$m-t$t.err")"
+            break
+        fi
+        t1=$(date +%s)
+        log "[$i/$n_models] $m, cpu with $t thread(s): training traces"
+        st=0
+        TRAINCAST_PROGRESS=plain "$agent" trace --models "$m" --batches "$batches" --input-size "$input_size" \
+            --device cpu --threads "$t" --warmup "$warmup" --iters "$iters" --repeat "$repeat" \
+            --timeout "$trace_timeout" --out "$(device_file trace "$t")" \
+            >"$dir/logs/trace-$m-t$t.out" 2>"$dir/logs/trace-$m-t$t.err" || st=$?
+        t2=$(date +%s)
+        printf '%s\t%s\t%s\t%s\t%s\n' "$m" "$t" "$t0" "$t1" "$t2" >>"$dir/timeline.tsv"
+        if [ "$st" -ne 0 ]; then
+            ok=$(awk -v m="$m" '$1 ~ "(^|:)"m"@" && $3 == "ok"' "$dir/logs/trace-$m-t$t.out" | wc -l)
+            if [ "$ok" -eq 0 ]; then
+                failed="agent trace: $(grep -m1 'error' "$dir/logs/trace-$m-t$t.err" || awk 'NR > 1 && $3 != "ok"' "$dir/logs/trace-$m-t$t.out" | head -n 1)"
+                break
+            fi
+            log "[$i/$n_models] $m: some traces failed (kept as failed, excluded from the fit): $dir/logs/trace-$m-t$t.out"
+        fi
+    done
+    if [ -n "$failed" ]; then
+        log "[$i/$n_models] $m failed: $failed"
+        printf '%s\t%s\n' "$m" "$(echo "$failed" | tr '\t\n' '  ' | cut -c1-300)" >>"$dir/failed"
+    else
+        echo "$m" >>"$dir/done"
+    fi
+done
+measure_s=$(( $(date +%s) - started ))
+load_measure=$(bench_monitor_stop)
+
+# ---- through the pipeline ------------------------------------------------------
+dsn=$("$repo/deploy/pg-local.sh" start "$dir/pg" | tail -n 1)
+"$aggregator" migrate --db "$dsn" >/dev/null
+[ -f "$dir/aggregator/aggregator.key" ] || "$aggregator" keygen --keys "$dir/aggregator" >/dev/null
+endpoint=tcp://127.0.0.1:$(bench_free_port)
+"$aggregator" serve --listen "$endpoint" --db "$dsn" --keys "$dir/aggregator" >>"$dir/logs/aggregator.log" 2>&1 &
+server_pid=$!
+for t in "${thread_counts[@]}"; do
+    state=$dir/agent-t$t
+    [ -f "$state/agent.key" ] || "$agent" keygen --state "$state" >/dev/null
+    cp "$dir/aggregator/aggregator.pub" "$state/aggregator.pub"
+    grep -qxF "$(cat "$state/agent.pub")" "$dir/aggregator/allowlist" \
+        || { cat "$state/agent.pub" >>"$dir/aggregator/allowlist"; kill -HUP "$server_pid"; }
+done
+sleep 1
+kill -0 "$server_pid" 2>/dev/null || { tail -n 20 "$dir/logs/aggregator.log" >&2; log "aggregator serve did not start"; exit 1; }
+for t in "${thread_counts[@]}"; do
+    files=()
+    for kind in bench trace; do [ -s "$(device_file "$kind" "$t")" ] && files+=("$(device_file "$kind" "$t")"); done
+    [ "${#files[@]}" -gt 0 ] || continue
+    log "agent push (cpu, $t thread(s)): ${files[*]}"
+    TRAINCAST_PROGRESS=plain "$agent" push --aggregator "$endpoint" --state "$dir/agent-t$t" --timeout 900 "${files[@]}" \
+        >>"$dir/logs/push.log" 2>&1 || { tail -n 20 "$dir/logs/push.log" >&2; log "agent push failed"; exit 1; }
+done
+kill -TERM "$server_pid"; wait "$server_pid" || true; server_pid=
+
+log "aggregator fit"
+fit_st=0
+TRAINCAST_PROGRESS=plain "$aggregator" fit --db "$dsn" >"$dir/logs/fit.out" 2>"$dir/logs/fit.err" || fit_st=$?
+[ "$fit_st" -eq 0 ] || { cat "$dir/logs/fit.err" >&2; log "aggregator fit failed (exit $fit_st); the report says why"; }
+log "aggregator validate --format json"
+val_st=0
+TRAINCAST_PROGRESS=plain "$aggregator" validate --db "$dsn" --format json >"$dir/validate.json" 2>"$dir/logs/validate.err" || val_st=$?
+TRAINCAST_PROGRESS=plain "$aggregator" validate --db "$dsn" >"$dir/logs/validate.txt" 2>&1 || true
+[ "$val_st" -eq 0 ] || { cat "$dir/logs/validate.err" >&2; log "aggregator validate failed (exit $val_st); the report says why"; }
+
+# Held-out predictions of the newest fits, for the chart.
+psql -X -q -tA -F$'\t' "$dsn" -c "
+    SELECT f.device, p.cnn, p.batch, p.measured_ms, p.held_out_ms
+    FROM latest_fit f JOIN fit_points p USING (fit_id)
+    WHERE p.held_out_ms IS NOT NULL
+    ORDER BY f.device, p.cnn, p.batch" >"$dir/points.tsv"
+psql -X -q -tA -F$'\t' "$dsn" -c "
+    SELECT d.name, count(DISTINCT t.model_id), count(*) FILTER (WHERE t.status = 'ok'),
+           count(*) FILTER (WHERE t.status <> 'ok'),
+           (SELECT count(*) FROM conv_results r JOIN devices d2 USING (device_id) WHERE d2.name = d.name)
+    FROM traces t JOIN devices d USING (device_id) GROUP BY d.name ORDER BY d.name" >"$dir/stored.tsv"
+plot_note=
+if [ -s "$dir/points.tsv" ]; then
+    "$plotter" --in "$dir/points.tsv" --out "$plot" \
+        --title "traincast on this CPU: predicted vs measured, ${input_size} px, batches $batches" \
+        || plot_note="tc-plot-accuracy failed"
+else
+    plot_note="no held-out predictions to plot (fit needs at least 4 CNNs with traces per device)"
+    rm -f "$plot"
+fi
+
+total_s=$(( $(date +%s) - started ))
+"$bench_python" "$repo/bench/accuracy_report.py" \
+    --validate "$dir/validate.json" --validate-status "$val_st" --validate-err "$dir/logs/validate.err" \
+    --points "$dir/points.tsv" --stored "$dir/stored.tsv" --timeline "$dir/timeline.tsv" \
+    --done "$dir/done" --failed "$dir/failed" --requested "$models" \
+    --settings "$settings" --measure-s "$measure_s" --total-s "$total_s" --load "$load_measure" \
+    --plot "$plot" --plot-note "$plot_note" --out "$out"
+log "wrote $out${plot_note:+ ($plot_note)}"
+cat "$out"
+[ "$val_st" -eq 0 ]

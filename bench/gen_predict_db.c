@@ -1,0 +1,373 @@
+/* tc-gen-predict-db: the contents of a large fleet database for the predict
+ * latency benchmark (bench/predict_latency.sh).
+ *
+ * Devices: --devices synthetic GPUs ("Synthetic GPU 01", ...), each with its
+ * own speed. Conv results: every conv config of a conv list (the CNN set,
+ * tests/data/cnn_set.convs) at every batch of --batches, in every direction
+ * the config needs, on every device, --rounds times (older measurements
+ * stay, as when a fleet re-benchmarks). Times follow a known law with a
+ * deterministic jitter:
+ *
+ *   conv(config, direction, batch) = speed * (1e-9 ms * MACs * dirfactor + 0.01 ms) * jitter
+ *   trace = conv sum + speed * (0.4 ms + 3e-7 ms * bn.elems)
+ *
+ * The bulk tables are written as COPY text on stdout (`--table devices`,
+ * `--table configs`, `--table results`; ids are assigned here, so load them
+ * into an empty database, in that order) for psql to load; `--traces --db
+ * DSN` then stores training traces of a few CNNs (committed ONNX exports)
+ * through the store, as the aggregator would, so that `aggregator fit` has
+ * something to fit. */
+#include "convlist.h"
+#include "store.h"
+#include "tc_cli.h"
+#include "tc_conv.h"
+#include "tc_error.h"
+#include "tc_model.h"
+#include "tc_test_msg.h"
+#include "tc_wire.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define MAX_CONFIGS 8192
+
+typedef struct {
+    tc_conv_config_t cfg;
+    int needs_bwd_data; /* some layer using it does not read the network input */
+} s_config_t;
+
+typedef struct {
+    s_config_t *v;
+    size_t n;
+} s_configs_t;
+
+static const char *s_dirs[] = {"fwd", "bwd_filter", "bwd_data"};
+static const double s_dirfactor[] = {1.0, 1.2, 1.1};
+static const unsigned long s_memory_gib[] = {16, 24, 32, 40, 48, 80, 94, 141};
+
+static double s_speed(unsigned dev, unsigned n_dev)
+{
+    /* 0.3 to 3, log-spaced: a fleet spanning a 10x speed range */
+    return n_dev < 2 ? 1.0 : 0.3 * pow(10.0, (double)dev / (double)(n_dev - 1));
+}
+
+static uint64_t s_mix(uint64_t h, uint64_t v)
+{
+    h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+    return h * 0xff51afd7ed558ccdull;
+}
+
+/* Deterministic jitter in [0.95, 1.05] per config, batch, direction, device, round. */
+static double s_jitter(const tc_conv_config_t *c, unsigned batch, int dir, unsigned dev,
+                       unsigned round)
+{
+    uint64_t h = 1469598103934665603ull;
+    const uint32_t f[] = {c->c, c->h, c->w, c->k, c->r, c->s, c->pad_h, c->pad_w,
+                          c->stride_h, c->stride_w, c->dilation_h, c->dilation_w, c->groups};
+    for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)
+        h = s_mix(h, f[i]);
+    h = s_mix(h, batch);
+    h = s_mix(h, (uint64_t)dir);
+    h = s_mix(h, dev);
+    h = s_mix(h, round);
+    return 0.95 + 0.1 * (double)(h >> 11) / (double)(1ull << 53);
+}
+
+static double s_conv_ms(const tc_conv_config_t *cfg, unsigned batch, int dir, unsigned dev,
+                        unsigned n_dev, unsigned round)
+{
+    tc_conv_config_t c = *cfg;
+    c.n = batch;
+    return s_speed(dev, n_dev) * (1e-9 * tc_conv_macs(&c) * s_dirfactor[dir] + 0.01) *
+           s_jitter(cfg, batch, dir, dev, round);
+}
+
+static int s_add_model(const char *model, const tc_conv_usage_t *convs, size_t n, void *arg)
+{
+    (void)model;
+    s_configs_t *set = arg;
+    for (size_t i = 0; i < n; i++) {
+        tc_conv_config_t c = convs[i].config;
+        c.n = 0;
+        size_t j = 0;
+        while (j < set->n && tc_conv_config_cmp(&set->v[j].cfg, &c) != 0)
+            j++;
+        if (j == set->n) {
+            if (set->n == MAX_CONFIGS)
+                return tc_fail(TC_EINVAL, "more than %d distinct conv configs", MAX_CONFIGS);
+            set->v[set->n].cfg = c;
+            set->v[set->n].needs_bwd_data = 0;
+            set->n++;
+        }
+        if (!convs[i].first_layer)
+            set->v[j].needs_bwd_data = 1;
+    }
+    return 0;
+}
+
+static void s_device_name(unsigned dev, char *buf, size_t size)
+{
+    snprintf(buf, size, "Synthetic GPU %02u", dev + 1);
+}
+
+static void s_device_uuid(unsigned dev, char *buf, size_t size)
+{
+    snprintf(buf, size, "GPU-synthetic-%04u", dev + 1);
+}
+
+static unsigned long s_memory_bytes(unsigned dev)
+{
+    return s_memory_gib[dev % (sizeof s_memory_gib / sizeof s_memory_gib[0])] << 30;
+}
+
+static void s_write_devices(unsigned n_dev)
+{
+    for (unsigned d = 0; d < n_dev; d++) {
+        char name[64], uuid[64];
+        s_device_name(d, name, sizeof name);
+        s_device_uuid(d, uuid, sizeof uuid);
+        printf("%u\t%s\tcuda\t%s\tsynthetic-host-%u\t0\t8.0\t%u\t%lu\t1410\t1215\t550.54\t12.4\t"
+               "cudnn\t9.1.0\n",
+               d + 1, uuid, name, d / 4, 40 + 20 * d, s_memory_bytes(d));
+    }
+}
+
+static void s_write_configs(const s_configs_t *set)
+{
+    for (size_t i = 0; i < set->n; i++) {
+        const tc_conv_config_t *c = &set->v[i].cfg;
+        printf("%zu\t%u\t%u\t%u\t%u\t%u\t%u\t%u\t%u\t%u\t%u\t%u\t%u\t%u\tfp32\tnchw\n", i + 1,
+               c->c, c->h, c->w, c->k, c->r, c->s, c->pad_h, c->pad_w, c->stride_h, c->stride_w,
+               c->dilation_h, c->dilation_w, c->groups);
+    }
+}
+
+static void s_timestamp(time_t t, char *buf, size_t size)
+{
+    struct tm tm;
+    gmtime_r(&t, &tm);
+    strftime(buf, size, "%Y-%m-%d %H:%M:%S+00", &tm);
+}
+
+/* One message per (device, round, batch), as an agent's bench job sends
+ * them; results are its sequence. */
+static void s_write_results(const s_configs_t *set, unsigned n_dev, const unsigned long *batches,
+                            size_t n_batches, unsigned rounds, unsigned samples)
+{
+    const time_t epoch = 1767225600; /* 2026-01-01 00:00:00 UTC */
+    for (unsigned r = 0; r < rounds; r++) {
+        for (unsigned d = 0; d < n_dev; d++) {
+            for (size_t b = 0; b < n_batches; b++) {
+                char msgid[TC_MSGID_LEN + 1];
+                tc_msgid_new(msgid);
+                time_t at = epoch + (time_t)r * 7 * 86400 + (time_t)d * 3600 + (time_t)b * 60;
+                unsigned seq = 0;
+                for (size_t i = 0; i < set->n; i++) {
+                    const s_config_t *c = &set->v[i];
+                    for (int dir = 0; dir < (c->needs_bwd_data ? 3 : 2); dir++) {
+                        double ms = s_conv_ms(&c->cfg, (unsigned)batches[b], dir, d, n_dev, r);
+                        char ts[40];
+                        s_timestamp(at + seq / 50, ts, sizeof ts);
+                        printf("%s\t%u\t%u\t%zu\t%lu\t%s\theuristic\tcudnn\talgo_%d\t%d\t%.6g\t%.6g\t"
+                               "%.6g\t%.6g\t%u\t%lu\t%s\t{",
+                               msgid, seq, d + 1, i + 1, batches[b], s_dirs[dir],
+                               (int)(seq % 3), (int)(seq % 3), ms, ms * 0.98, ms * 1.03,
+                               ms * 0.01, samples, (unsigned long)(seq % 4) << 20, ts);
+                        for (unsigned k = 0; k < samples; k++)
+                            printf("%s%.6g", k ? "," : "", ms * (0.98 + 0.05 * k / samples));
+                        fputs("}\t{", stdout);
+                        for (unsigned k = 0; k < samples; k++)
+                            printf("%s%u", k ? "," : "", (unsigned)(k * ms * 1000 + k));
+                        fputs("}\n", stdout);
+                        seq++;
+                    }
+                }
+            }
+        }
+    }
+}
+
+static int s_store_traces(const char *dsn, const char *models_dir, const char *traced,
+                          const unsigned long *batches, size_t n_batches, unsigned n_dev,
+                          unsigned rounds)
+{
+    char **names = NULL;
+    size_t n_names = 0;
+    int rc = tc_parse_name_list(traced, "--traced", &names, &n_names);
+    if (rc < 0)
+        return rc;
+    tc_store_t *s = NULL;
+    rc = tc_store_open(dsn, &s);
+    for (size_t i = 0; i < n_names && rc == 0; i++) {
+        char path[4096];
+        snprintf(path, sizeof path, "%s/%s.onnx", models_dir, names[i]);
+        tc_model_t *m = NULL;
+        tc_model_opts_t o = {0};
+        rc = tc_model_load_file(path, &o, &m);
+        for (unsigned d = 0; d < n_dev && rc == 0; d++) {
+            for (size_t b = 0; b < n_batches && rc == 0; b++) {
+                unsigned batch = (unsigned)batches[b];
+                double conv = 0;
+                for (size_t j = 0; j < tc_model_conv_count(m); j++) {
+                    const tc_conv_usage_t *u = tc_model_conv(m, j);
+                    for (int dir = 0; dir < (u->first_layer ? 2 : 3); dir++)
+                        conv += u->multiplicity *
+                                s_conv_ms(&u->config, batch, dir, d, n_dev, rounds - 1);
+                }
+                tc_features_t f;
+                tc_model_features(m, batch, &f);
+                double bn = 0, act = 0;
+                tc_feature_value(&f, "bn.elems", &bn);
+                for (int c = 0; c < TC_OPC_COUNT; c++)
+                    act += f.cls[c].elems_out;
+                double ms = conv + s_speed(d, n_dev) * (0.4 + 3e-7 * bn);
+
+                char name[64], uuid[64];
+                s_device_name(d, name, sizeof name);
+                s_device_uuid(d, uuid, sizeof uuid);
+                Traincast__V1__ModelGraph *g = NULL;
+                rc = tc_model_to_proto(m, &g);
+                if (rc < 0)
+                    break;
+                tc_envelope_t *env = tc_test_envelope("synthetic-agent");
+                env->body_case = TRAINCAST__V1__ENVELOPE__BODY_TRAIN_TRACE;
+                Traincast__V1__TrainTrace *t = tc_test_trace(uuid, tc_model_id(m), batch, ms);
+                Traincast__V1__Device *dv = t->device;
+                dv->kind = TRAINCAST__V1__DEVICE_KIND__DEVICE_KIND_CUDA;
+                dv->name = name;
+                dv->memory_bytes = s_memory_bytes(d);
+                t->policy = TRAINCAST__V1__POLICY__POLICY_UNSPECIFIED;
+                t->input_size = 224;
+                t->threads = 0;
+                for (size_t k = 0; k < t->n_iterations; k++)
+                    t->iterations[k]->ms = ms;
+                t->peak_memory_bytes = (uint64_t)(2e8 + 16.0 * (double)f.total_params + 4.0 * act);
+                t->graph = g;
+                env->train_trace = t;
+                tc_store_outcome_t out;
+                rc = tc_store_put(s, env, &out);
+                tc_model_proto_free(&g);
+                t->graph = NULL;
+            }
+        }
+        if (rc < 0)
+            rc = tc_err_context(rc, "storing traces of %s", path);
+        tc_model_destroy(&m);
+    }
+    tc_store_destroy(&s);
+    tc_free_strv(names, n_names);
+    return rc;
+}
+
+int main(int argc, char **argv)
+{
+    const char *convs = NULL, *table = NULL, *dsn = NULL, *models_dir = NULL;
+    const char *batches_text = "1..512,24..512:8", *trace_batches_text = "8,16,32,64";
+    const char *traced = "alexnet,resnet18,squeezenet1_1,mobilenet_v2,vgg11,densenet121";
+    unsigned long n_dev = 10, rounds = 1, samples = 5;
+    bool traces = false;
+    const tc_opt_t opts[] = {
+        {"convs", TC_OPT_STR, &convs, "FILE", "conv list of the models (tests/data/cnn_set.convs)"},
+        {"devices", TC_OPT_UINT, &n_dev, "N", "synthetic devices (default 10)"},
+        {"batches", TC_OPT_STR, &batches_text, "LIST",
+         "batch sizes benchmarked (default 1..512,24..512:8)"},
+        {"rounds", TC_OPT_UINT, &rounds, "N", "times every item was measured (default 1)"},
+        {"samples", TC_OPT_UINT, &samples, "N", "samples kept per result (default 5)"},
+        {"table", TC_OPT_STR, &table, "NAME",
+         "write COPY text of devices, configs or results to stdout"},
+        {"traces", TC_OPT_FLAG, &traces, NULL, "store traces of --traced models (needs --db)"},
+        {"db", TC_OPT_STR, &dsn, "DSN", "database to store traces in"},
+        {"models-dir", TC_OPT_STR, &models_dir, "DIR", "where NAME.onnx of --traced are"},
+        {"traced", TC_OPT_STR, &traced, "LIST", "CNNs with traces (default: 6 of the set)"},
+        {"trace-batches", TC_OPT_STR, &trace_batches_text, "LIST",
+         "batch sizes traced (default 8,16,32,64; each must be in --batches)"},
+        {0},
+    };
+    const tc_cmd_spec_t spec = {
+        .prog = "tc-gen-predict-db",
+        .summary = "Generate a fleet database for the predict benchmark: COPY text of devices, "
+                   "conv configs and conv results on stdout (--table), or traces stored through "
+                   "the store (--traces --db).",
+        .max_positional = 0,
+        .opts = opts,
+    };
+    tc_cli_result_t cli;
+    unsigned long *batches = NULL, *tbatches = NULL;
+    size_t n_batches = 0, n_tbatches = 0;
+    s_configs_t set = {0};
+    int rc = tc_cli_parse(&spec, argc, argv, &cli);
+    if (rc < 0 || cli.help_shown)
+        goto done;
+    if (!table == !traces) {
+        rc = tc_fail(TC_EUSAGE, "give exactly one of --table NAME or --traces");
+        goto done;
+    }
+    if (n_dev == 0 || rounds == 0 || samples == 0 || samples > 200) {
+        rc = tc_fail(TC_EUSAGE, "--devices and --rounds must be > 0, --samples 1..200");
+        goto done;
+    }
+    rc = tc_parse_uint_list(batches_text, "--batches", 1, 65536, &batches, &n_batches);
+    if (rc == 0)
+        rc = tc_parse_uint_list(trace_batches_text, "--trace-batches", 1, 65536, &tbatches,
+                                &n_tbatches);
+    if (rc < 0)
+        goto done;
+    for (size_t i = 0; i < n_tbatches; i++) {
+        size_t j = 0;
+        while (j < n_batches && batches[j] != tbatches[i])
+            j++;
+        if (j == n_batches) {
+            rc = tc_fail(TC_EUSAGE, "--trace-batches: %lu is not in --batches", tbatches[i]);
+            goto done;
+        }
+    }
+    if (traces) {
+        if (!dsn || !models_dir) {
+            rc = tc_fail(TC_EUSAGE, "--traces needs --db DSN and --models-dir DIR");
+            goto done;
+        }
+        rc = s_store_traces(dsn, models_dir, traced, tbatches, n_tbatches, (unsigned)n_dev,
+                            (unsigned)rounds);
+        goto done;
+    }
+    if (!strcmp(table, "devices")) {
+        s_write_devices((unsigned)n_dev);
+        goto done;
+    }
+    if (strcmp(table, "configs") && strcmp(table, "results")) {
+        rc = tc_fail(TC_EUSAGE, "--table must be devices, configs or results (got '%s')", table);
+        goto done;
+    }
+    if (!convs) {
+        rc = tc_fail(TC_EUSAGE, "--table %s needs --convs FILE", table);
+        goto done;
+    }
+    set.v = calloc(MAX_CONFIGS, sizeof *set.v);
+    if (!set.v) {
+        rc = tc_fail(TC_ENOMEM, "out of memory");
+        goto done;
+    }
+    rc = tc_convlist_read(convs, s_add_model, &set);
+    if (rc < 0)
+        goto done;
+    if (!strcmp(table, "configs"))
+        s_write_configs(&set);
+    else
+        s_write_results(&set, (unsigned)n_dev, batches, n_batches, (unsigned)rounds,
+                        (unsigned)samples);
+    if (fflush(stdout) != 0 || ferror(stdout))
+        rc = tc_fail(TC_EIO, "writing to stdout failed");
+done:
+    free(set.v);
+    free(batches);
+    free(tbatches);
+    tc_cli_result_free(&cli);
+    if (rc < 0) {
+        fprintf(stderr, "tc-gen-predict-db: error: %s\n", tc_errmsg());
+        return tc_exit_status(rc);
+    }
+    return 0;
+}

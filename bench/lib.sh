@@ -1,0 +1,92 @@
+# bench/lib.sh: helpers shared by the benchmark scripts (sourced, not run).
+#
+#   bench_machine_md           machine details as Markdown list items
+#   bench_monitor_start FILE   sample the load average and CPU use every 2 s into FILE
+#   bench_monitor_stop         stop sampling; prints one line summarizing the samples
+#   bench_median / bench_min / bench_max   of numbers on stdin, one a line
+#   bench_free_port            a free TCP port on 127.0.0.1
+#   bench_now                  seconds since the epoch, with nanoseconds
+#   bench_peak_rss_kb CMD...   runs CMD; its peak resident set size (KiB) goes to
+#                              $BENCH_PEAK_RSS_FILE (GNU time)
+
+bench_python=${TRAINCAST_PYTHON:-/usr/bin/python3}
+
+bench_now() { date +%s.%N; }
+
+bench_median() {
+    sort -g | awk '{ a[NR] = $1 } END { if (NR == 0) print "nan"; else print (NR % 2 ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2) }'
+}
+bench_min() { sort -g | head -n 1; }
+bench_max() { sort -g | tail -n 1; }
+
+bench_free_port() {
+    "$bench_python" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+# Library versions the measurements depend on, one "name version" per line.
+bench_versions() {
+    local build=${1:-build}
+    local onednn pg torch
+    onednn=$("$build/agent/agent" info 2>/dev/null | sed -n 's/^  cpu  *oneDNN \([0-9.]*\).*/\1/p' | head -n 1)
+    pg=$(psql --version 2>/dev/null | awk '{ print $3 }')
+    torch=$("$bench_python" -c 'import torch, torchvision; print("PyTorch %s, torchvision %s" % (torch.__version__, torchvision.__version__))' 2>/dev/null || echo "PyTorch not installed")
+    echo "oneDNN ${onednn:-?} (agent), PostgreSQL ${pg:-?}, $torch, $(gcc --version | head -n 1), $(ldd --version | head -n 1 | sed 's/^ldd //')"
+}
+
+bench_machine_md() {
+    local build=${1:-build}
+    local cpu cores mem gpu
+    cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')
+    cores=$(lscpu -p=CORE 2>/dev/null | grep -v '^#' | sort -u | wc -l)
+    mem=$(awk '/MemTotal/ { printf "%.1f GiB", $2 / 1048576 }' /proc/meminfo)
+    gpu=$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | paste -sd ';' || true)
+    echo "- host $(uname -n): $cpu, $(nproc) logical CPUs ($cores physical cores), $mem memory"
+    echo "- $(uname -sr), $( . /etc/os-release 2>/dev/null && echo "$PRETTY_NAME")"
+    echo "- GPU: ${gpu:-none}"
+    echo "- $(bench_versions "$build")"
+}
+
+# "busy total" jiffies of all CPUs.
+bench_cpu_jiffies() {
+    awk '/^cpu / { t = 0; for (i = 2; i <= NF; i++) t += $i; print t - $5 - $6, t }' /proc/stat
+}
+
+bench_monitor_pid=
+bench_monitor_file=
+bench_monitor_start() {
+    bench_monitor_file=$1
+    : >"$bench_monitor_file"
+    read -r bench_monitor_busy0 bench_monitor_total0 < <(bench_cpu_jiffies)
+    (
+        while :; do
+            cut -d' ' -f1 /proc/loadavg >>"$bench_monitor_file"
+            sleep 2
+        done
+    ) &
+    bench_monitor_pid=$!
+}
+
+# Prints e.g. "load average (1 min) 1.9 to 3.4, median 2.6 (40 samples); all CPUs 97 % busy"
+bench_monitor_stop() {
+    [ -n "$bench_monitor_pid" ] || return 0
+    kill "$bench_monitor_pid" 2>/dev/null || true
+    wait "$bench_monitor_pid" 2>/dev/null || true
+    bench_monitor_pid=
+    local busy1 total1 busy n
+    read -r busy1 total1 < <(bench_cpu_jiffies)
+    busy=$(( total1 > bench_monitor_total0 ? 100 * (busy1 - bench_monitor_busy0) / (total1 - bench_monitor_total0) : 0 ))
+    n=$(wc -l <"$bench_monitor_file")
+    printf 'load average (1 min) %s to %s, median %s (%s samples); all CPUs %s %% busy\n' \
+        "$(bench_min <"$bench_monitor_file")" "$(bench_max <"$bench_monitor_file")" \
+        "$(bench_median <"$bench_monitor_file")" "$n" "$busy"
+}
+
+# Peak RSS of a command: bench_peak_rss_kb CMD... (exit status of CMD).
+bench_peak_rss_kb() {
+    local f=${BENCH_PEAK_RSS_FILE:?}
+    /usr/bin/time -f '%M' -o "$f" "$@"
+}
+
+bench_require_time() {
+    [ -x /usr/bin/time ] || { echo "bench: /usr/bin/time (GNU time) is missing: install the Debian package 'time' (deploy/setup.sh does)" >&2; exit 2; }
+}
