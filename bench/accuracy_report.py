@@ -56,11 +56,12 @@ def main():
     timeline = read_tsv(a.timeline)
     if timeline:
         spans = [int(r[4]) - int(r[2]) for r in timeline]
-        w("Measuring took %d s in this run (%d s with the pipeline, fit and validation); %s. "
-          "A CNN's conv benchmarks and its traces on one device were taken within %d s of each "
-          "other (median over CNNs and devices; at most %d s)."
-          % (a.measure_s, a.total_s, a.load or "load not sampled", statistics.median(spans),
-             max(spans)))
+        w("Measuring the CNNs took %d s in all (this run: %d s of measuring, %d s with the "
+          "pipeline, fit and validation; %s). A CNN's conv benchmarks and its traces on one "
+          "device were taken within %d s of each other (median over CNNs and devices; at most "
+          "%d s); convs shared with a CNN measured earlier are not measured again."
+          % (sum(int(r[4]) - int(r[2]) for r in timeline), a.measure_s, a.total_s,
+             a.load or "load not sampled", statistics.median(spans), max(spans)))
         w("")
 
     stored = read_tsv(a.stored)
@@ -80,7 +81,7 @@ def main():
         with open(a.validate) as f:
             data = json.load(f)
         devices = data.get("devices", [])
-        w("### Leave-one-CNN-out error per device")
+        w("## Leave-one-CNN-out error per device")
         w("")
         w("Each CNN is predicted by a model whose form, weighting and features were chosen and "
           "fitted without it. *spread*: mean run-to-run spread of the traces ((max − min) / median "
@@ -99,7 +100,7 @@ def main():
         w("")
         cnns = sorted({c["cnn"] for d in devices for c in d.get("per_cnn", [])})
         if cnns:
-            w("### Per CNN: MAPE (spread)")
+            w("## Per CNN: MAPE (spread)")
             w("")
             w("| CNN | " + " | ".join(d["device"] for d in devices) + " |")
             w("|---|" + "---:|" * len(devices))

@@ -117,7 +117,7 @@ a_med=$(cut -f2 "$times" | bench_median)
 b_med=$(cut -f3 "$times" | bench_median)
 
 {
-    echo "### Counts for the whole CNN set at batch $batch (exact, from the planner)"
+    echo "## Counts for the whole CNN set at batch $batch (exact, from the planner)"
     echo
     echo "| plan | items to measure | relative to the set planned together |"
     echo "|---|---:|---:|"
@@ -125,7 +125,7 @@ b_med=$(cut -f3 "$times" | bench_median)
     printf '| each of the %s models planned alone (dedup within a model) | %s | %.2f |\n' "$n_models" "$per_model_items" "$(echo "$per_model_items / $set_items" | bc -l)"
     printf '| the set planned together (dedup across models; %s distinct configs) | %s | 1.00 |\n' "$set_configs" "$set_items"
     echo
-    echo "### Measured A/B: $models at batch $batch on the cpu device"
+    echo "## Measured A/B: $models at batch $batch on the cpu device"
     echo
     echo "\`agent bench ${bench_args[*]}\`; A: one run over the $((${#subset[@]})) models"
     echo "($sub_items items, $sub_configs distinct configs), B: one run per model into its own file ($sub_sep items"

@@ -3,6 +3,7 @@
 # describe torchvision:NAME` pays once per model and size before caching):
 # agent/harness/export_onnx.py for every model of the CNN set, as a Markdown
 # table. Needs /usr/bin/python3 (or $TRAINCAST_PYTHON) with torch.
+# MODELS (comma- or space-separated) limits it to some models.
 #
 #   bench/model_export.sh > docs/bench-model-export.md
 set -eu
@@ -10,7 +11,8 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 py=${TRAINCAST_PYTHON:-/usr/bin/python3}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-models=$("$py" -c "import sys; sys.path.insert(0, '$root/agent/harness');
+models=$(echo "${MODELS:-}" | tr ',' ' ')
+[ -n "$models" ] || models=$("$py" -c "import sys; sys.path.insert(0, '$root/agent/harness');
 import make_test_data; print(' '.join(make_test_data.CNN_SET))")
 echo "# Model export time"
 echo
@@ -37,4 +39,4 @@ done
 end=$(date +%s%N)
 ms=$(( (end - start) / 1000000 ))
 echo
-echo "Whole set: $((ms / 1000)).$((ms % 1000 / 100)) s."
+echo "All $(echo $models | wc -w) models: $((ms / 1000)).$((ms % 1000 / 100)) s."
