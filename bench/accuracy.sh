@@ -33,6 +33,7 @@
 #   --dir DIR            state, results, database [BUILD_DIR/bench-accuracy]
 #   --out FILE           Markdown report [BUILD_DIR/bench-out/accuracy.md]
 #   --plot FILE          chart, .svg or .png [DIR/accuracy.svg]
+#   --plot-link PATH     how the report links the chart [its path relative to --out]
 #   --quick              a smoke run: 4 small CNNs, batches 2,8, 2 repeats of 3 iterations
 #   --retry-failed --fresh
 set -euo pipefail
@@ -56,6 +57,7 @@ trace_timeout=900
 dir=$build/bench-accuracy
 out=
 plot=
+plot_link=
 retry_failed=0
 fresh=0
 
@@ -75,12 +77,13 @@ while [ $# -gt 0 ]; do
     --dir) dir=$2; shift ;;
     --out) out=$2; shift ;;
     --plot) plot=$2; shift ;;
+    --plot-link) plot_link=$2; shift ;;
     --quick)
         models=squeezenet1_1,shufflenet_v2_x0_5,mnasnet0_5,mobilenet_v3_small
         batches=2,8; warmup=2; iters=3; repeat=2; bench_budget=50; max_reps=10 ;;
     --retry-failed) retry_failed=1 ;;
     --fresh) fresh=1 ;;
-    -h|--help) sed -n '2,38p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,39p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "accuracy: unknown option '$1' (see --help)" >&2; exit 2 ;;
     esac
     shift
@@ -160,7 +163,7 @@ for m in "${model_list[@]}"; do
         if ! TRAINCAST_PROGRESS=plain "$agent" bench --models "torchvision:$m" --input-size "$input_size" \
             --batches "$batches" --device cpu --threads "$t" --budget-ms "$bench_budget" --max-reps "$max_reps" \
             --out "$(device_file bench "$t")" >"$dir/logs/bench-$m-t$t.out" 2>"$dir/logs/bench-$m-t$t.err"; then
-            failed="agent bench: $(grep -m1 'error' "$dir/logs/bench-$m-t$t.err" || tail -n 1 "$dir/logs/bench-$m-t$t.err")"
+            failed="$(grep -m1 'error' "$dir/logs/bench-$m-t$t.err" || echo "agent bench: $(tail -n 1 "$dir/logs/bench-$m-t$t.err")")"
             break
         fi
         t1=$(date +%s)
@@ -175,7 +178,7 @@ for m in "${model_list[@]}"; do
         if [ "$st" -ne 0 ]; then
             ok=$(awk -v m="$m" '$1 ~ "(^|:)"m"@" && $3 == "ok"' "$dir/logs/trace-$m-t$t.out" | wc -l)
             if [ "$ok" -eq 0 ]; then
-                failed="agent trace: $(grep -m1 'error' "$dir/logs/trace-$m-t$t.err" || awk 'NR > 1 && $3 != "ok"' "$dir/logs/trace-$m-t$t.out" | head -n 1)"
+                failed="$(grep -m1 'error' "$dir/logs/trace-$m-t$t.err" || echo "agent trace: $(awk 'NR > 1 && $3 != "ok"' "$dir/logs/trace-$m-t$t.out" | head -n 1)")"
                 break
             fi
             log "[$i/$n_models] $m: some traces failed (kept as failed, excluded from the fit): $dir/logs/trace-$m-t$t.out"
@@ -254,7 +257,7 @@ total_s=$(( $(date +%s) - started ))
     --points "$dir/points.tsv" --stored "$dir/stored.tsv" --timeline "$dir/timeline.tsv" \
     --done "$dir/done" --failed "$dir/failed" --requested "$models" \
     --settings "$settings" --measure-s "$measure_s" --total-s "$total_s" --load "$load_measure" \
-    --plot "$plot" --plot-note "$plot_note" --out "$out"
+    --plot "$plot" --plot-link "$plot_link" --plot-note "$plot_note" --repo "$repo" --out "$out"
 log "wrote $out${plot_note:+ ($plot_note)}"
 cat "$out"
 [ "$val_st" -eq 0 ]

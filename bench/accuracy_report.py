@@ -24,7 +24,7 @@ def read_tsv(path):
 def main():
     ap = argparse.ArgumentParser(description=__doc__)
     for name in ("validate", "validate-err", "points", "stored", "timeline", "done", "failed",
-                 "requested", "settings", "load", "plot", "plot-note", "out"):
+                 "requested", "settings", "load", "plot", "plot-link", "plot-note", "repo", "out"):
         ap.add_argument("--" + name, default="")
     for name in ("validate-status", "measure-s", "total-s"):
         ap.add_argument("--" + name, type=int, default=0)
@@ -118,14 +118,21 @@ def main():
     if a.plot_note:
         w("No chart: %s." % a.plot_note)
     elif a.plot:
-        rel = os.path.relpath(a.plot, os.path.dirname(os.path.abspath(a.out)))
+        rel = a.plot_link or os.path.relpath(a.plot, os.path.dirname(os.path.abspath(a.out)))
         w("![predicted vs measured](%s)" % rel)
         w("")
         w("Predicted (leave-one-CNN-out) against measured iteration time, every device, CNN and "
           "batch: [%s](%s)." % (os.path.basename(a.plot), rel))
     w("")
+    text = "\n".join(lines)
+    # The report is meant to be committed: no paths of this machine in it.
+    if a.repo:
+        text = text.replace(a.repo.rstrip("/") + "/", "").replace(a.repo, ".")
+    home = os.path.expanduser("~")
+    if home not in ("", "/"):
+        text = text.replace(home, "~")
     with open(a.out, "w") as f:
-        f.write("\n".join(lines))
+        f.write(text)
 
 
 if __name__ == "__main__":

@@ -315,7 +315,7 @@ int main(int argc, char **argv)
                                 &n_tbatches);
     if (rc < 0)
         goto done;
-    for (size_t i = 0; i < n_tbatches; i++) {
+    for (size_t i = 0; traces && i < n_tbatches; i++) {
         size_t j = 0;
         while (j < n_batches && batches[j] != tbatches[i])
             j++;

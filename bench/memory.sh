@@ -149,7 +149,6 @@ log "agent bench $model batch $b, MALLOC_MMAP_THRESHOLD_=131072: $(mib "$fixed_r
     echo "| agent bench | batch | items | largest conv tensors (MiB) | agent peak (MiB) |"
     echo "|---|---:|---:|---:|---:|"
     awk -F'\t' -v m="$model" '{ printf "| %s | %s | %s | %.1f | %.1f |\n", m, $1, $2, $3 / 1024, $4 / 1024 }' "$bench_rows"
-    echo
     awk -F'\t' -v m="$model" -v b="$b" -v f="$fixed_rss" 'NR == 1 { printf "| %s, MALLOC_MMAP_THRESHOLD_=131072 | %s | %s | %.1f | %.1f |\n", m, b, $2, $3 / 1024, f / 1024; exit }' "$bench_rows"
     echo
     echo "(largest conv tensors: input + output + weights of the single largest conv, fp32; the"

@@ -89,7 +89,7 @@ mkdir -p "$work/sections" "$work/logs"
 # scripts into $work; full mode into their docs/ files.
 cmd=
 run_predict() {
-    cmd="bench/predict_latency.sh --out $work/predict.md"
+    cmd="bench/predict_latency.sh"
     bench/predict_latency.sh --out "$work/predict.md"
 }
 run_memory() {
@@ -166,10 +166,10 @@ run_accuracy() {
     if [ "$quick" -eq 1 ]; then
         cmd="bench/accuracy.sh --quick --fresh"
         bench/accuracy.sh --quick --fresh --dir "$build/bench-accuracy-quick" --out "$work/accuracy.md" \
-            --plot docs/accuracy.svg >/dev/null
+            --plot docs/accuracy.svg --plot-link accuracy.svg >/dev/null
     else
         cmd="bench/accuracy.sh (resumable; the whole CNN set)"
-        bench/accuracy.sh --out "$work/accuracy.md" --plot docs/accuracy.svg >/dev/null
+        bench/accuracy.sh --out "$work/accuracy.md" --plot docs/accuracy.svg --plot-link accuracy.svg >/dev/null
     fi
 }
 
@@ -196,6 +196,11 @@ for n in "${selected[@]}"; do
         echo
         echo "*$when on $(uname -n), $mode run, ${secs} s; $load. Command: \`$cmd\`.*"
         echo
+        if [ "$quick" -eq 1 ]; then
+            echo "Smoke run (\`--quick\`): small subsets and few repetitions. Its figures show that the"
+            echo "benchmark works, not how the machine or the method performs; run without \`--quick\`."
+            echo
+        fi
         if [ "$st" -ne 0 ]; then
             echo "**FAILED** (exit $st). Last lines of its output:"
             echo
