@@ -28,14 +28,14 @@ done
 
 # Build tools and libraries, the embedded PostgreSQL, PyTorch on CPU for the
 # harness, and the tools the tests use (clang for the fuzz target, iproute2
-# for network namespaces).
+# for network namespaces, GNU time for bench/memory.sh).
 PACKAGES=(
     build-essential cmake pkg-config git ca-certificates
     libzmq3-dev libsodium-dev libprotobuf-c-dev protobuf-c-compiler
     libpq-dev postgresql postgresql-client
     libgsl-dev libcriterion-dev libdnnl-dev libonnx-dev libplplot-dev plplot-driver-cairo
     python3 python3-torch python3-torchvision python3-onnx python3-numpy
-    clang libclang-rt-14-dev iproute2 procps
+    clang libclang-rt-14-dev iproute2 procps time
 )
 
 missing=()
