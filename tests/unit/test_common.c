@@ -109,6 +109,43 @@ Test(cli, config_file_keys_and_precedence, .timeout = 10)
     unlink(path);
 }
 
+/* --check-config reads everything a run would and stops: a valid file passes
+ * (help_shown tells the command not to run), an unknown key, a bad value or a
+ * missing required option fails as in a real run. */
+Test(cli, check_config_validates_without_running, .timeout = 10)
+{
+    char path[] = "/tmp/tc_cfg_XXXXXX";
+    int fd = mkstemp(path);
+    const char *text = "batch = 16\nprice = 2.5\nverbose = yes\n";
+    cr_assert_eq(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+    close(fd);
+    char *argv[] = {"cmd", "--config", path, "--check-config"};
+    cr_assert_eq(s_parse(4, argv), 0, "%s", tc_errmsg());
+    cr_assert(s_res.help_shown, "a valid check must stop the command");
+    cr_assert_eq(o_batch, 16);
+
+    const char *bads[] = {"batch = 16\nwindow = 3\n", "batch = sixteen\n", "price = 2\n"};
+    const char *why[] = {"unknown key 'window'", "expects a non-negative integer",
+                         "--batch is required"};
+    for (int i = 0; i < 3; i++) {
+        fd = open(path, O_WRONLY | O_TRUNC);
+        cr_assert_eq(write(fd, bads[i], strlen(bads[i])), (ssize_t)strlen(bads[i]));
+        close(fd);
+        int rc = s_parse(4, argv);
+        cr_assert_lt(rc, 0, "'%s' must fail the check", bads[i]);
+        cr_assert_not(s_res.help_shown);
+        cr_assert(strstr(tc_errmsg(), why[i]), "%s", tc_errmsg());
+    }
+    unlink(path);
+
+    /* Only commands that take --config know the flag. */
+    tc_cmd_spec_t plain = s_spec;
+    plain.config_file = false;
+    char *argv2[] = {"cmd", "--batch", "8", "--check-config"};
+    tc_cli_result_free(&s_res);
+    cr_assert_eq(tc_cli_parse(&plain, 4, argv2, &s_res), TC_EUSAGE);
+}
+
 Test(cli, uint_lists, .timeout = 10)
 {
     unsigned long *v = NULL;
