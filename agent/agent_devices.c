@@ -67,7 +67,7 @@ static int s_add(tc_agent_devices_t *self, const char *spec, unsigned threads, b
         self->n++;
         return 0;
     }
-    return tc_err_context(rc, "--device %s", spec);
+    return tc_err_context(rc, "device %s", spec);
 }
 
 int tc_agent_devices_new(const char *device, unsigned long threads, tc_agent_devices_t **out)

@@ -33,20 +33,21 @@ static int s_devices(void *ctx, Traincast__V1__Device *const **devices, size_t *
 }
 
 /* The devices a job runs on: the one its request names, or (a job from the
- * command line without one) all of them. *n_out = 0 with an error. */
+ * command line without one) all of them. *out is malloc'ed. */
 static int s_targets(s_ctx_t *c, const char *uuid, const char *what,
-                     const tc_agent_device_t **out, size_t *n_out)
+                     const tc_agent_device_t ***out, size_t *n_out)
 {
     *n_out = 0;
+    size_t n = tc_agent_devices_count(c->devices);
+    if (!(*out = calloc(n + 1, sizeof **out)))
+        return tc_fail(TC_ENOMEM, "out of memory");
     if (uuid && *uuid) {
-        int rc = tc_agent_devices_find(c->devices, uuid, what, &out[0]);
-        if (rc < 0)
-            return rc;
-        *n_out = 1;
-        return 0;
+        int rc = tc_agent_devices_find(c->devices, uuid, what, &(*out)[0]);
+        *n_out = rc == 0;
+        return rc;
     }
-    for (size_t i = 0; i < tc_agent_devices_count(c->devices); i++)
-        out[(*n_out)++] = tc_agent_devices_get(c->devices, i);
+    for (size_t i = 0; i < n; i++)
+        (*out)[(*n_out)++] = tc_agent_devices_get(c->devices, i);
     return 0;
 }
 
@@ -71,12 +72,9 @@ static int s_bench(void *ctx, const Traincast__V1__BenchRequest *req, tc_job_t *
 static int s_bench_models(void *ctx, const Traincast__V1__TraceRequest *req, tc_job_t *job)
 {
     s_ctx_t *c = ctx;
-    const tc_agent_device_t **devs = calloc(tc_agent_devices_count(c->devices) + 1,
-                                            sizeof *devs);
+    const tc_agent_device_t **devs = NULL;
     size_t n = 0;
-    if (!devs)
-        return tc_fail(TC_ENOMEM, "out of memory");
-    int rc = s_targets(c, req->device_uuid, "benchmarks", devs, &n);
+    int rc = s_targets(c, req->device_uuid, "benchmarks", &devs, &n);
     if (rc == 0)
         rc = tc_bench_jobs_models(c->bench, devs, n, req, job);
     free(devs);
@@ -86,12 +84,9 @@ static int s_bench_models(void *ctx, const Traincast__V1__TraceRequest *req, tc_
 static int s_trace(void *ctx, const Traincast__V1__TraceRequest *req, tc_job_t *job)
 {
     s_ctx_t *c = ctx;
-    const tc_agent_device_t **devs = calloc(tc_agent_devices_count(c->devices) + 1,
-                                            sizeof *devs);
+    const tc_agent_device_t **devs = NULL;
     size_t n = 0;
-    if (!devs)
-        return tc_fail(TC_ENOMEM, "out of memory");
-    int rc = s_targets(c, req->device_uuid, "traces", devs, &n);
+    int rc = s_targets(c, req->device_uuid, "traces", &devs, &n);
     for (size_t i = 0; i < n && rc == 0; i++)
         rc = tc_trace_handler_run(c->trace, devs[i], req, job);
     free(devs);
