@@ -1,0 +1,134 @@
+#!/usr/bin/env bash
+# demo.sh [--fresh] [--models LIST] [--held-out NAME] [--input-size PX] [--batches LIST]
+#
+# The whole pipeline on this machine, in under 10 minutes on 2 cores:
+#   setup (packages, build) -> embedded PostgreSQL -> aggregator serve (CURVE keys)
+#   -> two CPU agents as two devices (1 thread, and all threads; a GPU joins when present)
+#      benchmark the convs and trace the training of a few CNNs at a small input size
+#   -> aggregator fit -> aggregator validate
+#   -> aggregator predict --gpu all for a CNN held out of fitting, with a plot.
+# The held-out CNN's convs are measured on demand: predict queues the missing
+# benchmarks and the agents, now serving jobs, measure them.
+#
+# Everything lives in .traincast/demo; a second run reuses what is stored and
+# measures nothing again. --fresh starts over.
+set -euo pipefail
+
+repo=$(cd "$(dirname "$0")/.." && pwd)
+models=squeezenet1_1,shufflenet_v2_x0_5,mnasnet0_5,mobilenet_v2,resnet18
+held_out=resnet50
+input_size=64
+batches=4,8,16
+fresh=0
+
+while [ $# -gt 0 ]; do
+    case "$1" in
+    --fresh) fresh=1 ;;
+    --models) models=$2; shift ;;
+    --held-out) held_out=$2; shift ;;
+    --input-size) input_size=$2; shift ;;
+    --batches) batches=$2; shift ;;
+    -h|--help) sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "demo.sh: unknown option '$1' (see --help)" >&2; exit 2 ;;
+    esac
+    shift
+done
+
+step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
+started=$(date +%s)
+
+step "setup"
+"$repo/deploy/setup.sh"
+agent=$repo/build/agent/agent
+aggregator=$repo/build/aggregator/aggregator
+
+demo=$repo/.traincast/demo
+if [ "$fresh" -eq 1 ]; then
+    "$repo/deploy/pg-local.sh" stop "$demo/pg" >/dev/null 2>&1 || true
+    rm -rf "$demo"
+fi
+mkdir -p "$demo"
+
+step "database"
+dsn=$("$repo/deploy/pg-local.sh" start "$demo/pg")
+export TRAINCAST_DB=$dsn
+echo "$dsn"
+"$aggregator" migrate
+
+step "keys"
+[ -f "$demo/aggregator/aggregator.key" ] || "$aggregator" keygen --keys "$demo/aggregator"
+threads_all=$(nproc)
+agents=("cpu1:cpu:1" "cpu$threads_all:cpu:$threads_all")
+if "$agent" info 2>/dev/null | grep -qE '^  cuda +NVIDIA'; then
+    agents+=("gpu0:cuda:0:0")
+    echo "an NVIDIA GPU is present: it joins as a third device"
+fi
+for a in "${agents[@]}"; do
+    name=${a%%:*}
+    state=$demo/agent-$name
+    [ -f "$state/agent.key" ] || "$agent" keygen --state "$state" >/dev/null
+    cp "$demo/aggregator/aggregator.pub" "$state/aggregator.pub"
+    grep -qxF "$(cat "$state/agent.pub")" "$demo/aggregator/allowlist" 2>/dev/null \
+        || cat "$state/agent.pub" >>"$demo/aggregator/allowlist"
+done
+echo "aggregator key and ${#agents[@]} agent keys; allowlist: $demo/aggregator/allowlist"
+
+step "aggregator serve"
+port=$(/usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+endpoint=tcp://127.0.0.1:$port
+"$aggregator" serve --listen "$endpoint" --keys "$demo/aggregator" >"$demo/aggregator.log" 2>&1 &
+serve_pid=$!
+pids=("$serve_pid")
+cleanup() {
+    for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+    wait 2>/dev/null || true
+}
+trap cleanup EXIT
+sleep 1
+kill -0 "$serve_pid" 2>/dev/null || { cat "$demo/aggregator.log" >&2; exit 1; }
+echo "listening on $endpoint (log: $demo/aggregator.log)"
+
+device_args() { # NAME:KIND:THREADS_OR_INDEX
+    local kind rest
+    kind=$(echo "$1" | cut -d: -f2)
+    rest=$(echo "$1" | cut -d: -f3-)
+    if [ "$kind" = cpu ]; then
+        echo "--device cpu --threads $rest"
+    else
+        echo "--device cuda:${rest%%:*}"
+    fi
+}
+
+# One device at a time, so the two CPU devices do not disturb each other's timings.
+for a in "${agents[@]}"; do
+    name=${a%%:*}
+    step "agent $name: benchmark convs and trace training ($models at ${input_size} px, batches $batches)"
+    # shellcheck disable=SC2046
+    "$agent" run --aggregator "$endpoint" --state "$demo/agent-$name" $(device_args "$a") \
+        --models "$models" --batches "$batches" --input-size "$input_size" \
+        --warmup 2 --iters 5 --repeats 2 --budget-ms 150 --max-reps 30
+done
+
+step "agents serve jobs"
+for a in "${agents[@]}"; do
+    name=${a%%:*}
+    # shellcheck disable=SC2046
+    "$agent" serve --aggregator "$endpoint" --state "$demo/agent-$name" $(device_args "$a") \
+        --budget-ms 150 --max-reps 30 >"$demo/agent-$name.log" 2>&1 &
+    pids+=("$!")
+done
+sleep 2
+
+step "aggregator fit"
+"$aggregator" fit
+
+step "aggregator validate (leave-one-CNN-out)"
+"$aggregator" validate
+
+step "aggregator predict --gpu all: $held_out (held out of fitting)"
+"$aggregator" predict --gpu all --model "torchvision:$held_out" --input-size "$input_size" \
+    --batch "$batches" --plot "$demo/predict-$held_out.svg"
+
+step "done in $(( $(date +%s) - started )) s"
+echo "plot: $demo/predict-$held_out.svg"
+echo "database: psql \"$dsn\" (see README, Analysis in SQL); stop it with deploy/pg-local.sh stop $demo/pg"
