@@ -53,6 +53,7 @@ typedef struct {
     double dataset_size;
     const char *framework; /* NULL: any */
     const char *dtype;     /* NULL: any */
+    uint32_t input_size;   /* the --input-size the model was imported at; 0: its own */
 } tc_pred_request_t;
 
 /* Build the conv lookups a model needs on one device at every batch (into
