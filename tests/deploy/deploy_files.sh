@@ -56,6 +56,8 @@ check_config() {
 
 check_config "$aggregator serve" "$repo/deploy/config/aggregator.conf"
 check_config "$agent serve" "$repo/deploy/config/agent.conf"
+# The user guide runs 'agent run' with an agent's config file too.
+check_config "$agent run --models resnet18 --batches 2" "$repo/deploy/config/agent.conf"
 
 # The units' command lines, with the build's binaries and the example configs.
 units=("$repo/deploy/systemd/traincast-aggregator.service" "$repo/deploy/systemd/traincast-agent@.service")
