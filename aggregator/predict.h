@@ -24,6 +24,8 @@ typedef struct {
     double cost;         /* per epoch; NaN without a price */
     double peak_bytes;   /* predicted peak memory; NaN unknown */
     int fits;            /* 1 fits, 0 does not, -1 unknown */
+    bool clamped;        /* the fit predicted a negative non-conv time (an
+                            extrapolation it cannot make); shown as 0 */
 } tc_pred_point_t;
 
 typedef enum {
