@@ -18,9 +18,9 @@ static double s_now_s(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-/* Wrap one result in an envelope, check it and append it. */
-static int s_write(tc_resultfile_t *rf, Traincast__V1__Device *dev, const char *backend,
-                   Traincast__V1__ConvResult *r, const char *agent_id)
+/* Wrap one result in an envelope, check it and hand it to the sink. */
+static int s_emit(const tc_bench_sink_t *sink, Traincast__V1__Device *dev, const char *backend,
+                  Traincast__V1__ConvResult *r, const char *agent_id)
 {
     Traincast__V1__ConvResults cr = TRAINCAST__V1__CONV_RESULTS__INIT;
     cr.device = dev;
@@ -35,28 +35,26 @@ static int s_write(tc_resultfile_t *rf, Traincast__V1__Device *dev, const char *
     int rc = tc_validate_envelope(&env);
     if (rc < 0)
         return tc_err_context(rc, "refusing to write an invalid result");
-    return tc_resultfile_append(rf, &env);
+    return sink->emit(&env, sink->arg);
 }
 
-int tc_bench_run(tc_device_t *dev, const tc_bench_item_t *items, size_t n_items,
-                 const tc_bench_run_opts_t *o, const char *out_path, tc_bench_report_t *rep)
+int tc_bench_run_sink(tc_device_t *dev, const tc_bench_item_t *items, size_t n_items,
+                      const tc_bench_run_opts_t *o, const tc_bench_sink_t *sink,
+                      tc_bench_report_t *rep)
 {
     int rc = 0;
     double t0 = s_now_s();
     memset(rep, 0, sizeof *rep);
-    tc_resultfile_t *rf = NULL;
-    tc_progress_t *prog = NULL;
     Traincast__V1__Device d = TRAINCAST__V1__DEVICE__INIT;
     TC_TRY(tc_device_describe(dev, &d));
-    TC_TRY(tc_resultfile_open_append(out_path, &rf));
-    prog = tc_progress_new(o->progress_label ? o->progress_label : "bench", n_items);
-    if (!prog)
-        TC_FAIL_GOTO(TC_ENOMEM, "out of memory");
     for (size_t i = 0; i < n_items; i++) {
+        if (sink->cancelled && sink->cancelled(sink->arg))
+            TC_FAIL_GOTO(TC_EINTR, "stopped after %zu of %zu conv benchmarks", i, n_items);
         char label[192], item[224];
         tc_conv_config_label(&items[i].config, label, sizeof label);
         snprintf(item, sizeof item, "%s %s", label, tc_direction_name(items[i].direction));
-        tc_progress_update(prog, i, item);
+        if (sink->progress)
+            sink->progress(i, n_items, item, sink->arg);
         tc_conv_spec_t spec = {.config = items[i].config,
                                .direction = items[i].direction,
                                .policy = o->policy,
@@ -77,16 +75,51 @@ int tc_bench_run(tc_device_t *dev, const tc_bench_item_t *items, size_t n_items,
         rep->repetitions += out.samples.n;
         rep->converged += out.samples.stop == TC_STOP_CONVERGED;
         tc_conv_outcome_free(&out);
-        rc = s_write(rf, &d, tc_device_library(dev), r, o->agent_id);
+        rc = s_emit(sink, &d, tc_device_library(dev), r, o->agent_id);
         tc_conv_result_proto_free(&r);
         if (rc < 0)
             goto err;
         rep->measured++;
     }
-    tc_progress_update(prog, n_items, NULL);
+    if (sink->progress)
+        sink->progress(n_items, n_items, NULL, sink->arg);
 err:
     rep->elapsed_s = s_now_s() - t0;
-    tc_progress_destroy(&prog);
-    tc_resultfile_close(&rf);
+    return rc;
+}
+
+typedef struct {
+    tc_resultfile_t *file;
+    tc_progress_t *bar;
+} s_file_sink_t;
+
+static int s_file_emit(tc_envelope_t *env, void *arg)
+{
+    return tc_resultfile_append(((s_file_sink_t *)arg)->file, env);
+}
+
+static void s_file_progress(size_t done, size_t total, const char *what, void *arg)
+{
+    (void)total;
+    tc_progress_update(((s_file_sink_t *)arg)->bar, done, what);
+}
+
+int tc_bench_run(tc_device_t *dev, const tc_bench_item_t *items, size_t n_items,
+                 const tc_bench_run_opts_t *o, const char *out_path, tc_bench_report_t *rep)
+{
+    memset(rep, 0, sizeof *rep);
+    s_file_sink_t fs = {0};
+    int rc = tc_resultfile_open_append(out_path, &fs.file);
+    if (rc < 0)
+        return rc;
+    fs.bar = tc_progress_new(o->progress_label ? o->progress_label : "bench", n_items);
+    if (!fs.bar) {
+        tc_resultfile_close(&fs.file);
+        return tc_fail(TC_ENOMEM, "out of memory");
+    }
+    const tc_bench_sink_t sink = {.emit = s_file_emit, .progress = s_file_progress, .arg = &fs};
+    rc = tc_bench_run_sink(dev, items, n_items, o, &sink, rep);
+    tc_progress_destroy(&fs.bar);
+    tc_resultfile_close(&fs.file);
     return rc;
 }

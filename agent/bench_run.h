@@ -1,6 +1,8 @@
-/* Running a work list from the planner on one device and appending one
- * ConvResults envelope per measured item to a result file (crash-safe, so
- * an interrupted run resumes where it stopped). */
+/* Running a work list from the planner on one device: one ConvResults
+ * envelope per measured item, handed to a sink as it is measured (the job
+ * handlers spool it), or appended to a result file (crash-safe, so an
+ * interrupted run resumes where it stopped). Backend-independent: the
+ * device layer runs the items. */
 #ifndef TC_BENCH_RUN_H
 #define TC_BENCH_RUN_H
 
@@ -26,9 +28,29 @@ typedef struct {
     size_t converged;    /* items whose median CI reached the target (others hit a limit) */
 } tc_bench_report_t;
 
-/* Measure every item and append its result to `out_path`. An item that
- * fails is logged and skipped (a later run retries it); errors writing the
- * file stop the run. */
+typedef struct {
+    /* Each measured item as a stamped, validated ConvResults envelope (owned
+     * by the runner; valid during the call). Returning < 0 stops the run
+     * with that code. */
+    int (*emit)(tc_envelope_t *env, void *arg);
+    /* Before each item: `done` of `total` items are finished and `what`
+     * names the next one; at the end done == total and what is NULL. May
+     * be NULL. */
+    void (*progress)(size_t done, size_t total, const char *what, void *arg);
+    /* Polled between items; true stops the run with TC_EINTR. May be NULL. */
+    bool (*cancelled)(void *arg);
+    void *arg;
+} tc_bench_sink_t;
+
+/* Measure every item and hand its result to the sink. An item that fails
+ * is logged and skipped (a later run retries it); an error of the sink
+ * stops the run; what was emitted before stays emitted. */
+int tc_bench_run_sink(tc_device_t *dev, const tc_bench_item_t *items, size_t n_items,
+                      const tc_bench_run_opts_t *o, const tc_bench_sink_t *sink,
+                      tc_bench_report_t *rep);
+
+/* tc_bench_run_sink appending to the result file `out_path`, with a
+ * progress bar on the terminal (o->progress_label). */
 int tc_bench_run(tc_device_t *dev, const tc_bench_item_t *items, size_t n_items,
                  const tc_bench_run_opts_t *o, const char *out_path, tc_bench_report_t *rep);
 

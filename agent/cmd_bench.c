@@ -21,36 +21,14 @@ static int s_add_list(const char *model, const tc_conv_usage_t *convs, size_t n,
     return tc_planner_add(arg, convs, n);
 }
 
-/* Import each model (ONNX file or torchvision:NAME) and add its convs. */
+/* Import each model and add its convs. */
 static int s_add_models(tc_planner_t *planner, const char *list, unsigned long input_size)
 {
     char **names = NULL;
     size_t n = 0;
     int rc = tc_parse_name_list(list, "--models", &names, &n);
-    if (rc < 0)
-        return rc;
-    tc_model_opts_t mo = {.input_size = (uint32_t)input_size};
-    for (size_t i = 0; i < n && rc == 0; i++) {
-        tc_model_t *m = NULL;
-        rc = tc_model_load_spec(names[i], &mo, &m);
-        if (rc < 0) {
-            rc = tc_err_context(rc, "--models %s", names[i]);
-            break;
-        }
-        size_t nc = tc_model_conv_count(m);
-        tc_conv_usage_t *convs = malloc((nc ? nc : 1) * sizeof *convs);
-        if (!convs) {
-            rc = tc_fail(TC_ENOMEM, "out of memory planning %s", names[i]);
-        } else {
-            for (size_t j = 0; j < nc; j++)
-                convs[j] = *tc_model_conv(m, j);
-            rc = tc_planner_add(planner, convs, nc);
-            if (rc < 0)
-                rc = tc_err_context(rc, "%s", tc_model_id(m));
-        }
-        free(convs);
-        tc_model_destroy(&m);
-    }
+    if (rc == 0)
+        rc = tc_planner_add_models(planner, names, n, (uint32_t)input_size);
     tc_free_strv(names, n);
     return rc;
 }
@@ -71,7 +49,7 @@ static void s_print_plan(const tc_plan_stats_t *st, size_t done, size_t todo)
 int tc_cmd_bench(int argc, char **argv)
 {
     const char *models = NULL, *convs = NULL, *batches_text = NULL, *out_path = NULL,
-               *agent_id_flag = NULL;
+               *agent_id_flag = NULL, *state = NULL;
     unsigned long input_size = 0;
     const char *direction = "all";
     unsigned long seed = 1;
@@ -79,7 +57,7 @@ int tc_cmd_bench(int argc, char **argv)
     tc_bench_flags_t f = {.device = "cpu"};
     const tc_opt_t opts[] = {
         {"models", TC_OPT_STR, &models, "LIST",
-         "models: torchvision:NAME or FILE.onnx, comma-separated"},
+         "models: torchvision:NAME (or NAME) or FILE.onnx, comma-separated"},
         {"input-size", TC_OPT_UINT, &input_size, "S",
          "input height and width of --models (default: each model's own)"},
         {"convs", TC_OPT_STR, &convs, "FILE,...",
@@ -101,8 +79,12 @@ int tc_cmd_bench(int argc, char **argv)
         {"out", TC_OPT_STR, &out_path, "FILE",
          "result file to append to (required unless --dry-run); items it already holds for "
          "this device and policy are skipped"},
-        {"agent-id", TC_OPT_STR, &agent_id_flag, "ID", "agent id for the envelopes (default: "
-                                                       "derived from this machine)"},
+        {"agent-id", TC_OPT_STR, &agent_id_flag, "ID",
+         "agent id for the envelopes (default: the state directory's, as 'agent run' sends "
+         "with; without one, derived from this machine)"},
+        {"state", TC_OPT_STR, &state, "DIR",
+         "the agent state directory whose id to use (default $TRAINCAST_AGENT_DIR or "
+         "~/.traincast/agent, when it exists)"},
         {"dry-run", TC_OPT_FLAG, &dry_run, NULL,
          "print the plan (and what the result file already holds) without measuring"},
         {0},
@@ -180,7 +162,7 @@ int tc_cmd_bench(int argc, char **argv)
         goto err; /* rc is 0: nothing to measure */
 
     char agent_id[320];
-    tc_agent_id(agent_id_flag, agent_id, sizeof agent_id);
+    TC_TRY(tc_agent_id(agent_id_flag, state, agent_id, sizeof agent_id));
     tc_bench_run_opts_t ro = {.policy = set.policy,
                               .workspace_limit = set.workspace_limit,
                               .measure = set.measure,

@@ -6,6 +6,7 @@
 
 #include "tc_cli.h"
 #include "tc_error.h"
+#include "tc_log.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -31,9 +32,13 @@ static void s_print_device(const char *spec, const Traincast__V1__Device *d)
 int tc_cmd_info(int argc, char **argv)
 {
     unsigned long threads = 0;
+    const char *state = NULL;
     const tc_opt_t opts[] = {
         {"threads", TC_OPT_UINT, &threads, "N",
          "threads of the cpu device to describe (default: all logical CPUs)"},
+        {"state", TC_OPT_STR, &state, "DIR",
+         "the agent state directory whose agent id to show (default $TRAINCAST_AGENT_DIR or "
+         "~/.traincast/agent, when it exists)"},
         {0},
     };
     const tc_cmd_spec_t spec = {
@@ -54,7 +59,8 @@ int tc_cmd_info(int argc, char **argv)
     tc_host_name(host, sizeof host);
     tc_cpu_model(model, sizeof model);
     tc_os_version(os, sizeof os);
-    tc_agent_id(NULL, id, sizeof id);
+    if (tc_agent_id(NULL, state, id, sizeof id) < 0)
+        tc_log_warn("%s; showing the id derived from this machine", tc_errmsg());
     printf("traincast agent %s on %s (%s)\nagent id %s\n\nlibraries:\n", TRAINCAST_VERSION, host,
            os, id);
     for (const tc_backend_iface_t *const *b = tc_backends(); *b; b++) {

@@ -1,5 +1,7 @@
 /* agent run: benchmark the convs of some models, trace their training, and
- * send everything to the aggregator, in one go. */
+ * send everything to the aggregator, in one go. What is measured is kept in
+ * the state directory's results/ too, so running the same command again
+ * measures only what is missing. */
 #include "commands.h"
 #include "session.h"
 
@@ -51,9 +53,9 @@ int tc_cmd_run(int argc, char **argv)
         {"batches", TC_OPT_STR, &batches, "LIST", "mini-batch sizes: 8,16,32 or 8..256", true},
         TC_JOB_SETTINGS_OPTS(js),
         {"input-size", TC_OPT_UINT, &input_size, "PX", "input height and width (default: the model's)"},
-        {"warmup", TC_OPT_UINT, &warmup, "N", "trace warm-up iterations (default: the runner's)"},
-        {"iters", TC_OPT_UINT, &iters, "N", "trace measured iterations (default: the runner's)"},
-        {"repeats", TC_OPT_UINT, &repeats, "N", "trace repeats (default: the runner's)"},
+        {"warmup", TC_OPT_UINT, &warmup, "N", "trace warm-up iterations (default 3)"},
+        {"iters", TC_OPT_UINT, &iters, "N", "trace measured iterations (default 10)"},
+        {"repeats", TC_OPT_UINT, &repeats, "N", "trace repeats, each a fresh process (default 3)"},
         {"no-bench", TC_OPT_FLAG, &no_bench, NULL, "skip the conv benchmarks"},
         {"no-trace", TC_OPT_FLAG, &no_trace, NULL, "skip the training traces"},
         {"timeout", TC_OPT_DOUBLE, &timeout_s, "SECONDS",
@@ -64,7 +66,8 @@ int tc_cmd_run(int argc, char **argv)
         .prog = "agent run",
         .summary = "Benchmark every conv of the models at the batch sizes, trace their training, "
                    "and send\nthe results to the aggregator as they are measured (each is "
-                   "spooled first).",
+                   "spooled first).\nResults are kept in STATE/results/ as well: the same "
+                   "command again measures only what\nis missing (and sends nothing twice).",
         .max_positional = 0,
         .config_file = true,
         .opts = opts,
@@ -87,6 +90,13 @@ int tc_cmd_run(int argc, char **argv)
     TC_TRY(tc_parse_uint_list(batches, "--batches", 1, 1u << 20, &bs, &n_bs));
     if (no_bench && no_trace)
         TC_FAIL_GOTO(TC_EUSAGE, "--no-bench and --no-trace leave nothing to do");
+    if (input_size > 8192 || warmup > 10000 || iters > 10000 || repeats > 1000)
+        TC_FAIL_GOTO(TC_EUSAGE, "--input-size (at most 8192), --warmup, --iters (10000) or "
+                                "--repeats (1000) is too large");
+    TC_TRY(tc_session_open(&f, &s));
+    char results_dir[2200];
+    tc_identity_results_dir(s.identity, results_dir, sizeof results_dir);
+    js.results_dir = results_dir;
     TC_TRY(tc_job_handlers_builtin(&js, &handlers));
     if (!no_bench && !handlers.bench_models)
         TC_FAIL_GOTO(TC_EUNSUPPORTED, "this agent build has no conv benchmark backend (agent "
@@ -110,15 +120,22 @@ int tc_cmd_run(int argc, char **argv)
     req.iters = (uint32_t)iters;
     req.repeats = (uint32_t)repeats;
 
-    rc = tc_session_open(&f, &s);
-    if (rc == 0)
-        rc = tc_jobs_new(&handlers, s.spool, tc_identity_agent_id(s.identity), &jobs);
+    rc = tc_jobs_new(&handlers, s.spool, tc_identity_agent_id(s.identity), &jobs);
     if (rc == 0)
         rc = tc_session_connect(&s, &f, &handlers, NULL, NULL);
     if (rc == 0 && !no_bench)
         rc = s_run_job(&s, jobs, TC_JOB_BENCH_MODELS, &req, stop);
-    if (rc == 0 && !no_trace)
-        rc = s_run_job(&s, jobs, TC_JOB_TRACE, &req, stop);
+    /* Benchmarks that failed in part do not keep the traces from running;
+     * the first error is the command's. */
+    if (!no_trace && s.link && !*stop && (rc == 0 || rc == TC_ELIB)) {
+        char first[1024];
+        snprintf(first, sizeof first, "%s", tc_errmsg());
+        int trc = s_run_job(&s, jobs, TC_JOB_TRACE, &req, stop);
+        if (rc == 0)
+            rc = trc;
+        else
+            tc_fail(rc, "%s", first);
+    }
     free(b32);
     /* Deliver what was measured even when a job failed. */
     if (s.link) {

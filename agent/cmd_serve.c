@@ -29,8 +29,9 @@ int tc_cmd_serve(int argc, char **argv)
         .prog = "agent serve",
         .summary = "Stay connected to the aggregator: run the conv benchmark and trace jobs it "
                    "sends,\nreport their progress, and deliver results (and anything spooled "
-                   "earlier).\nStops on SIGINT or SIGTERM; what is not yet acknowledged stays "
-                   "spooled.",
+                   "earlier).\nResults are kept in STATE/results/ too: what was measured before "
+                   "is not measured again.\nStops on SIGINT or SIGTERM; what is not yet "
+                   "acknowledged stays spooled.",
         .max_positional = 0,
         .config_file = true,
         .opts = opts,
@@ -46,6 +47,9 @@ int tc_cmd_serve(int argc, char **argv)
     }
     volatile sig_atomic_t *stop = tc_session_stop_flag();
     TC_TRY(tc_session_open(&f, &s));
+    char results_dir[2200];
+    tc_identity_results_dir(s.identity, results_dir, sizeof results_dir);
+    js.results_dir = results_dir;
     TC_TRY(tc_job_handlers_builtin(&js, &handlers));
     TC_TRY(tc_jobs_new(&handlers, s.spool, tc_identity_agent_id(s.identity), &jobs));
     TC_TRY(tc_session_connect(&s, &f, &handlers, s_on_job, jobs));

@@ -1,5 +1,6 @@
 /* agent trace: full-training traces through the real framework, one
  * TrainTrace per (model, batch), written to a result file. */
+#include "agent_id.h"
 #include "commands.h"
 
 #include "tc_cli.h"
@@ -15,7 +16,8 @@
 #include <string.h>
 
 typedef struct {
-    const char *models, *batches, *device, *dtype, *amp, *optimizer, *runner, *agent_id, *out;
+    const char *models, *batches, *device, *dtype, *amp, *optimizer, *runner, *agent_id, *out,
+        *state;
     unsigned long threads, input_size, warmup, iters, repeat;
     double timeout;
     bool cudnn_benchmark, no_profile, no_graph;
@@ -95,13 +97,15 @@ static int s_run(const s_opts_t *o)
         o->repeat > 1000)
         TC_FAIL_GOTO(TC_EINVAL, "--threads (at most 4096), --input-size (8192), --warmup, "
                                 "--iters (10000) or --repeat (1000) is too large");
+    char agent_id[320];
+    TC_TRY(tc_agent_id(o->agent_id, o->state, agent_id, sizeof agent_id));
     const tc_trace_settings_t settings = {
         .device = o->device, .threads = (uint32_t)o->threads,
         .input_size = (uint32_t)o->input_size, .dtype = o->dtype, .amp = o->amp,
         .optimizer = o->optimizer, .cudnn_benchmark = o->cudnn_benchmark,
         .warmup = (uint32_t)o->warmup, .iters = (uint32_t)o->iters,
         .repeats = (uint32_t)o->repeat, .timeout_s = o->timeout, .profile = !o->no_profile,
-        .no_graph = o->no_graph, .runner = o->runner, .agent_id = o->agent_id,
+        .no_graph = o->no_graph, .runner = o->runner, .agent_id = agent_id,
     };
     TC_TRY(tc_trace_plan_new(&settings, names, n_models, b32, n_batches, &plan));
     TC_TRY(tc_resultfile_read(o->out, true, s_seen, plan, NULL));
@@ -170,7 +174,12 @@ int tc_cmd_trace(int argc, char **argv)
          "skip the profiled extra iteration (time per op class) of the first run"},
         {"no-graph", TC_OPT_FLAG, &o.no_graph, NULL,
          "do not attach the model graph (for models the importer cannot read)"},
-        {"agent-id", TC_OPT_STR, &o.agent_id, "ID", "agent id in the records (default: host name)"},
+        {"agent-id", TC_OPT_STR, &o.agent_id, "ID",
+         "agent id in the records (default: the state directory's, as 'agent run' sends with; "
+         "without one, derived from this machine)"},
+        {"state", TC_OPT_STR, &o.state, "DIR",
+         "the agent state directory whose id to use (default $TRAINCAST_AGENT_DIR or "
+         "~/.traincast/agent, when it exists)"},
         {0},
     };
     const tc_cmd_spec_t spec = {

@@ -1,5 +1,7 @@
 #include "identity.h"
 
+#include "agent_id.h"
+
 #include "hostinfo.h"
 #include "tc_error.h"
 
@@ -155,7 +157,8 @@ int tc_identity_open(const char *dir, bool need_keys, tc_identity_t **out)
     int pl = snprintf(pidline, sizeof pidline, "%d\n", (int)getpid());
     if (ftruncate(self->lock_fd, 0) != 0 || pwrite(self->lock_fd, pidline, (size_t)pl, 0) != pl)
         TC_FAIL_GOTO(TC_EIO, "cannot write %s: %s", path, strerror(errno));
-    TC_TRY(tc_identity_read_agent_id(dir, self->agent_id, sizeof self->agent_id));
+    /* The state directory's id, by the one rule (agent/agent_id.h). */
+    TC_TRY(tc_agent_id(NULL, dir, self->agent_id, sizeof self->agent_id));
     TC_TRY(s_load_keys(self));
     if (need_keys && !self->have_keys)
         TC_FAIL_GOTO(TC_EINVAL,
@@ -200,6 +203,11 @@ const tc_keypair_t *tc_identity_keys(const tc_identity_t *self)
 void tc_identity_spool_dir(const tc_identity_t *self, char *out, size_t size)
 {
     snprintf(out, size, "%s/spool", self->dir);
+}
+
+void tc_identity_results_dir(const tc_identity_t *self, char *out, size_t size)
+{
+    snprintf(out, size, "%s/results", self->dir);
 }
 
 int tc_identity_keygen(tc_identity_t *self, bool force)

@@ -6,6 +6,8 @@
  *   agent.key/.pub  this agent's key pair (agent keygen)
  *   aggregator.pub  the aggregator's public key (copied there by the operator)
  *   spool/          messages not yet acknowledged (agent/spool.h)
+ *   results/        what `agent run` and `agent serve` measured, resumed from
+ *                   (agent/job_results.h)
  *   lock            held while a process uses the directory
  * One process at a time uses a state directory; a second one is refused. */
 #ifndef TC_IDENTITY_H
@@ -36,6 +38,8 @@ const char *tc_identity_agent_id(const tc_identity_t *self);
 const tc_keypair_t *tc_identity_keys(const tc_identity_t *self);
 /* Path of the spool directory inside the state directory. */
 void tc_identity_spool_dir(const tc_identity_t *self, char *out, size_t size);
+/* Path of the results directory inside the state directory. */
+void tc_identity_results_dir(const tc_identity_t *self, char *out, size_t size);
 
 /* Generate and write agent.key / agent.pub (refusing to replace a key pair
  * unless `force`); reloads the identity's keys. */

@@ -71,12 +71,42 @@ int tc_job_emit(tc_job_t *job, tc_envelope_t *env)
     return rc;
 }
 
+int tc_job_emit_record(tc_job_t *job, const tc_envelope_t *env)
+{
+    tc_envelope_t copy = *env;
+    if (!copy.agent_id || !*copy.agent_id)
+        copy.agent_id = job->owner->agent_id;
+    if (!tc_msgid_valid(copy.message_id))
+        return tc_fail(TC_EINVAL, "internal: a result record without a valid message id");
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    bool added = false;
+    int rc = tc_envelope_pack(&copy, &buf, &len);
+    if (rc == 0)
+        rc = tc_spool_put(job->owner->spool, copy.message_id, buf, len, true, &added);
+    free(buf);
+    if (rc == 0 && added)
+        job->emitted++;
+    return rc;
+}
+
 int tc_job_emit_file(tc_job_t *job, const char *path)
 {
+    return tc_job_emit_file_from(job, path, 0, NULL);
+}
+
+int tc_job_emit_file_from(tc_job_t *job, const char *path, size_t skip, size_t *records)
+{
     size_t added = 0;
-    int rc = tc_spool_import(job->owner->spool, path, job->owner->agent_id, NULL, &added);
+    int rc = tc_spool_import_from(job->owner->spool, path, skip, job->owner->agent_id, records,
+                                  &added);
     job->emitted += added;
     return rc;
+}
+
+const char *tc_job_agent_id(const tc_job_t *job)
+{
+    return job->owner->agent_id;
 }
 
 bool tc_job_cancelled(const tc_job_t *job)
@@ -289,12 +319,13 @@ static void *s_thread(void *arg)
     /* Stopped because this agent is shutting down: no verdict; the
      * aggregator gives the job out again once this agent is gone. */
     bool interrupted = rc < 0 && tc_job_cancelled(job);
+    const char *sep = job->id[0] ? " " : "";
     if (interrupted)
-        tc_log_warn("%s job %s interrupted: %s", s_kind_name(job->kind), job->id, msg);
+        tc_log_warn("%s job%s%s interrupted: %s", s_kind_name(job->kind), sep, job->id, msg);
     else if (rc < 0)
-        tc_log_error("%s job %s failed: %s", s_kind_name(job->kind), job->id, msg);
+        tc_log_error("%s job%s%s failed: %s", s_kind_name(job->kind), sep, job->id, msg);
     else
-        tc_log_info("%s job %s done: %s", s_kind_name(job->kind), job->id, msg);
+        tc_log_info("%s job%s%s done: %s", s_kind_name(job->kind), sep, job->id, msg);
     char final_id[TC_MSGID_LEN + 1] = "";
     if (job->remote && !interrupted)
         s_send_progress(self, job->id,

@@ -31,15 +31,24 @@ typedef struct tc_job tc_job_t;
  * and spool it. The caller owns the body; it is packed before returning.
  * Bodies: conv_results, train_trace, model_graph. */
 int tc_job_emit(tc_job_t *job, tc_envelope_t *env);
+/* Spool an envelope that is stamped already (a record of a result file),
+ * keeping its message id; a missing agent id is filled in. A message id
+ * that is spooled already is left alone. */
+int tc_job_emit_record(tc_job_t *job, const tc_envelope_t *env);
 /* Spool every record of a result file (what `agent bench --out` and `agent
  * trace --out` write), keeping its message id; a missing agent id is filled
  * in. For measuring code that writes result files. */
 int tc_job_emit_file(tc_job_t *job, const char *path);
+/* The same for the records after the first `skip`; *records (may be NULL)
+ * gets the number of records in the file. */
+int tc_job_emit_file_from(tc_job_t *job, const char *path, size_t skip, size_t *records);
 /* Report that `done` of `total` items are finished; `what` (may be NULL)
  * names the current one. Cheap to call often. */
 void tc_job_progress(tc_job_t *job, uint32_t done, uint32_t total, const char *what);
 /* True once the job should stop (agent shutting down): return TC_EINTR. */
 bool tc_job_cancelled(const tc_job_t *job);
+/* The agent id the job's messages carry. */
+const char *tc_job_agent_id(const tc_job_t *job);
 /* The job id ("" for a job from the command line). */
 const char *tc_job_id(const tc_job_t *job);
 /* Messages emitted so far. */
@@ -61,10 +70,20 @@ typedef struct {
     void (*destroy)(void *ctx);
 } tc_job_handlers_t;
 
-/* Settings the built-in handlers take from the command line. */
+/* Settings the built-in handlers take from the command line (`agent run`
+ * and `agent serve` list them with TC_JOB_SETTINGS_OPTS, agent/session.h). */
 typedef struct {
-    const char *device; /* "cpu", "cuda:0", ...; NULL: every device */
-    const char *runner; /* trace runner command; NULL: the PyTorch harness */
+    const char *device;     /* "cpu", "cuda:0", ...; NULL: every device */
+    unsigned long threads;  /* threads of the cpu device; 0: every logical CPU */
+    const char *policy;     /* conv algorithm policy of benchmarks (and of traces:
+                               exhaustive = cudnn.benchmark on); NULL: heuristic */
+    double budget_ms;       /* measurement budget per conv item; 0: default */
+    unsigned long max_reps; /* repetitions per conv item at most; 0: default */
+    const char *runner;     /* trace runner command; NULL: the PyTorch harness */
+    /* Where the handlers keep their result files (STATE/results): what was
+     * measured is resumed from them. NULL: results only go to the spool
+     * and nothing is resumed. */
+    const char *results_dir;
 } tc_job_settings_t;
 
 /* Fill `out` with what this build can do (agent/jobs_builtin.c). Entries

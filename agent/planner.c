@@ -3,6 +3,7 @@
 #include "tc_error.h"
 #include "tc_resultfile.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -91,6 +92,39 @@ static void s_merge(tc_planner_t *self)
     }
     self->n = w;
     self->sorted = true;
+}
+
+int tc_planner_add_models(tc_planner_t *self, char *const *specs, size_t n,
+                          uint32_t input_size)
+{
+    tc_model_opts_t mo = {.input_size = input_size};
+    int rc = 0;
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        char full[1024];
+        const char *spec = specs[i];
+        if (!strchr(spec, ':') && !strchr(spec, '/') && !strstr(spec, ".onnx"))
+            snprintf(full, sizeof full, "torchvision:%s", spec);
+        else
+            snprintf(full, sizeof full, "%s", spec);
+        tc_model_t *m = NULL;
+        rc = tc_model_load_spec(full, &mo, &m);
+        if (rc < 0)
+            return tc_err_context(rc, "--models %s", spec);
+        size_t nc = tc_model_conv_count(m);
+        tc_conv_usage_t *convs = malloc((nc ? nc : 1) * sizeof *convs);
+        if (!convs) {
+            rc = tc_fail(TC_ENOMEM, "out of memory planning %s", spec);
+        } else {
+            for (size_t j = 0; j < nc; j++)
+                convs[j] = *tc_model_conv(m, j);
+            rc = tc_planner_add(self, convs, nc);
+            if (rc < 0)
+                rc = tc_err_context(rc, "%s", tc_model_id(m));
+        }
+        free(convs);
+        tc_model_destroy(&m);
+    }
+    return rc;
 }
 
 int tc_planner_build(const tc_planner_t *cself, const unsigned long *batches, size_t n_batches,

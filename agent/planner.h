@@ -37,6 +37,12 @@ void tc_planner_destroy(tc_planner_t **self_p);
  * replaced by the plan's). TC_EINVAL names a bad config. */
 int tc_planner_add(tc_planner_t *self, const tc_conv_usage_t *convs, size_t n);
 
+/* Import each model (FILE.onnx, torchvision:NAME, or a bare NAME, which is
+ * a torchvision model as for traces) at `input_size` (0: the model's own)
+ * and add its convs. Errors name the model (as --models NAME). */
+int tc_planner_add_models(tc_planner_t *self, char *const *specs, size_t n,
+                          uint32_t input_size);
+
 /* The work list for these batches and directions, ordered by batch, then
  * config, then direction. *items is malloc'ed (caller frees). */
 int tc_planner_build(const tc_planner_t *self, const unsigned long *batches, size_t n_batches,

@@ -27,8 +27,8 @@ typedef struct {
     {"aggregator", TC_OPT_STR, &(f).aggregator, "ENDPOINT",                                        \
      "the aggregator to send to, e.g. tcp://HOST:5555", true},                                     \
         {"state", TC_OPT_STR, &(f).state, "DIR",                                                   \
-         "state directory: agent id, keys, spool (default $TRAINCAST_AGENT_DIR or "                \
-         "~/.traincast/agent)"},                                                                   \
+         "state directory: agent id, keys, spool, results (default $TRAINCAST_AGENT_DIR "       \
+         "or ~/.traincast/agent)"},                                                                   \
         {"server-key", TC_OPT_STR, &(f).server_key, "FILE",                                        \
          "the aggregator's public key (default STATE/aggregator.pub)"},                            \
         {"insecure", TC_OPT_FLAG, &(f).insecure, NULL,                                             \
@@ -40,10 +40,21 @@ typedef struct {
         {"ack-timeout", TC_OPT_DOUBLE, &(f).ack_timeout_s, "SECONDS",                              \
          "first resend of an unacknowledged message after this, doubling up to 60 (default 10)"}
 
-/* The settings of the built-in job handlers as tc_opt_t entries. */
+/* The settings of the built-in job handlers (tc_job_settings_t) as
+ * tc_opt_t entries: one list for `agent run` and `agent serve`. */
 #define TC_JOB_SETTINGS_OPTS(js)                                                                   \
     {"device", TC_OPT_STR, &(js).device, "DEVICE",                                                 \
      "measure only this device (cpu, cuda:0, ...); default every device"},                         \
+        {"threads", TC_OPT_UINT, &(js).threads, "N",                                               \
+         "threads of the cpu device, for benchmarks and traces alike: with 1 and with all "        \
+         "threads a CPU is two devices (default: all logical CPUs)"},                              \
+        {"policy", TC_OPT_STR, &(js).policy, "P",                                                  \
+         "conv algorithm policy: heuristic (default) or exhaustive; traces train with "            \
+         "cudnn.benchmark on for exhaustive"},                                                     \
+        {"budget-ms", TC_OPT_DOUBLE, &(js).budget_ms, "MS",                                        \
+         "measurement time budget per conv benchmark item (default 1000)"},                        \
+        {"max-reps", TC_OPT_UINT, &(js).max_reps, "N",                                             \
+         "at most this many repetitions per conv benchmark item (default 200)"},                   \
         {"runner", TC_OPT_STR, &(js).runner, "CMD",                                                \
          "trace runner command (default: the PyTorch harness)"}
 

@@ -312,7 +312,7 @@ typedef struct {
     uint8_t *data[S_CHUNK_RECORDS];
     const uint8_t *datap[S_CHUNK_RECORDS];
     size_t lens[S_CHUNK_RECORDS];
-    size_t n, bytes, records, added;
+    size_t n, bytes, records, added, skip;
 } s_import_t;
 
 static int s_import_flush(s_import_t *im)
@@ -331,7 +331,8 @@ static int s_import_flush(s_import_t *im)
 static int s_import_record(const tc_envelope_t *env, void *arg)
 {
     s_import_t *im = arg;
-    im->records++;
+    if (++im->records <= im->skip)
+        return 0;
     if (!tc_msgid_valid(env->message_id))
         return tc_fail(TC_EINVAL, "record %zu has no valid message id", im->records);
     tc_envelope_t copy = *env;
@@ -353,11 +354,18 @@ static int s_import_record(const tc_envelope_t *env, void *arg)
 int tc_spool_import(tc_spool_t *self, const char *path, const char *agent_id, size_t *records,
                     size_t *added)
 {
+    return tc_spool_import_from(self, path, 0, agent_id, records, added);
+}
+
+int tc_spool_import_from(tc_spool_t *self, const char *path, size_t skip, const char *agent_id,
+                         size_t *records, size_t *added)
+{
     s_import_t *im = calloc(1, sizeof *im);
     if (!im)
         return tc_fail(TC_ENOMEM, "out of memory");
     im->spool = self;
     im->agent_id = agent_id;
+    im->skip = skip;
     int rc = tc_resultfile_read(path, false, s_import_record, im, NULL);
     int frc = s_import_flush(im);
     if (rc == 0)

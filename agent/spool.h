@@ -46,6 +46,10 @@ int tc_spool_put_many(tc_spool_t *self, size_t n, const char *const *ids,
  * read and what was new. */
 int tc_spool_import(tc_spool_t *self, const char *path, const char *agent_id, size_t *records,
                     size_t *added);
+/* The same for the records after the first `skip` ones (those are read and
+ * counted in *records, not spooled). */
+int tc_spool_import_from(tc_spool_t *self, const char *path, size_t skip, const char *agent_id,
+                         size_t *records, size_t *added);
 /* Pack `env` and put it under its message id (fsyncing the directory). */
 int tc_spool_put_envelope(tc_spool_t *self, const tc_envelope_t *env);
 /* fsync the spool directory. */

@@ -1,9 +1,11 @@
 #include "trace_handler.h"
 
+#include "job_results.h"
 #include "tc_error.h"
 #include "tc_log.h"
-#include "trace_device.h"
+#include "tc_resultfile.h"
 #include "trace_plan.h"
+#include "trace_record.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,25 +17,26 @@
 #define DEFAULT_TIMEOUT_S 1800
 
 struct tc_trace_handler {
-    char device[32];
     char *runner;
+    bool cudnn_benchmark;
+    char *results_dir;
 };
 
 int tc_trace_handler_new(const tc_job_settings_t *settings, tc_trace_handler_t **out)
 {
     *out = NULL;
-    const char *device = settings && settings->device ? settings->device : "cpu";
-    Traincast__V1__DeviceKind kind;
-    uint32_t index;
-    int rc = tc_trace_device_parse(device, &kind, &index);
-    if (rc < 0)
-        return rc;
+    Traincast__V1__Policy policy = TRAINCAST__V1__POLICY__POLICY_HEURISTIC;
+    if (settings && settings->policy && tc_policy_parse(settings->policy, &policy) < 0)
+        return tc_fail(TC_EUSAGE, "--policy: expected heuristic or exhaustive, got '%s'",
+                       settings->policy);
     tc_trace_handler_t *self = calloc(1, sizeof *self);
     if (!self)
         return tc_fail(TC_ENOMEM, "out of memory");
-    snprintf(self->device, sizeof self->device, "%s", device);
-    if (settings && settings->runner && !(self->runner = strdup(settings->runner))) {
-        free(self);
+    self->cudnn_benchmark = policy == TRAINCAST__V1__POLICY__POLICY_EXHAUSTIVE;
+    if ((settings && settings->runner && !(self->runner = strdup(settings->runner))) ||
+        (settings && settings->results_dir &&
+         !(self->results_dir = strdup(settings->results_dir)))) {
+        tc_trace_handler_destroy(&self);
         return tc_fail(TC_ENOMEM, "out of memory");
     }
     *out = self;
@@ -45,66 +48,129 @@ void tc_trace_handler_destroy(tc_trace_handler_t **self_p)
     if (!self_p || !*self_p)
         return;
     free((*self_p)->runner);
+    free((*self_p)->results_dir);
     free(*self_p);
     *self_p = NULL;
 }
 
+typedef struct {
+    tc_job_t *job;
+    tc_job_results_t *results;
+} s_sink_t;
+
 static int s_emit(tc_envelope_t *env, void *arg)
 {
-    return tc_job_emit(arg, env);
+    s_sink_t *s = arg;
+    return s->results ? tc_job_results_append(s->results, env) : tc_job_emit(s->job, env);
 }
 
 static void s_progress(uint64_t done, uint64_t total, const char *what, void *arg)
 {
-    tc_job_progress(arg, (uint32_t)done, (uint32_t)total, what);
+    tc_job_progress(((s_sink_t *)arg)->job, (uint32_t)done, (uint32_t)total, what);
 }
 
 static bool s_cancelled(void *arg)
 {
-    return tc_job_cancelled(arg);
+    return tc_job_cancelled(((s_sink_t *)arg)->job);
 }
 
-/* A request names the device by uuid; it must be the one traced here (the
- * CPU with all its threads, or the GPU of --device). */
-static int s_check_device(const tc_trace_handler_t *self, const char *uuid)
+/* Resume: what the result file holds is marked done in the plan. */
+static int s_seen(const tc_envelope_t *env, void *arg)
 {
-    if (!uuid || !*uuid)
-        return 0;
-    tc_trace_device_t dev;
-    int rc = tc_trace_device_describe(self->device, 0, &dev);
-    if (rc < 0)
-        return rc;
-    if (strcmp(dev.uuid, uuid) != 0)
-        return tc_fail(TC_ENODEV, "the trace request is for device %s, but this agent traces "
-                                  "%s (%s)", uuid, dev.name, dev.uuid);
+    if (env->body_case == TRAINCAST__V1__ENVELOPE__BODY_TRAIN_TRACE && env->train_trace)
+        tc_trace_plan_mark_done(arg, env->train_trace);
     return 0;
 }
 
-int tc_trace_handler_run(tc_trace_handler_t *self, const Traincast__V1__TraceRequest *req,
-                         tc_job_t *job)
+/* Re-sending the stored traces of items the plan had done before. */
+typedef struct {
+    tc_job_t *job;
+    tc_trace_plan_t *plan;
+    bool *held; /* per item: done before this job */
+    size_t sent;
+} s_resend_t;
+
+static int s_resend(const tc_envelope_t *env, void *arg)
 {
-    int rc = s_check_device(self, req->device_uuid);
+    s_resend_t *r = arg;
+    const Traincast__V1__TrainTrace *t = env->train_trace;
+    if (env->body_case != TRAINCAST__V1__ENVELOPE__BODY_TRAIN_TRACE || !t ||
+        (t->status != TRAINCAST__V1__TRACE_STATUS__TRACE_STATUS_OK &&
+         t->status != TRAINCAST__V1__TRACE_STATUS__TRACE_STATUS_OOM))
+        return 0;
+    char key[TC_TRACE_KEY_LEN];
+    tc_trace_key(t, key, sizeof key);
+    for (size_t i = 0; i < tc_trace_plan_count(r->plan); i++) {
+        if (r->held[i] && !strcmp(tc_trace_plan_item(r->plan, i)->key, key)) {
+            r->sent++;
+            return tc_job_emit_record(r->job, env);
+        }
+    }
+    return 0;
+}
+
+/* Open the device's result file, mark what it holds, and for a request
+ * from the aggregator send those traces again. */
+static int s_resume(tc_trace_handler_t *self, const tc_agent_device_t *dev,
+                    tc_trace_plan_t *plan, tc_job_t *job, tc_job_results_t **results)
+{
+    char name[256];
+    tc_job_results_name(name, sizeof name, "trace-%s",
+                        dev->device ? dev->device->uuid : dev->spec);
+    int rc = tc_job_results_open(job, self->results_dir, name, results);
     if (rc < 0)
         return rc;
+    const char *path = tc_job_results_path(*results);
+    if ((rc = tc_resultfile_read(path, true, s_seen, plan, NULL)) < 0)
+        return rc;
+    size_t n = tc_trace_plan_count(plan), held = 0;
+    bool *was = calloc(n + 1, sizeof *was);
+    if (!was)
+        return tc_fail(TC_ENOMEM, "out of memory");
+    for (size_t i = 0; i < n; i++)
+        held += was[i] = tc_trace_plan_item(plan, i)->done;
+    if (held)
+        tc_log_info("%s: %zu of %zu traces were measured before and are skipped", path, held, n);
+    if (held && *tc_job_id(job)) {
+        s_resend_t r = {.job = job, .plan = plan, .held = was};
+        rc = tc_resultfile_read(path, true, s_resend, &r, NULL);
+        if (rc == 0)
+            tc_log_info("%s: %zu trace%s sent again for job %s", path, r.sent,
+                        r.sent == 1 ? "" : "s", tc_job_id(job));
+    }
+    free(was);
+    return rc;
+}
+
+int tc_trace_handler_run(tc_trace_handler_t *self, const tc_agent_device_t *dev,
+                         const Traincast__V1__TraceRequest *req, tc_job_t *job)
+{
     const tc_trace_settings_t settings = {
-        .device = self->device,
+        .device = dev->spec,
+        .threads = dev->threads,
         .input_size = req->input_size,
+        .cudnn_benchmark = self->cudnn_benchmark,
         .warmup = req->warmup ? req->warmup : DEFAULT_WARMUP,
         .iters = req->iters ? req->iters : DEFAULT_ITERS,
         .repeats = req->repeats ? req->repeats : DEFAULT_REPEATS,
         .timeout_s = DEFAULT_TIMEOUT_S,
         .profile = true,
         .runner = self->runner,
+        .agent_id = tc_job_agent_id(job),
     };
     tc_trace_plan_t *plan = NULL;
-    rc = tc_trace_plan_new(&settings, req->models, req->n_models, req->batches, req->n_batches,
-                           &plan);
-    if (rc < 0)
-        return rc;
-    const tc_trace_sink_t sink = {.emit = s_emit, .progress = s_progress,
-                                  .cancelled = s_cancelled, .arg = job};
+    s_sink_t ss = {.job = job};
+    int rc = tc_trace_plan_new(&settings, req->models, req->n_models, req->batches,
+                               req->n_batches, &plan);
+    if (rc == 0 && self->results_dir)
+        rc = s_resume(self, dev, plan, job, &ss.results);
     size_t measured = 0, failed = 0;
-    rc = tc_trace_plan_run(plan, &sink, &measured, &failed);
+    if (rc == 0) {
+        const tc_trace_sink_t sink = {.emit = s_emit, .progress = s_progress,
+                                      .cancelled = s_cancelled, .arg = &ss};
+        rc = tc_trace_plan_run(plan, &sink, &measured, &failed);
+    }
+    tc_job_results_close(&ss.results);
     tc_trace_plan_destroy(&plan);
     if (rc == 0 && failed)
         tc_log_warn("trace job: %zu of %zu traces failed (sent with the reason)", failed,

@@ -1,5 +1,6 @@
 #include "trace_plan.h"
 
+#include "agent_id.h"
 #include "hostinfo.h"
 #include "tc_error.h"
 #include "tc_log.h"
@@ -134,7 +135,7 @@ int tc_trace_plan_new(const tc_trace_settings_t *s, char *const *models, size_t 
     if (s->agent_id && *s->agent_id)
         snprintf(p->agent_id, sizeof p->agent_id, "%s", s->agent_id);
     else
-        tc_host_name(p->agent_id, sizeof p->agent_id);
+        tc_agent_id(NULL, NULL, p->agent_id, sizeof p->agent_id); /* the machine's on error */
     if (s->runner && !(p->runner = strdup(s->runner)))
         TC_FAIL_GOTO(TC_ENOMEM, "out of memory");
     s_runner_argv(p);

@@ -27,7 +27,7 @@ typedef struct {
     bool profile;          /* time per op class from the first repeat */
     bool no_graph;         /* do not attach model graphs */
     const char *runner;    /* command (run by /bin/sh); NULL: the PyTorch harness */
-    const char *agent_id;  /* stamped on the envelopes */
+    const char *agent_id;  /* stamped on the envelopes; NULL: tc_agent_id's default */
 } tc_trace_settings_t;
 
 /* How a trace ended, for summaries. */

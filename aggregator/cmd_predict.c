@@ -237,7 +237,8 @@ int tc_cmd_predict(int argc, char **argv)
                              .n_batches = n_batches,
                              .dataset_size = dataset,
                              .framework = framework,
-                             .dtype = dtype};
+                             .dtype = dtype,
+                             .input_size = (uint32_t)input_size};
     size_t ready = 0;
     for (size_t i = 0; i < n_devs; i++) {
         tc_pred_device_t *d = &devs[i];

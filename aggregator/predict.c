@@ -92,6 +92,11 @@ int tc_predict_device(tc_store_t *s, const tc_pred_request_t *req, tc_pred_devic
             break;
         p->conv_ms = conv;
         p->conv_sd_ms = sqrt(conv_var);
+        /* Nothing takes negative time: a fit extrapolated below zero is
+         * shown at zero and flagged, never passed off as a prediction. */
+        p->clamped = nonconv < 0;
+        if (p->clamped)
+            nonconv = 0;
         p->nonconv_ms = nonconv;
         p->total_ms = conv + nonconv;
         p->sd_ms = sqrt(var + conv_var);

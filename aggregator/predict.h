@@ -24,6 +24,8 @@ typedef struct {
     double cost;         /* per epoch; NaN without a price */
     double peak_bytes;   /* predicted peak memory; NaN unknown */
     int fits;            /* 1 fits, 0 does not, -1 unknown */
+    bool clamped;        /* the fit predicted a negative non-conv time (an
+                            extrapolation it cannot make); shown as 0 */
 } tc_pred_point_t;
 
 typedef enum {
@@ -53,6 +55,7 @@ typedef struct {
     double dataset_size;
     const char *framework; /* NULL: any */
     const char *dtype;     /* NULL: any */
+    uint32_t input_size;   /* the --input-size the model was imported at; 0: its own */
 } tc_pred_request_t;
 
 /* Build the conv lookups a model needs on one device at every batch (into

@@ -59,10 +59,14 @@ void tc_predict_bench_command(const tc_pred_device_t *d, const tc_pred_request_t
     else
         snprintf(device, sizeof device, "--device cpu --threads %u", d->device.threads);
     const char *policy = *d->fit.conv_policy ? d->fit.conv_policy : "heuristic";
+    /* An input size other than the model's own changes its convs. */
+    char input[64] = "";
+    if (req->input_size)
+        snprintf(input, sizeof input, " --input-size %u", req->input_size);
     snprintf(buf, size,
-             "agent bench --models %s --batches %s %s --policy %s --out missing.tcr && "
+             "agent bench --models %s%s --batches %s %s --policy %s --out missing.tcr && "
              "agent push --aggregator tcp://AGGREGATOR:5555 missing.tcr",
-             model_spec, batches, device, policy);
+             model_spec, input, batches, device, policy);
 }
 
 /* Queue BenchRequests (one per direction) for what `d` lacks, on any

@@ -87,6 +87,7 @@ static void s_print_table(FILE *out, const tc_model_t *model, const tc_pred_requ
                  "epoch of %.0f images\n\n",
             tc_model_name(model), tc_model_id(model), tc_model_params(model) / 1e6,
             tc_model_flops(model) / 1e9, h, w, req->dataset_size);
+    bool clamped = false;
     fprintf(out, "%-30s %6s %10s %21s %9s %9s %9s %9s %10s %9s %4s\n", "device", "batch",
             "iter ms", "95% interval", "conv ms", "other ms", "img/s", "epoch", "cost/epoch",
             "memory", "fits");
@@ -106,14 +107,20 @@ static void s_print_table(FILE *out, const tc_model_t *model, const tc_pred_requ
             else
                 snprintf(cost, sizeof cost, "-");
             s_bytes(p->peak_bytes, mem, sizeof mem);
-            fprintf(out, "%-30.30s %6u %10.2f %21s %9.2f %9.2f %9.1f %9s %10s %9s %4s\n",
+            fprintf(out, "%-30.30s %6u %10.2f %21s %9.2f %8.2f%s %9.1f %9s %10s %9s %4s\n",
                     j == 0 ? d->device.name : "", p->batch, p->total_ms, interval, p->conv_ms,
-                    p->nonconv_ms, p->images_per_s, epoch, cost, mem, s_fits(p->fits));
+                    p->nonconv_ms, p->clamped ? "!" : " ", p->images_per_s, epoch, cost, mem,
+                    s_fits(p->fits));
+            clamped |= p->clamped;
         }
     }
     const tc_pred_device_t *fd, *cd;
     const tc_pred_point_t *fp, *cp;
     s_best(devs, n, &fd, &fp, &cd, &cp);
+    if (clamped)
+        fprintf(out, "\n! the fit predicts a negative non-conv time here (it extrapolates "
+                     "beyond its data): shown as 0;\n  trace models like this one on that "
+                     "device and fit again\n");
     fputc('\n', out);
     if (fd) {
         char epoch[24];
@@ -191,7 +198,8 @@ static void s_print_csv(FILE *out, const tc_model_t *model, const tc_pred_device
             s_csv_num(out, p->epoch_s, "%.1f");
             s_csv_num(out, p->cost, "%.4f");
             s_csv_num(out, p->peak_bytes, "%.0f");
-            fprintf(out, ",%s,\n", s_fits(p->fits));
+            fprintf(out, ",%s,%s\n", s_fits(p->fits),
+                    p->clamped ? "non-conv time clamped at 0 (negative extrapolation)" : "");
         }
     }
 }
@@ -216,7 +224,9 @@ static void s_json_point(tc_buf_t *b, const tc_pred_point_t *p)
     tc_buf_json_num(b, p->cost);
     tc_buf_puts(b, ",\"peak_memory_bytes\":");
     tc_buf_json_num(b, p->peak_bytes);
-    tc_buf_printf(b, ",\"fits\":%s}", p->fits > 0 ? "true" : p->fits == 0 ? "false" : "null");
+    tc_buf_printf(b, ",\"fits\":%s,\"nonconv_clamped\":%s}",
+                  p->fits > 0 ? "true" : p->fits == 0 ? "false" : "null",
+                  p->clamped ? "true" : "false");
 }
 
 static int s_print_json(FILE *out, const tc_model_t *model, const tc_pred_request_t *req,

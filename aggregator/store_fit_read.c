@@ -252,20 +252,28 @@ static int s_missing_convs(tc_store_t *s, const char *const *params, const tc_fi
         "SELECT count(DISTINCT j.model_config), count(*), "
         "array_to_string(array_agg(DISTINCT coalesce(m.name, j.model_id) "
         "  ORDER BY coalesce(m.name, j.model_id)), ','), "
-        "array_to_string(array_agg(DISTINCT j.batch ORDER BY j.batch), ',') "
+        "array_to_string(array_agg(DISTINCT j.batch ORDER BY j.batch), ','), "
+        "array_to_string(array_agg(DISTINCT m.input_h ORDER BY m.input_h), ',') "
         "FROM joined j LEFT JOIN models m ON m.model_id = j.model_id "
         "WHERE j.median_ms IS NULL",
         5, params);
     if (rc < 0)
         return rc;
+    /* The models' convs depend on their input size: name it when it is one. */
+    const char *sizes = PQgetvalue(res, 0, 4);
+    char input[64] = "";
+    if (*sizes && !strchr(sizes, ','))
+        snprintf(input, sizeof input, " --input-size %s", sizes);
+    else if (*sizes)
+        snprintf(input, sizeof input, " --input-size S (once per input size: %s)", sizes);
     rc = tc_fail(TC_EINVAL,
                  "device '%s' lacks conv benchmarks for %s configs (%s config x batch x "
                  "direction results; policy %s, dtype %s) used by %s at batches %s: run "
-                 "'agent bench --models %s --batches %s' on an agent with a '%s' device, then "
-                 "fit again",
+                 "'agent bench --models %s%s --batches %s --policy %s' on an agent with a '%s' "
+                 "device, then fit again",
                  g->device, PQgetvalue(res, 0, 0), PQgetvalue(res, 0, 1), g->conv_policy,
                  g->dtype, PQgetvalue(res, 0, 2), PQgetvalue(res, 0, 3), PQgetvalue(res, 0, 2),
-                 PQgetvalue(res, 0, 3), g->device);
+                 input, PQgetvalue(res, 0, 3), g->conv_policy, g->device);
     PQclear(res);
     return rc;
 }

@@ -157,6 +157,7 @@ int tc_cli_parse(const tc_cmd_spec_t *spec, int argc, char **argv, tc_cli_result
     memset(s_given, 0, sizeof s_given);
     s_last_spec = spec;
     const char *config_path = NULL;
+    bool check_only = false;
     res->positional = calloc((size_t)(argc > 0 ? argc : 1), sizeof(char *));
     if (!res->positional)
         return tc_fail(TC_ENOMEM, "out of memory");
@@ -190,6 +191,10 @@ int tc_cli_parse(const tc_cmd_spec_t *spec, int argc, char **argv, tc_cli_result
                 config_path = argv[++i];
             else
                 return tc_fail(TC_EUSAGE, "%s: --config needs a FILE", spec->prog);
+            continue;
+        }
+        if (spec->config_file && !eq && !strcmp(name, "check-config")) {
+            check_only = true;
             continue;
         }
         int idx = s_find(spec, name, len);
@@ -229,6 +234,11 @@ int tc_cli_parse(const tc_cmd_spec_t *spec, int argc, char **argv, tc_cli_result
     if (spec->max_positional >= 0 && res->n_positional > spec->max_positional)
         return tc_fail(TC_EUSAGE, "%s: unexpected argument '%s' (see %s --help)", spec->prog,
                        res->positional[spec->max_positional], spec->prog);
+    if (check_only) {
+        printf("%s: the options%s%s are valid\n", spec->prog, config_path ? " and " : "",
+               config_path ? config_path : "");
+        res->help_shown = true;
+    }
     return 0;
 }
 
@@ -263,8 +273,11 @@ void tc_cli_print_help(const tc_cmd_spec_t *spec)
             snprintf(left, sizeof left, "--%s %s", o->name, o->metavar ? o->metavar : "VALUE");
         printf("  %-26s %s%s\n", left, o->help ? o->help : "", o->required ? " (required)" : "");
     }
-    if (spec->config_file)
+    if (spec->config_file) {
         printf("  %-26s %s\n", "--config FILE", "read 'key = value' lines with the same keys as the flags");
+        printf("  %-26s %s\n", "--check-config",
+               "check the options and the config file (keys, values, required options) and exit");
+    }
     printf("  %-26s %s\n", "--help", "show this help");
     if (spec->epilog)
         printf("\n%s\n", spec->epilog);

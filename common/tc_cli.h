@@ -45,7 +45,8 @@ typedef struct {
 typedef struct {
     char **positional; /* points into argv */
     int n_positional;
-    bool help_shown;   /* --help was given and printed; exit 0 */
+    bool help_shown;   /* --help was printed, or --check-config found the options
+                          valid: the command returns 0 without running */
     char *config_text; /* owned: the config file's text, if one was read */
 } tc_cli_result_t;
 

@@ -7,8 +7,10 @@
 #      benchmark the convs and trace the training of a few CNNs at a small input size
 #   -> aggregator fit -> aggregator validate
 #   -> aggregator predict --gpu all for a CNN held out of fitting, with a plot.
-# The held-out CNN's convs are measured on demand: predict queues the missing
-# benchmarks and the agents, now serving jobs, measure them.
+# The held-out CNN is never traced; only its convolutions are benchmarked,
+# one device at a time (two agents timing at once on a small machine would
+# slow each other down). Agents then serve jobs: were any conv still missing,
+# predict would queue it and they would measure it on demand.
 #
 # Everything lives in .traincast/demo; a second run reuses what is stored and
 # measures nothing again. --fresh starts over.
@@ -107,6 +109,16 @@ for a in "${agents[@]}"; do
     "$agent" run --aggregator "$endpoint" --state "$demo/agent-$name" $(device_args "$a") \
         --models "$models" --batches "$batches" --input-size "$input_size" \
         --warmup 2 --iters 5 --repeats 2 --budget-ms 150 --max-reps 30
+done
+
+# The held-out CNN: conv benchmarks only, never a trace.
+for a in "${agents[@]}"; do
+    name=${a%%:*}
+    step "agent $name: benchmark the convs of $held_out (held out: never traced)"
+    # shellcheck disable=SC2046
+    "$agent" run --aggregator "$endpoint" --state "$demo/agent-$name" $(device_args "$a") \
+        --models "$held_out" --batches "$batches" --input-size "$input_size" --no-trace \
+        --budget-ms 150 --max-reps 30
 done
 
 step "agents serve jobs"

@@ -10,7 +10,7 @@ repo=$(cd "$(dirname "$0")/.." && pwd)
 build_dir=$repo/build
 cuda=AUTO
 do_build=1
-werror=OFF
+werror=""
 extra=()
 
 while [ $# -gt 0 ]; do
@@ -18,7 +18,7 @@ while [ $# -gt 0 ]; do
     --no-build) do_build=0 ;;
     --build-dir) build_dir=$2; shift ;;
     --cuda) cuda=$2; shift ;;
-    --werror) werror=ON ;;
+    --werror) werror="-DTRAINCAST_WERROR=ON" ;;
     --) shift; extra=("$@"); break ;;
     -h|--help) sed -n '2,7p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "setup.sh: unknown option '$1' (see --help)" >&2; exit 2 ;;
@@ -65,7 +65,7 @@ fi
 [ "$do_build" -eq 1 ] || exit 0
 
 echo "setup: configuring and building in $build_dir"
-cmake -S "$repo" -B "$build_dir" -DTRAINCAST_CUDA="$cuda" -DTRAINCAST_WERROR="$werror" "${extra[@]}" >"$build_dir.configure.log" 2>&1 \
+cmake -S "$repo" -B "$build_dir" -DTRAINCAST_CUDA="$cuda" $werror "${extra[@]}" >"$build_dir.configure.log" 2>&1 \
     || { cat "$build_dir.configure.log" >&2; exit 1; }
 grep -E 'traincast:' "$build_dir.configure.log" || true
 cmake --build "$build_dir" -j"$(nproc)"

@@ -623,7 +623,8 @@ Test(fit_store, bad_input_names_the_problem_and_exits_2, .timeout = 300)
         {"fit --device nosuch", "unknown device 'nosuch'"},
         {"validate --device nosuch", "synth-a"}, /* nosuch is unknown; the message lists names */
         {"fit --device synth-b", "device 'synth-b' lacks conv benchmarks for 3 configs (9 "},
-        {"validate --device synth-b", "agent bench --models cnn1,cnn2,cnn3 --batches 8"},
+        {"validate --device synth-b",
+         "agent bench --models cnn1,cnn2,cnn3 --input-size 32 --batches 8 --policy heuristic"},
         {"fit --device synth-c", "device 'synth-c' has no traces"},
         {"fit --device synth-d", "no successful traces (1 failed, 1 ran out of memory"},
         {"fit --device synth-e", "test:ghost@32 have no stored model graph"},

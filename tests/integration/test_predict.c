@@ -314,6 +314,25 @@ Test(predict, untraced_cnn_follows_the_law, .timeout = 600)
                  "--format json",
                  0, out, sizeof out);
     cr_assert(strstr(out, "\"name\":\"Fast Device\"") && !strstr(out, "Slow Device"), "%s", out);
+    cr_assert(strstr(out, "\"nonconv_clamped\":false"), "%s", out);
+
+    /* A fit whose coefficients extrapolate below zero: the non-conv time is
+     * shown as 0 and flagged, never printed as a negative time. */
+    tc_store_t *s = NULL;
+    cr_assert_eq(tc_store_open(s_dsn, &s), 0, "%s", tc_errmsg());
+    cr_assert_eq(tc_store_exec(s,
+                               "UPDATE fits SET coefficients = array_fill(-1e6::float8, "
+                               "ARRAY[cardinality(coefficients)]) WHERE device = 'Fast Device'",
+                               NULL, 0),
+                 0, "%s", tc_errmsg());
+    tc_store_destroy(&s);
+    s_aggregator("predict --gpu 'Fast Device' --model tests/data/resnet18.onnx --batch 8 "
+                 "--format csv",
+                 0, out, sizeof out);
+    cr_assert(s_row(out, "Fast Device", 8, v, status, sizeof status), "%s", out);
+    cr_assert_float_eq(v[4], 0.0, 1e-12, "clamped non-conv time %g", v[4]);
+    cr_assert_float_eq(v[0], v[3], 1e-6, "total = conv sum when clamped");
+    cr_assert(strstr(out, "clamped at 0"), "%s", out);
 }
 
 Test(predict, bad_input_exits_2, .timeout = 300)

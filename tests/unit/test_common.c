@@ -85,28 +85,65 @@ Test(cli, errors_name_the_flag, .timeout = 10)
     cr_assert_eq(tc_exit_status(TC_EUSAGE), 2);
 }
 
+/* Replace the contents of the config file at `path`. */
+static void s_write_config(const char *path, const char *text)
+{
+    int fd = open(path, O_WRONLY | O_TRUNC);
+    cr_assert_geq(fd, 0);
+    cr_assert_eq(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+    close(fd);
+}
+
 Test(cli, config_file_keys_and_precedence, .timeout = 10)
 {
     char path[] = "/tmp/tc_cfg_XXXXXX";
-    int fd = mkstemp(path);
-    const char *text = "# comment\nbatch = 16\ndb = \"host=a dbname=b\"  # trailing\nprice=2.5\n";
-    cr_assert_eq(write(fd, text, strlen(text)), (ssize_t)strlen(text));
-    close(fd);
+    close(mkstemp(path));
+    s_write_config(path, "# comment\nbatch = 16\ndb = \"host=a dbname=b\"  # trailing\nprice=2.5\n");
     char *argv[] = {"cmd", "--config", path, "--price", "9"};
     cr_assert_eq(s_parse(5, argv), 0, "%s", tc_errmsg());
     cr_assert_eq(o_batch, 16);
     cr_assert_str_eq(o_db, "host=a dbname=b");
     cr_assert_float_eq(o_price, 9.0, 1e-12, "the command line wins");
 
-    fd = open(path, O_WRONLY | O_TRUNC);
-    const char *bad = "batch = 16\ncolour = blue\n";
-    cr_assert_eq(write(fd, bad, strlen(bad)), (ssize_t)strlen(bad));
-    close(fd);
+    s_write_config(path, "batch = 16\ncolour = blue\n");
     char *argv2[] = {"cmd", "--config", path};
     cr_assert_eq(s_parse(3, argv2), TC_EINVAL);
     cr_assert(strstr(tc_errmsg(), "unknown key 'colour'") && strstr(tc_errmsg(), ":2:"), "%s",
               tc_errmsg());
     unlink(path);
+}
+
+/* --check-config reads everything a run would and stops: a valid file passes
+ * (help_shown tells the command not to run), an unknown key, a bad value or a
+ * missing required option fails as in a real run. */
+Test(cli, check_config_validates_without_running, .timeout = 10)
+{
+    char path[] = "/tmp/tc_cfg_XXXXXX";
+    close(mkstemp(path));
+    s_write_config(path, "batch = 16\nprice = 2.5\nverbose = yes\n");
+    char *argv[] = {"cmd", "--config", path, "--check-config"};
+    cr_assert_eq(s_parse(4, argv), 0, "%s", tc_errmsg());
+    cr_assert(s_res.help_shown, "a valid check must stop the command");
+    cr_assert_eq(o_batch, 16);
+
+    const char *bads[] = {"batch = 16\nwindow = 3\n", "batch = sixteen\n", "price = 2\n"};
+    const char *why[] = {"unknown key 'window'", "expects a non-negative integer",
+                         "--batch is required"};
+    for (int i = 0; i < 3; i++) {
+        s_write_config(path, bads[i]);
+        int rc = s_parse(4, argv);
+        cr_assert_lt(rc, 0, "'%s' must fail the check", bads[i]);
+        cr_assert_not(s_res.help_shown);
+        cr_assert(strstr(tc_errmsg(), why[i]), "%s", tc_errmsg());
+    }
+    unlink(path);
+
+    /* Only commands that take --config know the flag. */
+    tc_cmd_spec_t plain = s_spec;
+    plain.config_file = false;
+    char *argv2[] = {"cmd", "--batch", "8", "--check-config"};
+    tc_cli_result_free(&s_res);
+    cr_assert_eq(tc_cli_parse(&plain, 4, argv2, &s_res), TC_EUSAGE);
 }
 
 Test(cli, uint_lists, .timeout = 10)

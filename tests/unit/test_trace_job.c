@@ -152,3 +152,103 @@ Test(trace_job, a_bad_model_fails_the_job_before_training, .timeout = 120)
     cr_assert_lt(status, 0);
     cr_assert(strstr(msg, "no_such_net"), "%s", msg);
 }
+
+/* The TrainTrace messages in the spool: their ids (sorted) into ids[], all
+ * removed afterwards when `ack`. Each is on `uuid` with `threads`. */
+static size_t s_spooled_traces(tc_spool_t *sp, const char *uuid, uint32_t threads,
+                               char (*ids)[TC_MSGID_LEN + 1], size_t max, bool ack)
+{
+    size_t total = tc_spool_count(sp), n = 0;
+    char (*all)[TC_MSGID_LEN + 1] = calloc(total + 1, sizeof *all);
+    cr_assert_eq(tc_spool_oldest(sp, all, total), total);
+    for (size_t i = 0; i < total; i++) {
+        uint8_t *data = NULL;
+        size_t len = 0;
+        tc_envelope_t *env = NULL;
+        cr_assert_eq(tc_spool_read(sp, all[i], &data, &len), 0);
+        cr_assert_eq(tc_envelope_unpack(data, len, 0, &env), 0);
+        if (env->body_case == TRAINCAST__V1__ENVELOPE__BODY_TRAIN_TRACE) {
+            const Traincast__V1__TrainTrace *t = env->train_trace;
+            cr_assert_str_eq(t->device->uuid, uuid, "traces and benchmarks share the device");
+            cr_assert_eq(t->device->threads, threads);
+            cr_assert_eq(t->threads, threads);
+            if (n < max)
+                memcpy(ids[n], all[i], sizeof ids[n]);
+            n++;
+        }
+        tc_envelope_free(&env);
+        free(data);
+        if (ack)
+            tc_spool_remove(sp, all[i]);
+    }
+    free(all);
+    return n;
+}
+
+Test(trace_job, traces_use_the_cpu_thread_count_and_resume_from_the_results, .timeout = 300)
+{
+    char runner[700], script[512], spool_dir[300], results[300];
+    tc_test_source_path("tests/runners/fake_runner.sh", script, sizeof script);
+    snprintf(runner, sizeof runner, "%s ok", script);
+    snprintf(spool_dir, sizeof spool_dir, "%s/spool", s_dir);
+    snprintf(results, sizeof results, "%s/results", s_dir);
+    tc_job_settings_t js = {.device = "cpu", .threads = 1, .runner = runner,
+                            .results_dir = results};
+    tc_job_handlers_t h;
+    cr_assert_eq(tc_job_handlers_builtin(&js, &h), 0, "%s", tc_errmsg());
+    Traincast__V1__Device *const *devs = NULL;
+    size_t n_devs = 0;
+    cr_assert_eq(h.devices(h.ctx, &devs, &n_devs), 0);
+    cr_assert_eq(n_devs, 1);
+    char uuid[128];
+    snprintf(uuid, sizeof uuid, "%s", devs[0]->uuid);
+    cr_assert_eq(devs[0]->threads, 1);
+    tc_spool_t *sp = NULL;
+    cr_assert_eq(tc_spool_open(spool_dir, &sp), 0);
+    tc_jobs_t *jobs = NULL;
+    cr_assert_eq(tc_jobs_new(&h, sp, "agent-t", &jobs), 0);
+
+    char *models[] = {"squeezenet1_1"};
+    uint32_t batches[] = {2, 4};
+    Traincast__V1__TraceRequest req = TRAINCAST__V1__TRACE_REQUEST__INIT;
+    req.models = models;
+    req.n_models = 1;
+    req.batches = batches;
+    req.n_batches = 2;
+    req.input_size = 32;
+    req.warmup = 1;
+    req.iters = 2;
+    req.repeats = 1;
+    int status = 1;
+    char msg[1024];
+    cr_assert_eq(tc_jobs_submit_local(jobs, TC_JOB_TRACE, &req), 0);
+    cr_assert(s_wait(jobs, &status, msg, sizeof msg));
+    cr_assert_eq(status, 0, "%s", msg);
+    char first[2][TC_MSGID_LEN + 1];
+    cr_assert_eq(s_spooled_traces(sp, uuid, 1, first, 2, true), 2);
+
+    /* Again from the command line: both traces are in the results. */
+    cr_assert_eq(tc_jobs_submit_local(jobs, TC_JOB_TRACE, &req), 0);
+    cr_assert(s_wait(jobs, &status, msg, sizeof msg));
+    cr_assert_eq(status, 0, "%s", msg);
+    cr_assert_eq(tc_spool_count(sp), 0, "nothing traced or sent again");
+
+    /* The aggregator asks for them: the stored traces go out again. */
+    req.job_id = "trace-job-1";
+    req.device_uuid = uuid;
+    tc_envelope_t e = TRAINCAST__V1__ENVELOPE__INIT;
+    e.body_case = TRAINCAST__V1__ENVELOPE__BODY_TRACE_REQUEST;
+    e.trace_request = &req;
+    char id[TC_MSGID_LEN + 1];
+    tc_envelope_stamp(&e, "aggregator", id);
+    cr_assert_eq(tc_jobs_submit(jobs, &e), 0);
+    cr_assert(s_wait(jobs, &status, msg, sizeof msg));
+    cr_assert_eq(status, 0, "%s", msg);
+    char again[2][TC_MSGID_LEN + 1];
+    cr_assert_eq(s_spooled_traces(sp, uuid, 1, again, 2, true), 2);
+    for (int i = 0; i < 2; i++)
+        cr_assert_str_eq(again[i], first[i], "sent under the same message ids");
+    tc_jobs_destroy(&jobs);
+    tc_job_handlers_release(&h);
+    tc_spool_destroy(&sp);
+}

@@ -1,0 +1,327 @@
+#include "bench_jobs.h"
+
+#include "bench_opts.h"
+#include "bench_run.h"
+#include "job_results.h"
+#include "planner.h"
+#include "tc_error.h"
+#include "tc_log.h"
+#include "tc_resultfile.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define S_SEED 1 /* the input data of `agent bench` (its --seed default) */
+
+struct tc_bench_jobs {
+    tc_bench_settings_t set;
+    char *results_dir; /* NULL: spool only */
+};
+
+/* One device's share of a job. */
+typedef struct {
+    const tc_agent_device_t *ad;
+    Traincast__V1__Policy policy;
+    tc_bench_item_t *items; /* to measure */
+    size_t n_items;
+    size_t held;            /* items the result file holds already */
+    tc_job_results_t *results;
+} s_task_t;
+
+int tc_bench_jobs_new(const tc_job_settings_t *settings, tc_bench_jobs_t **out)
+{
+    *out = NULL;
+    tc_bench_flags_t f = {.device = settings->device,
+                          .threads = settings->threads,
+                          .policy = settings->policy,
+                          .budget_ms = settings->budget_ms,
+                          .max_reps = settings->max_reps};
+    tc_bench_jobs_t *self = calloc(1, sizeof *self);
+    if (!self)
+        return tc_fail(TC_ENOMEM, "out of memory");
+    int rc = tc_bench_settings(&f, &self->set);
+    if (rc == 0 && settings->results_dir && !(self->results_dir = strdup(settings->results_dir)))
+        rc = tc_fail(TC_ENOMEM, "out of memory");
+    if (rc < 0) {
+        tc_bench_jobs_destroy(&self);
+        return rc;
+    }
+    *out = self;
+    return 0;
+}
+
+void tc_bench_jobs_destroy(tc_bench_jobs_t **self_p)
+{
+    if (!self_p || !*self_p)
+        return;
+    free((*self_p)->results_dir);
+    free(*self_p);
+    *self_p = NULL;
+}
+
+Traincast__V1__Policy tc_bench_jobs_policy(const tc_bench_jobs_t *self)
+{
+    return self->set.policy;
+}
+
+/* ---- re-sending what a request asks for and the file holds ---- */
+
+typedef struct {
+    tc_job_t *job;
+    const char *uuid;
+    Traincast__V1__Policy policy;
+    const tc_bench_item_t *asked;
+    size_t n_asked;
+    size_t sent;
+} s_resend_t;
+
+static bool s_asked(const s_resend_t *r, const Traincast__V1__ConvResult *res)
+{
+    if (!res->config || res->policy != r->policy)
+        return false;
+    tc_conv_config_t c;
+    tc_conv_config_from_proto(res->config, &c);
+    for (size_t i = 0; i < r->n_asked; i++) {
+        if (r->asked[i].direction == res->direction &&
+            tc_conv_config_cmp(&r->asked[i].config, &c) == 0)
+            return true;
+    }
+    return false;
+}
+
+static int s_resend_record(const tc_envelope_t *env, void *arg)
+{
+    s_resend_t *r = arg;
+    const Traincast__V1__ConvResults *cr = env->conv_results;
+    if (env->body_case != TRAINCAST__V1__ENVELOPE__BODY_CONV_RESULTS || !cr || !cr->device ||
+        !cr->device->uuid || strcmp(cr->device->uuid, r->uuid) != 0)
+        return 0;
+    for (size_t i = 0; i < cr->n_results; i++) {
+        if (s_asked(r, cr->results[i])) {
+            r->sent++;
+            return tc_job_emit_record(r->job, env);
+        }
+    }
+    return 0;
+}
+
+/* ---- planning and running one device's share ---- */
+
+static int s_prepare(tc_bench_jobs_t *self, s_task_t *t, const tc_bench_item_t *items,
+                     size_t n_items, bool resend, tc_job_t *job)
+{
+    const tc_agent_device_t *ad = t->ad;
+    if (!ad->device)
+        return tc_fail(TC_EUNSUPPORTED, "cannot benchmark convs on %s: %s", ad->spec, ad->why);
+    t->items = malloc((n_items ? n_items : 1) * sizeof *t->items);
+    if (!t->items)
+        return tc_fail(TC_ENOMEM, "out of memory");
+    memcpy(t->items, items, n_items * sizeof *items);
+    t->n_items = n_items;
+    if (!self->results_dir)
+        return 0;
+    char name[256];
+    tc_job_results_name(name, sizeof name, "bench-%s-%s", ad->device->uuid,
+                        tc_policy_name(t->policy));
+    int rc = tc_job_results_open(job, self->results_dir, name, &t->results);
+    if (rc < 0)
+        return rc;
+    const char *path = tc_job_results_path(t->results);
+    tc_resume_t *resume = NULL;
+    if ((rc = tc_resume_load(path, ad->device->uuid, t->policy, &resume)) < 0)
+        return rc;
+    t->held = tc_resume_filter(resume, t->items, &t->n_items);
+    tc_resume_destroy(&resume);
+    if (resend && t->held) {
+        s_resend_t r = {.job = job, .uuid = ad->device->uuid, .policy = t->policy,
+                        .asked = items, .n_asked = n_items};
+        if ((rc = tc_resultfile_read(path, true, s_resend_record, &r, NULL)) < 0)
+            return tc_err_context(rc, "sending results of %s again", path);
+        tc_log_info("%s: %zu of the requested results were measured before; sent again", path,
+                    r.sent);
+    }
+    return 0;
+}
+
+typedef struct {
+    tc_job_t *job;
+    tc_job_results_t *results;
+    size_t base, total;
+} s_sink_t;
+
+static int s_emit(tc_envelope_t *env, void *arg)
+{
+    s_sink_t *s = arg;
+    return s->results ? tc_job_results_append(s->results, env) : tc_job_emit_record(s->job, env);
+}
+
+static void s_progress(size_t done, size_t total, const char *what, void *arg)
+{
+    (void)total;
+    s_sink_t *s = arg;
+    tc_job_progress(s->job, (uint32_t)(s->base + done), (uint32_t)s->total, what);
+}
+
+static bool s_cancelled(void *arg)
+{
+    return tc_job_cancelled(((s_sink_t *)arg)->job);
+}
+
+static int s_run(tc_bench_jobs_t *self, s_task_t *t, size_t base, size_t total, tc_job_t *job)
+{
+    const tc_agent_device_t *ad = t->ad;
+    if (t->n_items == 0) {
+        tc_log_info("%s: nothing to measure (%zu item%s measured before)", ad->device->name,
+                    t->held, t->held == 1 ? "" : "s");
+        return 0;
+    }
+    tc_device_t *dev = NULL;
+    int rc = tc_device_open(ad->spec, ad->threads, &dev);
+    if (rc < 0)
+        return rc;
+    tc_log_info("%s [%s]: measuring %zu conv item%s (policy %s; %zu measured before)",
+                ad->device->name, ad->device->uuid, t->n_items, t->n_items == 1 ? "" : "s",
+                tc_policy_name(t->policy), t->held);
+    tc_bench_run_opts_t ro = {.policy = t->policy,
+                              .workspace_limit = self->set.workspace_limit,
+                              .measure = self->set.measure,
+                              .seed = S_SEED,
+                              .agent_id = tc_job_agent_id(job)};
+    s_sink_t ss = {.job = job, .results = t->results, .base = base, .total = total};
+    const tc_bench_sink_t sink = {.emit = s_emit, .progress = s_progress,
+                                  .cancelled = s_cancelled, .arg = &ss};
+    tc_bench_report_t rep;
+    rc = tc_bench_run_sink(dev, t->items, t->n_items, &ro, &sink, &rep);
+    tc_device_close(&dev);
+    if (rc < 0)
+        return rc;
+    tc_log_info("%s: %zu item%s measured in %.1f s, %.1f repetitions each", ad->device->name,
+                rep.measured, rep.measured == 1 ? "" : "s", rep.elapsed_s,
+                rep.measured ? (double)rep.repetitions / (double)rep.measured : 0.0);
+    if (rep.failed)
+        return tc_fail(TC_ELIB, "%zu of %zu conv items could not be measured on %s (warnings "
+                                "in the agent's log); the same job again retries them",
+                       rep.failed, t->n_items, ad->device->name);
+    return 0;
+}
+
+/* Prepare every task, then run them with one progress count. */
+static int s_run_tasks(tc_bench_jobs_t *self, s_task_t *tasks, size_t n,
+                       const tc_bench_item_t *items, size_t n_items, bool resend, tc_job_t *job)
+{
+    int rc = 0;
+    size_t total = 0, base = 0;
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        rc = s_prepare(self, &tasks[i], items, n_items, resend, job);
+        total += tasks[i].n_items;
+    }
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        rc = s_run(self, &tasks[i], base, total, job);
+        base += tasks[i].n_items;
+    }
+    for (size_t i = 0; i < n; i++) {
+        tc_job_results_close(&tasks[i].results);
+        free(tasks[i].items);
+    }
+    return rc;
+}
+
+static int s_item_cmp(const void *a, const void *b)
+{
+    const tc_bench_item_t *x = a, *y = b;
+    if (x->config.n != y->config.n)
+        return x->config.n < y->config.n ? -1 : 1;
+    int c = tc_conv_config_cmp(&x->config, &y->config);
+    if (c)
+        return c;
+    return (int)x->direction - (int)y->direction;
+}
+
+int tc_bench_jobs_request(tc_bench_jobs_t *self, const tc_agent_device_t *dev,
+                          const Traincast__V1__BenchRequest *req, tc_job_t *job)
+{
+    Traincast__V1__Direction dirs[3];
+    size_t n_dirs = 0;
+    if (req->n_directions == 0) {
+        tc_parse_directions("all", dirs, &n_dirs);
+    } else {
+        for (size_t i = 0; i < req->n_directions && n_dirs < 3; i++) {
+            Traincast__V1__Direction d = req->directions[i];
+            if (d < TRAINCAST__V1__DIRECTION__DIRECTION_FWD ||
+                d > TRAINCAST__V1__DIRECTION__DIRECTION_BWD_FILTER)
+                return tc_fail(TC_EINVAL, "bench_request.directions[%zu]: unknown direction %d",
+                               i, (int)d);
+            bool dup = false;
+            for (size_t k = 0; k < n_dirs; k++)
+                dup |= dirs[k] == d;
+            if (!dup)
+                dirs[n_dirs++] = d;
+        }
+    }
+    size_t n = req->n_configs * n_dirs, k = 0;
+    tc_bench_item_t *items = calloc(n ? n : 1, sizeof *items);
+    if (!items)
+        return tc_fail(TC_ENOMEM, "out of memory for %zu conv items", n);
+    for (size_t i = 0; i < req->n_configs; i++) {
+        for (size_t d = 0; d < n_dirs; d++) {
+            tc_conv_config_from_proto(req->configs[i], &items[k].config);
+            items[k].direction = dirs[d];
+            items[k].layers = 1;
+            k++;
+        }
+    }
+    /* A config asked for twice is measured once. */
+    qsort(items, n, sizeof *items, s_item_cmp);
+    size_t u = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (u == 0 || s_item_cmp(&items[u - 1], &items[i]) != 0)
+            items[u++] = items[i];
+    }
+    s_task_t task = {.ad = dev,
+                     .policy = req->policy != TRAINCAST__V1__POLICY__POLICY_UNSPECIFIED
+                                   ? req->policy
+                                   : self->set.policy};
+    int rc = s_run_tasks(self, &task, 1, items, u, true, job);
+    free(items);
+    return rc;
+}
+
+int tc_bench_jobs_models(tc_bench_jobs_t *self, const tc_agent_device_t *const *devs, size_t n,
+                         const Traincast__V1__TraceRequest *req, tc_job_t *job)
+{
+    tc_planner_t *planner = tc_planner_new();
+    unsigned long *batches = calloc(req->n_batches + 1, sizeof *batches);
+    s_task_t *tasks = calloc(n + 1, sizeof *tasks);
+    tc_bench_item_t *items = NULL;
+    size_t n_items = 0;
+    int rc = 0;
+    if (!planner || !batches || !tasks)
+        TC_FAIL_GOTO(TC_ENOMEM, "out of memory");
+    if (req->n_models == 0 || req->n_batches == 0)
+        TC_FAIL_GOTO(TC_EINVAL, "nothing to benchmark: no models or no batch sizes");
+    for (size_t i = 0; i < req->n_batches; i++)
+        batches[i] = req->batches[i];
+    TC_TRY(tc_planner_add_models(planner, req->models, req->n_models, req->input_size));
+    Traincast__V1__Direction dirs[3];
+    size_t n_dirs = 0;
+    tc_parse_directions("all", dirs, &n_dirs);
+    tc_plan_stats_t st;
+    TC_TRY(tc_planner_build(planner, batches, req->n_batches, self->set.dtype, self->set.layout,
+                            dirs, n_dirs, &items, &n_items, &st));
+    tc_log_info("conv plan: %zu model%s, %llu conv layers, %zu batch size%s: %zu unique "
+                "items (%zu configs) per device",
+                st.models, st.models == 1 ? "" : "s", (unsigned long long)st.conv_layers,
+                st.batches, st.batches == 1 ? "" : "s", st.items, st.unique_configs);
+    for (size_t i = 0; i < n; i++) {
+        tasks[i].ad = devs[i];
+        tasks[i].policy = self->set.policy;
+    }
+    rc = s_run_tasks(self, tasks, n, items, n_items, false, job);
+err:
+    free(items);
+    free(tasks);
+    free(batches);
+    tc_planner_destroy(&planner);
+    return rc;
+}

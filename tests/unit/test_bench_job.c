@@ -1,0 +1,316 @@
+/* Conv benchmark jobs through the built-in job handlers (`agent serve` and
+ * `agent run`): real oneDNN measurements on the cpu device with a tiny
+ * budget, results in the spool and in the results directory, resumed from
+ * there, sent again when the aggregator asks for them, and a results file
+ * that was not fully spooled (a crash) caught up. */
+#include "jobs.h"
+#include "spool.h"
+#include "tc_error.h"
+#include "tc_resultfile.h"
+#include "tc_test.h"
+#include "tc_validate.h"
+
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static char s_dir[256], s_results[300], s_spool_dir[300];
+
+static void s_setup(void)
+{
+    snprintf(s_dir, sizeof s_dir, "/tmp/tc_bench_job_%d", (int)getpid());
+    snprintf(s_results, sizeof s_results, "%s/results", s_dir);
+    snprintf(s_spool_dir, sizeof s_spool_dir, "%s/spool", s_dir);
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "rm -rf %s && mkdir -p %s/spool", s_dir, s_dir);
+    cr_assert_eq(system(cmd), 0);
+}
+
+static void s_teardown(void)
+{
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", s_dir);
+    (void)!system(cmd);
+}
+
+TestSuite(bench_job, .init = s_setup, .fini = s_teardown);
+
+typedef struct {
+    tc_job_handlers_t h;
+    tc_spool_t *sp;
+    tc_jobs_t *jobs;
+    const Traincast__V1__Device *dev;
+} s_agent_t;
+
+static void s_agent(s_agent_t *a)
+{
+    memset(a, 0, sizeof *a);
+    tc_job_settings_t js = {.device = "cpu", .threads = 1, .budget_ms = 5, .max_reps = 3,
+                            .results_dir = s_results};
+    cr_assert_eq(tc_job_handlers_builtin(&js, &a->h), 0, "%s", tc_errmsg());
+    cr_assert_not_null(a->h.bench);
+    cr_assert_not_null(a->h.bench_models);
+    Traincast__V1__Device *const *devs = NULL;
+    size_t n = 0;
+    cr_assert_eq(a->h.devices(a->h.ctx, &devs, &n), 0);
+    cr_assert_eq(n, 1, "--device cpu: one device");
+    a->dev = devs[0];
+    cr_assert_eq(a->dev->threads, 1);
+    cr_assert(strstr(a->dev->name, "(1 thread)"), "a CPU with one thread: %s", a->dev->name);
+    cr_assert_eq(tc_spool_open(s_spool_dir, &a->sp), 0, "%s", tc_errmsg());
+    cr_assert_eq(tc_jobs_new(&a->h, a->sp, "agent-b", &a->jobs), 0, "%s", tc_errmsg());
+}
+
+static void s_agent_free(s_agent_t *a)
+{
+    tc_jobs_destroy(&a->jobs);
+    tc_job_handlers_release(&a->h);
+    tc_spool_destroy(&a->sp);
+}
+
+static int s_wait(tc_jobs_t *jobs, char *msg, size_t size)
+{
+    int status = 1;
+    for (int i = 0; i < 3000; i++) {
+        if (tc_jobs_take_result(jobs, &status, msg, size))
+            return status;
+        usleep(20000);
+    }
+    cr_assert_fail("the job did not end");
+    return 1;
+}
+
+/* The ConvResults message ids in the spool (sorted, as the spool lists
+ * them); every one valid, from agent-b, on `uuid`. Returns the count and
+ * removes all messages (as acknowledgements would) when `ack`. */
+static size_t s_spooled_results(tc_spool_t *sp, const char *uuid, char (*ids)[TC_MSGID_LEN + 1],
+                                size_t max, size_t *progress, bool ack)
+{
+    size_t total = tc_spool_count(sp), n = 0;
+    char (*all)[TC_MSGID_LEN + 1] = calloc(total + 1, sizeof *all);
+    cr_assert_eq(tc_spool_oldest(sp, all, total), total);
+    if (progress)
+        *progress = 0;
+    for (size_t i = 0; i < total; i++) {
+        uint8_t *data = NULL;
+        size_t len = 0;
+        tc_envelope_t *env = NULL;
+        cr_assert_eq(tc_spool_read(sp, all[i], &data, &len), 0);
+        cr_assert_eq(tc_envelope_unpack(data, len, 0, &env), 0);
+        cr_assert_eq(tc_validate_envelope(env), 0, "%s", tc_errmsg());
+        cr_assert_str_eq(env->agent_id, "agent-b");
+        if (env->body_case == TRAINCAST__V1__ENVELOPE__BODY_CONV_RESULTS) {
+            cr_assert_str_eq(env->conv_results->device->uuid, uuid);
+            cr_assert_eq(env->conv_results->results[0]->policy,
+                         TRAINCAST__V1__POLICY__POLICY_HEURISTIC);
+            if (n < max)
+                memcpy(ids[n], all[i], sizeof ids[n]);
+            n++;
+        } else if (env->body_case == TRAINCAST__V1__ENVELOPE__BODY_JOB_PROGRESS && progress) {
+            (*progress)++;
+        }
+        tc_envelope_free(&env);
+        free(data);
+        if (ack)
+            tc_spool_remove(sp, all[i]);
+    }
+    free(all);
+    return n;
+}
+
+typedef struct {
+    size_t n;
+    char ids[64][TC_MSGID_LEN + 1];
+} s_file_t;
+
+static int s_file_record(const tc_envelope_t *env, void *arg)
+{
+    s_file_t *f = arg;
+    if (f->n < 64)
+        snprintf(f->ids[f->n], sizeof f->ids[f->n], "%s", env->message_id);
+    f->n++;
+    return 0;
+}
+
+static void s_read_file(const char *uuid, s_file_t *f)
+{
+    char path[600];
+    snprintf(path, sizeof path, "%s/bench-%s-heuristic.tcr", s_results, uuid);
+    memset(f, 0, sizeof *f);
+    cr_assert_eq(tc_resultfile_read(path, false, s_file_record, f, NULL), 0, "%s", tc_errmsg());
+}
+
+static int s_idcmp(const void *a, const void *b)
+{
+    return strcmp(a, b);
+}
+
+/* A BenchRequest envelope for two small configs, all directions. */
+static void s_request(const char *job_id, const char *uuid, uint8_t **buf, size_t *len,
+                      tc_envelope_t **env)
+{
+    Traincast__V1__ConvConfig cfg[2], *cp[2];
+    for (int i = 0; i < 2; i++) {
+        traincast__v1__conv_config__init(&cfg[i]);
+        cfg[i].n = 2;
+        cfg[i].c = cfg[i].k = 8u << i;
+        cfg[i].h = cfg[i].w = 8;
+        cfg[i].r = cfg[i].s = 3;
+        cfg[i].pad_h = cfg[i].pad_w = 1;
+        cfg[i].stride_h = cfg[i].stride_w = cfg[i].dilation_h = cfg[i].dilation_w = 1;
+        cfg[i].groups = 1;
+        cfg[i].dtype = TRAINCAST__V1__DTYPE__DTYPE_FP32;
+        cfg[i].layout = TRAINCAST__V1__LAYOUT__LAYOUT_NCHW;
+        cp[i] = &cfg[i];
+    }
+    Traincast__V1__BenchRequest r = TRAINCAST__V1__BENCH_REQUEST__INIT;
+    r.job_id = (char *)job_id;
+    r.device_uuid = (char *)uuid;
+    r.configs = cp;
+    r.n_configs = 2;
+    tc_envelope_t e = TRAINCAST__V1__ENVELOPE__INIT;
+    e.body_case = TRAINCAST__V1__ENVELOPE__BODY_BENCH_REQUEST;
+    e.bench_request = &r;
+    char id[TC_MSGID_LEN + 1];
+    tc_envelope_stamp(&e, "aggregator", id);
+    cr_assert_eq(tc_envelope_pack(&e, buf, len), 0);
+    cr_assert_eq(tc_envelope_unpack(*buf, *len, 0, env), 0);
+}
+
+Test(bench_job, a_request_is_measured_once_and_answered_again_from_the_results, .timeout = 180)
+{
+    s_agent_t a;
+    s_agent(&a);
+    char uuid[128];
+    snprintf(uuid, sizeof uuid, "%s", a.dev->uuid);
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    tc_envelope_t *env = NULL;
+    s_request("job-1", uuid, &buf, &len, &env);
+
+    cr_assert_eq(tc_jobs_submit(a.jobs, env), 0, "%s", tc_errmsg());
+    char msg[1024];
+    cr_assert_eq(s_wait(a.jobs, msg, sizeof msg), 0, "%s", msg);
+    /* 2 configs x 3 directions, each once, in the spool and the file. */
+    char first[8][TC_MSGID_LEN + 1];
+    size_t progress = 0;
+    cr_assert_eq(s_spooled_results(a.sp, uuid, first, 8, &progress, true), 6);
+    cr_assert_geq(progress, 2, "running and done are reported");
+    s_file_t f;
+    s_read_file(uuid, &f);
+    cr_assert_eq(f.n, 6);
+    qsort(f.ids, f.n, sizeof f.ids[0], s_idcmp);
+    for (int i = 0; i < 6; i++)
+        cr_assert_str_eq(first[i], f.ids[i], "the spool carries the file's message ids");
+
+    /* Asked again (say the store lost them): nothing is measured, the same
+     * messages are sent again. */
+    tc_envelope_free(&env);
+    free(buf);
+    s_request("job-2", uuid, &buf, &len, &env);
+    cr_assert_eq(tc_jobs_submit(a.jobs, env), 0);
+    cr_assert_eq(s_wait(a.jobs, msg, sizeof msg), 0, "%s", msg);
+    char again[8][TC_MSGID_LEN + 1];
+    cr_assert_eq(s_spooled_results(a.sp, uuid, again, 8, NULL, true), 6);
+    for (int i = 0; i < 6; i++)
+        cr_assert_str_eq(again[i], first[i]);
+    s_read_file(uuid, &f);
+    cr_assert_eq(f.n, 6, "nothing measured twice");
+
+    /* A request for a device this agent does not have fails. */
+    tc_envelope_free(&env);
+    free(buf);
+    s_request("job-3", "cpu-not-this-one", &buf, &len, &env);
+    cr_assert_eq(tc_jobs_submit(a.jobs, env), 0);
+    cr_assert_lt(s_wait(a.jobs, msg, sizeof msg), 0);
+    cr_assert(strstr(msg, "cpu-not-this-one"), "%s", msg);
+    tc_envelope_free(&env);
+    free(buf);
+    s_agent_free(&a);
+}
+
+static int s_models_job(s_agent_t *a, char *msg, size_t size)
+{
+    char model[512];
+    tc_test_source_path("tests/data/squeezenet1_1.onnx", model, sizeof model);
+    char *models[] = {model};
+    uint32_t batches[] = {1};
+    Traincast__V1__TraceRequest req = TRAINCAST__V1__TRACE_REQUEST__INIT;
+    req.models = models;
+    req.n_models = 1;
+    req.batches = batches;
+    req.n_batches = 1;
+    req.input_size = 32;
+    cr_assert_eq(tc_jobs_submit_local(a->jobs, TC_JOB_BENCH_MODELS, &req), 0, "%s",
+                 tc_errmsg());
+    return s_wait(a->jobs, msg, size);
+}
+
+static void s_write_mark(const char *uuid, const char *text)
+{
+    char path[700];
+    snprintf(path, sizeof path, "%s/bench-%s-heuristic.tcr.spooled", s_results, uuid);
+    FILE *m = fopen(path, "w");
+    cr_assert_not_null(m);
+    fputs(text, m);
+    fclose(m);
+}
+
+Test(bench_job, models_are_resumed_and_an_unspooled_tail_is_caught_up, .timeout = 180)
+{
+    s_agent_t a;
+    s_agent(&a);
+    char uuid[128], msg[1024];
+    snprintf(uuid, sizeof uuid, "%s", a.dev->uuid);
+    /* squeezenet1_1 at 32 px, batch 1: 53 items (its first conv has no
+     * backward-data pass). */
+    cr_assert_eq(s_models_job(&a, msg, sizeof msg), 0, "%s", msg);
+    size_t n = s_spooled_results(a.sp, uuid, NULL, 0, NULL, true);
+    cr_assert_eq(n, 53);
+    s_file_t f;
+    s_read_file(uuid, &f);
+    cr_assert_eq(f.n, 53);
+
+    /* The same job again measures and sends nothing. */
+    cr_assert_eq(s_models_job(&a, msg, sizeof msg), 0, "%s", msg);
+    cr_assert_eq(tc_spool_count(a.sp), 0, "nothing new: nothing sent");
+    s_read_file(uuid, &f);
+    cr_assert_eq(f.n, 53);
+
+    /* As after a crash between appending and spooling: the mark says 50. */
+    char mark[128];
+    snprintf(mark, sizeof mark, "50 %s\n", f.ids[49]);
+    s_write_mark(uuid, mark);
+    cr_assert_eq(s_models_job(&a, msg, sizeof msg), 0, "%s", msg);
+    char ids[4][TC_MSGID_LEN + 1];
+    cr_assert_eq(s_spooled_results(a.sp, uuid, ids, 4, NULL, true), 3);
+    for (int i = 0; i < 3; i++)
+        cr_assert_str_eq(ids[i], f.ids[50 + i], "the records after the mark, with their ids");
+
+    /* A mark that does not match the file: everything is spooled again. */
+    s_write_mark(uuid, "50 01ARZ3NDEKTSV4RRFFQ69G5FAV\n");
+    cr_assert_eq(s_models_job(&a, msg, sizeof msg), 0, "%s", msg);
+    cr_assert_eq(s_spooled_results(a.sp, uuid, NULL, 0, NULL, true), 53);
+    s_read_file(uuid, &f);
+    cr_assert_eq(f.n, 53, "still nothing measured twice");
+    s_agent_free(&a);
+}
+
+Test(bench_job, bad_settings_are_refused_naming_the_flag, .timeout = 60)
+{
+    tc_job_handlers_t h;
+    tc_job_settings_t js = {.device = "cpu", .policy = "fastest"};
+    cr_assert_eq(tc_job_handlers_builtin(&js, &h), TC_EUSAGE);
+    cr_assert(strstr(tc_errmsg(), "--policy"), "%s", tc_errmsg());
+    js = (tc_job_settings_t){.device = "cpu", .budget_ms = -1};
+    cr_assert_eq(tc_job_handlers_builtin(&js, &h), TC_EUSAGE);
+    cr_assert(strstr(tc_errmsg(), "--budget-ms"), "%s", tc_errmsg());
+    js = (tc_job_settings_t){.device = "cpu", .threads = 100000};
+    cr_assert_eq(tc_job_handlers_builtin(&js, &h), TC_EUSAGE);
+    cr_assert(strstr(tc_errmsg(), "--threads"), "%s", tc_errmsg());
+    js = (tc_job_settings_t){.device = "tpu:0"};
+    cr_assert_eq(tc_job_handlers_builtin(&js, &h), TC_EUSAGE);
+    cr_assert(strstr(tc_errmsg(), "tpu:0"), "%s", tc_errmsg());
+}
