@@ -35,7 +35,8 @@
 #   --plot FILE          chart, .svg or .png [DIR/accuracy.svg]
 #   --plot-link PATH     how the report links the chart [its path relative to --out]
 #   --quick              a smoke run: 4 small CNNs, batches 2,8, 2 repeats of 3 iterations
-#   --retry-failed --fresh
+#   --retry-failed       measure again the CNNs that failed in an earlier run
+#   --fresh              start over: delete DIR (its database included) first
 set -euo pipefail
 
 repo=$(cd "$(dirname "$0")/.." && pwd)
@@ -83,7 +84,7 @@ while [ $# -gt 0 ]; do
         batches=2,8; warmup=2; iters=3; repeat=2; bench_budget=50; max_reps=10 ;;
     --retry-failed) retry_failed=1 ;;
     --fresh) fresh=1 ;;
-    -h|--help) sed -n '2,39p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
     *) echo "accuracy: unknown option '$1' (see --help)" >&2; exit 2 ;;
     esac
     shift

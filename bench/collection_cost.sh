@@ -45,7 +45,7 @@ while [ $# -gt 0 ]; do
     --convs) convs=$2; shift ;;
     --out) out=$2; shift ;;
     --work) work=$2; shift ;;
-    -h|--help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
     *) echo "collection_cost: unknown option '$1' (see --help)" >&2; exit 2 ;;
     esac
     shift

@@ -9,8 +9,8 @@
 #
 #   --only NAME,...   run these benchmarks only (--list names them); the
 #                     sections of the others are kept from the previous file
-#   --quick           a smoke run: small subsets, few repetitions (minutes);
-#                     its sections say so. Scripts that keep their own
+#   --quick           a smoke run: small subsets, few repetitions (10 to 15
+#                     minutes on 2 cores); its sections say so. Scripts that keep their own
 #                     detailed report (docs/BENCH-CONV.md, ...) write it to
 #                     the work directory instead, so a smoke run never
 #                     replaces a full one there
@@ -56,7 +56,7 @@ while [ $# -gt 0 ]; do
     --list)
         for n in "${all[@]}"; do printf '%-12s %-28s %s\n' "$n" "${script[$n]}" "${title[$n]}"; done
         exit 0 ;;
-    -h|--help) sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
     *) echo "bench.sh: unknown option '$1' (see --help)" >&2; exit 2 ;;
     esac
     shift

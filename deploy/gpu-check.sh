@@ -76,7 +76,7 @@ while [ $# -gt 0 ]; do
         rehearsal=1; device=cpu
         models=squeezenet1_1,shufflenet_v2_x0_5,mnasnet0_5,mobilenet_v3_small; held_out=resnet18
         batches=2,4; input_size=64; repeat=1; warmup=1; iters=2; bench_budget=30; max_reps=10 ;;
-    -h|--help) sed -n '2,41p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
     *) usage_error "unknown option '$1'" ;;
     esac
     [ $# -gt 0 ] && shift
