@@ -54,15 +54,14 @@ int tc_store_device_classes(tc_store_t *s, tc_device_class_t **out, size_t *n)
     PGresult *res = NULL;
     int rc = tc_store_query(
         s, &res, "listing devices",
+        "WITH t AS (SELECT device_id, count(*) AS n FROM traces GROUP BY device_id) "
         "SELECT d.name, min(d.kind), coalesce(min(nullif(d.memory_bytes, 0)), 0), count(*), "
-        "(SELECT count(*) FROM conv_results r JOIN devices d2 USING (device_id) "
-        "  WHERE d2.name = d.name), "
-        "(SELECT count(*) FROM traces t JOIN devices d3 USING (device_id) "
-        "  WHERE d3.name = d.name), "
+        "coalesce(sum(t.n), 0), "
         "EXISTS (SELECT 1 FROM fits f WHERE f.device = d.name), "
         "coalesce(max(d.threads), 0), coalesce(min(d.gpu_index), 0), "
         "coalesce(string_agg(DISTINCT d.host, ','), '') "
-        "FROM devices d GROUP BY d.name ORDER BY d.name",
+        "FROM devices d LEFT JOIN t USING (device_id) "
+        "GROUP BY d.name ORDER BY d.name",
         0, NULL);
     if (rc < 0)
         return rc;
@@ -77,12 +76,11 @@ int tc_store_device_classes(tc_store_t *s, tc_device_class_t **out, size_t *n)
         snprintf(v[i].kind, sizeof v[i].kind, "%s", PQgetvalue(res, (int)i, 1));
         v[i].memory_bytes = strtoull(PQgetvalue(res, (int)i, 2), NULL, 10);
         v[i].devices = atol(PQgetvalue(res, (int)i, 3));
-        v[i].conv_results = atol(PQgetvalue(res, (int)i, 4));
-        v[i].traces = atol(PQgetvalue(res, (int)i, 5));
-        v[i].has_fit = PQgetvalue(res, (int)i, 6)[0] == 't';
-        v[i].threads = (unsigned)atoi(PQgetvalue(res, (int)i, 7));
-        v[i].gpu_index = atoi(PQgetvalue(res, (int)i, 8));
-        snprintf(v[i].hosts, sizeof v[i].hosts, "%s", PQgetvalue(res, (int)i, 9));
+        v[i].traces = atol(PQgetvalue(res, (int)i, 4));
+        v[i].has_fit = PQgetvalue(res, (int)i, 5)[0] == 't';
+        v[i].threads = (unsigned)atoi(PQgetvalue(res, (int)i, 6));
+        v[i].gpu_index = atoi(PQgetvalue(res, (int)i, 7));
+        snprintf(v[i].hosts, sizeof v[i].hosts, "%s", PQgetvalue(res, (int)i, 8));
     }
     PQclear(res);
     *out = v;

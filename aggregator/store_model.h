@@ -23,7 +23,6 @@ typedef struct {
     unsigned threads;       /* CPU threads (cpu devices) */
     int gpu_index;          /* lowest GPU index (cuda devices) */
     char hosts[256];        /* hosts with such a device, comma-separated */
-    long conv_results;
     long traces;
     bool has_fit;
 } tc_device_class_t;
