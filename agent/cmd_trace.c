@@ -196,7 +196,8 @@ int tc_cmd_trace(int argc, char **argv)
             "trace of the plan. Exit status 1 when a trace failed.\n"
             "Environment: TRAINCAST_PYTHON (default /usr/bin/python3) runs the PyTorch harness;\n"
             "TRAINCAST_HARNESS_DIR is where its trace_runner.py is (default: the source tree's\n"
-            "agent/harness). The runner protocol: docs/trace-protocol.md.",
+            "agent/harness, else the installed share/traincast/harness next to the binary).\n"
+            "The runner protocol: docs/trace-protocol.md.",
         .opts = opts,
     };
     tc_cli_result_t cli;

@@ -4,6 +4,7 @@
 #include "hostinfo.h"
 #include "tc_error.h"
 #include "tc_log.h"
+#include "tc_paths.h"
 #include "trace_device.h"
 #include "trace_graph.h"
 #include "trace_record.h"
@@ -79,9 +80,9 @@ static void s_runner_argv(tc_trace_plan_t *p)
         return;
     }
     const char *py = getenv("TRAINCAST_PYTHON");
-    const char *dir = getenv("TRAINCAST_HARNESS_DIR");
+    char dir[1024];
     snprintf(p->script, sizeof p->script, "%s/trace_runner.py",
-             dir && *dir ? dir : TC_HARNESS_DIR);
+             tc_resource_dir(TC_DIR_HARNESS, dir, sizeof dir));
     p->runner_argv[0] = (char *)(py && *py ? py : "/usr/bin/python3");
     p->runner_argv[1] = p->script;
     p->runner_argv[2] = NULL;

@@ -78,9 +78,8 @@ int tc_model_load_bytes(const uint8_t *data, size_t len, const char *name,
  *
  * torchvision exports are cached as $TRAINCAST_CACHE/onnx/NAME[@SIZE].onnx
  * (default cache ~/.cache/traincast). PyTorch is looked for with
- * $TRAINCAST_PYTHON (default /usr/bin/python3); $TRAINCAST_HARNESS_DIR and
- * $TRAINCAST_DATA_DIR override where the harness and the committed exports
- * are. Errors beyond the loaders': TC_ENOTFOUND (no such torchvision model,
+ * $TRAINCAST_PYTHON (default /usr/bin/python3); the harness and the committed
+ * exports are found by tc_resource_dir (tc_paths.h). Errors beyond the loaders': TC_ENOTFOUND (no such torchvision model,
  * or no PyTorch and no committed export; the message says how to list the
  * names), TC_EUNSUPPORTED (a non-default input size without PyTorch),
  * TC_ECHILD (the export failed). */

@@ -5,6 +5,7 @@
 
 #include "tc_error.h"
 #include "tc_log.h"
+#include "tc_paths.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -16,13 +17,6 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-#ifndef TC_MODEL_HARNESS_DIR
-#define TC_MODEL_HARNESS_DIR "agent/harness"
-#endif
-#ifndef TC_MODEL_DATA_DIR
-#define TC_MODEL_DATA_DIR "tests/data"
-#endif
 
 #define S_PREFIX "torchvision:"
 
@@ -159,9 +153,9 @@ static void s_list_committed(const char *dir, char *buf, size_t size)
 
 static int s_export(const char *name, uint32_t size, const char *path)
 {
-    char script[1024], size_arg[16];
+    char script[1200], size_arg[16], harness[1024];
     snprintf(script, sizeof script, "%s/export_onnx.py",
-             s_env_or("TRAINCAST_HARNESS_DIR", TC_MODEL_HARNESS_DIR));
+             tc_resource_dir(TC_DIR_HARNESS, harness, sizeof harness));
     snprintf(size_arg, sizeof size_arg, "%u", size);
     char *argv[] = {(char *)s_python(), script,  (char *)name,  "--output", (char *)path,
                     size ? "--input-size" : NULL, size_arg, NULL};
@@ -196,7 +190,8 @@ static int s_load_torchvision(const char *name, const tc_model_opts_t *opts, tc_
     o.input_size = 0; /* the export is at the requested size already */
     char path[1200], dir[1024];
     int rc;
-    const char *data_dir = s_env_or("TRAINCAST_DATA_DIR", TC_MODEL_DATA_DIR);
+    char data_buf[1024];
+    const char *data_dir = tc_resource_dir(TC_DIR_MODELS, data_buf, sizeof data_buf);
     /* A cached export needs no Python at all. */
     bool cache = s_cache_dir(dir, sizeof dir) == 0;
     if (cache) {

@@ -1,0 +1,65 @@
+/* tc_resource_dir: the harness and the committed exports, from the
+ * environment, the source tree or the installed share directory. */
+#include "tc_paths.h"
+
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#ifndef TC_MODEL_HARNESS_DIR
+#define TC_MODEL_HARNESS_DIR "agent/harness"
+#endif
+#ifndef TC_MODEL_DATA_DIR
+#define TC_MODEL_DATA_DIR "tests/data"
+#endif
+
+static int s_is_dir(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+void tc_resource_pick(const char *env, const char *built, const char *exe,
+                      const char *installed_name, char *out, size_t size)
+{
+    if (env && *env) {
+        snprintf(out, size, "%s", env);
+        return;
+    }
+    if (s_is_dir(built) || !exe || !*exe) {
+        snprintf(out, size, "%s", built);
+        return;
+    }
+    /* EXE is BINDIR/agent: try BINDIR/../share/traincast/NAME. */
+    char bindir[PATH_MAX];
+    snprintf(bindir, sizeof bindir, "%s", exe);
+    char *slash = strrchr(bindir, '/');
+    if (slash)
+        *slash = '\0';
+    else
+        snprintf(bindir, sizeof bindir, ".");
+    char installed[PATH_MAX + 64];
+    snprintf(installed, sizeof installed, "%s/../share/traincast/%s", bindir, installed_name);
+    char real[PATH_MAX];
+    if (s_is_dir(installed) && realpath(installed, real))
+        snprintf(out, size, "%s", real);
+    else
+        snprintf(out, size, "%s", built);
+}
+
+const char *tc_resource_dir(tc_dir_t which, char *buf, size_t size)
+{
+    char exe[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    exe[n > 0 ? n : 0] = '\0';
+    if (which == TC_DIR_MODELS)
+        tc_resource_pick(getenv("TRAINCAST_DATA_DIR"), TC_MODEL_DATA_DIR, exe, "models", buf,
+                         size);
+    else
+        tc_resource_pick(getenv("TRAINCAST_HARNESS_DIR"), TC_MODEL_HARNESS_DIR, exe, "harness",
+                         buf, size);
+    return buf;
+}

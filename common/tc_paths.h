@@ -1,0 +1,27 @@
+/* Where the binaries find the files they ship with: the PyTorch harness
+ * (agent/harness) and the committed weight-free ONNX exports (tests/data).
+ *
+ * In order: the environment variable (TRAINCAST_HARNESS_DIR,
+ * TRAINCAST_DATA_DIR); the source tree the binary was built from, while it
+ * exists; the installed copy next to the executable
+ * (BINDIR/../share/traincast/{harness,models}, as `cmake --install` lays it
+ * out). When none exists the source-tree path is returned, so errors name
+ * the place a build expects. */
+#ifndef TC_PATHS_H
+#define TC_PATHS_H
+
+#include <stddef.h>
+
+typedef enum { TC_DIR_HARNESS, TC_DIR_MODELS } tc_dir_t;
+
+/* The directory for `which`, written to buf; returns buf. Looked up on each
+ * call, so a change of the environment variable takes effect. */
+const char *tc_resource_dir(tc_dir_t which, char *buf, size_t size);
+
+/* The rule itself, for tests: env (may be NULL or empty), the built-in
+ * source path, the executable's path (may be NULL) and the installed
+ * directory's name under share/traincast. Writes the answer to out. */
+void tc_resource_pick(const char *env, const char *built, const char *exe,
+                      const char *installed_name, char *out, size_t size);
+
+#endif
