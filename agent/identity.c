@@ -4,6 +4,7 @@
 
 #include "hostinfo.h"
 #include "tc_error.h"
+#include "tc_paths.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -26,14 +27,7 @@ struct tc_identity {
 
 void tc_identity_default_dir(const char *flag, char *out, size_t size)
 {
-    const char *env = getenv("TRAINCAST_AGENT_DIR");
-    const char *home = getenv("HOME");
-    if (flag && *flag)
-        snprintf(out, size, "%s", flag);
-    else if (env && *env)
-        snprintf(out, size, "%s", env);
-    else
-        snprintf(out, size, "%s/.traincast/agent", home && *home ? home : ".");
+    tc_state_dir(flag, "TRAINCAST_AGENT_DIR", "agent", out, size);
 }
 
 /* mkdir -p with mode 0700 for what it creates. */

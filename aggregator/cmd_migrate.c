@@ -15,7 +15,8 @@ const char *tc_default_dsn(const char *flag_value)
     return env && *env ? env : NULL;
 }
 
-int tc_cmd_migrate(int argc, char **argv)
+int tc_db_command(const char *prog, const char *summary, int check_schema, int argc,
+                  char **argv, tc_store_t **store)
 {
     const char *db = NULL;
     const tc_opt_t opts[] = {
@@ -23,21 +24,33 @@ int tc_cmd_migrate(int argc, char **argv)
         {0},
     };
     const tc_cmd_spec_t spec = {
-        .prog = "aggregator migrate",
-        .summary = "Apply pending schema migrations, each in its own transaction. A second run "
-                   "does nothing;\na database newer than this binary is refused.",
+        .prog = prog,
+        .summary = summary,
         .max_positional = 0,
         .config_file = true,
         .opts = opts,
     };
+    *store = NULL;
     tc_cli_result_t cli;
     int rc = tc_cli_parse(&spec, argc, argv, &cli);
-    if (rc < 0 || cli.help_shown) {
-        tc_cli_result_free(&cli);
-        return rc;
-    }
+    if (rc == 0 && !cli.help_shown)
+        rc = tc_store_open(tc_default_dsn(db), store);
+    if (rc == 0 && *store && check_schema && (rc = tc_store_check_schema(*store)) < 0)
+        tc_store_destroy(store);
+    tc_cli_result_free(&cli);
+    return rc;
+}
+
+int tc_cmd_migrate(int argc, char **argv)
+{
     tc_store_t *store = NULL;
-    rc = tc_store_open(tc_default_dsn(db), &store);
+    int rc = tc_db_command("aggregator migrate",
+                           "Apply pending schema migrations, each in its own transaction. A "
+                           "second run does nothing;\na database newer than this binary is "
+                           "refused.",
+                           0, argc, argv, &store);
+    if (rc < 0 || !store)
+        return rc;
     int applied = 0, version = 0;
     if (rc == 0)
         rc = tc_store_migrate(store, &applied);
@@ -51,6 +64,5 @@ int tc_cmd_migrate(int argc, char **argv)
             printf("schema is up to date at version %d\n", version);
     }
     tc_store_destroy(&store);
-    tc_cli_result_free(&cli);
     return rc;
 }

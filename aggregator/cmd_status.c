@@ -133,29 +133,14 @@ static const char s_job_sql[] =
 
 int tc_cmd_status(int argc, char **argv)
 {
-    const char *db = NULL;
-    const tc_opt_t opts[] = {
-        {"db", TC_OPT_STR, &db, "DSN", "PostgreSQL connection string (default: $TRAINCAST_DB)"},
-        {0},
-    };
-    const tc_cmd_spec_t spec = {
-        .prog = "aggregator status",
-        .summary = "Show the agents (last seen, spool backlog, messages stored), their devices "
-                   "with what\neach has measured, totals stored, and the job queue.",
-        .max_positional = 0,
-        .config_file = true,
-        .opts = opts,
-    };
-    tc_cli_result_t cli;
-    int rc = tc_cli_parse(&spec, argc, argv, &cli);
-    if (rc < 0 || cli.help_shown) {
-        tc_cli_result_free(&cli);
-        return rc;
-    }
     tc_store_t *store = NULL;
-    rc = tc_store_open(tc_default_dsn(db), &store);
-    if (rc == 0)
-        rc = tc_store_check_schema(store);
+    int rc = tc_db_command("aggregator status",
+                           "Show the agents (last seen, spool backlog, messages stored), their "
+                           "devices with what\neach has measured, totals stored, and the job "
+                           "queue.",
+                           1, argc, argv, &store);
+    if (rc < 0 || !store)
+        return rc;
     if (rc == 0)
         rc = s_table(store, "agents", s_agent_cols, 8, s_agent_sql);
     if (rc == 0) {
@@ -171,6 +156,5 @@ int tc_cmd_status(int argc, char **argv)
         rc = s_table(store, "job states", s_job_cols, 3, s_job_sql);
     }
     tc_store_destroy(&store);
-    tc_cli_result_free(&cli);
     return rc;
 }

@@ -13,4 +13,12 @@ int tc_cmd_validate(int argc, char **argv);
 /* The --db value, falling back to $TRAINCAST_DB. NULL if neither is set. */
 const char *tc_default_dsn(const char *flag_value);
 
+struct tc_store;
+/* A command whose only option is --db: parse argv with `prog` and `summary`
+ * for the help, then open the store. 0 with *store set; 0 with *store NULL
+ * when --help was shown; a negative tc error otherwise. `check_schema`
+ * refuses a database whose schema is not this binary's. */
+int tc_db_command(const char *prog, const char *summary, int check_schema, int argc,
+                  char **argv, struct tc_store **store);
+
 #endif

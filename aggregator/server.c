@@ -5,6 +5,7 @@
 
 #include "tc_error.h"
 #include "tc_log.h"
+#include "tc_paths.h"
 #include "tc_zmq.h"
 
 #include <errno.h>
@@ -97,14 +98,7 @@ typedef struct {
 
 void tc_server_default_keys_dir(const char *flag, char *out, size_t size)
 {
-    const char *env = getenv("TRAINCAST_AGGREGATOR_DIR");
-    const char *home = getenv("HOME");
-    if (flag && *flag)
-        snprintf(out, size, "%s", flag);
-    else if (env && *env)
-        snprintf(out, size, "%s", env);
-    else
-        snprintf(out, size, "%s/.traincast/aggregator", home && *home ? home : ".");
+    tc_state_dir(flag, "TRAINCAST_AGGREGATOR_DIR", "aggregator", out, size);
 }
 
 /* ---- replies ---- */

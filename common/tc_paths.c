@@ -63,3 +63,16 @@ const char *tc_resource_dir(tc_dir_t which, char *buf, size_t size)
                          buf, size);
     return buf;
 }
+
+void tc_state_dir(const char *flag, const char *env_name, const char *sub, char *out,
+                  size_t size)
+{
+    const char *env = getenv(env_name);
+    const char *home = getenv("HOME");
+    if (flag && *flag)
+        snprintf(out, size, "%s", flag);
+    else if (env && *env)
+        snprintf(out, size, "%s", env);
+    else
+        snprintf(out, size, "%s/.traincast/%s", home && *home ? home : ".", sub);
+}

@@ -24,4 +24,9 @@ const char *tc_resource_dir(tc_dir_t which, char *buf, size_t size);
 void tc_resource_pick(const char *env, const char *built, const char *exe,
                       const char *installed_name, char *out, size_t size);
 
+/* A state or key directory: the flag's value, else $ENV_NAME, else
+ * $HOME/.traincast/SUB (./.traincast/SUB without a HOME). */
+void tc_state_dir(const char *flag, const char *env_name, const char *sub, char *out,
+                  size_t size);
+
 #endif
