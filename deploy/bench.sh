@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # bench.sh [--only NAME,...] [--quick] [--list] [--out FILE] [--build-dir DIR]
+#          [--accuracy-args "OPTIONS"]
 #
 # Runs the benchmarks under bench/ and writes docs/BENCHMARKS.md: the
 # machine (CPU, cores, memory, kernel, library versions), then one section
@@ -16,6 +17,9 @@
 #                     replaces a full one there
 #   --out FILE        [docs/BENCHMARKS.md]
 #   --build-dir DIR   [build]; built first when the binaries are missing
+#   --accuracy-args "OPTIONS"
+#                     more options for bench/accuracy.sh in a full run, e.g.
+#                     "--time-budget 90" or "--models resnet18,alexnet,..."
 #
 # A full run takes hours on a 2-core machine (the accuracy study most of it;
 # it is resumable: rerun to continue). Exit status 1 when a benchmark failed
@@ -27,6 +31,7 @@ out=$repo/docs/BENCHMARKS.md
 build=$repo/build
 only=
 quick=0
+accuracy_args=
 
 all=(predict memory collection transport conv import export variability accuracy)
 declare -A title=(
@@ -53,6 +58,7 @@ while [ $# -gt 0 ]; do
     --quick) quick=1 ;;
     --out) out=$2; shift ;;
     --build-dir) build=$2; shift ;;
+    --accuracy-args) accuracy_args=$2; shift ;;
     --list)
         for n in "${all[@]}"; do printf '%-12s %-28s %s\n' "$n" "${script[$n]}" "${title[$n]}"; done
         exit 0 ;;
@@ -168,8 +174,10 @@ run_accuracy() {
         bench/accuracy.sh --quick --fresh --dir "$build/bench-accuracy-quick" --out "$work/accuracy.md" \
             --plot docs/accuracy.svg --plot-link accuracy.svg >/dev/null
     else
-        cmd="bench/accuracy.sh (resumable; the whole CNN set)"
-        bench/accuracy.sh --out "$work/accuracy.md" --plot docs/accuracy.svg --plot-link accuracy.svg >/dev/null
+        cmd="bench/accuracy.sh${accuracy_args:+ $accuracy_args} (resumable)"
+        # shellcheck disable=SC2086  # the options split into words
+        bench/accuracy.sh $accuracy_args --out "$work/accuracy.md" --plot docs/accuracy.svg \
+            --plot-link accuracy.svg >/dev/null
     fi
 }
 
