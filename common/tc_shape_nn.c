@@ -273,17 +273,27 @@ int tc_infer_adaptive_pool(tc_graph_t *g, tc_gnode_t *n, const tc_op_rule_t *r)
     else if (count != 2)
         return tc_node_fail(n, TC_EPARSE, "output_size has %d values", count);
     int64_t dims[4] = {1, x->dims[1], size[0], size[1]};
-    for (int a = 0; a < 2; a++)
-        if (size[a] < 1 || size[a] > x->dims[2 + a])
+    /* PyTorch's bins: output i covers [floor(i*in/out), ceil((i+1)*in/out)),
+     * so an output larger than the input repeats elements (alexnet and vgg
+     * at small input sizes). Reads per axis: the sum of the bin sizes. */
+    double reads = (double)x->dims[1];
+    for (int a = 0; a < 2; a++) {
+        int64_t in = x->dims[2 + a], out = size[a];
+        if (out < 1 || out > TC_GRAPH_MAX_DIM / 64 || (double)out * (double)in > 1e12)
             return tc_node_fail(n, TC_EPARSE, "output size %" PRId64 " for an input of %" PRId64,
-                                size[a], x->dims[2 + a]);
+                                out, in);
+        int64_t sum = 0;
+        for (int64_t i = 0; i < out; i++)
+            sum += ((i + 1) * in + out - 1) / out - (i * in) / out;
+        reads *= (double)sum;
+    }
     for (int k = 0; k < n->n_out; k++) {
         rc = tc_set_shape(g, n, k, 4, dims, 0);
         if (rc < 0)
             return rc;
         tc_set_type(g, n, k, k ? ONNX__TENSOR_PROTO__DATA_TYPE__INT64 : x->elem_type);
     }
-    n->info.flops = (double)tc_value_elems(x);
+    n->info.flops = reads;
     return 0;
 }
 

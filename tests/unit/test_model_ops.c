@@ -422,9 +422,30 @@ Test(ops, aten_adaptive_pool, .timeout = 10)
     tc_model_t *m = s_load(tb, false);
     s_shape(m, "y", 8, 4, 4, -1, -1);
     cr_expect_eq(s_layer(m, "aap")->op_class, TC_OPC_POOL);
+    /* 14 -> 4: bins [0,4) [3,7) [7,11) [10,14), 16 reads per axis. */
+    cr_expect_float_eq(s_layer(m, "aap")->flops, 8.0 * 16 * 16, 1e-9);
     tc_model_destroy(&m);
     n->domain = "com.example";
     cr_expect_eq(s_load_rc(tb), TC_EUNSUPPORTED, "same op in another domain");
+    tc_tb_free(&tb);
+}
+
+/* An output larger than the input repeats elements, as PyTorch does (alexnet
+ * and vgg at 64 px: a 1x1 or 2x2 map pooled to 6x6 or 7x7); bins that
+ * overlap read their shared elements again. */
+Test(ops, aten_adaptive_pool_upsamples, .timeout = 10)
+{
+    tc_tb_t *tb = tc_tb_new(3, 2, 5);
+    tc_tb_const_ints(tb, "size", 2, (int64_t[]){7, 3});
+    Onnx__NodeProto *n = tc_tb_node(tb, "adaptive_avg_pool2d", "aap", "x,size", "y");
+    n->domain = "org.pytorch.aten";
+    tc_tb_output(tb, "y");
+    tc_model_t *m = s_load(tb, false);
+    s_shape(m, "y", 3, 7, 3, -1, -1);
+    /* H 2 -> 7: bins of 1 element but [0,2) for the 4th (8 reads);
+     * W 5 -> 3: bins [0,2) [1,4) [3,5) (7 reads). */
+    cr_expect_float_eq(s_layer(m, "aap")->flops, 3.0 * 8 * 7, 1e-9);
+    tc_model_destroy(&m);
     tc_tb_free(&tb);
 }
 
