@@ -211,7 +211,8 @@ static int s_describe(int argc, char **argv)
         .epilog = "torchvision:NAME is exported through agent/harness/export_onnx.py when "
                   "PyTorch is installed\n($TRAINCAST_PYTHON, default /usr/bin/python3; cached "
                   "under $TRAINCAST_CACHE or ~/.cache/traincast),\nelse the committed "
-                  "weight-free export in tests/data is used.",
+                  "weight-free export is used (tests/data of the source tree, or\n"
+                  "share/traincast/models of an install; $TRAINCAST_DATA_DIR overrides).",
         .opts = opts,
     };
     tc_cli_result_t cli;
