@@ -5,6 +5,7 @@
 
 #include <criterion/criterion.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -12,6 +13,21 @@
 void tc_test_source_path(const char *rel, char *out, size_t size)
 {
     snprintf(out, size, "%s/%s", TC_SOURCE_DIR, rel);
+}
+
+void tc_test_scratch_dir(const char *name, const char *subdir, char *dir, size_t size)
+{
+    snprintf(dir, size, "/tmp/tc_%s_%d", name, (int)getpid());
+    char cmd[1200];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s' && mkdir -p '%s/%s'", dir, dir, subdir ? subdir : "");
+    cr_assert_eq(system(cmd), 0, "cannot make the scratch directory %s", dir);
+}
+
+bool tc_test_remove_tree(const char *path)
+{
+    char cmd[1200];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", path);
+    return system(cmd) == 0;
 }
 
 void tc_test_fresh_db(const char *name, char *dsn, size_t size)

@@ -2,6 +2,7 @@
 #ifndef TC_TEST_H
 #define TC_TEST_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 /* A connection string to a fresh database named `name` (created if absent)
@@ -15,5 +16,13 @@ void tc_test_source_path(const char *rel, char *out, size_t size);
 /* Run a shell command, capturing stdout+stderr into `out` (NUL-terminated,
  * truncated to size). Returns the exit status, or -1 if it did not exit. */
 int tc_test_run(const char *cmd, char *out, size_t size);
+
+/* A fresh, empty scratch directory /tmp/tc_NAME_PID (what was there before is
+ * removed), with SUBDIR created inside when not NULL; its path goes to dir.
+ * Fails the test when it cannot be made. */
+void tc_test_scratch_dir(const char *name, const char *subdir, char *dir, size_t size);
+
+/* Remove a directory tree (rm -rf); true when it is gone. */
+bool tc_test_remove_tree(const char *path);
 
 #endif

@@ -5,6 +5,8 @@
 #include "identity.h"
 #include "tc_error.h"
 
+#include "tc_test.h"
+
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,10 +18,7 @@ static char s_dir[256];
 
 static void s_setup(void)
 {
-    snprintf(s_dir, sizeof s_dir, "/tmp/tc_agent_id_%d", (int)getpid());
-    char cmd[600];
-    snprintf(cmd, sizeof cmd, "rm -rf %s && mkdir -p %s", s_dir, s_dir);
-    cr_assert_eq(system(cmd), 0);
+    tc_test_scratch_dir("agent_id", NULL, s_dir, sizeof s_dir);
     /* No default state directory unless a test makes one. */
     char home[300];
     snprintf(home, sizeof home, "%s/home", s_dir);
@@ -29,9 +28,7 @@ static void s_setup(void)
 
 static void s_teardown(void)
 {
-    char cmd[600];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", s_dir);
-    (void)!system(cmd);
+    (void)tc_test_remove_tree(s_dir);
 }
 
 TestSuite(agent_id, .init = s_setup, .fini = s_teardown);

@@ -20,19 +20,14 @@ static char s_dir[256], s_results[300], s_spool_dir[300];
 
 static void s_setup(void)
 {
-    snprintf(s_dir, sizeof s_dir, "/tmp/tc_bench_job_%d", (int)getpid());
+    tc_test_scratch_dir("bench_job", "spool", s_dir, sizeof s_dir);
     snprintf(s_results, sizeof s_results, "%s/results", s_dir);
     snprintf(s_spool_dir, sizeof s_spool_dir, "%s/spool", s_dir);
-    char cmd[600];
-    snprintf(cmd, sizeof cmd, "rm -rf %s && mkdir -p %s/spool", s_dir, s_dir);
-    cr_assert_eq(system(cmd), 0);
 }
 
 static void s_teardown(void)
 {
-    char cmd[600];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", s_dir);
-    (void)!system(cmd);
+    (void)tc_test_remove_tree(s_dir);
 }
 
 TestSuite(bench_job, .init = s_setup, .fini = s_teardown);

@@ -6,6 +6,7 @@
 #include "tc_error.h"
 #include "tc_features.h"
 #include "tc_paths.h"
+#include "tc_test.h"
 
 #include <criterion/criterion.h>
 #include <stdio.h>
@@ -336,7 +337,5 @@ Test(paths, env_then_source_then_installed, .timeout = 10)
     unsetenv("TRAINCAST_DATA_DIR");
     cr_expect_str_neq(tc_resource_dir(TC_DIR_MODELS, out, sizeof out), "/elsewhere/models");
 
-    char cmd[200];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", root);
-    cr_expect_eq(system(cmd), 0);
+    cr_expect(tc_test_remove_tree(root));
 }

@@ -128,9 +128,7 @@ Test(spec, export_through_pytorch, .timeout = 300)
     tc_model_destroy(&m);
     cr_expect_eq(tc_model_load_spec("torchvision:not_a_model", NULL, &m), TC_ENOTFOUND);
     cr_expect(strstr(tc_errmsg(), "--list"), "%s", tc_errmsg());
-    char cmd[256];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    cr_expect_eq(system(cmd), 0);
+    cr_expect(tc_test_remove_tree(dir));
 }
 
 /* ---- the command line ---- */
@@ -258,6 +256,5 @@ Test(spec, eval_fallback_names_missing_layers, .timeout = 300)
              TC_SOURCE_DIR);
     cr_expect_eq(tc_test_run(cmd, out, sizeof out), 2, "%s", out);
     cr_expect(strstr(out, "--list"), "%s", out);
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    cr_expect_eq(system(cmd), 0);
+    cr_expect(tc_test_remove_tree(dir));
 }

@@ -17,17 +17,12 @@ static char s_dir[256];
 
 static void s_setup(void)
 {
-    snprintf(s_dir, sizeof s_dir, "/tmp/tc_trace_job_%d", (int)getpid());
-    char cmd[600];
-    snprintf(cmd, sizeof cmd, "rm -rf %s && mkdir -p %s/spool", s_dir, s_dir);
-    cr_assert_eq(system(cmd), 0);
+    tc_test_scratch_dir("trace_job", "spool", s_dir, sizeof s_dir);
 }
 
 static void s_teardown(void)
 {
-    char cmd[600];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", s_dir);
-    (void)!system(cmd);
+    (void)tc_test_remove_tree(s_dir);
 }
 
 TestSuite(trace_job, .init = s_setup, .fini = s_teardown);

@@ -21,17 +21,12 @@ static char s_dir[256];
 
 static void s_setup(void)
 {
-    snprintf(s_dir, sizeof s_dir, "/tmp/tc_trace_run_%d", (int)getpid());
-    char cmd[512];
-    snprintf(cmd, sizeof cmd, "rm -rf %s && mkdir -p %s", s_dir, s_dir);
-    cr_assert_eq(system(cmd), 0);
+    tc_test_scratch_dir("trace_run", NULL, s_dir, sizeof s_dir);
 }
 
 static void s_teardown(void)
 {
-    char cmd[512];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", s_dir);
-    (void)!system(cmd);
+    (void)tc_test_remove_tree(s_dir);
 }
 
 TestSuite(trace_run, .init = s_setup, .fini = s_teardown);
