@@ -12,7 +12,7 @@
 #include <string.h>
 #include <time.h>
 
-#define S_JOB_ID_MAX 64
+#define S_JOB_ID_MAX TC_MAX_JOB_ID_LEN
 #define S_PROGRESS_EVERY_MS 2000
 
 struct tc_job {
@@ -266,14 +266,9 @@ static int s_run(tc_job_t *job)
         if (!h->bench)
             return tc_fail(TC_EUNSUPPORTED, "this agent build has no conv benchmark backend, so "
                                             "it cannot run bench jobs");
-        char path[64];
-        for (size_t i = 0; i < req->n_configs; i++) {
-            snprintf(path, sizeof path, "bench_request.configs[%zu]", i);
-            int rc = tc_validate_conv_config(req->configs[i], path, 1);
-            if (rc < 0)
-                return rc;
-        }
-        int rc = s_device_known(self, req->device_uuid);
+        int rc = tc_validate_bench_request(req, "bench_request");
+        if (rc == 0)
+            rc = s_device_known(self, req->device_uuid);
         return rc < 0 ? rc : h->bench(h->ctx, req, job);
     }
     case TC_JOB_BENCH_MODELS:
@@ -288,7 +283,9 @@ static int s_run(tc_job_t *job)
             return tc_fail(TC_EUNSUPPORTED, "this agent build has no trace runner (agent trace) "
                                             "yet, so it cannot run trace jobs");
         if (job->remote) {
-            int rc = s_device_known(self, req->device_uuid);
+            int rc = tc_validate_trace_request(req, "trace_request");
+            if (rc == 0)
+                rc = s_device_known(self, req->device_uuid);
             if (rc < 0)
                 return rc;
         }

@@ -14,6 +14,28 @@
 
 #define TC_MIGRATE_LOCK_KEY 7414172 /* advisory lock held while migrating */
 
+int tc_store_error_code(const char *sqlstate, bool connected)
+{
+    if (!connected || !sqlstate || strlen(sqlstate) != 5)
+        return TC_EDB; /* no answer from the server: the connection failed */
+    /* Connection exceptions, the server shutting down or refusing new work,
+     * lack of resources, system and internal errors, authentication and
+     * privileges (an operator's setting): none says anything about the
+     * message, all may pass. */
+    static const char *const outage_classes[] = {"08", "53", "58", "XX", "28", "57"};
+    for (size_t i = 0; i < sizeof outage_classes / sizeof outage_classes[0]; i++) {
+        if (!strncmp(sqlstate, outage_classes[i], 2))
+            return TC_EDB;
+    }
+    /* Conflicts with other transactions: retry. */
+    if (!strcmp(sqlstate, "40001") || !strcmp(sqlstate, "40P01") ||
+        !strcmp(sqlstate, "55P03") || !strcmp(sqlstate, "55006") ||
+        !strcmp(sqlstate, "42501"))
+        return TC_EDB;
+    /* Everything else failed for what this statement carried. */
+    return TC_EINVAL;
+}
+
 int tc_store_fail(tc_store_t *s, PGresult *res, const char *what, const char *file, int line)
 {
     const char *state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
@@ -25,13 +47,14 @@ int tc_store_fail(tc_store_t *s, PGresult *res, const char *what, const char *fi
     size_t n = strlen(text);
     while (n && (text[n - 1] == '\n' || text[n - 1] == ' '))
         text[--n] = '\0';
-    int code = TC_EDB;
-    if (state && (!strncmp(state, "22", 2) || !strncmp(state, "23", 2)))
-        code = TC_EINVAL;
+    char code_text[8] = "";
+    if (state)
+        snprintf(code_text, sizeof code_text, "%s", state);
+    int code = tc_store_error_code(state, s->conn && PQstatus(s->conn) == CONNECTION_OK);
     if (res)
         PQclear(res);
     return tc_fail_at(code, file, line, "database: %s failed: %s%s%s%s", what, text,
-                      state ? " (SQLSTATE " : "", state ? state : "", state ? ")" : "");
+                      *code_text ? " (SQLSTATE " : "", code_text, *code_text ? ")" : "");
 }
 
 int tc_store_query(tc_store_t *s, PGresult **out, const char *what, const char *sql, int nparams,
@@ -52,6 +75,11 @@ int tc_store_query(tc_store_t *s, PGresult **out, const char *what, const char *
 
 int tc_store_begin(tc_store_t *s)
 {
+    /* The staging tables are made outside any transaction, so that no
+     * rollback (of a message's savepoint or of a batch) can take them away. */
+    int rc = tc_store_staging(s);
+    if (rc < 0)
+        return rc;
     return tc_store_query(s, NULL, "BEGIN", "BEGIN", 0, NULL);
 }
 
@@ -62,8 +90,6 @@ int tc_store_commit(tc_store_t *s)
 
 void tc_store_rollback(tc_store_t *s)
 {
-    /* Staging tables created in this transaction vanish with it. */
-    s->staged = 0;
     if (PQtransactionStatus(s->conn) == PQTRANS_IDLE)
         return;
     PGresult *res = PQexec(s->conn, "ROLLBACK");

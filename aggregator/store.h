@@ -11,6 +11,7 @@
 
 #include "tc_wire.h"
 
+#include <stdbool.h>
 #include <stddef.h>
 
 typedef struct tc_store tc_store_t;
@@ -19,6 +20,17 @@ typedef enum {
     TC_STORE_STORED = 0,
     TC_STORE_DUPLICATE = 1, /* the message id was stored before; nothing written */
 } tc_store_outcome_t;
+
+/* How a failed statement is classed, from its SQLSTATE (NULL when the server
+ * gave none) and whether the connection is still up:
+ *   TC_EDB    an outage: no connection, the server shutting down or short of
+ *             resources, authentication or privileges (an operator's
+ *             setting), or a conflict with another transaction (serialization
+ *             failure, deadlock, lock not available). Nothing is wrong with
+ *             the message; hold it and retry.
+ *   TC_EINVAL anything else: the message itself cannot be stored (bad data,
+ *             a constraint, a value out of range); refuse it for good. */
+int tc_store_error_code(const char *sqlstate, bool connected);
 
 /* Connect. `dsn` is a libpq connection string or URI. */
 int tc_store_open(const char *dsn, tc_store_t **out);

@@ -14,8 +14,7 @@ struct tc_store {
 };
 
 /* Turn a failed result (or connection) into a status with a message naming
- * `what`. Integrity and data errors (SQLSTATE classes 22, 23) are TC_EINVAL:
- * the data can never be stored; everything else is TC_EDB. Clears `res`. */
+ * `what`, classed by tc_store_error_code (store.h). Clears `res`. */
 int tc_store_fail(tc_store_t *s, PGresult *res, const char *what, const char *file, int line);
 #define TC_STORE_FAIL(s, res, what) tc_store_fail((s), (res), (what), __FILE__, __LINE__)
 
@@ -24,6 +23,11 @@ int tc_store_fail(tc_store_t *s, PGresult *res, const char *what, const char *fi
 int tc_store_query(tc_store_t *s, PGresult **out, const char *what, const char *sql, int nparams,
                    const char *const *params);
 
+/* Create this connection's temp staging tables unless done already. Outside
+ * any transaction only. */
+int tc_store_staging(tc_store_t *s);
+
+/* BEGIN, after making sure the staging tables exist. */
 int tc_store_begin(tc_store_t *s);
 int tc_store_commit(tc_store_t *s);
 void tc_store_rollback(tc_store_t *s);

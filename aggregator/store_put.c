@@ -26,11 +26,16 @@ typedef Traincast__V1__ConvConfig conv_config_t;
     ".dilation_h = " b ".dilation_h AND " a ".dilation_w = " b ".dilation_w AND " a            \
     ".groups = " b ".groups AND " a ".dtype = " b ".dtype AND " a ".layout = " b ".layout"
 
-/* Staging tables live for the connection and are emptied at each commit. */
-static int s_ensure_staging(tc_store_t *s)
+/* Staging tables live for the connection and are emptied at each commit.
+ * They are created outside any transaction (tc_store_begin calls this before
+ * BEGIN), so that the rollback of a failed message cannot drop them. */
+int tc_store_staging(tc_store_t *s)
 {
     if (s->staged)
         return 0;
+    if (PQtransactionStatus(s->conn) != PQTRANS_IDLE)
+        return tc_fail(TC_EDB, "database: the staging tables must be made outside a "
+                               "transaction (a bug: store through tc_store_put)");
     int rc = tc_store_exec(
         s,
         "CREATE TEMP TABLE IF NOT EXISTS tc_stage_results (seq integer, " CFG_COLS_DEF
@@ -136,7 +141,7 @@ static int s_put_conv_results(tc_store_t *s, const tc_envelope_t *env)
     if (rc == 0)
         rc = s_put_device(s, env->agent_id, cr->device, device_id);
     if (rc == 0)
-        rc = s_ensure_staging(s);
+        rc = tc_store_staging(s);
     if (rc < 0)
         return rc;
 
@@ -251,7 +256,7 @@ static int s_put_model_graph(tc_store_t *s, const Traincast__V1__ModelGraph *g)
         rc = tc_store_query(s, NULL, "replacing model convs",
                             "DELETE FROM model_convs WHERE model_id = $1", 1, idp);
     if (rc == 0)
-        rc = s_ensure_staging(s);
+        rc = tc_store_staging(s);
     if (rc < 0)
         return rc;
 

@@ -162,27 +162,6 @@ static const char *s_state_name(Traincast__V1__JobState s)
     }
 }
 
-static int s_check_progress(const tc_envelope_t *env)
-{
-    int rc = tc_validate_envelope(env);
-    if (rc < 0)
-        return rc;
-    const Traincast__V1__JobProgress *p = env->job_progress;
-    if (!p->job_id || !*p->job_id || strlen(p->job_id) > TC_JOB_ID_MAX)
-        return tc_fail(TC_EINVAL, "job_progress.job_id: must be 1 to %d characters",
-                       TC_JOB_ID_MAX);
-    if (!s_state_name(p->state))
-        return tc_fail(TC_EINVAL, "job_progress.state: must be running, done or failed (got %d)",
-                       (int)p->state);
-    if (p->message && strlen(p->message) > TC_MAX_TEXT_LEN)
-        return tc_fail(TC_EINVAL, "job_progress.message: longer than %d characters",
-                       TC_MAX_TEXT_LEN);
-    if (p->done > p->total && p->total)
-        return tc_fail(TC_EINVAL, "job_progress.done: %u is more than total %u", p->done,
-                       p->total);
-    return 0;
-}
-
 int tc_store_job_progress(tc_store_t *self, const tc_envelope_t *env,
                           tc_store_outcome_t *outcome, bool *terminal)
 {
@@ -190,7 +169,7 @@ int tc_store_job_progress(tc_store_t *self, const tc_envelope_t *env,
     *terminal = false;
     if (env->body_case != TRAINCAST__V1__ENVELOPE__BODY_JOB_PROGRESS)
         return tc_fail(TC_EINVAL, "body: expected job_progress, got %s", tc_body_name(env));
-    int rc = s_check_progress(env);
+    int rc = tc_validate_envelope(env);
     if (rc < 0)
         return rc;
     const Traincast__V1__JobProgress *p = env->job_progress;

@@ -12,7 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define TC_JOB_ID_MAX 64
+#define TC_JOB_ID_MAX TC_MAX_JOB_ID_LEN
 /* LISTEN channels. */
 #define TC_CHANNEL_JOBS "traincast_jobs"                 /* a job became queued */
 #define TC_CHANNEL_JOB_PROGRESS "traincast_job_progress" /* a job changed */

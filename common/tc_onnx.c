@@ -236,6 +236,67 @@ static int64_t s_raw_int(const uint8_t *p, size_t size, bool is_signed)
     return (int64_t)u;
 }
 
+/* The typed data field ONNX defines for an element type (onnx.proto,
+ * TensorProto: int32_data holds INT32, INT16, INT8, UINT16, UINT8, BOOL,
+ * FLOAT16 and BFLOAT16; uint64_data holds UINT32 and UINT64), how many
+ * values it has, and how many values all typed fields have together. */
+typedef struct {
+    const char *field;
+    size_t count, total;
+    const int64_t *int64;
+    const int32_t *int32;
+    const uint64_t *uint64;
+} tc_typed_data_t;
+
+static tc_typed_data_t s_typed_data(const Onnx__TensorProto *t, int32_t elem_type)
+{
+    tc_typed_data_t td = {0};
+    td.total = t->n_float_data + t->n_int32_data + t->n_int64_data + t->n_double_data +
+               t->n_uint64_data + t->n_string_data;
+    switch (elem_type) {
+    case ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT:
+    case ONNX__TENSOR_PROTO__DATA_TYPE__COMPLEX64:
+        td.field = "float_data";
+        td.count = t->n_float_data;
+        break;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__DOUBLE:
+    case ONNX__TENSOR_PROTO__DATA_TYPE__COMPLEX128:
+        td.field = "double_data";
+        td.count = t->n_double_data;
+        break;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__INT64:
+        td.field = "int64_data";
+        td.count = t->n_int64_data;
+        td.int64 = t->int64_data;
+        break;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__INT32:
+    case ONNX__TENSOR_PROTO__DATA_TYPE__INT16:
+    case ONNX__TENSOR_PROTO__DATA_TYPE__INT8:
+    case ONNX__TENSOR_PROTO__DATA_TYPE__UINT16:
+    case ONNX__TENSOR_PROTO__DATA_TYPE__UINT8:
+    case ONNX__TENSOR_PROTO__DATA_TYPE__BOOL:
+    case ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT16:
+    case ONNX__TENSOR_PROTO__DATA_TYPE__BFLOAT16:
+        td.field = "int32_data";
+        td.count = t->n_int32_data;
+        td.int32 = t->int32_data;
+        break;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__UINT32:
+    case ONNX__TENSOR_PROTO__DATA_TYPE__UINT64:
+        td.field = "uint64_data";
+        td.count = t->n_uint64_data;
+        td.uint64 = t->uint64_data;
+        break;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__STRING:
+        td.field = "string_data";
+        td.count = t->n_string_data;
+        break;
+    default:
+        break;
+    }
+    return td;
+}
+
 int tc_tensor_to_value(tc_graph_t *g, const Onnx__TensorProto *t, tc_value_t *v,
                        const char *what)
 {
@@ -258,25 +319,33 @@ int tc_tensor_to_value(tc_graph_t *g, const Onnx__TensorProto *t, tc_value_t *v,
     size_t esize = s_elem_size(v->elem_type);
     bool external = t->has_data_location &&
                     t->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL;
-    /* Data, when present, must match the claimed shape. */
-    size_t typed = t->n_float_data + t->n_int32_data + t->n_int64_data + t->n_double_data +
-                   t->n_uint64_data + t->n_string_data;
+    /* Data, when present, must match the claimed shape, and typed data must
+     * sit in the one field ONNX defines for the element type. */
+    const tc_typed_data_t td = s_typed_data(t, v->elem_type);
     if (t->has_raw_data && t->raw_data.len) {
         if (!esize || (uint64_t)t->raw_data.len != (uint64_t)elems * esize)
             return tc_fail(TC_EPARSE, "%s: %zu bytes of data for %lld elements of type %d",
                            what, t->raw_data.len, (long long)elems, (int)v->elem_type);
-    } else if (typed && !external) {
+        if (td.total)
+            return tc_fail(TC_EPARSE, "%s: both raw and typed data", what);
+    } else if (td.total && !external) {
+        if (!td.field)
+            return tc_fail(TC_EPARSE, "%s: typed data for element type %d, which has no typed "
+                           "data field", what, (int)v->elem_type);
+        if (td.total != td.count)
+            return tc_fail(TC_EPARSE, "%s: element type %d keeps its data in %s, but other "
+                           "data fields are set too", what, (int)v->elem_type, td.field);
         size_t expect = (size_t)elems;
         if (v->elem_type == ONNX__TENSOR_PROTO__DATA_TYPE__COMPLEX64 ||
             v->elem_type == ONNX__TENSOR_PROTO__DATA_TYPE__COMPLEX128)
             expect *= 2;
-        if (typed != expect)
-            return tc_fail(TC_EPARSE, "%s: %zu data elements for a shape of %lld", what, typed,
-                           (long long)elems);
+        if (td.count != expect)
+            return tc_fail(TC_EPARSE, "%s: %zu %s elements for a shape of %lld", what, td.count,
+                           td.field, (long long)elems);
     }
     if (!s_is_int(v->elem_type) || elems > TC_GRAPH_MAX_DATA || external)
         return 0;
-    if (!(t->has_raw_data && t->raw_data.len) && !typed)
+    if (!(t->has_raw_data && t->raw_data.len) && !td.total)
         return 0; /* stripped: shape only */
     tc_sym_t *d = calloc(elems ? (size_t)elems : 1, sizeof *d);
     if (!d)
@@ -286,15 +355,16 @@ int tc_tensor_to_value(tc_graph_t *g, const Onnx__TensorProto *t, tc_value_t *v,
                      v->elem_type != ONNX__TENSOR_PROTO__DATA_TYPE__UINT32 &&
                      v->elem_type != ONNX__TENSOR_PROTO__DATA_TYPE__UINT64 &&
                      v->elem_type != ONNX__TENSOR_PROTO__DATA_TYPE__BOOL;
+    /* From here on the chosen field holds exactly `elems` values. */
     for (int64_t i = 0; i < elems; i++) {
         if (t->has_raw_data && t->raw_data.len)
             d[i].c = s_raw_int(t->raw_data.data + (size_t)i * esize, esize, is_signed);
-        else if (t->n_int64_data)
-            d[i].c = t->int64_data[i];
-        else if (t->n_int32_data)
-            d[i].c = t->int32_data[i];
-        else if (t->n_uint64_data)
-            d[i].c = (int64_t)t->uint64_data[i];
+        else if (td.int64)
+            d[i].c = td.int64[i];
+        else if (td.int32)
+            d[i].c = td.int32[i];
+        else if (td.uint64)
+            d[i].c = (int64_t)td.uint64[i];
     }
     free(v->data);
     v->data = d;

@@ -1,5 +1,6 @@
 /* The PostgreSQL store against a real server (the ctest pg fixture). */
 #include "store.h"
+#include "store_server.h"
 #include "tc_error.h"
 #include "tc_test.h"
 #include "tc_test_msg.h"
@@ -122,11 +123,11 @@ Test(store, conv_results_round_trip)
                  0);
     cr_assert_str_eq(v, "20,28,32,8,bwd_data,heuristic,5.5,3,2500");
     cr_assert_eq(tc_store_exec(s_store,
-                               "SELECT algo || '/' || status FROM conv_algo_timings WHERE "
+                               "SELECT algo || '/' || status || '/' || message FROM conv_algo_timings WHERE "
                                "algo_id = 1 LIMIT 1",
                                v, sizeof v),
                  0);
-    cr_assert_str_eq(v, "gemm:ref\twith tab/skipped");
+    cr_assert_str_eq(v, "gemm:ref/skipped/heuristic policy\tstops at the first fit");
     /* The same configs again in another message reuse the config rows. */
     tc_envelope_t *again = tc_test_envelope("agent-1");
     again->body_case = TRAINCAST__V1__ENVELOPE__BODY_CONV_RESULTS;
@@ -300,14 +301,90 @@ Test(store, rejects_wrong_version_and_bad_id)
 
 Test(store, rejects_invalid_utf8_without_storing)
 {
-    /* Passes validation but the database refuses it: still permanent, and
-     * the transaction leaves nothing behind. */
+    /* Refused by validation before any SQL, naming the field; nothing is
+     * left behind. */
     tc_envelope_t *env = s_conv_env();
     env->conv_results->results[0]->algo = "bad\xff\xfe";
     tc_store_outcome_t out;
     cr_assert_eq(tc_store_put(s_store, env, &out), TC_EINVAL, "%s", tc_errmsg());
+    cr_assert(strstr(tc_errmsg(), "conv_results.results[0].algo: is not valid UTF-8"), "%s",
+              tc_errmsg());
     cr_assert_eq(s_count("SELECT count(*) FROM received_messages"), 0);
     cr_assert_eq(s_count("SELECT count(*) FROM devices"), 0);
     /* The connection is usable afterwards. */
+    s_put_ok(s_conv_env(), TC_STORE_STORED);
+}
+
+/* A message the database refuses for its content, first in a batch on a
+ * fresh connection (so its savepoint is where the staging tables would be
+ * made): it is refused alone, and the rest of the batch, and every later
+ * batch on the same connection, are stored. */
+Test(store, refused_message_does_not_stall_the_connection)
+{
+    cr_assert_eq(tc_store_exec(s_store,
+                               "ALTER TABLE conv_algo_timings ADD CONSTRAINT test_no_poison "
+                               "CHECK (algo <> 'poison')",
+                               NULL, 0),
+                 0, "%s", tc_errmsg());
+    char dsn[1024];
+    tc_test_fresh_db("store", dsn, sizeof dsn);
+    tc_store_t *fresh = NULL;
+    cr_assert_eq(tc_store_open(dsn, &fresh), 0, "%s", tc_errmsg());
+    tc_store_outcome_t out;
+    for (int round = 0; round < 2; round++) {
+        cr_assert_eq(tc_store_batch_begin(fresh), 0, "%s", tc_errmsg());
+        tc_envelope_t *bad = s_conv_env();
+        bad->conv_results->results[0]->candidates[0]->algo = "poison";
+        int rc = tc_store_put(fresh, bad, &out);
+        cr_assert_eq(rc, TC_EINVAL, "round %d: want a refusal, got %d: %s", round, rc,
+                     tc_errmsg());
+        cr_assert(strstr(tc_errmsg(), "test_no_poison") && strstr(tc_errmsg(), "23514"), "%s",
+                  tc_errmsg());
+        for (int i = 0; i < 3; i++) {
+            rc = tc_store_put(fresh, s_conv_env(), &out);
+            cr_assert_eq(rc, 0, "round %d, message %d after the refused one: %s", round, i,
+                         tc_errmsg());
+        }
+        cr_assert_eq(tc_store_batch_commit(fresh), 0, "%s", tc_errmsg());
+    }
+    tc_store_destroy(&fresh);
+    cr_assert_eq(s_count("SELECT count(*) FROM received_messages"), 6);
+    cr_assert_eq(s_count("SELECT count(*) FROM conv_results"), 24);
+}
+
+Test(store, error_classes)
+{
+    /* Only what says nothing about the message is an outage. */
+    cr_assert_eq(tc_store_error_code(NULL, false), TC_EDB);
+    cr_assert_eq(tc_store_error_code(NULL, true), TC_EDB);
+    cr_assert_eq(tc_store_error_code("08006", true), TC_EDB);
+    cr_assert_eq(tc_store_error_code("57P01", true), TC_EDB);
+    cr_assert_eq(tc_store_error_code("53100", true), TC_EDB);
+    cr_assert_eq(tc_store_error_code("40P01", true), TC_EDB);
+    cr_assert_eq(tc_store_error_code("42501", true), TC_EDB);
+    cr_assert_eq(tc_store_error_code("22021", false), TC_EDB);
+    cr_assert_eq(tc_store_error_code("22021", true), TC_EINVAL);
+    cr_assert_eq(tc_store_error_code("23505", true), TC_EINVAL);
+    cr_assert_eq(tc_store_error_code("42P01", true), TC_EINVAL);
+    cr_assert_eq(tc_store_error_code("54000", true), TC_EINVAL);
+}
+
+/* The connection dies under the store: an outage (retry), not a refusal. */
+Test(store, lost_connection_is_an_outage)
+{
+    char pid[32];
+    cr_assert_eq(tc_store_exec(s_store, "SELECT pg_backend_pid()", pid, sizeof pid), 0);
+    char dsn[1024];
+    tc_test_fresh_db("store", dsn, sizeof dsn);
+    tc_store_t *killer = NULL;
+    cr_assert_eq(tc_store_open(dsn, &killer), 0, "%s", tc_errmsg());
+    char sql[96], v[16];
+    snprintf(sql, sizeof sql, "SELECT pg_terminate_backend(%s)", pid);
+    cr_assert_eq(tc_store_exec(killer, sql, v, sizeof v), 0, "%s", tc_errmsg());
+    tc_store_destroy(&killer);
+    tc_store_outcome_t out;
+    int rc = tc_store_put(s_store, s_conv_env(), &out);
+    cr_assert_eq(rc, TC_EDB, "got %d: %s", rc, tc_errmsg());
+    cr_assert_eq(tc_store_ensure_connected(s_store), 0, "%s", tc_errmsg());
     s_put_ok(s_conv_env(), TC_STORE_STORED);
 }

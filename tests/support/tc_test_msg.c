@@ -90,12 +90,12 @@ Traincast__V1__ConvResults *tc_test_conv_results(const char *device_uuid, size_t
         for (int j = 0; j < 2; j++) {
             Traincast__V1__AlgoTiming *a =
                 NEW(Traincast__V1__AlgoTiming, TRAINCAST__V1__ALGO_TIMING__INIT);
-            a->algo = strdup(j ? "gemm:ref\twith tab" : "jit:avx2");
+            a->algo = strdup(j ? "gemm:ref" : "jit:avx2");
             a->algo_id = j;
             a->time_ms = j ? 0 : r->median_ms;
             a->status = j ? TRAINCAST__V1__ALGO_STATUS__ALGO_STATUS_SKIPPED
                           : TRAINCAST__V1__ALGO_STATUS__ALGO_STATUS_OK;
-            a->message = strdup(j ? "heuristic policy stops at the first fit" : "");
+            a->message = strdup(j ? "heuristic policy\tstops at the first fit" : "");
             r->candidates[j] = a;
         }
         cr->results[i] = r;

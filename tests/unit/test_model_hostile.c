@@ -272,6 +272,40 @@ Test(hostile, data_that_does_not_match_its_shape, .timeout = 10)
     tc_tb_free(&tb);
 }
 
+/* Typed data in a field its element type does not use, or spread over
+ * several fields whose sum matches the shape: refused, never read past the
+ * end of the shorter array (an over-read that AddressSanitizer caught in
+ * the ASan build of this test). */
+Test(hostile, typed_data_in_the_wrong_fields, .timeout = 10)
+{
+    tc_tb_t *tb = tc_tb_new(3, 8, 8);
+    tc_tb_ints(tb, "t", 6, (int64_t[]){1, 3, 8, 8, 1, 1});
+    tc_tb_node(tb, "Reshape", "r", "x,t", "y");
+    tc_tb_output(tb, "y");
+    Onnx__TensorProto *t = tc_tb_model(tb)->graph->initializer[0];
+    int32_t *i32 = tc_tb_alloc(tb, 4 * sizeof *i32);
+    /* 2 int64 + 4 int32 values for 6 elements of type INT64. */
+    t->n_int64_data = 2;
+    t->int32_data = i32;
+    t->n_int32_data = 4;
+    cr_expect_eq(s_try_tb(tb), TC_EPARSE, "%s", tc_errmsg());
+    cr_expect(strstr(tc_errmsg(), "int64_data"), "%s", tc_errmsg());
+    /* All six in int32_data, which INT64 does not use. */
+    int32_t *six = tc_tb_alloc(tb, 6 * sizeof *six);
+    t->n_int64_data = 0;
+    t->int32_data = six;
+    t->n_int32_data = 6;
+    cr_expect_eq(s_try_tb(tb), TC_EPARSE, "%s", tc_errmsg());
+    /* uint64 values claimed by a FLOAT tensor. */
+    uint64_t *u64 = tc_tb_alloc(tb, 6 * sizeof *u64);
+    t->n_int32_data = 0;
+    t->uint64_data = u64;
+    t->n_uint64_data = 6;
+    t->data_type = ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT;
+    cr_expect_eq(s_try_tb(tb), TC_EPARSE, "%s", tc_errmsg());
+    tc_tb_free(&tb);
+}
+
 Test(hostile, rank_over_the_cap, .timeout = 10)
 {
     int64_t dims[9] = {1, 1, 1, 1, 1, 1, 1, 1, 1};
