@@ -95,7 +95,7 @@ int tc_identity_read_agent_id(const char *dir, char *out, size_t size)
     s_new_agent_id(id, sizeof id);
     char tmp[2300];
     snprintf(tmp, sizeof tmp, "%s.tmp%d", path, (int)getpid());
-    f = fopen(tmp, "w");
+    f = tc_fopen_private(tmp);
     if (!f)
         return tc_fail(TC_EIO, "cannot create %s: %s", tmp, strerror(errno));
     int ok = fprintf(f, "%s\n", id) > 0 && fflush(f) == 0 && fsync(fileno(f)) == 0;

@@ -1,6 +1,7 @@
 #include "job_results.h"
 
 #include "tc_error.h"
+#include "tc_paths.h"
 #include "tc_log.h"
 #include "tc_resultfile.h"
 
@@ -63,7 +64,7 @@ static int s_write_mark(const char *path, size_t count, const char *id)
     char mark[2400], tmp[2500];
     snprintf(mark, sizeof mark, "%s.spooled", path);
     snprintf(tmp, sizeof tmp, "%s.tmp", mark);
-    FILE *f = fopen(tmp, "w");
+    FILE *f = tc_fopen_private(tmp);
     if (!f)
         return tc_fail(TC_EIO, "cannot create %s: %s", tmp, strerror(errno));
     int ok = fprintf(f, "%zu %s\n", count, id) > 0 && fflush(f) == 0 && fsync(fileno(f)) == 0;

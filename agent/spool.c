@@ -1,6 +1,7 @@
 #include "spool.h"
 
 #include "tc_error.h"
+#include "tc_paths.h"
 #include "tc_log.h"
 #include "tc_resultfile.h"
 
@@ -462,7 +463,7 @@ int tc_spool_reject(tc_spool_t *self, const char *id, const char *reason)
     s_path(self, id, path, sizeof path);
     snprintf(dest, sizeof dest, "%s/rejected/%s.msg", self->dir, id);
     snprintf(why, sizeof why, "%s/rejected/%s.reason", self->dir, id);
-    FILE *f = fopen(why, "w");
+    FILE *f = tc_fopen_private(why);
     if (f) {
         fprintf(f, "%s\n", reason ? reason : "");
         fclose(f);

@@ -1,6 +1,7 @@
 /* The server loop: the ROUTER socket, frame checks, acks and heartbeats. */
 #include "server.h"
 #include "server_internal.h"
+#include "store.h"
 #include "zap.h"
 
 #include "tc_error.h"
@@ -12,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <zmq.h>
 
 #define S_DEFAULT_WORKERS 4u
@@ -94,7 +96,25 @@ typedef struct {
     uint64_t n_stored, n_dup, n_rejected, n_deferred, n_bad;
     uint64_t shown_stored, shown_dup, shown_rejected;
     int64_t next_stats_ms;
+    tc_ratelimit_t refusal_lines;  /* refused and rejected messages */
+    tc_ratelimit_t handshake_lines; /* failed handshakes */
 } s_server_t;
+
+#define S_LOG_BURST 20 /* lines of each kind a minute */
+
+static void s_log_suppressed(s_server_t *s)
+{
+    int64_t now = tc_server_now_ms();
+    unsigned n = tc_ratelimit_flush(&s->refusal_lines, now);
+    if (n)
+        tc_log_warn("%u more refused or rejected message%s not logged (at most %d lines a "
+                    "minute; the counts are in the periodic summary)",
+                    n, n == 1 ? " was" : "s were", S_LOG_BURST);
+    n = tc_ratelimit_flush(&s->handshake_lines, now);
+    if (n)
+        tc_log_warn("%u more failed handshake%s not logged (at most %d lines a minute)", n,
+                    n == 1 ? " was" : "s were", S_LOG_BURST);
+}
 
 void tc_server_default_keys_dir(const char *flag, char *out, size_t size)
 {
@@ -154,12 +174,14 @@ static void s_refuse(s_server_t *s, const uint8_t *route, size_t route_len, cons
                      const char *key, const char *msg_id, const char *why)
 {
     s->n_bad++;
-    tc_log_warn("refused a message from %s%s%s: %s", peer, key ? " key " : "", key ? key : "",
-                why);
+    if (tc_ratelimit_allow(&s->refusal_lines, tc_server_now_ms()))
+        tc_log_warn("refused a message from %s%s%s: %s", peer, key ? " key " : "",
+                    key ? key : "", why);
     s_nack(s, route, route_len, msg_id, why, true);
 }
 
-static void s_enqueue(s_server_t *s, tc_envelope_t *env, const uint8_t *route, size_t route_len)
+static void s_enqueue(s_server_t *s, tc_envelope_t *env, const uint8_t *route, size_t route_len,
+                      const char *key)
 {
     tc_work_t *w = calloc(1, sizeof *w);
     if (!w) {
@@ -171,6 +193,8 @@ static void s_enqueue(s_server_t *s, tc_envelope_t *env, const uint8_t *route, s
     w->env = env;
     memcpy(w->route, route, route_len);
     w->route_len = route_len;
+    if (key)
+        snprintf(w->key, sizeof w->key, "%s", key);
     if (env->body_case != TRAINCAST__V1__ENVELOPE__BODY_HEARTBEAT)
         s_idset_add(s->inflight, env->message_id);
     tc_workers_push(s->workers, w);
@@ -214,25 +238,32 @@ static void s_handle(s_server_t *s, const uint8_t *route, size_t route_len, cons
         tc_envelope_free(&env);
         return;
     }
-    if (!env->agent_id || !*env->agent_id || strlen(env->agent_id) > TC_MAX_NAME_LEN) {
-        s_refuse(s, route, route_len, peer, key, id,
-                 "agent_id: must be 1 to 256 characters");
+    if (tc_validate_agent_id(env->agent_id) < 0) {
+        s_refuse(s, route, route_len, peer, key, id, tc_errmsg());
         tc_envelope_free(&env);
         return;
     }
     /* Session messages carry the sender's own agent id (results pushed from
      * a file may carry another's): they tell where that agent is now. */
-    if (env->body_case == TRAINCAST__V1__ENVELOPE__BODY_HELLO ||
-        env->body_case == TRAINCAST__V1__ENVELOPE__BODY_HEARTBEAT ||
-        env->body_case == TRAINCAST__V1__ENVELOPE__BODY_JOB_PROGRESS)
-        tc_dispatch_heard(s->dispatch, env->agent_id, route, route_len, key);
+    if ((env->body_case == TRAINCAST__V1__ENVELOPE__BODY_HELLO ||
+         env->body_case == TRAINCAST__V1__ENVELOPE__BODY_HEARTBEAT ||
+         env->body_case == TRAINCAST__V1__ENVELOPE__BODY_JOB_PROGRESS) &&
+        !tc_dispatch_heard(s->dispatch, env->agent_id, route, route_len, key)) {
+        snprintf(why, sizeof why,
+                 "agent_id: '%.256s' belongs to another agent's key; each agent sends under its "
+                 "own id (docs/transport.md, \"Agent identity\")",
+                 env->agent_id);
+        s_refuse(s, route, route_len, peer, key, id, why);
+        tc_envelope_free(&env);
+        return;
+    }
     switch (env->body_case) {
     case TRAINCAST__V1__ENVELOPE__BODY_HEARTBEAT:
         s_heartbeat_reply(s, route, route_len);
         tc_dispatch_heartbeat(s->dispatch, env->agent_id, env->heartbeat->running_job_id);
         /* Stored for `aggregator status`; skipped when storing lags. */
         if (tc_workers_queued(s->workers) < s->o.queue_limit / 2)
-            s_enqueue(s, env, route, route_len);
+            s_enqueue(s, env, route, route_len, key);
         else
             tc_envelope_free(&env);
         return;
@@ -265,7 +296,7 @@ static void s_handle(s_server_t *s, const uint8_t *route, size_t route_len, cons
         tc_envelope_free(&env);
         return;
     }
-    s_enqueue(s, env, route, route_len);
+    s_enqueue(s, env, route, route_len, key);
 }
 
 static void s_receive(s_server_t *s)
@@ -336,7 +367,8 @@ static void s_finish(s_server_t *s, tc_work_t *w)
         break;
     case TC_WORK_REJECTED:
         s->n_rejected++;
-        tc_log_warn("rejected %s %s from agent %s: %s", tc_body_name(env), env->message_id,
+        if (tc_ratelimit_allow(&s->refusal_lines, tc_server_now_ms()))
+            tc_log_warn("rejected %s %s from agent %s: %s", tc_body_name(env), env->message_id,
                     env->agent_id, w->reason);
         s_nack(s, route, route_len, env->message_id, w->reason, true);
         break;
@@ -380,6 +412,8 @@ static void s_events(s_server_t *s)
             break;
         case ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL:
         case ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL:
+            if (!tc_ratelimit_allow(&s->handshake_lines, tc_server_now_ms()))
+                break;
             tc_log_warn("handshake with %s failed (%s, code 0x%x): the agent must use CURVE "
                         "with this aggregator's public key%s",
                         addr, tc_zmq_event_name(ev), val,
@@ -396,6 +430,7 @@ static void s_events(s_server_t *s)
 
 static void s_stats(s_server_t *s, bool force)
 {
+    s_log_suppressed(s);
     int64_t now = tc_server_now_ms();
     if (!force && now < s->next_stats_ms)
         return;
@@ -415,6 +450,80 @@ static void s_stats(s_server_t *s, bool force)
 }
 
 /* ---- setup ---- */
+
+static void s_sleep_unless_stopped(s_server_t *s, int ms)
+{
+    while (ms > 0 && !*s->o.stop) {
+        int slice = ms < 100 ? ms : 100;
+        struct timespec ts = {0, slice * 1000000L};
+        nanosleep(&ts, NULL);
+        ms -= slice;
+    }
+}
+
+/* The role serve connects as must hold what storing needs; one that holds
+ * far more (a superuser, the owner of the tables) is worth a warning. */
+static int s_check_privileges(tc_store_t *store)
+{
+    tc_store_privileges_t p;
+    int rc = tc_store_privileges(store, &p);
+    if (rc < 0)
+        return rc;
+    if (*p.missing)
+        return tc_fail(TC_EINVAL,
+                       "the database role %s lacks privileges that storing needs: %s; grant "
+                       "it the writer role (GRANT traincast_writer TO %s; see "
+                       "docs/operator-guide.md, \"Database roles\")",
+                       p.role, p.missing, p.role);
+    if (p.superuser || p.owner)
+        tc_log_warn("connected to the database as %s, %s: serve needs only the privileges of "
+                    "the traincast_writer role; give it a role of its own (docs/"
+                    "operator-guide.md, \"Database roles\")",
+                    p.role, p.superuser ? "a superuser" : "the owner of the tables");
+    return 0;
+}
+
+/* Connect and check the schema, retrying with backoff while the database is
+ * unreachable (an outage: TC_EDB). A schema at the wrong version, or a
+ * connection string that cannot work, ends the wait with that error. Logs
+ * when the wait starts, every minute while it lasts, and when it ends. */
+static int s_wait_for_database(s_server_t *s)
+{
+    int delay = 250;
+    int64_t since = tc_server_now_ms(), next_note = since + 60000;
+    bool waiting = false;
+    for (;;) {
+        tc_store_t *check = NULL;
+        int rc = tc_store_open(s->o.dsn, &check);
+        if (rc == 0)
+            rc = tc_store_check_schema(check);
+        if (rc == 0)
+            rc = s_check_privileges(check);
+        tc_store_destroy(&check);
+        if (rc != TC_EDB) {
+            if (rc == 0 && waiting)
+                tc_log_info("the database is up after %.1f s: accepting agents",
+                            (double)(tc_server_now_ms() - since) / 1000.0);
+            return rc;
+        }
+        int64_t now = tc_server_now_ms();
+        if (!waiting) {
+            tc_log_warn("waiting for the database: %s; agents keep their results spooled "
+                        "until it is up",
+                        tc_errmsg());
+            waiting = true;
+        } else if (now >= next_note) {
+            tc_log_warn("still waiting for the database after %.0f s: %s",
+                        (double)(now - since) / 1000.0, tc_errmsg());
+            next_note = now + 60000;
+        }
+        s_sleep_unless_stopped(s, delay);
+        if (*s->o.stop)
+            return 0;
+        delay = delay * 2 > 5000 ? 5000 : delay * 2;
+    }
+}
+
 
 static int s_open_router(s_server_t *s)
 {
@@ -488,6 +597,8 @@ int tc_server_run(const tc_server_opts_t *opts)
     s_server_t *s = &srv;
     memset(s, 0, sizeof *s);
     s->o = *opts;
+    s->refusal_lines = (tc_ratelimit_t){.burst = S_LOG_BURST, .window_ms = 60000};
+    s->handshake_lines = (tc_ratelimit_t){.burst = S_LOG_BURST, .window_ms = 60000};
     if (!s->o.workers)
         s->o.workers = S_DEFAULT_WORKERS;
     if (!s->o.batch)
@@ -511,16 +622,11 @@ int tc_server_run(const tc_server_opts_t *opts)
     } else {
         TC_TRY(tc_curve_check());
     }
-    /* The schema must match before anything is accepted. */
-    {
-        tc_store_t *check = NULL;
-        rc = tc_store_open(s->o.dsn, &check);
-        if (rc == 0)
-            rc = tc_store_check_schema(check);
-        tc_store_destroy(&check);
-        if (rc < 0)
-            goto err;
-    }
+    /* The schema must match before anything is accepted; while the
+     * database is unreachable, wait (agents keep their results spooled). */
+    TC_TRY(s_wait_for_database(s));
+    if (*s->o.stop)
+        goto err;
     TC_TRY(tc_dispatch_new(s->o.dsn, s->o.heartbeat_ms, &s->dispatch));
     s->ctx = zmq_ctx_new();
     if (!s->ctx)

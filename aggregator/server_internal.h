@@ -4,6 +4,7 @@
 
 #include "store_server.h"
 #include "tc_wire.h"
+#include "tc_zmq.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -28,6 +29,7 @@ struct tc_work {
     tc_envelope_t *env;           /* owned */
     uint8_t route[TC_ROUTE_MAX];  /* the connection it came from */
     size_t route_len;
+    char key[TC_KEY_Z85_LEN + 1]; /* the sender's CURVE key; "" without CURVE */
     tc_work_outcome_t outcome;
     bool job_terminal;            /* a JobProgress that finished its job */
     char reason[1024];
@@ -61,8 +63,10 @@ int tc_dispatch_new(const char *dsn, unsigned heartbeat_ms, tc_dispatch_t **out)
 void tc_dispatch_destroy(tc_dispatch_t **self_p);
 
 /* A session message (hello, heartbeat, job progress) arrived from
- * `agent_id` over `route`: remember the route (jobs go to the latest one). */
-void tc_dispatch_heard(tc_dispatch_t *self, const char *agent_id, const uint8_t *route,
+ * `agent_id` over `route` with CURVE key `key` (NULL without CURVE):
+ * remember the route (jobs go to the latest one). False, and nothing
+ * remembered, when the id belongs to another key (schema/005_security.sql). */
+bool tc_dispatch_heard(tc_dispatch_t *self, const char *agent_id, const uint8_t *route,
                        size_t route_len, const char *key);
 void tc_dispatch_hello(tc_dispatch_t *self, const char *agent_id,
                        const Traincast__V1__Hello *hello);

@@ -39,6 +39,7 @@ struct tc_dispatch {
     bool listening;
     bool due;
     bool warned_down;
+    bool adopted; /* active jobs read after the first connection */
     int64_t next_db_try_ms, next_sweep_ms, next_pass_ms;
 };
 
@@ -104,6 +105,26 @@ static int s_listen(tc_dispatch_t *self)
     return rc;
 }
 
+/* Connect, LISTEN, and (once) adopt the jobs that were running before a
+ * restart: their agents have a while to show that they still run them. */
+static int s_connect(tc_dispatch_t *self)
+{
+    int rc = self->store ? tc_store_ensure_connected(self->store)
+                         : tc_store_open(self->dsn, &self->store);
+    if (rc == 0)
+        rc = s_listen(self);
+    if (rc == 0 && !self->adopted) {
+        rc = tc_store_select(self->store, "reading active jobs",
+                             "SELECT job_id, agent_id FROM jobs WHERE state IN "
+                             "('dispatched', 'running')",
+                             0, NULL, s_adopt_active, self);
+        self->adopted = rc == 0;
+    }
+    if (rc < 0)
+        self->listening = false;
+    return rc;
+}
+
 int tc_dispatch_new(const char *dsn, unsigned heartbeat_ms, tc_dispatch_t **out)
 {
     *out = NULL;
@@ -113,17 +134,9 @@ int tc_dispatch_new(const char *dsn, unsigned heartbeat_ms, tc_dispatch_t **out)
         return tc_fail(TC_ENOMEM, "out of memory");
     }
     self->heartbeat_ms = heartbeat_ms;
-    int rc = tc_store_open(dsn, &self->store);
-    if (rc == 0)
-        rc = s_listen(self);
-    /* Jobs dispatched before a restart: their agents have a while to show
-     * that they still run them. */
-    if (rc == 0)
-        rc = tc_store_select(self->store, "reading active jobs",
-                             "SELECT job_id, agent_id FROM jobs WHERE state IN "
-                             "('dispatched', 'running')",
-                             0, NULL, s_adopt_active, self);
-    if (rc < 0) {
+    /* The database may be down now: dispatch then waits for it (tick). */
+    int rc = s_connect(self);
+    if (rc < 0 && rc != TC_EDB) {
         tc_dispatch_destroy(&self);
         return rc;
     }
@@ -145,12 +158,28 @@ void tc_dispatch_destroy(tc_dispatch_t **self_p)
     *self_p = NULL;
 }
 
-void tc_dispatch_heard(tc_dispatch_t *self, const char *agent_id, const uint8_t *route,
+bool tc_dispatch_heard(tc_dispatch_t *self, const char *agent_id, const uint8_t *route,
                        size_t route_len, const char *key)
 {
-    s_peer_t *p = s_get(self, agent_id);
+    s_peer_t *p = s_find(self, agent_id);
+    if (key && (!p || strcmp(p->key, key) != 0)) {
+        /* A key not seen with this id here before: the database knows whom
+         * the id belongs to (tc_store_put_from binds it). If it cannot be
+         * asked now, storing checks again. */
+        char bound[TC_KEY_Z85_LEN + 1];
+        bool found = false;
+        if (self->store && tc_store_agent_key(self->store, agent_id, bound, &found) == 0 &&
+            found && strcmp(bound, key) != 0)
+            return false;
+        if (!self->store || !found) {
+            if (p && p->key[0] && strcmp(p->key, key) != 0)
+                return false; /* the id is in use here by another key */
+        }
+    }
     if (!p)
-        return;
+        p = s_get(self, agent_id);
+    if (!p)
+        return true;
     if (route_len <= TC_ROUTE_MAX) {
         memcpy(p->route, route, route_len);
         p->route_len = route_len;
@@ -158,6 +187,7 @@ void tc_dispatch_heard(tc_dispatch_t *self, const char *agent_id, const uint8_t 
     if (key)
         snprintf(p->key, sizeof p->key, "%s", key);
     p->heard_ms = tc_server_now_ms();
+    return true;
 }
 
 void tc_dispatch_hello(tc_dispatch_t *self, const char *agent_id,
@@ -193,6 +223,11 @@ void tc_dispatch_hello(tc_dispatch_t *self, const char *agent_id,
 static void s_requeue(tc_dispatch_t *self, s_peer_t *p, const char *why)
 {
     char state[16] = "";
+    if (!self->store) {
+        tc_log_warn("cannot requeue job %s (%s) while the database is down; trying again later",
+                    p->job_id, why);
+        return;
+    }
     if (tc_store_job_requeue(self->store, p->job_id, why, S_MAX_ATTEMPTS, state, sizeof state) <
         0) {
         tc_log_warn("cannot requeue job %s: %s (trying again later)", p->job_id, tc_errmsg());
@@ -240,7 +275,7 @@ void tc_dispatch_job_ended(tc_dispatch_t *self, const char *agent_id, const char
 
 int tc_dispatch_fd(tc_dispatch_t *self)
 {
-    return self->listening ? tc_store_socket(self->store) : -1;
+    return self->listening && self->store ? tc_store_socket(self->store) : -1;
 }
 
 void tc_dispatch_readable(tc_dispatch_t *self)
@@ -339,7 +374,7 @@ void tc_dispatch_tick(tc_dispatch_t *self, void *router)
         if (now < self->next_db_try_ms)
             return;
         self->next_db_try_ms = now + S_DB_RETRY_MS;
-        if (tc_store_ensure_connected(self->store) < 0 || s_listen(self) < 0) {
+        if (s_connect(self) < 0) {
             if (!self->warned_down)
                 tc_log_warn("job dispatch paused: %s", tc_errmsg());
             self->warned_down = true;

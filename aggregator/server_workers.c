@@ -128,18 +128,19 @@ static bool s_batchable(const tc_work_t *w)
 static int s_store_once(tc_store_t *store, tc_work_t *w, tc_store_outcome_t *outcome)
 {
     const tc_envelope_t *env = w->env;
+    const char *key = w->key[0] ? w->key : NULL;
     int rc;
     w->job_terminal = false;
     switch (env->body_case) {
     case TRAINCAST__V1__ENVELOPE__BODY_JOB_PROGRESS:
-        return tc_store_job_progress(store, env, outcome, &w->job_terminal);
+        return tc_store_job_progress(store, env, key, outcome, &w->job_terminal);
     case TRAINCAST__V1__ENVELOPE__BODY_HELLO:
-        rc = tc_store_put(store, env, outcome);
+        rc = tc_store_put_from(store, env, key, outcome);
         if (rc == 0)
             rc = tc_store_set_accepts_jobs(store, env->agent_id, env->hello->accepts_jobs);
         return rc;
     default:
-        return tc_store_put(store, env, outcome);
+        return tc_store_put_from(store, env, key, outcome);
     }
 }
 

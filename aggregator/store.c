@@ -488,3 +488,91 @@ int tc_store_create_database(const char *admin_dsn, const char *name, char *dsn_
     tc_store_destroy(&admin);
     return rc;
 }
+
+/* What `aggregator serve` does to each table, as granted to
+ * traincast_writer in schema/005_security.sql. */
+static const struct {
+    const char *table, *privileges;
+} s_writer_grants[] = {
+    {"schema_version", "SELECT"},
+    {"agents", "SELECT,INSERT,UPDATE"},
+    {"devices", "SELECT,INSERT,UPDATE"},
+    {"models", "SELECT,INSERT,UPDATE"},
+    {"jobs", "SELECT,INSERT,UPDATE"},
+    {"conv_configs", "SELECT,INSERT"},
+    {"conv_results", "SELECT,INSERT"},
+    {"conv_algo_timings", "SELECT,INSERT"},
+    {"traces", "SELECT,INSERT"},
+    {"trace_iterations", "SELECT,INSERT"},
+    {"trace_op_times", "SELECT,INSERT"},
+    {"received_messages", "SELECT,INSERT"},
+    {"job_events", "SELECT,INSERT"},
+    {"agent_keys", "SELECT,INSERT"},
+    {"model_layers", "SELECT,INSERT,DELETE"},
+    {"model_convs", "SELECT,INSERT,DELETE"},
+};
+
+int tc_store_privileges(tc_store_t *self, tc_store_privileges_t *out)
+{
+    memset(out, 0, sizeof *out);
+    PGresult *res = NULL;
+    int rc = tc_store_query(
+        self, &res, "reading the role's privileges",
+        "SELECT current_user, r.rolsuper, "
+        " coalesce((SELECT tableowner = current_user FROM pg_tables"
+        "           WHERE schemaname = current_schema() AND tablename = 'conv_results'), false),"
+        " EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'traincast_writer'),"
+        " EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'traincast_reader')"
+        " FROM pg_roles r WHERE r.rolname = current_user",
+        0, NULL);
+    if (rc < 0)
+        return rc;
+    if (PQntuples(res) == 1) {
+        snprintf(out->role, sizeof out->role, "%s", PQgetvalue(res, 0, 0));
+        out->superuser = PQgetvalue(res, 0, 1)[0] == 't';
+        out->owner = PQgetvalue(res, 0, 2)[0] == 't';
+        out->writer_role = PQgetvalue(res, 0, 3)[0] == 't';
+        out->reader_role = PQgetvalue(res, 0, 4)[0] == 't';
+    }
+    PQclear(res);
+    tc_buf_t missing = {0};
+    for (size_t i = 0; rc == 0 && i < sizeof s_writer_grants / sizeof s_writer_grants[0]; i++) {
+        char privs[64];
+        snprintf(privs, sizeof privs, "%s", s_writer_grants[i].privileges);
+        for (char *save = NULL, *p = strtok_r(privs, ",", &save); p && rc == 0;
+             p = strtok_r(NULL, ",", &save)) {
+            const char *params[] = {s_writer_grants[i].table, p};
+            rc = tc_store_query(self, &res, "checking a privilege",
+                                "SELECT to_regclass($1) IS NULL OR "
+                                "has_table_privilege(to_regclass($1), $2)",
+                                2, params);
+            if (rc == 0 && PQgetvalue(res, 0, 0)[0] != 't')
+                tc_buf_printf(&missing, "%s%s on %s", missing.len ? ", " : "", p,
+                              s_writer_grants[i].table);
+            if (rc == 0)
+                PQclear(res);
+        }
+    }
+    if (rc == 0 && missing.len)
+        snprintf(out->missing, sizeof out->missing, "%s", tc_buf_str(&missing));
+    tc_buf_free(&missing);
+    return rc;
+}
+
+int tc_store_agent_key(tc_store_t *self, const char *agent_id, char key[41], bool *found)
+{
+    key[0] = '\0';
+    *found = false;
+    const char *params[] = {agent_id};
+    PGresult *res = NULL;
+    int rc = tc_store_query(self, &res, "reading the agent's key",
+                            "SELECT public_key FROM agent_keys WHERE agent_id = $1", 1, params);
+    if (rc < 0)
+        return rc;
+    if (PQntuples(res) == 1) {
+        snprintf(key, 41, "%s", PQgetvalue(res, 0, 0));
+        *found = true;
+    }
+    PQclear(res);
+    return 0;
+}

@@ -56,6 +56,30 @@ int tc_store_check_schema(tc_store_t *self);
  * backlog (no message id is recorded). */
 int tc_store_put(tc_store_t *self, const tc_envelope_t *env, tc_store_outcome_t *outcome);
 
+/* The privileges of the connected role, for `aggregator serve`:
+ * `superuser` and `owner` (it owns the tables) say it may do far more than
+ * storing needs; `missing` gets the privileges of the traincast_writer role
+ * (schema/005_security.sql) that it lacks, e.g. "INSERT on conv_results,
+ * ..." ("" when none). `role` gets its name. */
+typedef struct {
+    char role[128];
+    bool superuser, owner;
+    bool writer_role, reader_role; /* the two group roles exist */
+    char missing[1024];
+} tc_store_privileges_t;
+int tc_store_privileges(tc_store_t *self, tc_store_privileges_t *out);
+
+/* The public key bound to `agent_id` (schema/005_security.sql) into key
+ * (41 bytes); *found false when the id is not bound yet. */
+int tc_store_agent_key(tc_store_t *self, const char *agent_id, char key[41], bool *found);
+
+/* As tc_store_put, for a message that came with the CURVE public key
+ * `key` (z85; NULL when the connection had none): the message's agent id is
+ * bound to the first key that stores under it, and a message under an id
+ * bound to another key is refused (TC_EINVAL naming both). */
+int tc_store_put_from(tc_store_t *self, const tc_envelope_t *env, const char *key,
+                      tc_store_outcome_t *outcome);
+
 /* Create database `name` (if absent) through the server at `admin_dsn`, and
  * write a connection string for it into dsn_out. For tests and tools. */
 int tc_store_create_database(const char *admin_dsn, const char *name, char *dsn_out,

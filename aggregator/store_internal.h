@@ -39,6 +39,11 @@ int tc_store_msg_begin(tc_store_t *s, int *nested);
 int tc_store_msg_commit(tc_store_t *s, int nested);
 void tc_store_msg_rollback(tc_store_t *s, int nested);
 
+/* Bind an agent id to the key it came with, or refuse (TC_EINVAL) a key
+ * other than the bound one. No-op without a key. In the caller's
+ * transaction. */
+int tc_store_bind_key(tc_store_t *s, const char *agent_id, const char *key);
+
 /* COPY ... FROM STDIN with the rows in `rows` (text format). */
 int tc_store_copy(tc_store_t *s, const char *what, const char *copy_sql, const tc_buf_t *rows);
 

@@ -410,14 +410,63 @@ static int s_put_heartbeat(tc_store_t *s, const tc_envelope_t *env)
                           2, params);
 }
 
+/* Bind `agent_id` to `key` if it is free, or check that it is bound to
+ * `key`. No key (an --insecure aggregator, a local import) binds nothing. */
+int tc_store_bind_key(tc_store_t *s, const char *agent_id, const char *key)
+{
+    if (!key || !*key)
+        return 0;
+    const char *params[] = {agent_id, key};
+    for (int attempt = 0; attempt < 2; attempt++) {
+        PGresult *res = NULL;
+        /* A concurrent first use may commit between the insert and the
+         * statement's snapshot: then neither part sees a row, and the next
+         * statement (a new snapshot) does. */
+        int rc = tc_store_query(
+            s, &res, "checking the agent's key",
+            "WITH ins AS (INSERT INTO agent_keys (agent_id, public_key) VALUES ($1, $2) "
+            "ON CONFLICT (agent_id) DO NOTHING RETURNING public_key, registered_at) "
+            "SELECT public_key, registered_at FROM ins UNION ALL "
+            "SELECT public_key, registered_at FROM agent_keys WHERE agent_id = $1 LIMIT 1",
+            2, params);
+        if (rc < 0)
+            return rc;
+        if (PQntuples(res) == 0) {
+            PQclear(res);
+            continue;
+        }
+        char bound[64], since[64];
+        snprintf(bound, sizeof bound, "%s", PQgetvalue(res, 0, 0));
+        snprintf(since, sizeof since, "%.19s", PQgetvalue(res, 0, 1));
+        PQclear(res);
+        if (strcmp(bound, key) != 0)
+            return tc_fail(TC_EINVAL,
+                           "agent_id: '%s' belongs to the agent with key %s (since %s), not to "
+                           "this key %s; each agent sends under its own id (its state "
+                           "directory's agent_id file); an operator who rotated the agent's key "
+                           "releases the old one (docs/transport.md, \"Agent identity\")",
+                           agent_id, bound, since, key);
+        return 0;
+    }
+    return tc_fail(TC_EDB, "database: the key of agent %s could not be read back", agent_id);
+}
+
 int tc_store_put(tc_store_t *self, const tc_envelope_t *env, tc_store_outcome_t *outcome)
+{
+    return tc_store_put_from(self, env, NULL, outcome);
+}
+
+int tc_store_put_from(tc_store_t *self, const tc_envelope_t *env, const char *key,
+                      tc_store_outcome_t *outcome)
 {
     *outcome = TC_STORE_STORED;
     int rc = tc_validate_envelope(env);
     if (rc < 0)
         return rc;
-    if (env->body_case == TRAINCAST__V1__ENVELOPE__BODY_HEARTBEAT)
-        return s_put_heartbeat(self, env);
+    if (env->body_case == TRAINCAST__V1__ENVELOPE__BODY_HEARTBEAT) {
+        rc = tc_store_bind_key(self, env->agent_id, key);
+        return rc < 0 ? rc : s_put_heartbeat(self, env);
+    }
     if (env->body_case != TRAINCAST__V1__ENVELOPE__BODY_HELLO &&
         env->body_case != TRAINCAST__V1__ENVELOPE__BODY_CONV_RESULTS &&
         env->body_case != TRAINCAST__V1__ENVELOPE__BODY_MODEL_GRAPH &&
@@ -428,15 +477,18 @@ int tc_store_put(tc_store_t *self, const tc_envelope_t *env, tc_store_outcome_t 
     rc = tc_store_msg_begin(self, &nested);
     if (rc < 0)
         return rc;
+    rc = tc_store_bind_key(self, env->agent_id, key);
     char sent[64];
     tc_store_time_param(env->sent_at_us, sent, sizeof sent);
     const char *params[] = {env->message_id, env->agent_id, tc_body_name(env),
                             env->sent_at_us > 0 ? sent : NULL};
     PGresult *res = NULL;
-    rc = tc_store_query(self, &res, "recording the message id",
-                        "INSERT INTO received_messages (message_id, agent_id, kind, sent_at) "
-                        "VALUES ($1, $2, $3, $4) ON CONFLICT (message_id) DO NOTHING RETURNING 1",
-                        4, params);
+    if (rc == 0)
+        rc = tc_store_query(self, &res, "recording the message id",
+                            "INSERT INTO received_messages (message_id, agent_id, kind, sent_at) "
+                            "VALUES ($1, $2, $3, $4) ON CONFLICT (message_id) DO NOTHING "
+                            "RETURNING 1",
+                            4, params);
     if (rc == 0 && PQntuples(res) == 0) {
         PQclear(res);
         tc_store_msg_rollback(self, nested);

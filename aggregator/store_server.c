@@ -162,7 +162,7 @@ static const char *s_state_name(Traincast__V1__JobState s)
     }
 }
 
-int tc_store_job_progress(tc_store_t *self, const tc_envelope_t *env,
+int tc_store_job_progress(tc_store_t *self, const tc_envelope_t *env, const char *key,
                           tc_store_outcome_t *outcome, bool *terminal)
 {
     *outcome = TC_STORE_STORED;
@@ -177,6 +177,10 @@ int tc_store_job_progress(tc_store_t *self, const tc_envelope_t *env,
     int nested = 0;
     if ((rc = tc_store_msg_begin(self, &nested)) < 0)
         return rc;
+    if ((rc = tc_store_bind_key(self, env->agent_id, key)) < 0) {
+        tc_store_msg_rollback(self, nested);
+        return rc;
+    }
     char sent[64], done[16], total[16];
     tc_store_time_param(env->sent_at_us, sent, sizeof sent);
     snprintf(done, sizeof done, "%u", p->done);

@@ -43,8 +43,9 @@ void tc_store_job_clear(tc_store_job_t *job);
 /* Store one JobProgress envelope in one transaction, idempotent on its
  * message id: the event is kept, and the job row follows it while the job
  * is still assigned to the sending agent. *terminal is set when the job is
- * now done or failed. An unknown job id is TC_EINVAL. */
-int tc_store_job_progress(tc_store_t *self, const tc_envelope_t *env,
+ * now done or failed. An unknown job id is TC_EINVAL. `key` as for
+ * tc_store_put_from. */
+int tc_store_job_progress(tc_store_t *self, const tc_envelope_t *env, const char *key,
                           tc_store_outcome_t *outcome, bool *terminal);
 
 /* Return a dispatched or running job to the queue, or fail it with `why`

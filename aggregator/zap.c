@@ -16,6 +16,7 @@
 #define S_LABEL_MAX 128
 #define S_REFUSED_LOG_EVERY_S 60
 #define S_REFUSED_REMEMBERED 64
+#define S_REFUSED_LOG_BURST 10 /* refusal lines per minute, whatever the keys */
 
 typedef struct {
     char key[TC_KEY_Z85_LEN + 1];
@@ -145,8 +146,31 @@ struct tc_zap {
     pthread_mutex_t ready_lock;
     pthread_cond_t ready;
     bool ready_flag;
-    s_refused_t refused[S_REFUSED_REMEMBERED]; /* rate limit of refusal logs */
+    s_refused_t refused[S_REFUSED_REMEMBERED]; /* one line per key a minute */
+    tc_ratelimit_t refusal_lines;              /* and a cap on all of them */
 };
+
+static long long s_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* A refusal line, unless the cap on them is reached. */
+static bool s_may_log(tc_zap_t *self)
+{
+    return tc_ratelimit_allow(&self->refusal_lines, s_now_ms());
+}
+
+static void s_log_suppressed(tc_zap_t *self)
+{
+    unsigned n = tc_ratelimit_flush(&self->refusal_lines, s_now_ms());
+    if (n)
+        tc_log_warn("authentication: %u more refused handshake%s not logged (at most %d lines a "
+                    "minute)",
+                    n, n == 1 ? " was" : "s were", S_REFUSED_LOG_BURST);
+}
 
 static bool s_should_log_refusal(tc_zap_t *self, const char *key)
 {
@@ -228,16 +252,17 @@ static void s_handle(tc_zap_t *self)
             tc_log_debug("authentication: accepted key %s (%s) from %s", key, lab, addr);
             s_send_reply(self->sock, &f[1], "200", "OK", key);
         } else {
-            if (s_should_log_refusal(self, key))
+            if (s_should_log_refusal(self, key) && s_may_log(self))
                 tc_log_warn("authentication: refused agent key %s from %s: not in the allowlist "
                             "%s (add the agent's agent.pub line there and send SIGHUP)",
                             key, addr, self->path);
             s_send_reply(self->sock, &f[1], "400", "key not in the allowlist", "");
         }
     } else {
-        tc_log_warn("authentication: refused a %s handshake from %s: this aggregator requires "
-                    "CURVE",
-                    mech, addr);
+        if (s_may_log(self))
+            tc_log_warn("authentication: refused a %.32s handshake from %s: this aggregator "
+                        "requires CURVE",
+                        mech, addr);
         s_send_reply(self->sock, &f[1], "400", "CURVE required", "");
     }
     for (int i = 0; i < n; i++)
@@ -265,6 +290,7 @@ static void *s_thread(void *arg)
             break;
         if (r > 0)
             s_handle(self);
+        s_log_suppressed(self);
     }
     if (self->sock)
         zmq_close(self->sock);
@@ -281,6 +307,8 @@ int tc_zap_start(void *ctx, const char *path, tc_zap_t **out)
         return tc_fail(TC_ENOMEM, "out of memory");
     }
     self->ctx = ctx;
+    self->refusal_lines.burst = S_REFUSED_LOG_BURST;
+    self->refusal_lines.window_ms = 60000;
     pthread_mutex_init(&self->lock, NULL);
     pthread_mutex_init(&self->ready_lock, NULL);
     pthread_cond_init(&self->ready, NULL);

@@ -69,3 +69,26 @@ void tc_log(tc_log_level_t level, const char *fmt, ...)
     pthread_mutex_unlock(&s_lock);
     va_end(ap);
 }
+
+bool tc_ratelimit_allow(tc_ratelimit_t *rl, long long now_ms)
+{
+    if (now_ms - rl->window_start_ms >= rl->window_ms || now_ms < rl->window_start_ms) {
+        rl->window_start_ms = now_ms;
+        rl->logged = 0;
+    }
+    if (rl->logged < rl->burst) {
+        rl->logged++;
+        return true;
+    }
+    rl->suppressed++;
+    return false;
+}
+
+unsigned tc_ratelimit_flush(tc_ratelimit_t *rl, long long now_ms)
+{
+    if (!rl->suppressed || now_ms - rl->window_start_ms < rl->window_ms)
+        return 0;
+    unsigned n = rl->suppressed;
+    rl->suppressed = 0;
+    return n;
+}

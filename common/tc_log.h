@@ -4,6 +4,8 @@
 #ifndef TC_LOG_H
 #define TC_LOG_H
 
+#include <stdbool.h>
+
 typedef enum { TC_LOG_ERROR = 0, TC_LOG_WARN, TC_LOG_INFO, TC_LOG_DEBUG } tc_log_level_t;
 
 void tc_log_set_level(tc_log_level_t level);
@@ -19,5 +21,24 @@ void tc_log(tc_log_level_t level, const char *fmt, ...) __attribute__((format(pr
 #define tc_log_warn(...) tc_log(TC_LOG_WARN, __VA_ARGS__)
 #define tc_log_info(...) tc_log(TC_LOG_INFO, __VA_ARGS__)
 #define tc_log_debug(...) tc_log(TC_LOG_DEBUG, __VA_ARGS__)
+
+/* A cap on how many lines of one kind are logged per window, so that a
+ * flood (a client cycling keys, an agent resending a bad message) cannot
+ * fill the disk. Zero-initialize, then set `burst` (lines per window) and
+ * `window_ms`. Not thread-safe: one per thread. */
+typedef struct {
+    unsigned burst;
+    long long window_ms;
+    long long window_start_ms;
+    unsigned logged, suppressed;
+} tc_ratelimit_t;
+
+/* True when a line may be logged now (it counts against the window);
+ * false when it is suppressed (and counted). `now_ms` is any monotonic
+ * clock. */
+bool tc_ratelimit_allow(tc_ratelimit_t *rl, long long now_ms);
+/* Lines suppressed in a window that has ended (0 if none, or if the window
+ * is still open); resets the count, so the caller logs one summary. */
+unsigned tc_ratelimit_flush(tc_ratelimit_t *rl, long long now_ms);
 
 #endif

@@ -2,6 +2,8 @@
  * environment, the source tree or the installed share directory. */
 #include "tc_paths.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -75,4 +77,25 @@ void tc_state_dir(const char *flag, const char *env_name, const char *sub, char 
         snprintf(out, size, "%s", env);
     else
         snprintf(out, size, "%s/.traincast/%s", home && *home ? home : ".", sub);
+}
+
+FILE *tc_fopen_private(const char *path)
+{
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (fd < 0)
+        return NULL;
+    /* An existing file keeps its mode through O_CREAT: narrow it. */
+    if (fchmod(fd, 0600) != 0) {
+        int e = errno;
+        close(fd);
+        errno = e;
+        return NULL;
+    }
+    FILE *f = fdopen(fd, "w");
+    if (!f) {
+        int e = errno;
+        close(fd);
+        errno = e;
+    }
+    return f;
 }

@@ -11,6 +11,7 @@
 #define TC_PATHS_H
 
 #include <stddef.h>
+#include <stdio.h>
 
 typedef enum { TC_DIR_HARNESS, TC_DIR_MODELS } tc_dir_t;
 
@@ -28,5 +29,10 @@ void tc_resource_pick(const char *env, const char *built, const char *exe,
  * $HOME/.traincast/SUB (./.traincast/SUB without a HOME). */
 void tc_state_dir(const char *flag, const char *env_name, const char *sub, char *out,
                   size_t size);
+
+/* Open `path` for writing, created with mode 0600 (whatever the umask) or
+ * truncated: for files in an agent's state directory. NULL with errno set
+ * on failure. */
+FILE *tc_fopen_private(const char *path);
 
 #endif

@@ -532,6 +532,11 @@ int tc_validate_trace_request(const Traincast__V1__TraceRequest *r, const char *
     return 0;
 }
 
+int tc_validate_agent_id(const char *agent_id)
+{
+    return s_name("", "agent_id", agent_id, 1);
+}
+
 int tc_validate_envelope(const tc_envelope_t *env)
 {
     if (env->protocol_version != TC_PROTOCOL_VERSION)

@@ -48,6 +48,9 @@
 bool tc_utf8_valid(const char *s, size_t len);
 
 int tc_validate_envelope(const tc_envelope_t *env);
+/* The envelope's agent_id alone (a name: 1 to 256 bytes, UTF-8, no control
+ * characters), for checks before the whole message is. */
+int tc_validate_agent_id(const char *agent_id);
 
 int tc_validate_device(const Traincast__V1__Device *d, const char *path);
 /* `need_batch`: n must be > 0 (a benchmarked config) or 0 (a model's layer). */
