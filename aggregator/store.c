@@ -14,6 +14,21 @@
 
 #define TC_MIGRATE_LOCK_KEY 7414172 /* advisory lock held while migrating */
 
+/* libpq's multi-line message as one line, without a trailing newline. */
+static void s_one_line(char *out, size_t size, const char *msg)
+{
+    size_t n = 0;
+    for (const char *p = msg ? msg : ""; *p && n + 1 < size; p++) {
+        char c = *p == '\n' || *p == '\t' || *p == '\r' ? ' ' : *p;
+        if (c == ' ' && (n == 0 || out[n - 1] == ' '))
+            continue;
+        out[n++] = c;
+    }
+    while (n && out[n - 1] == ' ')
+        n--;
+    out[n] = '\0';
+}
+
 int tc_store_error_code(const char *sqlstate, bool connected)
 {
     if (!connected || !sqlstate || strlen(sqlstate) != 5)
@@ -43,10 +58,7 @@ int tc_store_fail(tc_store_t *s, PGresult *res, const char *what, const char *fi
     if (!msg || !*msg)
         msg = PQerrorMessage(s->conn);
     char text[1024];
-    snprintf(text, sizeof text, "%s", msg && *msg ? msg : "no message from libpq");
-    size_t n = strlen(text);
-    while (n && (text[n - 1] == '\n' || text[n - 1] == ' '))
-        text[--n] = '\0';
+    s_one_line(text, sizeof text, msg && *msg ? msg : "no message from libpq");
     char code_text[8] = "";
     if (state)
         snprintf(code_text, sizeof code_text, "%s", state);
@@ -241,10 +253,7 @@ static int s_connect(tc_store_t *self)
         return tc_fail(TC_ENOMEM, "out of memory connecting to the database");
     if (PQstatus(self->conn) != CONNECTION_OK) {
         char msg[512];
-        snprintf(msg, sizeof msg, "%s", PQerrorMessage(self->conn));
-        size_t n = strlen(msg);
-        while (n && (msg[n - 1] == '\n' || msg[n - 1] == ' '))
-            msg[--n] = '\0';
+        s_one_line(msg, sizeof msg, PQerrorMessage(self->conn));
         return tc_fail(TC_EDB,
                        "cannot connect to the database: %s (check --db; for a local store run "
                        "deploy/pg-local.sh start)",

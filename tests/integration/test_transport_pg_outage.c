@@ -17,34 +17,20 @@ static char s_pg_dir[1200];
 
 static int s_pg(const char *verb, char *out, size_t size)
 {
-    char script[1024], cmd[2600];
-    tc_test_source_path("deploy/pg-local.sh", script, sizeof script);
-    snprintf(cmd, sizeof cmd, "%s %s '%s'", script, verb, s_pg_dir);
-    return tc_test_run(cmd, out, size);
+    return tc_cluster(s_pg_dir, verb, out, size);
 }
 
 static void s_stop_cluster(void)
 {
-    char out[4096];
     if (s_pg_dir[0])
-        s_pg("stop", out, sizeof out);
+        tc_cluster(s_pg_dir, "stop", NULL, 0);
 }
 
 Test(transport_pg, database_stopped_ten_seconds_midstream, .timeout = 600,
      .fini = s_stop_cluster)
 {
-    char tmp[1024], out[8192];
-    tc_test_tmpdir("pgoutage-cluster", tmp, sizeof tmp);
-    snprintf(s_pg_dir, sizeof s_pg_dir, "%s/pg", tmp);
-    cr_assert_eq(s_pg("start", out, sizeof out), 0, "pg-local.sh start: %s", out);
-    char admin[1024];
-    /* The connection string is the last line printed. */
-    char *end = out + strlen(out);
-    while (end > out && (end[-1] == '\n' || end[-1] == ' '))
-        *--end = '\0';
-    char *last = strrchr(out, '\n');
-    snprintf(admin, sizeof admin, "%s", last ? last + 1 : out);
-    cr_assert(strncmp(admin, "postgresql://", 13) == 0, "unexpected pg-local output: %s", out);
+    char out[8192], admin[1024];
+    tc_cluster_start("pgoutage-cluster", s_pg_dir, sizeof s_pg_dir, admin, sizeof admin);
 
     tc_bed_t bed;
     tc_bed_init(&bed, "pgoutage", admin);

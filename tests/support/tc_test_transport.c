@@ -45,7 +45,20 @@ void tc_bed_init(tc_bed_t *bed, const char *name, const char *admin_dsn)
     snprintf(bed->server_log, sizeof bed->server_log, "%s/aggregator.log", bed->dir);
 }
 
-void tc_bed_start_server(tc_bed_t *bed, const char *const *extra)
+int tc_bed_listening_count(const tc_bed_t *bed)
+{
+    int n = 0;
+    FILE *f = fopen(bed->server_log, "r");
+    if (f) {
+        char line[4096];
+        while (fgets(line, sizeof line, f))
+            n += strstr(line, "listening on") != NULL;
+        fclose(f);
+    }
+    return n;
+}
+
+void tc_bed_spawn_server(tc_bed_t *bed, const char *const *extra)
 {
     char bin[1024];
     tc_test_binary("aggregator", bin, sizeof bin);
@@ -55,26 +68,21 @@ void tc_bed_start_server(tc_bed_t *bed, const char *const *extra)
     for (size_t i = 0; extra && extra[i] && n < 31; i++)
         argv[n++] = extra[i];
     argv[n] = NULL;
-    /* Count the "listening" lines before, so that a restart waits for its own. */
-    int before = 0;
-    FILE *f = fopen(bed->server_log, "r");
-    if (f) {
-        char line[4096];
-        while (fgets(line, sizeof line, f))
-            before += strstr(line, "listening on") != NULL;
-        fclose(f);
-    }
     bed->server = tc_test_spawn(argv, bed->server_log, NULL);
-    for (int waited = 0; waited < 20000; waited += 50) {
-        int now = 0;
-        f = fopen(bed->server_log, "r");
-        if (f) {
-            char line[4096];
-            while (fgets(line, sizeof line, f))
-                now += strstr(line, "listening on") != NULL;
-            fclose(f);
-        }
-        if (now > before)
+}
+
+void tc_bed_start_server(tc_bed_t *bed, const char *const *extra)
+{
+    /* Count the "listening" lines before, so that a restart waits for its own. */
+    int before = tc_bed_listening_count(bed);
+    tc_bed_spawn_server(bed, extra);
+    tc_bed_wait_listening(bed, before, 20000);
+}
+
+void tc_bed_wait_listening(tc_bed_t *bed, int before, int timeout_ms)
+{
+    for (int waited = 0; waited < timeout_ms; waited += 50) {
+        if (tc_bed_listening_count(bed) > before)
             return;
         int st;
         if (waitpid(bed->server, &st, WNOHANG) == bed->server) {
@@ -83,7 +91,8 @@ void tc_bed_start_server(tc_bed_t *bed, const char *const *extra)
         }
         tc_test_sleep_ms(50);
     }
-    cr_assert_fail("aggregator serve did not start listening in 20 s (log: %s)", bed->server_log);
+    cr_assert_fail("aggregator serve did not start listening in %d s (log: %s)",
+                   timeout_ms / 1000, bed->server_log);
 }
 
 int tc_bed_stop_server(tc_bed_t *bed, int sig)
@@ -146,4 +155,31 @@ void tc_bed_fini(tc_bed_t *bed)
     if (bed->server > 0)
         tc_test_stop(bed->server, SIGKILL);
     bed->server = 0;
+}
+
+int tc_cluster(const char *pgdir, const char *verb, char *out, size_t size)
+{
+    char script[1024], cmd[2600], buf[4096];
+    tc_test_source_path("deploy/pg-local.sh", script, sizeof script);
+    snprintf(cmd, sizeof cmd, "%s %s '%s'", script, verb, pgdir);
+    if (!out) {
+        out = buf;
+        size = sizeof buf;
+    }
+    return tc_test_run(cmd, out, size);
+}
+
+void tc_cluster_start(const char *name, char *pgdir, size_t pgsize, char *admin, size_t asize)
+{
+    char tmp[1024], out[8192];
+    tc_test_tmpdir(name, tmp, sizeof tmp);
+    snprintf(pgdir, pgsize, "%s/pg", tmp);
+    cr_assert_eq(tc_cluster(pgdir, "start", out, sizeof out), 0, "pg-local.sh start: %s", out);
+    /* The connection string is the last line printed. */
+    char *end = out + strlen(out);
+    while (end > out && (end[-1] == '\n' || end[-1] == ' '))
+        *--end = '\0';
+    char *last = strrchr(out, '\n');
+    snprintf(admin, asize, "%s", last ? last + 1 : out);
+    cr_assert(strncmp(admin, "postgresql://", 13) == 0, "unexpected pg-local output: %s", out);
 }

@@ -28,6 +28,12 @@ void tc_bed_init(tc_bed_t *bed, const char *name, const char *admin_dsn);
 /* Start `aggregator serve` (extra arguments NULL-terminated, may be NULL)
  * and wait until it listens. */
 void tc_bed_start_server(tc_bed_t *bed, const char *const *extra);
+/* Start it without waiting (e.g. while its database is down); then
+ * tc_bed_wait_listening(bed, count before, timeout) waits for its
+ * "listening on" line, the count of which tc_bed_listening_count gives. */
+void tc_bed_spawn_server(tc_bed_t *bed, const char *const *extra);
+int tc_bed_listening_count(const tc_bed_t *bed);
+void tc_bed_wait_listening(tc_bed_t *bed, int before, int timeout_ms);
 /* Stop it with `sig`; returns its exit status. */
 int tc_bed_stop_server(tc_bed_t *bed, int sig);
 
@@ -48,5 +54,13 @@ long long tc_bed_count(tc_bed_t *bed, const char *sql);
 long long tc_bed_wait_count(tc_bed_t *bed, const char *sql, long long want, int timeout_ms);
 
 void tc_bed_fini(tc_bed_t *bed);
+
+/* A PostgreSQL cluster of the test's own (deploy/pg-local.sh) in a fresh
+ * directory `name`, for tests that stop and start it: its directory goes to
+ * pgdir and its admin connection string to admin. */
+void tc_cluster_start(const char *name, char *pgdir, size_t pgsize, char *admin, size_t asize);
+/* deploy/pg-local.sh VERB PGDIR ("start", "stop"); its output to out (may be
+ * NULL). Returns the exit status. */
+int tc_cluster(const char *pgdir, const char *verb, char *out, size_t size);
 
 #endif

@@ -1,0 +1,220 @@
+/* Faults together, as an operator meets them: two agents stream results
+ * while the aggregator is SIGKILLed, PostgreSQL is stopped, `serve` is
+ * started again while PostgreSQL is still down, and PostgreSQL returns; one
+ * agent sends two bad messages meanwhile (one that validation refuses, one
+ * that the database refuses for its content). Every good result is stored
+ * exactly once, each bad one is refused with its reason and kept by its
+ * agent, and both store workers go on storing. Uses its own cluster so that
+ * the suite's other tests are not disturbed. */
+#include "spool.h"
+#include "store.h"
+#include "tc_error.h"
+#include "tc_test.h"
+#include "tc_test_gen.h"
+#include "tc_test_transport.h"
+
+#include <criterion/criterion.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#define PER_AGENT 1200
+#define COUNT_CONV "SELECT count(*) FROM conv_results"
+
+static char s_pg_dir[1200];
+
+static void s_stop_cluster(void)
+{
+    if (s_pg_dir[0])
+        tc_cluster(s_pg_dir, "stop", NULL, 0);
+}
+
+/* The store worker an agent id goes to (server_workers.c: FNV-1a % n). */
+static unsigned s_worker_of(const char *agent_id, unsigned n)
+{
+    unsigned h = 2166136261u;
+    for (const char *p = agent_id; *p; p++)
+        h = (h ^ (unsigned char)*p) * 16777619u;
+    return h % n;
+}
+
+/* An agent id of the form PREFIX-N that lands on store worker `worker` of 2. */
+static void s_id_for_worker(const char *prefix, unsigned worker, char *out, size_t size)
+{
+    for (int i = 0; i < 1000; i++) {
+        snprintf(out, size, "%s-%d", prefix, i);
+        if (s_worker_of(out, 2) == worker)
+            return;
+    }
+    cr_assert_fail("no agent id for worker %u", worker);
+}
+
+/* Put a bad copy of a generated message straight into the agent's spool
+ * (the agent's own checks would refuse to spool it). Returns its id. */
+static void s_spool_bad(const char *state, const tc_gen_opts_t *o, int kind, char *id,
+                        size_t size)
+{
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    char gid[TC_MSGID_LEN + 1];
+    cr_assert_eq(tc_gen_pack(o, 0, &buf, &len, gid), 0, "%s", tc_errmsg());
+    tc_envelope_t *env = NULL;
+    cr_assert_eq(tc_envelope_unpack(buf, len, 0, &env), 0, "%s", tc_errmsg());
+    free(buf);
+    Traincast__V1__ConvResult *r = env->conv_results->results[0];
+    char *old = r->candidates[0]->algo;
+    /* Invalid UTF-8 (refused by validation), or a name the test database
+     * refuses with a CHECK constraint (refused inside its transaction). */
+    r->candidates[0]->algo = kind == 0 ? "bad\xff\xfe" : "poison";
+    char path[1300];
+    snprintf(path, sizeof path, "%s/spool", state);
+    tc_spool_t *spool = NULL;
+    cr_assert_eq(tc_spool_open(path, &spool), 0, "%s", tc_errmsg());
+    cr_assert_eq(tc_spool_put_envelope(spool, env), 0, "%s", tc_errmsg());
+    tc_spool_destroy(&spool);
+    snprintf(id, size, "%s", env->message_id);
+    r->candidates[0]->algo = old;
+    tc_envelope_free(&env);
+}
+
+static bool s_alive(pid_t pid)
+{
+    int st;
+    return waitpid(pid, &st, WNOHANG) == 0;
+}
+
+static void s_exec(const char *dsn, const char *sql)
+{
+    tc_store_t *st = NULL;
+    cr_assert_eq(tc_store_open(dsn, &st), 0, "%s", tc_errmsg());
+    cr_assert_eq(tc_store_exec(st, sql, NULL, 0), 0, "%s: %s", sql, tc_errmsg());
+    tc_store_destroy(&st);
+}
+
+static void s_read_file(const char *path, char *out, size_t size)
+{
+    out[0] = '\0';
+    FILE *f = fopen(path, "r");
+    cr_assert_not_null(f, "cannot read %s", path);
+    size_t n = fread(out, 1, size - 1, f);
+    out[n] = '\0';
+    fclose(f);
+}
+
+Test(fault, kill_outage_restart_while_down_and_bad_messages, .timeout = 900,
+     .fini = s_stop_cluster)
+{
+    char admin[1024], out[8192];
+    tc_cluster_start("fault-cluster", s_pg_dir, sizeof s_pg_dir, admin, sizeof admin);
+    tc_bed_t bed;
+    tc_bed_init(&bed, "fault", admin);
+    s_exec(bed.dsn, "ALTER TABLE conv_algo_timings ADD CONSTRAINT test_no_poison "
+                    "CHECK (algo <> 'poison')");
+
+    /* Two agents, one on each of the two store workers. */
+    char ids[2][64], states[2][1200], files[2][1200], logs[2][1200];
+    const char *names[2] = {"fa", "fb"};
+    tc_gen_opts_t gen[2];
+    for (int a = 0; a < 2; a++) {
+        s_id_for_worker(names[a], (unsigned)a, ids[a], sizeof ids[a]);
+        tc_bed_agent(&bed, names[a], true, states[a], sizeof states[a]);
+        gen[a] = tc_gen_defaults(ids[a]);
+        gen[a].device_uuid = a ? "fault-cpu-b" : "fault-cpu-a";
+        snprintf(files[a], sizeof files[a], "%s/results-%s.bin", bed.dir, names[a]);
+        snprintf(logs[a], sizeof logs[a], "%s/push-%s.log", bed.dir, names[a]);
+    }
+    /* The bad messages are the oldest in agent a's spool: sent first, in
+     * the first batch of a fresh worker connection. */
+    char bad_utf8[TC_MSGID_LEN + 1], bad_db[TC_MSGID_LEN + 1];
+    s_spool_bad(states[0], &gen[0], 0, bad_utf8, sizeof bad_utf8);
+    s_spool_bad(states[0], &gen[0], 1, bad_db, sizeof bad_db);
+    for (int a = 0; a < 2; a++)
+        cr_assert_eq(tc_gen_write(files[a], &gen[a], 1, PER_AGENT), 0, "%s", tc_errmsg());
+
+    const char *serve_args[] = {"--workers", "2", NULL};
+    tc_bed_start_server(&bed, serve_args);
+    const char *push_args[] = {"--timeout", "600", NULL};
+    pid_t push[2];
+    for (int a = 0; a < 2; a++)
+        push[a] = tc_bed_push(&bed, states[a], files[a], logs[a], push_args);
+
+    /* 1. The aggregator is killed mid-stream. */
+    long long before_kill = tc_bed_wait_count(&bed, COUNT_CONV, 300, 120000);
+    cr_assert_geq(before_kill, 300, "nothing stored before the kill (log %s)", bed.server_log);
+    cr_assert_eq(tc_bed_stop_server(&bed, SIGKILL), 128 + SIGKILL);
+
+    /* 2. PostgreSQL stops; 3. serve starts while it is down, and waits. */
+    cr_assert_eq(tc_cluster(s_pg_dir, "stop", out, sizeof out), 0, "pg stop: %s", out);
+    int listening = tc_bed_listening_count(&bed);
+    tc_bed_spawn_server(&bed, serve_args);
+    tc_test_sleep_ms(4000);
+    cr_assert(s_alive(bed.server), "serve exited while the database was down (log %s)",
+              bed.server_log);
+    cr_assert(tc_test_file_contains(bed.server_log, "waiting for the database"),
+              "serve should say it waits for the database (log %s)", bed.server_log);
+    cr_assert_eq(tc_bed_listening_count(&bed), listening,
+                 "serve accepted agents before the schema check (log %s)", bed.server_log);
+    for (int a = 0; a < 2; a++)
+        cr_assert(s_alive(push[a]), "agent %s gave up during the outage (log %s)", names[a],
+                  logs[a]);
+
+    /* 4. PostgreSQL returns; serve starts accepting. */
+    cr_assert_eq(tc_cluster(s_pg_dir, "start", out, sizeof out), 0, "pg start: %s", out);
+    tc_bed_wait_listening(&bed, listening, 60000);
+
+    /* Agent a says that two of its messages were refused (and exits 2). */
+    cr_expect_eq(tc_test_wait(push[0], 600000), 2, "agent push fa (log %s)", logs[0]);
+    cr_expect(tc_test_file_contains(logs[0], "1200 stored, 0 already stored, 2 rejected"),
+              "log %s", logs[0]);
+    cr_expect_eq(tc_test_wait(push[1], 600000), 0, "agent push fb failed (log %s)", logs[1]);
+
+    /* Every good result exactly once, under its own agent. */
+    cr_expect_eq(tc_bed_count(&bed, COUNT_CONV), 2 * PER_AGENT, "log %s", bed.server_log);
+    cr_expect_eq(tc_bed_count(&bed, "SELECT count(DISTINCT message_id) FROM conv_results"),
+                 2 * PER_AGENT);
+    cr_expect_eq(tc_bed_count(&bed, "SELECT count(*) FROM received_messages WHERE kind = "
+                                    "'conv_results'"),
+                 2 * PER_AGENT);
+    char sql[256];
+    for (int a = 0; a < 2; a++) {
+        snprintf(sql, sizeof sql,
+                 "SELECT count(*) FROM received_messages WHERE agent_id = '%s'", ids[a]);
+        cr_expect_eq(tc_bed_count(&bed, sql), PER_AGENT, "agent %s (worker %d)", ids[a], a);
+    }
+    /* The bad ones: refused, never stored, kept by the agent with the
+     * reason. */
+    snprintf(sql, sizeof sql,
+             "SELECT count(*) FROM received_messages WHERE message_id IN ('%s', '%s')",
+             bad_utf8, bad_db);
+    cr_expect_eq(tc_bed_count(&bed, sql), 0);
+    char path[1500], reason[4096];
+    snprintf(path, sizeof path, "%s/spool/rejected/%s.reason", states[0], bad_utf8);
+    s_read_file(path, reason, sizeof reason);
+    cr_expect(strstr(reason, "algo: is not valid UTF-8"), "%s", reason);
+    snprintf(path, sizeof path, "%s/spool/rejected/%s.reason", states[0], bad_db);
+    s_read_file(path, reason, sizeof reason);
+    cr_expect(strstr(reason, "test_no_poison"), "%s", reason);
+    for (int a = 0; a < 2; a++) {
+        snprintf(path, sizeof path, "%s/spool", states[a]);
+        cr_expect_eq(tc_test_dir_count_suffix(path, ".msg"), 0, "agent %s", names[a]);
+        snprintf(path, sizeof path, "%s/spool/rejected", states[a]);
+        cr_expect_eq(tc_test_dir_count_suffix(path, ".msg"), a ? 0 : 2, "agent %s", names[a]);
+    }
+    cr_expect(!tc_test_file_contains(bed.server_log, "does not exist"),
+              "a worker lost its staging tables (log %s)", bed.server_log);
+
+    /* Both workers still store: a last round from each agent. */
+    for (int a = 0; a < 2; a++) {
+        snprintf(files[a], sizeof files[a], "%s/more-%s.bin", bed.dir, names[a]);
+        cr_assert_eq(tc_gen_write(files[a], &gen[a], PER_AGENT + 1, 50), 0);
+        push[a] = tc_bed_push(&bed, states[a], files[a], logs[a], push_args);
+    }
+    for (int a = 0; a < 2; a++)
+        cr_expect_eq(tc_test_wait(push[a], 120000), 0, "agent push %s failed (log %s)",
+                     names[a], logs[a]);
+    cr_expect_eq(tc_bed_count(&bed, COUNT_CONV), 2 * (PER_AGENT + 50));
+    cr_expect_eq(tc_bed_stop_server(&bed, SIGTERM), 0, "log %s", bed.server_log);
+    tc_bed_fini(&bed);
+}
