@@ -496,9 +496,9 @@ static int s_wait_for_database(s_server_t *s)
         tc_store_t *check = NULL;
         int rc = tc_store_open(s->o.dsn, &check);
         if (rc == 0)
-            rc = tc_store_check_schema(check);
-        if (rc == 0)
             rc = s_check_privileges(check);
+        if (rc == 0)
+            rc = tc_store_check_schema(check);
         tc_store_destroy(&check);
         if (rc != TC_EDB) {
             if (rc == 0 && waiting)

@@ -545,6 +545,7 @@ int tc_store_privileges(tc_store_t *self, tc_store_privileges_t *out)
     }
     PQclear(res);
     tc_buf_t missing = {0};
+    int n_missing = 0;
     for (size_t i = 0; rc == 0 && i < sizeof s_writer_grants / sizeof s_writer_grants[0]; i++) {
         char privs[64];
         snprintf(privs, sizeof privs, "%s", s_writer_grants[i].privileges);
@@ -555,13 +556,15 @@ int tc_store_privileges(tc_store_t *self, tc_store_privileges_t *out)
                                 "SELECT to_regclass($1) IS NULL OR "
                                 "has_table_privilege(to_regclass($1), $2)",
                                 2, params);
-            if (rc == 0 && PQgetvalue(res, 0, 0)[0] != 't')
+            if (rc == 0 && PQgetvalue(res, 0, 0)[0] != 't' && n_missing++ < 4)
                 tc_buf_printf(&missing, "%s%s on %s", missing.len ? ", " : "", p,
                               s_writer_grants[i].table);
             if (rc == 0)
                 PQclear(res);
         }
     }
+    if (rc == 0 && n_missing > 4)
+        tc_buf_printf(&missing, " and %d more", n_missing - 4);
     if (rc == 0 && missing.len)
         snprintf(out->missing, sizeof out->missing, "%s", tc_buf_str(&missing));
     tc_buf_free(&missing);

@@ -268,3 +268,120 @@ Test(transport_security, insecure_on_both_sides_works_and_warns, .timeout = 120)
     cr_expect_eq(tc_bed_stop_server(&bed, SIGTERM), 0);
     tc_bed_fini(&bed);
 }
+
+/* An agent id belongs to the key that first stored under it: another
+ * allowlisted key is refused for results and for session messages, and
+ * the refusal names both keys. */
+Test(transport_security, agent_id_bound_to_its_key, .timeout = 300)
+{
+    tc_bed_t bed;
+    tc_bed_init(&bed, "identity", NULL);
+    char owner[1200], thief[1200], file[1200], log[1200];
+    tc_bed_agent(&bed, "owner", true, owner, sizeof owner);
+    tc_bed_agent(&bed, "thief", true, thief, sizeof thief);
+    tc_bed_start_server(&bed, NULL);
+
+    snprintf(file, sizeof file, "%s/owner.bin", bed.dir);
+    snprintf(log, sizeof log, "%s/push-owner.log", bed.dir);
+    s_gen(file, "shared-id", 5);
+    cr_assert_eq(tc_test_wait(tc_bed_push(&bed, owner, file, log, NULL), 120000), 0, "log %s",
+                 log);
+    cr_assert_eq(tc_bed_count(&bed, COUNT_CONV), 5);
+    char owner_key[TC_KEY_Z85_LEN + 1], path[1300];
+    snprintf(path, sizeof path, "%s/agent.pub", owner);
+    cr_assert_eq(tc_pubkey_read(path, owner_key), 0, "%s", tc_errmsg());
+    char sql[256];
+    snprintf(sql, sizeof sql,
+             "SELECT count(*) FROM agent_keys WHERE agent_id = 'shared-id' AND public_key = '%s'",
+             owner_key);
+    cr_expect_eq(tc_bed_count(&bed, sql), 1, "the id is bound to the first key");
+
+    /* Results under the owner's id from another key: refused, kept. */
+    snprintf(file, sizeof file, "%s/thief.bin", bed.dir);
+    snprintf(log, sizeof log, "%s/push-thief.log", bed.dir);
+    s_gen(file, "shared-id", 3);
+    int st = tc_test_wait(tc_bed_push(&bed, thief, file, log, NULL), 120000);
+    cr_expect_eq(st, 2, "the thief's push should end with its messages refused (log %s)", log);
+    cr_expect(tc_test_file_contains(log, "belongs to the agent with key"), "log %s", log);
+    cr_expect(tc_test_file_contains(bed.server_log, "belongs to the agent with key"),
+              "the refusal is logged (log %s)", bed.server_log);
+    cr_expect_eq(tc_bed_count(&bed, COUNT_CONV), 5, "nothing of the thief's was stored");
+    snprintf(path, sizeof path, "%s/spool/rejected", thief);
+    cr_expect_eq(tc_test_dir_count_suffix(path, ".msg"), 3);
+
+    /* A session message (a heartbeat) under the owner agent's own id. */
+    char owner_id[300] = "";
+    snprintf(path, sizeof path, "%s/agent_id", owner);
+    FILE *f = fopen(path, "r");
+    cr_assert_not_null(f);
+    cr_assert_not_null(fgets(owner_id, sizeof owner_id, f));
+    fclose(f);
+    owner_id[strcspn(owner_id, "\n")] = '\0';
+    s_client_t c;
+    s_client_open(&c, &bed, thief);
+    Traincast__V1__Heartbeat hb = TRAINCAST__V1__HEARTBEAT__INIT;
+    tc_envelope_t env = TRAINCAST__V1__ENVELOPE__INIT;
+    env.body_case = TRAINCAST__V1__ENVELOPE__BODY_HEARTBEAT;
+    env.heartbeat = &hb;
+    char id[TC_MSGID_LEN + 1];
+    tc_envelope_stamp(&env, owner_id, id);
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    cr_assert_eq(tc_envelope_pack(&env, &buf, &len), 0);
+    s_send(&c, buf, len);
+    free(buf);
+    s_expect_nack(&c, "heartbeat under another agent's id", "belongs to another agent's key", id);
+    s_client_close(&c);
+    cr_expect_eq(tc_bed_stop_server(&bed, SIGTERM), 0, "log %s", bed.server_log);
+    tc_bed_fini(&bed);
+}
+
+/* A client cycling through unknown keys cannot write a log line per
+ * attempt: refusals are capped per minute whatever the keys. */
+Test(transport_security, refusals_of_many_keys_do_not_flood_the_log, .timeout = 120)
+{
+    tc_bed_t bed;
+    tc_bed_init(&bed, "flood", NULL);
+    tc_bed_start_server(&bed, NULL);
+    char server_key[TC_KEY_Z85_LEN + 1], path[1300];
+    snprintf(path, sizeof path, "%s/aggregator.pub", bed.keys);
+    cr_assert_eq(tc_pubkey_read(path, server_key), 0, "%s", tc_errmsg());
+    void *ctx = zmq_ctx_new();
+    enum { N = 80 };
+    void *socks[N];
+    for (int i = 0; i < N; i++) {
+        char pub[TC_KEY_Z85_LEN + 1], sec[TC_KEY_Z85_LEN + 1];
+        cr_assert_eq(zmq_curve_keypair(pub, sec), 0);
+        socks[i] = zmq_socket(ctx, ZMQ_DEALER);
+        int linger = 0;
+        zmq_setsockopt(socks[i], ZMQ_LINGER, &linger, sizeof linger);
+        zmq_setsockopt(socks[i], ZMQ_CURVE_SERVERKEY, server_key, TC_KEY_Z85_LEN + 1);
+        zmq_setsockopt(socks[i], ZMQ_CURVE_PUBLICKEY, pub, TC_KEY_Z85_LEN + 1);
+        zmq_setsockopt(socks[i], ZMQ_CURVE_SECRETKEY, sec, TC_KEY_Z85_LEN + 1);
+        cr_assert_eq(zmq_connect(socks[i], bed.endpoint), 0);
+    }
+    /* Wait until the aggregator has seen (and refused) them all. */
+    int lines = 0;
+    for (int waited = 0; waited < 10000; waited += 200) {
+        tc_test_sleep_ms(200);
+        char cmd[1400], out[64];
+        snprintf(cmd, sizeof cmd, "grep -c 'refused agent key' '%s'", bed.server_log);
+        tc_test_run(cmd, out, sizeof out);
+        lines = atoi(out);
+        if (lines >= 10)
+            break;
+    }
+    tc_test_sleep_ms(2000); /* the rest of the attempts */
+    for (int i = 0; i < N; i++)
+        zmq_close(socks[i]);
+    zmq_ctx_term(ctx);
+    char cmd[1400], out[64];
+    snprintf(cmd, sizeof cmd, "grep -c 'refused agent key' '%s'", bed.server_log);
+    tc_test_run(cmd, out, sizeof out);
+    lines = atoi(out);
+    cr_expect_geq(lines, 1, "refusals should be logged at all (log %s)", bed.server_log);
+    cr_expect_leq(lines, 10, "%d refusal lines for %d keys: not capped (log %s)", lines, N,
+                  bed.server_log);
+    cr_expect_eq(tc_bed_stop_server(&bed, SIGTERM), 0, "log %s", bed.server_log);
+    tc_bed_fini(&bed);
+}

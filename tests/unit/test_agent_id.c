@@ -97,3 +97,21 @@ Test(agent_id, an_unreadable_state_id_is_an_error, .timeout = 30)
     tc_agent_id_machine(machine, sizeof machine);
     cr_assert_str_eq(id, machine, "the machine's id is left in the buffer");
 }
+
+/* The id file, like everything in a state directory, is the agent user's
+ * alone, whatever the umask. */
+Test(agent_id, the_id_file_is_private, .timeout = 30)
+{
+    char state[400], id[256], path[500];
+    snprintf(state, sizeof state, "%s/state-private", s_dir);
+    mode_t old = umask(022);
+    cr_assert_eq(tc_identity_read_agent_id(state, id, sizeof id), 0, "%s", tc_errmsg());
+    umask(old);
+    snprintf(path, sizeof path, "%s/agent_id", state);
+    struct stat st;
+    cr_assert_eq(stat(path, &st), 0);
+    cr_expect_eq(st.st_mode & 0777, 0600, "agent_id has mode %o", (unsigned)(st.st_mode & 0777));
+    cr_assert_eq(stat(state, &st), 0);
+    cr_expect_eq(st.st_mode & 0077, 0, "the state directory has mode %o",
+                 (unsigned)(st.st_mode & 0777));
+}

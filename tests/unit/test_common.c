@@ -5,6 +5,7 @@
 #include "tc_conv.h"
 #include "tc_error.h"
 #include "tc_features.h"
+#include "tc_log.h"
 #include "tc_paths.h"
 #include "tc_test.h"
 
@@ -338,4 +339,17 @@ Test(paths, env_then_source_then_installed, .timeout = 10)
     cr_expect_str_neq(tc_resource_dir(TC_DIR_MODELS, out, sizeof out), "/elsewhere/models");
 
     cr_expect(tc_test_remove_tree(root));
+}
+
+Test(log, ratelimit_caps_lines_per_window, .timeout = 10)
+{
+    tc_ratelimit_t rl = {.burst = 3, .window_ms = 1000};
+    int allowed = 0;
+    for (int i = 0; i < 50; i++)
+        allowed += tc_ratelimit_allow(&rl, 100 + i);
+    cr_expect_eq(allowed, 3);
+    cr_expect_eq(tc_ratelimit_flush(&rl, 500), 0, "the window is still open");
+    cr_expect_eq(tc_ratelimit_flush(&rl, 1200), 47, "one summary of what was suppressed");
+    cr_expect_eq(tc_ratelimit_flush(&rl, 1300), 0, "and only one");
+    cr_expect(tc_ratelimit_allow(&rl, 1200), "a new window logs again");
 }
