@@ -48,8 +48,12 @@ int tc_cmd_push(int argc, char **argv)
 {
     tc_session_flags_t f = {0};
     double timeout_s = 300;
+    bool requeue = false;
     const tc_opt_t opts[] = {
         TC_SESSION_OPTS(f),
+        {"requeue-rejected", TC_OPT_FLAG, &requeue, NULL,
+         "send again the messages the aggregator refused (STATE/spool/rejected, see 'agent "
+         "status'), once what made it refuse them is fixed"},
         {"timeout", TC_OPT_DOUBLE, &timeout_s, "SECONDS",
          "give up waiting for acknowledgements after this (default 300; 0: wait forever); "
          "what is unsent stays spooled"},
@@ -91,6 +95,11 @@ int tc_cmd_push(int argc, char **argv)
                     truncated ? " (an incomplete last record was skipped)" : "");
         total_added += added;
     }
+    if (requeue) {
+        size_t moved = 0;
+        TC_TRY(tc_spool_requeue_rejected(s.spool, &moved));
+        tc_log_info("%zu refused message%s back in the spool", moved, moved == 1 ? "" : "s");
+    }
     size_t rejected_before = tc_spool_rejected_count(s.spool);
     size_t pending = tc_spool_count(s.spool);
     if (pending == 0) {
@@ -111,7 +120,7 @@ int tc_cmd_push(int argc, char **argv)
     if (tc_spool_rejected_count(s.spool) > rejected_before)
         TC_FAIL_GOTO(TC_EINVAL,
                      "%zu message%s rejected by the aggregator; they are in %s/rejected with "
-                     "a .reason file each",
+                     "a .reason file each ('agent status' lists them)",
                      tc_spool_rejected_count(s.spool) - rejected_before,
                      tc_spool_rejected_count(s.spool) - rejected_before == 1 ? " was" : "s were",
                      tc_spool_dir(s.spool));

@@ -70,6 +70,19 @@ size_t tc_spool_count(tc_spool_t *self);
  * since). */
 size_t tc_spool_rejected_count(tc_spool_t *self);
 
+/* Every message in DIR/rejected (DIR a spool directory; no spool need be
+ * open, nothing is locked), oldest first: its id, the reason the
+ * aggregator gave ("" if the .reason file is missing) and its packed
+ * envelope. A callback's negative status stops the walk and is returned. */
+typedef int (*tc_spool_rejected_fn)(void *arg, const char *id, const char *reason,
+                                    const uint8_t *data, size_t len);
+int tc_spool_each_rejected(const char *dir, tc_spool_rejected_fn fn, void *arg);
+
+/* Move every refused message back into the spool (its reason file goes),
+ * to be sent again once what made the aggregator refuse it is fixed.
+ * *moved gets how many. */
+int tc_spool_requeue_rejected(tc_spool_t *self, size_t *moved);
+
 /* Copy the ids of up to `max` oldest waiting messages into ids[]. Returns how
  * many were copied. */
 size_t tc_spool_oldest(tc_spool_t *self, char (*ids)[TC_MSGID_LEN + 1], size_t max);

@@ -215,6 +215,26 @@ Test(fault, kill_outage_restart_while_down_and_bad_messages, .timeout = 900,
         cr_expect_eq(tc_test_wait(push[a], 120000), 0, "agent push %s failed (log %s)",
                      names[a], logs[a]);
     cr_expect_eq(tc_bed_count(&bed, COUNT_CONV), 2 * (PER_AGENT + 50));
+
+    /* The operator sees the refused messages and why; once the cause is
+     * fixed (here: the constraint dropped) they go through again, and the
+     * one that can never be stored is refused again. */
+    char bin[1024], cmd[3000];
+    tc_test_binary("agent", bin, sizeof bin);
+    snprintf(cmd, sizeof cmd, "%s status --state '%s'", bin, states[0]);
+    cr_assert_eq(tc_test_run(cmd, out, sizeof out), 0, "%s", out);
+    cr_expect(strstr(out, "refused   2 messages"), "%s", out);
+    cr_expect(strstr(out, bad_utf8) && strstr(out, "not valid UTF-8"), "%s", out);
+    cr_expect(strstr(out, bad_db) && strstr(out, "test_no_poison"), "%s", out);
+    s_exec(bed.dsn, "ALTER TABLE conv_algo_timings DROP CONSTRAINT test_no_poison");
+    const char *requeue[] = {"--requeue-rejected", NULL};
+    int st = tc_test_wait(tc_bed_push(&bed, states[0], NULL, logs[0], requeue), 120000);
+    cr_expect_eq(st, 2, "one message is still refused (log %s)", logs[0]);
+    snprintf(sql, sizeof sql, "SELECT count(*) FROM received_messages WHERE message_id = '%s'",
+             bad_db);
+    cr_expect_eq(tc_bed_count(&bed, sql), 1, "the requeued message was stored");
+    snprintf(path, sizeof path, "%s/spool/rejected", states[0]);
+    cr_expect_eq(tc_test_dir_count_suffix(path, ".msg"), 1);
     cr_expect_eq(tc_bed_stop_server(&bed, SIGTERM), 0, "log %s", bed.server_log);
     tc_bed_fini(&bed);
 }

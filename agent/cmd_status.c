@@ -1,0 +1,201 @@
+/* agent status: what this agent holds, read without disturbing a running
+ * agent: its id and key, the messages waiting in its spool, and those the
+ * aggregator refused for good, with the reason it gave. */
+#include "commands.h"
+#include "identity.h"
+#include "spool.h"
+
+#include "tc_buf.h"
+#include "tc_cli.h"
+#include "tc_error.h"
+#include "tc_zmq.h"
+
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#define S_SHOW_REFUSED 20 /* refused messages listed in the table */
+
+/* The unix time (ms) a ULID message id was made at. */
+static int64_t s_msgid_ms(const char *id)
+{
+    static const char alphabet[] = "0123456789ABCDEFGHJKMNPQRSTVWXYZ";
+    int64_t ms = 0;
+    for (int i = 0; i < 10; i++) {
+        const char *p = strchr(alphabet, id[i]);
+        if (!p || !id[i])
+            return 0;
+        ms = ms * 32 + (p - alphabet);
+    }
+    return ms;
+}
+
+static void s_time_text(int64_t ms, char *out, size_t size)
+{
+    time_t t = (time_t)(ms / 1000);
+    struct tm tm;
+    gmtime_r(&t, &tm);
+    strftime(out, size, "%Y-%m-%d %H:%M:%S UTC", &tm);
+}
+
+typedef struct {
+    size_t n;
+    tc_buf_t table, json;
+} s_refused_t;
+
+static int s_on_refused(void *arg, const char *id, const char *reason, const uint8_t *data,
+                        size_t len)
+{
+    s_refused_t *r = arg;
+    tc_envelope_t *env = NULL;
+    const char *kind = "unreadable";
+    if (data && tc_envelope_unpack(data, len, 0, &env) == 0)
+        kind = tc_body_name(env);
+    char when[40];
+    s_time_text(s_msgid_ms(id), when, sizeof when);
+    if (r->n < S_SHOW_REFUSED)
+        tc_buf_printf(&r->table, "  %s  %-12s %s\n      %s\n", id, kind, when,
+                      *reason ? reason : "(no reason recorded)");
+    tc_buf_puts(&r->json, r->n ? ",\n    {\"id\": " : "\n    {\"id\": ");
+    tc_buf_json_str(&r->json, id);
+    tc_buf_puts(&r->json, ", \"kind\": ");
+    tc_buf_json_str(&r->json, kind);
+    tc_buf_puts(&r->json, ", \"created\": ");
+    tc_buf_json_str(&r->json, when);
+    tc_buf_puts(&r->json, ", \"reason\": ");
+    tc_buf_json_str(&r->json, reason);
+    tc_buf_putc(&r->json, '}');
+    r->n++;
+    tc_envelope_free(&env);
+    return 0;
+}
+
+/* Messages waiting in the spool, and the oldest one's id. */
+static size_t s_waiting(const char *spool, char oldest[TC_MSGID_LEN + 1])
+{
+    oldest[0] = '\0';
+    DIR *d = opendir(spool);
+    if (!d)
+        return 0;
+    size_t n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        size_t len = strlen(e->d_name);
+        if (len != TC_MSGID_LEN + 4 || strcmp(e->d_name + TC_MSGID_LEN, ".msg") != 0)
+            continue;
+        n++;
+        if (!oldest[0] || strncmp(e->d_name, oldest, TC_MSGID_LEN) < 0) {
+            memcpy(oldest, e->d_name, TC_MSGID_LEN);
+            oldest[TC_MSGID_LEN] = '\0';
+        }
+    }
+    closedir(d);
+    return n;
+}
+
+int tc_cmd_status(int argc, char **argv)
+{
+    const char *state = NULL, *format = "table";
+    const tc_opt_t opts[] = {
+        {"state", TC_OPT_STR, &state, "DIR",
+         "the agent state directory (default $TRAINCAST_AGENT_DIR or ~/.traincast/agent)"},
+        {"format", TC_OPT_STR, &format, "F", "table (default) or json"},
+        {0},
+    };
+    const tc_cmd_spec_t spec = {
+        .prog = "agent status",
+        .summary = "Show this agent's id and key, the messages waiting in its spool, and those "
+                   "the aggregator\nrefused for good with the reason it gave (kept in "
+                   "STATE/spool/rejected; after fixing\nthe cause, 'agent push "
+                   "--requeue-rejected' sends them again). Reads the state directory\nwithout "
+                   "locking it, so it works next to a running agent.",
+        .max_positional = 0,
+        .opts = opts,
+    };
+    tc_cli_result_t cli;
+    int rc = tc_cli_parse(&spec, argc, argv, &cli);
+    if (rc < 0 || cli.help_shown) {
+        tc_cli_result_free(&cli);
+        return rc;
+    }
+    s_refused_t refused = {0};
+    bool json = !strcmp(format, "json");
+    if (!json && strcmp(format, "table") != 0)
+        TC_FAIL_GOTO(TC_EUSAGE, "--format must be table or json (got '%s')", format);
+    char dir[2048], spool[2200], path[2300], id[TC_AGENT_ID_MAX + 1] = "";
+    tc_identity_default_dir(state, dir, sizeof dir);
+    struct stat st;
+    if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
+        TC_FAIL_GOTO(TC_ENOTFOUND,
+                     "%s is not an agent state directory (pass --state DIR, or run 'agent "
+                     "keygen' to make one)",
+                     dir);
+    TC_TRY(tc_identity_read_agent_id(dir, id, sizeof id));
+    char key[TC_KEY_Z85_LEN + 1] = "", server_key[TC_KEY_Z85_LEN + 1] = "";
+    snprintf(path, sizeof path, "%s/agent.pub", dir);
+    if (tc_pubkey_read(path, key) < 0)
+        key[0] = '\0';
+    snprintf(path, sizeof path, "%s/aggregator.pub", dir);
+    if (tc_pubkey_read(path, server_key) < 0)
+        server_key[0] = '\0';
+    snprintf(spool, sizeof spool, "%s/spool", dir);
+    char oldest[TC_MSGID_LEN + 1], when[40] = "";
+    size_t waiting = s_waiting(spool, oldest);
+    if (waiting)
+        s_time_text(s_msgid_ms(oldest), when, sizeof when);
+    TC_TRY(tc_spool_each_rejected(spool, s_on_refused, &refused));
+    if (refused.table.failed || refused.json.failed)
+        TC_FAIL_GOTO(TC_ENOMEM, "out of memory");
+
+    if (json) {
+        tc_buf_t b = {0};
+        tc_buf_puts(&b, "{\"agent_id\": ");
+        tc_buf_json_str(&b, id);
+        tc_buf_puts(&b, ", \"state\": ");
+        tc_buf_json_str(&b, dir);
+        tc_buf_puts(&b, ", \"public_key\": ");
+        if (*key)
+            tc_buf_json_str(&b, key);
+        else
+            tc_buf_puts(&b, "null");
+        tc_buf_printf(&b, ", \"aggregator_key\": %s, \"waiting\": %zu, \"oldest_waiting\": ",
+                      *server_key ? "true" : "false", waiting);
+        if (waiting)
+            tc_buf_json_str(&b, when);
+        else
+            tc_buf_puts(&b, "null");
+        tc_buf_printf(&b, ", \"refused\": [%s%s]}\n", tc_buf_str(&refused.json),
+                      refused.n ? "\n  " : "");
+        fputs(tc_buf_str(&b), stdout);
+        tc_buf_free(&b);
+    } else {
+        printf("agent     %s (state %s)\n", id, dir);
+        printf("key       %s\n", *key ? key : "none: run 'agent keygen'");
+        printf("          aggregator.pub %s\n",
+               *server_key ? "present" : "missing: copy the aggregator's public key there");
+        if (waiting)
+            printf("spool     %zu message%s waiting, the oldest from %s\n", waiting,
+                   waiting == 1 ? "" : "s", when);
+        else
+            printf("spool     empty: everything was acknowledged\n");
+        if (refused.n) {
+            printf("refused   %zu message%s, kept in %s/rejected; fix the cause, then 'agent "
+                   "push --requeue-rejected' sends them again\n",
+                   refused.n, refused.n == 1 ? "" : "s", spool);
+            fputs(tc_buf_str(&refused.table), stdout);
+            if (refused.n > S_SHOW_REFUSED)
+                printf("  ... and %zu more (--format json lists them all)\n",
+                       refused.n - S_SHOW_REFUSED);
+        } else {
+            printf("refused   none\n");
+        }
+    }
+err:
+    tc_buf_free(&refused.table);
+    tc_buf_free(&refused.json);
+    tc_cli_result_free(&cli);
+    return rc;
+}
