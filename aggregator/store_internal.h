@@ -3,6 +3,7 @@
 #define TC_STORE_INTERNAL_H
 
 #include "store.h"
+#include "store_rows.h"
 #include "tc_buf.h"
 
 #include <libpq-fe.h>
@@ -46,19 +47,5 @@ int tc_store_bind_key(tc_store_t *s, const char *agent_id, const char *key);
 
 /* COPY ... FROM STDIN with the rows in `rows` (text format). */
 int tc_store_copy(tc_store_t *s, const char *what, const char *copy_sql, const tc_buf_t *rows);
-
-/* Append a value in COPY text format, followed by a tab (or a newline when
- * `last`). NULL strings are \N. */
-void tc_copy_text(tc_buf_t *b, const char *v, int last);
-void tc_copy_int(tc_buf_t *b, long long v, int last);
-void tc_copy_double(tc_buf_t *b, double v, int last);
-void tc_copy_bool(tc_buf_t *b, int v, int last);
-/* A unix-microsecond time as timestamptz; 0 is NULL. */
-void tc_copy_time_us(tc_buf_t *b, long long us, int last);
-void tc_copy_double_array(tc_buf_t *b, const double *v, size_t n, int last);
-void tc_copy_int_array(tc_buf_t *b, const long long *v, size_t n, int last);
-
-/* Format a unix-microsecond time for a timestamptz parameter. */
-void tc_store_time_param(long long us, char *buf, size_t size);
 
 #endif

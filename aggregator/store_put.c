@@ -11,7 +11,6 @@
 #include <string.h>
 
 typedef Traincast__V1__Device device_t;
-typedef Traincast__V1__ConvConfig conv_config_t;
 
 #define CFG_COLS "c, h, w, k, r, s, pad_h, pad_w, stride_h, stride_w, dilation_h, dilation_w, " \
                  "groups, dtype, layout"
@@ -53,18 +52,6 @@ int tc_store_staging(tc_store_t *s)
     if (rc == 0)
         s->staged = 1;
     return rc;
-}
-
-static void s_copy_config(tc_buf_t *b, const conv_config_t *c)
-{
-    const uint32_t v[] = {c->c,        c->h,        c->w,          c->k,
-                          c->r,        c->s,        c->pad_h,      c->pad_w,
-                          c->stride_h, c->stride_w, c->dilation_h, c->dilation_w,
-                          c->groups};
-    for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
-        tc_copy_int(b, v[i], 0);
-    tc_copy_text(b, tc_dtype_name(c->dtype), 0);
-    tc_copy_text(b, tc_layout_name(c->layout), 0);
 }
 
 static int s_put_agent(tc_store_t *s, const tc_envelope_t *env, const Traincast__V1__Hello *h)
@@ -146,36 +133,7 @@ static int s_put_conv_results(tc_store_t *s, const tc_envelope_t *env)
         return rc;
 
     tc_buf_t rows = {0}, cands = {0};
-    for (size_t i = 0; i < cr->n_results; i++) {
-        const Traincast__V1__ConvResult *r = cr->results[i];
-        tc_copy_int(&rows, (long long)i, 0);
-        s_copy_config(&rows, r->config);
-        tc_copy_int(&rows, r->config->n, 0);
-        tc_copy_text(&rows, tc_direction_name(r->direction), 0);
-        tc_copy_text(&rows, tc_policy_name(r->policy), 0);
-        tc_copy_text(&rows, r->algo, 0);
-        tc_copy_int(&rows, r->algo_id, 0);
-        tc_copy_double(&rows, r->median_ms, 0);
-        tc_copy_double(&rows, r->min_ms, 0);
-        tc_copy_double(&rows, r->max_ms, 0);
-        tc_copy_double(&rows, r->stddev_ms, 0);
-        tc_copy_int(&rows, r->repetitions, 0);
-        tc_copy_int(&rows, (long long)r->workspace_bytes, 0);
-        tc_copy_time_us(&rows, r->measured_at_us, 0);
-        tc_copy_double_array(&rows, r->samples_ms, r->n_samples_ms, 0);
-        tc_copy_int_array(&rows, (const long long *)r->sample_offsets_us, r->n_sample_offsets_us,
-                          1);
-        for (size_t j = 0; j < r->n_candidates; j++) {
-            const Traincast__V1__AlgoTiming *a = r->candidates[j];
-            tc_copy_int(&cands, (long long)i, 0);
-            tc_copy_text(&cands, a->algo, 0);
-            tc_copy_int(&cands, a->algo_id, 0);
-            tc_copy_double(&cands, a->time_ms, 0);
-            tc_copy_int(&cands, (long long)a->workspace_bytes, 0);
-            tc_copy_text(&cands, tc_algo_status_name(a->status), 0);
-            tc_copy_text(&cands, a->message && *a->message ? a->message : NULL, 1);
-        }
-    }
+    tc_rows_conv_results(cr, &rows, &cands);
     rc = tc_store_copy(s, "staging conv results", "COPY tc_stage_results FROM STDIN", &rows);
     if (rc == 0)
         rc = tc_store_query(s, NULL, "recording conv configs",
@@ -261,24 +219,7 @@ static int s_put_model_graph(tc_store_t *s, const Traincast__V1__ModelGraph *g)
         return rc;
 
     tc_buf_t layers = {0}, convs = {0};
-    for (size_t i = 0; i < g->n_layers; i++) {
-        const Traincast__V1__Layer *l = g->layers[i];
-        tc_copy_text(&layers, g->model_id, 0);
-        tc_copy_int(&layers, (long long)i, 0);
-        tc_copy_text(&layers, l->name && *l->name ? l->name : NULL, 0);
-        tc_copy_text(&layers, l->op, 0);
-        tc_copy_text(&layers, l->op_class, 0);
-        tc_copy_int(&layers, (long long)l->params, 0);
-        tc_copy_double(&layers, l->flops, 0);
-        tc_copy_int(&layers, (long long)l->elems_in, 0);
-        tc_copy_int(&layers, (long long)l->elems_out, 0);
-        tc_copy_int_array(&layers, (const long long *)l->out_shape, l->n_out_shape, 1);
-    }
-    for (size_t i = 0; i < g->n_convs; i++) {
-        s_copy_config(&convs, g->convs[i]->config);
-        tc_copy_bool(&convs, g->convs[i]->first_layer, 0);
-        tc_copy_int(&convs, g->convs[i]->multiplicity, 1);
-    }
+    tc_rows_model_graph(g, &layers, &convs);
     if (layers.len)
         rc = tc_store_copy(s, "recording model layers",
                            "COPY model_layers (model_id, idx, name, op, op_class, params, flops, "
@@ -372,20 +313,7 @@ static int s_put_trace(tc_store_t *s, const tc_envelope_t *env)
     PQclear(res);
 
     tc_buf_t iters_rows = {0}, ops = {0};
-    for (size_t i = 0; i < t->n_iterations; i++) {
-        const Traincast__V1__Iteration *it = t->iterations[i];
-        tc_copy_int(&iters_rows, trace_id, 0);
-        tc_copy_int(&iters_rows, it->repeat, 0);
-        tc_copy_int(&iters_rows, it->index, 0);
-        tc_copy_double(&iters_rows, it->ms, 0);
-        tc_copy_time_us(&iters_rows, it->at_us, 0);
-        tc_copy_bool(&iters_rows, it->warmup, 1);
-    }
-    for (size_t i = 0; i < t->n_op_times; i++) {
-        tc_copy_int(&ops, trace_id, 0);
-        tc_copy_text(&ops, t->op_times[i]->op_class, 0);
-        tc_copy_double(&ops, t->op_times[i]->ms, 1);
-    }
+    tc_rows_trace(trace_id, t, &iters_rows, &ops);
     if (iters_rows.len)
         rc = tc_store_copy(s, "recording trace iterations",
                            "COPY trace_iterations (trace_id, repeat, idx, ms, at, warmup) FROM STDIN",

@@ -1,5 +1,5 @@
 #!/bin/sh
-# Run the importer's fuzz target for a bounded time: run.sh FUZZER SECONDS
+# Run a fuzz target (the importer's, the wire path's) for a bounded time: run.sh FUZZER SECONDS
 # SCRATCH_DIR SEED_DIR... New inputs go to SCRATCH_DIR, never to the seeds.
 set -eu
 fuzzer=$1

@@ -1,0 +1,177 @@
+/* Rows for COPY, without libpq (store_rows.h). */
+#include "store_rows.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <time.h>
+
+static void s_copy_sep(tc_buf_t *b, int last)
+{
+    tc_buf_putc(b, last ? '\n' : '\t');
+}
+
+void tc_copy_text(tc_buf_t *b, const char *v, int last)
+{
+    if (!v) {
+        tc_buf_puts(b, "\\N");
+    } else {
+        for (const char *p = v; *p; p++) {
+            switch (*p) {
+            case '\\': tc_buf_puts(b, "\\\\"); break;
+            case '\t': tc_buf_puts(b, "\\t"); break;
+            case '\n': tc_buf_puts(b, "\\n"); break;
+            case '\r': tc_buf_puts(b, "\\r"); break;
+            default: tc_buf_putc(b, *p);
+            }
+        }
+    }
+    s_copy_sep(b, last);
+}
+
+void tc_copy_int(tc_buf_t *b, long long v, int last)
+{
+    tc_buf_printf(b, "%lld", v);
+    s_copy_sep(b, last);
+}
+
+void tc_copy_double(tc_buf_t *b, double v, int last)
+{
+    if (isfinite(v))
+        tc_buf_printf(b, "%.17g", v);
+    else
+        tc_buf_puts(b, "\\N");
+    s_copy_sep(b, last);
+}
+
+void tc_copy_bool(tc_buf_t *b, int v, int last)
+{
+    tc_buf_putc(b, v ? 't' : 'f');
+    s_copy_sep(b, last);
+}
+
+void tc_store_time_param(long long us, char *buf, size_t size)
+{
+    time_t secs = (time_t)(us / 1000000);
+    struct tm tm;
+    gmtime_r(&secs, &tm);
+    char day[40];
+    strftime(day, sizeof day, "%Y-%m-%d %H:%M:%S", &tm);
+    snprintf(buf, size, "%s.%06lld+00", day, us % 1000000);
+}
+
+void tc_copy_time_us(tc_buf_t *b, long long us, int last)
+{
+    if (us <= 0) {
+        tc_buf_puts(b, "\\N");
+    } else {
+        char t[64];
+        tc_store_time_param(us, t, sizeof t);
+        tc_buf_puts(b, t);
+    }
+    s_copy_sep(b, last);
+}
+
+void tc_copy_double_array(tc_buf_t *b, const double *v, size_t n, int last)
+{
+    tc_buf_putc(b, '{');
+    for (size_t i = 0; i < n; i++)
+        tc_buf_printf(b, i ? ",%.17g" : "%.17g", v[i]);
+    tc_buf_putc(b, '}');
+    s_copy_sep(b, last);
+}
+
+void tc_copy_int_array(tc_buf_t *b, const long long *v, size_t n, int last)
+{
+    tc_buf_putc(b, '{');
+    for (size_t i = 0; i < n; i++)
+        tc_buf_printf(b, i ? ",%lld" : "%lld", v[i]);
+    tc_buf_putc(b, '}');
+    s_copy_sep(b, last);
+}
+
+static void s_copy_config(tc_buf_t *b, const Traincast__V1__ConvConfig *c)
+{
+    const uint32_t v[] = {c->c,        c->h,        c->w,          c->k,
+                          c->r,        c->s,        c->pad_h,      c->pad_w,
+                          c->stride_h, c->stride_w, c->dilation_h, c->dilation_w,
+                          c->groups};
+    for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
+        tc_copy_int(b, v[i], 0);
+    tc_copy_text(b, tc_dtype_name(c->dtype), 0);
+    tc_copy_text(b, tc_layout_name(c->layout), 0);
+}
+
+void tc_rows_conv_results(const Traincast__V1__ConvResults *cr, tc_buf_t *rows, tc_buf_t *cands)
+{
+    for (size_t i = 0; i < cr->n_results; i++) {
+        const Traincast__V1__ConvResult *r = cr->results[i];
+        tc_copy_int(rows, (long long)i, 0);
+        s_copy_config(rows, r->config);
+        tc_copy_int(rows, r->config->n, 0);
+        tc_copy_text(rows, tc_direction_name(r->direction), 0);
+        tc_copy_text(rows, tc_policy_name(r->policy), 0);
+        tc_copy_text(rows, r->algo, 0);
+        tc_copy_int(rows, r->algo_id, 0);
+        tc_copy_double(rows, r->median_ms, 0);
+        tc_copy_double(rows, r->min_ms, 0);
+        tc_copy_double(rows, r->max_ms, 0);
+        tc_copy_double(rows, r->stddev_ms, 0);
+        tc_copy_int(rows, r->repetitions, 0);
+        tc_copy_int(rows, (long long)r->workspace_bytes, 0);
+        tc_copy_time_us(rows, r->measured_at_us, 0);
+        tc_copy_double_array(rows, r->samples_ms, r->n_samples_ms, 0);
+        tc_copy_int_array(rows, (const long long *)r->sample_offsets_us, r->n_sample_offsets_us,
+                          1);
+        for (size_t j = 0; j < r->n_candidates; j++) {
+            const Traincast__V1__AlgoTiming *a = r->candidates[j];
+            tc_copy_int(cands, (long long)i, 0);
+            tc_copy_text(cands, a->algo, 0);
+            tc_copy_int(cands, a->algo_id, 0);
+            tc_copy_double(cands, a->time_ms, 0);
+            tc_copy_int(cands, (long long)a->workspace_bytes, 0);
+            tc_copy_text(cands, tc_algo_status_name(a->status), 0);
+            tc_copy_text(cands, a->message && *a->message ? a->message : NULL, 1);
+        }
+    }
+}
+
+void tc_rows_model_graph(const Traincast__V1__ModelGraph *g, tc_buf_t *layers, tc_buf_t *convs)
+{
+    for (size_t i = 0; i < g->n_layers; i++) {
+        const Traincast__V1__Layer *l = g->layers[i];
+        tc_copy_text(layers, g->model_id, 0);
+        tc_copy_int(layers, (long long)i, 0);
+        tc_copy_text(layers, l->name && *l->name ? l->name : NULL, 0);
+        tc_copy_text(layers, l->op, 0);
+        tc_copy_text(layers, l->op_class, 0);
+        tc_copy_int(layers, (long long)l->params, 0);
+        tc_copy_double(layers, l->flops, 0);
+        tc_copy_int(layers, (long long)l->elems_in, 0);
+        tc_copy_int(layers, (long long)l->elems_out, 0);
+        tc_copy_int_array(layers, (const long long *)l->out_shape, l->n_out_shape, 1);
+    }
+    for (size_t i = 0; i < g->n_convs; i++) {
+        s_copy_config(convs, g->convs[i]->config);
+        tc_copy_bool(convs, g->convs[i]->first_layer, 0);
+        tc_copy_int(convs, g->convs[i]->multiplicity, 1);
+    }
+}
+
+void tc_rows_trace(long long trace_id, const Traincast__V1__TrainTrace *t, tc_buf_t *iters,
+                   tc_buf_t *ops)
+{
+    for (size_t i = 0; i < t->n_iterations; i++) {
+        const Traincast__V1__Iteration *it = t->iterations[i];
+        tc_copy_int(iters, trace_id, 0);
+        tc_copy_int(iters, it->repeat, 0);
+        tc_copy_int(iters, it->index, 0);
+        tc_copy_double(iters, it->ms, 0);
+        tc_copy_time_us(iters, it->at_us, 0);
+        tc_copy_bool(iters, it->warmup, 1);
+    }
+    for (size_t i = 0; i < t->n_op_times; i++) {
+        tc_copy_int(ops, trace_id, 0);
+        tc_copy_text(ops, t->op_times[i]->op_class, 0);
+        tc_copy_double(ops, t->op_times[i]->ms, 1);
+    }
+}
