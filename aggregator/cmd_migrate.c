@@ -62,6 +62,17 @@ int tc_cmd_migrate(int argc, char **argv)
                    applied == 1 ? "" : "s", version);
         else
             printf("schema is up to date at version %d\n", version);
+        tc_store_privileges_t p;
+        if (tc_store_privileges(store, &p) == 0 && (!p.writer_role || !p.reader_role))
+            printf("note: the role%s %s%s%s do%s not exist (%s may not create roles), so "
+                   "their grants were skipped: a superuser runs CREATE ROLE ... NOLOGIN for "
+                   "each and the GRANT statements of schema/005_security.sql (docs/"
+                   "operator-guide.md, \"Database roles\")\n",
+                   p.writer_role || p.reader_role ? "" : "s",
+                   p.writer_role ? "" : "traincast_writer",
+                   !p.writer_role && !p.reader_role ? " and " : "",
+                   p.reader_role ? "" : "traincast_reader",
+                   p.writer_role || p.reader_role ? "es" : "", p.role);
     }
     tc_store_destroy(&store);
     return rc;
