@@ -18,6 +18,9 @@
 #   - that nothing was lost or duplicated: conv_results rows = N x M, as many
 #     distinct message ids, each device with M rows, every spool empty,
 #     nothing rejected, every push exited 0, one ack per message;
+#   - per store worker (the aggregator queues an agent's messages on one
+#     worker, chosen by a hash of the agent id): its agents and last ack;
+#   - CPU time of the agents, the aggregator and PostgreSQL;
 #   - warnings and errors in the aggregator's log; the machine and its load
 #     average before, during and after.
 # Exit status 1 when a check failed (the report says which).
