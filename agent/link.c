@@ -22,6 +22,7 @@ typedef struct {
     int64_t due_ms;     /* when to send (again) */
     int64_t backoff_ms; /* wait after the next send */
     unsigned sends;
+    int64_t first_sent_us, first_sent_wall_us; /* monotonic and epoch; for the ack log */
 } s_flight_t;
 
 struct tc_link {
@@ -49,6 +50,7 @@ struct tc_link {
     int64_t started_ms, last_rx_ms, last_hb_ms;
     bool warned_refused;
     tc_link_stats_t stats;
+    FILE *ack_log; /* TRAINCAST_ACK_LOG, or NULL */
 };
 
 int64_t tc_link_now_ms(void)
@@ -56,6 +58,23 @@ int64_t tc_link_now_ms(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int64_t s_clock_us(clockid_t clock)
+{
+    struct timespec ts;
+    clock_gettime(clock, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+/* One line of the ack log (link.h) for a message that was sent. */
+static void s_ack_log(tc_link_t *self, const s_flight_t *f, const char *outcome)
+{
+    if (!self->ack_log || !f || !f->sends)
+        return;
+    fprintf(self->ack_log, "%s\t%lld\t%lld\t%lld\t%u\t%s\n", f->id,
+            (long long)f->first_sent_wall_us, (long long)s_clock_us(CLOCK_REALTIME),
+            (long long)(s_clock_us(CLOCK_MONOTONIC) - f->first_sent_us), f->sends, outcome);
 }
 
 static void s_close_socket(tc_link_t *self)
@@ -173,6 +192,14 @@ int tc_link_new(const tc_link_opts_t *opts, tc_spool_t *spool, tc_link_t **out)
         snprintf(self->server_key, sizeof self->server_key, "%s", opts->server_key);
     }
     TC_TRY(tc_link_set_hello(self, opts->hello));
+    const char *ack_log = getenv("TRAINCAST_ACK_LOG");
+    if (ack_log && *ack_log) {
+        self->ack_log = fopen(ack_log, "a");
+        if (!self->ack_log)
+            TC_FAIL_GOTO(TC_EIO, "cannot open the ack log '%s' (TRAINCAST_ACK_LOG): %s", ack_log,
+                         strerror(errno));
+        setvbuf(self->ack_log, NULL, _IOLBF, 0);
+    }
     self->ctx = zmq_ctx_new();
     if (!self->ctx)
         TC_FAIL_GOTO(TC_ENET, "cannot create a ZeroMQ context: %s", zmq_strerror(zmq_errno()));
@@ -194,6 +221,8 @@ void tc_link_destroy(tc_link_t **self_p)
     if (self->ctx)
         zmq_ctx_term(self->ctx);
     memset(&self->keys, 0, sizeof self->keys);
+    if (self->ack_log)
+        fclose(self->ack_log);
     free(self->hello_body);
     free(self->flight);
     free(self->endpoint);
@@ -314,6 +343,10 @@ static int s_send_spooled(tc_link_t *self, s_flight_t *f, int64_t now)
     rc = s_send_frame(self, buf, len);
     free(buf);
     if (rc == 1) {
+        if (f->sends == 0) {
+            f->first_sent_us = s_clock_us(CLOCK_MONOTONIC);
+            f->first_sent_wall_us = s_clock_us(CLOCK_REALTIME);
+        }
         f->sends++;
         f->due_ms = now + f->backoff_ms;
         if (f->sends > 1)
@@ -449,6 +482,8 @@ static void s_on_ack(tc_link_t *self, const Traincast__V1__Ack *ack)
         return;
     }
     bool known = tc_spool_contains(self->spool, id);
+    if (known)
+        s_ack_log(self, s_flight_find(self, id), ack->duplicate ? "duplicate" : "stored");
     s_flight_drop(self, id);
     if (!known)
         return; /* a second ack for something already deleted */
@@ -475,6 +510,8 @@ static void s_on_nack(tc_link_t *self, const Traincast__V1__Nack *nack)
     if (nack->permanent) {
         tc_log_error("the aggregator rejected message %s for good: %s; moved to %s/rejected", id,
                      why, tc_spool_dir(self->spool));
+        if (tc_spool_contains(self->spool, id))
+            s_ack_log(self, s_flight_find(self, id), "rejected");
         s_flight_drop(self, id);
         if (tc_spool_contains(self->spool, id)) {
             if (tc_spool_reject(self->spool, id, why) < 0)

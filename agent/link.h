@@ -9,6 +9,14 @@
  * again. Heartbeats carry the spool backlog; an aggregator silent for three
  * heartbeat intervals gets a fresh connection.
  *
+ * Ack log (opt-in, for measuring): with TRAINCAST_ACK_LOG=FILE set, the link
+ * appends one tab-separated line per message the aggregator answers for
+ * good: message id, first send and answer (microseconds since the epoch),
+ * latency from first send to answer (microseconds, monotonic clock), number
+ * of sends, and the outcome (stored, duplicate or rejected). Lines are
+ * written as the answers arrive (line-buffered); a file that cannot be
+ * opened fails tc_link_new.
+ *
  * A link is used from one thread; other threads hand it work through the
  * spool (thread-safe). Library code: nothing here exits or prints except
  * through tc_log. */

@@ -33,12 +33,13 @@ only=
 quick=0
 accuracy_args=
 
-all=(predict memory collection transport conv import export variability accuracy)
+all=(predict memory collection transport load conv import export variability accuracy)
 declare -A title=(
     [predict]="Predict latency on a large database"
     [memory]="Memory: aggregator while ingesting, agent while benchmarking"
     [collection]="Benchmark collection cost: deduplication"
     [transport]="Ingest: end to end against raw COPY"
+    [load]="Load: 20 agents at once through one aggregator"
     [conv]="Conv benchmark throughput and deduplication"
     [import]="Model import time"
     [export]="Model export time"
@@ -47,7 +48,7 @@ declare -A title=(
 )
 declare -A script=(
     [predict]=bench/predict_latency.sh [memory]=bench/memory.sh
-    [collection]=bench/collection_cost.sh [transport]=bench/transport.sh
+    [collection]=bench/collection_cost.sh [transport]=bench/transport.sh [load]=bench/load.sh
     [conv]=bench/conv_bench.sh [import]=bench/model_import.sh [export]=bench/model_export.sh
     [variability]=bench/trace_variability.sh [accuracy]=bench/accuracy.sh
 )
@@ -124,6 +125,16 @@ run_transport() {
         cmd="bench/transport.sh (docs/transport-benchmark.md)"
         bench/transport.sh --out docs/transport-benchmark.md >/dev/null
         cp docs/transport-benchmark.md "$work/transport.md"
+    fi
+}
+run_load() {
+    if [ "$quick" -eq 1 ]; then
+        cmd="bench/load.sh --quick"
+        bench/load.sh --quick --out "$work/load.md" >/dev/null
+    else
+        cmd="bench/load.sh (docs/load-benchmark.md)"
+        bench/load.sh --out docs/load-benchmark.md >/dev/null
+        cp docs/load-benchmark.md "$work/load.md"
     fi
 }
 run_conv() {

@@ -6,7 +6,8 @@
 #     planner counts for the CNN set (the predict benchmark's database);
 #   - tc-plot-accuracy draws a chart from points, counts predictions <= 0
 #     that a log axis cannot show, and refuses bad input with exit 2;
-#   - deploy/bench.sh lists its benchmarks and refuses unknown ones.
+#   - deploy/bench.sh lists its benchmarks and refuses unknown ones;
+#   - bench/load.sh prints its header with --help and refuses bad options.
 set -uo pipefail
 
 build=${1:?usage: test_bench_tools.sh BUILD_DIR}
@@ -56,9 +57,20 @@ out=$("$plotter" --in "$tmp/points.tsv" --out "$tmp/chart.pdf" 2>&1)
 
 # deploy/bench.sh without running anything.
 n=$("$repo/deploy/bench.sh" --list --build-dir "$build" | wc -l)
-[ "$n" -eq 9 ] && ok "bench.sh --list: $n benchmarks" || fail "bench.sh --list printed $n lines"
+[ "$n" -eq 10 ] && ok "bench.sh --list: $n benchmarks" || fail "bench.sh --list printed $n lines"
 out=$("$repo/deploy/bench.sh" --only nosuch --build-dir "$build" 2>&1)
 [ $? -eq 2 ] && grep -q "unknown benchmark 'nosuch'" <<<"$out" && ok "unknown benchmark refused" || fail "--only nosuch: $out"
+
+# bench/load.sh without running it.
+out=$(TRAINCAST_BUILD_DIR=$build "$repo/bench/load.sh" --help)
+grep -q -- '--agents N' <<<"$out" && grep -q 'nothing lost\|Nothing lost\|lost or duplicated' <<<"$out" \
+    && ok "load.sh --help prints its header" || fail "load.sh --help: $out"
+out=$(TRAINCAST_BUILD_DIR=$build "$repo/bench/load.sh" --agents 0 2>&1)
+[ $? -eq 2 ] && grep -q -- '--agents must be a positive integer' <<<"$out" && ok "load.sh --agents 0 refused" \
+    || fail "load.sh --agents 0: $out"
+out=$(TRAINCAST_BUILD_DIR=$build "$repo/bench/load.sh" --nosuch 2>&1)
+[ $? -eq 2 ] && grep -q "unknown option '--nosuch'" <<<"$out" && ok "load.sh unknown option refused" \
+    || fail "load.sh --nosuch: $out"
 
 [ "$failures" -eq 0 ] || { echo "$failures check(s) failed"; exit 1; }
 echo "all checks passed"

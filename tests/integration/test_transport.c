@@ -7,6 +7,7 @@
 
 #include <criterion/criterion.h>
 #include <signal.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -148,5 +149,70 @@ Test(transport, agent_sigkill_spool_survives, .timeout = 400)
     cr_expect_eq(tc_bed_count(&bed, COUNT_CONV), 1500);
     cr_expect_eq(tc_bed_count(&bed, COUNT_MSGS), 1500);
     cr_expect_eq(tc_test_dir_count_suffix(spool, ".msg"), 0);
+    tc_bed_fini(&bed);
+}
+
+/* TRAINCAST_ACK_LOG: one line per answered message, with the outcome, the
+ * number of sends and a latency that fits between the two timestamps. */
+Test(transport, ack_log_records_every_message, .timeout = 300)
+{
+    tc_bed_t bed;
+    tc_bed_init(&bed, "acklog", NULL);
+    char state[1200], file[1200], log[1200], log2[1200], acks[1200];
+    tc_bed_agent(&bed, "a", true, state, sizeof state);
+    snprintf(file, sizeof file, "%s/results.bin", bed.dir);
+    snprintf(log, sizeof log, "%s/push.log", bed.dir);
+    snprintf(log2, sizeof log2, "%s/push2.log", bed.dir);
+    snprintf(acks, sizeof acks, "%s/acks.tsv", bed.dir);
+    s_gen(file, "a", "gen-dev-a", 120);
+    tc_bed_start_server(&bed, NULL);
+    setenv("TRAINCAST_ACK_LOG", acks, 1);
+    cr_assert_eq(tc_test_wait(tc_bed_push(&bed, state, file, log, NULL), 120000), 0,
+                 "agent push failed (log %s)", log);
+    /* The same file again: every message is answered as a duplicate. */
+    cr_assert_eq(tc_test_wait(tc_bed_push(&bed, state, file, log2, NULL), 120000), 0,
+                 "second push failed (log %s)", log2);
+    unsetenv("TRAINCAST_ACK_LOG");
+
+    FILE *f = fopen(acks, "r");
+    cr_assert(f != NULL, "no ack log at %s", acks);
+    char line[512], id[64], outcome[32], ids[240][64], sql[240 * 32 + 256];
+    long long sent, acked, latency;
+    unsigned sends;
+    int n = 0, stored = 0, dups = 0;
+    size_t at = (size_t)snprintf(sql, sizeof sql,
+                                 "SELECT count(*) FROM received_messages WHERE message_id IN (");
+    while (fgets(line, sizeof line, f)) {
+        cr_assert_eq(sscanf(line, "%63s %lld %lld %lld %u %31s", id, &sent, &acked, &latency,
+                            &sends, outcome),
+                     6, "line %d malformed: %s", n + 1, line);
+        cr_assert_lt(n, 240, "more lines than answered messages");
+        cr_expect_geq(sends, 1u, "line %d", n + 1);
+        cr_expect_geq(latency, 0, "line %d", n + 1);
+        /* The two clocks agree to well within a second over a short run. */
+        cr_expect_leq(latency, acked - sent + 1000000, "line %d", n + 1);
+        cr_expect_geq(latency, acked - sent - 1000000, "line %d", n + 1);
+        if (!strcmp(outcome, "stored")) {
+            cr_expect_eq(dups, 0, "a stored line after the duplicates");
+            at += (size_t)snprintf(sql + at, sizeof sql - at, "%s'%s'", stored ? "," : "", id);
+            stored++;
+        } else {
+            cr_expect_str_eq(outcome, "duplicate", "line %d", n + 1);
+            dups++;
+        }
+        snprintf(ids[n++], sizeof ids[0], "%s", id);
+    }
+    fclose(f);
+    cr_expect_eq(stored, 120);
+    cr_expect_eq(dups, 120);
+    snprintf(sql + at, sizeof sql - at, ")");
+    cr_expect_eq(tc_bed_count(&bed, sql), 120, "the stored lines name the stored messages");
+    for (int i = 0; i < stored; i++) { /* each id once per push */
+        int seen = 0;
+        for (int j = 0; j < stored; j++)
+            seen += !strcmp(ids[i], ids[j]);
+        cr_expect_eq(seen, 1, "message %s logged %d times in the first push", ids[i], seen);
+    }
+    cr_expect_eq(tc_bed_stop_server(&bed, SIGTERM), 0);
     tc_bed_fini(&bed);
 }
