@@ -52,6 +52,9 @@ typedef struct {
     tc_sym_t *data;
     bool grad;              /* depends on a parameter (needs a gradient) */
     int owner;              /* for parameters: the node that owns them, -1 */
+    /* Integer values kept in an external data file, not read yet: read
+     * when a node uses the value (valid while importing). */
+    const Onnx__TensorProto *ext;
 } tc_value_t;
 
 typedef struct {
@@ -93,6 +96,8 @@ typedef struct {
     char **unknown;         /* "NAME (OP)" of nodes accepted as unknown, arena */
     size_t n_unknown;
     const Onnx__GraphProto *proto; /* valid while importing */
+    const char *ext_dir;    /* the model file's directory, where external data is
+                               read; NULL for a model loaded from memory */
 } tc_graph_t;
 
 /* Values by name. `tc_graph_value` returns -1 when absent. */
@@ -103,6 +108,19 @@ int tc_graph_add_value(tc_graph_t *g, const char *name, int *index);
  * Constant's value) into `v`; `what` names it in messages. */
 int tc_tensor_to_value(tc_graph_t *g, const Onnx__TensorProto *t, tc_value_t *v,
                        const char *what);
+
+/* Read the values of `v->ext` (an external integer tensor) into v->data;
+ * no-op when v->ext is NULL. */
+int tc_value_read_external(tc_graph_t *g, tc_value_t *v);
+/* The `need` bytes of external tensor `t` from its file in g->ext_dir, with
+ * every check on the location and the range (tc_onnx_extdata.c). `what`
+ * names the tensor in messages. */
+int tc_external_read(const tc_graph_t *g, const Onnx__TensorProto *t, const char *what,
+                     size_t need, uint8_t *buf);
+
+/* 0 when `data` may be an ONNX ModelProto; else TC_EPARSE with "not an ONNX
+ * file (...)" saying what it looks like instead (tc_onnx_sniff.c). */
+int tc_onnx_sniff(const uint8_t *data, size_t len);
 
 /* Build the graph from an unpacked model. `input_size` 0 keeps the file's. */
 int tc_graph_from_onnx(tc_graph_t *g, const Onnx__ModelProto *m, uint32_t input_size);

@@ -96,8 +96,10 @@ int tc_model_set_identity(tc_model_t *m, const char *name, const char *id_prefix
     return 0;
 }
 
-int tc_model_load_bytes(const uint8_t *data, size_t len, const char *name,
-                        const tc_model_opts_t *opts, tc_model_t **out)
+/* `dir`: the model file's directory, where external data is read; NULL
+ * for bytes that came from no file. */
+static int s_load(const uint8_t *data, size_t len, const char *name, const char *dir,
+                  const tc_model_opts_t *opts, tc_model_t **out)
 {
     *out = NULL;
     tc_model_opts_t defaults = {0};
@@ -106,15 +108,16 @@ int tc_model_load_bytes(const uint8_t *data, size_t len, const char *name,
     size_t cap = opts->max_file_bytes ? opts->max_file_bytes : S_DEFAULT_MAX_FILE;
     if (len > cap)
         return tc_fail(TC_ELIMIT, "the model is %zu bytes, over the %zu byte cap", len, cap);
-    if (!data || !len)
-        return tc_fail(TC_EPARSE, "the model is empty");
-    int rc;
+    int rc = tc_onnx_sniff(data, len);
+    if (rc < 0)
+        return rc;
     Onnx__ModelProto *mp = NULL;
     tc_model_t *m = calloc(1, sizeof *m);
     if (!m)
         return tc_fail(TC_ENOMEM, "out of memory");
     m->g.input = -1;
     m->g.allow_unknown = opts->allow_unknown;
+    m->g.ext_dir = dir;
     tc_sha256_hex(data, len, m->sha256);
     /* protobuf-c recurses per nested message and allocates per message:
      * bound both before unpacking. */
@@ -132,9 +135,12 @@ int tc_model_load_bytes(const uint8_t *data, size_t len, const char *name,
     /* The proto is no longer needed; drop every pointer into it. */
     for (size_t i = 0; i < m->g.n_nodes; i++)
         m->g.nodes[i].proto = NULL;
-    for (size_t i = 0; i < m->g.n_values; i++)
+    for (size_t i = 0; i < m->g.n_values; i++) {
         m->g.values[i].init = NULL;
+        m->g.values[i].ext = NULL;
+    }
     m->g.proto = NULL;
+    m->g.ext_dir = NULL;
     onnx__model_proto__free_unpacked(mp, NULL);
     *out = m;
     return 0;
@@ -143,6 +149,12 @@ err:
         onnx__model_proto__free_unpacked(mp, NULL);
     tc_model_destroy(&m);
     return rc;
+}
+
+int tc_model_load_bytes(const uint8_t *data, size_t len, const char *name,
+                        const tc_model_opts_t *opts, tc_model_t **out)
+{
+    return s_load(data, len, name, NULL, opts, out);
 }
 
 int tc_model_read_file(const char *path, size_t cap, uint8_t **data, size_t *len)
@@ -197,15 +209,23 @@ int tc_model_load_file(const char *path, const tc_model_opts_t *opts, tc_model_t
     int rc = tc_model_read_file(path, cap, &data, &len);
     if (rc < 0)
         return rc;
-    /* The label is the file name without directory and extension. */
+    /* The label is the file name without directory and extension; external
+     * data is read from the directory. */
     const char *base = strrchr(path, '/');
+    char dir[4096];
+    if (!base)
+        snprintf(dir, sizeof dir, ".");
+    else if ((size_t)(base - path) < sizeof dir)
+        snprintf(dir, sizeof dir, "%.*s", base == path ? 1 : (int)(base - path), path);
+    else
+        dir[0] = '\0'; /* too long: external data will fail to open */
     base = base ? base + 1 : path;
     char name[256];
     snprintf(name, sizeof name, "%s", base);
     char *dot = strrchr(name, '.');
     if (dot && dot != name && !strcmp(dot, ".onnx"))
         *dot = '\0';
-    rc = tc_model_load_bytes(data, len, name, opts, out);
+    rc = s_load(data, len, name, dir, opts, out);
     free(data);
     if (rc < 0)
         return tc_err_context(rc, "%s", path);

@@ -297,6 +297,36 @@ static tc_typed_data_t s_typed_data(const Onnx__TensorProto *t, int32_t elem_typ
     return td;
 }
 
+/* v->data from `elems` little-endian values in `raw`, or else from the typed
+ * field of `td` (which holds exactly `elems` values). */
+static int s_set_ints(tc_value_t *v, int64_t elems, const uint8_t *raw,
+                      const tc_typed_data_t *td)
+{
+    size_t esize = s_elem_size(v->elem_type);
+    tc_sym_t *d = calloc(elems ? (size_t)elems : 1, sizeof *d);
+    if (!d)
+        return tc_fail(TC_ENOMEM, "out of memory");
+    bool is_signed = v->elem_type != ONNX__TENSOR_PROTO__DATA_TYPE__UINT8 &&
+                     v->elem_type != ONNX__TENSOR_PROTO__DATA_TYPE__UINT16 &&
+                     v->elem_type != ONNX__TENSOR_PROTO__DATA_TYPE__UINT32 &&
+                     v->elem_type != ONNX__TENSOR_PROTO__DATA_TYPE__UINT64 &&
+                     v->elem_type != ONNX__TENSOR_PROTO__DATA_TYPE__BOOL;
+    for (int64_t i = 0; i < elems; i++) {
+        if (raw)
+            d[i].c = s_raw_int(raw + (size_t)i * esize, esize, is_signed);
+        else if (td->int64)
+            d[i].c = td->int64[i];
+        else if (td->int32)
+            d[i].c = td->int32[i];
+        else if (td->uint64)
+            d[i].c = (int64_t)td->uint64[i];
+    }
+    free(v->data);
+    v->data = d;
+    v->n_data = (int)elems;
+    return 0;
+}
+
 int tc_tensor_to_value(tc_graph_t *g, const Onnx__TensorProto *t, tc_value_t *v,
                        const char *what)
 {
@@ -343,33 +373,41 @@ int tc_tensor_to_value(tc_graph_t *g, const Onnx__TensorProto *t, tc_value_t *v,
             return tc_fail(TC_EPARSE, "%s: %zu %s elements for a shape of %lld", what, td.count,
                            td.field, (long long)elems);
     }
-    if (!s_is_int(v->elem_type) || elems > TC_GRAPH_MAX_DATA || external)
+    free(v->data);
+    v->data = NULL;
+    v->n_data = -1;
+    v->ext = NULL;
+    if (!s_is_int(v->elem_type) || elems > TC_GRAPH_MAX_DATA)
         return 0;
+    if (external) {
+        v->ext = t; /* read when a node needs the values */
+        return 0;
+    }
     if (!(t->has_raw_data && t->raw_data.len) && !td.total)
         return 0; /* stripped: shape only */
-    tc_sym_t *d = calloc(elems ? (size_t)elems : 1, sizeof *d);
-    if (!d)
+    return s_set_ints(v, elems, t->has_raw_data && t->raw_data.len ? t->raw_data.data : NULL,
+                      &td);
+}
+
+int tc_value_read_external(tc_graph_t *g, tc_value_t *v)
+{
+    const Onnx__TensorProto *t = v->ext;
+    if (!t)
+        return 0;
+    v->ext = NULL;
+    char what[320];
+    snprintf(what, sizeof what, "%s '%.256s'", v->init ? "initializer" : "tensor",
+             v->name ? v->name : "");
+    int64_t elems = tc_value_elems(v); /* at most TC_GRAPH_MAX_DATA */
+    size_t need = (size_t)elems * s_elem_size(v->elem_type);
+    uint8_t *raw = malloc(need ? need : 1);
+    if (!raw)
         return tc_fail(TC_ENOMEM, "out of memory");
-    bool is_signed = v->elem_type != ONNX__TENSOR_PROTO__DATA_TYPE__UINT8 &&
-                     v->elem_type != ONNX__TENSOR_PROTO__DATA_TYPE__UINT16 &&
-                     v->elem_type != ONNX__TENSOR_PROTO__DATA_TYPE__UINT32 &&
-                     v->elem_type != ONNX__TENSOR_PROTO__DATA_TYPE__UINT64 &&
-                     v->elem_type != ONNX__TENSOR_PROTO__DATA_TYPE__BOOL;
-    /* From here on the chosen field holds exactly `elems` values. */
-    for (int64_t i = 0; i < elems; i++) {
-        if (t->has_raw_data && t->raw_data.len)
-            d[i].c = s_raw_int(t->raw_data.data + (size_t)i * esize, esize, is_signed);
-        else if (td.int64)
-            d[i].c = td.int64[i];
-        else if (td.int32)
-            d[i].c = td.int32[i];
-        else if (td.uint64)
-            d[i].c = (int64_t)td.uint64[i];
-    }
-    free(v->data);
-    v->data = d;
-    v->n_data = (int)elems;
-    return 0;
+    int rc = tc_external_read(g, t, what, need, raw);
+    if (rc == 0)
+        rc = s_set_ints(v, elems, raw, NULL);
+    free(raw);
+    return rc;
 }
 
 static const char *s_str(const char *s)
@@ -402,24 +440,86 @@ static int s_add_initializers(tc_graph_t *g, const Onnx__GraphProto *gp)
     return 0;
 }
 
-/* The network input: the one graph input that is not an initializer. */
+/* A graph input whose shape is fully static: every dimension a value. */
+static bool s_static_shape(const Onnx__ValueInfoProto *vi)
+{
+    const Onnx__TypeProto *tp = vi->type;
+    if (!tp || tp->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE || !tp->tensor_type ||
+        !tp->tensor_type->shape)
+        return false;
+    const Onnx__TensorShapeProto *sh = tp->tensor_type->shape;
+    for (size_t i = 0; i < sh->n_dim; i++)
+        if (!sh->dim[i] ||
+            sh->dim[i]->value_case != ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE)
+            return false;
+    return true;
+}
+
+/* A parameter given as a graph input (torch.onnx.export with
+ * export_params=False): a weight-free initializer by another name. */
+static int s_add_param_input(tc_graph_t *g, const Onnx__ValueInfoProto *vi)
+{
+    const char *name = s_str(vi->name);
+    if (!*name)
+        return tc_fail(TC_EPARSE, "a graph input has no name");
+    const Onnx__TypeProto__Tensor *tt = vi->type->tensor_type;
+    const Onnx__TensorShapeProto *sh = tt->shape;
+    if (sh->n_dim > TC_MODEL_MAX_RANK)
+        return tc_fail(TC_ELIMIT, "graph input '%.256s' has rank %zu (at most %d)", name,
+                       sh->n_dim, TC_MODEL_MAX_RANK);
+    int idx, rc = tc_graph_add_value(g, name, &idx);
+    if (rc < 0)
+        return rc;
+    tc_value_t *v = &g->values[idx];
+    int64_t elems = 1;
+    for (size_t i = 0; i < sh->n_dim; i++) {
+        int64_t d = sh->dim[i]->dim_value;
+        if (d < 0 || d > TC_GRAPH_MAX_DIM)
+            return tc_fail(TC_EPARSE, "graph input '%.256s': dimension %zu is %lld", name, i,
+                           (long long)d);
+        if (tc_mul64(elems, d, &elems) < 0 || elems > TC_GRAPH_MAX_ELEMS)
+            return tc_fail(TC_ELIMIT, "graph input '%.256s' has more than 2^40 elements", name);
+        v->dims[i] = d;
+    }
+    v->rank = (int)sh->n_dim;
+    v->known = true;
+    v->elem_type = tt->has_elem_type ? tt->elem_type : 0;
+    v->is_param = s_is_float(v->elem_type);
+    v->param_count = v->is_param ? (uint64_t)elems : 0;
+    return 0;
+}
+
+/* The network input is the first graph input that is not an initializer.
+ * Every other one with a static shape is a parameter; one with a symbolic
+ * dimension (or none) is a second data input, which traincast refuses. */
 static int s_add_input(tc_graph_t *g, const Onnx__GraphProto *gp, uint32_t input_size)
 {
-    const Onnx__ValueInfoProto *in = NULL;
+    const Onnx__ValueInfoProto *in = NULL, *other = NULL;
     size_t n_data = 0;
     for (size_t i = 0; i < gp->n_input; i++) {
-        if (tc_graph_value(g, s_str(gp->input[i]->name)) >= 0)
+        int idx = tc_graph_value(g, s_str(gp->input[i]->name));
+        if (idx >= 0 && g->values[idx].init)
             continue; /* an initializer listed as input (older exporters) */
-        if (!in)
+        if (!in) {
             in = gp->input[i];
-        n_data++;
+            n_data++;
+        } else if (s_static_shape(gp->input[i])) {
+            int rc = s_add_param_input(g, gp->input[i]);
+            if (rc < 0)
+                return rc;
+        } else {
+            other = other ? other : gp->input[i];
+            n_data++;
+        }
     }
     if (!in)
         return tc_fail(TC_EPARSE, "the graph has no input besides its initializers");
     if (n_data > 1)
-        return tc_fail(TC_EUNSUPPORTED, "the graph has %zu inputs; traincast handles models "
-                                        "with one image input",
-                       n_data);
+        return tc_fail(TC_EUNSUPPORTED,
+                       "the graph has %zu data inputs ('%.128s', '%.128s'%s); traincast "
+                       "handles models with one image input (other inputs with a static shape "
+                       "are read as parameters)",
+                       n_data, s_str(in->name), s_str(other->name), n_data > 2 ? ", ..." : "");
     const char *name = s_str(in->name);
     if (!*name)
         return tc_fail(TC_EPARSE, "the graph input has no name");

@@ -530,6 +530,8 @@ int tc_graph_infer(tc_graph_t *g)
             tc_value_t *v = tc_node_in(g, n, k);
             if (v && !v->known)
                 return tc_node_fail(n, TC_EPARSE, "input '%s' has no known shape", v->name);
+            if (v && v->ext && (rc = tc_value_read_external(g, v)) < 0)
+                return tc_err_context(rc, "node '%.200s' (%.60s)", n->name, n->op);
         }
         const tc_op_rule_t *rule = tc_op_rule_find(n->domain, n->op);
         if (rule) {

@@ -303,6 +303,13 @@ int tc_infer_constant_of_shape(tc_graph_t *g, tc_gnode_t *n, const tc_op_rule_t 
         char what[300];
         snprintf(what, sizeof what, "node '%.200s' (ConstantOfShape) value", n->name);
         rc = tc_tensor_to_value(g, a->t, &tmp, what);
+        char attr_name[] = "value";
+        if (rc == 0 && tmp.ext) {
+            tmp.name = attr_name;
+            rc = tc_value_read_external(g, &tmp);
+            if (rc < 0)
+                rc = tc_err_context(rc, "node '%.200s' (%.60s)", n->name, n->op);
+        }
         out->elem_type = tmp.elem_type;
         if (rc == 0 && tmp.n_data == 1 && out->batch_axis < 0 &&
             tc_value_elems(out) <= TC_GRAPH_MAX_DATA) {
