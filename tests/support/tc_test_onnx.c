@@ -159,6 +159,49 @@ void tc_tb_ints(tc_tb_t *tb, const char *name, int n, const int64_t *vals)
     S_PUSH(tb, tb->graph.initializer, tb->graph.n_initializer, t);
 }
 
+void tc_tb_param_input(tc_tb_t *tb, const char *name, int rank, const int64_t *dims)
+{
+    Onnx__ValueInfoProto *vi = s_value_info(tb, name, rank, dims, 0);
+    S_PUSH(tb, tb->graph.input, tb->graph.n_input, vi);
+}
+
+static void s_entry(tc_tb_t *tb, Onnx__TensorProto *t, const char *key, const char *value)
+{
+    if (!value)
+        return;
+    Onnx__StringStringEntryProto *kv = tc_tb_alloc(tb, sizeof *kv);
+    onnx__string_string_entry_proto__init(kv);
+    kv->key = s_str(tb, key);
+    kv->value = s_str(tb, value);
+    S_PUSH(tb, t->external_data, t->n_external_data, kv);
+}
+
+void tc_tb_external(tc_tb_t *tb, const char *name, const char *location, const char *offset,
+                    const char *length)
+{
+    Onnx__TensorProto *t = NULL;
+    for (size_t i = 0; i < tb->graph.n_initializer && !t; i++)
+        if (!strcmp(tb->graph.initializer[i]->name, name))
+            t = tb->graph.initializer[i];
+    for (size_t i = 0; i < tb->graph.n_node && !t; i++) {
+        Onnx__NodeProto *n = tb->graph.node[i];
+        if (!strcmp(n->op_type, "Constant") && n->n_output && !strcmp(n->output[0], name) &&
+            n->n_attribute)
+            t = n->attribute[0]->t;
+    }
+    if (!t)
+        abort();
+    t->n_int64_data = 0;
+    t->n_float_data = 0;
+    t->has_raw_data = 0;
+    t->n_external_data = 0;
+    t->has_data_location = 1;
+    t->data_location = ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL;
+    s_entry(tb, t, "location", location);
+    s_entry(tb, t, "offset", offset);
+    s_entry(tb, t, "length", length);
+}
+
 static void s_split(tc_tb_t *tb, const char *list, size_t *n, char ***out)
 {
     *n = 0;

@@ -22,6 +22,14 @@ void tc_tb_free(tc_tb_t **tb_p);
 void tc_tb_weight(tc_tb_t *tb, const char *name, int rank, const int64_t *dims);
 /* An int64 initializer with data (1-D, n values). */
 void tc_tb_ints(tc_tb_t *tb, const char *name, int n, const int64_t *vals);
+/* A parameter as a graph input with a static shape (export_params=False). */
+void tc_tb_param_input(tc_tb_t *tb, const char *name, int rank, const int64_t *dims);
+/* Move initializer `name` (or, when no initializer has it, the value tensor
+ * of the Constant node that outputs it) to external data: its data is
+ * dropped and external_data gets location, offset and length, each left out
+ * when NULL. */
+void tc_tb_external(tc_tb_t *tb, const char *name, const char *location, const char *offset,
+                    const char *length);
 
 /* A node; inputs and outputs are comma-separated ("x,w,b"; an empty item is
  * an absent optional input). Returns the node for attributes. */

@@ -31,6 +31,10 @@ installed, its checker and its external-data loader check the results).
       and Unsqueeze axes of the reshape) are first turned into initializers,
       as graph optimizers and other exporters write them, so the importer
       must read their values from the external file.
+  not_onnx.pt
+      torch.save of a one-element state dict (a zip archive): the file users
+      pass by mistake most often, which must get "not an ONNX file". (The
+      legacy pickle format is not kept: its bytes differ from run to run.)
 """
 import io
 import os
@@ -285,6 +289,10 @@ def main():
                 for n, w, v in g]
     write("small_cnn_external.onnx", rewrite_graph(full, external))
     write(EXTERNAL_DATA, data.getvalue())
+
+    buf = io.BytesIO()
+    torch.save({"w": torch.zeros(1)}, buf)
+    write("not_onnx.pt", buf.getvalue())
     check_with_onnx()
     return 0
 
