@@ -25,10 +25,24 @@ def ints(name, vals):
     return helper.make_tensor(name, TensorProto.INT64, [len(vals)], vals)
 
 
-def model(name, nodes, inits, c, h, w, outputs, opset=17, aten=False):
+def external(t, location, offset, length):
+    """Move a tensor's data to an external file, as onnx's converter does
+    (the file itself is not written: the fuzz target reads bytes)."""
+    t.ClearField("raw_data")
+    t.ClearField("int64_data")
+    t.data_location = TensorProto.EXTERNAL
+    for k, v in (("location", location), ("offset", offset), ("length", length)):
+        e = t.external_data.add()
+        e.key, e.value = k, str(v)
+    return t
+
+
+def model(name, nodes, inits, c, h, w, outputs, opset=17, aten=False, params=()):
+    """params: (name, dims) of parameters given as graph inputs."""
     x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", c, h, w])
+    ins = [x] + [helper.make_tensor_value_info(n, TensorProto.FLOAT, d) for n, d in params]
     outs = [helper.make_tensor_value_info(o, TensorProto.FLOAT, None) for o in outputs]
-    g = helper.make_graph(nodes, name, [x], outs, initializer=inits)
+    g = helper.make_graph(nodes, name, ins, outs, initializer=inits)
     imports = [helper.make_opsetid("", opset)]
     if aten:
         imports.append(helper.make_opsetid("org.pytorch.aten", 1))
@@ -115,6 +129,19 @@ def main():
         N("Constant", [], ["osz"], value=ints("osv", [4, 4])),
         aten,
     ], [], 8, 14, 14, ["y"], aten=True)
+    # torch.onnx.export(..., export_params=False): parameters as graph inputs.
+    model("params_as_inputs", [
+        N("Conv", ["x", "w", "b"], ["c"], pads=[1, 1, 1, 1]),
+        N("BatchNormalization", ["c", "s", "bb", "m", "v"], ["n", "rm", "rv"], training_mode=1),
+        N("Relu", ["n"], ["y"]),
+    ], [], 3, 8, 8, ["y"], params=[("w", [4, 3, 3, 3]), ("b", [4]), ("s", [4]), ("bb", [4]),
+                                   ("m", [4]), ("v", [4])])
+    # Tensors in an external data file.
+    model("external_data", [
+        N("Conv", ["x", "w"], ["c"]),
+        N("Reshape", ["c", "shape"], ["y"]),
+    ], [external(weight("w", [4, 3, 3, 3]), "m.data", 0, 432),
+        external(ints("shape", [0, -1]), "m.data", 432, 16)], 3, 8, 8, ["y"])
 
 
 if __name__ == "__main__":
