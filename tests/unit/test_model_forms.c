@@ -382,6 +382,7 @@ Test(forms, external_weights_are_never_read, .timeout = 10)
     tc_tb_external(tb, "w", "/nonexistent/../weights.bin", "x", NULL);
     tc_tb_node(tb, "Conv", "conv", "x,w", "y");
     tc_tb_output(tb, "y");
+    cr_expect_eq(s_try_tb(tb), 0, "from memory: %s", tc_errmsg());
     int rank;
     int64_t y[8];
     cr_expect_eq(s_try_ext(tb, dir, &rank, y), 0, "%s", tc_errmsg());
