@@ -373,7 +373,7 @@ static void s_unselect(tc_cpu_plan_t *p)
     p->sel = -1;
 }
 
-void tc_cpu_plan_destroy(void *plan)
+void tc_cpu_dnnl_destroy(void *plan)
 {
     tc_cpu_plan_t *p = plan;
     if (!p)
@@ -394,11 +394,10 @@ void tc_cpu_plan_destroy(void *plan)
     free(p);
 }
 
-int tc_cpu_plan_create(void *ctx, const tc_conv_spec_t *spec, void **out)
+int tc_cpu_dnnl_create(tc_cpu_ctx_t *dev, const tc_conv_spec_t *spec, void **out)
 {
     int rc = 0;
     *out = NULL;
-    tc_cpu_ctx_t *dev = ctx;
     const tc_conv_config_t *c = &spec->config;
     if (c->dtype == TRAINCAST__V1__DTYPE__DTYPE_FP16 || c->dtype == TRAINCAST__V1__DTYPE__DTYPE_TF32)
         return tc_fail(TC_EUNSUPPORTED, "the cpu backend runs fp32 and bf16 convolutions, not %s "
@@ -464,19 +463,19 @@ int tc_cpu_plan_create(void *ctx, const tc_conv_spec_t *spec, void **out)
     *out = p;
     return 0;
 err:
-    tc_cpu_plan_destroy(p);
+    tc_cpu_dnnl_destroy(p);
     return rc;
 }
 
-size_t tc_cpu_algo_count(void *plan) { return ((tc_cpu_plan_t *)plan)->n_cands; }
+size_t tc_cpu_dnnl_algo_count(void *plan) { return ((tc_cpu_plan_t *)plan)->n_cands; }
 
-const tc_algo_t *tc_cpu_algo(void *plan, size_t i)
+const tc_algo_t *tc_cpu_dnnl_algo(void *plan, size_t i)
 {
     tc_cpu_plan_t *p = plan;
     return i < p->n_cands ? &p->cands[i].info : NULL;
 }
 
-int tc_cpu_select(void *plan, size_t i)
+int tc_cpu_dnnl_select(void *plan, size_t i)
 {
     int rc = 0;
     tc_cpu_plan_t *p = plan;
@@ -510,7 +509,7 @@ err:
     return rc;
 }
 
-int tc_cpu_run(void *plan, double *ms)
+int tc_cpu_dnnl_run(void *plan, double *ms)
 {
     int rc = 0;
     tc_cpu_plan_t *p = plan;
@@ -594,7 +593,7 @@ err:
     return rc;
 }
 
-int tc_cpu_read(void *plan, tc_tensor_t t, float *out, size_t count)
+int tc_cpu_dnnl_read(void *plan, tc_tensor_t t, float *out, size_t count)
 {
     int rc = 0;
     tc_cpu_plan_t *p = plan;
