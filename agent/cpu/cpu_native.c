@@ -7,15 +7,13 @@
  *
  * forward      columns = im2col(input) per sample (for a 1x1, stride-1,
  *              unpadded conv the input itself), in an at::parallel_for over
- *              the batch; output = bias broadcast; then, per sample in an
- *              at::parallel_for over the batch,
- *              sgemm(N, N, P*Q, K, C*R*S, 1, columns, weight, 1, output).
+ *              the batch; then, per sample in an at::parallel_for over the
+ *              batch, sgemm(N, N, P*Q, K, C*R*S, 1, columns, weight, 0, output).
  * bwd_data     grad_input = 0; at::parallel_for over the batch, each chunk
  *              with its own C*R*S x P*Q buffer: per sample
  *              sgemm(N, T, P*Q, C*R*S, K, 1, grad_output, weight, 0, buffer)
  *              and col2im adding the buffer into grad_input (1x1 too).
- * bwd_filter   grad_bias = sum of grad_output over batch and pixels;
- *              grad_weight = 0; columns = im2col(input) again; then, one
+ * bwd_filter   grad_weight = 0; columns = im2col(input) again; then, one
  *              sample after the other (no parallel_for, so the BLAS uses
  *              every thread),
  *              sgemm(T, N, C*R*S, K, P*Q, 1, columns, grad_output, 1, grad_weight).
@@ -32,8 +30,14 @@
  * dilated columns, one sample after the other. Every buffer the framework
  * allocates per call is allocated per run (64-byte aligned, as PyTorch's
  * CPU allocator does) and freed when the framework frees it; outputs are
- * replaced after the timed region. The conv config does not say whether the
- * layer has a bias, so, as on the oneDNN path, one is always included. */
+ * replaced after the timed region.
+ *
+ * Bias: a conv config does not say whether the layer has one. These plans
+ * time the layer without it, as every conv followed by batch norm is (the
+ * usual case in the CNN set, and the one where it matters: PyTorch then
+ * leaves the output unfilled and the GEMM overwrites it, while a bias costs
+ * a broadcast copy of the whole output first, as much as a small 1x1 GEMM).
+ * The oneDNN plans fuse a bias, whose cost there is small. */
 #include "cpu_internal.h"
 
 #include <omp.h>
@@ -50,9 +54,8 @@ typedef struct {
     bool plain_1x1;       /* 1x1, stride 1, no padding: columns are the input */
     int64_t g, cg, kg;    /* groups, input and output channels per group */
     int64_t p, q, crs, pq;
-    float *x, *w, *b, *dy; /* inputs, filled once */
+    float *x, *w, *dy;    /* inputs, filled once */
     float *out;           /* the current output: y, dx or dw */
-    float *db;            /* the current bias gradient (bwd_filter) */
     bool selected;
 } s_plan_t;
 
@@ -215,32 +218,22 @@ static void s_fold(const s_geom_t *g, const float *cols, float *out)
     s_parallel_for(0, g->cg, 0, s_fold_planes, &f);
 }
 
-/* --- fills ---------------------------------------------------------------- */
+/* --- zero fill (at::Tensor::zero_: a TensorIterator over the elements) -- */
 
 typedef struct {
     float *dst;
-    const float *bias; /* NULL: zero */
-    int64_t plane;     /* elements per channel plane */
-    int64_t channels;
 } s_fill_t;
 
-static void s_fill_range(void *arg, int64_t begin, int64_t end)
+static void s_zero_range(void *arg, int64_t begin, int64_t end)
 {
     const s_fill_t *f = arg;
-    if (!f->bias) {
-        memset(f->dst + begin, 0, (size_t)(end - begin) * sizeof(float));
-        return;
-    }
-    for (int64_t i = begin; i < end; i++)
-        f->dst[i] = f->bias[i / f->plane % f->channels];
+    memset(f->dst + begin, 0, (size_t)(end - begin) * sizeof(float));
 }
 
-/* at::Tensor::zero_ / copy_ of a broadcast bias: a TensorIterator over the
- * elements. */
-static void s_fill(float *dst, int64_t count, const float *bias, int64_t plane, int64_t channels)
+static void s_zero(float *dst, int64_t count)
 {
-    s_fill_t f = {dst, bias, plane, channels};
-    s_parallel_for(0, count, S_GRAIN, s_fill_range, &f);
+    s_fill_t f = {dst};
+    s_parallel_for(0, count, S_GRAIN, s_zero_range, &f);
 }
 
 /* --- one group: the three passes of ConvolutionMM2d.cpp ------------------ */
@@ -251,7 +244,6 @@ typedef struct {
     const float *w;      /* kg x crs */
     const float *dy;     /* bwd_data: n x kg x pq */
     float *out;          /* y (n x kg x pq) or dx (n x cg x h x w) */
-    bool beta;           /* forward: add to the bias already there */
     bool oom;
 } s_frames_t;
 
@@ -262,7 +254,7 @@ static void s_forward_frames(void *arg, int64_t begin, int64_t end)
     for (int64_t t = begin; t < end; t++)
         tc_blas_sgemm(g->blas, 'N', 'N', (int)g->pq, (int)g->kg, (int)g->crs, 1.0f,
                       f->cols + t * g->crs * g->pq, (int)g->pq, f->w, (int)g->crs,
-                      f->beta ? 1.0f : 0.0f, f->out + t * g->kg * g->pq, (int)g->pq);
+                      0.0f, f->out + t * g->kg * g->pq, (int)g->pq);
 }
 
 static void s_bwd_data_frames(void *arg, int64_t begin, int64_t end)
@@ -321,15 +313,14 @@ static const float *s_columns(const s_plan_t *p, const s_geom_t *g, const float 
 }
 
 static int s_group_forward(const s_plan_t *p, const s_geom_t *g, const float *x, const float *w,
-                           const float *b, float *y)
+                           float *y)
 {
     int64_t n = p->spec.config.n;
     bool owned;
     const float *cols = s_columns(p, g, x, &owned);
     if (!cols)
         return tc_fail(TC_ENOMEM, "out of memory for the im2col columns");
-    s_fill(y, n * g->kg * g->pq, b, g->pq, g->kg);
-    s_frames_t f = {.g = g, .cols = cols, .w = w, .out = y, .beta = true};
+    s_frames_t f = {.g = g, .cols = cols, .w = w, .out = y};
     if (p->dilated)
         s_forward_frames(&f, 0, n);
     else
@@ -343,7 +334,7 @@ static int s_group_bwd_data(const s_plan_t *p, const s_geom_t *g, const float *d
                             float *dx)
 {
     int64_t n = p->spec.config.n;
-    s_fill(dx, n * g->cg * (int64_t)g->c->h * g->c->w, NULL, 1, 1);
+    s_zero(dx, n * g->cg * (int64_t)g->c->h * g->c->w);
     s_frames_t f = {.g = g, .w = w, .dy = dy, .out = dx};
     if (p->dilated)
         s_bwd_data_frames(&f, 0, n);
@@ -352,34 +343,11 @@ static int s_group_bwd_data(const s_plan_t *p, const s_geom_t *g, const float *d
     return f.oom ? tc_fail(TC_ENOMEM, "out of memory for the col2im buffer") : 0;
 }
 
-typedef struct {
-    const float *dy;
-    float *db;
-    int64_t n, k, pq, k_total;
-} s_bias_t;
-
-static void s_bias_channels(void *arg, int64_t begin, int64_t end)
-{
-    const s_bias_t *b = arg;
-    for (int64_t k = begin; k < end; k++) {
-        float acc[4] = {0, 0, 0, 0};
-        for (int64_t t = 0; t < b->n; t++) {
-            const float *s = b->dy + (t * b->k_total + k) * b->pq;
-            int64_t i = 0;
-            for (; i + 4 <= b->pq; i += 4)
-                acc[0] += s[i], acc[1] += s[i + 1], acc[2] += s[i + 2], acc[3] += s[i + 3];
-            for (; i < b->pq; i++)
-                acc[0] += s[i];
-        }
-        b->db[k] = (acc[0] + acc[1]) + (acc[2] + acc[3]);
-    }
-}
-
 static int s_group_bwd_filter(const s_plan_t *p, const s_geom_t *g, const float *x,
                               const float *dy, float *dw)
 {
     int64_t n = p->spec.config.n;
-    s_fill(dw, g->kg * g->crs, NULL, 1, 1);
+    s_zero(dw, g->kg * g->crs);
     bool owned;
     const float *cols = s_columns(p, g, x, &owned);
     if (!cols)
@@ -415,7 +383,7 @@ int tc_cpu_native_run(void *plan, double *ms)
     int rc = 0;
     s_plan_t *p = plan;
     const tc_conv_config_t *c = &p->spec.config;
-    float *out = NULL, *db = NULL, *xs = NULL, *ys = NULL;
+    float *out = NULL, *xs = NULL, *ys = NULL;
     if (!p->selected)
         return tc_fail(TC_EINVAL, "native conv plan: no candidate selected before run");
     TC_TRY(tc_cpu_apply_threads(p->dev));
@@ -443,11 +411,8 @@ int tc_cpu_native_run(void *plan, double *ms)
         break;
     case TRAINCAST__V1__DIRECTION__DIRECTION_BWD_FILTER: {
         out = s_alloc((size_t)(c->k * p->crs));
-        db = s_alloc(c->k);
-        if (!out || !db)
+        if (!out)
             TC_FAIL_GOTO(TC_ENOMEM, "out of memory for grad_weight");
-        s_bias_t bias = {p->dy, db, n, c->k, p->pq, c->k};
-        s_parallel_for(0, c->k, 0, s_bias_channels, &bias);
         if (p->g == 1) {
             TC_TRY(s_group_bwd_filter(p, &g, p->x, p->dy, out));
             break;
@@ -468,7 +433,7 @@ int tc_cpu_native_run(void *plan, double *ms)
         if (!out)
             TC_FAIL_GOTO(TC_ENOMEM, "out of memory for the output");
         if (p->g == 1) {
-            TC_TRY(s_group_forward(p, &g, p->x, p->w, p->b, out));
+            TC_TRY(s_group_forward(p, &g, p->x, p->w, out));
             break;
         }
         ys = s_alloc((size_t)(n * p->kg * p->pq));
@@ -477,7 +442,7 @@ int tc_cpu_native_run(void *plan, double *ms)
             TC_FAIL_GOTO(TC_ENOMEM, "out of memory for a group's slices");
         for (int64_t k = 0; k < p->g; k++) {
             s_slice(p->x, xs, n, c->c, k * p->cg, p->cg, hw, true);
-            TC_TRY(s_group_forward(p, &g, xs, p->w + k * p->kg * p->crs, p->b + k * p->kg, ys));
+            TC_TRY(s_group_forward(p, &g, xs, p->w + k * p->kg * p->crs, ys));
             s_slice(out, ys, n, c->k, k * p->kg, p->kg, p->pq, false);
         }
         break;
@@ -490,14 +455,8 @@ int tc_cpu_native_run(void *plan, double *ms)
     free(p->out);
     p->out = out;
     out = NULL;
-    if (db) {
-        free(p->db);
-        p->db = db;
-        db = NULL;
-    }
 err:
     free(out);
-    free(db);
     free(xs);
     free(ys);
     return rc;
@@ -520,10 +479,8 @@ void tc_cpu_native_destroy(void *plan)
         return;
     free(p->x);
     free(p->w);
-    free(p->b);
     free(p->dy);
     free(p->out);
-    free(p->db);
     free(p);
 }
 
@@ -576,15 +533,11 @@ int tc_cpu_native_create(tc_cpu_ctx_t *dev, const tc_conv_spec_t *spec, bool dil
         if (!p->x || !p->dy)
             TC_FAIL_GOTO(TC_ENOMEM, "out of memory for the inputs");
         p->out = s_alloc(ws);
-        p->db = s_alloc(c->k);
-        if (p->db)
-            memset(p->db, 0, c->k * sizeof *p->db);
         break;
     default:
         p->x = s_random(xs, seed + TC_TENSOR_X);
         p->w = s_random(ws, seed + TC_TENSOR_W);
-        p->b = s_random(c->k, seed + TC_TENSOR_B);
-        if (!p->x || !p->w || !p->b)
+        if (!p->x || !p->w)
             TC_FAIL_GOTO(TC_ENOMEM, "out of memory for the inputs");
         p->out = s_alloc(ys);
         break;
@@ -596,7 +549,7 @@ int tc_cpu_native_create(tc_cpu_ctx_t *dev, const tc_conv_spec_t *spec, bool dil
         TC_FAIL_GOTO(TC_ENOMEM, "out of memory for the output");
     memset(p->out, 0, outs * sizeof *p->out);
     const char *what = spec->direction == TRAINCAST__V1__DIRECTION__DIRECTION_BWD_DATA
-                           ? (p->plain_1x1 ? "sgemm+col2im" : "sgemm+col2im")
+                           ? "sgemm+col2im"
                            : (p->plain_1x1 ? "sgemm" : "im2col+sgemm");
     snprintf(p->cand.name, sizeof p->cand.name, "pytorch-native:%s%s%s", what,
              dilated ? ":dilated" : "", p->g > 1 ? ":per-group" : "");
@@ -643,12 +596,10 @@ int tc_cpu_native_read(void *plan, tc_tensor_t t, float *out, size_t count)
     switch (t) {
     case TC_TENSOR_X: src = p->x; break;
     case TC_TENSOR_W: src = p->w; break;
-    case TC_TENSOR_B: src = p->b; break;
     case TC_TENSOR_DY: src = p->dy; break;
     case TC_TENSOR_Y: src = !bwd_data && !bwd_filter ? p->out : NULL; break;
     case TC_TENSOR_DX: src = bwd_data ? p->out : NULL; break;
     case TC_TENSOR_DW: src = bwd_filter ? p->out : NULL; break;
-    case TC_TENSOR_DB: src = bwd_filter ? p->db : NULL; break;
     default: break;
     }
     if (!src)
