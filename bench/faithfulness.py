@@ -312,21 +312,26 @@ def write_report(a, models, results, loads, secs):
                                                        k[8], k[10], k[12]),
                 k[13], route(res["algos"].get(k, "")), statistics.median(res["agent"][k]),
                 statistics.median(res["torch"][k]), v))
-        lines += ["", "| CNN | agent conv sum ms | profiler conv ms | ratio |",
-                  "|---|---|---|---|"]
+        lines += ["", "Per CNN: A, the agent's conv sum; B, the same sum of PyTorch's per-layer "
+                  "times; C, the profiler's conv time in a traced step (which includes the "
+                  "profiler's own cost per recorded op, tens of microseconds per conv call).", "",
+                  "| CNN | A: agent ms | B: PyTorch per layer ms | C: profiler ms | A/B | A/C |",
+                  "|---|---|---|---|---|---|"]
         for m, convs in models.items():
-            total, missing = 0.0, 0
+            total, tsum, missing = 0.0, 0.0, 0
             for c in convs:
                 k = key_of(c)
                 for d in ("fwd", "bwd_filter") + (() if c["first"] else ("bwd_data",)):
-                    v = res["agent"].get(k + (d,))
-                    if v is None:
+                    v, w = res["agent"].get(k + (d,)), res["torch"].get(k + (d,))
+                    if v is None or w is None:
                         missing += 1
                     else:
                         total += c["count"] * statistics.median(v)
+                        tsum += c["count"] * statistics.median(w)
             p = statistics.median(res["prof"][m])
-            lines.append("| %s | %.1f%s | %.1f | %.3f |" % (
-                m, total, " (%d missing)" % missing if missing else "", p, total / p))
+            lines.append("| %s | %.1f%s | %.1f | %.1f | %.3f | %.3f |" % (
+                m, total, " (%d missing)" % missing if missing else "", tsum, p,
+                total / tsum if tsum else float("nan"), total / p))
         lines.append("")
         for k, v in med.items():
             points.append("%d thread%s\t%s\t%d\t%.6f\t%.6f" % (
