@@ -126,6 +126,17 @@ def main(argv):
              " load average (1, 5, 15 min) %s.*" % (
                  time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), time.time() - t0,
                  " -> ".join(" ".join(x) for x in loads)), "",
+             "A CPU device measures with the allocator its agent runs with (`--allocator`, "
+             "agent/allocator.h), and the trace runner inherits it. The choices: `tcmalloc` "
+             "(gperftools' tcmalloc_minimal, Debian libtcmalloc-minimal4, preloaded); `jemalloc` "
+             "(libjemalloc2, preloaded, with the settings of PyTorch's CPU launcher "
+             "`oversize_threshold:1,background_thread:true,metadata_thp:auto` and purging off, "
+             "`dirty_decay_ms:-1,muzzy_decay_ms:-1`; with its default decay it returns freed "
+             "pages within seconds and was several times slower here); `glibc-tuned` (glibc "
+             "with `MALLOC_MMAP_MAX_=0 MALLOC_TRIM_THRESHOLD_=4000000000`: freed memory stays "
+             "in the process); `system` (the process as started: glibc's defaults hand large "
+             "blocks back to the kernel on free, and every page of the next tensor is faulted "
+             "in again, which on a virtual machine can cost more than the convolution).", "",
              "%d rounds; each round runs every allocator once in a rotated order, each run a "
              "fresh process. Ratios are to the system allocator in the same round (median over "
              "rounds). Spread between processes: (max - min) / median of the per-process "
@@ -165,6 +176,12 @@ def main(argv):
                   "among the steady allocators (spread between processes <= 5 % for the step and "
                   "both convs)" if steady else "(none was steady within 5 % in this run)",
                   best, cpu_env.DEFAULT_ALLOCATOR)]
+    peak = max(float(x[0]) for x in loads)
+    if peak > (os.cpu_count() or 1) - 0.5:
+        lines += ["", "**This run shared the machine** (1-minute load average up to %.1f on %d "
+                  "CPUs): preempted runs inflate times and spreads of every allocator alike; "
+                  "compare ratios, and rerun on a quiet machine for the spreads." % (
+                      peak, os.cpu_count() or 1)]
     with open(a.out, "w") as f:
         f.write("\n".join(lines) + "\n")
     return 0

@@ -337,6 +337,24 @@ def write_report(a, models, results, loads, secs):
             points.append("%d thread%s\t%s\t%d\t%.6f\t%.6f" % (
                 threads, "" if threads == 1 else "s", k[13], a.batch,
                 statistics.median(res["torch"][k]), statistics.median(res["agent"][k])))
+    peak = max(float(x.split()[0]) for x in loads)
+    ncpu = os.cpu_count() or 1
+    lines += ["## Reading these figures", "",
+              "- What the agent leaves out: the dispatcher, autograd and Python cost of each conv "
+              "call (some tens of microseconds: it dominates the per-layer time of the smallest "
+              "convs, depthwise and late 1x1 layers, and shows as ratios below 1 there), and a "
+              "bias on the native path (docs/CONV-BENCH.md).",
+              "- The profiler's conv time (C) includes the profiler's own cost per recorded op; "
+              "for CNNs of many small convs (mobilenet_v2, shufflenet) it exceeds the sum of the "
+              "unprofiled per-layer times (B) by that much.",
+              "- Shared machines: a process that is preempted mid-call pays a scheduler time "
+              "slice (about 4 ms here), and an OpenMP team of as many threads as CPUs waits for "
+              "any thread that another process displaced (libgomp spins, then sleeps): with "
+              "other work running, multi-thread figures measure the machine, not the agent.", ""]
+    if peak > ncpu - 0.5:
+        lines += ["**This run shared the machine** (1-minute load average up to %.1f on %d "
+                  "CPUs): its figures, the %d-thread ones above all, are not a measurement of the "
+                  "agent's faithfulness; rerun on a quiet machine." % (peak, ncpu, ncpu), ""]
     with open(a.out, "w") as f:
         f.write("\n".join(lines) + "\n")
     if a.points:
