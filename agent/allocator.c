@@ -40,7 +40,6 @@ static const s_alloc_t s_allocs[] = {
 };
 #define N_ALLOCS (sizeof s_allocs / sizeof s_allocs[0])
 
-static int s_argc;
 static char **s_argv;
 static const char *s_choice = "system";
 
@@ -64,7 +63,7 @@ int tc_allocator_check(const char *name)
 
 void tc_allocator_set_argv(int argc, char **argv)
 {
-    s_argc = argc;
+    (void)argc;
     s_argv = argv;
 }
 
@@ -237,7 +236,6 @@ int tc_allocator_apply(const char *name)
     tc_log_debug("re-executing with allocator %s%s%s", a->name, *path ? " from " : "", path);
     fflush(stdout);
     fflush(stderr);
-    (void)s_argc;
     execv("/proc/self/exe", s_argv);
     return tc_fail(TC_EIO, "--allocator %s: could not execute /proc/self/exe again: %s", a->name,
                    strerror(errno));

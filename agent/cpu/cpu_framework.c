@@ -25,7 +25,9 @@ static void s_probe(void)
     char harness[1024], script[1100];
     snprintf(script, sizeof script, "%s/cpu_env.py",
              tc_resource_dir(TC_DIR_HARNESS, harness, sizeof harness));
-    char *argv[] = {(char *)tc_python(), script, "--probe", NULL};
+    /* "system": the probe keeps this process's allocator (its preload is
+     * inherited), whatever TRAINCAST_TRACE_ALLOCATOR says. */
+    char *argv[] = {(char *)tc_python(), script, "--probe", "--allocator", "system", NULL};
     if (access(argv[0], X_OK) != 0) {
         snprintf(f->why, sizeof f->why, "no Python at %s (set TRAINCAST_PYTHON)", argv[0]);
         return;
