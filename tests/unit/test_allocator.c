@@ -65,6 +65,30 @@ Test(allocator, each_allocator_is_another_device, .timeout = 120)
     cr_expect_str_eq(again, uuids[0]);
 }
 
+/* An agent whose allocator changed since it last measured this CPU says
+ * that it measures a new device. */
+Test(allocator, a_changed_allocator_says_it_is_a_new_device, .timeout = 60)
+{
+    char dir[256], cmd[2048], out[16384];
+    tc_test_scratch_dir("allocator_change", NULL, dir, sizeof dir);
+    const char *choices[] = {"jemalloc", "tcmalloc", "tcmalloc"};
+    for (int i = 0; i < 3; i++) {
+        snprintf(cmd, sizeof cmd, "TRAINCAST_CACHE=%s TRAINCAST_LOG=warn %s/agent/agent info "
+                 "--threads 1 --allocator %s", dir, TC_BINARY_DIR, choices[i]);
+        int st = tc_test_run(cmd, out, sizeof out);
+        if (st == 1 && strstr(out, "is not installed"))
+            cr_skip_test("%s", out);
+        cr_assert_eq(st, 0, "%s", out);
+        bool says = strstr(out, "is a new device") != NULL;
+        if (i == 1)
+            cr_expect(says && strstr(out, "[jemalloc ") && strstr(out, "[tcmalloc "),
+                      "jemalloc, then tcmalloc: %s", out);
+        else
+            cr_expect(!says, "run %d (%s): %s", i, choices[i], out);
+    }
+    tc_test_remove_tree(dir);
+}
+
 Test(allocator, unknown_names_list_the_choices, .timeout = 60)
 {
     char out[4096];
