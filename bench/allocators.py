@@ -35,8 +35,10 @@ import time
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(REPO, "agent", "harness"))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import cpu_env  # noqa: E402
+from machine_share import Share  # noqa: E402
 
 CHOICES = ["system", "glibc-tuned", "jemalloc", "tcmalloc"]
 
@@ -106,6 +108,7 @@ def main(argv):
     allocs = [c for c in CHOICES if installed(c)]
     missing = [c for c in CHOICES if c not in allocs]
     t0, loads = time.time(), [open("/proc/loadavg").read().split()[:3]]
+    share = Share()
     steps = {c: [] for c in allocs}
     within = {c: [] for c in allocs}
     names = {}
@@ -176,12 +179,12 @@ def main(argv):
                   "among the steady allocators (spread between processes <= 5 % for the step and "
                   "both convs)" if steady else "(none was steady within 5 % in this run)",
                   best, cpu_env.DEFAULT_ALLOCATOR)]
-    peak = max(float(x[0]) for x in loads)
-    if peak > (os.cpu_count() or 1) - 0.5:
-        lines += ["", "**This run shared the machine** (1-minute load average up to %.1f on %d "
-                  "CPUs): preempted runs inflate times and spreads of every allocator alike; "
-                  "compare ratios, and rerun on a quiet machine for the spreads." % (
-                      peak, os.cpu_count() or 1)]
+    others = share.others()
+    lines += ["", "Other processes used %.0f %% of the machine during the run." % (100 * others)]
+    if others > 0.1:
+        lines += ["", "**This run shared the machine**: preempted runs inflate times and "
+                  "spreads of every allocator alike; compare ratios, and rerun on a quiet "
+                  "machine for the spreads."]
     with open(a.out, "w") as f:
         f.write("\n".join(lines) + "\n")
     return 0
