@@ -32,12 +32,12 @@
  * CPU allocator does) and freed when the framework frees it; outputs are
  * replaced after the timed region.
  *
- * Bias: a conv config does not say whether the layer has one. These plans
- * time the layer without it, as every conv followed by batch norm is (the
- * usual case in the CNN set, and the one where it matters: PyTorch then
- * leaves the output unfilled and the GEMM overwrites it, while a bias costs
- * a broadcast copy of the whole output first, as much as a small 1x1 GEMM).
- * The oneDNN plans fuse a bias, whose cost there is small. */
+ * Bias: a conv config does not say whether the layer has one. These plans,
+ * like the oneDNN ones, time the layer without it, as every conv followed
+ * by batch norm runs (the usual case in the CNN set; PyTorch then leaves
+ * the output unfilled and the GEMM overwrites it, while a bias would cost a
+ * broadcast copy of the whole output first, as much as a small 1x1 GEMM,
+ * and a reduction of the output gradient). */
 #include "cpu_internal.h"
 
 #include <omp.h>
