@@ -7,10 +7,11 @@ batch (112 px, 8), on each thread count (1 and 2), it compares
 
   A  the agent's benchmark of each conv direction (`agent bench --convs`,
      on the path PyTorch takes: oneDNN or its native im2col + GEMM), and
-  B  PyTorch's own time for that single conv layer: forward, and the
-     autograd backward asked for the input gradient only (backward-data)
-     or for the weight and bias gradients only (backward-filter), with the
-     same threads and the same allocator,
+  B  PyTorch's own time for that single conv layer: the forward
+     (torch.nn.functional.conv2d) and aten::convolution_backward, the op
+     the autograd node calls, for the input gradient only (backward-data)
+     or for the weight (and bias) gradients only (backward-filter), with
+     the same threads and the same allocator,
 
 measured A B A B ... (--rounds rounds, each side a fresh process), so that
 drift of a shared machine cancels in the ratio A/B of each round; the
@@ -139,31 +140,36 @@ def median_time(fn, budget_s, max_reps):
 
 
 def time_conv(torch, c, a, needs_data, bias):
-    conv = torch.nn.Conv2d(c["c"], c["k"], (c["r"], c["s"]), (c["stride_h"], c["stride_w"]),
-                           (c["pad_h"], c["pad_w"]), (c["dil_h"], c["dil_w"]), c["groups"],
-                           bias=bias)
+    """PyTorch's time for one conv layer per direction, calling the ops a
+    training step calls: the forward (torch.nn.functional.conv2d, the
+    module's own call) and aten::convolution_backward (what the autograd
+    node ConvolutionBackward0 calls) with the output mask of one direction,
+    so that no Python autograd call is timed with it."""
+    stride, pad = [c["stride_h"], c["stride_w"]], [c["pad_h"], c["pad_w"]]
+    dil = [c["dil_h"], c["dil_w"]]
+    w = torch.randn(c["k"], c["c"] // c["groups"], c["r"], c["s"])
+    b = torch.randn(c["k"]) if bias else None
     x = torch.randn(a.batch, c["c"], c["h"], c["w"])
     key = key_of(c)
     budget = a.budget_ms / 1000.0
-    out = []
+    f = torch.nn.functional.conv2d
 
     def fwd():
-        conv(x)
+        f(x, w, b, stride, pad, dil, c["groups"])
 
-    out.append(key + ("fwd",) + median_time(fwd, budget, a.max_reps))
-    params = [conv.weight] + ([conv.bias] if bias else [])
-    xg = x.clone().requires_grad_(needs_data)
-    y = conv(xg)
-    gy = torch.randn_like(y)
+    out = [key + ("fwd",) + median_time(fwd, budget, a.max_reps)]
+    gy = torch.randn_like(f(x, w, b, stride, pad, dil, c["groups"]))
+    bias_sizes = [c["k"]] if bias else None
 
-    def bwd_filter():
-        torch.autograd.grad(y, params, gy, retain_graph=True)
+    def backward(mask):
+        return lambda: torch.ops.aten.convolution_backward(
+            gy, x, w, bias_sizes, stride, pad, dil, False, [0, 0], c["groups"], mask)
 
-    out.append(key + ("bwd_filter",) + median_time(bwd_filter, budget, a.max_reps))
+    out.append(key + ("bwd_filter",) + median_time(backward([False, True, bias]), budget,
+                                                   a.max_reps))
     if needs_data:
-        def bwd_data():
-            torch.autograd.grad(y, [xg], gy, retain_graph=True)
-        out.append(key + ("bwd_data",) + median_time(bwd_data, budget, a.max_reps))
+        out.append(key + ("bwd_data",) + median_time(backward([True, False, False]), budget,
+                                                     a.max_reps))
     return out
 
 
@@ -279,8 +285,9 @@ def write_report(a, models, results, loads, secs, others):
                                               secs, " -> ".join(loads)), "",
         "Every distinct conv of %s at %d px, batch %d. For each conv and direction: the agent's "
         "benchmark (A, `agent bench`, on the path PyTorch takes) and PyTorch's own time for that "
-        "one layer (B: forward; autograd backward asked for the input gradient only, or for the "
-        "weight and bias gradients only), same threads, allocator `%s`, measured A B A B in "
+        "one layer (B: `torch.nn.functional.conv2d`, and `aten::convolution_backward`, the op the "
+        "autograd node calls, for the input gradient only or for the weight and bias gradients "
+        "only), same threads, allocator `%s`, measured A B A B in "
         "%d rounds (fresh processes); the figure is the median over rounds of A/B. Per CNN: the "
         "agent's conv sum (the conv-time rule of `common/tc_conv_step.h`) against the conv time "
         "PyTorch's profiler attributes to convs in one traced step (one per round, median)."
@@ -352,10 +359,10 @@ def write_report(a, models, results, loads, secs, others):
                 statistics.median(res["torch"][k]), statistics.median(res["agent"][k])))
     ncpu = os.cpu_count() or 1
     lines += ["## Reading these figures", "",
-              "- What the agent leaves out: the dispatcher, autograd and Python cost of each conv "
-              "call (some tens of microseconds: it dominates the per-layer time of the smallest "
-              "convs, depthwise and late 1x1 layers, and shows as ratios below 1 there), and a "
-              "bias on the native path (docs/CONV-BENCH.md).",
+              "- What the agent leaves out: the dispatcher and autograd cost of each conv call "
+              "(measured at 4 to 8 microseconds per call and direction in a training step on "
+              "this project's VMs: it shows as ratios below 1 for the smallest convs, depthwise "
+              "and late 1x1 layers), and a bias where the layer has one (docs/CONV-BENCH.md).",
               "- The profiler's conv time (C) includes the profiler's own cost per recorded op; "
               "for CNNs of many small convs (mobilenet_v2, shufflenet) it exceeds the sum of the "
               "unprofiled per-layer times (B) by that much.",
