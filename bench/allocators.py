@@ -19,7 +19,7 @@ processes ((max - min) / median of the per-process medians) and, for the
 training step, the spread within a process ((max - min) / median of its
 measured iterations).
 
-usage: allocators.py [--rounds 5] [--threads 2] [--model resnet18]
+usage: allocators.py [--rounds 5] [--threads 1,2] [--model resnet18]
          [--input-size 112] [--batch 8] [--iters 8] [--out docs/ALLOCATORS.md]
          [--build-dir build]
 """
@@ -58,10 +58,10 @@ def run(cmd):
     return r.stdout
 
 
-def step(a, alloc):
+def step(a, alloc, threads):
     out = run([sys.executable, os.path.join(REPO, "agent", "harness", "trace_runner.py"),
                "--model", a.model, "--batch", str(a.batch), "--input-size", str(a.input_size),
-               "--threads", str(a.threads), "--warmup", "3", "--iters", str(a.iters),
+               "--threads", str(threads), "--warmup", "3", "--iters", str(a.iters),
                "--allocator", alloc])
     ms, described = [], ""
     for line in out.splitlines():
@@ -84,7 +84,7 @@ CONVS = [
 
 def conv(a, alloc, args, threads):
     out = run([os.path.join(a.build_dir, "agent", "agent"), "bench-conv", "--allocator", alloc,
-               "--threads", str(threads or a.threads), "--direction", "fwd", "--budget-ms",
+               "--threads", str(threads or a.thread_list[-1]), "--direction", "fwd", "--budget-ms",
                "600", "--max-reps", "60"] + args)
     m = re.search(r"chosen: .*?median ([0-9.]+) ms", out)
     return float(m.group(1))
@@ -97,7 +97,8 @@ def spread(v):
 def main(argv):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--rounds", type=int, default=5)
-    p.add_argument("--threads", type=int, default=os.cpu_count() or 1)
+    p.add_argument("--threads", default="1,%d" % (os.cpu_count() or 1),
+                   help="thread counts of the training step (default 1 and all CPUs)")
     p.add_argument("--model", default="resnet18")
     p.add_argument("--input-size", type=int, default=112)
     p.add_argument("--batch", type=int, default=8)
@@ -105,21 +106,23 @@ def main(argv):
     p.add_argument("--out", default=os.path.join(REPO, "docs", "ALLOCATORS.md"))
     p.add_argument("--build-dir", default=os.path.join(REPO, "build"))
     a = p.parse_args(argv)
+    a.thread_list = sorted({int(t) for t in a.threads.split(",")})
     allocs = [c for c in CHOICES if installed(c)]
     missing = [c for c in CHOICES if c not in allocs]
     t0, loads = time.time(), [open("/proc/loadavg").read().split()[:3]]
     share = Share()
-    steps = {c: [] for c in allocs}
-    within = {c: [] for c in allocs}
+    steps = {(c, t): [] for c in allocs for t in a.thread_list}
+    within = {(c, t): [] for c in allocs for t in a.thread_list}
     names = {}
     convs = {(c, i): [] for c in allocs for i in range(len(CONVS))}
     for r in range(a.rounds):
         order = allocs[r % len(allocs):] + allocs[:r % len(allocs)]
         sys.stderr.write("allocators: round %d of %d: %s\n" % (r + 1, a.rounds, " ".join(order)))
         for c in order:
-            med, spr, names[c] = step(a, c)
-            steps[c].append(med)
-            within[c].append(spr)
+            for t in a.thread_list:
+                med, spr, names[c] = step(a, c, t)
+                steps[(c, t)].append(med)
+                within[(c, t)].append(spr)
             for i, (_, args, threads) in enumerate(CONVS):
                 convs[(c, i)].append(conv(a, c, args, threads))
         loads.append(open("/proc/loadavg").read().split()[:3])
@@ -147,39 +150,52 @@ def main(argv):
              "(median over rounds)." % a.rounds, ""]
     if missing:
         lines += ["Not installed, not measured: %s." % ", ".join(missing), ""]
-    lines += ["## Training step: %s at %d px, batch %d, %d thread%s, %d iterations" % (
-        a.model, a.input_size, a.batch, a.threads, "" if a.threads == 1 else "s", a.iters), "",
-        "| allocator | as the device names it | step ms (median) | vs system | spread between "
-        "processes | spread within |", "|---|---|---|---|---|---|"]
-    for c in allocs:
-        ratio = statistics.median(x / y for x, y in zip(steps[c], steps[base])) \
-            if base in steps else float("nan")
-        lines.append("| %s | %s | %.1f | %.2f | %.1f %% | %.1f %% |" % (
-            c, names[c], statistics.median(steps[c]), ratio, 100 * spread(steps[c]),
-            100 * statistics.median(within[c])))
+    def vs_base(v, b):
+        return statistics.median(x / y for x, y in zip(v, b)) if b else float("nan")
+
+    for t in a.thread_list:
+        lines += ["## Training step: %s at %d px, batch %d, %d thread%s, %d iterations" % (
+            a.model, a.input_size, a.batch, t, "" if t == 1 else "s", a.iters), "",
+            "| allocator | as the device names it | step ms (median) | vs system | spread "
+            "between processes | spread within |", "|---|---|---|---|---|---|"]
+        for c in allocs:
+            lines.append("| %s | %s | %.1f | %.2f | %.1f %% | %.1f %% |" % (
+                c, names[c], statistics.median(steps[(c, t)]),
+                vs_base(steps[(c, t)], steps.get((base, t))), 100 * spread(steps[(c, t)]),
+                100 * statistics.median(within[(c, t)])))
+        lines.append("")
     for i, (label, _, threads) in enumerate(CONVS):
         lines += ["", "## Conv benchmark: %s, forward, %d thread%s" % (
-            label, threads or a.threads, "" if (threads or a.threads) == 1 else "s"), "",
+            label, threads or a.thread_list[-1],
+            "" if (threads or a.thread_list[-1]) == 1 else "s"), "",
             "| allocator | median ms | vs system | spread between processes |", "|---|---|---|---|"]
         for c in allocs:
             v = convs[(c, i)]
-            ratio = statistics.median(x / y for x, y in zip(v, convs[(base, i)])) \
-                if (base, i) in convs else float("nan")
+            ratio = vs_base(v, convs.get((base, i)))
             lines.append("| %s | %.3f | %.2f | %.1f %% |" % (c, statistics.median(v), ratio,
                                                             100 * spread(v)))
-    # The choice: speed first (the training step), and among the allocators
-    # within 3 % of the fastest, the steadiest (the largest spread between
-    # processes of the step and the two convs, smallest wins).
-    fastest = min(statistics.median(steps[c]) for c in allocs)
-    tied = [c for c in allocs if statistics.median(steps[c]) <= 1.03 * fastest]
+    # The choice: speed first (the training step: geometric mean over the
+    # thread counts of its time relative to the system allocator's), and
+    # among the allocators within 3 % of the fastest, the steadiest (the
+    # largest spread between processes of the steps and the convs, smallest
+    # wins).
+    def speed(c):
+        r = [vs_base(steps[(c, t)], steps.get((base, t))) for t in a.thread_list]
+        return statistics.geometric_mean(r) if base in allocs else \
+            statistics.geometric_mean([statistics.median(steps[(c, t)]) for t in a.thread_list])
+
+    fastest = min(speed(c) for c in allocs)
+    tied = [c for c in allocs if speed(c) <= 1.03 * fastest]
 
     def worst_spread(c):
-        return max([spread(steps[c])] + [spread(convs[(c, i)]) for i in range(len(CONVS))])
+        return max([spread(steps[(c, t)]) for t in a.thread_list] +
+                   [spread(convs[(c, i)]) for i in range(len(CONVS))])
 
     best = min(tied, key=worst_spread)
     lines += ["", "## Choice", "",
-              "Speed first, then steadiness: the allocators whose training step is within 3 % of "
-              "the fastest (%s), and of those the one with the smallest spread between processes "
+              "Speed first, then steadiness: the allocators whose training step (geometric mean "
+              "over the thread counts of the time relative to the system allocator) is within "
+              "3 %% of the fastest (%s), and of those the one with the smallest spread between processes "
               "(its largest over the step and the two convs: %s): **%s**. The agent's default "
               "(`TC_ALLOCATOR_DEFAULT` in agent/allocator.h, `DEFAULT_ALLOCATOR` in "
               "agent/harness/cpu_env.py) is **%s**." % (

@@ -178,8 +178,8 @@ run_allocators() {
             --build-dir "$build" --out "$work/allocators.md"
     else
         cmd="bench/allocators.py (docs/ALLOCATORS.md)"
-        "$bench_python" bench/allocators.py --build-dir "$build" --out docs/ALLOCATORS.md
-        cp docs/ALLOCATORS.md "$work/allocators.md"
+        "$bench_python" bench/allocators.py --build-dir "$build" --out docs/ALLOCATORS.md &&
+            cp docs/ALLOCATORS.md "$work/allocators.md"
     fi
 }
 run_faithfulness() {
@@ -191,12 +191,12 @@ run_faithfulness() {
     else
         cmd="bench/faithfulness.py (docs/FAITHFULNESS.md, docs/faithfulness.svg)"
         "$bench_python" bench/faithfulness.py --build-dir "$build" --work "$work/faithfulness" \
-            --out docs/FAITHFULNESS.md --points "$work/faithfulness.tsv"
-        "$build/bench/tc-plot-accuracy" --in "$work/faithfulness.tsv" --out docs/faithfulness.svg \
-            --title "agent conv benchmarks vs PyTorch's own time per layer" \
-            --xlabel "PyTorch's time for the layer (ms)" --ylabel "agent benchmark (ms)" \
-            --note "one point per distinct conv and direction; solid: equal; dashed: +-10 %"
-        cp docs/FAITHFULNESS.md "$work/faithfulness.md"
+            --out docs/FAITHFULNESS.md --points "$work/faithfulness.tsv" &&
+            "$build/bench/tc-plot-accuracy" --in "$work/faithfulness.tsv" --out docs/faithfulness.svg \
+                --title "agent conv benchmarks vs PyTorch's own time per layer" \
+                --xlabel "PyTorch's time for the layer (ms)" --ylabel "agent benchmark (ms)" \
+                --note "one point per distinct conv and direction; solid: equal; dashed: +-10 %" &&
+            cp docs/FAITHFULNESS.md "$work/faithfulness.md"
     fi
 }
 run_accuracy() {
