@@ -191,17 +191,21 @@ def main(argv):
         return max([spread(steps[(c, t)]) for t in a.thread_list] +
                    [spread(convs[(c, i)]) for i in range(len(CONVS))])
 
-    best = min(tied, key=worst_spread)
+    default = cpu_env.DEFAULT_ALLOCATOR
+    if default in tied:
+        verdict = ("The default, **%s**, is among them: within this run's resolution they are "
+                   "equivalent, and the default stays the allocator PyTorch's own CPU launcher "
+                   "preloads (`torch.backends.xeon.run_cpu`), which needs no settings." % default)
+    else:
+        verdict = ("**The default, %s, is not among them**: the data favour %s "
+                   "(`TC_ALLOCATOR_DEFAULT` in agent/allocator.h, `DEFAULT_ALLOCATOR` in "
+                   "agent/harness/cpu_env.py)." % (default, min(tied, key=worst_spread)))
     lines += ["", "## Choice", "",
-              "Speed first, then steadiness: the allocators whose training step (geometric mean "
-              "over the thread counts of the time relative to the system allocator) is within "
-              "3 %% of the fastest (%s), and of those the one with the smallest spread between processes "
-              "(its largest over the step and the two convs: %s): **%s**. The agent's default "
-              "(`TC_ALLOCATOR_DEFAULT` in agent/allocator.h, `DEFAULT_ALLOCATOR` in "
-              "agent/harness/cpu_env.py) is **%s**." % (
+              "Speed first, then steadiness. Within 3 %% of the fastest training step (geometric "
+              "mean over the thread counts of the time relative to the system allocator): %s; "
+              "their largest spread between processes over the steps and the convs: %s. %s" % (
                   ", ".join(tied), ", ".join("%s %.1f %%" % (c, 100 * worst_spread(c))
-                                             for c in tied),
-                  best, cpu_env.DEFAULT_ALLOCATOR)]
+                                             for c in tied), verdict)]
     others = share.others()
     lines += ["", "Other processes used %.0f %% of the machine during the run." % (100 * others)]
     if others > 0.1:
