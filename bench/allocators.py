@@ -192,7 +192,9 @@ def main(argv):
                    [spread(convs[(c, i)]) for i in range(len(CONVS))])
 
     default = cpu_env.DEFAULT_ALLOCATOR
-    if default in tied:
+    if tied == [default]:
+        verdict = "The default, **%s**, is the fastest." % default
+    elif default in tied:
         verdict = ("The default, **%s**, is among them: within this run's resolution they are "
                    "equivalent, and the default stays the allocator PyTorch's own CPU launcher "
                    "preloads (`torch.backends.xeon.run_cpu`), which needs no settings." % default)
@@ -203,7 +205,7 @@ def main(argv):
     lines += ["", "## Choice", "",
               "Speed first, then steadiness. Within 3 %% of the fastest training step (geometric "
               "mean over the thread counts of the time relative to the system allocator): %s; "
-              "their largest spread between processes over the steps and the convs: %s. %s" % (
+              "the largest spread between processes over the steps and the convs: %s. %s" % (
                   ", ".join(tied), ", ".join("%s %.1f %%" % (c, 100 * worst_spread(c))
                                              for c in tied), verdict)]
     others = share.others()
