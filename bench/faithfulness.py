@@ -294,6 +294,9 @@ def write_report(a, models, results, loads, secs, others):
         % (", ".join(models), a.input_size, a.batch, a.allocator, a.rounds), "",
         "Goals: median ratio 0.95-1.05 and 90 % of the convs within 0.85-1.15 on each thread "
         "count; per CNN conv sum within 5 %.", ""]
+    if a.plot_link:
+        lines += ["![agent benchmark against PyTorch's time per conv and direction](%s)"
+                  % a.plot_link, ""]
     points = []
     for threads, res in results.items():
         med = {k: statistics.median(v) for k, v in res["ratios"].items()}
@@ -399,6 +402,8 @@ def main(argv):
         q.add_argument("--work", default=os.path.join(REPO, "build", "bench-faithfulness"))
         q.add_argument("--out", default=os.path.join(REPO, "docs", "FAITHFULNESS.md"))
         q.add_argument("--points", default="")
+        q.add_argument("--plot-link", default="",
+                       help="a chart of the points to link from the report (bench.sh draws it)")
         q.add_argument("--build-dir", default=os.path.join(REPO, "build"))
     c = sub.add_parser("convs")
     c.add_argument("--models", required=True)

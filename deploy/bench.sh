@@ -189,10 +189,11 @@ run_faithfulness() {
             --budget-ms 40 --max-reps 10 --build-dir "$build" --work "$work/faithfulness" \
             --out "$work/faithfulness.md"
     else
-        cmd="bench/faithfulness.py (docs/FAITHFULNESS.md, docs/faithfulness.svg)"
+        cmd="bench/faithfulness.py (docs/FAITHFULNESS.md, docs/faithfulness.png)"
         "$bench_python" bench/faithfulness.py --build-dir "$build" --work "$work/faithfulness" \
-            --out docs/FAITHFULNESS.md --points "$work/faithfulness.tsv" &&
-            "$build/bench/tc-plot-accuracy" --in "$work/faithfulness.tsv" --out docs/faithfulness.svg \
+            --out docs/FAITHFULNESS.md --points "$work/faithfulness.tsv" \
+            --plot-link faithfulness.png &&
+            "$build/bench/tc-plot-accuracy" --in "$work/faithfulness.tsv" --out docs/faithfulness.png \
                 --title "agent conv benchmarks vs PyTorch's own time per layer" \
                 --xlabel "PyTorch's time for the layer (ms)" --ylabel "agent benchmark (ms)" \
                 --note "one point per distinct conv and direction; solid: equal; dashed: +-10 %" &&
