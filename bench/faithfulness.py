@@ -316,6 +316,21 @@ def write_report(a, models, results, loads, secs, others):
                       vals[int(0.1 * (len(vals) - 1))], vals[int(0.9 * (len(vals) - 1))],
                       statistics.median(mins), pct(sum(0.85 <= v <= 1.15 for v in mins)
                                                    / len(mins))), ""]
+        mv = statistics.median(vals)
+        cnn_ok = 0
+        for m, convs in models.items():
+            ta = tb = 0.0
+            for c in convs:
+                for d in ("fwd", "bwd_filter") + (() if c["first"] else ("bwd_data",)):
+                    k = key_of(c) + (d,)
+                    if k in res["agent"] and k in res["torch"]:
+                        ta += c["count"] * statistics.median(res["agent"][k])
+                        tb += c["count"] * statistics.median(res["torch"][k])
+            cnn_ok += tb > 0 and abs(ta / tb - 1) <= 0.05
+        lines += ["Goals: median ratio 0.95-1.05 %s; 90 %% within 0.85-1.15 %s; conv sum within "
+                  "5 %% of PyTorch's per-layer sum for %d of %d CNNs." % (
+                      "met" if 0.95 <= mv <= 1.05 else "missed",
+                      "met" if within >= 0.9 else "missed", cnn_ok, len(models)), ""]
         lines += ["| path | direction | n | median A/B | within 0.85-1.15 |", "|---|---|---|---|---|"]
         groups = {}
         for k, v in med.items():
