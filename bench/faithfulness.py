@@ -26,7 +26,7 @@ Writes a Markdown report (--out) and the points of a chart (--points: torch
 time against agent time, one series per thread count) for tc-plot-accuracy.
 
 usage: faithfulness.py [--models LIST] [--input-size 112] [--batch 8]
-         [--threads 1,2] [--rounds 2] [--budget-ms 120] [--max-reps 25]
+         [--threads 1,2] [--rounds 3] [--budget-ms 120] [--max-reps 25]
          [--allocator tcmalloc] [--work DIR] [--out FILE.md] [--points FILE.tsv]
          [--build-dir build]
 """
@@ -410,7 +410,7 @@ def main(argv):
         q.add_argument("--input-size", type=int, default=112)
         q.add_argument("--batch", type=int, default=8)
         q.add_argument("--threads", default="1,2")
-        q.add_argument("--rounds", type=int, default=2)
+        q.add_argument("--rounds", type=int, default=3)
         q.add_argument("--budget-ms", type=int, default=120)
         q.add_argument("--max-reps", type=int, default=25)
         q.add_argument("--allocator", default=cpu_env.DEFAULT_ALLOCATOR)
