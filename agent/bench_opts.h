@@ -10,6 +10,7 @@
 
 typedef struct {
     const char *device;     /* "cpu" default */
+    const char *allocator;  /* --allocator (allocator.h); NULL: the default */
     unsigned long threads;  /* 0: all logical CPUs */
     const char *policy;     /* "heuristic" default */
     const char *dtype;      /* "fp32" default */

@@ -2,6 +2,7 @@
  * one device, writing ConvResults to a result file. Resumable: items the
  * file already holds for this device and policy are skipped. */
 #include "agent_id.h"
+#include "allocator.h"
 #include "bench_opts.h"
 #include "bench_run.h"
 #include "commands.h"
@@ -66,6 +67,7 @@ int tc_cmd_bench(int argc, char **argv)
          "batch sizes: 8,16,32 or 8..256 (powers of two) or 8..64:8", true},
         {"device", TC_OPT_STR, &f.device, "DEV", "cpu (default) or cuda:INDEX"},
         {"threads", TC_OPT_UINT, &f.threads, "N", "cpu threads (default: all logical CPUs)"},
+        TC_ALLOCATOR_OPT(f.allocator),
         {"policy", TC_OPT_STR, &f.policy, "P", "heuristic (default) or exhaustive"},
         {"dtype", TC_OPT_STR, &f.dtype, "T", "fp32 (default), tf32, fp16 or bf16"},
         {"layout", TC_OPT_STR, &f.layout, "L", "nchw (default) or nhwc"},
@@ -103,6 +105,10 @@ int tc_cmd_bench(int argc, char **argv)
     tc_cli_result_t cli;
     int rc = tc_cli_parse(&spec, argc, argv, &cli);
     if (rc < 0 || cli.help_shown) {
+        tc_cli_result_free(&cli);
+        return rc;
+    }
+    if ((rc = tc_allocator_apply(f.allocator)) < 0) {
         tc_cli_result_free(&cli);
         return rc;
     }

@@ -1,5 +1,6 @@
 /* agent bench-conv: benchmark one convolution on one device and print every
  * candidate algorithm with its statistics and the chosen one. */
+#include "allocator.h"
 #include "bench_opts.h"
 #include "commands.h"
 #include "conv_bench.h"
@@ -85,7 +86,7 @@ int tc_cmd_bench_conv(int argc, char **argv)
 {
     unsigned long n = 0, c = 0, h = 0, w = 0, k = 0, r = 0, s = 0, pad = 0, stride = 1,
                   groups = 1, dilation = 1, seed = 1;
-    const char *direction = "all";
+    const char *direction = "all", *path_text = NULL;
     bool verify = false;
     tc_bench_flags_t f = {.device = "cpu"};
     const tc_opt_t opts[] = {
@@ -108,6 +109,10 @@ int tc_cmd_bench_conv(int argc, char **argv)
         {"direction", TC_OPT_STR, &direction, "D", "all (default), or a list of fwd, bwd_data, bwd_filter"},
         {"device", TC_OPT_STR, &f.device, "DEV", "cpu (default) or cuda:INDEX"},
         {"threads", TC_OPT_UINT, &f.threads, "N", "cpu threads (default: all logical CPUs)"},
+        TC_ALLOCATOR_OPT(f.allocator),
+        {"path", TC_OPT_STR, &path_text, "WHICH",
+         "framework (default: where PyTorch sends this conv, oneDNN or its native im2col + "
+         "GEMM), library (always oneDNN or cuDNN) or native (PyTorch's native kernels)"},
         {"budget-ms", TC_OPT_DOUBLE, &f.budget_ms, "MS",
          "time budget per direction and algorithm choice (default 1000)"},
         {"max-reps", TC_OPT_UINT, &f.max_reps, "N", "at most this many timed repetitions (default 200)"},
@@ -136,6 +141,10 @@ int tc_cmd_bench_conv(int argc, char **argv)
         tc_cli_result_free(&cli);
         return rc;
     }
+    if ((rc = tc_allocator_apply(f.allocator)) < 0) {
+        tc_cli_result_free(&cli);
+        return rc;
+    }
     tc_device_t *dev = NULL;
     tc_conv_outcome_t out = {0};
     tc_bench_settings_t set;
@@ -143,6 +152,9 @@ int tc_cmd_bench_conv(int argc, char **argv)
     size_t n_dirs = 0;
     TC_TRY(tc_bench_settings(&f, &set));
     TC_TRY(tc_parse_directions(direction, dirs, &n_dirs));
+    tc_conv_path_t path = TC_PATH_FRAMEWORK;
+    if (path_text)
+        TC_TRY(tc_conv_path_parse(path_text, &path));
     const unsigned long vals[] = {n, c, h, w, k, r, s ? s : r, pad, stride, groups, dilation};
     for (size_t i = 0; i < sizeof vals / sizeof vals[0]; i++)
         if (vals[i] > (1ul << 20))
@@ -173,7 +185,8 @@ int tc_cmd_bench_conv(int argc, char **argv)
                              .direction = dirs[i],
                              .policy = set.policy,
                              .workspace_limit = set.workspace_limit,
-                             .seed = seed};
+                             .seed = seed,
+                             .path = path};
         TC_TRY(tc_conv_bench(dev, &cs, &set.measure, &out));
         s_print(&out);
         if (verify)

@@ -1,6 +1,8 @@
 /* agent info: this machine's devices and the libraries the agent uses. */
 #include "agent_id.h"
 #include "commands.h"
+
+#include "allocator.h"
 #include "device.h"
 #include "hostinfo.h"
 
@@ -33,12 +35,14 @@ int tc_cmd_info(int argc, char **argv)
 {
     unsigned long threads = 0;
     const char *state = NULL;
+    const char *allocator = NULL;
     const tc_opt_t opts[] = {
         {"threads", TC_OPT_UINT, &threads, "N",
          "threads of the cpu device to describe (default: all logical CPUs)"},
         {"state", TC_OPT_STR, &state, "DIR",
          "the agent state directory whose agent id to show (default $TRAINCAST_AGENT_DIR or "
          "~/.traincast/agent, when it exists)"},
+        TC_ALLOCATOR_OPT(allocator),
         {0},
     };
     const tc_cmd_spec_t spec = {
@@ -52,6 +56,10 @@ int tc_cmd_info(int argc, char **argv)
     tc_cli_result_t cli;
     int rc = tc_cli_parse(&spec, argc, argv, &cli);
     if (rc < 0 || cli.help_shown) {
+        tc_cli_result_free(&cli);
+        return rc;
+    }
+    if ((rc = tc_allocator_apply(allocator)) < 0) {
         tc_cli_result_free(&cli);
         return rc;
     }

@@ -2,6 +2,7 @@
  * send everything to the aggregator, in one go. What is measured is kept in
  * the state directory's results/ too, so running the same command again
  * measures only what is missing. */
+#include "allocator.h"
 #include "commands.h"
 #include "session.h"
 
@@ -46,12 +47,14 @@ int tc_cmd_run(int argc, char **argv)
     unsigned long input_size = 0, warmup = 0, iters = 0, repeats = 0;
     bool no_bench = false, no_trace = false;
     double timeout_s = 300;
+    const char *allocator = NULL;
     const tc_opt_t opts[] = {
         TC_SESSION_OPTS(f),
         {"models", TC_OPT_STR, &models, "LIST",
          "models: torchvision names (torchvision:resnet50 or resnet50) or .onnx files", true},
         {"batches", TC_OPT_STR, &batches, "LIST", "mini-batch sizes: 8,16,32 or 8..256", true},
         TC_JOB_SETTINGS_OPTS(js),
+        TC_ALLOCATOR_OPT(allocator),
         {"input-size", TC_OPT_UINT, &input_size, "PX", "input height and width (default: the model's)"},
         {"warmup", TC_OPT_UINT, &warmup, "N", "trace warm-up iterations (default 3)"},
         {"iters", TC_OPT_UINT, &iters, "N", "trace measured iterations (default 10)"},
@@ -82,6 +85,10 @@ int tc_cmd_run(int argc, char **argv)
     size_t n_bs = 0;
     int rc = tc_cli_parse(&spec, argc, argv, &cli);
     if (rc < 0 || cli.help_shown) {
+        tc_cli_result_free(&cli);
+        return rc;
+    }
+    if ((rc = tc_allocator_apply(allocator)) < 0) {
         tc_cli_result_free(&cli);
         return rc;
     }

@@ -1,5 +1,6 @@
 /* agent serve: stay connected to the aggregator, run the jobs it sends and
  * deliver everything spooled. */
+#include "allocator.h"
 #include "commands.h"
 #include "session.h"
 
@@ -20,9 +21,11 @@ int tc_cmd_serve(int argc, char **argv)
 {
     tc_session_flags_t f = {0};
     tc_job_settings_t js = {0};
+    const char *allocator = NULL;
     const tc_opt_t opts[] = {
         TC_SESSION_OPTS(f),
         TC_JOB_SETTINGS_OPTS(js),
+        TC_ALLOCATOR_OPT(allocator),
         {0},
     };
     const tc_cmd_spec_t spec = {
@@ -42,6 +45,10 @@ int tc_cmd_serve(int argc, char **argv)
     tc_jobs_t *jobs = NULL;
     int rc = tc_cli_parse(&spec, argc, argv, &cli);
     if (rc < 0 || cli.help_shown) {
+        tc_cli_result_free(&cli);
+        return rc;
+    }
+    if ((rc = tc_allocator_apply(allocator)) < 0) {
         tc_cli_result_free(&cli);
         return rc;
     }

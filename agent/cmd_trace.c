@@ -1,6 +1,7 @@
 /* agent trace: full-training traces through the real framework, one
  * TrainTrace per (model, batch), written to a result file. */
 #include "agent_id.h"
+#include "allocator.h"
 #include "commands.h"
 
 #include "tc_cli.h"
@@ -17,7 +18,7 @@
 
 typedef struct {
     const char *models, *batches, *device, *dtype, *amp, *optimizer, *runner, *agent_id, *out,
-        *state;
+        *state, *allocator;
     unsigned long threads, input_size, warmup, iters, repeat;
     double timeout;
     bool cudnn_benchmark, no_profile, no_graph;
@@ -153,6 +154,7 @@ int tc_cmd_trace(int argc, char **argv)
         {"device", TC_OPT_STR, &o.device, "D", "cpu or cuda:I (default cpu)"},
         {"threads", TC_OPT_UINT, &o.threads, "N",
          "CPU threads for training (default: the CPUs this process may use)"},
+        TC_ALLOCATOR_OPT(o.allocator),
         {"input-size", TC_OPT_UINT, &o.input_size, "S",
          "image height and width (default: 224, 299 for inception_v3)"},
         {"dtype", TC_OPT_STR, &o.dtype, "T", "fp32 (default), tf32, fp16 or bf16"},
@@ -202,6 +204,8 @@ int tc_cmd_trace(int argc, char **argv)
     };
     tc_cli_result_t cli;
     int rc = tc_cli_parse(&spec, argc, argv, &cli);
+    if (rc == 0 && !cli.help_shown)
+        rc = tc_allocator_apply(o.allocator);
     if (rc == 0 && !cli.help_shown)
         rc = s_run(&o);
     tc_cli_result_free(&cli);

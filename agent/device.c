@@ -151,3 +151,33 @@ void tc_conv_plan_destroy(tc_conv_plan_t **self_p)
     free(self);
     *self_p = NULL;
 }
+
+const char *tc_conv_path_name(tc_conv_path_t p)
+{
+    switch (p) {
+    case TC_PATH_LIBRARY: return "library";
+    case TC_PATH_NATIVE: return "native";
+    default: return "framework";
+    }
+}
+
+int tc_conv_path_parse(const char *text, tc_conv_path_t *out)
+{
+    for (int p = TC_PATH_FRAMEWORK; p <= TC_PATH_NATIVE; p++) {
+        if (text && !strcmp(text, tc_conv_path_name((tc_conv_path_t)p))) {
+            *out = (tc_conv_path_t)p;
+            return 0;
+        }
+    }
+    return tc_fail(TC_EUSAGE, "--path: expected framework (where the framework sends the conv), "
+                              "library (always the vendor library) or native (the framework's "
+                              "own kernels), got '%s'",
+                   text ? text : "");
+}
+
+void tc_device_environment(tc_device_t *d, tc_device_env_t *out)
+{
+    memset(out, 0, sizeof *out);
+    if (d->iface->environment)
+        d->iface->environment(d->ctx, out);
+}

@@ -42,6 +42,20 @@ size_t tc_tensor_count(const tc_conv_config_t *c, tc_tensor_t t);
 /* The output tensor of a direction (Y, DX or DW). */
 tc_tensor_t tc_direction_output(Traincast__V1__Direction d);
 
+/* Which code a plan times. The framework chooses per conv between the
+ * vendor library and its own kernels (on the CPU, PyTorch's im2col + GEMM
+ * path; agent/cpu/cpu_route.h); a benchmark follows that choice unless told
+ * otherwise (comparisons and tests). */
+typedef enum {
+    TC_PATH_FRAMEWORK = 0, /* where the framework sends this conv */
+    TC_PATH_LIBRARY,       /* the vendor library (oneDNN, cuDNN) */
+    TC_PATH_NATIVE,        /* the framework's own kernels */
+} tc_conv_path_t;
+
+/* "framework", "library", "native"; parse returns TC_EUSAGE naming them. */
+const char *tc_conv_path_name(tc_conv_path_t p);
+int tc_conv_path_parse(const char *text, tc_conv_path_t *out);
+
 /* What a plan is built for. */
 typedef struct {
     tc_conv_config_t config;            /* n > 0 */
@@ -49,6 +63,7 @@ typedef struct {
     Traincast__V1__Policy policy;       /* decides which candidates are listed */
     uint64_t workspace_limit;           /* bytes; 0 = the backend's default */
     uint64_t seed;                      /* random input data */
+    tc_conv_path_t path;                /* default: the framework's choice */
 } tc_conv_spec_t;
 
 #define TC_ALGO_NAME_MAX 96
@@ -63,6 +78,17 @@ typedef struct {
     Traincast__V1__AlgoStatus status;
     char message[TC_ALGO_MSG_MAX];
 } tc_algo_t;
+
+/* The software a device measures with besides its library: on a CPU the
+ * memory allocator, the BLAS and the framework (with the conv routing
+ * that follows its version), which make two machines with the same
+ * processor two different devices. Empty strings where they do not apply. */
+typedef struct {
+    char allocator[96];  /* "tcmalloc 2.10" */
+    char blas[96];       /* "OpenBLAS 0.3.21 openmp" */
+    char framework[96];  /* "pytorch 1.13.0a0", or "no framework" */
+    char routing[64];    /* "pytorch-1.13", "pytorch-1.13 unverified", "onednn-only" */
+} tc_device_env_t;
 
 /* The backend interface. Functions return 0 or a negative TC_E* code with a
  * message (tc_fail). `ctx` is the opened device; `plan` a conv plan. */
@@ -83,6 +109,8 @@ typedef struct tc_backend_iface {
     /* Fill `out` (already initialized); its strings point into ctx and stay
      * valid until close. */
     int (*describe)(void *ctx, Traincast__V1__Device *out);
+    /* Fill `out` (NULL: nothing beyond the library). */
+    void (*environment)(void *ctx, tc_device_env_t *out);
 
     int (*plan_create)(void *ctx, const tc_conv_spec_t *spec, void **plan);
     size_t (*algo_count)(void *plan);
@@ -135,6 +163,10 @@ static inline int tc_device_describe(tc_device_t *d, Traincast__V1__Device *out)
 }
 
 static inline const char *tc_device_library(const tc_device_t *d) { return d->iface->library; }
+
+/* The device's software environment (all strings empty when the backend
+ * has none to tell). */
+void tc_device_environment(tc_device_t *d, tc_device_env_t *out);
 
 static inline size_t tc_conv_plan_algo_count(tc_conv_plan_t *p) { return p->iface->algo_count(p->impl); }
 

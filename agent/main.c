@@ -1,5 +1,6 @@
 /* agent: measures conv benchmarks and training traces on this machine's
  * devices and sends them to the aggregator. */
+#include "allocator.h"
 #include "commands.h"
 
 #include "tc_main.h"
@@ -20,6 +21,9 @@ static const tc_command_t s_commands[] = {
 
 int main(int argc, char **argv)
 {
+    /* Measuring commands may start this program again with another
+     * allocator (allocator.h). */
+    tc_allocator_set_argv(argc, argv);
     return tc_main_dispatch("agent",
                             "traincast agent: benchmarks convolutions and traces training on "
                             "this machine's devices,\nand sends the results to the aggregator.",

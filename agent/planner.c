@@ -1,5 +1,6 @@
 #include "planner.h"
 
+#include "tc_conv_step.h"
 #include "tc_error.h"
 #include "tc_resultfile.h"
 
@@ -10,7 +11,7 @@
 typedef struct {
     tc_conv_config_t config; /* n = 0, fp32, nchw: the dedup key */
     uint32_t layers;         /* multiplicity over all models */
-    uint32_t inner_layers;   /* of those, layers that need backward-data */
+    uint32_t inner_layers;   /* of those, layers that are not a network's first */
 } s_conf_t;
 
 struct tc_planner {
@@ -127,6 +128,15 @@ int tc_planner_add_models(tc_planner_t *self, char *const *specs, size_t n,
     return rc;
 }
 
+/* The layers of a config whose step time includes direction d
+ * (tc_conv_step.h: a network's first conv has no backward-data pass). */
+static uint32_t s_layers_for(const s_conf_t *c, Traincast__V1__Direction d)
+{
+    uint32_t first = c->layers - c->inner_layers;
+    return (tc_conv_step_counts(false, d) ? c->inner_layers : 0) +
+           (tc_conv_step_counts(true, d) ? first : 0);
+}
+
 int tc_planner_build(const tc_planner_t *cself, const unsigned long *batches, size_t n_batches,
                      Traincast__V1__DType dtype, Traincast__V1__Layout layout,
                      const Traincast__V1__Direction *dirs, size_t n_dirs, tc_bench_item_t **items,
@@ -149,15 +159,13 @@ int tc_planner_build(const tc_planner_t *cself, const unsigned long *batches, si
     uint64_t passes_per_batch = 0;
     for (size_t i = 0; i < self->n; i++)
         for (size_t d = 0; d < n_dirs; d++)
-            passes_per_batch += dirs[d] == TRAINCAST__V1__DIRECTION__DIRECTION_BWD_DATA
-                                    ? self->confs[i].inner_layers
-                                    : self->confs[i].layers;
+            passes_per_batch += s_layers_for(&self->confs[i], dirs[d]);
     for (size_t b = 0; b < n_batches; b++)
         for (size_t i = 0; i < self->n; i++)
             for (size_t d = 0; d < n_dirs; d++) {
                 const s_conf_t *c = &self->confs[i];
-                bool bwd_data = dirs[d] == TRAINCAST__V1__DIRECTION__DIRECTION_BWD_DATA;
-                if (bwd_data && c->inner_layers == 0)
+                uint32_t layers = s_layers_for(c, dirs[d]);
+                if (layers == 0)
                     continue;
                 tc_bench_item_t *it = &out[n++];
                 it->config = c->config;
@@ -165,7 +173,7 @@ int tc_planner_build(const tc_planner_t *cself, const unsigned long *batches, si
                 it->config.dtype = dtype;
                 it->config.layout = layout;
                 it->direction = dirs[d];
-                it->layers = bwd_data ? c->inner_layers : c->layers;
+                it->layers = layers;
             }
     stats->models = self->models;
     stats->conv_layers = self->layers;

@@ -52,6 +52,7 @@ int tc_trace_device_describe(const char *spec, uint32_t threads, tc_trace_device
         s_copy(out->library, sizeof out->library, d.library);
         s_copy(out->library_version, sizeof out->library_version, d.library_version);
         s_copy(out->host, sizeof out->host, d.host);
+        tc_device_environment(dev, &out->env);
     }
     tc_device_close(&dev);
     return rc;

@@ -4,17 +4,18 @@
 #ifndef TC_TRACE_DEVICE_H
 #define TC_TRACE_DEVICE_H
 
+#include "device.h"
 #include "trace_proto.h"
 #include "tc_wire.h"
 
 #include <stdbool.h>
 #include <stdint.h>
 
-/* A copy of a Device message's fields. */
+/* A copy of a Device message's fields, and the device's environment. */
 typedef struct {
     Traincast__V1__DeviceKind kind;
     uint32_t index;           /* GPU index; 0 for the CPU */
-    char name[320];
+    char name[512];
     char uuid[128];
     char compute_capability[16];
     uint32_t multiprocessors;
@@ -27,6 +28,7 @@ typedef struct {
     char library[16];
     char library_version[64];
     char host[256];
+    tc_device_env_t env; /* allocator, BLAS, framework (CPU) */
 } tc_trace_device_t;
 
 /* Parse "cpu", "cuda" or "cuda:I". Returns 0 or TC_EINVAL. */

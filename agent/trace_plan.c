@@ -30,6 +30,7 @@ struct tc_trace_plan {
     uint32_t index, threads;
     tc_trace_device_t dev;
     bool dev_known; /* else a GPU described by the runner's header */
+    char fw_version[64]; /* the framework version the device measures with */
     tc_trace_job_t job;
     char *runner_argv[6];
     char script[1200], runner_label[1100];
@@ -127,6 +128,9 @@ int tc_trace_plan_new(const tc_trace_settings_t *s, char *const *models, size_t 
     if (rc < 0 && (cpu || rc != TC_EUNSUPPORTED))
         goto err; /* no such device: nothing could train on it */
     p->dev_known = rc == 0;
+    /* "pytorch 1.13.0a0": the runner must report that version. */
+    if (p->dev_known && !strncmp(p->dev.env.framework, "pytorch ", 8))
+        snprintf(p->fw_version, sizeof p->fw_version, "%s", p->dev.env.framework + 8);
     if (rc < 0)
         tc_log_warn("%s; the traces record the GPU as the runner describes it", tc_errmsg());
     rc = 0;
@@ -144,7 +148,10 @@ int tc_trace_plan_new(const tc_trace_settings_t *s, char *const *models, size_t 
         .runner = p->runner_argv,
         .req = {.device = p->device, .threads = p->threads, .dtype = p->dtype, .amp = p->amp,
                 .optimizer = p->optimizer, .cudnn_benchmark = s->cudnn_benchmark,
-                .warmup = s->warmup, .iters = s->iters},
+                .warmup = s->warmup, .iters = s->iters,
+                .allocator = p->dev_known && *p->dev.env.allocator ? p->dev.env.allocator : NULL,
+                .blas = p->dev_known && *p->dev.env.blas ? p->dev.env.blas : NULL,
+                .framework_version = p->fw_version[0] ? p->fw_version : NULL},
         .repeats = s->repeats,
         .timeout_s = s->timeout_s,
         .profile = s->profile,

@@ -211,6 +211,15 @@ static int s_header(tc_trace_proto_t *self, const tc_json_value_t *o)
         (rc = s_echo_str(self, o, "amp", false, req->amp)) < 0 ||
         (rc = s_echo_str(self, o, "optimizer", false, req->optimizer)) < 0)
         return rc;
+    /* The device's environment, when the runner reports it. */
+    if ((req->allocator && (rc = s_echo_str(self, o, "allocator", false, req->allocator)) < 0) ||
+        (req->blas && (rc = s_echo_str(self, o, "blas", false, req->blas)) < 0))
+        return rc;
+    if (req->framework_version && out->framework_version[0] &&
+        !strcmp(out->framework, "pytorch") &&
+        strcmp(out->framework_version, req->framework_version) != 0)
+        return s_bad(self, "\"framework_version\" is \"%s\" but the device measures with %s",
+                     out->framework_version, req->framework_version);
     if ((rc = s_int(self, o, "threads", false, 0, 1 << 20, &threads, &have_threads)) < 0)
         return rc;
     if (have_threads && req->threads && strcmp(req->device, "cpu") == 0 &&

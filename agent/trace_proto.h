@@ -35,6 +35,12 @@ typedef struct {
     bool cudnn_benchmark;
     uint32_t warmup;
     uint32_t iters;
+    /* What the device measures with (tc_device_env_t), NULL: not checked.
+     * A runner that reports another allocator, BLAS or framework version
+     * trained on another device. */
+    const char *allocator;
+    const char *blas;
+    const char *framework_version;
 } tc_trace_request_t;
 
 typedef struct {

@@ -1,5 +1,7 @@
 #include "trace_run.h"
 
+#include "allocator.h"
+
 #include "hostinfo.h"
 #include "tc_error.h"
 #include "trace_proc.h"
@@ -78,6 +80,12 @@ static int s_cmdline(const tc_trace_job_t *job, bool profile, s_cmdline_t *c)
         snprintf(e + w, sizeof c->envbuf[0] - (size_t)w, "=%s", set[i][1]);
         c->env[n_env++] = e;
     }
+    /* The allocator choice (allocator.h): the built-in runner starts with it
+     * (it inherits the preload already; "system" keeps it as it is). */
+    snprintf(c->envbuf[n_env], sizeof c->envbuf[0], "TRAINCAST_TRACE_ALLOCATOR=%s",
+             tc_allocator_choice());
+    c->env[n_env] = c->envbuf[n_env];
+    n_env++;
     c->argv[n] = NULL;
     c->env[n_env] = NULL;
     return 0;

@@ -1,6 +1,7 @@
 #include "predict.h"
 
 #include "store_fit.h"
+#include "tc_conv_step.h"
 #include "tc_error.h"
 #include "tc_wire.h"
 
@@ -8,16 +9,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const Traincast__V1__Direction s_dirs[] = {TRAINCAST__V1__DIRECTION__DIRECTION_FWD,
-                                                  TRAINCAST__V1__DIRECTION__DIRECTION_BWD_FILTER,
-                                                  TRAINCAST__V1__DIRECTION__DIRECTION_BWD_DATA};
-
-/* Lookups are laid out batch-major: for batch i, conv usage j, direction k. */
+/* Lookups are laid out batch-major: for batch i, conv usage j, each
+ * direction of its step time (tc_conv_step.h) in that rule's order. */
 static size_t s_per_batch(const tc_model_t *m)
 {
     size_t n = 0;
+    Traincast__V1__Direction dirs[TC_CONV_STEP_MAX_DIRS];
     for (size_t j = 0; j < tc_model_conv_count(m); j++)
-        n += tc_model_conv(m, j)->first_layer ? 2 : 3;
+        n += tc_conv_step_directions(tc_model_conv(m, j)->first_layer, dirs);
     return n;
 }
 
@@ -38,12 +37,14 @@ int tc_predict_lookup(tc_store_t *s, const tc_pred_request_t *req, tc_pred_devic
     for (size_t b = 0; b < req->n_batches; b++) {
         for (size_t j = 0; j < tc_model_conv_count(m); j++) {
             const tc_conv_usage_t *u = tc_model_conv(m, j);
-            for (int dir = 0; dir < (u->first_layer ? 2 : 3); dir++) {
+            Traincast__V1__Direction dirs[TC_CONV_STEP_MAX_DIRS];
+            size_t nd = tc_conv_step_directions(u->first_layer, dirs);
+            for (size_t dir = 0; dir < nd; dir++) {
                 tc_conv_lookup_t *l = &d->lookups[k++];
                 l->config = u->config;
                 l->config.n = (uint32_t)req->batches[b];
                 l->config.dtype = dtype;
-                l->direction = s_dirs[dir];
+                l->direction = dirs[dir];
             }
         }
     }
@@ -77,12 +78,16 @@ int tc_predict_device(tc_store_t *s, const tc_pred_request_t *req, tc_pred_devic
         size_t k = b * per;
         for (size_t j = 0; j < tc_model_conv_count(m); j++) {
             const tc_conv_usage_t *u = tc_model_conv(m, j);
-            for (int dir = 0; dir < (u->first_layer ? 2 : 3); dir++, k++) {
+            Traincast__V1__Direction dirs[TC_CONV_STEP_MAX_DIRS];
+            size_t nd = tc_conv_step_directions(u->first_layer, dirs);
+            double ms[TC_CONV_STEP_MAX_DIRS] = {0};
+            for (size_t dir = 0; dir < nd; dir++, k++) {
                 const tc_conv_lookup_t *l = &d->lookups[k];
-                conv += u->multiplicity * l->median_ms;
+                ms[dir] = l->median_ms;
                 double sd = isfinite(l->stddev_ms) ? l->stddev_ms : 0;
                 conv_var += (u->multiplicity * sd) * (u->multiplicity * sd);
             }
+            conv += tc_conv_step_ms(u->first_layer, u->multiplicity, ms);
         }
         tc_features_t f;
         tc_model_features(m, p->batch, &f);

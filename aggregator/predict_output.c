@@ -88,13 +88,20 @@ static void s_print_table(FILE *out, const tc_model_t *model, const tc_pred_requ
             tc_model_name(model), tc_model_id(model), tc_model_params(model) / 1e6,
             tc_model_flops(model) / 1e9, h, w, req->dataset_size);
     bool clamped = false;
-    fprintf(out, "%-30s %6s %10s %21s %9s %9s %9s %9s %10s %9s %4s\n", "device", "batch",
+    /* The device column is as wide as the longest name: a CPU device's name
+     * says its allocator, BLAS and framework, which tell devices apart. */
+    int dw = 30;
+    for (size_t i = 0; i < n; i++) {
+        int len = (int)strlen(devs[i].device.name);
+        dw = len > dw ? len : dw;
+    }
+    fprintf(out, "%-*s %6s %10s %21s %9s %9s %9s %9s %10s %9s %4s\n", dw, "device", "batch",
             "iter ms", "95% interval", "conv ms", "other ms", "img/s", "epoch", "cost/epoch",
             "memory", "fits");
     for (size_t i = 0; i < n; i++) {
         const tc_pred_device_t *d = &devs[i];
         if (d->status != TC_PRED_OK) {
-            fprintf(out, "%-30.30s  -- %s\n", d->device.name, d->note);
+            fprintf(out, "%-*s  -- %s\n", dw, d->device.name, d->note);
             continue;
         }
         for (size_t j = 0; j < d->n_points; j++) {
@@ -107,7 +114,7 @@ static void s_print_table(FILE *out, const tc_model_t *model, const tc_pred_requ
             else
                 snprintf(cost, sizeof cost, "-");
             s_bytes(p->peak_bytes, mem, sizeof mem);
-            fprintf(out, "%-30.30s %6u %10.2f %21s %9.2f %8.2f%s %9.1f %9s %10s %9s %4s\n",
+            fprintf(out, "%-*s %6u %10.2f %21s %9.2f %8.2f%s %9.1f %9s %10s %9s %4s\n", dw,
                     j == 0 ? d->device.name : "", p->batch, p->total_ms, interval, p->conv_ms,
                     p->nonconv_ms, p->clamped ? "!" : " ", p->images_per_s, epoch, cost, mem,
                     s_fits(p->fits));

@@ -14,9 +14,9 @@
  * none: every device name with traces), one group per device name,
  * framework, policy and dtype as the traces were taken. For each successful
  * (model, batch): the median of its traces' medians, their spreads, the
- * sum of the latest conv benchmarks of the device name at that batch (fwd,
- * bwd_filter and, except for first layers, bwd_data; times multiplicity;
- * configs matched by shape and layout with the traces' dtype) and the
+ * sum of the latest conv benchmarks of the device name at that batch (the
+ * directions of tc_conv_step.h, the rule predict adds with; times
+ * multiplicity; configs matched by shape and layout with the traces' dtype) and the
  * model's non-conv features. Points whose traces all failed or ran out of
  * memory are listed as excluded. Free with tc_fit_groups_free. */
 int tc_store_fit_groups(tc_store_t *s, char *const *devices, size_t n_devices,

@@ -5,7 +5,9 @@
 #include "store_model.h"
 
 #include "tc_cli.h"
+#include "tc_conv_step.h"
 #include "tc_error.h"
+#include "tc_wire.h"
 #include "tc_log.h"
 
 #include <math.h>
@@ -15,7 +17,9 @@
 #include <string.h>
 
 /* Parameters of every group query: $1 device name, $2 framework, $3 trace
- * policy (NULL: none), $4 dtype, $5 conv policy. */
+ * policy (NULL: none), $4 dtype, $5 conv policy, and the conv-time rule
+ * (tc_conv_step.h) as arrays of direction names: $6 for a network's first
+ * conv, $7 for every other. */
 #define GROUP_TRACES                                                                            \
     "FROM traces t JOIN devices d USING (device_id) WHERE d.name = $1 AND t.framework = $2 "   \
     "AND t.policy IS NOT DISTINCT FROM $3 AND t.dtype = $4"
@@ -30,8 +34,7 @@
     "  JOIN model_convs mc ON mc.model_id = p.model_id "                                       \
     "  JOIN conv_configs c ON c.config_id = mc.config_id "                                     \
     "  CROSS JOIN LATERAL unnest(CASE WHEN mc.first_layer "                                    \
-    "    THEN ARRAY['fwd', 'bwd_filter'] ELSE ARRAY['fwd', 'bwd_filter', 'bwd_data'] END) "    \
-    "    AS dir(direction) "                                                                   \
+    "    THEN $6::text[] ELSE $7::text[] END) AS dir(direction) "                              \
     "  LEFT JOIN conv_configs bc ON bc.c = c.c AND bc.h = c.h AND bc.w = c.w AND bc.k = c.k "  \
     "    AND bc.r = c.r AND bc.s = c.s AND bc.pad_h = c.pad_h AND bc.pad_w = c.pad_w "         \
     "    AND bc.stride_h = c.stride_h AND bc.stride_w = c.stride_w "                           \
@@ -256,7 +259,7 @@ static int s_missing_convs(tc_store_t *s, const char *const *params, const tc_fi
         "array_to_string(array_agg(DISTINCT m.input_h ORDER BY m.input_h), ',') "
         "FROM joined j LEFT JOIN models m ON m.model_id = j.model_id "
         "WHERE j.median_ms IS NULL",
-        5, params);
+        7, params);
     if (rc < 0)
         return rc;
     /* The models' convs depend on their input size: name it when it is one. */
@@ -286,7 +289,7 @@ static int s_read_conv_sums(tc_store_t *s, const char *const *params, tc_fit_gro
                             "SELECT model_id, batch, sum(multiplicity * median_ms), "
                             "count(*) FILTER (WHERE median_ms IS NULL) "
                             "FROM joined GROUP BY model_id, batch",
-                            5, params);
+                            7, params);
     if (rc < 0)
         return rc;
     long missing = 0;
@@ -325,10 +328,27 @@ static int s_read_features(tc_store_t *s, tc_fit_group_t *g)
     return rc;
 }
 
+/* The directions of the conv-time rule as a PostgreSQL array literal. */
+static void s_step_dirs(bool first_layer, char *buf, size_t size)
+{
+    Traincast__V1__Direction dirs[TC_CONV_STEP_MAX_DIRS];
+    size_t n = tc_conv_step_directions(first_layer, dirs), len = 0;
+    len += (size_t)snprintf(buf, size, "{");
+    for (size_t i = 0; i < n && len < size; i++)
+        len += (size_t)snprintf(buf + len, size - len, "%s%s", i ? "," : "",
+                                tc_direction_name(dirs[i]));
+    if (len < size)
+        snprintf(buf + len, size - len, "}");
+}
+
 static int s_read_group(tc_store_t *s, tc_fit_group_t *g)
 {
-    const char *params[] = {g->device, g->framework, *g->policy ? g->policy : NULL, g->dtype,
-                            g->conv_policy};
+    char first_dirs[64], other_dirs[64];
+    s_step_dirs(true, first_dirs, sizeof first_dirs);
+    s_step_dirs(false, other_dirs, sizeof other_dirs);
+    const char *params[] = {g->device,    g->framework, *g->policy ? g->policy : NULL,
+                            g->dtype,     g->conv_policy, first_dirs,
+                            other_dirs};
     int rc = s_read_points(s, params, g);
     if (rc == 0)
         rc = s_read_excluded(s, params, g);

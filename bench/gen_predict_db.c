@@ -21,6 +21,7 @@
 #include "store.h"
 #include "tc_cli.h"
 #include "tc_conv.h"
+#include "tc_conv_step.h"
 #include "tc_error.h"
 #include "tc_model.h"
 #include "tc_test_msg.h"
@@ -44,6 +45,7 @@ typedef struct {
     size_t n;
 } s_configs_t;
 
+/* In the order of tc_conv_step_directions(). */
 static const char *s_dirs[] = {"fwd", "bwd_filter", "bwd_data"};
 static const double s_dirfactor[] = {1.0, 1.2, 1.1};
 static const unsigned long s_memory_gib[] = {16, 24, 32, 40, 48, 80, 94, 141};
@@ -167,7 +169,9 @@ static void s_write_results(const s_configs_t *set, unsigned n_dev, const unsign
                 unsigned seq = 0;
                 for (size_t i = 0; i < set->n; i++) {
                     const s_config_t *c = &set->v[i];
-                    for (int dir = 0; dir < (c->needs_bwd_data ? 3 : 2); dir++) {
+                    Traincast__V1__Direction step[TC_CONV_STEP_MAX_DIRS];
+                    int n_dirs = (int)tc_conv_step_directions(!c->needs_bwd_data, step);
+                    for (int dir = 0; dir < n_dirs; dir++) {
                         double ms = s_conv_ms(&c->cfg, (unsigned)batches[b], dir, d, n_dev, r);
                         char ts[40];
                         s_timestamp(at + seq / 50, ts, sizeof ts);
@@ -213,9 +217,12 @@ static int s_store_traces(const char *dsn, const char *models_dir, const char *t
                 double conv = 0;
                 for (size_t j = 0; j < tc_model_conv_count(m); j++) {
                     const tc_conv_usage_t *u = tc_model_conv(m, j);
-                    for (int dir = 0; dir < (u->first_layer ? 2 : 3); dir++)
-                        conv += u->multiplicity *
-                                s_conv_ms(&u->config, batch, dir, d, n_dev, rounds - 1);
+                    Traincast__V1__Direction step[TC_CONV_STEP_MAX_DIRS];
+                    size_t n_dirs = tc_conv_step_directions(u->first_layer, step);
+                    double ms[TC_CONV_STEP_MAX_DIRS] = {0};
+                    for (size_t dir = 0; dir < n_dirs; dir++)
+                        ms[dir] = s_conv_ms(&u->config, batch, (int)dir, d, n_dev, rounds - 1);
+                    conv += tc_conv_step_ms(u->first_layer, u->multiplicity, ms);
                 }
                 tc_features_t f;
                 tc_model_features(m, batch, &f);

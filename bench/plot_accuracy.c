@@ -38,6 +38,11 @@ typedef struct {
     double ape_sum;
 } s_device_t;
 
+/* What the axes and the footnote say (the accuracy study's by default). */
+typedef struct {
+    const char *title, *x, *y, *note;
+} s_labels_t;
+
 static int s_exit_handler(PLCHAR_VECTOR message)
 {
     fprintf(stderr, "tc-plot-accuracy: PLplot failed: %s\n", message);
@@ -129,7 +134,7 @@ static int s_read(const char *path, s_device_t *dev, size_t *n_dev)
     return rc;
 }
 
-static void s_draw(const char *path, const char *title, s_device_t *dev, size_t n_dev)
+static void s_draw(const char *path, const s_labels_t *lab, s_device_t *dev, size_t n_dev)
 {
     double lo = INFINITY, hi = -INFINITY;
     size_t drawn = 0;
@@ -170,8 +175,8 @@ static void s_draw(const char *path, const char *title, s_device_t *dev, size_t 
     plcol0(COL_AXIS);
     plwidth(1.0);
     plbox("bcstl", 0.0, 0, "bcstl", 0.0, 0);
-    pllab("", "predicted iteration time (ms)", title);
-    plmtex("b", 3.4, 0.5, 0.5, "measured iteration time (ms)");
+    pllab("", lab->y, lab->title);
+    plmtex("b", 3.4, 0.5, 0.5, lab->x);
 
     /* perfect prediction, and +-10 % */
     PLFLT lx[2] = {lo, hi}, ly[2] = {lo, hi};
@@ -209,18 +214,24 @@ static void s_draw(const char *path, const char *title, s_device_t *dev, size_t 
     plcol0(COL_AXIS);
     plschr(0, 0.75);
     plmtex("b", (6.2 + 1.6 * (double)n_dev) * 0.8 / 0.75 + 0.6, 0.0, 0.0,
-           "solid: perfect prediction; dashed: \u00b110 %; every point is leave-one-CNN-out");
+           lab->note);
     plend();
 }
 
 int main(int argc, char **argv)
 {
     const char *in = NULL, *out = NULL, *title = "predicted vs measured (leave-one-CNN-out)";
+    s_labels_t lab = {NULL, "measured iteration time (ms)", "predicted iteration time (ms)",
+                      "solid: perfect prediction; dashed: \u00b110 %; every point is "
+                      "leave-one-CNN-out"};
     const tc_opt_t opts[] = {
         {"in", TC_OPT_STR, &in, "FILE", "points: device, cnn, batch, measured_ms, predicted_ms",
          true},
         {"out", TC_OPT_STR, &out, "FILE", "chart to write: .svg or .png", true},
         {"title", TC_OPT_STR, &title, "TEXT", "chart title"},
+        {"xlabel", TC_OPT_STR, &lab.x, "TEXT", "x axis (default: measured iteration time (ms))"},
+        {"ylabel", TC_OPT_STR, &lab.y, "TEXT", "y axis (default: predicted iteration time (ms))"},
+        {"note", TC_OPT_STR, &lab.note, "TEXT", "footnote under the legend"},
         {0},
     };
     const tc_cmd_spec_t spec = {
@@ -247,7 +258,10 @@ int main(int argc, char **argv)
         if (rc == 0)
             rc = s_read(in, dev, &n_dev);
         if (rc == 0)
-            s_draw(out, title, dev, n_dev);
+        {
+            lab.title = title;
+            s_draw(out, &lab, dev, n_dev);
+        }
     }
     for (size_t d = 0; d < n_dev; d++) {
         free(dev[d].x);

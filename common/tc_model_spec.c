@@ -6,6 +6,7 @@
 #include "tc_error.h"
 #include "tc_log.h"
 #include "tc_paths.h"
+#include "tc_run.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -20,76 +21,14 @@
 
 #define S_PREFIX "torchvision:"
 
-static const char *s_env_or(const char *name, const char *def)
-{
-    const char *v = getenv(name);
-    return v && *v ? v : def;
-}
-
-static const char *s_python(void)
-{
-    return s_env_or("TRAINCAST_PYTHON", "/usr/bin/python3");
-}
-
-/* Run argv (no shell), capturing stdout and stderr together into `out`
- * (truncated). Returns the exit status, or -1 if it could not run or was
- * killed. */
-static int s_run(char *const argv[], char *out, size_t size)
-{
-    int fds[2];
-    if (size)
-        out[0] = '\0';
-    if (pipe2(fds, O_CLOEXEC) < 0)
-        return -1;
-    pid_t pid = fork();
-    if (pid < 0) {
-        close(fds[0]);
-        close(fds[1]);
-        return -1;
-    }
-    if (pid == 0) {
-        dup2(fds[1], 1);
-        dup2(fds[1], 2);
-        int devnull = open("/dev/null", O_RDONLY);
-        if (devnull >= 0)
-            dup2(devnull, 0);
-        execv(argv[0], argv);
-        fprintf(stderr, "cannot run %s: %s\n", argv[0], strerror(errno));
-        _exit(127);
-    }
-    close(fds[1]);
-    size_t len = 0;
-    char sink[4096];
-    for (;;) {
-        char *dst = len + 1 < size ? out + len : sink;
-        size_t room = len + 1 < size ? size - 1 - len : sizeof sink;
-        ssize_t r = read(fds[0], dst, room);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0)
-            break;
-        if (dst != sink)
-            len += (size_t)r;
-    }
-    if (size)
-        out[len] = '\0';
-    close(fds[0]);
-    int status;
-    while (waitpid(pid, &status, 0) < 0) {
-        if (errno != EINTR)
-            return -1;
-    }
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
-
 static bool s_have_pytorch(void)
 {
     static int cached = -1;
     if (cached >= 0)
         return cached;
-    char *argv[] = {(char *)s_python(), "-c", "import torch, torchvision, onnx", NULL};
+    char *argv[] = {(char *)tc_python(), "-c", "import torch, torchvision, onnx", NULL};
     char out[512];
-    cached = access(argv[0], X_OK) == 0 && s_run(argv, out, sizeof out) == 0;
+    cached = access(argv[0], X_OK) == 0 && tc_run_capture(argv, true, out, sizeof out) == 0;
     if (!cached)
         tc_log_debug("PyTorch not usable through %s; using committed exports", argv[0]);
     return cached;
@@ -157,11 +96,11 @@ static int s_export(const char *name, uint32_t size, const char *path)
     snprintf(script, sizeof script, "%s/export_onnx.py",
              tc_resource_dir(TC_DIR_HARNESS, harness, sizeof harness));
     snprintf(size_arg, sizeof size_arg, "%u", size);
-    char *argv[] = {(char *)s_python(), script,  (char *)name,  "--output", (char *)path,
+    char *argv[] = {(char *)tc_python(), script,  (char *)name,  "--output", (char *)path,
                     size ? "--input-size" : NULL, size_arg, NULL};
     tc_log_info("exporting torchvision:%s with PyTorch (once; cached in %s)", name, path);
     char out[8192];
-    int status = s_run(argv, out, sizeof out);
+    int status = tc_run_capture(argv, true, out, sizeof out);
     if (status == 0) {
         const char *warn = strstr(out, "warning:");
         if (warn)
@@ -216,7 +155,7 @@ static int s_load_torchvision(const char *name, const tc_model_opts_t *opts, tc_
                                          "import torch, torchvision and onnx; set "
                                          "TRAINCAST_PYTHON) and there is no committed export; "
                                          "committed: %s",
-                           name, s_python(), *list ? list : "none");
+                           name, tc_python(), *list ? list : "none");
         }
     }
     rc = tc_model_load_file(path, &o, out);

@@ -33,7 +33,7 @@ only=
 quick=0
 accuracy_args=
 
-all=(predict memory collection transport load conv import export variability accuracy)
+all=(predict memory collection transport load conv import export variability allocators faithfulness accuracy)
 declare -A title=(
     [predict]="Predict latency on a large database"
     [memory]="Memory: aggregator while ingesting, agent while benchmarking"
@@ -44,13 +44,16 @@ declare -A title=(
     [import]="Model import time"
     [export]="Model export time"
     [variability]="Run-to-run variability of training time"
+    [allocators]="Allocators: speed and steadiness of a CPU device"
+    [faithfulness]="Faithfulness: conv benchmarks against PyTorch's own time"
     [accuracy]="Accuracy study (CPU devices)"
 )
 declare -A script=(
     [predict]=bench/predict_latency.sh [memory]=bench/memory.sh
     [collection]=bench/collection_cost.sh [transport]=bench/transport.sh [load]=bench/load.sh
     [conv]=bench/conv_bench.sh [import]=bench/model_import.sh [export]=bench/model_export.sh
-    [variability]=bench/trace_variability.sh [accuracy]=bench/accuracy.sh
+    [variability]=bench/trace_variability.sh [allocators]=bench/allocators.py
+    [faithfulness]=bench/faithfulness.py [accuracy]=bench/accuracy.sh
 )
 
 while [ $# -gt 0 ]; do
@@ -79,7 +82,7 @@ if [ -n "$only" ]; then
     done
 fi
 
-if [ ! -x "$build/agent/agent" ] || [ ! -x "$build/aggregator/aggregator" ] || [ ! -x "$build/bench/tc-gen-predict-db" ]; then
+if [ ! -x "$build/agent/agent" ] || [ ! -x "$build/aggregator/aggregator" ] || [ ! -x "$build/bench/tc-gen-predict-db" ] || [ ! -x "$build/bench/tc-dump-results" ]; then
     echo "bench.sh: building into $build" >&2
     "$repo/deploy/setup.sh" --build-dir "$build"
 fi
@@ -177,6 +180,35 @@ run_variability() {
         cmd="THREADS=$(nproc),1 bench/trace_variability.sh (docs/VARIABILITY.md)"
         THREADS=$(nproc),1 OUT=$work/variability.tcr DOC=docs/VARIABILITY.md bench/trace_variability.sh >/dev/null
         cp docs/VARIABILITY.md "$work/variability.md"
+    fi
+}
+run_allocators() {
+    if [ "$quick" -eq 1 ]; then
+        cmd="bench/allocators.py --rounds 1 --iters 3 --model squeezenet1_1"
+        "$bench_python" bench/allocators.py --rounds 1 --iters 3 --model squeezenet1_1 \
+            --build-dir "$build" --out "$work/allocators.md"
+    else
+        cmd="bench/allocators.py (docs/ALLOCATORS.md)"
+        "$bench_python" bench/allocators.py --build-dir "$build" --out docs/ALLOCATORS.md &&
+            cp docs/ALLOCATORS.md "$work/allocators.md"
+    fi
+}
+run_faithfulness() {
+    if [ "$quick" -eq 1 ]; then
+        cmd="bench/faithfulness.py --models resnet18,shufflenet_v2_x1_0 --rounds 1 --budget-ms 40"
+        "$bench_python" bench/faithfulness.py --models resnet18,shufflenet_v2_x1_0 --rounds 1 \
+            --budget-ms 40 --max-reps 10 --build-dir "$build" --work "$work/faithfulness" \
+            --out "$work/faithfulness.md"
+    else
+        cmd="bench/faithfulness.py (docs/FAITHFULNESS.md, docs/faithfulness.png)"
+        "$bench_python" bench/faithfulness.py --build-dir "$build" --work "$work/faithfulness" \
+            --out docs/FAITHFULNESS.md --points "$work/faithfulness.tsv" \
+            --plot-link faithfulness.png &&
+            "$build/bench/tc-plot-accuracy" --in "$work/faithfulness.tsv" --out docs/faithfulness.png \
+                --title "agent conv benchmarks vs PyTorch's own time per layer" \
+                --xlabel "PyTorch's time for the layer (ms)" --ylabel "agent benchmark (ms)" \
+                --note "one point per distinct conv and direction; solid: equal; dashed: +-10 %" &&
+            cp docs/FAITHFULNESS.md "$work/faithfulness.md"
     fi
 }
 run_accuracy() {

@@ -27,14 +27,18 @@ while [ $# -gt 0 ]; do
 done
 
 # Build tools and libraries, the embedded PostgreSQL, PyTorch on CPU for the
-# harness, and the tools the tests use (clang for the fuzz target, iproute2
-# for network namespaces, GNU time for bench/memory.sh).
+# harness, what an agent's CPU device measures with (the caching allocator
+# it preloads, tcmalloc, and jemalloc for comparison; OpenBLAS as the
+# libblas.so.3 that PyTorch calls, see docs/ALLOCATORS.md and
+# docs/CONV-BENCH.md), and the tools the tests use (clang for the fuzz
+# target, iproute2 for network namespaces, GNU time for bench/memory.sh).
 PACKAGES=(
     build-essential cmake pkg-config git ca-certificates
     libzmq3-dev libsodium-dev libprotobuf-c-dev protobuf-c-compiler
     libpq-dev postgresql postgresql-client
     libgsl-dev libcriterion-dev libdnnl-dev libonnx-dev libplplot-dev plplot-driver-cairo
     python3 python3-torch python3-torchvision python3-onnx python3-numpy
+    libtcmalloc-minimal4 libjemalloc2 libopenblas0-openmp
     clang libclang-rt-14-dev iproute2 procps time
 )
 
@@ -60,6 +64,21 @@ if [ ${#missing[@]} -gt 0 ]; then
     $sudo apt-get install -y -q --no-install-recommends "${missing[@]}"
 else
     echo "setup: all ${#PACKAGES[@]} Debian packages are present"
+fi
+
+# PyTorch calls whatever libblas.so.3 the alternatives system selects; an
+# agent measures with OpenBLAS (OpenMP threads, as PyTorch's own) rather than
+# the reference BLAS, which is several times slower and noisier.
+triplet=$(gcc -dumpmachine 2>/dev/null || echo x86_64-linux-gnu)
+openblas=/usr/lib/$triplet/openblas-openmp/libblas.so.3
+if [ -e "$openblas" ]; then
+    current=$(update-alternatives --query "libblas.so.3-$triplet" 2>/dev/null | sed -n 's/^Value: //p')
+    if [ "$current" != "$openblas" ]; then
+        echo "setup: selecting OpenBLAS (OpenMP) as libblas.so.3 (was ${current:-none})"
+        sudo=""
+        [ "$(id -u)" -eq 0 ] || sudo=sudo
+        $sudo update-alternatives --set "libblas.so.3-$triplet" "$openblas"
+    fi
 fi
 
 [ "$do_build" -eq 1 ] || exit 0

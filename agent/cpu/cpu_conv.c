@@ -9,10 +9,15 @@
  *   reordered in before and out after the conv, inside the timed region,
  *   as ideep does on every call (weights included: in training they change
  *   every step).
- * - Forward uses prop_kind forward_training with a bias; backward-data and
- *   backward-weights take a forward primitive descriptor as hint;
- *   backward-weights also computes the bias gradient, as PyTorch does for a
- *   conv with bias. Algorithm convolution_direct; scratchpad mode user.
+ * - Forward uses prop_kind forward_training; backward-data and
+ *   backward-weights take a forward primitive descriptor as hint.
+ *   Algorithm convolution_direct; scratchpad mode user.
+ * - No bias: a conv config does not say whether the layer has one, and the
+ *   plans time it as every conv followed by batch norm runs (most of the
+ *   CNN set; the native path does the same). With a bias, PyTorch fuses it
+ *   into the forward and computes its gradient with the weights' (a pass
+ *   over the output gradient that costs as much as a depthwise conv's weight
+ *   gradient).
  * - ideep caches the forward primitive descriptor (and the hints) but
  *   creates the backward ones on every call; primitives and reorders are
  *   created on every call from oneDNN's primitive cache. run() does the
@@ -190,16 +195,15 @@ static int s_build_op(tc_cpu_plan_t *p, int a)
     dnnl_dims_t strides = {c->stride_h, c->stride_w};
     dnnl_dims_t dil = {c->dilation_h - 1, c->dilation_w - 1};
     dnnl_dims_t pad = {c->pad_h, c->pad_w};
-    dnnl_memory_desc_t x, w, b, y;
+    dnnl_memory_desc_t x, w, y;
     TC_TRY(s_any_md(p, TC_TENSOR_X, &x));
     TC_TRY(s_any_md(p, TC_TENSOR_W, &w));
-    TC_TRY(s_any_md(p, TC_TENSOR_B, &b));
     TC_TRY(s_any_md(p, TC_TENSOR_Y, &y));
+    /* No bias (see the header). */
     dnnl_convolution_desc_t fwd;
-    bool with_bias = p->spec.direction != TRAINCAST__V1__DIRECTION__DIRECTION_BWD_DATA;
     TC_DNNL_TRY(dnnl_dilated_convolution_forward_desc_init(&fwd, dnnl_forward_training, s_algs[a],
-                                                           &x, &w, with_bias ? &b : NULL, &y,
-                                                           strides, dil, pad, pad));
+                                                           &x, &w, NULL, &y, strides, dil, pad,
+                                                           pad));
     switch (p->spec.direction) {
     case TRAINCAST__V1__DIRECTION__DIRECTION_BWD_DATA:
         TC_DNNL_TRY(dnnl_dilated_convolution_backward_data_desc_init(&p->op[a], s_algs[a], &x, &w,
@@ -207,7 +211,7 @@ static int s_build_op(tc_cpu_plan_t *p, int a)
         break;
     case TRAINCAST__V1__DIRECTION__DIRECTION_BWD_FILTER:
         TC_DNNL_TRY(dnnl_dilated_convolution_backward_weights_desc_init(
-            &p->op[a], s_algs[a], &x, &w, &b, &y, strides, dil, pad, pad));
+            &p->op[a], s_algs[a], &x, &w, NULL, &y, strides, dil, pad, pad));
         break;
     default:
         p->op[a] = fwd;
@@ -373,7 +377,7 @@ static void s_unselect(tc_cpu_plan_t *p)
     p->sel = -1;
 }
 
-void tc_cpu_plan_destroy(void *plan)
+void tc_cpu_dnnl_destroy(void *plan)
 {
     tc_cpu_plan_t *p = plan;
     if (!p)
@@ -394,11 +398,10 @@ void tc_cpu_plan_destroy(void *plan)
     free(p);
 }
 
-int tc_cpu_plan_create(void *ctx, const tc_conv_spec_t *spec, void **out)
+int tc_cpu_dnnl_create(tc_cpu_ctx_t *dev, const tc_conv_spec_t *spec, void **out)
 {
     int rc = 0;
     *out = NULL;
-    tc_cpu_ctx_t *dev = ctx;
     const tc_conv_config_t *c = &spec->config;
     if (c->dtype == TRAINCAST__V1__DTYPE__DTYPE_FP16 || c->dtype == TRAINCAST__V1__DTYPE__DTYPE_TF32)
         return tc_fail(TC_EUNSUPPORTED, "the cpu backend runs fp32 and bf16 convolutions, not %s "
@@ -430,12 +433,10 @@ int tc_cpu_plan_create(void *ctx, const tc_conv_spec_t *spec, void **out)
         s_bind(p, DNNL_ARG_SRC, TC_TENSOR_X, true);
         s_bind(p, DNNL_ARG_DIFF_DST, TC_TENSOR_DY, true);
         s_bind(p, DNNL_ARG_DIFF_WEIGHTS, TC_TENSOR_DW, false);
-        s_bind(p, DNNL_ARG_DIFF_BIAS, TC_TENSOR_DB, false);
         break;
     default:
         s_bind(p, DNNL_ARG_SRC, TC_TENSOR_X, true);
         s_bind(p, DNNL_ARG_WEIGHTS, TC_TENSOR_W, true);
-        s_bind(p, DNNL_ARG_BIAS, TC_TENSOR_B, true);
         s_bind(p, DNNL_ARG_DST, TC_TENSOR_Y, false);
         break;
     }
@@ -464,19 +465,19 @@ int tc_cpu_plan_create(void *ctx, const tc_conv_spec_t *spec, void **out)
     *out = p;
     return 0;
 err:
-    tc_cpu_plan_destroy(p);
+    tc_cpu_dnnl_destroy(p);
     return rc;
 }
 
-size_t tc_cpu_algo_count(void *plan) { return ((tc_cpu_plan_t *)plan)->n_cands; }
+size_t tc_cpu_dnnl_algo_count(void *plan) { return ((tc_cpu_plan_t *)plan)->n_cands; }
 
-const tc_algo_t *tc_cpu_algo(void *plan, size_t i)
+const tc_algo_t *tc_cpu_dnnl_algo(void *plan, size_t i)
 {
     tc_cpu_plan_t *p = plan;
     return i < p->n_cands ? &p->cands[i].info : NULL;
 }
 
-int tc_cpu_select(void *plan, size_t i)
+int tc_cpu_dnnl_select(void *plan, size_t i)
 {
     int rc = 0;
     tc_cpu_plan_t *p = plan;
@@ -510,7 +511,7 @@ err:
     return rc;
 }
 
-int tc_cpu_run(void *plan, double *ms)
+int tc_cpu_dnnl_run(void *plan, double *ms)
 {
     int rc = 0;
     tc_cpu_plan_t *p = plan;
@@ -594,7 +595,7 @@ err:
     return rc;
 }
 
-int tc_cpu_read(void *plan, tc_tensor_t t, float *out, size_t count)
+int tc_cpu_dnnl_read(void *plan, tc_tensor_t t, float *out, size_t count)
 {
     int rc = 0;
     tc_cpu_plan_t *p = plan;

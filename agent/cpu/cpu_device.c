@@ -1,4 +1,15 @@
-/* The CPU device: oneDNN's CPU engine with a fixed OpenMP thread count.
+/* The CPU device: oneDNN's CPU engine with a fixed OpenMP thread count,
+ * the memory allocator this process runs with (allocator.h), and the
+ * framework whose CPU computation it measures: its version (which decides
+ * the conv routing, cpu_route.h) and the BLAS it loads (cpu_blas.h), as
+ * the PyTorch harness reports them (cpu_framework.h). All of them are part
+ * of the device: its name says them, e.g.
+ *
+ *   Intel(R) Xeon(R) CPU @ 2.20GHz (2 threads) [tcmalloc 2.10 | OpenBLAS 0.3.21 openmp | pytorch 1.13.0a0]
+ *
+ * and its uuid hashes them, so an agent whose allocator, BLAS or framework
+ * changed measures a new device (and says so), and nothing stored under
+ * the old one is relabelled.
  *
  * Debian's oneDNN 2.6 is built with the OpenMP runtime (GNU libgomp), so the
  * thread count is OpenMP's: oneDNN sizes its parallel regions and chooses
@@ -10,9 +21,16 @@
  * torch.set_num_threads(). */
 #include "cpu_internal.h"
 
+#include "allocator.h"
+#include "cpu_framework.h"
 #include "hostinfo.h"
+#include "tc_log.h"
 
+#include <errno.h>
 #include <omp.h>
+#include <pthread.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -119,7 +137,126 @@ static void s_close(void *p)
         dnnl_stream_destroy(ctx->stream);
     if (ctx->engine)
         dnnl_engine_destroy(ctx->engine);
+    tc_blas_close(&ctx->blas);
     free(ctx);
+}
+
+/* Warnings about the framework are given once per process. */
+static pthread_once_t s_warn_once = PTHREAD_ONCE_INIT;
+static const tc_cpu_ctx_t *s_warn_ctx;
+
+static void s_warn(void)
+{
+    const tc_cpu_ctx_t *ctx = s_warn_ctx;
+    const tc_framework_t *f = tc_framework_probe();
+    if (!f->found)
+        tc_log_warn("no framework to mirror (%s): every conv is timed on oneDNN, which is not "
+                    "what PyTorch does for all of them; the device is named 'no framework'",
+                    f->why);
+    else if (!ctx->rule->verified)
+        tc_log_warn("%s: its CPU conv routing is not verified (traincast checked PyTorch %s); "
+                    "convs are routed as there, and the device says 'routing unverified' "
+                    "(docs/CONV-BENCH.md)",
+                    ctx->framework, ctx->rule->versions);
+    if (!ctx->blas && f->found)
+        tc_log_warn("%s", ctx->blas_why);
+}
+
+/* The allocator, framework, BLAS and routing rule of the device. */
+static void s_environment(tc_cpu_ctx_t *ctx)
+{
+    tc_allocator_describe(ctx->allocator, sizeof ctx->allocator);
+    const tc_framework_t *f = tc_framework_probe();
+    if (f->found) {
+        snprintf(ctx->framework, sizeof ctx->framework, "%s %s", f->framework, f->version);
+        ctx->rule = tc_route_rule(f->framework, f->version);
+        ctx->onednn_enabled = f->mkldnn;
+        if (*f->allocator && strcmp(f->allocator, ctx->allocator) != 0)
+            tc_log_warn("the framework allocates with %s, this agent with %s: conv benchmarks "
+                        "and traces would not measure the same device",
+                        f->allocator, ctx->allocator);
+    } else {
+        snprintf(ctx->framework, sizeof ctx->framework, "no framework");
+        ctx->rule = tc_route_rule(NULL, NULL);
+        ctx->onednn_enabled = true;
+    }
+    /* The BLAS the framework loaded (libblas.so.3 without a framework). */
+    const char *path = f->found ? f->blas_path : NULL;
+    if (f->found && !*f->blas_path) {
+        snprintf(ctx->blas_why, sizeof ctx->blas_why, "%s loads no separate BLAS library (%s): "
+                 "its native convs cannot be timed on it", ctx->framework, f->blas);
+        snprintf(ctx->blas_name, sizeof ctx->blas_name, "%s", *f->blas ? f->blas : "no BLAS");
+    } else if (tc_blas_open(path, &ctx->blas) == 0) {
+        snprintf(ctx->blas_name, sizeof ctx->blas_name, "%s", tc_blas_name(ctx->blas));
+    } else {
+        snprintf(ctx->blas_why, sizeof ctx->blas_why, "%s", tc_errmsg());
+        snprintf(ctx->blas_name, sizeof ctx->blas_name, "no BLAS");
+        tc_err_clear();
+    }
+    /* mkldnn_bf16_device_check(): AVX-512 BW, VL and DQ, which oneDNN's
+     * avx512_core level requires. */
+    dnnl_cpu_isa_t isa = dnnl_get_effective_cpu_isa();
+    ctx->bf16_onednn = isa == dnnl_cpu_isa_avx512_core || isa == dnnl_cpu_isa_avx512_core_vnni ||
+                       isa == dnnl_cpu_isa_avx512_core_bf16 || isa == dnnl_cpu_isa_avx512_core_amx;
+    s_warn_ctx = ctx;
+    pthread_once(&s_warn_once, s_warn);
+}
+
+static void s_routing(const tc_cpu_ctx_t *ctx, char *buf, size_t size)
+{
+    snprintf(buf, size, "%s%s", ctx->rule->name, ctx->rule->verified ? "" : " unverified");
+}
+
+/* Remember the device this processor and thread count were last measured
+ * as, and say so when that changes (another allocator, BLAS or framework
+ * makes a new device; what was stored under the old one stays as it is). */
+static void s_note_change(const tc_cpu_ctx_t *ctx, const char *model, unsigned threads)
+{
+    const char *cache = getenv("TRAINCAST_CACHE"), *home = getenv("HOME");
+    char dir[1024];
+    if (cache && *cache)
+        snprintf(dir, sizeof dir, "%s/devices", cache);
+    else if (home && *home)
+        snprintf(dir, sizeof dir, "%s/.cache/traincast/devices", home);
+    else
+        return;
+    char parent[1024];
+    snprintf(parent, sizeof parent, "%.*s", (int)(strrchr(dir, '/') - dir), dir);
+    mkdir(parent, 0755);
+    if (mkdir(dir, 0755) < 0 && errno != EEXIST)
+        return;
+    char key[512], path[1200];
+    snprintf(key, sizeof key, "%s\n%s\n%u", ctx->host, model, threads);
+    snprintf(path, sizeof path, "%s/cpu-%016llx", dir, (unsigned long long)s_hash(key, 7));
+    char old[512] = "";
+    FILE *f = fopen(path, "r");
+    if (f) {
+        if (!fgets(old, sizeof old, f))
+            old[0] = '\0';
+        fclose(f);
+        old[strcspn(old, "\n")] = '\0';
+    }
+    char now[512];
+    snprintf(now, sizeof now, "%s %s", ctx->uuid, ctx->name);
+    if (!strcmp(old, now))
+        return;
+    if (*old && strncmp(old, ctx->uuid, strlen(ctx->uuid)) != 0)
+        tc_log_warn("this CPU with %u thread%s is a new device: it was '%s' when last measured "
+                    "here, and is '%s' now (allocator, BLAS or framework changed); new results "
+                    "go to the new device [%s], results stored under the old one stay as they "
+                    "are",
+                    threads, threads == 1 ? "" : "s", strchr(old, ' ') ? strchr(old, ' ') + 1 : old,
+                    ctx->name, ctx->uuid);
+    char tmp[1300];
+    snprintf(tmp, sizeof tmp, "%s.%d", path, (int)getpid());
+    f = fopen(tmp, "w");
+    if (!f)
+        return;
+    fprintf(f, "%s\n", now);
+    if (fclose(f) == 0)
+        rename(tmp, path);
+    else
+        remove(tmp);
 }
 
 static int s_open(unsigned index, unsigned threads, void **out)
@@ -150,19 +287,25 @@ static int s_open(unsigned index, unsigned threads, void **out)
     char model[192];
     tc_cpu_model(model, sizeof model);
     tc_host_name(ctx->host, sizeof ctx->host);
-    snprintf(ctx->name, sizeof ctx->name, "%s (%u thread%s)", model, threads,
-             threads == 1 ? "" : "s");
-    char key[512];
-    snprintf(key, sizeof key, "%s\n%s\n%u", ctx->host, model, threads);
+    s_environment(ctx);
+    char routing[64];
+    s_routing(ctx, routing, sizeof routing);
+    snprintf(ctx->name, sizeof ctx->name, "%s (%u thread%s) [%s | %s | %s%s%s]", model, threads,
+             threads == 1 ? "" : "s", ctx->allocator, ctx->blas_name, ctx->framework,
+             ctx->rule->verified ? "" : " routing ", ctx->rule->verified ? "" : "unverified");
+    char key[1024];
+    snprintf(key, sizeof key, "%s\n%s\n%u\n%s\n%s\n%s\n%s", ctx->host, model, threads,
+             ctx->allocator, ctx->blas_name, ctx->framework, routing);
     snprintf(ctx->uuid, sizeof ctx->uuid, "cpu-%016llx%016llx",
              (unsigned long long)s_hash(key, 0xcbf29ce484222325ull),
              (unsigned long long)s_hash(key, 0x84222325cbf29ce4ull));
+    s_note_change(ctx, model, threads);
     const dnnl_version_t *v = dnnl_version();
     snprintf(ctx->library_version, sizeof ctx->library_version, "%d.%d.%d", v->major, v->minor,
              v->patch);
-    snprintf(ctx->runtime_version, sizeof ctx->runtime_version, "%s %d, isa %s",
+    snprintf(ctx->runtime_version, sizeof ctx->runtime_version, "%s %d, isa %s, routing %s",
              s_runtime_name(v->cpu_runtime), _OPENMP,
-             s_isa_name(dnnl_get_effective_cpu_isa()));
+             s_isa_name(dnnl_get_effective_cpu_isa()), routing);
     tc_os_version(ctx->os_version, sizeof ctx->os_version);
     ctx->cores = tc_cpu_physical();
     ctx->mhz = tc_cpu_mhz();
@@ -195,6 +338,15 @@ static int s_describe(void *p, Traincast__V1__Device *out)
     return 0;
 }
 
+static void s_env(void *p, tc_device_env_t *out)
+{
+    tc_cpu_ctx_t *ctx = p;
+    snprintf(out->allocator, sizeof out->allocator, "%s", ctx->allocator);
+    snprintf(out->blas, sizeof out->blas, "%s", ctx->blas_name);
+    snprintf(out->framework, sizeof out->framework, "%s", ctx->framework);
+    s_routing(ctx, out->routing, sizeof out->routing);
+}
+
 const tc_backend_iface_t tc_backend_cpu = {
     .kind = "cpu",
     .library = "onednn",
@@ -203,6 +355,7 @@ const tc_backend_iface_t tc_backend_cpu = {
     .open = s_open,
     .close = s_close,
     .describe = s_describe,
+    .environment = s_env,
     .plan_create = tc_cpu_plan_create,
     .algo_count = tc_cpu_algo_count,
     .algo = tc_cpu_algo,

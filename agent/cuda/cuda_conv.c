@@ -281,6 +281,11 @@ int tc_cuda_plan_create(void *ctx, const tc_conv_spec_t *spec, void **out)
     *out = NULL;
     tc_cuda_ctx_t *dev = ctx;
     const tc_conv_config_t *c = &spec->config;
+    /* PyTorch sends every conv on a CUDA device to cuDNN here (fp32 and
+     * fp16, cudnn enabled); its native CUDA kernels are not mirrored. */
+    if (spec->path == TC_PATH_NATIVE)
+        return tc_fail(TC_EUNSUPPORTED, "the cuda backend times cuDNN only, not the framework's "
+                                        "native CUDA kernels");
     tc_cuda_plan_t *p = calloc(1, sizeof *p);
     if (!p)
         return tc_fail(TC_ENOMEM, "out of memory creating a cuda conv plan");

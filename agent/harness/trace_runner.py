@@ -23,6 +23,8 @@ import socket
 import sys
 import time
 
+import cpu_env
+
 PROTOCOL = 1
 EXIT_FAILED = 1
 EXIT_USAGE = 2
@@ -81,6 +83,9 @@ def parse_args(argv):
                    default=int(env("TRAINCAST_TRACE_PROFILE", "0")),
                    help="profile one extra iteration and report time per op class")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--allocator", default=env("TRAINCAST_TRACE_ALLOCATOR", ""),
+                   help="memory allocator to train with: tcmalloc (default), jemalloc, "
+                        "glibc-tuned or system (as started); the agent passes its own")
     try:
         a = p.parse_args(argv)
     except SystemExit as e:
@@ -231,6 +236,10 @@ def op_class_times(events, cuda):
 
 def main(argv):
     a = parse_args(argv)
+    # As PyTorch's CPU launcher does (torch.backends.xeon.run_cpu): a caching
+    # allocator preloaded, so freed tensors are not returned to the kernel
+    # and faulted in again on every iteration.
+    cpu_env.ensure_allocator(a.allocator or cpu_env.DEFAULT_ALLOCATOR, bool(a.allocator), fail)
     import torch
     import torchvision
 
@@ -272,6 +281,8 @@ def main(argv):
         "torchvision_version": torchvision.__version__,
         "python_version": "%d.%d.%d" % sys.version_info[:3],
         "host": socket.gethostname(),
+        "allocator": cpu_env.describe_allocator(),
+        "blas": cpu_env.describe_blas(cpu_env.loaded_blas()),
         "device": a.device, "device_name": device_name, "device_uuid": device_uuid,
         "threads": torch.get_num_threads() if not cuda else 0,
         "model": a.model, "batch": a.batch, "input_size": input_size,

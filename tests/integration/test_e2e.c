@@ -73,8 +73,10 @@ Test(e2e, run_fit_then_predict_an_unseen_cnn_through_a_serving_agent, .timeout =
      * and every message from the state directory's agent id. */
     cr_assert_eq(tc_bed_count(&bed, "SELECT count(*) FROM devices"), 1);
     cr_assert_eq(tc_bed_count(&bed, "SELECT count(*) FROM device_overview WHERE name LIKE "
-                                    "'% (1 thread)' AND conv_results > 0 AND traces = 8"),
-                 1, "one device '<CPU> (1 thread)' with the benchmarks and the 8 traces");
+                                    "'% (1 thread) [% | % | pytorch %]' AND conv_results > 0 "
+                                    "AND traces = 8"),
+                 1, "one device '<CPU> (1 thread) [allocator | BLAS | framework]' with the "
+                    "benchmarks and the 8 traces");
     cr_assert_eq(tc_bed_count(&bed, "SELECT count(*) FROM traces WHERE status = 'ok'"), 8);
     char id_path[1300], agent_id[256];
     snprintf(id_path, sizeof id_path, "%s/agent_id", state);
@@ -129,7 +131,7 @@ Test(e2e, run_fit_then_predict_an_unseen_cnn_through_a_serving_agent, .timeout =
     cr_assert(strstr(out, "asking 1 connected agent"), "%s", out);
     for (int b = 2; b <= 4; b += 2) {
         char row[128];
-        snprintf(row, sizeof row, " (1 thread)\",ok,%d,", b);
+        snprintf(row, sizeof row, "]\",ok,%d,", b);
         cr_assert(strstr(out, row), "no prediction at batch %d:\n%s", b, out);
     }
     cr_assert_eq(tc_bed_count(&bed, "SELECT count(*) FROM jobs WHERE kind = 'bench' AND "

@@ -11,7 +11,9 @@
  * After `aggregator fit`, predicting a CNN that was never traced must give
  * the law's value: the conv sum from the benchmarks and the rest from the
  * fit. */
+#include "predict.h"
 #include "store.h"
+#include "store_fit.h"
 #include "tc_error.h"
 #include "tc_model.h"
 #include "tc_test.h"
@@ -377,4 +379,60 @@ Test(predict, bad_input_exits_2, .timeout = 300)
     s_aggregator(args, 2, out, sizeof out);
     cr_assert(strstr(out, bad_onnx), "%s", out);
     remove(bad_onnx);
+}
+
+/* The conv time fit subtracts from a measured iteration and the conv time
+ * predict adds for the same model, device and batch come from one rule
+ * (tc_conv_step.h): they must be equal, or every prediction carries the
+ * difference as a silent bias. */
+Test(predict, fit_subtracts_the_conv_sum_predict_adds, .timeout = 600)
+{
+    s_build_fixture();
+    static char out[1 << 16];
+    s_aggregator("fit", 0, out, sizeof out);
+    tc_store_t *s = NULL;
+    cr_assert_eq(tc_store_open(s_dsn, &s), 0, "%s", tc_errmsg());
+    size_t compared = 0;
+    for (size_t dv = 0; dv < 2; dv++) {
+        char *names[] = {(char *)s_devices[dv].name};
+        tc_fit_group_t *groups = NULL;
+        size_t n_groups = 0;
+        cr_assert_eq(tc_store_fit_groups(s, names, 1, &groups, &n_groups), 0, "%s", tc_errmsg());
+        cr_assert_eq(n_groups, 1);
+        tc_pred_device_t d;
+        memset(&d, 0, sizeof d);
+        snprintf(d.device.name, sizeof d.device.name, "%s", s_devices[dv].name);
+        cr_assert_eq(tc_store_fit_latest(s, d.device.name, NULL, NULL, NULL, &d.fit), 0, "%s",
+                     tc_errmsg());
+        for (size_t i = 0; i < sizeof s_traced / sizeof s_traced[0]; i++) {
+            tc_model_t *m = s_load(s_traced[i]);
+            for (size_t p = 0; p < groups[0].n_points; p++) {
+                const tc_fit_point_t *pt = &groups[0].points[p];
+                if (strcmp(pt->model_id, tc_model_id(m)) != 0)
+                    continue;
+                unsigned long batch = pt->batch;
+                tc_pred_request_t req = {.model = m, .batches = &batch, .n_batches = 1,
+                                         .dataset_size = 1000};
+                cr_assert_eq(tc_predict_lookup(s, &req, &d), 0, "%s", tc_errmsg());
+                cr_assert_eq(d.missing, 0, "%s b%lu: %zu conv lookups missing", s_traced[i],
+                             batch, d.missing);
+                cr_assert_eq(tc_predict_device(s, &req, &d), 0, "%s", tc_errmsg());
+                cr_expect(fabs(d.points[0].conv_ms - pt->conv_ms) <= 1e-12 * pt->conv_ms,
+                          "%s on %s at batch %lu: fit subtracts %.15g ms of convs, predict "
+                          "adds %.15g ms",
+                          s_traced[i], d.device.name, batch, pt->conv_ms, d.points[0].conv_ms);
+                /* And both are the law's conv sum. */
+                cr_expect(fabs(pt->conv_ms - s_conv_sum(m, pt->batch, s_devices[dv].speed)) <=
+                              1e-9 * pt->conv_ms,
+                          "%s b%lu: %.15g", s_traced[i], batch, pt->conv_ms);
+                compared++;
+            }
+            tc_model_destroy(&m);
+        }
+        tc_pred_device_free(&d);
+        tc_fit_groups_free(&groups, n_groups);
+    }
+    cr_assert_eq(compared, 2 * 3 * (sizeof s_traced / sizeof s_traced[0]),
+                 "every traced (model, batch) on both devices compared");
+    tc_store_destroy(&s);
 }

@@ -104,6 +104,35 @@ Test(store, hello_round_trip)
     cr_assert_str_eq(v, "Test CPU (2 threads)|cpu|2|2.6.3|agent-1");
 }
 
+/* An agent whose CPU device changed (another allocator, BLAS or framework:
+ * another name and uuid) registers a new device; the old one keeps its
+ * name and its results. */
+Test(store, a_changed_device_is_a_new_row_and_the_old_one_stays)
+{
+    tc_envelope_t *env = tc_test_envelope("agent-1");
+    env->body_case = TRAINCAST__V1__ENVELOPE__BODY_CONV_RESULTS;
+    env->conv_results = tc_test_conv_results("uuid-glibc", 2);
+    env->conv_results->device->name =
+        "Test CPU (2 threads) [glibc 2.36 | reference BLAS 3.11.0 | pytorch 1.13.0a0]";
+    s_put_ok(env, TC_STORE_STORED);
+    env = tc_test_envelope("agent-1");
+    env->body_case = TRAINCAST__V1__ENVELOPE__BODY_HELLO;
+    env->hello = tc_test_hello("box1", "uuid-tcmalloc");
+    env->hello->devices[0]->name =
+        "Test CPU (2 threads) [tcmalloc 2.10 | OpenBLAS 0.3.21 openmp | pytorch 1.13.0a0]";
+    s_put_ok(env, TC_STORE_STORED);
+    char v[512];
+    cr_assert_eq(tc_store_exec(s_store,
+                               "SELECT string_agg(d.name || ':' || (SELECT count(*) FROM "
+                               "conv_results r WHERE r.device_id = d.device_id), ',' ORDER BY "
+                               "d.uuid) FROM devices d WHERE d.agent_id = 'agent-1'",
+                               v, sizeof v),
+                 0);
+    cr_assert_str_eq(v, "Test CPU (2 threads) [glibc 2.36 | reference BLAS 3.11.0 | pytorch "
+                        "1.13.0a0]:2,Test CPU (2 threads) [tcmalloc 2.10 | OpenBLAS 0.3.21 "
+                        "openmp | pytorch 1.13.0a0]:0");
+}
+
 Test(store, conv_results_round_trip)
 {
     tc_envelope_t *env = tc_test_envelope("agent-1");

@@ -1,4 +1,6 @@
-/* The oneDNN cpu backend against the naive reference: every direction,
+/* The oneDNN cpu backend (forced: PyTorch would send some of these shapes
+ * to its native path, which test_conv_native.c checks) against the naive
+ * reference: every direction,
  * both layouts, fp32 and bf16, over strides, padding, groups (depthwise
  * included) and dilation, for every implementation oneDNN offers (the
  * exhaustive candidate list), so the benchmark never times a wrong
@@ -56,7 +58,8 @@ static unsigned s_check_all(Traincast__V1__Direction dir, Traincast__V1__DType d
         tc_conv_spec_t spec = {.config = s_config(&s_shapes[i], dt, layout),
                                .direction = dir,
                                .policy = TRAINCAST__V1__POLICY__POLICY_EXHAUSTIVE,
-                               .seed = 42 + i};
+                               .seed = 42 + i,
+                               .path = TC_PATH_LIBRARY};
         char label[128];
         tc_conv_config_label(&spec.config, label, sizeof label);
         tc_conv_plan_t *plan = NULL;

@@ -285,7 +285,7 @@ static int s_agent(const char *mode, const char *out_file, const char *extra, ch
     snprintf(cmd, sizeof cmd,
              "FAKE_STATE=%s/count %s/agent/agent trace --models fakenet --batches 4,8 "
              "--input-size 32 --threads 1 --warmup 1 --iters 2 --repeat 2 --no-graph "
-             "--agent-id test-agent --runner '%s %s' --out %s %s",
+             "--agent-id test-agent --allocator system --runner '%s %s' --out %s %s",
              s_dir, TC_BINARY_DIR, s_script, mode, out_file, extra);
     return tc_test_run(cmd, output, size);
 }
@@ -396,7 +396,8 @@ Test(trace_run, the_envelope_carries_the_trace, .timeout = 60)
     cr_assert_eq(t->threads, 1);
     cr_assert(strstr(t->runner, "fake_runner.sh ok"), "%s", t->runner);
     /* The device is the one the conv benchmarks record: the device layer's
-     * identity of the CPU with 1 thread. */
+     * identity of the CPU with 1 thread (and this process's allocator, which
+     * `--allocator system` kept for the agent). */
     const Traincast__V1__Device *d = t->device;
     tc_device_t *dev = NULL;
     cr_assert_eq(tc_device_open("cpu", 1, &dev), 0, "%s", tc_errmsg());

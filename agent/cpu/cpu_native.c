@@ -1,0 +1,614 @@
+/* Conv plans on PyTorch's native CPU path, ConvBackend::Slow2d (which
+ * cpu_route.h says when the framework takes), computed the way PyTorch 1.13
+ * computes it (aten/src/ATen/native/ConvolutionMM2d.cpp,
+ * slow_conv2d_forward_out_cpu and slow_conv2d_backward_out_cpu, with
+ * cpu/Unfold2d.cpp for im2col and col2im), on the very BLAS the framework
+ * loads (cpu_blas.h; at::native::cpublas::gemm calls its Fortran sgemm_):
+ *
+ * forward      columns = im2col(input) per sample (for a 1x1, stride-1,
+ *              unpadded conv the input itself), in an at::parallel_for over
+ *              the batch; then, per sample in an at::parallel_for over the
+ *              batch, sgemm(N, N, P*Q, K, C*R*S, 1, columns, weight, 0, output).
+ * bwd_data     grad_input = 0; at::parallel_for over the batch, each chunk
+ *              with its own C*R*S x P*Q buffer: per sample
+ *              sgemm(N, T, P*Q, C*R*S, K, 1, grad_output, weight, 0, buffer)
+ *              and col2im adding the buffer into grad_input (1x1 too).
+ * bwd_filter   grad_weight = 0; columns = im2col(input) again; then, one
+ *              sample after the other (no parallel_for, so the BLAS uses
+ *              every thread),
+ *              sgemm(T, N, C*R*S, K, P*Q, 1, columns, grad_output, 1, grad_weight).
+ *
+ * at::parallel_for (OpenMP backend, grain 0) runs its body on the calling
+ * thread when the range has one element, when there is one thread, or when
+ * it is already inside a parallel region, and otherwise splits the range
+ * into one static chunk per thread; a BLAS called inside the region runs
+ * on one thread. s_parallel_for below does the same, so im2col, col2im and
+ * the GEMMs are spread over the threads exactly as in training. Grouped
+ * convs run group by group on contiguous copies of the group's slices and
+ * are concatenated (_convolution's path for backends without groups);
+ * a dilated conv (SlowDilated2d) runs the same im2col + GEMM schedule with
+ * dilated columns, one sample after the other. Every buffer the framework
+ * allocates per call is allocated per run (64-byte aligned, as PyTorch's
+ * CPU allocator does) and freed when the framework frees it; outputs are
+ * replaced after the timed region.
+ *
+ * Bias: a conv config does not say whether the layer has one. These plans,
+ * like the oneDNN ones, time the layer without it, as every conv followed
+ * by batch norm runs (the usual case in the CNN set; PyTorch then leaves
+ * the output unfilled and the GEMM overwrites it, while a bias would cost a
+ * broadcast copy of the whole output first, as much as a small 1x1 GEMM,
+ * and a reduction of the output gradient). */
+#include "cpu_internal.h"
+
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+typedef struct {
+    tc_cpu_ctx_t *dev;
+    tc_conv_spec_t spec;
+    tc_algo_t cand;
+    bool dilated;
+    bool plain_1x1;       /* 1x1, stride 1, no padding: columns are the input */
+    int64_t g, cg, kg;    /* groups, input and output channels per group */
+    int64_t p, q, crs, pq;
+    float *x, *w, *dy;    /* inputs, filled once */
+    float *out;           /* the current output: y, dx or dw */
+    bool selected;
+} s_plan_t;
+
+static double s_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+}
+
+/* PyTorch's CPU allocator: 64-byte aligned, untouched. */
+static float *s_alloc(size_t floats)
+{
+    void *p = NULL;
+    if (posix_memalign(&p, 64, floats ? floats * sizeof(float) : 64) != 0)
+        return NULL;
+    return p;
+}
+
+/* --- at::parallel_for ---------------------------------------------------- */
+
+typedef void (*s_body_t)(void *ctx, int64_t begin, int64_t end);
+
+static int64_t s_divup(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+static void s_parallel_for(int64_t begin, int64_t end, int64_t grain, s_body_t f, void *ctx)
+{
+    if (begin >= end)
+        return;
+    int64_t n = end - begin;
+    if (n <= grain || n == 1 || omp_in_parallel() || omp_get_max_threads() == 1) {
+        f(ctx, begin, end);
+        return;
+    }
+#pragma omp parallel
+    {
+        int64_t threads = omp_get_num_threads();
+        if (grain > 0)
+            threads = threads < s_divup(n, grain) ? threads : s_divup(n, grain);
+        int64_t chunk = s_divup(n, threads);
+        int64_t tid = omp_get_thread_num();
+        int64_t b = begin + tid * chunk;
+        if (tid < threads && b < end)
+            f(ctx, b, b + chunk < end ? b + chunk : end);
+    }
+}
+
+/* TensorIterator's grain (at::internal::GRAIN_SIZE) for fills and copies. */
+#define S_GRAIN 32768
+
+/* --- the geometry of one group ------------------------------------------- */
+
+typedef struct {
+    const tc_conv_config_t *c;
+    int64_t cg, kg, p, q, crs, pq;
+    const tc_blas_t *blas;
+} s_geom_t;
+
+/* --- im2col (cpu/Unfold2d.cpp unfolded2d_copy) ---------------------------- */
+
+typedef struct {
+    const s_geom_t *g;
+    const float *in; /* one sample: cg x h x w */
+    float *cols;     /* crs x pq */
+} s_unfold_t;
+
+static void s_unfold_rows(void *arg, int64_t begin, int64_t end)
+{
+    const s_unfold_t *u = arg;
+    const tc_conv_config_t *c = u->g->c;
+    int64_t rs = (int64_t)c->r * c->s, p = u->g->p, q = u->g->q;
+    for (int64_t row = begin; row < end; row++) {
+        int64_t ch = row / rs, kh = row % rs / c->s, kw = row % c->s;
+        float *dst = u->cols + row * p * q;
+        const float *src = u->in + ch * (int64_t)c->h * c->w;
+        for (int64_t y = 0; y < p; y++) {
+            int64_t iy = y * c->stride_h - c->pad_h + kh * c->dilation_h;
+            float *d = dst + y * q;
+            if (iy < 0 || iy >= c->h) {
+                memset(d, 0, (size_t)q * sizeof *d);
+                continue;
+            }
+            const float *s = src + iy * c->w;
+            if (c->stride_w == 1 && c->dilation_w == 1) {
+                int64_t ix0 = kw - c->pad_w;
+                int64_t lpad = ix0 < 0 ? -ix0 : 0;
+                int64_t last = ix0 + q - 1;
+                int64_t rpad = last >= c->w ? last - c->w + 1 : 0;
+                if (q - lpad - rpad <= 0) {
+                    memset(d, 0, (size_t)q * sizeof *d);
+                    continue;
+                }
+                if (lpad)
+                    memset(d, 0, (size_t)lpad * sizeof *d);
+                memcpy(d + lpad, s + ix0 + lpad, (size_t)(q - lpad - rpad) * sizeof *d);
+                if (rpad)
+                    memset(d + q - rpad, 0, (size_t)rpad * sizeof *d);
+            } else {
+                for (int64_t x = 0; x < q; x++) {
+                    int64_t ix = x * c->stride_w - c->pad_w + kw * c->dilation_w;
+                    d[x] = ix < 0 || ix >= c->w ? 0.0f : s[ix];
+                }
+            }
+        }
+    }
+}
+
+static void s_unfold(const s_geom_t *g, const float *in, float *cols)
+{
+    s_unfold_t u = {g, in, cols};
+    s_parallel_for(0, g->crs, 0, s_unfold_rows, &u);
+}
+
+/* --- col2im (cpu/Unfold2d.cpp unfolded2d_acc) ---------------------------- */
+
+typedef struct {
+    const s_geom_t *g;
+    const float *cols; /* crs x pq */
+    float *out;        /* one sample: cg x h x w, accumulated into */
+} s_fold_t;
+
+static void s_fold_planes(void *arg, int64_t begin, int64_t end)
+{
+    const s_fold_t *f = arg;
+    const tc_conv_config_t *c = f->g->c;
+    int64_t p = f->g->p, q = f->g->q;
+    for (int64_t ch = begin; ch < end; ch++) {
+        float *dst = f->out + ch * (int64_t)c->h * c->w;
+        for (int64_t kh = 0; kh < c->r; kh++) {
+            for (int64_t kw = 0; kw < c->s; kw++) {
+                const float *src = f->cols + ((ch * c->r + kh) * c->s + kw) * p * q;
+                for (int64_t y = 0; y < p; y++) {
+                    int64_t iy = y * c->stride_h - c->pad_h + kh * c->dilation_h;
+                    if (iy < 0 || iy >= c->h)
+                        continue;
+                    float *d = dst + iy * c->w;
+                    const float *s = src + y * q;
+                    if (c->stride_w == 1 && c->dilation_w == 1) {
+                        int64_t ix0 = kw - c->pad_w;
+                        int64_t x0 = ix0 < 0 ? -ix0 : 0;
+                        int64_t x1 = c->w - ix0 < q ? c->w - ix0 : q;
+                        for (int64_t x = x0; x < x1; x++)
+                            d[ix0 + x] += s[x];
+                    } else {
+                        for (int64_t x = 0; x < q; x++) {
+                            int64_t ix = x * c->stride_w - c->pad_w + kw * c->dilation_w;
+                            if (ix >= 0 && ix < c->w)
+                                d[ix] += s[x];
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+static void s_fold(const s_geom_t *g, const float *cols, float *out)
+{
+    s_fold_t f = {g, cols, out};
+    s_parallel_for(0, g->cg, 0, s_fold_planes, &f);
+}
+
+/* --- zero fill (at::Tensor::zero_: a TensorIterator over the elements) -- */
+
+typedef struct {
+    float *dst;
+} s_fill_t;
+
+static void s_zero_range(void *arg, int64_t begin, int64_t end)
+{
+    const s_fill_t *f = arg;
+    memset(f->dst + begin, 0, (size_t)(end - begin) * sizeof(float));
+}
+
+static void s_zero(float *dst, int64_t count)
+{
+    s_fill_t f = {dst};
+    s_parallel_for(0, count, S_GRAIN, s_zero_range, &f);
+}
+
+/* --- one group: the three passes of ConvolutionMM2d.cpp ------------------ */
+
+typedef struct {
+    const s_geom_t *g;
+    const float *cols;   /* forward: all samples' columns */
+    const float *w;      /* kg x crs */
+    const float *dy;     /* bwd_data: n x kg x pq */
+    float *out;          /* y (n x kg x pq) or dx (n x cg x h x w) */
+    bool oom;
+} s_frames_t;
+
+static void s_forward_frames(void *arg, int64_t begin, int64_t end)
+{
+    s_frames_t *f = arg;
+    const s_geom_t *g = f->g;
+    for (int64_t t = begin; t < end; t++)
+        tc_blas_sgemm(g->blas, 'N', 'N', (int)g->pq, (int)g->kg, (int)g->crs, 1.0f,
+                      f->cols + t * g->crs * g->pq, (int)g->pq, f->w, (int)g->crs,
+                      0.0f, f->out + t * g->kg * g->pq, (int)g->pq);
+}
+
+static void s_bwd_data_frames(void *arg, int64_t begin, int64_t end)
+{
+    s_frames_t *f = arg;
+    const s_geom_t *g = f->g;
+    /* std::make_unique<scalar_t[]>(fgrad_input_size): one per chunk. */
+    float *buf = malloc((size_t)(g->crs * g->pq) * sizeof *buf);
+    if (!buf) {
+        f->oom = true;
+        return;
+    }
+    int64_t in_plane = g->cg * (int64_t)g->c->h * g->c->w;
+    for (int64_t t = begin; t < end; t++) {
+        tc_blas_sgemm(g->blas, 'N', 'T', (int)g->pq, (int)g->crs, (int)g->kg, 1.0f,
+                      f->dy + t * g->kg * g->pq, (int)g->pq, f->w, (int)g->crs, 0.0f, buf,
+                      (int)g->pq);
+        s_fold(g, buf, f->out + t * in_plane);
+    }
+    free(buf);
+}
+
+typedef struct {
+    const s_geom_t *g;
+    const float *x;
+    float *cols;
+    int64_t in_plane;
+} s_cols_t;
+
+static void s_columns_frames(void *arg, int64_t begin, int64_t end)
+{
+    s_cols_t *c = arg;
+    for (int64_t t = begin; t < end; t++)
+        s_unfold(c->g, c->x + t * c->in_plane, c->cols + t * c->g->crs * c->g->pq);
+}
+
+/* compute_columns2d: the input itself for a plain 1x1, else im2col of
+ * every sample (one after the other when dilated). NULL on out of memory;
+ * *owned tells whether to free it. */
+static const float *s_columns(const s_plan_t *p, const s_geom_t *g, const float *x, bool *owned)
+{
+    *owned = false;
+    if (p->plain_1x1)
+        return x;
+    int64_t n = p->spec.config.n;
+    float *cols = s_alloc((size_t)(n * g->crs * g->pq));
+    if (!cols)
+        return NULL;
+    *owned = true;
+    s_cols_t c = {g, x, cols, g->cg * (int64_t)g->c->h * g->c->w};
+    if (p->dilated)
+        s_columns_frames(&c, 0, n);
+    else
+        s_parallel_for(0, n, 0, s_columns_frames, &c);
+    return cols;
+}
+
+static int s_group_forward(const s_plan_t *p, const s_geom_t *g, const float *x, const float *w,
+                           float *y)
+{
+    int64_t n = p->spec.config.n;
+    bool owned;
+    const float *cols = s_columns(p, g, x, &owned);
+    if (!cols)
+        return tc_fail(TC_ENOMEM, "out of memory for the im2col columns");
+    s_frames_t f = {.g = g, .cols = cols, .w = w, .out = y};
+    if (p->dilated)
+        s_forward_frames(&f, 0, n);
+    else
+        s_parallel_for(0, n, 0, s_forward_frames, &f);
+    if (owned)
+        free((void *)cols);
+    return 0;
+}
+
+static int s_group_bwd_data(const s_plan_t *p, const s_geom_t *g, const float *dy, const float *w,
+                            float *dx)
+{
+    int64_t n = p->spec.config.n;
+    s_zero(dx, n * g->cg * (int64_t)g->c->h * g->c->w);
+    s_frames_t f = {.g = g, .w = w, .dy = dy, .out = dx};
+    if (p->dilated)
+        s_bwd_data_frames(&f, 0, n);
+    else
+        s_parallel_for(0, n, 0, s_bwd_data_frames, &f);
+    return f.oom ? tc_fail(TC_ENOMEM, "out of memory for the col2im buffer") : 0;
+}
+
+static int s_group_bwd_filter(const s_plan_t *p, const s_geom_t *g, const float *x,
+                              const float *dy, float *dw)
+{
+    int64_t n = p->spec.config.n;
+    s_zero(dw, g->kg * g->crs);
+    bool owned;
+    const float *cols = s_columns(p, g, x, &owned);
+    if (!cols)
+        return tc_fail(TC_ENOMEM, "out of memory for the im2col columns");
+    for (int64_t t = 0; t < n; t++)
+        tc_blas_sgemm(g->blas, 'T', 'N', (int)g->crs, (int)g->kg, (int)g->pq, 1.0f,
+                      cols + t * g->crs * g->pq, (int)g->pq, dy + t * g->kg * g->pq, (int)g->pq,
+                      1.0f, dw, (int)g->crs);
+    if (owned)
+        free((void *)cols);
+    return 0;
+}
+
+/* --- groups: contiguous slices, then concatenation ------------------------ */
+
+/* Copy channels [c0, c0 + cs) of an n x ct x plane tensor into a contiguous
+ * n x cs x plane one, or back (to_slice false). */
+static void s_slice(float *full, float *part, int64_t n, int64_t ct, int64_t c0, int64_t cs,
+                    int64_t plane, bool to_slice)
+{
+    for (int64_t t = 0; t < n; t++) {
+        float *f = full + (t * ct + c0) * plane;
+        float *s = part + t * cs * plane;
+        if (to_slice)
+            memcpy(s, f, (size_t)(cs * plane) * sizeof *s);
+        else
+            memcpy(f, s, (size_t)(cs * plane) * sizeof *s);
+    }
+}
+
+int tc_cpu_native_run(void *plan, double *ms)
+{
+    int rc = 0;
+    s_plan_t *p = plan;
+    const tc_conv_config_t *c = &p->spec.config;
+    float *out = NULL, *xs = NULL, *ys = NULL;
+    if (!p->selected)
+        return tc_fail(TC_EINVAL, "native conv plan: no candidate selected before run");
+    TC_TRY(tc_cpu_apply_threads(p->dev));
+    s_geom_t g = {c, p->cg, p->kg, p->p, p->q, p->crs, p->pq, p->dev->blas};
+    int64_t n = c->n, hw = (int64_t)c->h * c->w;
+    double t0 = s_now_ms();
+    switch (p->spec.direction) {
+    case TRAINCAST__V1__DIRECTION__DIRECTION_BWD_DATA:
+        out = s_alloc((size_t)(n * c->c * hw));
+        if (!out)
+            TC_FAIL_GOTO(TC_ENOMEM, "out of memory for grad_input");
+        if (p->g == 1) {
+            TC_TRY(s_group_bwd_data(p, &g, p->dy, p->w, out));
+            break;
+        }
+        ys = s_alloc((size_t)(n * p->kg * p->pq));
+        xs = s_alloc((size_t)(n * p->cg * hw));
+        if (!ys || !xs)
+            TC_FAIL_GOTO(TC_ENOMEM, "out of memory for a group's slices");
+        for (int64_t k = 0; k < p->g; k++) {
+            s_slice(p->dy, ys, n, c->k, k * p->kg, p->kg, p->pq, true);
+            TC_TRY(s_group_bwd_data(p, &g, ys, p->w + k * p->kg * p->crs, xs));
+            s_slice(out, xs, n, c->c, k * p->cg, p->cg, hw, false);
+        }
+        break;
+    case TRAINCAST__V1__DIRECTION__DIRECTION_BWD_FILTER: {
+        out = s_alloc((size_t)(c->k * p->crs));
+        if (!out)
+            TC_FAIL_GOTO(TC_ENOMEM, "out of memory for grad_weight");
+        if (p->g == 1) {
+            TC_TRY(s_group_bwd_filter(p, &g, p->x, p->dy, out));
+            break;
+        }
+        ys = s_alloc((size_t)(n * p->kg * p->pq));
+        xs = s_alloc((size_t)(n * p->cg * hw));
+        if (!ys || !xs)
+            TC_FAIL_GOTO(TC_ENOMEM, "out of memory for a group's slices");
+        for (int64_t k = 0; k < p->g; k++) {
+            s_slice(p->x, xs, n, c->c, k * p->cg, p->cg, hw, true);
+            s_slice(p->dy, ys, n, c->k, k * p->kg, p->kg, p->pq, true);
+            TC_TRY(s_group_bwd_filter(p, &g, xs, ys, out + k * p->kg * p->crs));
+        }
+        break;
+    }
+    default:
+        out = s_alloc((size_t)(n * c->k * p->pq));
+        if (!out)
+            TC_FAIL_GOTO(TC_ENOMEM, "out of memory for the output");
+        if (p->g == 1) {
+            TC_TRY(s_group_forward(p, &g, p->x, p->w, out));
+            break;
+        }
+        ys = s_alloc((size_t)(n * p->kg * p->pq));
+        xs = s_alloc((size_t)(n * p->cg * hw));
+        if (!ys || !xs)
+            TC_FAIL_GOTO(TC_ENOMEM, "out of memory for a group's slices");
+        for (int64_t k = 0; k < p->g; k++) {
+            s_slice(p->x, xs, n, c->c, k * p->cg, p->cg, hw, true);
+            TC_TRY(s_group_forward(p, &g, xs, p->w + k * p->kg * p->crs, ys));
+            s_slice(out, ys, n, c->k, k * p->kg, p->kg, p->pq, false);
+        }
+        break;
+    }
+    free(xs);
+    free(ys);
+    xs = ys = NULL;
+    *ms = s_now_ms() - t0;
+    /* The new outputs replace the old ones outside the timed region. */
+    free(p->out);
+    p->out = out;
+    out = NULL;
+err:
+    free(out);
+    free(xs);
+    free(ys);
+    return rc;
+}
+
+/* --- plan life cycle ------------------------------------------------------ */
+
+static float *s_random(size_t count, uint64_t seed)
+{
+    float *v = s_alloc(count);
+    for (size_t i = 0; v && i < count; i++)
+        v[i] = tc_random_value(seed, i);
+    return v;
+}
+
+void tc_cpu_native_destroy(void *plan)
+{
+    s_plan_t *p = plan;
+    if (!p)
+        return;
+    free(p->x);
+    free(p->w);
+    free(p->dy);
+    free(p->out);
+    free(p);
+}
+
+int tc_cpu_native_create(tc_cpu_ctx_t *dev, const tc_conv_spec_t *spec, bool dilated, void **out)
+{
+    int rc = 0;
+    *out = NULL;
+    const tc_conv_config_t *c = &spec->config;
+    if (c->dtype != TRAINCAST__V1__DTYPE__DTYPE_FP32)
+        return tc_fail(TC_EUNSUPPORTED, "PyTorch runs this %s conv with its own kernels, which "
+                                        "do not use the BLAS and which traincast does not "
+                                        "mirror; benchmark fp32",
+                       tc_dtype_name(c->dtype));
+    if (c->layout != TRAINCAST__V1__LAYOUT__LAYOUT_NCHW)
+        return tc_fail(TC_EUNSUPPORTED, "PyTorch's native conv path is mirrored for NCHW only; "
+                                        "this conv would run on it in channels-last");
+    if (!dev->blas)
+        return tc_fail(TC_ENOTFOUND, "PyTorch runs this conv on its native path, which calls "
+                                     "the BLAS, and there is none: %s",
+                       dev->blas_why);
+    s_plan_t *p = calloc(1, sizeof *p);
+    if (!p)
+        return tc_fail(TC_ENOMEM, "out of memory creating a native conv plan");
+    p->dev = dev;
+    p->spec = *spec;
+    p->dilated = dilated;
+    p->g = c->groups;
+    p->cg = c->c / c->groups;
+    p->kg = c->k / c->groups;
+    p->p = tc_conv_out_h(c);
+    p->q = tc_conv_out_w(c);
+    p->pq = p->p * p->q;
+    p->crs = p->cg * (int64_t)c->r * c->s;
+    p->plain_1x1 = c->r == 1 && c->s == 1 && c->stride_h == 1 && c->stride_w == 1 &&
+                   c->pad_h == 0 && c->pad_w == 0 && !dilated;
+    size_t xs = tc_tensor_count(c, TC_TENSOR_X), ws = tc_tensor_count(c, TC_TENSOR_W);
+    size_t ys = tc_tensor_count(c, TC_TENSOR_Y);
+    uint64_t seed = spec->seed;
+    switch (spec->direction) {
+    case TRAINCAST__V1__DIRECTION__DIRECTION_BWD_DATA:
+        p->dy = s_random(ys, seed + TC_TENSOR_DY);
+        p->w = s_random(ws, seed + TC_TENSOR_W);
+        if (!p->dy || !p->w)
+            TC_FAIL_GOTO(TC_ENOMEM, "out of memory for the inputs");
+        p->out = s_alloc(xs);
+        break;
+    case TRAINCAST__V1__DIRECTION__DIRECTION_BWD_FILTER:
+        p->x = s_random(xs, seed + TC_TENSOR_X);
+        p->dy = s_random(ys, seed + TC_TENSOR_DY);
+        if (!p->x || !p->dy)
+            TC_FAIL_GOTO(TC_ENOMEM, "out of memory for the inputs");
+        p->out = s_alloc(ws);
+        break;
+    default:
+        p->x = s_random(xs, seed + TC_TENSOR_X);
+        p->w = s_random(ws, seed + TC_TENSOR_W);
+        if (!p->x || !p->w)
+            TC_FAIL_GOTO(TC_ENOMEM, "out of memory for the inputs");
+        p->out = s_alloc(ys);
+        break;
+    }
+    size_t outs = spec->direction == TRAINCAST__V1__DIRECTION__DIRECTION_BWD_DATA     ? xs
+                  : spec->direction == TRAINCAST__V1__DIRECTION__DIRECTION_BWD_FILTER ? ws
+                                                                                     : ys;
+    if (!p->out)
+        TC_FAIL_GOTO(TC_ENOMEM, "out of memory for the output");
+    memset(p->out, 0, outs * sizeof *p->out);
+    const char *what = spec->direction == TRAINCAST__V1__DIRECTION__DIRECTION_BWD_DATA
+                           ? "sgemm+col2im"
+                           : (p->plain_1x1 ? "sgemm" : "im2col+sgemm");
+    snprintf(p->cand.name, sizeof p->cand.name, "pytorch-native:%s%s%s", what,
+             dilated ? ":dilated" : "", p->g > 1 ? ":per-group" : "");
+    p->cand.id = 0;
+    p->cand.workspace_bytes = p->plain_1x1 && spec->direction != TRAINCAST__V1__DIRECTION__DIRECTION_BWD_DATA
+                                  ? 0
+                                  : (uint64_t)(c->n * p->crs * p->pq) * sizeof(float);
+    p->cand.status = TRAINCAST__V1__ALGO_STATUS__ALGO_STATUS_OK;
+    snprintf(p->cand.message, sizeof p->cand.message, "%s on %s", dilated ? "slow_conv_dilated2d"
+                                                                          : "_slow_conv2d",
+             tc_blas_name(dev->blas));
+    *out = p;
+    return 0;
+err:
+    tc_cpu_native_destroy(p);
+    return rc;
+}
+
+size_t tc_cpu_native_algo_count(void *plan)
+{
+    (void)plan;
+    return 1;
+}
+
+const tc_algo_t *tc_cpu_native_algo(void *plan, size_t i)
+{
+    return i == 0 ? &((s_plan_t *)plan)->cand : NULL;
+}
+
+int tc_cpu_native_select(void *plan, size_t i)
+{
+    if (i != 0)
+        return tc_fail(TC_EINVAL, "native conv plan: candidate %zu cannot be selected", i);
+    ((s_plan_t *)plan)->selected = true;
+    return 0;
+}
+
+int tc_cpu_native_read(void *plan, tc_tensor_t t, float *out, size_t count)
+{
+    s_plan_t *p = plan;
+    const float *src = NULL;
+    bool bwd_data = p->spec.direction == TRAINCAST__V1__DIRECTION__DIRECTION_BWD_DATA;
+    bool bwd_filter = p->spec.direction == TRAINCAST__V1__DIRECTION__DIRECTION_BWD_FILTER;
+    switch (t) {
+    case TC_TENSOR_X: src = p->x; break;
+    case TC_TENSOR_W: src = p->w; break;
+    case TC_TENSOR_DY: src = p->dy; break;
+    case TC_TENSOR_Y: src = !bwd_data && !bwd_filter ? p->out : NULL; break;
+    case TC_TENSOR_DX: src = bwd_data ? p->out : NULL; break;
+    case TC_TENSOR_DW: src = bwd_filter ? p->out : NULL; break;
+    default: break;
+    }
+    if (!src)
+        return tc_fail(TC_ENOTFOUND, "this %s plan has no tensor %s",
+                       tc_direction_name(p->spec.direction), tc_tensor_name(t));
+    size_t want = tc_tensor_count(&p->spec.config, t);
+    if (count != want)
+        return tc_fail(TC_EINVAL, "reading tensor %s: it has %zu values, not %zu",
+                       tc_tensor_name(t), want, count);
+    memcpy(out, src, count * sizeof *out);
+    return 0;
+}

@@ -1,0 +1,441 @@
+#!/usr/bin/env python3
+"""bench/faithfulness.py: does the agent time what PyTorch computes?
+
+For every distinct conv of some CNNs (default: resnet18, resnet50,
+mobilenet_v2, densenet121, vgg11, shufflenet_v2_x1_0) at one input size and
+batch (112 px, 8), on each thread count (1 and 2), it compares
+
+  A  the agent's benchmark of each conv direction (`agent bench --convs`,
+     on the path PyTorch takes: oneDNN or its native im2col + GEMM), and
+  B  PyTorch's own time for that single conv layer: the forward
+     (torch.nn.functional.conv2d) and aten::convolution_backward, the op
+     the autograd node calls, for the input gradient only (backward-data)
+     or for the weight (and bias) gradients only (backward-filter), with
+     the same threads and the same allocator,
+
+measured A B A B ... (--rounds rounds, each side a fresh process), so that
+drift of a shared machine cancels in the ratio A/B of each round; the
+figure per conv and direction is the median ratio over the rounds. Per CNN
+it also compares C, the conv time PyTorch's profiler attributes to convs in
+a traced training step (agent/harness/trace_runner.py --profile 1, one per
+round), with the agent's conv sum for that CNN (common/tc_conv_step.h:
+forward + backward-filter + backward-data except for the first conv, times
+multiplicity).
+
+Writes a Markdown report (--out) and the points of a chart (--points: torch
+time against agent time, one series per thread count) for tc-plot-accuracy.
+
+usage: faithfulness.py [--models LIST] [--input-size 112] [--batch 8]
+         [--threads 1,2] [--rounds 3] [--budget-ms 120] [--max-reps 25]
+         [--allocator tcmalloc] [--work DIR] [--out FILE.md] [--points FILE.tsv]
+         [--build-dir build]
+"""
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(REPO, "agent", "harness"))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import cpu_env  # noqa: E402
+from machine_share import Share  # noqa: E402
+
+MODELS = "resnet18,resnet50,mobilenet_v2,densenet121,vgg11,shufflenet_v2_x1_0"
+KEYS = ("c", "h", "w", "k", "r", "s", "pad_h", "pad_w", "stride_h", "stride_w", "dil_h",
+        "dil_w", "groups")
+
+
+def model_convs(torch, torchvision, name, size):
+    """Distinct convs of a model in first-use order: config -> count, first
+    (every use reads the network input), bias."""
+    model = getattr(torchvision.models, name)(weights=None).train()
+    x = torch.zeros(2, 3, size, size)
+    convs = {}
+
+    def hook(mod, inputs, _out):
+        inp = inputs[0]
+        key = (inp.shape[1], inp.shape[2], inp.shape[3], mod.out_channels) + \
+            tuple(mod.kernel_size) + tuple(mod.padding) + tuple(mod.stride) + \
+            tuple(mod.dilation) + (mod.groups,)
+        first = inp.data_ptr() == x.data_ptr()
+        e = convs.setdefault(key, {"count": 0, "first": True, "bias": mod.bias is not None})
+        e["count"] += 1
+        e["first"] = e["first"] and first
+
+    hs = [m.register_forward_hook(hook) for m in model.modules()
+          if isinstance(m, torch.nn.Conv2d)]
+    with torch.no_grad():
+        model(x)
+    for h in hs:
+        h.remove()
+    return [dict(zip(KEYS, k), **v) for k, v in convs.items()]
+
+
+def cmd_convs(a):
+    import torch
+    import torchvision
+    torch.set_num_threads(1)
+    out = {m: model_convs(torch, torchvision, m, a.input_size) for m in a.models.split(",")}
+    with open(a.json, "w") as f:
+        json.dump(out, f)
+    with open(a.convlist, "w") as f:
+        f.write("# c h w k r s pad_h pad_w stride_h stride_w dil_h dil_w groups count first\n")
+        for m, convs in out.items():
+            f.write("model %s\n" % m)
+            for c in convs:
+                f.write(" ".join(str(c[k]) for k in KEYS) + " %d %d\n" % (c["count"], c["first"]))
+    return 0
+
+
+def key_of(c):
+    return tuple(int(c[k]) for k in KEYS)
+
+
+def cmd_torch(a):
+    """PyTorch's own time of every distinct conv direction (one process)."""
+    def fail(msg):
+        sys.stderr.write(msg + "\n")
+        sys.exit(1)
+
+    cpu_env.ensure_allocator(a.allocator, True, fail)
+    import torch
+    torch.set_num_threads(a.threads)
+    with open(a.json) as f:
+        models = json.load(f)
+    seen, rows = set(), []
+    for convs in models.values():
+        for c in convs:
+            k = key_of(c)
+            # A config shared by models is one benchmark for the agent; time
+            # it once here too (with a bias if any use has one).
+            if k in seen:
+                continue
+            seen.add(k)
+            needs_data = not all(cc["first"] for m in models.values() for cc in m
+                                 if key_of(cc) == k)
+            bias = any(cc["bias"] for m in models.values() for cc in m if key_of(cc) == k)
+            rows += time_conv(torch, c, a, needs_data, bias)
+    with open(a.out, "w") as f:
+        for r in rows:
+            f.write("\t".join(str(v) for v in r) + "\n")
+    return 0
+
+
+def median_time(fn, budget_s, max_reps):
+    """(median, min) of timed calls, in ms."""
+    for _ in range(2):
+        fn()
+    times, t_end = [], time.perf_counter() + budget_s
+    while len(times) < max_reps and (len(times) < 5 or time.perf_counter() < t_end):
+        t0 = time.perf_counter()
+        fn()
+        times.append((time.perf_counter() - t0) * 1e3)
+    return statistics.median(times), min(times)
+
+
+def time_conv(torch, c, a, needs_data, bias):
+    """PyTorch's time for one conv layer per direction, calling the ops a
+    training step calls: the forward (torch.nn.functional.conv2d, the
+    module's own call) and aten::convolution_backward (what the autograd
+    node ConvolutionBackward0 calls) with the output mask of one direction,
+    so that no Python autograd call is timed with it."""
+    stride, pad = [c["stride_h"], c["stride_w"]], [c["pad_h"], c["pad_w"]]
+    dil = [c["dil_h"], c["dil_w"]]
+    w = torch.randn(c["k"], c["c"] // c["groups"], c["r"], c["s"])
+    b = torch.randn(c["k"]) if bias else None
+    x = torch.randn(a.batch, c["c"], c["h"], c["w"])
+    key = key_of(c)
+    budget = a.budget_ms / 1000.0
+    f = torch.nn.functional.conv2d
+
+    def fwd():
+        f(x, w, b, stride, pad, dil, c["groups"])
+
+    out = [key + ("fwd",) + median_time(fwd, budget, a.max_reps)]
+    gy = torch.randn_like(f(x, w, b, stride, pad, dil, c["groups"]))
+    bias_sizes = [c["k"]] if bias else None
+
+    def backward(mask):
+        return lambda: torch.ops.aten.convolution_backward(
+            gy, x, w, bias_sizes, stride, pad, dil, False, [0, 0], c["groups"], mask)
+
+    out.append(key + ("bwd_filter",) + median_time(backward([False, True, bias]), budget,
+                                                   a.max_reps))
+    if needs_data:
+        out.append(key + ("bwd_data",) + median_time(backward([True, False, False]), budget,
+                                                     a.max_reps))
+    return out
+
+
+def run(cmd, **kw):
+    r = subprocess.run(cmd, capture_output=True, text=True, **kw)
+    if r.returncode != 0:
+        sys.stderr.write("faithfulness: %s failed (%d):\n%s%s\n" % (
+            " ".join(cmd[:3]), r.returncode, r.stdout[-3000:], r.stderr[-3000:]))
+        sys.exit(1)
+    return r.stdout
+
+
+def agent_round(a, threads, path):
+    if os.path.exists(path):
+        os.remove(path)
+    agent = os.path.join(a.build_dir, "agent", "agent")
+    run([agent, "bench", "--convs", os.path.join(a.work, "convs.txt"), "--batches",
+         str(a.batch), "--threads", str(threads), "--allocator", a.allocator, "--budget-ms",
+         str(a.budget_ms), "--max-reps", str(a.max_reps), "--out", path],
+        env=dict(os.environ, TRAINCAST_PROGRESS="plain", TRAINCAST_LOG="error"))
+    dump = run([os.path.join(a.build_dir, "bench", "tc-dump-results"), path])
+    times, mins, algos, device = {}, {}, {}, ""
+    for line in dump.splitlines():
+        f = line.split("\t")
+        device = f[0]
+        key = tuple(int(v) for v in f[1:14])
+        times[key + (f[15],)] = float(f[17])
+        mins[key + (f[15],)] = float(f[18])
+        algos[key + (f[15],)] = f[16]
+    return times, mins, algos, device
+
+
+def torch_round(a, threads, path):
+    run([sys.executable, os.path.abspath(__file__), "torch", "--json",
+         os.path.join(a.work, "convs.json"), "--threads", str(threads), "--batch", str(a.batch),
+         "--allocator", a.allocator, "--budget-ms", str(a.budget_ms), "--max-reps",
+         str(a.max_reps), "--out", path])
+    times, mins = {}, {}
+    with open(path) as f:
+        for line in f:
+            v = line.rstrip("\n").split("\t")
+            times[tuple(int(x) for x in v[:13]) + (v[13],)] = float(v[14])
+            mins[tuple(int(x) for x in v[:13]) + (v[13],)] = float(v[15])
+    return times, mins
+
+
+def trace_round(a, threads, model):
+    out = run([sys.executable, os.path.join(REPO, "agent", "harness", "trace_runner.py"),
+               "--model", model, "--batch", str(a.batch), "--input-size", str(a.input_size),
+               "--threads", str(threads), "--warmup", "2", "--iters", "2", "--profile", "1",
+               "--allocator", a.allocator])
+    for line in out.splitlines():
+        obj = json.loads(line)
+        if obj.get("type") == "footer":
+            return obj.get("op_times_ms", {}).get("conv", float("nan"))
+    return float("nan")
+
+
+def loadavg():
+    with open("/proc/loadavg") as f:
+        return " ".join(f.read().split()[:3])
+
+
+def pct(v):
+    return "%.1f %%" % (100 * v)
+
+
+def cmd_run(a):
+    os.makedirs(a.work, exist_ok=True)
+    t_start = time.time()
+    run([sys.executable, os.path.abspath(__file__), "convs", "--models", a.models,
+         "--input-size", str(a.input_size), "--json", os.path.join(a.work, "convs.json"),
+         "--convlist", os.path.join(a.work, "convs.txt")])
+    with open(os.path.join(a.work, "convs.json")) as f:
+        models = json.load(f)
+    loads = [loadavg()]
+    share = Share()
+    results = {}
+    for threads in [int(t) for t in a.threads.split(",")]:
+        ratios, min_ratios, agent_t, torch_t, prof = {}, {}, {}, {}, {m: [] for m in models}
+        algos, device = {}, ""
+        for r in range(a.rounds):
+            sys.stderr.write("faithfulness: %d thread(s), round %d of %d\n"
+                             % (threads, r + 1, a.rounds))
+            at, amin, algos, device = agent_round(a, threads, os.path.join(
+                a.work, "agent-%d-%d.tcr" % (threads, r)))
+            tt, tmin = torch_round(a, threads, os.path.join(a.work, "torch-%d-%d.tsv" % (threads, r)))
+            for m in models:
+                prof[m].append(trace_round(a, threads, m))
+            for k, v in at.items():
+                if k in tt:
+                    ratios.setdefault(k, []).append(v / tt[k])
+                    min_ratios.setdefault(k, []).append(amin[k] / tmin[k])
+                    agent_t.setdefault(k, []).append(v)
+                    torch_t.setdefault(k, []).append(tt[k])
+            loads.append(loadavg())
+        results[threads] = dict(ratios=ratios, min_ratios=min_ratios, agent=agent_t,
+                                torch=torch_t, prof=prof, algos=algos, device=device,
+                                others=share.others())
+    write_report(a, models, results, loads, time.time() - t_start, share.others())
+    return 0
+
+
+def route(algo):
+    return "native" if algo.startswith("pytorch-native") else "oneDNN"
+
+
+def write_report(a, models, results, loads, secs, others):
+    lines = ["# Faithfulness: the agent's conv benchmarks against PyTorch's own time", ""]
+    lines += [
+        "*Written by `bench/faithfulness.py` (`deploy/bench.sh --only faithfulness`); %s, %.0f s,"
+        " load average (1, 5, 15 min) %s.*" % (time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+                                              secs, " -> ".join(loads)), "",
+        "Every distinct conv of %s at %d px, batch %d. For each conv and direction: the agent's "
+        "benchmark (A, `agent bench`, on the path PyTorch takes) and PyTorch's own time for that "
+        "one layer (B: `torch.nn.functional.conv2d`, and `aten::convolution_backward`, the op the "
+        "autograd node calls, for the input gradient only or for the weight and bias gradients "
+        "only), same threads, allocator `%s`, measured A B A B in "
+        "%d rounds (fresh processes); the figure is the median over rounds of A/B. Per CNN: the "
+        "agent's conv sum (the conv-time rule of `common/tc_conv_step.h`) against the conv time "
+        "PyTorch's profiler attributes to convs in one traced step (one per round, median)."
+        % (", ".join(models), a.input_size, a.batch, a.allocator, a.rounds), "",
+        "Goals: median ratio 0.95-1.05 and 90 % of the convs within 0.85-1.15 on each thread "
+        "count; per CNN conv sum within 5 %.", ""]
+    if a.plot_link:
+        lines += ["![agent benchmark against PyTorch's time per conv and direction](%s)"
+                  % a.plot_link, ""]
+    points = []
+    for threads, res in results.items():
+        med = {k: statistics.median(v) for k, v in res["ratios"].items()}
+        vals = sorted(med.values())
+        if not vals:
+            continue
+        within = sum(0.85 <= v <= 1.15 for v in vals) / len(vals)
+        mins = sorted(statistics.median(v) for v in res["min_ratios"].values())
+        lines += ["## %d thread%s" % (threads, "" if threads == 1 else "s"), "",
+                  "Device: `%s`. Other processes used %.0f %% of the machine up to the end of "
+                  "this part." % (res["device"], 100 * res["others"]), "",
+                  "| conv directions | median A/B | within 0.85-1.15 | 10th-90th percentile | "
+                  "fastest calls: median min(A)/min(B), within 0.85-1.15 |",
+                  "|---|---|---|---|---|",
+                  "| %d | %.3f | %s | %.3f - %.3f | %.3f, %s |" % (
+                      len(vals), statistics.median(vals), pct(within),
+                      vals[int(0.1 * (len(vals) - 1))], vals[int(0.9 * (len(vals) - 1))],
+                      statistics.median(mins), pct(sum(0.85 <= v <= 1.15 for v in mins)
+                                                   / len(mins))), ""]
+        mv = statistics.median(vals)
+        cnn_ok = 0
+        for m, convs in models.items():
+            ta = tb = 0.0
+            for c in convs:
+                for d in ("fwd", "bwd_filter") + (() if c["first"] else ("bwd_data",)):
+                    k = key_of(c) + (d,)
+                    if k in res["agent"] and k in res["torch"]:
+                        ta += c["count"] * statistics.median(res["agent"][k])
+                        tb += c["count"] * statistics.median(res["torch"][k])
+            cnn_ok += tb > 0 and abs(ta / tb - 1) <= 0.05
+        lines += ["Goals: median ratio 0.95-1.05 %s; 90 %% within 0.85-1.15 %s; conv sum within "
+                  "5 %% of PyTorch's per-layer sum for %d of %d CNNs." % (
+                      "met" if 0.95 <= mv <= 1.05 else "missed",
+                      "met" if within >= 0.9 else "missed", cnn_ok, len(models)), ""]
+        lines += ["| path | direction | n | median A/B | within 0.85-1.15 |", "|---|---|---|---|---|"]
+        groups = {}
+        for k, v in med.items():
+            groups.setdefault((route(res["algos"].get(k, "")), k[-1]), []).append(v)
+        for (rt, d), vs in sorted(groups.items()):
+            lines.append("| %s | %s | %d | %.3f | %s |" % (
+                rt, d, len(vs), statistics.median(vs),
+                pct(sum(0.85 <= v <= 1.15 for v in vs) / len(vs))))
+        lines.append("")
+        worst = sorted(med.items(), key=lambda kv: -abs(kv[1] - 1))[:8]
+        lines += ["Furthest from 1:", "",
+                  "| conv (c h w k r s pad stride dil groups) | direction | path | agent ms | "
+                  "PyTorch ms | A/B |", "|---|---|---|---|---|---|"]
+        for k, v in worst:
+            lines.append("| %s | %s | %s | %.3f | %.3f | %.3f |" % (
+                "%d %dx%d k%d %dx%d p%d s%d d%d g%d" % (k[0], k[1], k[2], k[3], k[4], k[5], k[6],
+                                                       k[8], k[10], k[12]),
+                k[13], route(res["algos"].get(k, "")), statistics.median(res["agent"][k]),
+                statistics.median(res["torch"][k]), v))
+        lines += ["", "Per CNN: A, the agent's conv sum; B, the same sum of PyTorch's per-layer "
+                  "times; C, the profiler's conv time in a traced step (which includes the "
+                  "profiler's own cost per recorded op, tens of microseconds per conv call).", "",
+                  "| CNN | A: agent ms | B: PyTorch per layer ms | C: profiler ms | A/B | A/C |",
+                  "|---|---|---|---|---|---|"]
+        for m, convs in models.items():
+            total, tsum, missing = 0.0, 0.0, 0
+            for c in convs:
+                k = key_of(c)
+                for d in ("fwd", "bwd_filter") + (() if c["first"] else ("bwd_data",)):
+                    v, w = res["agent"].get(k + (d,)), res["torch"].get(k + (d,))
+                    if v is None or w is None:
+                        missing += 1
+                    else:
+                        total += c["count"] * statistics.median(v)
+                        tsum += c["count"] * statistics.median(w)
+            p = statistics.median(res["prof"][m])
+            lines.append("| %s | %.1f%s | %.1f | %.1f | %.3f | %.3f |" % (
+                m, total, " (%d missing)" % missing if missing else "", tsum, p,
+                total / tsum if tsum else float("nan"), total / p))
+        lines.append("")
+        for k, v in med.items():
+            points.append("%d thread%s\t%s\t%d\t%.6f\t%.6f" % (
+                threads, "" if threads == 1 else "s", k[13], a.batch,
+                statistics.median(res["torch"][k]), statistics.median(res["agent"][k])))
+    ncpu = os.cpu_count() or 1
+    lines += ["## Reading these figures", "",
+              "- What the agent leaves out: the dispatcher and autograd cost of each conv call "
+              "(measured at 4 to 8 microseconds per call and direction in a training step on "
+              "this project's VMs: it shows as ratios below 1 for the smallest convs, depthwise "
+              "and late 1x1 layers), and a bias where the layer has one (docs/CONV-BENCH.md).",
+              "- The profiler's conv time (C) includes the profiler's own cost per recorded op; "
+              "for CNNs of many small convs (mobilenet_v2, shufflenet) it exceeds the sum of the "
+              "unprofiled per-layer times (B) by that much.",
+              "- Shared machines: a process that is preempted mid-call pays a scheduler time "
+              "slice (about 4 ms here), and an OpenMP team of as many threads as CPUs waits for "
+              "any thread that another process displaced (libgomp spins, then sleeps): with "
+              "other work running, multi-thread figures measure the machine, not the agent. "
+              "The ratio of the fastest calls (min(A)/min(B)) is less sensitive to that.", ""]
+    if others > 0.1:
+        lines += ["**This run shared the machine**: other processes used %.0f %% of its %d "
+                  "CPUs. Its figures, the %d-thread ones above all, measure that as much as the "
+                  "agent; rerun on a quiet machine." % (100 * others, ncpu, ncpu), ""]
+    with open(a.out, "w") as f:
+        f.write("\n".join(lines) + "\n")
+    if a.points:
+        with open(a.points, "w") as f:
+            f.write("# series\tdirection\tbatch\tpytorch_ms\tagent_ms\n")
+            f.write("\n".join(points) + "\n")
+
+
+def main(argv):
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    sub = p.add_subparsers(dest="cmd")
+    r = sub.add_parser("run")
+    for q in (r,):
+        q.add_argument("--models", default=MODELS)
+        q.add_argument("--input-size", type=int, default=112)
+        q.add_argument("--batch", type=int, default=8)
+        q.add_argument("--threads", default="1,2")
+        q.add_argument("--rounds", type=int, default=3)
+        q.add_argument("--budget-ms", type=int, default=120)
+        q.add_argument("--max-reps", type=int, default=25)
+        q.add_argument("--allocator", default=cpu_env.DEFAULT_ALLOCATOR)
+        q.add_argument("--work", default=os.path.join(REPO, "build", "bench-faithfulness"))
+        q.add_argument("--out", default=os.path.join(REPO, "docs", "FAITHFULNESS.md"))
+        q.add_argument("--points", default="")
+        q.add_argument("--plot-link", default="",
+                       help="a chart of the points to link from the report (bench.sh draws it)")
+        q.add_argument("--build-dir", default=os.path.join(REPO, "build"))
+    c = sub.add_parser("convs")
+    c.add_argument("--models", required=True)
+    c.add_argument("--input-size", type=int, required=True)
+    c.add_argument("--json", required=True)
+    c.add_argument("--convlist", required=True)
+    t = sub.add_parser("torch")
+    t.add_argument("--json", required=True)
+    t.add_argument("--threads", type=int, required=True)
+    t.add_argument("--batch", type=int, required=True)
+    t.add_argument("--allocator", required=True)
+    t.add_argument("--budget-ms", type=int, required=True)
+    t.add_argument("--max-reps", type=int, required=True)
+    t.add_argument("--out", required=True)
+    a = p.parse_args(argv if argv and argv[0] in ("run", "convs", "torch") else ["run"] + argv)
+    return {"run": cmd_run, "convs": cmd_convs, "torch": cmd_torch}[a.cmd](a)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
