@@ -6,35 +6,46 @@
 # time varies from run to run.
 #
 # Two devices: the cpu agent with 1 thread and with all threads (two device
-# classes, as on a fleet). For every CNN of the list, in turn, and on each
-# device: `agent bench` measures the CNN's convs at the batch sizes, then
-# `agent trace` trains it through PyTorch at the same sizes, so a CNN's conv
-# benchmarks and its traces are taken close together in time (convs shared
-# with a CNN measured earlier are not measured again). Then everything goes
-# through the real pipeline: an embedded PostgreSQL (deploy/pg-local.sh, in
-# the study's directory), `aggregator serve` with CURVE keys, `agent push`,
-# `aggregator fit` and `aggregator validate --format json`. The report gives
-# the leave-one-CNN-out MAPE per device and per CNN next to the measured
-# run-to-run spread, and a predicted-vs-measured chart.
+# classes, as on a fleet). For every CNN of the list, in turn, in ROUNDS
+# interleaved rounds (A B A B ...), and in each round on each device and at
+# each input size: `agent bench` measures the CNN's convs at the batch sizes,
+# then `agent trace` trains it once (a fresh process per batch size) through
+# PyTorch. So a CNN's conv benchmarks and its traces are taken close together
+# in time, and both sides are repeated the same number of times in
+# alternation: the fit uses the median of the rounds on both sides, and the
+# spread across rounds is the run-to-run variability measured in the same run
+# (convs shared with a CNN measured earlier in the same round are not measured
+# again). Then everything goes through the real pipeline: an embedded
+# PostgreSQL (deploy/pg-local.sh, in the study's directory), `aggregator
+# serve` with CURVE keys, `agent push`, `aggregator fit` and `aggregator
+# validate --format json` with every hold-out (one CNN, one family, one batch
+# size) and statistic (median, p10, min). The report (bench/accuracy_report.py)
+# gives per device and input size the nested leave-one-CNN-out and
+# leave-one-family-out errors, per-family errors, unseen batch sizes, the
+# spread, interval coverage and width, the baseline (the published method's
+# form), and a predicted-vs-measured chart.
 #
 # Resumable: everything lives in --dir; a second run skips the CNNs already
 # measured (and those that failed, unless --retry-failed), resends what is
-# stored (stored once) and fits again. --fresh starts over.
+# stored (stored once) and fits again. --fresh starts over. --analyze-only
+# runs the pipeline and the report on what is measured.
 #
 # Options (defaults in brackets):
 #   --models LIST        CNNs [the CNN set: every model of tests/data/cnn_set.convs]
-#   --batches LIST       batch sizes [2,4,8,16]
-#   --input-size PX      image size [64]
+#   --batches LIST       batch sizes [2,4,8,16,32]
+#   --input-sizes LIST   image sizes [112] (--input-size PX: one size)
 #   --threads LIST       one cpu device per thread count [1,<all logical CPUs>]
+#   --rounds R           interleaved rounds of benchmarks and traces [3]
 #   --time-budget MIN    start no new CNN after this many minutes of this run [0: no limit]
-#   --warmup W --iters N --repeat R   trace settings [3, 10, 3]
+#   --warmup W --iters N trace settings [3, 10]
 #   --bench-budget-ms MS --max-reps N conv benchmark settings per item [100, 30]
 #   --trace-timeout SEC  per trace run [900]
 #   --dir DIR            state, results, database [BUILD_DIR/bench-accuracy]
 #   --out FILE           Markdown report [BUILD_DIR/bench-out/accuracy.md]
 #   --plot FILE          chart, .svg or .png [DIR/accuracy.svg]
 #   --plot-link PATH     how the report links the chart [its path relative to --out]
-#   --quick              a smoke run: 4 small CNNs, batches 2,8, 2 repeats of 3 iterations
+#   --quick              a smoke run: 5 small CNNs, batches 2,8, 2 rounds of 3 iterations
+#   --analyze-only       measure nothing: push, fit, validate and report what is there
 #   --retry-failed       measure again the CNNs that failed in an earlier run
 #   --fresh              start over: delete DIR (its database included) first
 set -euo pipefail
@@ -45,13 +56,14 @@ build=${BUILD_DIR:-$repo/build}
 . "$repo/bench/lib.sh"
 
 models=
-batches=2,4,8,16
-input_size=64
+batches=2,4,8,16,32
+input_sizes=112
 threads_list=1,$(nproc)
+rounds=3
 time_budget=0
 warmup=3
 iters=10
-repeat=3
+analyze_only=0
 bench_budget=100
 max_reps=30
 trace_timeout=900
@@ -66,12 +78,13 @@ while [ $# -gt 0 ]; do
     case "$1" in
     --models) models=$2; shift ;;
     --batches) batches=$2; shift ;;
-    --input-size) input_size=$2; shift ;;
+    --input-size|--input-sizes) input_sizes=$2; shift ;;
+    --rounds) rounds=$2; shift ;;
+    --analyze-only) analyze_only=1 ;;
     --threads) threads_list=$2; shift ;;
     --time-budget) time_budget=$2; shift ;;
     --warmup) warmup=$2; shift ;;
     --iters) iters=$2; shift ;;
-    --repeat) repeat=$2; shift ;;
     --bench-budget-ms) bench_budget=$2; shift ;;
     --max-reps) max_reps=$2; shift ;;
     --trace-timeout) trace_timeout=$2; shift ;;
@@ -80,8 +93,8 @@ while [ $# -gt 0 ]; do
     --plot) plot=$2; shift ;;
     --plot-link) plot_link=$2; shift ;;
     --quick)
-        models=squeezenet1_1,shufflenet_v2_x0_5,mnasnet0_5,mobilenet_v3_small
-        batches=2,8; warmup=2; iters=3; repeat=2; bench_budget=50; max_reps=10 ;;
+        models=squeezenet1_1,shufflenet_v2_x0_5,mnasnet0_5,mobilenet_v3_small,regnet_x_400mf
+        batches=2,8; input_sizes=64; warmup=2; iters=3; rounds=2; bench_budget=50; max_reps=10 ;;
     --retry-failed) retry_failed=1 ;;
     --fresh) fresh=1 ;;
     -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
@@ -101,6 +114,11 @@ done
 [ -n "$models" ] || models=$(sed -n 's/^model torchvision://p' "$repo/tests/data/cnn_set.convs" | paste -sd,)
 IFS=, read -r -a model_list <<<"$models"
 IFS=, read -r -a thread_counts <<<"$threads_list"
+IFS=, read -r -a size_list <<<"$input_sizes"
+[[ $rounds =~ ^[1-9][0-9]*$ ]] || { echo "accuracy: --rounds: '$rounds' is not a count from 1" >&2; exit 2; }
+for px in "${size_list[@]}"; do
+    [[ $px =~ ^[1-9][0-9]*$ ]] || { echo "accuracy: --input-sizes: '$px' is not a size in pixels" >&2; exit 2; }
+done
 for t in "${thread_counts[@]}"; do
     [[ $t =~ ^[1-9][0-9]*$ ]] && [ "$t" -le "$(nproc)" ] \
         || { echo "accuracy: --threads: '$t' is not a thread count from 1 to $(nproc)" >&2; exit 2; }
@@ -118,7 +136,7 @@ plot=${plot:-$dir/accuracy.svg}
 mkdir -p "$(dirname "$out")" "$(dirname "$plot")"
 
 # The settings a resumed run must share with the first one.
-settings="batches=$batches input=$input_size threads=$threads_list warmup=$warmup iters=$iters repeat=$repeat bench_budget=$bench_budget max_reps=$max_reps"
+settings="batches=$batches input=$input_sizes threads=$threads_list warmup=$warmup iters=$iters rounds=$rounds bench_budget=$bench_budget max_reps=$max_reps"
 if [ -f "$dir/settings" ] && [ "$(cat "$dir/settings")" != "$settings" ]; then
     log "$dir holds a study with other settings:"
     log "  stored: $(cat "$dir/settings")"
@@ -141,11 +159,16 @@ started=$(date +%s)
 bench_monitor_start "$dir/logs/load-$started.txt"
 
 # ---- measuring, CNN by CNN ---------------------------------------------------
-device_file() { echo "$dir/$1-t$2.tcr"; }  # KIND THREADS
+# Each device is an agent with a state directory of its own: its results carry
+# that agent's id, which its key alone may send (docs/transport.md).
+# One result file per kind, device and round: a round's conv benchmarks are
+# deduplicated across the CNNs of that round, and every round measures again.
+device_file() { echo "$dir/$1-t$2-r$3.tcr"; }  # KIND THREADS ROUND
 n_models=${#model_list[@]}
 i=0
 for m in "${model_list[@]}"; do
     i=$((i + 1))
+    [ "$analyze_only" -eq 0 ] || break
     if grep -qx "$m" "$dir/done"; then continue; fi
     if [ "$retry_failed" -eq 0 ] && grep -q "^$m	" "$dir/failed"; then
         log "[$i/$n_models] $m: failed in an earlier run ($(grep "^$m	" "$dir/failed" | cut -f2 | head -n 1)); --retry-failed tries again"
@@ -158,32 +181,37 @@ for m in "${model_list[@]}"; do
     fi
     sed -i "/^$m	/d" "$dir/failed"
     failed=
-    for t in "${thread_counts[@]}"; do
-        log "[$i/$n_models] $m, cpu with $t thread(s): conv benchmarks"
-        t0=$(date +%s)
-        if ! TRAINCAST_PROGRESS=plain "$agent" bench --models "torchvision:$m" --input-size "$input_size" \
-            --batches "$batches" --device cpu --threads "$t" --budget-ms "$bench_budget" --max-reps "$max_reps" \
-            --out "$(device_file bench "$t")" >"$dir/logs/bench-$m-t$t.out" 2>"$dir/logs/bench-$m-t$t.err"; then
-            failed="$(grep -m1 'error' "$dir/logs/bench-$m-t$t.err" || echo "agent bench: $(tail -n 1 "$dir/logs/bench-$m-t$t.err")")"
-            break
-        fi
-        t1=$(date +%s)
-        log "[$i/$n_models] $m, cpu with $t thread(s): training traces"
-        st=0
-        TRAINCAST_PROGRESS=plain "$agent" trace --models "$m" --batches "$batches" --input-size "$input_size" \
-            --device cpu --threads "$t" --warmup "$warmup" --iters "$iters" --repeat "$repeat" \
-            --timeout "$trace_timeout" --out "$(device_file trace "$t")" \
-            >"$dir/logs/trace-$m-t$t.out" 2>"$dir/logs/trace-$m-t$t.err" || st=$?
-        t2=$(date +%s)
-        printf '%s\t%s\t%s\t%s\t%s\n' "$m" "$t" "$t0" "$t1" "$t2" >>"$dir/timeline.tsv"
-        if [ "$st" -ne 0 ]; then
-            ok=$(awk -v m="$m" '$1 ~ "(^|:)"m"@" && $3 == "ok"' "$dir/logs/trace-$m-t$t.out" | wc -l)
-            if [ "$ok" -eq 0 ]; then
-                failed="$(grep -m1 'error' "$dir/logs/trace-$m-t$t.err" || echo "agent trace: $(awk 'NR > 1 && $3 != "ok"' "$dir/logs/trace-$m-t$t.out" | head -n 1)")"
-                break
-            fi
-            log "[$i/$n_models] $m: some traces failed (kept as failed, excluded from the fit): $dir/logs/trace-$m-t$t.out"
-        fi
+    for r in $(seq 1 "$rounds"); do
+        for t in "${thread_counts[@]}"; do
+            for px in "${size_list[@]}"; do
+                tag="$m-t$t-${px}px-r$r"
+                log "[$i/$n_models] $m, round $r/$rounds, cpu with $t thread(s), $px px: conv benchmarks"
+                t0=$(date +%s)
+                if ! TRAINCAST_PROGRESS=plain "$agent" bench --models "torchvision:$m" --input-size "$px" \
+                    --batches "$batches" --device cpu --threads "$t" --budget-ms "$bench_budget" --max-reps "$max_reps" \
+                    --state "$dir/agent-t$t" --out "$(device_file bench "$t" "$r")" >"$dir/logs/bench-$tag.out" 2>"$dir/logs/bench-$tag.err"; then
+                    failed="$(grep -m1 'error' "$dir/logs/bench-$tag.err" || echo "agent bench: $(tail -n 1 "$dir/logs/bench-$tag.err")")"
+                    break 3
+                fi
+                t1=$(date +%s)
+                log "[$i/$n_models] $m, round $r/$rounds, cpu with $t thread(s), $px px: training traces"
+                st=0
+                TRAINCAST_PROGRESS=plain "$agent" trace --models "$m" --batches "$batches" --input-size "$px" \
+                    --device cpu --threads "$t" --warmup "$warmup" --iters "$iters" --repeat 1 \
+                    --timeout "$trace_timeout" --state "$dir/agent-t$t" --out "$(device_file trace "$t" "$r")" \
+                    >"$dir/logs/trace-$tag.out" 2>"$dir/logs/trace-$tag.err" || st=$?
+                t2=$(date +%s)
+                printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$m" "$t" "$t0" "$t1" "$t2" "$r" "$px" >>"$dir/timeline.tsv"
+                if [ "$st" -ne 0 ]; then
+                    ok=$(awk -v m="$m" '$1 ~ "(^|:)"m"@" && $3 == "ok"' "$dir/logs/trace-$tag.out" | wc -l)
+                    if [ "$ok" -eq 0 ]; then
+                        failed="$(grep -m1 'error' "$dir/logs/trace-$tag.err" || echo "agent trace: $(awk 'NR > 1 && $3 != "ok"' "$dir/logs/trace-$tag.out" | head -n 1)")"
+                        break 3
+                    fi
+                    log "[$i/$n_models] $m: some traces failed (kept as failed, excluded from the fit): $dir/logs/trace-$tag.out"
+                fi
+            done
+        done
     done
     if [ -n "$failed" ]; then
         log "[$i/$n_models] $m failed: $failed"
@@ -213,7 +241,9 @@ sleep 1
 kill -0 "$server_pid" 2>/dev/null || { tail -n 20 "$dir/logs/aggregator.log" >&2; log "aggregator serve did not start"; exit 1; }
 for t in "${thread_counts[@]}"; do
     files=()
-    for kind in bench trace; do [ -s "$(device_file "$kind" "$t")" ] && files+=("$(device_file "$kind" "$t")"); done
+    for r in $(seq 1 "$rounds"); do
+        for kind in bench trace; do [ -s "$(device_file "$kind" "$t" "$r")" ] && files+=("$(device_file "$kind" "$t" "$r")"); done
+    done
     [ "${#files[@]}" -gt 0 ] || continue
     log "agent push (cpu, $t thread(s)): ${files[*]}"
     TRAINCAST_PROGRESS=plain "$agent" push --aggregator "$endpoint" --state "$dir/agent-t$t" --timeout 900 "${files[@]}" \
@@ -245,7 +275,7 @@ psql -X -q -tA -F$'\t' "$dsn" -c "
 plot_note=
 if [ -s "$dir/points.tsv" ]; then
     "$plotter" --in "$dir/points.tsv" --out "$plot" \
-        --title "traincast on this CPU: predicted vs measured, ${input_size} px, batches $batches" \
+        --title "traincast on this CPU: predicted vs measured, ${input_sizes} px, batches $batches" \
         || plot_note="tc-plot-accuracy failed"
 else
     plot_note="no held-out predictions to plot (fit needs at least 4 CNNs with traces per device)"
