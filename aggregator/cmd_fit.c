@@ -87,7 +87,8 @@ int tc_cmd_fit(int argc, char **argv)
     }
     rc = tc_store_open(tc_default_dsn(cli.db), &store);
     if (rc == 0)
-        rc = tc_store_fit_groups(store, plan.devices, plan.n_devices, &groups, &n_groups);
+        rc = tc_store_fit_groups(store, plan.devices, plan.n_devices, plan.stat, &groups,
+                                 &n_groups);
     /* Analyse every group before storing any, so bad input stores nothing. */
     tc_fit_analysis_t *an = NULL;
     if (rc == 0 && !(an = calloc(n_groups + 1, sizeof *an)))
@@ -96,9 +97,10 @@ int tc_cmd_fit(int argc, char **argv)
         rc = tc_fit_analyze(&groups[i], &plan,
                             no_validate ? TC_FIT_NESTED_OFF : TC_FIT_NESTED_IF_POSSIBLE, &an[i]);
     for (size_t i = 0; rc == 0 && i < n_groups; i++) {
+        tc_fit_held_out_t held = {an[i].held_out, an[i].held_lo, an[i].held_hi};
         rc = tc_store_fit_put(store, &an[i].fit, &groups[i], an[i].fitted,
-                              an[i].nested ? an[i].held_out : NULL,
-                              (const char *const *)plan.features, plan.p);
+                              an[i].nested ? &held : NULL, (const char *const *)plan.features,
+                              plan.p);
         if (rc == 0) {
             s_print_fit(&groups[i], &an[i]);
             fflush(stdout);

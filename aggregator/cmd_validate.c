@@ -294,7 +294,8 @@ int tc_cmd_validate(int argc, char **argv)
     size_t n_groups = 0;
     rc = tc_store_open(tc_default_dsn(cli.db), &store);
     if (rc == 0)
-        rc = tc_store_fit_groups(store, plan.devices, plan.n_devices, &groups, &n_groups);
+        rc = tc_store_fit_groups(store, plan.devices, plan.n_devices, plan.stat, &groups,
+                                 &n_groups);
     tc_store_destroy(&store);
     tc_buf_t json = {0};
     if (rc == 0 && fmt == FMT_CSV)

@@ -40,6 +40,22 @@ typedef enum {
     TC_FIT_WEIGHTING_COUNT
 } tc_fit_weighting_t;
 
+/* How repeated measurements of one thing become its time, the same on both
+ * sides of a fit: over a conv's repeats (its TC_FIT_RECENT most recent
+ * benchmarks taken within 6 hours of the newest, each its own median over
+ * repetitions; older ones are superseded) and over a point's successful
+ * traces (each its own median over iterations). */
+typedef enum {
+    TC_FIT_STAT_MEDIAN = 0, /* the median of the repeats (the default) */
+    TC_FIT_STAT_P10,        /* their 10th percentile (linear interpolation) */
+    TC_FIT_STAT_MIN,        /* the fastest repeat */
+    TC_FIT_STAT_COUNT
+} tc_fit_stat_t;
+#define TC_FIT_RECENT 5
+
+const char *tc_fit_stat_name(tc_fit_stat_t s); /* median, p10, min */
+int tc_fit_stat_parse(const char *s, tc_fit_stat_t *out);
+
 const char *tc_fit_form_name(tc_fit_form_t f);           /* ols, nnls, ridge, robust */
 const char *tc_fit_weighting_name(tc_fit_weighting_t w); /* none, relative */
 int tc_fit_form_parse(const char *s, tc_fit_form_t *out);
@@ -103,8 +119,8 @@ typedef struct {
                               every model id (input size) of one name */
     unsigned batch;
     unsigned traces;       /* successful traces summarized */
-    double measured_ms;    /* median of the traces' medians */
-    double conv_ms;        /* sum of the conv benchmarks at this batch */
+    double measured_ms;    /* the group's statistic of the traces' medians */
+    double conv_ms;        /* sum of the conv benchmarks at this batch (same statistic) */
     double spread_within;  /* largest within-trace spread, fraction; NaN if unknown */
     double spread_between; /* (max - min) / median across traces; NaN with one trace */
     tc_features_t features;
@@ -129,6 +145,7 @@ typedef struct {
      * policy, or heuristic (the libraries' default) when they carry none. */
     char conv_policy[TC_FIT_LABEL_LEN];
     char data_through[64]; /* newest trace start among the points ("" if unknown) */
+    tc_fit_stat_t stat;    /* how repeated measurements became the points' times */
     tc_fit_point_t *points;
     size_t n_points;
     tc_fit_excluded_t *excluded;
@@ -206,15 +223,35 @@ void tc_fit_select_opts_default(const tc_fit_data_t *d, tc_fit_select_opts_t *o)
 int tc_fit_select(const tc_fit_data_t *d, const bool *rows, const tc_fit_select_opts_t *o,
                   tc_fit_spec_t *best, double *mape);
 
-/* Honest leave-one-CNN-out of the whole procedure: for each CNN, run
- * tc_fit_select on the other CNNs only, fit the chosen spec on them and
- * predict the held-out CNN. pred[i] gets the predicted total time;
- * chosen (may be NULL) gets each CNN's fold spec. `progress` (may be NULL)
- * is called after each fold. Needs at least 4 CNNs. */
+/* Held-out predictions of every point, with their 95 % intervals (NaN where
+ * none). Arrays of the data's n; any may be NULL. */
+typedef struct {
+    double *ms, *lo_ms, *hi_ms;
+} tc_fit_held_out_t;
+
+/* Honest leave-one-CNN-out of the whole procedure: for each CNN (for each
+ * group of d->cnn, which may number families or batch sizes instead: see
+ * tc_fit_data_regroup), run tc_fit_select on the others only, fit the
+ * chosen spec on them and predict the held-out one. out->ms[i] gets the
+ * predicted total time; out->lo_ms/hi_ms its interval, from the
+ * leave-one-out predictions of the fold's spec within the fold's training
+ * data (tc_fit_interval), so that the held-out truth never shapes its own
+ * interval. chosen (may be NULL) gets each fold's spec. `progress` (may be
+ * NULL) is called after each fold. Needs at least 4 groups. */
 typedef void (*tc_fit_progress_fn)(size_t done, size_t total, void *ctx);
-int tc_fit_nested_loco(const tc_fit_data_t *d, const tc_fit_select_opts_t *o, double *pred,
-                       tc_fit_spec_t *chosen, tc_fit_fold_fn on_fold, tc_fit_progress_fn progress,
-                       void *ctx);
+int tc_fit_nested_loco(const tc_fit_data_t *d, const tc_fit_select_opts_t *o,
+                       const tc_fit_held_out_t *out, tc_fit_spec_t *chosen,
+                       tc_fit_fold_fn on_fold, tc_fit_progress_fn progress, void *ctx);
+
+/* The (1 - alpha) prediction interval as factors on a prediction (lo <= 1
+ * <= hi) from held-out predictions `pred` of `measured` over `rows` (NULL:
+ * all): split-conformal quantiles of measured / pred (fit_interval.c). NaN
+ * both when there are too few points for the level
+ * (tc_fit_interval_min_points: 39 for 95 %). */
+int tc_fit_interval(const double *measured, const double *pred, const bool *rows, size_t n,
+                    double alpha, double *lo, double *hi);
+size_t tc_fit_interval_min_points(double alpha);
+#define TC_FIT_ALPHA 0.05 /* 95 % intervals */
 
 /* Absolute percentage errors over rows where pred is finite. */
 typedef struct {
@@ -252,6 +289,13 @@ typedef struct {
     double cv_mape, cv_median_ape, cv_max_ape;
     double selection_mape; /* the chosen spec's score during selection */
     double conv_only_mape; /* predicting the conv sum alone */
+    tc_fit_stat_t stat;    /* of repeated measurements, both sides */
+    /* The 95 % prediction interval as factors on the predicted total time
+     * (lo < 1 < hi): quantiles of measured / predicted over the
+     * leave-one-CNN-out predictions of this model's spec (fit_interval.c).
+     * NaN when there were too few points; predict then falls back on the
+     * regression's own variance. */
+    double interval_lo, interval_hi;
 } tc_fit_t;
 
 /* Fill the model part of `fit` (form, features, coefficients, covariance,

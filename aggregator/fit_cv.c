@@ -269,9 +269,9 @@ done:
     return rc;
 }
 
-int tc_fit_nested_loco(const tc_fit_data_t *d, const tc_fit_select_opts_t *o, double *pred,
-                       tc_fit_spec_t *chosen, tc_fit_fold_fn on_fold, tc_fit_progress_fn progress,
-                       void *ctx)
+int tc_fit_nested_loco(const tc_fit_data_t *d, const tc_fit_select_opts_t *o,
+                       const tc_fit_held_out_t *out, tc_fit_spec_t *chosen,
+                       tc_fit_fold_fn on_fold, tc_fit_progress_fn progress, void *ctx)
 {
     if (d->n_cnns < 4)
         return tc_fail(TC_EINVAL, "validating the model choice needs traces of at least 4 CNNs "
@@ -279,11 +279,21 @@ int tc_fit_nested_loco(const tc_fit_data_t *d, const tc_fit_select_opts_t *o, do
                                   "there are %zu: trace more CNNs on this device",
                        d->n_cnns);
     bool *train = calloc(d->n + 1, sizeof *train);
-    if (!train)
+    double *inner_pred = calloc(d->n + 1, sizeof *inner_pred);
+    if (!train || !inner_pred) {
+        free(train);
+        free(inner_pred);
         return tc_fail(TC_ENOMEM, "out of memory");
+    }
     int rc = 0;
-    for (size_t i = 0; i < d->n; i++)
-        pred[i] = NAN;
+    for (size_t i = 0; i < d->n; i++) {
+        if (out->ms)
+            out->ms[i] = NAN;
+        if (out->lo_ms)
+            out->lo_ms[i] = NAN;
+        if (out->hi_ms)
+            out->hi_ms[i] = NAN;
+    }
     for (size_t c = 0; c < d->n_cnns && rc == 0; c++) {
         for (size_t i = 0; i < d->n; i++)
             train[i] = d->cnn[i] != c;
@@ -295,13 +305,28 @@ int tc_fit_nested_loco(const tc_fit_data_t *d, const tc_fit_select_opts_t *o, do
         rc = tc_fit_select(d, train, o, &spec, &inner);
         if (rc == 0)
             rc = tc_fit_spec_solve(d, &spec, train, &sol);
+        /* The fold's interval: how its spec does on the groups it knows. */
+        double lo = NAN, hi = NAN;
+        if (rc == 0 && (out->lo_ms || out->hi_ms)) {
+            rc = tc_fit_loco(d, &spec, train, inner_pred, NULL, NULL);
+            if (rc == 0)
+                rc = tc_fit_interval(d->measured, inner_pred, train, d->n, TC_FIT_ALPHA, &lo,
+                                     &hi);
+        }
         if (rc < 0) {
             tc_err_context(rc, "fold without %s", d->cnn_names[c]);
             break;
         }
         for (size_t i = 0; i < d->n; i++) {
-            if (d->cnn[i] == c)
-                pred[i] = tc_fit_spec_predict(d, &spec, &sol, i);
+            if (d->cnn[i] != c)
+                continue;
+            double p = tc_fit_spec_predict(d, &spec, &sol, i);
+            if (out->ms)
+                out->ms[i] = p;
+            if (out->lo_ms)
+                out->lo_ms[i] = p * lo;
+            if (out->hi_ms)
+                out->hi_ms[i] = p * hi;
         }
         if (chosen)
             chosen[c] = spec;
@@ -309,5 +334,6 @@ int tc_fit_nested_loco(const tc_fit_data_t *d, const tc_fit_select_opts_t *o, do
             progress(c + 1, d->n_cnns, ctx);
     }
     free(train);
+    free(inner_pred);
     return rc;
 }

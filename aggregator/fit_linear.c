@@ -20,6 +20,24 @@
 static const char *s_form_names[] = {"ols", "nnls", "ridge", "robust"};
 static const char *s_weighting_names[] = {"none", "relative"};
 
+static const char *const s_stat_names[TC_FIT_STAT_COUNT] = {"median", "p10", "min"};
+
+const char *tc_fit_stat_name(tc_fit_stat_t s)
+{
+    return (unsigned)s < TC_FIT_STAT_COUNT ? s_stat_names[s] : "median";
+}
+
+int tc_fit_stat_parse(const char *s, tc_fit_stat_t *out)
+{
+    for (int i = 0; i < TC_FIT_STAT_COUNT; i++) {
+        if (s && !strcmp(s, s_stat_names[i])) {
+            *out = (tc_fit_stat_t)i;
+            return 0;
+        }
+    }
+    return tc_fail(TC_EINVAL, "unknown statistic '%s' (use median, p10 or min)", s ? s : "");
+}
+
 const char *tc_fit_form_name(tc_fit_form_t f)
 {
     return (unsigned)f < TC_FIT_FORM_COUNT ? s_form_names[f] : "unknown";

@@ -63,6 +63,8 @@ int tc_fit_plan_init(const tc_fit_cli_t *cli, tc_fit_plan_t *plan)
     if (!(plan->min_gain >= 0 && plan->min_gain < 1))
         return tc_fail(TC_EUSAGE, "--min-gain must be at least 0 and below 1 (got %g)",
                        plan->min_gain);
+    if (cli->stat && tc_fit_stat_parse(cli->stat, &plan->stat) < 0)
+        return tc_err_context(TC_EUSAGE, "--stat");
     if (cli->devices)
         TC_TRY(tc_parse_name_list(cli->devices, "--device", &plan->devices, &plan->n_devices));
     if (cli->forms)
@@ -109,6 +111,9 @@ void tc_fit_analysis_free(tc_fit_analysis_t *a)
     tc_fit_data_free(&a->data);
     free(a->fitted);
     free(a->held_out);
+    free(a->held_lo);
+    free(a->held_hi);
+    free(a->loco);
     free(a->fold_specs);
     memset(a, 0, sizeof *a);
 }
@@ -141,6 +146,34 @@ static void s_progress(size_t done, size_t total, void *ctx)
     (void)total;
 }
 
+static int s_cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* How many held-out truths fall inside their interval, and how wide the
+ * intervals are. */
+static void s_coverage(const tc_fit_data_t *d, tc_fit_analysis_t *a)
+{
+    double *w = calloc(d->n + 1, sizeof *w);
+    size_t m = 0;
+    a->covered = a->with_interval = 0;
+    for (size_t i = 0; i < d->n; i++) {
+        if (!isfinite(a->held_lo[i]) || !isfinite(a->held_hi[i]) || !(a->held_out[i] > 0))
+            continue;
+        a->with_interval++;
+        a->covered += d->measured[i] >= a->held_lo[i] && d->measured[i] <= a->held_hi[i];
+        if (w)
+            w[m++] = (a->held_hi[i] - a->held_lo[i]) / a->held_out[i];
+    }
+    if (w && m) {
+        qsort(w, m, sizeof *w, s_cmp_double);
+        a->width_median = m % 2 ? w[m / 2] : 0.5 * (w[m / 2 - 1] + w[m / 2]);
+    }
+    free(w);
+}
+
 int tc_fit_analyze(const tc_fit_group_t *g, const tc_fit_plan_t *plan, tc_fit_nested_t nested,
                    tc_fit_analysis_t *out)
 {
@@ -154,11 +187,16 @@ int tc_fit_analyze(const tc_fit_group_t *g, const tc_fit_plan_t *plan, tc_fit_ne
     size_t n = d->n;
     out->fitted = calloc(n + 1, sizeof *out->fitted);
     out->held_out = calloc(n + 1, sizeof *out->held_out);
+    out->held_lo = calloc(n + 1, sizeof *out->held_lo);
+    out->held_hi = calloc(n + 1, sizeof *out->held_hi);
+    out->loco = calloc(n + 1, sizeof *out->loco);
     out->fold_specs = calloc(d->n_cnns + 1, sizeof *out->fold_specs);
-    if (!out->fitted || !out->held_out || !out->fold_specs)
+    if (!out->fitted || !out->held_out || !out->held_lo || !out->held_hi || !out->loco ||
+        !out->fold_specs)
         TC_FAIL_GOTO(TC_ENOMEM, "out of memory");
     for (size_t i = 0; i < n; i++)
-        out->held_out[i] = NAN;
+        out->held_out[i] = out->held_lo[i] = out->held_hi[i] = NAN;
+    out->width_median = NAN;
 
     tc_fit_select_opts_default(d, &out->opts);
     out->opts.forms = plan->forms;
@@ -178,6 +216,16 @@ int tc_fit_analyze(const tc_fit_group_t *g, const tc_fit_plan_t *plan, tc_fit_ne
     for (size_t i = 0; i < n; i++)
         out->fitted[i] = tc_fit_spec_predict(d, &out->spec, &out->sol, i);
     tc_fit_ape(d->measured, d->conv, NULL, n, &out->conv_only);
+    /* The interval predict will use: how this spec does on CNNs it has not
+     * seen, over every CNN. */
+    double ilo = NAN, ihi = NAN;
+    rc = tc_fit_loco(d, &out->spec, NULL, out->loco, NULL, NULL);
+    if (rc == 0)
+        rc = tc_fit_interval(d->measured, out->loco, NULL, n, TC_FIT_ALPHA, &ilo, &ihi);
+    if (rc < 0) {
+        tc_err_context(rc, "%s: the prediction interval", label);
+        goto err;
+    }
 
     if (nested == TC_FIT_NESTED_IF_POSSIBLE && d->n_cnns < 4) {
         tc_log_warn("%s: only %zu CNNs; leave-one-CNN-out of the model choice needs 4, so no "
@@ -189,7 +237,8 @@ int tc_fit_analyze(const tc_fit_group_t *g, const tc_fit_plan_t *plan, tc_fit_ne
         char what[3 * TC_FIT_LABEL_LEN + 32];
         snprintf(what, sizeof what, "leave-one-CNN-out %s", g->device);
         tc_progress_t *progress = tc_progress_new(what, d->n_cnns);
-        rc = tc_fit_nested_loco(d, &out->opts, out->held_out, out->fold_specs, NULL,
+        tc_fit_held_out_t held = {out->held_out, out->held_lo, out->held_hi};
+        rc = tc_fit_nested_loco(d, &out->opts, &held, out->fold_specs, NULL,
                                 progress ? s_progress : NULL, progress);
         tc_progress_destroy(&progress);
         if (rc < 0) {
@@ -198,6 +247,7 @@ int tc_fit_analyze(const tc_fit_group_t *g, const tc_fit_plan_t *plan, tc_fit_ne
         }
         out->nested = true;
         tc_fit_ape(d->measured, out->held_out, NULL, n, &out->cv);
+        s_coverage(d, out);
     } else {
         out->cv.mape = out->cv.median = out->cv.max = NAN;
     }
@@ -208,7 +258,10 @@ int tc_fit_analyze(const tc_fit_group_t *g, const tc_fit_plan_t *plan, tc_fit_ne
     snprintf(fit->policy, sizeof fit->policy, "%s", g->policy);
     snprintf(fit->dtype, sizeof fit->dtype, "%s", g->dtype);
     snprintf(fit->conv_policy, sizeof fit->conv_policy, "%s", g->conv_policy);
+    fit->stat = g->stat;
     tc_fit_from_solution(fit, d, &out->spec, &out->sol);
+    fit->interval_lo = ilo;
+    fit->interval_hi = ihi;
     fit->n_points = n;
     fit->n_cnns = d->n_cnns;
     fit->batch_min = n ? g->points[0].batch : 0;

@@ -15,6 +15,7 @@ typedef struct {
     const char *weightings;
     const char *candidates;
     const char *features;
+    const char *stat;
     double min_gain;
 } tc_fit_cli_t;
 
@@ -32,6 +33,9 @@ typedef struct {
          "conv.layers, bn.elems, memory.elems, total.params, gemm.flops)"},                   \
         {"features", TC_OPT_STR, &(c)->features, "LIST",                                      \
          "use exactly these features, without selection (instead of --candidates)"},          \
+        {"stat", TC_OPT_STR, &(c)->stat, "S",                                                 \
+         "how repeated measurements become one time, for convs and traces alike: median "    \
+         "(default), p10 or min"},                                                            \
         {"min-gain", TC_OPT_DOUBLE, &(c)->min_gain, "FRACTION",                               \
          "relative drop in leave-one-CNN-out MAPE that admits a feature or a more complex "   \
          "form (default: 0.01)"},                                                             \
@@ -46,6 +50,7 @@ typedef struct {
     uint32_t forms, weightings;
     bool select;
     double min_gain;
+    tc_fit_stat_t stat;
 } tc_fit_plan_t;
 
 int tc_fit_plan_init(const tc_fit_cli_t *cli, tc_fit_plan_t *plan);
@@ -60,9 +65,13 @@ typedef struct {
     tc_fit_solution_t sol;     /* fitted on every point */
     double *fitted;            /* n: in-sample prediction */
     double *held_out;          /* n: nested leave-one-CNN-out prediction (NaN if not run) */
+    double *held_lo, *held_hi; /* n: its 95 % interval (NaN where none) */
+    double *loco;              /* n: leave-one-CNN-out of the chosen spec (its interval) */
     tc_fit_spec_t *fold_specs; /* per CNN: the spec its fold chose */
     bool nested;               /* held_out was computed */
     tc_fit_ape_t cv;           /* of held_out */
+    size_t covered, with_interval; /* held-out truths inside their interval, of those with one */
+    double width_median;       /* median of (hi - lo) / held_out, fraction; NaN if none */
     tc_fit_ape_t conv_only;    /* predicting the conv sum alone */
     tc_fit_t fit;              /* ready to store */
 } tc_fit_analysis_t;

@@ -49,7 +49,8 @@ int tc_predict_lookup(tc_store_t *s, const tc_pred_request_t *req, tc_pred_devic
         }
     }
     const char *policy = *d->fit.conv_policy ? d->fit.conv_policy : "heuristic";
-    return tc_store_conv_lookup(s, d->device.name, policy, d->lookups, d->n_lookups, &d->missing);
+    return tc_store_conv_lookup(s, d->device.name, policy, d->fit.stat, d->lookups, d->n_lookups,
+                                &d->missing);
 }
 
 int tc_predict_device(tc_store_t *s, const tc_pred_request_t *req, tc_pred_device_t *d)
@@ -105,8 +106,15 @@ int tc_predict_device(tc_store_t *s, const tc_pred_request_t *req, tc_pred_devic
         p->nonconv_ms = nonconv;
         p->total_ms = conv + nonconv;
         p->sd_ms = sqrt(var + conv_var);
-        p->lo_ms = fmax(p->total_ms - t * p->sd_ms, 0);
-        p->hi_ms = p->total_ms + t * p->sd_ms;
+        if (isfinite(d->fit.interval_lo) && isfinite(d->fit.interval_hi)) {
+            /* Calibrated on how far this device's model missed CNNs it had
+             * not seen (fit_interval.c). */
+            p->lo_ms = p->total_ms * d->fit.interval_lo;
+            p->hi_ms = p->total_ms * d->fit.interval_hi;
+        } else {
+            p->lo_ms = fmax(p->total_ms - t * p->sd_ms, 0);
+            p->hi_ms = p->total_ms + t * p->sd_ms;
+        }
         p->images_per_s = p->total_ms > 0 ? p->batch / (p->total_ms / 1000.0) : NAN;
         double iters = ceil(req->dataset_size / p->batch);
         p->epoch_s = iters * p->total_ms / 1000.0;

@@ -96,7 +96,7 @@ static int s_data_range(const tc_fit_group_t *g, tc_buf_t *models, tc_buf_t *bat
 }
 
 static int s_put_points(tc_store_t *s, const tc_fit_t *fit, const tc_fit_group_t *g,
-                        const double *fitted, const double *held_out)
+                        const double *fitted, const tc_fit_held_out_t *held)
 {
     tc_buf_t rows = {0};
     int rc = 0;
@@ -113,20 +113,23 @@ static int s_put_points(tc_store_t *s, const tc_fit_t *fit, const tc_fit_group_t
         tc_copy_double(&rows, pt->measured_ms, 0);
         tc_copy_double(&rows, pt->conv_ms, 0);
         tc_copy_double(&rows, fitted[i], 0);
-        tc_copy_double(&rows, held_out ? held_out[i] : NAN, 0);
-        tc_copy_double_array(&rows, x, fit->p, 1);
+        tc_copy_double(&rows, held && held->ms ? held->ms[i] : NAN, 0);
+        tc_copy_double_array(&rows, x, fit->p, 0);
+        tc_copy_double(&rows, held && held->lo_ms ? held->lo_ms[i] : NAN, 0);
+        tc_copy_double(&rows, held && held->hi_ms ? held->hi_ms[i] : NAN, 1);
     }
     if (rc == 0)
         rc = tc_store_copy(s, "recording fit points",
                            "COPY fit_points (fit_id, model_id, cnn, batch, traces, measured_ms, "
-                           "conv_ms, fitted_ms, held_out_ms, feature_values) FROM STDIN",
+                           "conv_ms, fitted_ms, held_out_ms, feature_values, held_out_lo_ms, "
+                           "held_out_hi_ms) FROM STDIN",
                            &rows);
     tc_buf_free(&rows);
     return rc;
 }
 
 int tc_store_fit_put(tc_store_t *s, tc_fit_t *fit, const tc_fit_group_t *g, const double *fitted,
-                     const double *held_out, const char *const *candidates,
+                     const tc_fit_held_out_t *held, const char *const *candidates,
                      size_t n_candidates)
 {
     tc_buf_t features = {0}, coef = {0}, cov = {0}, cand = {0}, models = {0}, batches = {0};
@@ -154,7 +157,7 @@ int tc_store_fit_put(tc_store_t *s, tc_fit_t *fit, const tc_fit_group_t *g, cons
     }
 
     char rse[40], dof[40], lambda[40], n_points[24], n_cnns[24], oom[24], failed[24], cv[40],
-        cv_med[40], cv_max[40], sel[40], conv_only[40];
+        cv_med[40], cv_max[40], sel[40], conv_only[40], ilo[40], ihi[40];
     s_num(rse, sizeof rse, fit->rse);
     s_num(dof, sizeof dof, fit->dof);
     s_num(lambda, sizeof lambda, fit->lambda);
@@ -167,6 +170,9 @@ int tc_store_fit_put(tc_store_t *s, tc_fit_t *fit, const tc_fit_group_t *g, cons
     s_num(cv_max, sizeof cv_max, fit->cv_max_ape);
     s_num(sel, sizeof sel, fit->selection_mape);
     s_num(conv_only, sizeof conv_only, fit->conv_only_mape);
+    s_num(ilo, sizeof ilo, fit->interval_lo);
+    s_num(ihi, sizeof ihi, fit->interval_hi);
+    bool interval = isfinite(fit->interval_lo) && isfinite(fit->interval_hi);
     const char *params[] = {fit->device,
                             fit->framework,
                             *fit->policy ? fit->policy : NULL,
@@ -192,7 +198,10 @@ int tc_store_fit_put(tc_store_t *s, tc_fit_t *fit, const tc_fit_group_t *g, cons
                             isfinite(fit->cv_max_ape) ? cv_max : NULL,
                             isfinite(fit->selection_mape) ? sel : NULL,
                             isfinite(fit->conv_only_mape) ? conv_only : NULL,
-                            *g->data_through ? g->data_through : NULL};
+                            *g->data_through ? g->data_through : NULL,
+                            tc_fit_stat_name(fit->stat),
+                            interval ? ilo : NULL,
+                            interval ? ihi : NULL};
     rc = tc_store_begin(s);
     if (rc < 0)
         goto done;
@@ -202,15 +211,16 @@ int tc_store_fit_put(tc_store_t *s, tc_fit_t *fit, const tc_fit_group_t *g, cons
         "INSERT INTO fits (device, framework, policy, dtype, conv_policy, form, weighting, "
         "features, coefficients, covariance, rse, dof, ridge_lambda, candidates, n_points, "
         "n_cnns, models, batches, excluded_oom, excluded_failed, cv_mape, cv_median_ape, "
-        "cv_max_ape, selection_mape, conv_only_mape, data_through) VALUES ($1, $2, $3, $4, $5, "
-        "$6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, "
-        "$24, $25, $26) RETURNING fit_id, (extract(epoch FROM fitted_at) * 1000000)::bigint",
-        26, params);
+        "cv_max_ape, selection_mape, conv_only_mape, data_through, stat, interval_lo, "
+        "interval_hi) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, "
+        "$16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, $29) "
+        "RETURNING fit_id, (extract(epoch FROM fitted_at) * 1000000)::bigint",
+        29, params);
     if (rc == 0) {
         fit->fit_id = strtoll(PQgetvalue(res, 0, 0), NULL, 10);
         fit->fitted_at_us = strtoll(PQgetvalue(res, 0, 1), NULL, 10);
         PQclear(res);
-        rc = s_put_points(s, fit, g, fitted, held_out);
+        rc = s_put_points(s, fit, g, fitted, held);
     }
     if (rc == 0)
         rc = tc_store_commit(s);
@@ -251,7 +261,8 @@ static long s_split_doubles(const char *text, double *v, size_t max)
     "array_to_string(coefficients, ','), array_to_string(covariance, ','), rse, dof, "         \
     "coalesce(ridge_lambda, 0), n_points, n_cnns, (SELECT min(b) FROM unnest(batches) b), "    \
     "(SELECT max(b) FROM unnest(batches) b), excluded_oom, excluded_failed, cv_mape, "         \
-    "cv_median_ape, cv_max_ape, selection_mape, conv_only_mape FROM fits "
+    "cv_median_ape, cv_max_ape, selection_mape, conv_only_mape, stat, interval_lo, "         \
+    "interval_hi FROM fits "
 
 static double s_col(PGresult *res, int col)
 {
@@ -306,6 +317,10 @@ static int s_parse_fit(PGresult *res, tc_fit_t *out)
     out->cv_max_ape = s_col(res, 23);
     out->selection_mape = s_col(res, 24);
     out->conv_only_mape = s_col(res, 25);
+    if (tc_fit_stat_parse(PQgetvalue(res, 0, 26), &out->stat) < 0)
+        return tc_err_context(TC_EINVAL, "fit %lld", out->fit_id);
+    out->interval_lo = s_col(res, 27);
+    out->interval_hi = s_col(res, 28);
     return 0;
 }
 

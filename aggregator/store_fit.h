@@ -13,21 +13,23 @@
 /* The training data of every device name in `devices` (n_devices of them;
  * none: every device name with traces), one group per device name,
  * framework, policy and dtype as the traces were taken. For each successful
- * (model, batch): the median of its traces' medians, their spreads, the
- * sum of the latest conv benchmarks of the device name at that batch (the
- * directions of tc_conv_step.h, the rule predict adds with; times
- * multiplicity; configs matched by shape and layout with the traces' dtype) and the
- * model's non-conv features. Points whose traces all failed or ran out of
- * memory are listed as excluded. Free with tc_fit_groups_free. */
+ * (model, batch): `stat` of its traces' medians, their spreads, the sum of
+ * the conv benchmarks of the device name at that batch (each conv by `stat`
+ * over its most recent benchmarks, TC_SQL_CONV_STAT, as predict looks them
+ * up; the directions of tc_conv_step.h; times multiplicity; configs matched
+ * by shape and layout with the traces' dtype) and the model's non-conv
+ * features. Points whose traces all failed or ran out of memory are listed
+ * as excluded. Free with tc_fit_groups_free. */
 int tc_store_fit_groups(tc_store_t *s, char *const *devices, size_t n_devices,
-                        tc_fit_group_t **out, size_t *n_out);
+                        tc_fit_stat_t stat, tc_fit_group_t **out, size_t *n_out);
 
 /* Store `fit` (made from group `g`) with its points: fitted[i] is the fit's
- * in-sample prediction of point i, held_out[i] its nested leave-one-CNN-out
- * prediction (NaN: none); `candidates` are the features selection could
+ * in-sample prediction of point i; `held` (may be NULL, and each array may
+ * be NULL) its nested leave-one-CNN-out prediction and that prediction's
+ * interval (NaN: none); `candidates` are the features selection could
  * choose from. Sets fit->fit_id and fit->fitted_at_us. One transaction. */
 int tc_store_fit_put(tc_store_t *s, tc_fit_t *fit, const tc_fit_group_t *g, const double *fitted,
-                     const double *held_out, const char *const *candidates,
+                     const tc_fit_held_out_t *held, const char *const *candidates,
                      size_t n_candidates);
 
 /* The newest fit of a device name. `framework` and `dtype` NULL: any;

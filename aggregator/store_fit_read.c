@@ -24,9 +24,11 @@
     "FROM traces t JOIN devices d USING (device_id) WHERE d.name = $1 AND t.framework = $2 "   \
     "AND t.policy IS NOT DISTINCT FROM $3 AND t.dtype = $4"
 
-/* Every conv measurement a group's points need, with the latest benchmark
- * of the device name (NULL when missing). A model's config is matched to a
- * benchmarked config of the same shape and layout in the traces' dtype. */
+/* Every conv measurement a group's points need, with its time on the device
+ * name by the fit's statistic ($8; NULL when never measured). A model's
+ * config is matched to a benchmarked config of the same shape and layout in
+ * the traces' dtype. */
+_Static_assert(TC_FIT_RECENT == 5, "TC_SQL_CONV_STAT takes the 5 most recent benchmarks");
 #define CONV_NEEDS_CTE                                                                          \
     "WITH pts AS (SELECT DISTINCT t.model_id, t.batch " GROUP_TRACES " AND t.status = 'ok'), " \
     "need AS (SELECT p.model_id, p.batch, mc.config_id AS model_config, mc.multiplicity, "     \
@@ -40,13 +42,9 @@
     "    AND bc.stride_h = c.stride_h AND bc.stride_w = c.stride_w "                           \
     "    AND bc.dilation_h = c.dilation_h AND bc.dilation_w = c.dilation_w "                   \
     "    AND bc.groups = c.groups AND bc.layout = c.layout AND bc.dtype = $4), "               \
-    "latest AS (SELECT DISTINCT ON (r.config_id, r.batch, r.direction) r.config_id, r.batch, " \
-    "  r.direction, r.median_ms FROM conv_results r JOIN devices d USING (device_id) "         \
-    "  WHERE d.name = $1 AND r.policy = $5 "                                                   \
-    "  ORDER BY r.config_id, r.batch, r.direction, r.measured_at DESC NULLS LAST, "            \
-    "  r.result_id DESC), "                                                                    \
-    "joined AS (SELECT n.*, l.median_ms FROM need n LEFT JOIN latest l "                       \
-    "  ON l.config_id = n.bench_config AND l.batch = n.batch AND l.direction = n.direction) "
+    "joined AS (SELECT n.*, l.median_ms FROM need n LEFT JOIN LATERAL "                        \
+    TC_SQL_CONV_STAT("$1", "$5", "$8", "n.bench_config", "n.batch", "n.direction")            \
+    " l ON true) "
 
 static char *s_dup(const char *v)
 {
@@ -146,13 +144,14 @@ static int s_read_points(tc_store_t *s, const char *const *params, tc_fit_group_
     PGresult *res = NULL;
     int rc = tc_store_query(
         s, &res, "reading trace summaries",
-        "SELECT ts.model_id, coalesce(m.name, ''), ts.batch, ts.traces, ts.median_ms, "
+        "SELECT ts.model_id, coalesce(m.name, ''), ts.batch, ts.traces, "
+        TC_SQL_TRACE_STAT("$5") ", "
         "ts.spread_within_trace, ts.spread_between_traces, m.model_id IS NOT NULL, "
         "ts.last_started_at "
         "FROM trace_summary ts LEFT JOIN models m USING (model_id) "
         "WHERE ts.device = $1 AND ts.framework = $2 AND ts.policy IS NOT DISTINCT FROM $3 "
         "AND ts.dtype = $4 ORDER BY coalesce(m.name, ts.model_id), ts.model_id, ts.batch",
-        4, params);
+        5, params);
     if (rc < 0)
         return rc;
     int n = PQntuples(res);
@@ -259,7 +258,7 @@ static int s_missing_convs(tc_store_t *s, const char *const *params, const tc_fi
         "array_to_string(array_agg(DISTINCT m.input_h ORDER BY m.input_h), ',') "
         "FROM joined j LEFT JOIN models m ON m.model_id = j.model_id "
         "WHERE j.median_ms IS NULL",
-        7, params);
+        8, params);
     if (rc < 0)
         return rc;
     /* The models' convs depend on their input size: name it when it is one. */
@@ -289,7 +288,7 @@ static int s_read_conv_sums(tc_store_t *s, const char *const *params, tc_fit_gro
                             "SELECT model_id, batch, sum(multiplicity * median_ms), "
                             "count(*) FILTER (WHERE median_ms IS NULL) "
                             "FROM joined GROUP BY model_id, batch",
-                            7, params);
+                            8, params);
     if (rc < 0)
         return rc;
     long missing = 0;
@@ -346,10 +345,12 @@ static int s_read_group(tc_store_t *s, tc_fit_group_t *g)
     char first_dirs[64], other_dirs[64];
     s_step_dirs(true, first_dirs, sizeof first_dirs);
     s_step_dirs(false, other_dirs, sizeof other_dirs);
+    const char *stat = tc_fit_stat_name(g->stat);
     const char *params[] = {g->device,    g->framework, *g->policy ? g->policy : NULL,
                             g->dtype,     g->conv_policy, first_dirs,
-                            other_dirs};
-    int rc = s_read_points(s, params, g);
+                            other_dirs,   stat};
+    const char *point_params[] = {params[0], params[1], params[2], params[3], stat};
+    int rc = s_read_points(s, point_params, g);
     if (rc == 0)
         rc = s_read_excluded(s, params, g);
     if (rc == 0)
@@ -360,7 +361,7 @@ static int s_read_group(tc_store_t *s, tc_fit_group_t *g)
 }
 
 int tc_store_fit_groups(tc_store_t *s, char *const *devices, size_t n_devices,
-                        tc_fit_group_t **out, size_t *n_out)
+                        tc_fit_stat_t stat, tc_fit_group_t **out, size_t *n_out)
 {
     *out = NULL;
     *n_out = 0;
@@ -421,6 +422,7 @@ int tc_store_fit_groups(tc_store_t *s, char *const *devices, size_t n_devices,
             snprintf(g->dtype, sizeof g->dtype, "%s", PQgetvalue(res, i, 2));
             snprintf(g->conv_policy, sizeof g->conv_policy, "%s",
                      *g->policy ? g->policy : "heuristic");
+            g->stat = stat;
             rc = s_read_group(s, g);
         }
         PQclear(res);

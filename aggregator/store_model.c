@@ -89,7 +89,7 @@ int tc_store_device_classes(tc_store_t *s, tc_device_class_t **out, size_t *n)
 }
 
 int tc_store_conv_lookup(tc_store_t *s, const char *device, const char *policy,
-                         tc_conv_lookup_t *items, size_t n, size_t *missing)
+                         tc_fit_stat_t stat, tc_conv_lookup_t *items, size_t n, size_t *missing)
 {
     *missing = n;
     for (size_t i = 0; i < n; i++)
@@ -120,7 +120,7 @@ int tc_store_conv_lookup(tc_store_t *s, const char *device, const char *policy,
         rc = tc_store_copy(s, "staging conv lookups", "COPY tc_lookup FROM STDIN", &rows);
     PGresult *res = NULL;
     if (rc == 0) {
-        const char *p[] = {device, policy};
+        const char *p[] = {device, policy, tc_fit_stat_name(stat)};
         rc = tc_store_query(
             s, &res, "looking up conv benchmarks",
             "SELECT q.idx, l.median_ms, l.stddev_ms FROM tc_lookup q "
@@ -129,12 +129,9 @@ int tc_store_conv_lookup(tc_store_t *s, const char *device, const char *policy,
             "  AND cc.stride_h = q.stride_h AND cc.stride_w = q.stride_w "
             "  AND cc.dilation_h = q.dilation_h AND cc.dilation_w = q.dilation_w "
             "  AND cc.groups = q.groups AND cc.dtype = q.dtype AND cc.layout = q.layout "
-            "JOIN LATERAL (SELECT r.median_ms, r.stddev_ms FROM conv_results r "
-            "  JOIN devices d USING (device_id) WHERE d.name = $1 AND r.policy = $2 "
-            "  AND r.config_id = cc.config_id AND r.batch = q.batch "
-            "  AND r.direction = q.direction "
-            "  ORDER BY r.measured_at DESC NULLS LAST, r.result_id DESC LIMIT 1) l ON true",
-            2, p);
+            "JOIN LATERAL " TC_SQL_CONV_STAT("$1", "$2", "$3", "cc.config_id", "q.batch",
+                                             "q.direction") " l ON true",
+            3, p);
     }
     if (rc == 0) {
         size_t found = 0;

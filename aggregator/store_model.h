@@ -2,6 +2,7 @@
 #ifndef TC_STORE_MODEL_H
 #define TC_STORE_MODEL_H
 
+#include "fit.h"
 #include "store.h"
 #include "tc_conv.h"
 #include "tc_features.h"
@@ -40,9 +41,11 @@ typedef struct {
 } tc_conv_lookup_t;
 
 /* Fill median_ms/stddev_ms of every item for device name `device` and
- * `policy`; *missing gets how many were not found. One round trip. */
+ * `policy`: each by `stat` over its most recent benchmarks, exactly as the
+ * fit summed them (TC_SQL_CONV_STAT); *missing gets how many were not
+ * found. One round trip. */
 int tc_store_conv_lookup(tc_store_t *s, const char *device, const char *policy,
-                         tc_conv_lookup_t *items, size_t n, size_t *missing);
+                         tc_fit_stat_t stat, tc_conv_lookup_t *items, size_t n, size_t *missing);
 
 /* A trace's peak memory with the model's features at its batch, for the
  * memory model. */

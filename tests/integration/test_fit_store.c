@@ -277,8 +277,8 @@ static void s_populate(tc_store_t *st)
     for (int k = 0; k < N_CNNS; k++)
         s_put_model(st, k);
     int64_t now = tc_now_us();
-    /* A stale, absurd measurement that a newer one replaces. */
-    s_put_convs(st, "synth-a", N_CNNS, s_batches, N_BATCHES, now - 3600 * 1000000LL, 50.0);
+    /* A stale, absurd measurement (a day old) that a newer one replaces. */
+    s_put_convs(st, "synth-a", N_CNNS, s_batches, N_BATCHES, now - 24 * 3600 * 1000000LL, 50.0);
     s_put_convs(st, "synth-a", N_CNNS, s_batches, N_BATCHES, now, 1.0);
     char id[64];
     for (int k = 0; k < N_CNNS; k++) {
@@ -557,7 +557,7 @@ Test(fit_store, fit_and_validate_match_the_hand_computation, .timeout = 300)
     tc_fit_group_t *groups = NULL;
     size_t n_groups = 0;
     char *dev[] = {"synth-a"};
-    cr_assert_eq(tc_store_fit_groups(st, dev, 1, &groups, &n_groups), 0, "%s", tc_errmsg());
+    cr_assert_eq(tc_store_fit_groups(st, dev, 1, TC_FIT_STAT_MEDIAN, &groups, &n_groups), 0, "%s", tc_errmsg());
     cr_assert_eq(n_groups, 1u);
     cr_assert_eq(groups[0].n_points, (size_t)(N_CNNS * N_BATCHES));
     for (size_t i = 0; i < groups[0].n_points; i++) {

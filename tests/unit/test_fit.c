@@ -565,7 +565,8 @@ Test(fit_cv, each_fold_trains_on_every_other_cnn_and_never_the_held_out_one, .ti
     tc_fit_select_opts_t o;
     tc_fit_select_opts_default(&d, &o);
     o.forms = 1u << TC_FIT_OLS;
-    cr_assert_eq(tc_fit_nested_loco(&d, &o, pred, NULL, s_check_fold, NULL, &nested), 0, "%s",
+    cr_assert_eq(tc_fit_nested_loco(&d, &o, &(tc_fit_held_out_t){.ms = pred}, NULL, s_check_fold, NULL,
+                                    &nested), 0, "%s",
                  tc_errmsg());
     cr_expect_eq(nested.folds, 7);
     tc_fit_data_free(&d);
@@ -584,7 +585,7 @@ Test(fit_cv, held_out_measurements_do_not_reach_their_own_prediction, .timeout =
     tc_fit_spec_t spec = {TC_FIT_ROBUST, TC_FIT_W_NONE, 0xf};
     double loco[24], nested[24], loco2[24], nested2[24];
     cr_assert_eq(tc_fit_loco(&d, &spec, NULL, loco, NULL, NULL), 0, "%s", tc_errmsg());
-    cr_assert_eq(tc_fit_nested_loco(&d, &o, nested, NULL, NULL, NULL, NULL), 0, "%s",
+    cr_assert_eq(tc_fit_nested_loco(&d, &o, &(tc_fit_held_out_t){.ms = nested}, NULL, NULL, NULL, NULL), 0, "%s",
                  tc_errmsg());
     for (size_t c = 0; c < d.n_cnns; c++) {
         double saved[4];
@@ -593,7 +594,8 @@ Test(fit_cv, held_out_measurements_do_not_reach_their_own_prediction, .timeout =
             d.measured[c * 4 + b] *= 7.5 + b; /* wildly wrong */
         }
         cr_assert_eq(tc_fit_loco(&d, &spec, NULL, loco2, NULL, NULL), 0, "%s", tc_errmsg());
-        cr_assert_eq(tc_fit_nested_loco(&d, &o, nested2, NULL, NULL, NULL, NULL), 0, "%s",
+        cr_assert_eq(tc_fit_nested_loco(&d, &o, &(tc_fit_held_out_t){.ms = nested2}, NULL, NULL, NULL,
+                                        NULL), 0, "%s",
                      tc_errmsg());
         for (size_t b = 0; b < 4; b++) {
             size_t i = c * 4 + b;
@@ -645,7 +647,7 @@ Test(fit_cv, too_few_cnns_is_bad_input, .timeout = 10)
     double mape, pred[8];
     cr_expect_eq(tc_fit_select(&d, NULL, &o, &best, &mape), TC_EINVAL);
     cr_expect(strstr(tc_errmsg(), "at least 3 CNNs") != NULL, "%s", tc_errmsg());
-    cr_expect_eq(tc_fit_nested_loco(&d, &o, pred, NULL, NULL, NULL, NULL), TC_EINVAL);
+    cr_expect_eq(tc_fit_nested_loco(&d, &o, &(tc_fit_held_out_t){.ms = pred}, NULL, NULL, NULL, NULL), TC_EINVAL);
     tc_fit_data_free(&d);
 }
 
