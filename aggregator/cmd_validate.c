@@ -105,19 +105,30 @@ static void s_pct(char *buf, size_t size, double v)
 }
 
 static void s_print_table(const tc_fit_group_t *g, const tc_fit_analysis_t *a, const row_t *rows,
-                          size_t n)
+                          size_t n, tc_fit_holdout_t holdout)
 {
     char label[3 * TC_FIT_LABEL_LEN], model[1024];
     tc_fit_group_label(g, label, sizeof label);
     tc_fit_spec_describe(&a->data, &a->spec, model, sizeof model);
     printf("%s\n", label);
-    printf("  %zu CNNs, %zu points; excluded %zu (out of memory %zu, failed %zu)\n",
-           a->data.n_cnns, a->data.n, rows[0].oom + rows[0].failed, rows[0].oom,
-           rows[0].failed);
-    printf("  model chosen on every CNN: %s\n", model);
-    printf("  errors are leave-one-CNN-out: each CNN's model was chosen and fitted without it\n\n");
-    printf("  %-24s %6s %7s %7s %7s %9s %8s %8s %8s\n", "CNN", "points", "MAPE", "median", "max",
-           "conv-only", "spread", "between", "excluded");
+    static const char *const what[] = {"CNN", "family", "batch size"};
+    static const char *const whats[] = {"CNNs", "families", "batch sizes"};
+    printf("  %zu %s, %zu points; excluded %zu (out of memory %zu, failed %zu); statistic %s\n",
+           a->data.n_cnns, whats[holdout], a->data.n, rows[0].oom + rows[0].failed, rows[0].oom,
+           rows[0].failed, tc_fit_stat_name(a->fit.stat));
+    printf("  model chosen on every %s: %s\n", what[holdout], model);
+    printf("  errors are leave-one-%s-out: each %s's model was chosen and fitted without it\n",
+           holdout == TC_FIT_HOLD_BATCH ? "batch-size" : what[holdout], what[holdout]);
+    if (a->with_interval)
+        printf("  95%% intervals: %zu of %zu held-out truths inside (%.1f%%), median width "
+               "%.1f%% of the prediction\n\n",
+               a->covered, a->with_interval, 100.0 * (double)a->covered / (double)a->with_interval,
+               100.0 * a->width_median);
+    else
+        printf("  95%% intervals: too few points to calibrate them (%zu needed)\n\n",
+               tc_fit_interval_min_points(TC_FIT_ALPHA));
+    printf("  %-24s %6s %7s %7s %7s %9s %8s %8s %8s\n", what[holdout], "points", "MAPE", "median",
+           "max", "conv-only", "spread", "between", "excluded");
     for (size_t k = 0; k < n; k++) {
         const row_t *r = &rows[k];
         char m[16], md[16], mx[16], co[16], sw[16], sb[16];
@@ -204,8 +215,41 @@ static void s_json_row(tc_buf_t *b, const row_t *r)
     tc_buf_json_num(b, r->spread_between);
 }
 
+static void s_json_points(tc_buf_t *b, const tc_fit_group_t *g, const tc_fit_analysis_t *a)
+{
+    const tc_fit_data_t *d = &a->data;
+    tc_buf_puts(b, ", \"points\": [");
+    for (size_t i = 0; i < d->n; i++) {
+        const tc_fit_point_t *pt = &g->points[i];
+        char family[TC_FIT_LABEL_LEN];
+        tc_buf_puts(b, i ? ", {\"model_id\": " : "{\"model_id\": ");
+        tc_buf_json_str(b, pt->model_id);
+        tc_buf_puts(b, ", \"cnn\": ");
+        tc_buf_json_str(b, pt->cnn);
+        tc_buf_puts(b, ", \"family\": ");
+        tc_buf_json_str(b, tc_fit_family(pt->cnn, family, sizeof family));
+        tc_buf_puts(b, ", \"held_out_group\": ");
+        tc_buf_json_str(b, d->cnn_names[d->cnn[i]]);
+        tc_buf_printf(b, ", \"batch\": %u, \"traces\": %u, \"measured_ms\": ", pt->batch,
+                      pt->traces);
+        tc_buf_json_num(b, d->measured[i]);
+        tc_buf_puts(b, ", \"conv_ms\": ");
+        tc_buf_json_num(b, d->conv[i]);
+        tc_buf_puts(b, ", \"held_out_ms\": ");
+        tc_buf_json_num(b, a->held_out[i]);
+        tc_buf_puts(b, ", \"lo_ms\": ");
+        tc_buf_json_num(b, a->held_lo[i]);
+        tc_buf_puts(b, ", \"hi_ms\": ");
+        tc_buf_json_num(b, a->held_hi[i]);
+        tc_buf_puts(b, ", \"spread_between\": ");
+        tc_buf_json_num(b, pt->spread_between);
+        tc_buf_puts(b, "}");
+    }
+    tc_buf_puts(b, "]");
+}
+
 static void s_json_group(tc_buf_t *b, const tc_fit_group_t *g, const tc_fit_analysis_t *a,
-                         const row_t *rows, size_t n)
+                         const row_t *rows, size_t n, tc_fit_holdout_t holdout)
 {
     tc_buf_puts(b, "{\"device\": ");
     tc_buf_json_str(b, g->device);
@@ -231,7 +275,15 @@ static void s_json_group(tc_buf_t *b, const tc_fit_group_t *g, const tc_fit_anal
         }
     }
     tc_buf_puts(b, "]}, ");
+    tc_buf_printf(b, "\"holdout\": \"%s\", \"stat\": \"%s\", \"groups\": %zu, ",
+                  tc_fit_holdout_name(holdout), tc_fit_stat_name(a->fit.stat), a->data.n_cnns);
+    tc_buf_printf(b, "\"interval_points\": %zu, \"interval_covered\": %zu, "
+                     "\"interval_width_median\": ",
+                  a->with_interval, a->covered);
+    tc_buf_json_num(b, a->width_median);
+    tc_buf_puts(b, ", ");
     s_json_row(b, &rows[0]);
+    s_json_points(b, g, a);
     tc_buf_puts(b, ", \"per_cnn\": [");
     for (size_t k = 1; k < n; k++) {
         tc_buf_puts(b, k > 1 ? ", {\"cnn\": " : "{\"cnn\": ");
@@ -248,9 +300,12 @@ static void s_json_group(tc_buf_t *b, const tc_fit_group_t *g, const tc_fit_anal
 int tc_cmd_validate(int argc, char **argv)
 {
     tc_fit_cli_t cli = {.min_gain = 0.01};
-    const char *format = "table";
+    const char *format = "table", *holdout = "cnn";
     const tc_opt_t opts[] = {
         TC_FIT_CLI_OPTS(&cli),
+        {"holdout", TC_OPT_STR, &holdout, "WHAT",
+         "what each fold holds out: cnn (default), family (every CNN of a family: resnet, vgg, "
+         "mobilenet_v3, ...) or batch (one batch size of every CNN)"},
         {"format", TC_OPT_STR, &format, "FMT", "table, csv or json (default: table)"},
         {0},
     };
@@ -283,12 +338,18 @@ int tc_cmd_validate(int argc, char **argv)
         tc_cli_result_free(&res);
         return tc_fail(TC_EUSAGE, "--format must be table, csv or json (got '%s')", format);
     }
+    tc_fit_holdout_t hold;
+    if (tc_fit_holdout_parse(holdout, &hold) < 0) {
+        tc_cli_result_free(&res);
+        return tc_err_context(TC_EUSAGE, "--holdout");
+    }
     tc_fit_plan_t plan;
     rc = tc_fit_plan_init(&cli, &plan);
     if (rc < 0) {
         tc_cli_result_free(&res);
         return rc;
     }
+    plan.holdout = hold;
     tc_store_t *store = NULL;
     tc_fit_group_t *groups = NULL;
     size_t n_groups = 0;
@@ -312,12 +373,12 @@ int tc_cmd_validate(int argc, char **argv)
         rc = s_rows(&groups[i], &a, &rows, &n);
         if (rc == 0) {
             if (fmt == FMT_TABLE)
-                s_print_table(&groups[i], &a, rows, n);
+                s_print_table(&groups[i], &a, rows, n, plan.holdout);
             else if (fmt == FMT_CSV)
                 s_print_csv(&groups[i], rows, n);
             else {
                 tc_buf_puts(&json, i ? ", " : "");
-                s_json_group(&json, &groups[i], &a, rows, n);
+                s_json_group(&json, &groups[i], &a, rows, n, plan.holdout);
             }
             fflush(stdout);
         }

@@ -103,6 +103,13 @@ int tc_fit_ridge_gcv(const double *x, const double *y, const double *w, size_t n
  * Returns 0 or TC_EINVAL naming the feature. */
 int tc_fit_feature_value(const tc_features_t *f, const char *name, double *out);
 
+/* As tc_fit_feature_value, and also
+ *   conv.ms         the point's conv sum (a coefficient on it corrects the
+ *                   benchmarks' sum by a factor: framework work that scales
+ *                   with the conv time itself)
+ * which needs the point's conv sum. */
+int tc_fit_feature_at(const tc_features_t *f, double conv_ms, const char *name, double *out);
+
 /* The default candidate set, physically motivated (docs/fitting.md):
  * total.one (constant per-iteration overhead), nonconv.layers,
  * conv.layers (framework work around each conv call), bn.elems,
@@ -155,6 +162,22 @@ typedef struct {
 void tc_fit_group_clear(tc_fit_group_t *g);
 void tc_fit_groups_free(tc_fit_group_t **groups_p, size_t n);
 
+/* What a fold holds out. The data's groups (cnn, cnn_names) are CNNs when
+ * built; regrouping makes them families of CNNs (resnet, vgg, mobilenet_v3,
+ * ...: tc_fit_family) or batch sizes, so that selection, leave-one-out and
+ * the nested run hold out a whole family, or a batch size of every CNN. */
+typedef enum {
+    TC_FIT_HOLD_CNN = 0,
+    TC_FIT_HOLD_FAMILY,
+    TC_FIT_HOLD_BATCH,
+    TC_FIT_HOLD_COUNT
+} tc_fit_holdout_t;
+
+const char *tc_fit_holdout_name(tc_fit_holdout_t h); /* cnn, family, batch */
+int tc_fit_holdout_parse(const char *s, tc_fit_holdout_t *out);
+/* "CNN", "family", "batch size" (plural with `plural`), for messages. */
+const char *tc_fit_holdout_unit(tc_fit_holdout_t h, bool plural);
+
 /* The design for cross-validation: candidate features evaluated at every
  * point, CNNs numbered. Built from a group; owns its arrays. */
 typedef struct {
@@ -167,10 +190,21 @@ typedef struct {
     size_t *cnn;       /* n, index into cnn_names */
     size_t n_cnns;
     char **cnn_names;  /* n_cnns, owned */
+    tc_fit_holdout_t grouped_by; /* what cnn[] numbers: CNNs unless regrouped */
 } tc_fit_data_t;
 
 int tc_fit_data_build(const tc_fit_group_t *g, const char *const *features, size_t p,
                       tc_fit_data_t *out);
+
+
+/* Regroup data built from `g` (rows are g's points, in order). */
+int tc_fit_data_regroup(tc_fit_data_t *d, const tc_fit_group_t *g, tc_fit_holdout_t by);
+
+/* The family of a CNN by its name: torchvision's families (resnet18 ->
+ * resnet, vgg16_bn -> vgg_bn, mobilenet_v3_small -> mobilenet_v3,
+ * regnet_y_400mf -> regnet_y, efficientnet_b1 -> efficientnet, ...);
+ * any other name is a family of its own. Into buf; returns buf. */
+const char *tc_fit_family(const char *cnn, char *buf, size_t size);
 void tc_fit_data_free(tc_fit_data_t *d);
 
 /* ---- specs, folds and selection (fit_cv.c) ------------------------------- */

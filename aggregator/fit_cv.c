@@ -220,9 +220,10 @@ int tc_fit_select(const tc_fit_data_t *d, const bool *rows, const tc_fit_select_
     }
     size_t cnns = s_cnns_present(d, rows, present);
     if (cnns < 3) {
-        rc = tc_fail(TC_EINVAL, "choosing a model by leave-one-CNN-out needs traces of at least "
-                                "3 CNNs; there %s %zu: trace more CNNs on this device",
-                     cnns == 1 ? "is" : "are", cnns);
+        rc = tc_fail(TC_EINVAL, "choosing a model by leave-one-%s-out needs traces of at least "
+                                "3 %s; there %s %zu: trace more on this device",
+                     tc_fit_holdout_unit(d->grouped_by, false),
+                     tc_fit_holdout_unit(d->grouped_by, true), cnns == 1 ? "is" : "are", cnns);
         goto done;
     }
     if (!o->forms || !o->weightings) {
@@ -257,9 +258,10 @@ int tc_fit_select(const tc_fit_data_t *d, const bool *rows, const tc_fit_select_
         }
     }
     if (!isfinite(best_score)) {
-        rc = tc_fail(TC_EINVAL, "no model could be fitted in every leave-one-CNN-out fold: too "
-                                "few points for the features (%zu points, %zu CNNs)",
-                     d->n, cnns);
+        rc = tc_fail(TC_EINVAL, "no model could be fitted in every leave-one-%s-out fold: too "
+                                "few points for the features (%zu points, %zu %s)",
+                     tc_fit_holdout_unit(d->grouped_by, false), d->n, cnns,
+                     tc_fit_holdout_unit(d->grouped_by, true));
         goto done;
     }
     *mape = best_score;
@@ -274,10 +276,10 @@ int tc_fit_nested_loco(const tc_fit_data_t *d, const tc_fit_select_opts_t *o,
                        tc_fit_fold_fn on_fold, tc_fit_progress_fn progress, void *ctx)
 {
     if (d->n_cnns < 4)
-        return tc_fail(TC_EINVAL, "validating the model choice needs traces of at least 4 CNNs "
-                                  "(each fold chooses among the others by leave-one-CNN-out); "
-                                  "there are %zu: trace more CNNs on this device",
-                       d->n_cnns);
+        return tc_fail(TC_EINVAL, "validating the model choice needs traces of at least 4 %s "
+                                  "(each fold chooses among the others by leave-one-out); "
+                                  "there are %zu: trace more on this device",
+                       tc_fit_holdout_unit(d->grouped_by, true), d->n_cnns);
     bool *train = calloc(d->n + 1, sizeof *train);
     double *inner_pred = calloc(d->n + 1, sizeof *inner_pred);
     if (!train || !inner_pred) {

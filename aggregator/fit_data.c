@@ -16,6 +16,7 @@ static const char *const s_default_candidates[] = {
     "memory.elems",   /* other memory-bound layers: bytes moved */
     "total.params",   /* optimizer step and gradient zeroing over every parameter */
     "gemm.flops",     /* the classifier's matrix products */
+    "conv.ms",        /* a factor on the conv benchmarks' sum */
 };
 
 size_t tc_fit_default_candidates(const char *const **names)
@@ -42,8 +43,125 @@ int tc_fit_feature_value(const tc_features_t *f, const char *name, double *out)
     }
     int rc = tc_feature_value(f, name, out);
     if (rc < 0)
-        return tc_err_context(rc, "fit feature (also nonconv.layers, memory.elems)");
+        return tc_err_context(rc, "fit feature (also nonconv.layers, memory.elems, conv.ms)");
     return 0;
+}
+
+int tc_fit_feature_at(const tc_features_t *f, double conv_ms, const char *name, double *out)
+{
+    if (!strcmp(name, "conv.ms")) {
+        *out = conv_ms;
+        return 0;
+    }
+    return tc_fit_feature_value(f, name, out);
+}
+
+static const char *const s_holdout_names[TC_FIT_HOLD_COUNT] = {"cnn", "family", "batch"};
+
+const char *tc_fit_holdout_name(tc_fit_holdout_t h)
+{
+    return (unsigned)h < TC_FIT_HOLD_COUNT ? s_holdout_names[h] : "cnn";
+}
+
+const char *tc_fit_holdout_unit(tc_fit_holdout_t h, bool plural)
+{
+    static const char *const one[] = {"CNN", "family", "batch-size"};
+    static const char *const many[] = {"CNNs", "families", "batch sizes"};
+    unsigned k = (unsigned)h < TC_FIT_HOLD_COUNT ? (unsigned)h : 0;
+    return plural ? many[k] : one[k];
+}
+
+int tc_fit_holdout_parse(const char *s, tc_fit_holdout_t *out)
+{
+    for (int i = 0; i < TC_FIT_HOLD_COUNT; i++) {
+        if (s && !strcmp(s, s_holdout_names[i])) {
+            *out = (tc_fit_holdout_t)i;
+            return 0;
+        }
+    }
+    return tc_fail(TC_EINVAL, "unknown hold-out '%s' (use cnn, family or batch)", s ? s : "");
+}
+
+/* Name prefixes of torchvision's CNN families, longest match first where
+ * one prefix starts another. */
+static const struct {
+    const char *prefix, *family;
+} s_families[] = {
+    {"wide_resnet", "wide_resnet"},   {"resnext", "resnext"},
+    {"resnet", "resnet"},             {"mobilenet_v2", "mobilenet_v2"},
+    {"mobilenet_v3", "mobilenet_v3"}, {"mnasnet", "mnasnet"},
+    {"shufflenet", "shufflenet"},     {"squeezenet", "squeezenet"},
+    {"densenet", "densenet"},         {"efficientnet_v2", "efficientnet_v2"},
+    {"efficientnet", "efficientnet"}, {"regnet_x", "regnet_x"},
+    {"regnet_y", "regnet_y"},         {"convnext", "convnext"},
+    {"googlenet", "googlenet"},       {"inception", "inception"},
+    {"alexnet", "alexnet"},
+};
+
+const char *tc_fit_family(const char *cnn, char *buf, size_t size)
+{
+    const char *name = cnn ? cnn : "";
+    const char *colon = strchr(name, ':');
+    if (colon)
+        name = colon + 1; /* torchvision:NAME */
+    size_t len = strcspn(name, "@");
+    if (!strncmp(name, "vgg", 3)) {
+        bool bn = len > 3 && !strncmp(name + len - 3, "_bn", 3);
+        snprintf(buf, size, "%s", bn ? "vgg_bn" : "vgg");
+        return buf;
+    }
+    for (size_t i = 0; i < sizeof s_families / sizeof s_families[0]; i++) {
+        size_t pl = strlen(s_families[i].prefix);
+        if (len >= pl && !strncmp(name, s_families[i].prefix, pl)) {
+            snprintf(buf, size, "%s", s_families[i].family);
+            return buf;
+        }
+    }
+    snprintf(buf, size, "%.*s", (int)len, name);
+    return buf;
+}
+
+int tc_fit_data_regroup(tc_fit_data_t *d, const tc_fit_group_t *g, tc_fit_holdout_t by)
+{
+    if (by == TC_FIT_HOLD_CNN)
+        return 0;
+    if (d->n != g->n_points)
+        return tc_fail(TC_EINVAL, "regrouping: %zu rows for %zu points", d->n, g->n_points);
+    char **names = calloc(d->n + 1, sizeof *names);
+    size_t *idx = calloc(d->n + 1, sizeof *idx);
+    size_t n_groups = 0;
+    int rc = 0;
+    if (!names || !idx)
+        rc = tc_fail(TC_ENOMEM, "out of memory");
+    for (size_t i = 0; rc == 0 && i < d->n; i++) {
+        char name[TC_FIT_LABEL_LEN];
+        if (by == TC_FIT_HOLD_FAMILY)
+            tc_fit_family(g->points[i].cnn, name, sizeof name);
+        else
+            snprintf(name, sizeof name, "batch %u", g->points[i].batch);
+        size_t c = 0;
+        while (c < n_groups && strcmp(names[c], name) != 0)
+            c++;
+        if (c == n_groups && !(names[n_groups++] = strdup(name)))
+            rc = tc_fail(TC_ENOMEM, "out of memory");
+        idx[i] = c;
+    }
+    if (rc == 0) {
+        for (size_t i = 0; i < d->n_cnns; i++)
+            free(d->cnn_names[i]);
+        free(d->cnn_names);
+        free(d->cnn);
+        d->cnn_names = names;
+        d->cnn = idx;
+        d->n_cnns = n_groups;
+        d->grouped_by = by;
+        return 0;
+    }
+    for (size_t i = 0; names && i < n_groups; i++)
+        free(names[i]);
+    free(names);
+    free(idx);
+    return rc;
 }
 
 void tc_fit_group_clear(tc_fit_group_t *g)
@@ -123,7 +241,7 @@ int tc_fit_data_build(const tc_fit_group_t *g, const char *const *features, size
         out->measured[i] = pt->measured_ms;
         out->conv[i] = pt->conv_ms;
         for (size_t j = 0; j < p; j++)
-            TC_TRY(tc_fit_feature_value(&pt->features, features[j], &out->x[i * p + j]));
+            TC_TRY(tc_fit_feature_at(&pt->features, pt->conv_ms, features[j], &out->x[i * p + j]));
         size_t c = 0;
         while (c < out->n_cnns && strcmp(out->cnn_names[c], pt->cnn) != 0)
             c++;

@@ -38,7 +38,7 @@ int tc_fit_predict(const tc_fit_t *fit, const tc_features_t *f, double conv_ms,
                        TC_FIT_MAX_FEATURES);
     double x[TC_FIT_MAX_FEATURES];
     for (size_t j = 0; j < fit->p; j++) {
-        int rc = tc_fit_feature_value(f, fit->features[j], &x[j]);
+        int rc = tc_fit_feature_at(f, conv_ms, fit->features[j], &x[j]);
         if (rc < 0)
             return tc_err_context(rc, "fit %lld for %s", fit->fit_id, fit->device);
     }

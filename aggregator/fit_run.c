@@ -98,7 +98,7 @@ int tc_fit_plan_init(const tc_fit_cli_t *cli, tc_fit_plan_t *plan)
     tc_features_t zero = {0};
     for (size_t j = 0; j < plan->p; j++) {
         double v;
-        TC_TRY(tc_fit_feature_value(&zero, plan->features[j], &v));
+        TC_TRY(tc_fit_feature_at(&zero, 0, plan->features[j], &v));
     }
     return 0;
 err:
@@ -181,8 +181,12 @@ int tc_fit_analyze(const tc_fit_group_t *g, const tc_fit_plan_t *plan, tc_fit_ne
     char label[3 * TC_FIT_LABEL_LEN];
     tc_fit_group_label(g, label, sizeof label);
     int rc = tc_fit_data_build(g, (const char *const *)plan->features, plan->p, &out->data);
-    if (rc < 0)
+    if (rc == 0)
+        rc = tc_fit_data_regroup(&out->data, g, plan->holdout);
+    if (rc < 0) {
+        tc_fit_data_free(&out->data);
         return tc_err_context(rc, "%s", label);
+    }
     tc_fit_data_t *d = &out->data;
     size_t n = d->n;
     out->fitted = calloc(n + 1, sizeof *out->fitted);
@@ -228,14 +232,15 @@ int tc_fit_analyze(const tc_fit_group_t *g, const tc_fit_plan_t *plan, tc_fit_ne
     }
 
     if (nested == TC_FIT_NESTED_IF_POSSIBLE && d->n_cnns < 4) {
-        tc_log_warn("%s: only %zu CNNs; leave-one-CNN-out of the model choice needs 4, so no "
+        tc_log_warn("%s: only %zu CNNs; leave-one-out of the model choice needs 4, so no "
                     "cv error is stored",
                     label, d->n_cnns);
         nested = TC_FIT_NESTED_OFF;
     }
     if (nested != TC_FIT_NESTED_OFF) {
         char what[3 * TC_FIT_LABEL_LEN + 32];
-        snprintf(what, sizeof what, "leave-one-CNN-out %s", g->device);
+        snprintf(what, sizeof what, "leave-one-%s-out %s",
+                 tc_fit_holdout_unit(d->grouped_by, false), g->device);
         tc_progress_t *progress = tc_progress_new(what, d->n_cnns);
         tc_fit_held_out_t held = {out->held_out, out->held_lo, out->held_hi};
         rc = tc_fit_nested_loco(d, &out->opts, &held, out->fold_specs, NULL,

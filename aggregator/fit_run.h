@@ -51,6 +51,7 @@ typedef struct {
     bool select;
     double min_gain;
     tc_fit_stat_t stat;
+    tc_fit_holdout_t holdout; /* what the folds hold out (validate --holdout) */
 } tc_fit_plan_t;
 
 int tc_fit_plan_init(const tc_fit_cli_t *cli, tc_fit_plan_t *plan);

@@ -99,10 +99,16 @@ int tc_predict_device(tc_store_t *s, const tc_pred_request_t *req, tc_pred_devic
         p->conv_ms = conv;
         p->conv_sd_ms = sqrt(conv_var);
         /* Nothing takes negative time: a fit extrapolated below zero is
-         * shown at zero and flagged, never passed off as a prediction. */
-        p->clamped = nonconv < 0;
+         * shown at zero and flagged, never passed off as a prediction. With
+         * a factor on the conv sum (conv.ms) the non-conv part may be
+         * negative (the benchmarks' sum corrected down); then only a
+         * negative total is. */
+        bool conv_factor = false;
+        for (size_t j = 0; j < d->fit.p; j++)
+            conv_factor = conv_factor || !strcmp(d->fit.features[j], "conv.ms");
+        p->clamped = conv_factor ? conv + nonconv < 0 : nonconv < 0;
         if (p->clamped)
-            nonconv = 0;
+            nonconv = conv_factor ? -conv : 0;
         p->nonconv_ms = nonconv;
         p->total_ms = conv + nonconv;
         p->sd_ms = sqrt(var + conv_var);

@@ -104,7 +104,7 @@ static int s_put_points(tc_store_t *s, const tc_fit_t *fit, const tc_fit_group_t
         const tc_fit_point_t *pt = &g->points[i];
         double x[TC_FIT_MAX_FEATURES];
         for (size_t j = 0; j < fit->p && rc == 0; j++)
-            rc = tc_fit_feature_value(&pt->features, fit->features[j], &x[j]);
+            rc = tc_fit_feature_at(&pt->features, pt->conv_ms, fit->features[j], &x[j]);
         tc_copy_int(&rows, fit->fit_id, 0);
         tc_copy_text(&rows, pt->model_id, 0);
         tc_copy_text(&rows, pt->cnn, 0);

@@ -693,3 +693,72 @@ Test(fit_model, predict_combines_coefficient_and_noise_variance, .timeout = 10)
     snprintf(fit.features[1], TC_FIT_NAME_LEN, "nope.elems");
     cr_expect_eq(tc_fit_predict(&fit, &f, 30, &mean, &var), TC_EINVAL);
 }
+
+Test(fit_interval, conformal_ranks_and_too_few_points, .timeout = 10)
+{
+    cr_expect_eq(tc_fit_interval_min_points(0.05), 39);
+    /* 79 ratios 0.80, 0.805, ..., 1.19: ranks floor(80 * 0.025) = 2 and
+     * ceil(80 * 0.975) = 78. */
+    double measured[79], pred[79];
+    for (int i = 0; i < 79; i++) {
+        pred[i] = 10.0;
+        measured[i] = 10.0 * (0.80 + 0.005 * i);
+    }
+    double lo, hi;
+    cr_assert_eq(tc_fit_interval(measured, pred, NULL, 79, 0.05, &lo, &hi), 0);
+    cr_expect(fabs(lo - 0.805) < 1e-12, "lo %g", lo);
+    cr_expect(fabs(hi - 1.185) < 1e-12, "hi %g", hi);
+    /* Rows outside the mask do not count: 38 points are too few. */
+    bool rows[79] = {0};
+    for (int i = 0; i < 38; i++)
+        rows[i] = true;
+    cr_assert_eq(tc_fit_interval(measured, pred, rows, 79, 0.05, &lo, &hi), 0);
+    cr_expect(isnan(lo) && isnan(hi), "38 points gave %g..%g", lo, hi);
+    /* Every prediction too high: the interval still contains the prediction. */
+    for (int i = 0; i < 79; i++)
+        measured[i] = 10.0 * (0.5 + 0.001 * i);
+    cr_assert_eq(tc_fit_interval(measured, pred, NULL, 79, 0.05, &lo, &hi), 0);
+    cr_expect(hi == 1.0 && lo < 0.6, "%g..%g", lo, hi);
+    cr_expect_eq(tc_fit_interval(measured, pred, NULL, 79, 1.5, &lo, &hi), TC_EINVAL);
+}
+
+/* On data whose error is what the intervals assume (exchangeable CNNs), the
+ * nested intervals cover about 95 % of held-out truths, and a held-out
+ * CNN's own measurements never shape its interval. */
+Test(fit_interval, nested_intervals_cover_and_ignore_the_held_out_truth, .timeout = 120)
+{
+    const double beta[4] = {5, 0.02, 3, 0.001};
+    tc_fit_data_t d;
+    s_seed(33);
+    s_make_data(&d, 48, beta, 4, 0.05);
+    tc_fit_select_opts_t o;
+    tc_fit_select_opts_default(&d, &o);
+    o.forms = 1u << TC_FIT_OLS;
+    o.weightings = 1u << TC_FIT_W_RELATIVE;
+    o.select = false;
+    double ms[192], lo[192], hi[192];
+    tc_fit_held_out_t held = {ms, lo, hi};
+    cr_assert_eq(tc_fit_nested_loco(&d, &o, &held, NULL, NULL, NULL, NULL), 0, "%s",
+                 tc_errmsg());
+    size_t covered = 0;
+    for (size_t i = 0; i < d.n; i++) {
+        cr_assert(isfinite(lo[i]) && isfinite(hi[i]) && lo[i] <= ms[i] && ms[i] <= hi[i],
+                  "row %zu: %g in %g..%g", i, ms[i], lo[i], hi[i]);
+        covered += d.measured[i] >= lo[i] && d.measured[i] <= hi[i];
+    }
+    double share = (double)covered / (double)d.n;
+    cr_expect(share >= 0.88 && share <= 0.995, "coverage %.3f", share);
+    /* Scramble CNN 5's truth: its predictions and intervals stay. */
+    double ms2[192], lo2[192], hi2[192];
+    for (size_t b = 0; b < 4; b++)
+        d.measured[5 * 4 + b] *= 3.0 + b;
+    tc_fit_held_out_t held2 = {ms2, lo2, hi2};
+    cr_assert_eq(tc_fit_nested_loco(&d, &o, &held2, NULL, NULL, NULL, NULL), 0, "%s",
+                 tc_errmsg());
+    for (size_t b = 0; b < 4; b++) {
+        size_t i = 5 * 4 + b;
+        cr_expect(ms2[i] == ms[i] && lo2[i] == lo[i] && hi2[i] == hi[i],
+                  "row %zu moved with its own truth", i);
+    }
+    tc_fit_data_free(&d);
+}
