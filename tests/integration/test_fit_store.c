@@ -661,3 +661,57 @@ Test(fit_store, bad_input_names_the_problem_and_exits_2, .timeout = 300)
     cr_expect(strstr(tc_errmsg(), "aggregator fit --device synth-b") != NULL, "%s", tc_errmsg());
     tc_store_destroy(&st);
 }
+
+/* Repeated measurements become one time by the fit's statistic, the same
+ * on both sides: three rounds of conv benchmarks (scaled 1, 2, 4, within
+ * the hour, after a day-old stale one) and two traces of one point. */
+Test(fit_store, statistics_of_repeated_measurements, .timeout = 300)
+{
+    tc_store_t *st = s_fresh("fit_stats");
+    s_populate(st); /* stale x50 a day ago, then x1 now */
+    int64_t now = tc_now_us();
+    s_put_convs(st, "synth-a", N_CNNS, s_batches, N_BATCHES, now - 600 * 1000000LL, 2.0);
+    s_put_convs(st, "synth-a", N_CNNS, s_batches, N_BATCHES, now - 1200 * 1000000LL, 4.0);
+    char *dev[] = {"synth-a"};
+    /* percentile_cont over (1, 2, 4): median 2, p10 1.2, min 1. */
+    const struct {
+        tc_fit_stat_t stat;
+        double conv_factor;
+        double trace_offset; /* the repeated point's traces are m - 0.5, m + 0.5 */
+    } cases[] = {{TC_FIT_STAT_MEDIAN, 2.0, 0.0},
+                 {TC_FIT_STAT_P10, 1.2, -0.4},
+                 {TC_FIT_STAT_MIN, 1.0, -0.5}};
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        tc_fit_group_t *groups = NULL;
+        size_t n_groups = 0;
+        cr_assert_eq(tc_store_fit_groups(st, dev, 1, cases[c].stat, &groups, &n_groups), 0,
+                     "%s", tc_errmsg());
+        cr_assert_eq(groups[0].stat, cases[c].stat);
+        for (size_t i = 0; i < groups[0].n_points; i++) {
+            const tc_fit_point_t *pt = &groups[0].points[i];
+            int k = pt->model_id[8] - '0', bi = pt->batch == 4 ? 0 : pt->batch == 8 ? 1 : 2;
+            double conv = cases[c].conv_factor * s_conv_sum(k, pt->batch);
+            cr_expect(fabs(pt->conv_ms - conv) < 1e-9 * conv, "%s: %s b%u conv %.12g, want %.12g",
+                      tc_fit_stat_name(cases[c].stat), pt->model_id, pt->batch, pt->conv_ms,
+                      conv);
+            double m = s_measured(k, bi) +
+                       (k == REPEAT_K && bi == REPEAT_BI ? cases[c].trace_offset : 0.0);
+            cr_expect(fabs(pt->measured_ms - m) < 1e-9 * m, "%s: %s b%u measured %.12g, want %.12g",
+                      tc_fit_stat_name(cases[c].stat), pt->model_id, pt->batch, pt->measured_ms,
+                      m);
+        }
+        tc_fit_groups_free(&groups, n_groups);
+    }
+    /* A fit remembers its statistic, and predict looks convs up by it. */
+    char out[65536];
+    int rc = s_aggregator("fit --device synth-a --stat min " FIXED, out, sizeof out);
+    cr_assert_eq(rc, 0, "%s", out);
+    tc_fit_t fit;
+    cr_assert_eq(tc_store_fit_latest(st, "synth-a", NULL, NULL, NULL, &fit), 0, "%s",
+                 tc_errmsg());
+    cr_expect_eq(fit.stat, TC_FIT_STAT_MIN);
+    rc = s_aggregator("validate --stat nosuch", out, sizeof out);
+    cr_expect_eq(rc, 2, "%s", out);
+    cr_expect(strstr(out, "--stat") && strstr(out, "median, p10 or min"), "%s", out);
+    tc_store_destroy(&st);
+}

@@ -479,8 +479,31 @@ Test(fit_features, composite_features_add_up, .timeout = 10)
     const char *const *names;
     size_t n = tc_fit_default_candidates(&names);
     for (size_t i = 0; i < n; i++)
-        cr_expect_eq(tc_fit_feature_value(&f, names[i], &v), 0, "default candidate %s: %s",
+        cr_expect_eq(tc_fit_feature_at(&f, 42.0, names[i], &v), 0, "default candidate %s: %s",
                      names[i], tc_errmsg());
+    cr_assert_eq(tc_fit_feature_at(&f, 42.0, "conv.ms", &v), 0);
+    cr_expect_eq(v, 42.0, "conv.ms is the point's conv sum");
+    cr_expect_eq(tc_fit_feature_value(&f, "conv.ms", &v), TC_EINVAL,
+                 "conv.ms needs the conv sum");
+}
+
+Test(fit_features, families_of_torchvision_cnns, .timeout = 10)
+{
+    static const char *const cases[][2] = {
+        {"resnet18", "resnet"},          {"resnet152", "resnet"},
+        {"resnext50_32x4d", "resnext"},  {"wide_resnet50_2", "wide_resnet"},
+        {"vgg11", "vgg"},                {"vgg16_bn", "vgg_bn"},
+        {"mobilenet_v2", "mobilenet_v2"}, {"mobilenet_v3_small", "mobilenet_v3"},
+        {"regnet_x_400mf", "regnet_x"},  {"regnet_y_400mf", "regnet_y"},
+        {"efficientnet_b1", "efficientnet"}, {"efficientnet_v2_s", "efficientnet_v2"},
+        {"shufflenet_v2_x0_5", "shufflenet"}, {"densenet161", "densenet"},
+        {"torchvision:squeezenet1_1@112", "squeezenet"}, {"inception_v3", "inception"},
+        {"my_cnn", "my_cnn"},            {"onnx:abc@64", "abc"},
+    };
+    char buf[64];
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        cr_expect_str_eq(tc_fit_family(cases[i][0], buf, sizeof buf), cases[i][1], "%s",
+                         cases[i][0]);
 }
 
 /* ---- cross-validation ------------------------------------------------------- */
