@@ -255,23 +255,72 @@ log "aggregator fit"
 fit_st=0
 TRAINCAST_PROGRESS=plain "$aggregator" fit --db "$dsn" >"$dir/logs/fit.out" 2>"$dir/logs/fit.err" || fit_st=$?
 [ "$fit_st" -eq 0 ] || { cat "$dir/logs/fit.err" >&2; log "aggregator fit failed (exit $fit_st); the report says why"; }
-log "aggregator validate --format json"
-val_st=0
-TRAINCAST_PROGRESS=plain "$aggregator" validate --db "$dsn" --format json >"$dir/validate.json" 2>"$dir/logs/validate.err" || val_st=$?
-TRAINCAST_PROGRESS=plain "$aggregator" validate --db "$dsn" >"$dir/logs/validate.txt" 2>&1 || true
-[ "$val_st" -eq 0 ] || { cat "$dir/logs/validate.err" >&2; log "aggregator validate failed (exit $val_st); the report says why"; }
 
-# Held-out predictions of the newest fits, for the chart.
+# Every analysis the report shows, each one `aggregator validate --format
+# json` (nested: each held-out group's model chosen and fitted without it):
+#   main        hold out one CNN, the median of the rounds (the default)
+#   family      hold out a whole family (all resnets, all mobilenets, ...)
+#   batch       hold out one batch size of every CNN
+#   p10, min    other statistics of the rounds, on both sides
+#   classes     the default candidates and the memory-bound classes apart
+#   baseline    the published method's form: every aggregated non-conv
+#               feature, ordinary least squares, no selection
+baseline_features=total.one,total.params,bn.elems,act.elems,pool.elems,eltwise.elems,concat.elems,gemm.flops
+class_candidates=total.one,nonconv.layers,conv.layers,bn.elems,act.elems,pool.elems,eltwise.elems,concat.elems,total.params,gemm.flops,conv.ms
+analyses=(
+    "main|"
+    "family|--holdout family"
+    "batch|--holdout batch"
+    "p10|--stat p10"
+    "min|--stat min"
+    "classes|--candidates $class_candidates --forms ols,nnls,ridge"
+    "baseline|--features $baseline_features --forms ols --weightings none"
+)
+val_st=0
+validate_args=()
+for entry in "${analyses[@]}"; do
+    name=${entry%%|*}
+    args=${entry#*|}
+    log "aggregator validate ($name${args:+: $args})"
+    st=0
+    # shellcheck disable=SC2086
+    TRAINCAST_PROGRESS=plain "$aggregator" validate --db "$dsn" --format json $args \
+        >"$dir/validate-$name.json" 2>"$dir/logs/validate-$name.err" || st=$?
+    if [ "$st" -ne 0 ]; then
+        log "aggregator validate ($name) failed (exit $st): $(tail -n 1 "$dir/logs/validate-$name.err")"
+        [ "$name" = main ] && val_st=$st
+        rm -f "$dir/validate-$name.json"
+        continue
+    fi
+    validate_args+=(--validate "$name=$dir/validate-$name.json")
+done
+TRAINCAST_PROGRESS=plain "$aggregator" validate --db "$dsn" >"$dir/logs/validate.txt" 2>&1 || true
+
+# Where the non-conv time goes: the profiler's time per op class of every
+# traced step (one profiled step per trace), per device and class.
 psql -X -q -tA -F$'\t' "$dsn" -c "
-    SELECT f.device, p.cnn, p.batch, p.measured_ms, p.held_out_ms
-    FROM latest_fit f JOIN fit_points p USING (fit_id)
-    WHERE p.held_out_ms IS NOT NULL
-    ORDER BY f.device, p.cnn, p.batch" >"$dir/points.tsv"
+    SELECT d.name, o.op_class, sum(o.ms), count(DISTINCT t.trace_id)
+    FROM trace_op_times o JOIN traces t USING (trace_id) JOIN devices d USING (device_id)
+    WHERE t.status = 'ok'
+    GROUP BY d.name, o.op_class ORDER BY d.name, 3 DESC" >"$dir/op_times.tsv"
 psql -X -q -tA -F$'\t' "$dsn" -c "
     SELECT d.name, count(DISTINCT t.model_id), count(*) FILTER (WHERE t.status = 'ok'),
            count(*) FILTER (WHERE t.status <> 'ok'),
            (SELECT count(*) FROM conv_results r JOIN devices d2 USING (device_id) WHERE d2.name = d.name)
     FROM traces t JOIN devices d USING (device_id) GROUP BY d.name ORDER BY d.name" >"$dir/stored.tsv"
+
+# Held-out predictions of the main analysis, for the chart.
+rm -f "$dir/points.tsv"
+if [ -s "$dir/validate-main.json" ]; then
+    "$bench_python" - "$dir/validate-main.json" >"$dir/points.tsv" <<'PY'
+import json, sys
+for d in json.load(open(sys.argv[1]))["devices"]:
+    for p in d.get("points", []):
+        if p.get("held_out_ms") is not None:
+            print("\t".join(str(v) for v in (d["device"], p["cnn"], p["batch"], p["measured_ms"],
+                                              p["held_out_ms"])))
+PY
+fi
 plot_note=
 if [ -s "$dir/points.tsv" ]; then
     "$plotter" --in "$dir/points.tsv" --out "$plot" \
@@ -283,9 +332,9 @@ else
 fi
 
 total_s=$(( $(date +%s) - started ))
-"$bench_python" "$repo/bench/accuracy_report.py" \
-    --validate "$dir/validate.json" --validate-status "$val_st" --validate-err "$dir/logs/validate.err" \
-    --points "$dir/points.tsv" --stored "$dir/stored.tsv" --timeline "$dir/timeline.tsv" \
+"$bench_python" "$repo/bench/accuracy_report.py" "${validate_args[@]}" \
+    --validate-status "$val_st" --validate-err "$dir/logs/validate-main.err" \
+    --op-times "$dir/op_times.tsv" --stored "$dir/stored.tsv" --timeline "$dir/timeline.tsv" \
     --done "$dir/done" --failed "$dir/failed" --requested "$models" \
     --settings "$settings" --measure-s "$measure_s" --total-s "$total_s" --load "$load_measure" \
     --plot "$plot" --plot-link "$plot_link" --plot-note "$plot_note" --repo "$repo" --out "$out"

@@ -1,17 +1,28 @@
 #!/usr/bin/python3
 """Write the accuracy study's Markdown report (bench/accuracy.sh).
 
-Reads `aggregator validate --format json`, the held-out points of the stored
-fits, what the database holds per device, and the study's bookkeeping (CNNs
-done and failed, the timeline of benchmarks and traces)."""
+Reads the `aggregator validate --format json` of each analysis (main: hold
+out one CNN; family; batch; p10 and min statistics; class features; the
+baseline form), the profiler's time per op class, what the database holds
+per device, and the study's bookkeeping (CNNs done and failed, the timeline
+of benchmarks and traces). Every figure is computed from the held-out
+predictions the JSON carries, per device and input size."""
 import argparse
 import json
+import math
 import os
+import re
 import statistics
 
+GOALS = {"cnn": 5.0, "family": 8.0, "batch": 5.0}
+SPREAD_FACTOR = 1.5
+COVERAGE = (90.0, 98.0)
 
-def pct(v):
-    return "–" if v is None else "%.1f %%" % v
+
+def pct(v, digits=1):
+    if v is None or (isinstance(v, float) and not math.isfinite(v)):
+        return "–"
+    return "%.*f %%" % (digits, v)
 
 
 def read_tsv(path):
@@ -21,14 +32,91 @@ def read_tsv(path):
         return [line.rstrip("\n").split("\t") for line in f if line.strip()]
 
 
+def size_of(model_id):
+    m = re.search(r"@(\d+)$", model_id or "")
+    return int(m.group(1)) if m else 0
+
+
+def finite(v):
+    return v is not None and isinstance(v, (int, float)) and math.isfinite(v)
+
+
+def stats(points):
+    """MAPE, median and max APE, interval coverage and median width (percent)
+    of held-out points."""
+    apes, covered, with_iv, widths = [], 0, 0, []
+    for p in points:
+        m, h = p.get("measured_ms"), p.get("held_out_ms")
+        if not (finite(m) and finite(h)) or m <= 0:
+            continue
+        apes.append(100.0 * abs(h - m) / m)
+        lo, hi = p.get("lo_ms"), p.get("hi_ms")
+        if finite(lo) and finite(hi) and h > 0:
+            with_iv += 1
+            covered += lo <= m <= hi
+            widths.append(100.0 * (hi - lo) / h)
+    if not apes:
+        return None
+    return {
+        "n": len(apes),
+        "mape": statistics.fmean(apes),
+        "median": statistics.median(apes),
+        "max": max(apes),
+        "coverage": 100.0 * covered / with_iv if with_iv else None,
+        "width": statistics.median(widths) if widths else None,
+    }
+
+
+def spread(points):
+    v = [100.0 * p["spread_between"] for p in points if finite(p.get("spread_between"))]
+    return statistics.fmean(v) if v else None
+
+
+def conv_only(points):
+    v = [100.0 * abs(p["conv_ms"] - p["measured_ms"]) / p["measured_ms"] for p in points
+         if finite(p.get("conv_ms")) and finite(p.get("measured_ms")) and p["measured_ms"] > 0]
+    return statistics.fmean(v) if v else None
+
+
+def by_device_size(doc):
+    """{(device, size): (device json, [points])}"""
+    out = {}
+    for d in doc.get("devices", []) if doc else []:
+        for p in d.get("points", []):
+            key = (d["device"], size_of(p.get("model_id")))
+            out.setdefault(key, (d, []))[1].append(p)
+    return out
+
+
+def model_text(d):
+    m = d.get("model", {})
+    feats = ", ".join(m.get("features", [])) or "conv sum only"
+    return "%s, %s weights: %s" % (m.get("form"), m.get("weighting"), feats)
+
+
+def short_device(name):
+    """The device name without its bracketed software stack, for narrow tables."""
+    return re.sub(r"\s*\[.*\]\s*$", "", name)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__)
-    for name in ("validate", "validate-err", "points", "stored", "timeline", "done", "failed",
-                 "requested", "settings", "load", "plot", "plot-link", "plot-note", "repo", "out"):
+    ap.add_argument("--validate", action="append", default=[],
+                    help="NAME=FILE: the validate JSON of one analysis (main, family, ...)")
+    for name in ("validate-err", "op-times", "stored", "timeline", "done", "failed",
+                 "requested", "settings", "load", "plot", "plot-link", "plot-note", "repo",
+                 "out"):
         ap.add_argument("--" + name, default="")
     for name in ("validate-status", "measure-s", "total-s"):
         ap.add_argument("--" + name, type=int, default=0)
     a = ap.parse_args()
+
+    docs = {}
+    for item in a.validate:
+        name, _, path = item.partition("=")
+        if path and os.path.exists(path):
+            with open(path) as f:
+                docs[name] = json.load(f)
 
     requested = [m for m in a.requested.split(",") if m]
     done = [r[0] for r in read_tsv(a.done)]
@@ -38,11 +126,13 @@ def main():
     w = lines.append
 
     w("Settings: %d of %d CNNs measured (%s), %s px, batch sizes %s; cpu devices with %s "
-      "thread(s); traces of %s warm-up + %s measured iterations, %s repeats (each a fresh "
-      "process); conv benchmarks with a %s ms budget and at most %s repetitions per item."
+      "thread(s); %s interleaved rounds, each a conv benchmark of the CNN's convs and one trace "
+      "(a fresh process per batch size) of %s warm-up + %s measured iterations, on each device "
+      "in turn; conv benchmarks with a %s ms budget and at most %s repetitions per item. The fit "
+      "uses the median of the rounds on both sides (p10 and min below as alternatives)."
       % (len(done), len(requested), ", ".join(done) or "none", settings.get("input"),
          settings.get("batches"), settings.get("threads", "").replace(",", " and "),
-         settings.get("warmup"), settings.get("iters"), settings.get("repeat"),
+         settings.get("rounds"), settings.get("warmup"), settings.get("iters"),
          settings.get("bench_budget"), settings.get("max_reps")))
     w("")
     left = [m for m in requested if m not in done and m not in [f[0] for f in failed]]
@@ -55,13 +145,16 @@ def main():
         w("")
     timeline = read_tsv(a.timeline)
     if timeline:
-        spans = [int(r[4]) - int(r[2]) for r in timeline]
-        w("Measuring the CNNs took %d s in all (this run: %d s of measuring, %d s with the "
-          "pipeline, fit and validation; %s). A CNN's conv benchmarks and its traces on one "
-          "device were taken within %d s of each other (median over CNNs and devices; at most "
-          "%d s); convs shared with a CNN measured earlier are not measured again."
-          % (sum(int(r[4]) - int(r[2]) for r in timeline), a.measure_s, a.total_s,
-             a.load or "load not sampled", statistics.median(spans), max(spans)))
+        total = sum(int(r[4]) - int(r[2]) for r in timeline)
+        per_cnn = {}
+        for r in timeline:
+            per_cnn.setdefault(r[0], []).append((int(r[2]), int(r[4])))
+        spans = [max(e for _, e in v) - min(s for s, _ in v) for v in per_cnn.values()]
+        w("Measuring took %.1f h in all (this run: %d s of measuring, %d s with the pipeline, fit "
+          "and validation; %s). All rounds of one CNN, on both devices, were taken within %d s "
+          "of each other (median over CNNs; at most %d s)."
+          % (total / 3600.0, a.measure_s, a.total_s, a.load or "load not sampled",
+             statistics.median(spans), max(spans)))
         w("")
 
     stored = read_tsv(a.stored)
@@ -72,48 +165,17 @@ def main():
             w("| %s | %s | %s | %s | %s |" % tuple(r[:5]))
         w("")
 
-    if a.validate_status != 0:
+    main_doc = docs.get("main")
+    if a.validate_status != 0 or not main_doc:
         err = open(a.validate_err).read().strip() if os.path.exists(a.validate_err) else ""
         w("**`aggregator validate` failed** (exit %d): %s" % (a.validate_status,
                                                              err or "no message"))
         w("")
     else:
-        with open(a.validate) as f:
-            data = json.load(f)
-        devices = data.get("devices", [])
-        w("## Leave-one-CNN-out error per device")
-        w("")
-        w("Each CNN is predicted by a model whose form, weighting and features were chosen and "
-          "fitted without it. *spread*: mean run-to-run spread of the traces ((max − min) / median "
-          "of the repeat medians); *conv-only*: predicting the conv sum alone. An error at or "
-          "below the spread cannot be resolved on this machine.")
-        w("")
-        w("| device | CNNs | points | MAPE | median APE | max APE | conv-only MAPE | spread | model |")
-        w("|---|---:|---:|---:|---:|---:|---:|---:|---|")
-        for d in devices:
-            model = d.get("model", {})
-            w("| %s | %d | %d | **%s** | %s | %s | %s | %s | %s %s: %s |"
-              % (d["device"], d["cnns"], d["points"], pct(d["mape"]), pct(d["median_ape"]),
-                 pct(d["max_ape"]), pct(d["conv_only_mape"]), pct(d["spread_within"]),
-                 model.get("form"), model.get("weighting"),
-                 ", ".join(model.get("features", [])) or "conv sum only"))
-        w("")
-        cnns = sorted({c["cnn"] for d in devices for c in d.get("per_cnn", [])})
-        if cnns:
-            w("## Per CNN: MAPE (spread)")
-            w("")
-            w("| CNN | " + " | ".join(d["device"] for d in devices) + " |")
-            w("|---|" + "---:|" * len(devices))
-            for cnn in cnns:
-                cells = []
-                for d in devices:
-                    row = next((c for c in d.get("per_cnn", []) if c["cnn"] == cnn), None)
-                    if row is None or row["points"] == 0:
-                        cells.append("–")
-                    else:
-                        cells.append("%s (%s)" % (pct(row["mape"]), pct(row["spread_within"])))
-                w("| %s | %s |" % (cnn, " | ".join(cells)))
-            w("")
+        report_accuracy(w, docs)
+        report_ranking(w, docs["main"])
+        report_op_times(w, read_tsv(a.op_times))
+        report_per_cnn(w, docs)
 
     if a.plot_note:
         w("No chart: %s." % a.plot_note)
@@ -121,8 +183,8 @@ def main():
         rel = a.plot_link or os.path.relpath(a.plot, os.path.dirname(os.path.abspath(a.out)))
         w("![predicted vs measured](%s)" % rel)
         w("")
-        w("Predicted (leave-one-CNN-out) against measured iteration time, every device, CNN and "
-          "batch: [%s](%s)." % (os.path.basename(a.plot), rel))
+        w("Predicted (leave-one-CNN-out, nested) against measured iteration time, every device, "
+          "CNN and batch, with the identity line: [%s](%s)." % (os.path.basename(a.plot), rel))
     w("")
     text = "\n".join(lines)
     # The report is meant to be committed: no paths of this machine in it.
@@ -133,6 +195,219 @@ def main():
         text = text.replace(home, "~")
     with open(a.out, "w") as f:
         f.write(text)
+
+
+def report_accuracy(w, docs):
+    main = by_device_size(docs["main"])
+    family = by_device_size(docs.get("family"))
+    batch = by_device_size(docs.get("batch"))
+    baseline = by_device_size(docs.get("baseline"))
+    w("## Accuracy per device and input size")
+    w("")
+    w("Every error is held out of the whole procedure (nested): the form, weighting and features "
+      "predicting a CNN were chosen and fitted without it (*CNN*), without its whole family "
+      "(*family*: all resnets, all mobilenets, ...), or without the batch size predicted, for "
+      "every CNN (*batch*). *spread*: the mean run-to-run spread of the same points in this "
+      "run, (max − min) / median over the rounds: an error below it cannot be resolved on this "
+      "machine. *coverage*: share of held-out truths inside their 95 %% interval (each "
+      "calibrated without the CNN it covers); *width*: median interval width relative to the "
+      "prediction. *baseline*: the published method's form (every aggregated non-conv feature, "
+      "ordinary least squares, no selection). Goals: CNN ≤ %.0f %%, family ≤ %.0f %%, batch ≤ "
+      "%.0f %%, each also ≤ %.1f × the spread; coverage %.0f–%.0f %%."
+      % (GOALS["cnn"], GOALS["family"], GOALS["batch"], SPREAD_FACTOR, COVERAGE[0],
+         COVERAGE[1]))
+    w("")
+    w("| device | px | CNNs | points | **CNN** | family | batch | spread | coverage | width | "
+      "baseline | conv sum alone | goals met |")
+    w("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+    for key in sorted(main):
+        d, pts = main[key]
+        s = stats(pts)
+        if not s:
+            continue
+        sf = stats(family[key][1]) if key in family else None
+        sb = stats(batch[key][1]) if key in batch else None
+        sbl = stats(baseline[key][1]) if key in baseline else None
+        sp = spread(pts)
+        cnns = len({p["cnn"] for p in pts})
+        met, missed = [], []
+        for name, st, goal in (("CNN", s, GOALS["cnn"]), ("family", sf, GOALS["family"]),
+                               ("batch", sb, GOALS["batch"])):
+            if not st:
+                continue
+            ok = st["mape"] <= goal and (sp is None or st["mape"] <= SPREAD_FACTOR * sp)
+            (met if ok else missed).append(name)
+        if s["coverage"] is not None:
+            ok = COVERAGE[0] <= s["coverage"] <= COVERAGE[1]
+            (met if ok else missed).append("coverage")
+        verdict = ("all" if not missed else
+                   ("none" if not met else "not " + ", ".join(missed)))
+        w("| %s | %s | %d | %d | **%s** | %s | %s | %s | %s | %s | %s | %s | %s |"
+          % (d["device"], key[1] or "–", cnns, s["n"], pct(s["mape"]),
+             pct(sf["mape"]) if sf else "–", pct(sb["mape"]) if sb else "–", pct(sp),
+             pct(s["coverage"]), pct(s["width"]), pct(sbl["mape"]) if sbl else "–",
+             pct(conv_only(pts)), verdict))
+    w("")
+
+    w("### Every analysis")
+    w("")
+    w("The model each analysis chose on all CNNs; MAPE, median and max APE of its nested "
+      "held-out predictions. *p10*, *min*: the rounds summarized by their 10th percentile or "
+      "minimum instead of the median, on both sides. *classes*: the default candidates with the "
+      "memory-bound classes apart (activations, pooling, element-wise, concat), forms ols, nnls, "
+      "ridge.")
+    w("")
+    w("| device | px | analysis | MAPE | median | max | coverage | width | model chosen on every "
+      "CNN |")
+    w("|---|---:|---|---:|---:|---:|---:|---:|---|")
+    order = ["main", "family", "batch", "p10", "min", "classes", "baseline"]
+    for name in order:
+        if name not in docs:
+            continue
+        for key, (d, pts) in sorted(by_device_size(docs[name]).items()):
+            s = stats(pts)
+            if s:
+                w("| %s | %s | %s | %s | %s | %s | %s | %s | %s |"
+                  % (short_device(d["device"]), key[1] or "–", name, pct(s["mape"]),
+                     pct(s["median"]), pct(s["max"]), pct(s["coverage"]), pct(s["width"]),
+                     model_text(d)))
+    w("")
+
+    if "family" in docs:
+        w("### Per family: leave-one-family-out MAPE (and leave-one-CNN-out)")
+        w("")
+        fam = by_device_size(docs["family"])
+        keys = sorted(fam)
+        families = sorted({p["family"] for k in keys for p in fam[k][1]})
+        w("| family | CNNs | " + " | ".join("%s, %s px" % (short_device(fam[k][0]["device"]),
+                                                        k[1]) for k in keys) + " |")
+        w("|---|---:|" + "---:|" * len(keys))
+        for f in families:
+            cells, cnns = [], set()
+            for k in keys:
+                fp = [p for p in fam[k][1] if p["family"] == f]
+                mp = [p for p in main.get(k, (None, []))[1] if p["family"] == f]
+                cnns |= {p["cnn"] for p in fp}
+                sf, sm = stats(fp), stats(mp)
+                cells.append("%s (%s)" % (pct(sf["mape"]) if sf else "–",
+                                          pct(sm["mape"]) if sm else "–"))
+            w("| %s | %d | %s |" % (f, len(cnns), " | ".join(cells)))
+        w("")
+
+    if "batch" in docs:
+        w("### Unseen batch sizes: each batch size predicted by a model fitted without it")
+        w("")
+        bat = by_device_size(docs["batch"])
+        keys = sorted(bat)
+        batches = sorted({p["batch"] for k in keys for p in bat[k][1]})
+        w("| batch | " + " | ".join("%s, %s px" % (short_device(bat[k][0]["device"]), k[1])
+                                   for k in keys) + " |")
+        w("|---:|" + "---:|" * len(keys))
+        for b in batches:
+            cells = []
+            for k in keys:
+                s = stats([p for p in bat[k][1] if p["batch"] == b])
+                cells.append(pct(s["mape"]) if s else "–")
+            w("| %d | %s |" % (b, " | ".join(cells)))
+        w("")
+
+
+def report_ranking(w, doc):
+    """Two devices told apart: at each point both predicted (held out), the
+    predicted ratio against the measured one."""
+    devs = doc.get("devices", [])
+    if len(devs) < 2:
+        return
+    w("## Telling the devices apart")
+    w("")
+    w("For each pair of devices, at every (CNN, batch) both predicted held out: is the faster "
+      "device predicted faster, and, where the predictions differ by more than 10 %, are the two "
+      "95 % intervals apart?")
+    w("")
+    w("| devices | points | measured ratio, median | ranked right | differ > 10 % | of those "
+      "ranked right | of those with intervals apart |")
+    w("|---|---:|---:|---:|---:|---:|---:|")
+    for i in range(len(devs)):
+        for j in range(i + 1, len(devs)):
+            a = {(p["model_id"], p["batch"]): p for p in devs[i].get("points", [])}
+            b = {(p["model_id"], p["batch"]): p for p in devs[j].get("points", [])}
+            n = right = far = far_right = apart = 0
+            ratios = []
+            for k in a.keys() & b.keys():
+                pa, pb = a[k], b[k]
+                if not all(finite(x.get("held_out_ms")) for x in (pa, pb)):
+                    continue
+                n += 1
+                ratios.append(pa["measured_ms"] / pb["measured_ms"])
+                ok = (pa["held_out_ms"] < pb["held_out_ms"]) == \
+                     (pa["measured_ms"] < pb["measured_ms"])
+                right += ok
+                r = pa["held_out_ms"] / pb["held_out_ms"]
+                if abs(r - 1) > 0.10:
+                    far += 1
+                    far_right += ok
+                    if all(finite(x.get("lo_ms")) and finite(x.get("hi_ms")) for x in (pa, pb)):
+                        apart += pa["hi_ms"] < pb["lo_ms"] or pb["hi_ms"] < pa["lo_ms"]
+            if n:
+                w("| %s / %s | %d | %.2f | %s | %d | %s | %s |"
+                  % (short_device(devs[i]["device"]), short_device(devs[j]["device"]), n,
+                     statistics.median(ratios), pct(100.0 * right / n), far,
+                     pct(100.0 * far_right / far) if far else "–",
+                     pct(100.0 * apart / far) if far else "–"))
+    w("")
+
+
+def report_op_times(w, rows):
+    if not rows:
+        return
+    w("## Where the time goes: the profiler's time per op class")
+    w("")
+    w("One profiled training step per trace (an extra step after the timed ones), summed over "
+      "every trace of the device; the profiler adds a cost of its own per op, so small ops read "
+      "larger here than in a timed step. The non-conv classes are what the regression stands "
+      "for.")
+    w("")
+    per = {}
+    for dev, cls, ms, traces in rows:
+        per.setdefault(dev, []).append((cls, float(ms), int(traces)))
+    classes = sorted({c for v in per.values() for c, _, _ in v},
+                     key=lambda c: -sum(ms for v in per.values() for cc, ms, _ in v if cc == c))
+    devs = sorted(per)
+    w("| op class | " + " | ".join(short_device(d) for d in devs) + " |")
+    w("|---|" + "---:|" * len(devs))
+    totals = {d: sum(ms for _, ms, _ in per[d]) for d in devs}
+    for c in classes:
+        cells = []
+        for d in devs:
+            ms = sum(m for cc, m, _ in per[d] if cc == c)
+            cells.append(pct(100.0 * ms / totals[d]) if totals[d] else "–")
+        w("| %s | %s |" % (c, " | ".join(cells)))
+    w("")
+
+
+def report_per_cnn(w, docs):
+    main = docs["main"]
+    devices = main.get("devices", [])
+    cnns = sorted({c["cnn"] for d in devices for c in d.get("per_cnn", [])})
+    if not cnns:
+        return
+    w("## Per CNN: leave-one-CNN-out MAPE (spread between rounds)")
+    w("")
+    w("| CNN | family | " + " | ".join(short_device(d["device"]) for d in devices) + " |")
+    w("|---|---|" + "---:|" * len(devices))
+    for cnn in cnns:
+        cells, family = [], ""
+        for d in devices:
+            row = next((c for c in d.get("per_cnn", []) if c["cnn"] == cnn), None)
+            pts = [p for p in d.get("points", []) if p["cnn"] == cnn]
+            if pts:
+                family = pts[0].get("family", "")
+            if row is None or row["points"] == 0:
+                cells.append("–")
+            else:
+                cells.append("%s (%s)" % (pct(row["mape"]), pct(row["spread_between"])))
+        w("| %s | %s | %s |" % (cnn, family, " | ".join(cells)))
+    w("")
 
 
 if __name__ == "__main__":
