@@ -199,6 +199,8 @@ int tc_cmd_predict(int argc, char **argv)
     tc_store_t *store = NULL;
     tc_pred_device_t *devs = NULL;
     size_t n_devs = 0;
+    tc_pred_compare_t *cmps = NULL;
+    size_t n_cmps = 0;
     Traincast__V1__DType dtype_v;
 
     if (tc_pred_format_parse(format, &fmt) < 0)
@@ -262,13 +264,20 @@ int tc_cmd_predict(int argc, char **argv)
         if (d->status != TC_PRED_OK)
             continue;
         TC_TRY(tc_predict_device(store, &req, d));
+        TC_TRY(tc_predict_unseen_classes(store, model, d));
+        if (*d->unseen)
+            tc_log_warn("%s has layers of classes the fit of %s never saw (%s): its prediction "
+                        "there extrapolates; trace a CNN with such layers on that device and "
+                        "fit again",
+                        tc_model_name(model), d->device.name, d->unseen);
         ready++;
     }
+    TC_TRY(tc_predict_compare(store, devs, n_devs, &cmps, &n_cmps));
     if (ready == 0 && strcmp(gpu, "all") != 0 && n_devs == 1)
         TC_FAIL_GOTO(devs[0].status == TC_PRED_NO_FIT ? TC_EINVAL : TC_ENOTFOUND,
                      "device '%s': %s", devs[0].device.name, devs[0].note);
 
-    TC_TRY(tc_pred_print(stdout, fmt, model, &req, devs, n_devs));
+    TC_TRY(tc_pred_print(stdout, fmt, model, &req, devs, n_devs, cmps, n_cmps));
     if (plot)
         TC_TRY(tc_pred_plot(plot, strcmp(plot_metric, "epoch") == 0, model, devs, n_devs));
     if (ready == 0)
@@ -277,6 +286,7 @@ err:
     for (size_t i = 0; i < n_devs; i++)
         tc_pred_device_free(&devs[i]);
     free(devs);
+    free(cmps);
     tc_store_destroy(&store);
     tc_model_destroy(&model);
     free(batches);

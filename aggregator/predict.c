@@ -6,6 +6,7 @@
 #include "tc_wire.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -96,21 +97,27 @@ int tc_predict_device(tc_store_t *s, const tc_pred_request_t *req, tc_pred_devic
         rc = tc_fit_predict(&d->fit, &f, conv, &nonconv, &var);
         if (rc < 0)
             break;
-        p->conv_ms = conv;
+        /* A factor on the conv sum (the feature conv.ms) belongs with the
+         * convs: the conv column shows the corrected sum, the other column
+         * what the rest of the fit adds. Nothing takes negative time: a fit
+         * extrapolated below zero is shown at zero and flagged, never passed
+         * off as a prediction. */
+        double factor_ms = 0;
+        for (size_t j = 0; j < d->fit.p; j++) {
+            if (!strcmp(d->fit.features[j], "conv.ms"))
+                factor_ms = d->fit.coef[j] * conv;
+        }
+        p->conv_bench_ms = conv;
+        p->conv_ms = conv + factor_ms;
+        nonconv -= factor_ms;
+        p->clamped = p->conv_ms < 0 || nonconv < 0;
+        if (p->conv_ms < 0)
+            p->conv_ms = 0;
+        if (nonconv < 0)
+            nonconv = 0;
         p->conv_sd_ms = sqrt(conv_var);
-        /* Nothing takes negative time: a fit extrapolated below zero is
-         * shown at zero and flagged, never passed off as a prediction. With
-         * a factor on the conv sum (conv.ms) the non-conv part may be
-         * negative (the benchmarks' sum corrected down); then only a
-         * negative total is. */
-        bool conv_factor = false;
-        for (size_t j = 0; j < d->fit.p; j++)
-            conv_factor = conv_factor || !strcmp(d->fit.features[j], "conv.ms");
-        p->clamped = conv_factor ? conv + nonconv < 0 : nonconv < 0;
-        if (p->clamped)
-            nonconv = conv_factor ? -conv : 0;
         p->nonconv_ms = nonconv;
-        p->total_ms = conv + nonconv;
+        p->total_ms = p->conv_ms + nonconv;
         p->sd_ms = sqrt(var + conv_var);
         if (isfinite(d->fit.interval_lo) && isfinite(d->fit.interval_hi)) {
             /* Calibrated on how far this device's model missed CNNs it had
@@ -130,6 +137,138 @@ int tc_predict_device(tc_store_t *s, const tc_pred_request_t *req, tc_pred_devic
     }
     free(mem);
     return rc;
+}
+
+int tc_predict_unseen_classes(tc_store_t *s, const tc_model_t *m, tc_pred_device_t *d)
+{
+    d->unseen[0] = '\0';
+    char seen[1024];
+    int rc = tc_store_fit_classes(s, d->fit.fit_id, seen, sizeof seen);
+    if (rc < 0 || !*seen)
+        return rc; /* a fit without stored models: nothing to compare with */
+    tc_features_t f;
+    tc_model_features(m, 1, &f);
+    size_t len = 0;
+    for (int c = 0; c < TC_OPC_COUNT; c++) {
+        if (c == TC_OPC_CONV || f.cls[c].layers <= 0)
+            continue;
+        const char *name = tc_op_class_name((tc_op_class_t)c);
+        bool known = false;
+        for (const char *p = seen; *p && !known;) {
+            size_t l = strcspn(p, ",");
+            known = l == strlen(name) && !strncmp(p, name, l);
+            p += l + (p[l] == ',');
+        }
+        if (!known && len < sizeof d->unseen)
+            len += (size_t)snprintf(d->unseen + len, sizeof d->unseen - len, "%s%s (%.0f layer%s)",
+                                    len ? ", " : "", name, f.cls[c].layers,
+                                    f.cls[c].layers == 1 ? "" : "s");
+    }
+    return 0;
+}
+
+static int s_cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+int tc_predict_ratio_interval(const double *ra, const double *rb, size_t n, double *qlo,
+                              double *qhi, size_t *pairs)
+{
+    *qlo = *qhi = NAN;
+    *pairs = 0;
+    double *q = malloc((n ? n : 1) * sizeof *q);
+    if (!q)
+        return tc_fail(TC_ENOMEM, "out of memory");
+    size_t m = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (isfinite(ra[i]) && isfinite(rb[i]) && ra[i] > 0 && rb[i] > 0)
+            q[m++] = ra[i] / rb[i];
+    }
+    *pairs = m;
+    qsort(q, m, sizeof *q, s_cmp_double);
+    double k_lo = floor((double)(m + 1) * TC_FIT_ALPHA / 2.0);
+    double k_hi = ceil((double)(m + 1) * (1.0 - TC_FIT_ALPHA / 2.0));
+    if (m && k_lo >= 1 && k_hi <= (double)m) {
+        *qlo = q[(size_t)k_lo - 1];
+        *qhi = q[(size_t)k_hi - 1];
+    }
+    free(q);
+    return 0;
+}
+
+static int s_paired(tc_store_t *s, const tc_pred_device_t *fast, const tc_pred_device_t *slow,
+                    double *qlo, double *qhi, size_t *pairs)
+{
+    double *ra = NULL, *rb = NULL;
+    size_t n = 0;
+    int rc = tc_store_fit_paired_ratios(s, slow->fit.fit_id, fast->fit.fit_id, &ra, &rb, &n);
+    if (rc == 0)
+        rc = tc_predict_ratio_interval(ra, rb, n, qlo, qhi, pairs);
+    free(ra);
+    free(rb);
+    return rc;
+}
+
+int tc_predict_compare(tc_store_t *s, const tc_pred_device_t *devs, size_t n,
+                       tc_pred_compare_t **out, size_t *n_out)
+{
+    *out = NULL;
+    *n_out = 0;
+    size_t n_batches = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (devs[i].status == TC_PRED_OK && devs[i].n_points > n_batches)
+            n_batches = devs[i].n_points;
+    }
+    tc_pred_compare_t *cmp = calloc(n_batches + 1, sizeof *cmp);
+    if (!cmp)
+        return tc_fail(TC_ENOMEM, "out of memory");
+    size_t k = 0;
+    int rc = 0;
+    for (size_t b = 0; b < n_batches && rc == 0; b++) {
+        size_t first = n, second = n;
+        for (size_t i = 0; i < n; i++) {
+            if (devs[i].status != TC_PRED_OK || b >= devs[i].n_points ||
+                !isfinite(devs[i].points[b].total_ms) || devs[i].points[b].total_ms <= 0)
+                continue;
+            double t = devs[i].points[b].total_ms;
+            if (first == n || t < devs[first].points[b].total_ms) {
+                second = first;
+                first = i;
+            } else if (second == n || t < devs[second].points[b].total_ms) {
+                second = i;
+            }
+        }
+        if (second == n)
+            continue;
+        const tc_pred_point_t *pf = &devs[first].points[b], *ps = &devs[second].points[b];
+        tc_pred_compare_t *c = &cmp[k++];
+        c->batch = pf->batch;
+        c->faster = first;
+        c->slower = second;
+        c->ratio = ps->total_ms / pf->total_ms;
+        double qlo, qhi;
+        rc = s_paired(s, &devs[first], &devs[second], &qlo, &qhi, &c->pairs);
+        if (rc == 0 && isfinite(qlo) && isfinite(qhi)) {
+            c->method = "paired";
+            c->lo = c->ratio * qlo;
+            c->hi = c->ratio * qhi;
+            c->apart = c->lo > 1.0;
+        } else if (rc == 0) {
+            c->method = "intervals";
+            c->lo = pf->hi_ms > 0 ? ps->lo_ms / pf->hi_ms : NAN;
+            c->hi = pf->lo_ms > 0 ? ps->hi_ms / pf->lo_ms : NAN;
+            c->apart = ps->lo_ms > pf->hi_ms;
+        }
+    }
+    if (rc < 0) {
+        free(cmp);
+        return rc;
+    }
+    *out = cmp;
+    *n_out = k;
+    return 0;
 }
 
 void tc_pred_device_free(tc_pred_device_t *d)

@@ -13,7 +13,8 @@
 
 typedef struct {
     unsigned batch;
-    double conv_ms;      /* sum of conv benchmarks (fwd + bwd_filter + bwd_data) */
+    double conv_bench_ms; /* sum of conv benchmarks (the conv-time rule, tc_conv_step.h) */
+    double conv_ms;      /* that sum times the fit's conv factor (conv.ms), if it has one */
     double conv_sd_ms;   /* their combined standard deviation */
     double nonconv_ms;   /* the fit's prediction */
     double total_ms;     /* predicted iteration time */
@@ -24,8 +25,8 @@ typedef struct {
     double cost;         /* per epoch; NaN without a price */
     double peak_bytes;   /* predicted peak memory; NaN unknown */
     int fits;            /* 1 fits, 0 does not, -1 unknown */
-    bool clamped;        /* the fit predicted a negative non-conv time (an
-                            extrapolation it cannot make); shown as 0 */
+    bool clamped;        /* the fit predicted a negative conv or non-conv time
+                            (an extrapolation it cannot make); shown as 0 */
 } tc_pred_point_t;
 
 typedef enum {
@@ -46,7 +47,26 @@ typedef struct {
     tc_memory_model_t memory;
     tc_pred_point_t *points; /* owned, one per batch */
     size_t n_points;
+    /* Layer classes of the model that no CNN of the device's fit had, e.g.
+     * "reduce (3 layers), other (1 layer)": its prediction extrapolates
+     * there ("" when none). */
+    char unseen[512];
 } tc_pred_device_t;
+
+/* Two devices at one batch size: can the faster be told from the other?
+ * ratio = predicted time of `slower` / `faster`; lo..hi its 95 % interval:
+ * from the pairs of held-out errors of the two fits at the same (model,
+ * batch) points when there are enough (method "paired": the two devices'
+ * errors on a CNN move together, so the ratio is surer than either time),
+ * else from the two devices' intervals (method "intervals": apart or not). */
+typedef struct {
+    unsigned batch;
+    size_t faster, slower; /* indices into the devices */
+    double ratio, lo, hi;
+    bool apart;            /* lo > 1: the faster is faster at 95 % */
+    const char *method;    /* "paired" or "intervals" */
+    size_t pairs;          /* held-out pairs behind a paired interval */
+} tc_pred_compare_t;
 
 typedef struct {
     const tc_model_t *model;
@@ -64,6 +84,23 @@ int tc_predict_lookup(tc_store_t *s, const tc_pred_request_t *req, tc_pred_devic
 
 /* Compute the points of a device whose fit and lookups are complete. */
 int tc_predict_device(tc_store_t *s, const tc_pred_request_t *req, tc_pred_device_t *d);
+
+/* Name the op classes of the model that the device's fit never saw. */
+int tc_predict_unseen_classes(tc_store_t *s, const tc_model_t *m, tc_pred_device_t *d);
+
+/* The pure part of a paired comparison: from the held-out ratios measured /
+ * predicted of two devices at the same points (ra: the slower device's,
+ * rb: the faster's), the 95 % interval of the factor by which the true
+ * ratio of their times differs from the predicted one (split-conformal
+ * quantiles of ra / rb). NaN both with fewer than 39 usable pairs; *pairs
+ * counts the usable ones. */
+int tc_predict_ratio_interval(const double *ra, const double *rb, size_t n, double *qlo,
+                              double *qhi, size_t *pairs);
+
+/* At every batch, the fastest predicted device against the second fastest
+ * (devices with predictions only). *out is malloc'ed; *n_out may be 0. */
+int tc_predict_compare(tc_store_t *s, const tc_pred_device_t *devs, size_t n,
+                       tc_pred_compare_t **out, size_t *n_out);
 
 void tc_pred_device_free(tc_pred_device_t *d);
 

@@ -79,7 +79,8 @@ static void s_duration(double s, char *buf, size_t size)
 }
 
 static void s_print_table(FILE *out, const tc_model_t *model, const tc_pred_request_t *req,
-                          const tc_pred_device_t *devs, size_t n)
+                          const tc_pred_device_t *devs, size_t n, const tc_pred_compare_t *cmps,
+                          size_t n_cmps)
 {
     uint32_t c, h, w;
     tc_model_input(model, &c, &h, &w);
@@ -144,12 +145,37 @@ static void s_print_table(FILE *out, const tc_model_t *model, const tc_pred_requ
         fprintf(out, "cheapest: give --prices FILE (DEVICE NAME = PRICE per device-hour) to "
                      "compare cost\n");
     }
+    if (n_cmps)
+        fprintf(out, "\ntold apart (95 %%): at each batch, the fastest device against the next\n");
+    for (size_t k = 0; k < n_cmps; k++) {
+        const tc_pred_compare_t *cm = &cmps[k];
+        if (cm->apart)
+            fprintf(out, "  batch %-6u %s is %.2fx faster than %s (%.2f..%.2f, %s)\n", cm->batch,
+                    devs[cm->faster].device.name, cm->ratio, devs[cm->slower].device.name,
+                    cm->lo, cm->hi, cm->method);
+        else if (isfinite(cm->hi))
+            fprintf(out, "  batch %-6u %s and %s cannot be told apart: predicted %.2fx, but "
+                         "%.2f..%.2f (%s)\n",
+                    cm->batch, devs[cm->faster].device.name, devs[cm->slower].device.name,
+                    cm->ratio, cm->lo, cm->hi, cm->method);
+        else
+            fprintf(out, "  batch %-6u %s and %s cannot be told apart: predicted %.2fx, but the "
+                         "intervals overlap (%s)\n",
+                    cm->batch, devs[cm->faster].device.name, devs[cm->slower].device.name,
+                    cm->ratio, cm->method);
+    }
+    fputc('\n', out);
     for (size_t i = 0; i < n; i++) {
-        if (devs[i].status == TC_PRED_OK)
-            fprintf(out, "fit of %s: %s, leave-one-CNN-out MAPE %.1f %% over %zu CNNs, "
-                         "batches %u..%u\n",
-                    devs[i].device.name, tc_fit_form_name(devs[i].fit.form), devs[i].fit.cv_mape,
-                    devs[i].fit.n_cnns, devs[i].fit.batch_min, devs[i].fit.batch_max);
+        if (devs[i].status != TC_PRED_OK)
+            continue;
+        fprintf(out, "fit of %s: %s, leave-one-CNN-out MAPE %.1f %% over %zu CNNs, "
+                     "batches %u..%u\n",
+                devs[i].device.name, tc_fit_form_name(devs[i].fit.form), devs[i].fit.cv_mape,
+                devs[i].fit.n_cnns, devs[i].fit.batch_min, devs[i].fit.batch_max);
+        if (*devs[i].unseen)
+            fprintf(out, "  warning: layers of classes this fit never saw: %s; the prediction "
+                         "extrapolates there\n",
+                    devs[i].unseen);
     }
 }
 
@@ -237,7 +263,8 @@ static void s_json_point(tc_buf_t *b, const tc_pred_point_t *p)
 }
 
 static int s_print_json(FILE *out, const tc_model_t *model, const tc_pred_request_t *req,
-                        const tc_pred_device_t *devs, size_t n)
+                        const tc_pred_device_t *devs, size_t n, const tc_pred_compare_t *cmps,
+                        size_t n_cmps)
 {
     tc_buf_t b = {0};
     tc_buf_puts(&b, "{\"model\":{\"id\":");
@@ -268,7 +295,14 @@ static int s_print_json(FILE *out, const tc_model_t *model, const tc_pred_reques
         tc_buf_json_str(&b, tc_fit_form_name(d->fit.form));
         tc_buf_puts(&b, ",\"cv_mape_pct\":");
         tc_buf_json_num(&b, d->fit.cv_mape);
-        tc_buf_puts(&b, "},\"price_per_hour\":");
+        tc_buf_puts(&b, ",\"stat\":");
+        tc_buf_json_str(&b, tc_fit_stat_name(d->fit.stat));
+        tc_buf_puts(&b, "},\"unseen_classes\":");
+        if (*d->unseen)
+            tc_buf_json_str(&b, d->unseen);
+        else
+            tc_buf_puts(&b, "null");
+        tc_buf_puts(&b, ",\"price_per_hour\":");
         tc_buf_json_num(&b, d->price);
         tc_buf_puts(&b, ",\"predictions\":[");
         for (size_t j = 0; j < d->n_points; j++) {
@@ -302,7 +336,23 @@ static int s_print_json(FILE *out, const tc_model_t *model, const tc_pred_reques
     } else {
         tc_buf_puts(&b, "null");
     }
-    tc_buf_puts(&b, "}}\n");
+    tc_buf_puts(&b, ",\"told_apart\":[");
+    for (size_t k = 0; k < n_cmps; k++) {
+        const tc_pred_compare_t *c = &cmps[k];
+        tc_buf_printf(&b, "%s{\"batch\":%u,\"faster\":", k ? "," : "", c->batch);
+        tc_buf_json_str(&b, devs[c->faster].device.name);
+        tc_buf_puts(&b, ",\"slower\":");
+        tc_buf_json_str(&b, devs[c->slower].device.name);
+        tc_buf_puts(&b, ",\"ratio\":");
+        tc_buf_json_num(&b, c->ratio);
+        tc_buf_puts(&b, ",\"ratio_interval\":[");
+        tc_buf_json_num(&b, c->lo);
+        tc_buf_putc(&b, ',');
+        tc_buf_json_num(&b, c->hi);
+        tc_buf_printf(&b, "],\"apart\":%s,\"method\":\"%s\",\"pairs\":%zu}",
+                      c->apart ? "true" : "false", c->method, c->pairs);
+    }
+    tc_buf_puts(&b, "]}}\n");
     int rc = b.failed ? tc_fail(TC_ENOMEM, "out of memory") : 0;
     if (rc == 0)
         fputs(tc_buf_str(&b), out);
@@ -311,16 +361,17 @@ static int s_print_json(FILE *out, const tc_model_t *model, const tc_pred_reques
 }
 
 int tc_pred_print(FILE *out, tc_pred_format_t fmt, const tc_model_t *model,
-                  const tc_pred_request_t *req, const tc_pred_device_t *devs, size_t n)
+                  const tc_pred_request_t *req, const tc_pred_device_t *devs, size_t n,
+                  const tc_pred_compare_t *cmps, size_t n_cmps)
 {
     switch (fmt) {
     case TC_PRED_CSV:
         s_print_csv(out, model, devs, n);
         return 0;
     case TC_PRED_JSON:
-        return s_print_json(out, model, req, devs, n);
+        return s_print_json(out, model, req, devs, n, cmps, n_cmps);
     default:
-        s_print_table(out, model, req, devs, n);
+        s_print_table(out, model, req, devs, n, cmps, n_cmps);
         return 0;
     }
 }

@@ -12,9 +12,12 @@ typedef enum { TC_PRED_TABLE = 0, TC_PRED_CSV, TC_PRED_JSON } tc_pred_format_t;
 int tc_pred_format_parse(const char *s, tc_pred_format_t *out);
 
 /* The predictions of every device (notes for those without), then the
- * fastest and the cheapest device per epoch with the batch achieving it. */
+ * fastest and the cheapest device per epoch with the batch achieving it,
+ * and at each batch whether the fastest device can be told from the next
+ * (`cmps`, tc_predict_compare). */
 int tc_pred_print(FILE *out, tc_pred_format_t fmt, const tc_model_t *model,
-                  const tc_pred_request_t *req, const tc_pred_device_t *devs, size_t n);
+                  const tc_pred_request_t *req, const tc_pred_device_t *devs, size_t n,
+                  const tc_pred_compare_t *cmps, size_t n_cmps);
 
 /* A chart of iteration (or epoch) time against batch, a line per device. */
 int tc_pred_plot(const char *path, bool epoch, const tc_model_t *model,

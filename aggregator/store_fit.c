@@ -367,3 +367,60 @@ int tc_store_fit_get(tc_store_t *s, long long fit_id, tc_fit_t *out)
     PQclear(res);
     return rc;
 }
+
+int tc_store_fit_classes(tc_store_t *s, long long fit_id, char *buf, size_t size)
+{
+    char id[24];
+    snprintf(id, sizeof id, "%lld", fit_id);
+    const char *params[] = {id};
+    PGresult *res = NULL;
+    buf[0] = '\0';
+    int rc = tc_store_query(s, &res, "reading the classes a fit was trained on",
+                            "SELECT coalesce(string_agg(DISTINCT l.op_class, ',' ORDER BY "
+                            "l.op_class), '') FROM fits f JOIN model_layers l "
+                            "ON l.model_id = ANY (f.models) WHERE f.fit_id = $1",
+                            1, params);
+    if (rc < 0)
+        return rc;
+    snprintf(buf, size, "%s", PQgetvalue(res, 0, 0));
+    PQclear(res);
+    return 0;
+}
+
+int tc_store_fit_paired_ratios(tc_store_t *s, long long fit_a, long long fit_b, double **ra,
+                               double **rb, size_t *n)
+{
+    *ra = *rb = NULL;
+    *n = 0;
+    char a[24], b[24];
+    snprintf(a, sizeof a, "%lld", fit_a);
+    snprintf(b, sizeof b, "%lld", fit_b);
+    const char *params[] = {a, b};
+    PGresult *res = NULL;
+    int rc = tc_store_query(s, &res, "pairing held-out predictions of two fits",
+                            "SELECT pa.measured_ms / pa.held_out_ms, pb.measured_ms / "
+                            "pb.held_out_ms FROM fit_points pa JOIN fit_points pb "
+                            "ON pb.fit_id = $2 AND pb.model_id = pa.model_id "
+                            "AND pb.batch = pa.batch WHERE pa.fit_id = $1 "
+                            "AND pa.held_out_ms > 0 AND pb.held_out_ms > 0",
+                            2, params);
+    if (rc < 0)
+        return rc;
+    size_t rows = (size_t)PQntuples(res);
+    *ra = calloc(rows + 1, sizeof **ra);
+    *rb = calloc(rows + 1, sizeof **rb);
+    if (!*ra || !*rb) {
+        free(*ra);
+        free(*rb);
+        *ra = *rb = NULL;
+        PQclear(res);
+        return tc_fail(TC_ENOMEM, "out of memory");
+    }
+    for (size_t i = 0; i < rows; i++) {
+        (*ra)[i] = strtod(PQgetvalue(res, (int)i, 0), NULL);
+        (*rb)[i] = strtod(PQgetvalue(res, (int)i, 1), NULL);
+    }
+    *n = rows;
+    PQclear(res);
+    return 0;
+}

@@ -38,6 +38,16 @@ int tc_store_fit_put(tc_store_t *s, tc_fit_t *fit, const tc_fit_group_t *g, cons
 int tc_store_fit_latest(tc_store_t *s, const char *device, const char *framework,
                         const char *policy, const char *dtype, tc_fit_t *out);
 
+/* The op classes of the models fit `fit_id` was trained on, as one string
+ * "bn,act,pool,..." into buf. */
+int tc_store_fit_classes(tc_store_t *s, long long fit_id, char *buf, size_t size);
+
+/* The held-out ratios measured / predicted of two fits at the (model,
+ * batch) points both were trained on and predicted held out: ra[i], rb[i]
+ * for i < *n (malloc'ed; caller frees both). */
+int tc_store_fit_paired_ratios(tc_store_t *s, long long fit_a, long long fit_b, double **ra,
+                               double **rb, size_t *n);
+
 /* A fit by id. TC_ENOTFOUND if there is none. */
 int tc_store_fit_get(tc_store_t *s, long long fit_id, tc_fit_t *out);
 

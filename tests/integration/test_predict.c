@@ -417,10 +417,11 @@ Test(predict, fit_subtracts_the_conv_sum_predict_adds, .timeout = 600)
                 cr_assert_eq(d.missing, 0, "%s b%lu: %zu conv lookups missing", s_traced[i],
                              batch, d.missing);
                 cr_assert_eq(tc_predict_device(s, &req, &d), 0, "%s", tc_errmsg());
-                cr_expect(fabs(d.points[0].conv_ms - pt->conv_ms) <= 1e-12 * pt->conv_ms,
+                cr_expect(fabs(d.points[0].conv_bench_ms - pt->conv_ms) <= 1e-12 * pt->conv_ms,
                           "%s on %s at batch %lu: fit subtracts %.15g ms of convs, predict "
                           "adds %.15g ms",
-                          s_traced[i], d.device.name, batch, pt->conv_ms, d.points[0].conv_ms);
+                          s_traced[i], d.device.name, batch, pt->conv_ms,
+                          d.points[0].conv_bench_ms);
                 /* And both are the law's conv sum. */
                 cr_expect(fabs(pt->conv_ms - s_conv_sum(m, pt->batch, s_devices[dv].speed)) <=
                               1e-9 * pt->conv_ms,
@@ -435,4 +436,38 @@ Test(predict, fit_subtracts_the_conv_sum_predict_adds, .timeout = 600)
     cr_assert_eq(compared, 2 * 3 * (sizeof s_traced / sizeof s_traced[0]),
                  "every traced (model, batch) on both devices compared");
     tc_store_destroy(&s);
+}
+
+/* A CNN with layers of a class no traced CNN of the fit had gets a warning
+ * naming the class; one whose classes were all seen gets none. And at each
+ * batch the fastest device is compared with the next. */
+Test(predict, unseen_classes_and_telling_devices_apart, .timeout = 600)
+{
+    s_build_fixture();
+    static char out[1 << 16];
+    s_aggregator("fit", 0, out, sizeof out);
+    tc_store_t *s = NULL;
+    cr_assert_eq(tc_store_open(s_dsn, &s), 0, "%s", tc_errmsg());
+    tc_pred_device_t d;
+    memset(&d, 0, sizeof d);
+    snprintf(d.device.name, sizeof d.device.name, "%s", s_devices[0].name);
+    cr_assert_eq(tc_store_fit_latest(s, d.device.name, NULL, NULL, NULL, &d.fit), 0, "%s",
+                 tc_errmsg());
+    tc_model_t *seen = s_load("resnet34"), *unseen = s_load("convnext_tiny");
+    cr_assert_eq(tc_predict_unseen_classes(s, seen, &d), 0, "%s", tc_errmsg());
+    cr_expect_str_eq(d.unseen, "", "resnet34's classes were all traced");
+    cr_assert_eq(tc_predict_unseen_classes(s, unseen, &d), 0, "%s", tc_errmsg());
+    cr_expect(strstr(d.unseen, "reduce ("), "convnext's layer norms: '%s'", d.unseen);
+    tc_model_destroy(&seen);
+    tc_model_destroy(&unseen);
+    tc_store_destroy(&s);
+
+    s_aggregator("predict --gpu all --model tests/data/resnet18.onnx --batch 8,32 --wait 0", 0,
+                 out, sizeof out);
+    cr_expect(strstr(out, "told apart (95 %)"), "%s", out);
+    cr_expect(strstr(out, "batch 8 ") && strstr(out, "batch 32 "), "%s", out);
+    s_aggregator("predict --gpu all --model tests/data/resnet18.onnx --batch 8 --wait 0 "
+                 "--format json",
+                 0, out, sizeof out);
+    cr_expect(strstr(out, "\"told_apart\":[{\"batch\":8,\"faster\":\"Fast Device\""), "%s", out);
 }

@@ -2,6 +2,7 @@
  * naive reference computations; GCV; NNLS constraints; leave-one-CNN-out
  * bookkeeping; feature selection; predictions. */
 #include "fit.h"
+#include "predict.h"
 
 #include "tc_error.h"
 
@@ -784,4 +785,33 @@ Test(fit_interval, nested_intervals_cover_and_ignore_the_held_out_truth, .timeou
                   "row %zu moved with its own truth", i);
     }
     tc_fit_data_free(&d);
+}
+
+/* Two devices whose errors on each CNN move together: the interval of the
+ * ratio of their times is much narrower than either device's own. */
+Test(fit_interval, paired_ratio_interval_cancels_shared_error, .timeout = 10)
+{
+    double ra[79], rb[79], pa[79], pb[79];
+    s_seed(77);
+    for (int i = 0; i < 79; i++) {
+        double shared = 0.15 * s_normal(); /* what both fits miss about the CNN */
+        ra[i] = exp(shared + 0.01 * s_normal());
+        rb[i] = exp(shared + 0.01 * s_normal());
+        pa[i] = pb[i] = 1.0; /* as measured / predicted with predictions of 1 */
+    }
+    double lo_a, hi_a, qlo, qhi;
+    size_t pairs;
+    cr_assert_eq(tc_fit_interval(ra, pa, NULL, 79, 0.05, &lo_a, &hi_a), 0);
+    cr_assert_eq(tc_predict_ratio_interval(ra, rb, 79, &qlo, &qhi, &pairs), 0);
+    cr_expect_eq(pairs, (size_t)79);
+    cr_expect(qlo < 1 && qhi > 1, "%g..%g", qlo, qhi);
+    cr_expect((qhi - qlo) < 0.25 * (hi_a - lo_a), "paired %g..%g against one device %g..%g",
+              qlo, qhi, lo_a, hi_a);
+    (void)pb;
+    cr_assert_eq(tc_predict_ratio_interval(ra, rb, 38, &qlo, &qhi, &pairs), 0);
+    cr_expect(isnan(qlo) && isnan(qhi) && pairs == 38);
+    ra[3] = NAN;
+    rb[5] = 0;
+    cr_assert_eq(tc_predict_ratio_interval(ra, rb, 79, &qlo, &qhi, &pairs), 0);
+    cr_expect_eq(pairs, (size_t)79 - 2, "unusable pairs are skipped");
 }
