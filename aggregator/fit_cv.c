@@ -258,10 +258,29 @@ int tc_fit_select(const tc_fit_data_t *d, const bool *rows, const tc_fit_select_
         }
     }
     if (!isfinite(best_score)) {
-        rc = tc_fail(TC_EINVAL, "no model could be fitted in every leave-one-%s-out fold: too "
-                                "few points for the features (%zu points, %zu %s)",
-                     tc_fit_holdout_unit(d->grouped_by, false), d->n, cnns,
-                     tc_fit_holdout_unit(d->grouped_by, true));
+        /* The fold with the fewest training points: all but the largest group. */
+        size_t *per = calloc(d->n_cnns + 1, sizeof *per), largest = 0, rows_n = 0;
+        for (size_t i = 0; per && i < d->n; i++) {
+            if (!rows || rows[i]) {
+                rows_n++;
+                if (++per[d->cnn[i]] > largest)
+                    largest = per[d->cnn[i]];
+            }
+        }
+        free(per);
+        size_t p = (size_t)__builtin_popcount(o->candidates);
+        if (o->select)
+            rc = tc_fail(TC_EINVAL, "no model could be fitted in every leave-one-%s-out fold "
+                                    "(%zu points, %zu %s): trace more CNNs on this device",
+                         tc_fit_holdout_unit(d->grouped_by, false), rows_n, cnns,
+                         tc_fit_holdout_unit(d->grouped_by, true));
+        else
+            rc = tc_fail(TC_EINVAL, "%zu features need more than %zu points in every "
+                                    "leave-one-%s-out fold; the smallest fold here has %zu (%zu "
+                                    "points, %zu %s, the largest with %zu points): trace more "
+                                    "CNNs on this device or fit fewer features",
+                         p, p, tc_fit_holdout_unit(d->grouped_by, false), rows_n - largest,
+                         rows_n, cnns, tc_fit_holdout_unit(d->grouped_by, true), largest);
         goto done;
     }
     *mape = best_score;

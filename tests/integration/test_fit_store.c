@@ -652,6 +652,21 @@ Test(fit_store, bad_input_names_the_problem_and_exits_2, .timeout = 300)
     int rc = s_aggregator("validate --device synth-f", out, sizeof out);
     cr_expect_eq(rc, 2, "%s", out);
     cr_expect(strstr(out, "at least 4 CNNs") != NULL, "%s", out);
+    /* More fixed features than a fold has points: says how many it has and
+     * needs (3 CNNs of one point each: the smallest fold has 2). */
+    rc = s_aggregator("fit --device synth-f --features total.one,bn.elems,total.params "
+                      "--forms ols --weightings none",
+                      out, sizeof out);
+    cr_expect_eq(rc, 2, "%s", out);
+    cr_expect(strstr(out, "3 features need more than 3 points in every leave-one-CNN-out fold; "
+                          "the smallest fold here has 2 (3 points, 3 CNNs") != NULL,
+              "%s", out);
+    rc = s_aggregator("validate --device synth-f --holdout batch", out, sizeof out);
+    cr_expect_eq(rc, 2, "%s", out);
+    cr_expect(strstr(out, "at least 3 batch sizes; there is 1") != NULL, "%s", out);
+    rc = s_aggregator("validate --holdout team", out, sizeof out);
+    cr_expect_eq(rc, 2, "%s", out);
+    cr_expect(strstr(out, "--holdout") && strstr(out, "cnn, family or batch"), "%s", out);
     /* Nothing was stored by the failed fits. */
     char v[64];
     cr_assert_eq(tc_store_exec(st, "SELECT count(*) FROM fits", v, sizeof v), 0);
