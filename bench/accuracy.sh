@@ -35,6 +35,8 @@
 #   --batches LIST       batch sizes [2,4,8,16,32]
 #   --input-sizes LIST   image sizes [112] (--input-size PX: one size)
 #   --threads LIST       one cpu device per thread count [1,<all logical CPUs>]
+#   --devices LIST       the devices instead: cpu:THREADS or cuda:INDEX entries, e.g.
+#                        cuda:0 on a GPU machine (the study runs there unchanged)
 #   --rounds R           interleaved rounds of benchmarks and traces [3]
 #   --time-budget MIN    start no new CNN after this many minutes of this run [0: no limit]
 #   --warmup W --iters N trace settings [3, 10]
@@ -59,6 +61,7 @@ models=
 batches=2,4,8,16,32
 input_sizes=112
 threads_list=1,$(nproc)
+devices_list=
 rounds=3
 time_budget=0
 warmup=3
@@ -82,6 +85,7 @@ while [ $# -gt 0 ]; do
     --rounds) rounds=$2; shift ;;
     --analyze-only) analyze_only=1 ;;
     --threads) threads_list=$2; shift ;;
+    --devices) devices_list=$2; shift ;;
     --time-budget) time_budget=$2; shift ;;
     --warmup) warmup=$2; shift ;;
     --iters) iters=$2; shift ;;
@@ -113,17 +117,35 @@ done
     || { echo "accuracy: $bench_python cannot import torch and torchvision; the traces need PyTorch (set TRAINCAST_PYTHON)" >&2; exit 2; }
 [ -n "$models" ] || models=$(sed -n 's/^model torchvision://p' "$repo/tests/data/cnn_set.convs" | paste -sd,)
 IFS=, read -r -a model_list <<<"$models"
-IFS=, read -r -a thread_counts <<<"$threads_list"
+# Devices as keys (t1, t2: a cpu with that many threads; g0: cuda:0) and the
+# agent flags that select each.
+if [ -z "$devices_list" ]; then
+    devices_list=$(echo "$threads_list" | sed -E 's/(^|,)/\1cpu:/g')
+fi
+IFS=, read -r -a device_specs <<<"$devices_list"
+device_keys=()
+declare -A device_flags=()
+for spec in "${device_specs[@]}"; do
+    case "$spec" in
+    cpu:*)
+        t=${spec#cpu:}
+        [[ $t =~ ^[1-9][0-9]*$ ]] && [ "$t" -le "$(nproc)" ] \
+            || { echo "accuracy: '$spec': the thread count must be from 1 to $(nproc)" >&2; exit 2; }
+        key=t$t; device_flags[$key]="--device cpu --threads $t" ;;
+    cuda:*)
+        g=${spec#cuda:}
+        [[ $g =~ ^[0-9]+$ ]] || { echo "accuracy: '$spec': expected cuda:INDEX" >&2; exit 2; }
+        key=g$g; device_flags[$key]="--device cuda:$g" ;;
+    *) echo "accuracy: --devices: '$spec' is not cpu:THREADS or cuda:INDEX" >&2; exit 2 ;;
+    esac
+    device_keys+=("$key")
+done
+[ "${#device_keys[@]}" -ge 2 ] || echo "accuracy: warning: one device only; the study compares devices when there are two" >&2
 IFS=, read -r -a size_list <<<"$input_sizes"
 [[ $rounds =~ ^[1-9][0-9]*$ ]] || { echo "accuracy: --rounds: '$rounds' is not a count from 1" >&2; exit 2; }
 for px in "${size_list[@]}"; do
     [[ $px =~ ^[1-9][0-9]*$ ]] || { echo "accuracy: --input-sizes: '$px' is not a size in pixels" >&2; exit 2; }
 done
-for t in "${thread_counts[@]}"; do
-    [[ $t =~ ^[1-9][0-9]*$ ]] && [ "$t" -le "$(nproc)" ] \
-        || { echo "accuracy: --threads: '$t' is not a thread count from 1 to $(nproc)" >&2; exit 2; }
-done
-[ "${#thread_counts[@]}" -ge 2 ] || echo "accuracy: warning: one device only (this machine has $(nproc) CPU); the study compares devices when there are two" >&2
 
 log() { echo "accuracy: $*" >&2; }
 if [ "$fresh" -eq 1 ]; then
@@ -136,7 +158,7 @@ plot=${plot:-$dir/accuracy.svg}
 mkdir -p "$(dirname "$out")" "$(dirname "$plot")"
 
 # The settings a resumed run must share with the first one.
-settings="batches=$batches input=$input_sizes threads=$threads_list warmup=$warmup iters=$iters rounds=$rounds bench_budget=$bench_budget max_reps=$max_reps"
+settings="batches=$batches input=$input_sizes devices=$devices_list warmup=$warmup iters=$iters rounds=$rounds bench_budget=$bench_budget max_reps=$max_reps"
 if [ -f "$dir/settings" ] && [ "$(cat "$dir/settings")" != "$settings" ]; then
     log "$dir holds a study with other settings:"
     log "  stored: $(cat "$dir/settings")"
@@ -163,7 +185,7 @@ bench_monitor_start "$dir/logs/load-$started.txt"
 # that agent's id, which its key alone may send (docs/transport.md).
 # One result file per kind, device and round: a round's conv benchmarks are
 # deduplicated across the CNNs of that round, and every round measures again.
-device_file() { echo "$dir/$1-t$2-r$3.tcr"; }  # KIND THREADS ROUND
+device_file() { echo "$dir/$1-$2-r$3.tcr"; }  # KIND DEVICE_KEY ROUND
 n_models=${#model_list[@]}
 i=0
 for m in "${model_list[@]}"; do
@@ -182,23 +204,23 @@ for m in "${model_list[@]}"; do
     sed -i "/^$m	/d" "$dir/failed"
     failed=
     for r in $(seq 1 "$rounds"); do
-        for t in "${thread_counts[@]}"; do
+        for t in "${device_keys[@]}"; do
             for px in "${size_list[@]}"; do
-                tag="$m-t$t-${px}px-r$r"
-                log "[$i/$n_models] $m, round $r/$rounds, cpu with $t thread(s), $px px: conv benchmarks"
+                tag="$m-$t-${px}px-r$r"
+                log "[$i/$n_models] $m, round $r/$rounds, ${device_flags[$t]#--device }, $px px: conv benchmarks"
                 t0=$(date +%s)
                 if ! TRAINCAST_PROGRESS=plain "$agent" bench --models "torchvision:$m" --input-size "$px" \
-                    --batches "$batches" --device cpu --threads "$t" --budget-ms "$bench_budget" --max-reps "$max_reps" \
-                    --state "$dir/agent-t$t" --out "$(device_file bench "$t" "$r")" >"$dir/logs/bench-$tag.out" 2>"$dir/logs/bench-$tag.err"; then
+                    --batches "$batches" ${device_flags[$t]} --budget-ms "$bench_budget" --max-reps "$max_reps" \
+                    --state "$dir/agent-$t" --out "$(device_file bench "$t" "$r")" >"$dir/logs/bench-$tag.out" 2>"$dir/logs/bench-$tag.err"; then
                     failed="$(grep -m1 'error' "$dir/logs/bench-$tag.err" || echo "agent bench: $(tail -n 1 "$dir/logs/bench-$tag.err")")"
                     break 3
                 fi
                 t1=$(date +%s)
-                log "[$i/$n_models] $m, round $r/$rounds, cpu with $t thread(s), $px px: training traces"
+                log "[$i/$n_models] $m, round $r/$rounds, ${device_flags[$t]#--device }, $px px: training traces"
                 st=0
                 TRAINCAST_PROGRESS=plain "$agent" trace --models "$m" --batches "$batches" --input-size "$px" \
-                    --device cpu --threads "$t" --warmup "$warmup" --iters "$iters" --repeat 1 \
-                    --timeout "$trace_timeout" --state "$dir/agent-t$t" --out "$(device_file trace "$t" "$r")" \
+                    ${device_flags[$t]} --warmup "$warmup" --iters "$iters" --repeat 1 \
+                    --timeout "$trace_timeout" --state "$dir/agent-$t" --out "$(device_file trace "$t" "$r")" \
                     >"$dir/logs/trace-$tag.out" 2>"$dir/logs/trace-$tag.err" || st=$?
                 t2=$(date +%s)
                 printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$m" "$t" "$t0" "$t1" "$t2" "$r" "$px" >>"$dir/timeline.tsv"
@@ -230,8 +252,8 @@ dsn=$("$repo/deploy/pg-local.sh" start "$dir/pg" | tail -n 1)
 endpoint=tcp://127.0.0.1:$(bench_free_port)
 "$aggregator" serve --listen "$endpoint" --db "$dsn" --keys "$dir/aggregator" >>"$dir/logs/aggregator.log" 2>&1 &
 server_pid=$!
-for t in "${thread_counts[@]}"; do
-    state=$dir/agent-t$t
+for t in "${device_keys[@]}"; do
+    state=$dir/agent-$t
     [ -f "$state/agent.key" ] || "$agent" keygen --state "$state" >/dev/null
     cp "$dir/aggregator/aggregator.pub" "$state/aggregator.pub"
     grep -qxF "$(cat "$state/agent.pub")" "$dir/aggregator/allowlist" \
@@ -239,14 +261,14 @@ for t in "${thread_counts[@]}"; do
 done
 sleep 1
 kill -0 "$server_pid" 2>/dev/null || { tail -n 20 "$dir/logs/aggregator.log" >&2; log "aggregator serve did not start"; exit 1; }
-for t in "${thread_counts[@]}"; do
+for t in "${device_keys[@]}"; do
     files=()
     for r in $(seq 1 "$rounds"); do
         for kind in bench trace; do [ -s "$(device_file "$kind" "$t" "$r")" ] && files+=("$(device_file "$kind" "$t" "$r")"); done
     done
     [ "${#files[@]}" -gt 0 ] || continue
-    log "agent push (cpu, $t thread(s)): ${files[*]}"
-    TRAINCAST_PROGRESS=plain "$agent" push --aggregator "$endpoint" --state "$dir/agent-t$t" --timeout 900 "${files[@]}" \
+    log "agent push (${device_flags[$t]#--device }): ${files[*]}"
+    TRAINCAST_PROGRESS=plain "$agent" push --aggregator "$endpoint" --state "$dir/agent-$t" --timeout 900 "${files[@]}" \
         >>"$dir/logs/push.log" 2>&1 || { tail -n 20 "$dir/logs/push.log" >&2; log "agent push failed"; exit 1; }
 done
 kill -TERM "$server_pid"; wait "$server_pid" || true; server_pid=

@@ -94,6 +94,20 @@ def model_text(d):
     return "%s, %s weights: %s" % (m.get("form"), m.get("weighting"), feats)
 
 
+def devices_text(settings):
+    """"cpu:1,cpu:2,cuda:0" as "cpu with 1 thread, cpu with 2 threads, cuda:0"."""
+    specs = settings.get("devices") or ",".join(
+        "cpu:" + t for t in settings.get("threads", "").split(",") if t)
+    out = []
+    for spec in specs.split(","):
+        if spec.startswith("cpu:"):
+            t = spec[4:]
+            out.append("cpu with %s thread%s" % (t, "" if t == "1" else "s"))
+        elif spec:
+            out.append(spec)
+    return ", ".join(out)
+
+
 def short_device(name):
     """The device name without its bracketed software stack, for narrow tables."""
     return re.sub(r"\s*\[.*\]\s*$", "", name)
@@ -125,13 +139,13 @@ def main():
     lines = []
     w = lines.append
 
-    w("Settings: %d of %d CNNs measured (%s), %s px, batch sizes %s; cpu devices with %s "
-      "thread(s); %s interleaved rounds, each a conv benchmark of the CNN's convs and one trace "
+    w("Settings: %d of %d CNNs measured (%s), %s px, batch sizes %s; devices %s; %s "
+      "interleaved rounds, each a conv benchmark of the CNN's convs and one trace "
       "(a fresh process per batch size) of %s warm-up + %s measured iterations, on each device "
       "in turn; conv benchmarks with a %s ms budget and at most %s repetitions per item. The fit "
       "uses the median of the rounds on both sides (p10 and min below as alternatives)."
       % (len(done), len(requested), ", ".join(done) or "none", settings.get("input"),
-         settings.get("batches"), settings.get("threads", "").replace(",", " and "),
+         settings.get("batches"), devices_text(settings),
          settings.get("rounds"), settings.get("warmup"), settings.get("iters"),
          settings.get("bench_budget"), settings.get("max_reps")))
     w("")
