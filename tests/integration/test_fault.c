@@ -85,14 +85,6 @@ static bool s_alive(pid_t pid)
     return waitpid(pid, &st, WNOHANG) == 0;
 }
 
-static void s_exec(const char *dsn, const char *sql)
-{
-    tc_store_t *st = NULL;
-    cr_assert_eq(tc_store_open(dsn, &st), 0, "%s", tc_errmsg());
-    cr_assert_eq(tc_store_exec(st, sql, NULL, 0), 0, "%s: %s", sql, tc_errmsg());
-    tc_store_destroy(&st);
-}
-
 static void s_read_file(const char *path, char *out, size_t size)
 {
     out[0] = '\0';
@@ -110,7 +102,7 @@ Test(fault, kill_outage_restart_while_down_and_bad_messages, .timeout = 900,
     tc_cluster_start("fault-cluster", s_pg_dir, sizeof s_pg_dir, admin, sizeof admin);
     tc_bed_t bed;
     tc_bed_init(&bed, "fault", admin);
-    s_exec(bed.dsn, "ALTER TABLE conv_algo_timings ADD CONSTRAINT test_no_poison "
+    tc_test_sql(bed.dsn, "ALTER TABLE conv_algo_timings ADD CONSTRAINT test_no_poison "
                     "CHECK (algo <> 'poison')");
 
     /* Two agents, one on each of the two store workers. */
@@ -227,7 +219,7 @@ Test(fault, kill_outage_restart_while_down_and_bad_messages, .timeout = 900,
     cr_expect(strstr(out, "refused   2 messages"), "%s", out);
     cr_expect(strstr(out, bad_utf8) && strstr(out, "not valid UTF-8"), "%s", out);
     cr_expect(strstr(out, bad_db) && strstr(out, "test_no_poison"), "%s", out);
-    s_exec(bed.dsn, "ALTER TABLE conv_algo_timings DROP CONSTRAINT test_no_poison");
+    tc_test_sql(bed.dsn, "ALTER TABLE conv_algo_timings DROP CONSTRAINT test_no_poison");
     const char *requeue[] = {"--requeue-rejected", NULL};
     int st = tc_test_wait(tc_bed_push(&bed, states[0], NULL, logs[0], requeue), 120000);
     cr_expect_eq(st, 2, "one message is still refused (log %s)", logs[0]);

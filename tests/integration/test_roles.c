@@ -17,14 +17,6 @@
 static tc_bed_t s_bed;
 static char s_roles[3][64];
 
-static void s_exec(const char *dsn, const char *sql)
-{
-    tc_store_t *st = NULL;
-    cr_assert_eq(tc_store_open(dsn, &st), 0, "%s", tc_errmsg());
-    cr_assert_eq(tc_store_exec(st, sql, NULL, 0), 0, "%s: %s", sql, tc_errmsg());
-    tc_store_destroy(&st);
-}
-
 /* The bed's connection string as login role `role`. */
 static void s_dsn_as(const char *role, char *out, size_t size)
 {
@@ -40,7 +32,7 @@ static void s_setup(void)
         char sql[256];
         snprintf(sql, sizeof sql, "CREATE ROLE %s LOGIN%s%s", s_roles[i],
                  i < 2 ? " IN ROLE traincast_" : "", i < 2 ? kinds[i] : "");
-        s_exec(s_bed.dsn, sql);
+        tc_test_sql(s_bed.dsn, sql);
     }
 }
 
@@ -104,7 +96,7 @@ Test(roles, serve_refuses_a_role_without_the_grants)
               s_bed.server_log);
 
     /* A writer whose role lost one grant in this database: named alone. */
-    s_exec(s_bed.dsn, "REVOKE INSERT ON conv_results FROM traincast_writer");
+    tc_test_sql(s_bed.dsn, "REVOKE INSERT ON conv_results FROM traincast_writer");
     s_dsn_as(s_roles[0], dsn, sizeof dsn);
     tc_bed_spawn_server(&s_bed, extra);
     st = tc_test_wait(s_bed.server, 30000);

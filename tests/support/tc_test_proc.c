@@ -4,6 +4,7 @@
 #include "tc_error.h"
 
 #include <arpa/inet.h>
+#include <criterion/criterion.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -164,4 +165,14 @@ long long tc_test_sql_count(const char *dsn, const char *sql)
         return -1;
     }
     return strtoll(v, NULL, 10);
+}
+
+void tc_test_sql(const char *dsn, const char *sql)
+{
+    tc_store_t *s = NULL;
+    int rc = tc_store_open(dsn, &s);
+    if (rc == 0)
+        rc = tc_store_exec(s, sql, NULL, 0);
+    tc_store_destroy(&s);
+    cr_assert_eq(rc, 0, "%s: %s", sql, tc_errmsg());
 }

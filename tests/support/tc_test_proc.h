@@ -41,6 +41,9 @@ bool tc_test_file_contains(const char *path, const char *needle);
  * number (-1 on failure, with the error logged to stderr). */
 long long tc_test_sql_count(const char *dsn, const char *sql);
 
+/* Run `sql` on `dsn`; a failure fails the test. */
+void tc_test_sql(const char *dsn, const char *sql);
+
 /* Sleep for ms milliseconds. */
 void tc_test_sleep_ms(int ms);
 
