@@ -192,7 +192,10 @@ int tc_store_fit_put(tc_store_t *s, tc_fit_t *fit, const tc_fit_group_t *g, cons
                             isfinite(fit->cv_max_ape) ? cv_max : NULL,
                             isfinite(fit->selection_mape) ? sel : NULL,
                             isfinite(fit->conv_only_mape) ? conv_only : NULL,
-                            *g->data_through ? g->data_through : NULL};
+                            *g->data_through ? g->data_through : NULL,
+                            fit->amp,
+                            fit->library_version,
+                            fit->settings};
     rc = tc_store_begin(s);
     if (rc < 0)
         goto done;
@@ -202,10 +205,12 @@ int tc_store_fit_put(tc_store_t *s, tc_fit_t *fit, const tc_fit_group_t *g, cons
         "INSERT INTO fits (device, framework, policy, dtype, conv_policy, form, weighting, "
         "features, coefficients, covariance, rse, dof, ridge_lambda, candidates, n_points, "
         "n_cnns, models, batches, excluded_oom, excluded_failed, cv_mape, cv_median_ape, "
-        "cv_max_ape, selection_mape, conv_only_mape, data_through) VALUES ($1, $2, $3, $4, $5, "
+        "cv_max_ape, selection_mape, conv_only_mape, data_through, amp, library_version, "
+        "settings) VALUES ($1, $2, $3, $4, $5, "
         "$6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, "
-        "$24, $25, $26) RETURNING fit_id, (extract(epoch FROM fitted_at) * 1000000)::bigint",
-        26, params);
+        "$24, $25, $26, $27, $28, $29) "
+        "RETURNING fit_id, (extract(epoch FROM fitted_at) * 1000000)::bigint",
+        29, params);
     if (rc == 0) {
         fit->fit_id = strtoll(PQgetvalue(res, 0, 0), NULL, 10);
         fit->fitted_at_us = strtoll(PQgetvalue(res, 0, 1), NULL, 10);
@@ -251,7 +256,8 @@ static long s_split_doubles(const char *text, double *v, size_t max)
     "array_to_string(coefficients, ','), array_to_string(covariance, ','), rse, dof, "         \
     "coalesce(ridge_lambda, 0), n_points, n_cnns, (SELECT min(b) FROM unnest(batches) b), "    \
     "(SELECT max(b) FROM unnest(batches) b), excluded_oom, excluded_failed, cv_mape, "         \
-    "cv_median_ape, cv_max_ape, selection_mape, conv_only_mape FROM fits "
+    "cv_median_ape, cv_max_ape, selection_mape, conv_only_mape, amp, library_version, "       \
+    "settings FROM fits "
 
 static double s_col(PGresult *res, int col)
 {
@@ -306,29 +312,34 @@ static int s_parse_fit(PGresult *res, tc_fit_t *out)
     out->cv_max_ape = s_col(res, 23);
     out->selection_mape = s_col(res, 24);
     out->conv_only_mape = s_col(res, 25);
+    snprintf(out->amp, sizeof out->amp, "%s", PQgetvalue(res, 0, 26));
+    snprintf(out->library_version, sizeof out->library_version, "%s", PQgetvalue(res, 0, 27));
+    snprintf(out->settings, sizeof out->settings, "%s", PQgetvalue(res, 0, 28));
     return 0;
 }
 
 int tc_store_fit_latest(tc_store_t *s, const char *device, const char *framework,
-                        const char *policy, const char *dtype, tc_fit_t *out)
+                        const char *policy, const char *dtype, const char *amp, tc_fit_t *out)
 {
-    const char *params[] = {device, framework, policy, dtype};
+    const char *params[] = {device, framework, policy, dtype, amp};
     PGresult *res = NULL;
     int rc = tc_store_query(s, &res, "reading the latest fit",
                             FIT_COLUMNS
                             "WHERE device = $1 AND ($2::text IS NULL OR framework = $2) "
                             "AND ($3::text IS NULL OR policy IS NOT DISTINCT FROM nullif($3, '')) "
                             "AND ($4::text IS NULL OR dtype = $4) "
+                            "AND ($5::text IS NULL OR amp = $5) "
                             "ORDER BY fitted_at DESC, fit_id DESC LIMIT 1",
-                            4, params);
+                            5, params);
     if (rc < 0)
         return rc;
     if (PQntuples(res) == 0) {
         PQclear(res);
-        return tc_fail(TC_ENOTFOUND, "no fit for device '%s'%s%s%s%s: run 'aggregator fit "
+        return tc_fail(TC_ENOTFOUND, "no fit for device '%s'%s%s%s%s%s%s: run 'aggregator fit "
                                      "--device %s' first",
                        device, framework ? " with framework " : "", framework ? framework : "",
-                       dtype ? ", dtype " : "", dtype ? dtype : "", device);
+                       dtype ? ", dtype " : "", dtype ? dtype : "",
+                       amp ? (*amp ? ", amp " : ", without amp") : "", amp ? amp : "", device);
     }
     rc = s_parse_fit(res, out);
     PQclear(res);
@@ -351,4 +362,25 @@ int tc_store_fit_get(tc_store_t *s, long long fit_id, tc_fit_t *out)
     rc = s_parse_fit(res, out);
     PQclear(res);
     return rc;
+}
+
+int tc_store_routing_warning(tc_store_t *s, const char *device, char *buf, size_t size)
+{
+    const char *params[] = {device};
+    PGresult *res = NULL;
+    buf[0] = '\0';
+    int rc = tc_store_query(s, &res, "reading the device's conv routing",
+                            "SELECT coalesce(string_agg(DISTINCT coalesce(framework, "
+                            "'an unknown framework') || ' (' || routing || ')', ', '), '') "
+                            "FROM devices WHERE name = $1 AND routing LIKE '%unverified%'",
+                            1, params);
+    if (rc < 0)
+        return rc;
+    if (*PQgetvalue(res, 0, 0))
+        snprintf(buf, size, "conv routing unverified for %s: the agent times each conv where "
+                            "the newest checked rule sends it, which this version may not "
+                            "(docs/CONV-BENCH.md)",
+                 PQgetvalue(res, 0, 0));
+    PQclear(res);
+    return 0;
 }

@@ -40,9 +40,11 @@ typedef struct {
 } tc_conv_lookup_t;
 
 /* Fill median_ms/stddev_ms of every item for device name `device` and
- * `policy`; *missing gets how many were not found. One round trip. */
+ * `policy`, on a GPU measured with cuDNN `library_version` (NULL or "":
+ * any); *missing gets how many were not found. One round trip. */
 int tc_store_conv_lookup(tc_store_t *s, const char *device, const char *policy,
-                         tc_conv_lookup_t *items, size_t n, size_t *missing);
+                         const char *library_version, tc_conv_lookup_t *items, size_t n,
+                         size_t *missing);
 
 /* A trace's peak memory with the model's features at its batch, for the
  * memory model. */

@@ -511,7 +511,7 @@ Test(fit_store, fit_and_validate_match_the_hand_computation, .timeout = 300)
     cr_assert_eq(rc, 0, "fit failed:\n%s", out);
     cr_expect(strstr(out, "stored as fit") != NULL, "%s", out);
     tc_fit_t fit;
-    cr_assert_eq(tc_store_fit_latest(st, "synth-a", NULL, NULL, NULL, &fit), 0, "%s",
+    cr_assert_eq(tc_store_fit_latest(st, "synth-a", NULL, NULL, NULL, NULL, &fit), 0, "%s",
                  tc_errmsg());
     ols2_t o = s_ols2(-1);
     cr_assert_eq(fit.p, 2u);
@@ -657,7 +657,7 @@ Test(fit_store, bad_input_names_the_problem_and_exits_2, .timeout = 300)
     cr_assert_eq(tc_store_exec(st, "SELECT count(*) FROM fits", v, sizeof v), 0);
     cr_expect_str_eq(v, "0");
     tc_fit_t fit;
-    cr_expect_eq(tc_store_fit_latest(st, "synth-b", NULL, NULL, NULL, &fit), TC_ENOTFOUND);
+    cr_expect_eq(tc_store_fit_latest(st, "synth-b", NULL, NULL, NULL, NULL, &fit), TC_ENOTFOUND);
     cr_expect(strstr(tc_errmsg(), "aggregator fit --device synth-b") != NULL, "%s", tc_errmsg());
     tc_store_destroy(&st);
 }
