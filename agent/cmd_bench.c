@@ -6,6 +6,7 @@
 #include "bench_opts.h"
 #include "bench_run.h"
 #include "commands.h"
+#include "gpu_framework.h"
 #include "convlist.h"
 #include "planner.h"
 
@@ -109,6 +110,10 @@ int tc_cmd_bench(int argc, char **argv)
         return rc;
     }
     if ((rc = tc_allocator_apply(f.allocator)) < 0) {
+        tc_cli_result_free(&cli);
+        return rc;
+    }
+    if ((rc = tc_gpu_prepare(f.device)) < 0) {
         tc_cli_result_free(&cli);
         return rc;
     }

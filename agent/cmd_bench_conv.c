@@ -3,6 +3,7 @@
 #include "allocator.h"
 #include "bench_opts.h"
 #include "commands.h"
+#include "gpu_framework.h"
 #include "conv_bench.h"
 #include "conv_verify.h"
 
@@ -189,6 +190,10 @@ int tc_cmd_bench_conv(int argc, char **argv)
         return rc;
     }
     if ((rc = tc_allocator_apply(f.allocator)) < 0) {
+        tc_cli_result_free(&cli);
+        return rc;
+    }
+    if ((rc = tc_gpu_prepare(f.device)) < 0) {
         tc_cli_result_free(&cli);
         return rc;
     }

@@ -1,6 +1,7 @@
 /* agent info: this machine's devices and the libraries the agent uses. */
 #include "agent_id.h"
 #include "commands.h"
+#include "gpu_framework.h"
 
 #include "allocator.h"
 #include "device.h"
@@ -60,6 +61,10 @@ int tc_cmd_info(int argc, char **argv)
         return rc;
     }
     if ((rc = tc_allocator_apply(allocator)) < 0) {
+        tc_cli_result_free(&cli);
+        return rc;
+    }
+    if ((rc = tc_gpu_prepare("any")) < 0) {
         tc_cli_result_free(&cli);
         return rc;
     }

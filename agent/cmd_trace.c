@@ -3,6 +3,7 @@
 #include "agent_id.h"
 #include "allocator.h"
 #include "commands.h"
+#include "gpu_framework.h"
 
 #include "tc_cli.h"
 #include "tc_error.h"
@@ -206,6 +207,8 @@ int tc_cmd_trace(int argc, char **argv)
     int rc = tc_cli_parse(&spec, argc, argv, &cli);
     if (rc == 0 && !cli.help_shown)
         rc = tc_allocator_apply(o.allocator);
+    if (rc == 0 && !cli.help_shown)
+        rc = tc_gpu_prepare(o.device);
     if (rc == 0 && !cli.help_shown)
         rc = s_run(&o);
     tc_cli_result_free(&cli);
