@@ -158,7 +158,9 @@ int tc_cmd_trace(int argc, char **argv)
         TC_ALLOCATOR_OPT(o.allocator),
         {"input-size", TC_OPT_UINT, &o.input_size, "S",
          "image height and width (default: 224, 299 for inception_v3)"},
-        {"dtype", TC_OPT_STR, &o.dtype, "T", "fp32 (default), tf32, fp16 or bf16"},
+        {"dtype", TC_OPT_STR, &o.dtype, "T",
+         "fp32 (default: PyTorch's defaults, TF32 convs on compute capability 8.0 and up), "
+         "fp32_strict (no TF32), tf32 (convs and matmuls), fp16 or bf16"},
         {"amp", TC_OPT_STR, &o.amp, "T", "automatic mixed precision: fp16 or bf16 (default off)"},
         {"optimizer", TC_OPT_STR, &o.optimizer, "SPEC",
          "sgd (default: momentum 0, weight decay 0), adam or adamw, with ,key=value options"},
