@@ -1,6 +1,7 @@
 #include "bench_run.h"
 
 #include "conv_bench.h"
+#include "tc_buf.h"
 #include "tc_error.h"
 #include "tc_log.h"
 #include "tc_progress.h"
@@ -39,6 +40,40 @@ static int s_emit(const tc_bench_sink_t *sink, Traincast__V1__Device *dev, const
     return sink->emit(&env, sink->arg);
 }
 
+/* One measured item as a JSON line (agent bench --json). */
+static void s_json_item(FILE *f, const tc_conv_outcome_t *o)
+{
+    const tc_conv_config_t *c = &o->spec.config;
+    const tc_stats_t *st = &o->samples.stats;
+    tc_buf_t b = {0};
+    tc_buf_printf(&b,
+                  "{\"n\": %u, \"c\": %u, \"h\": %u, \"w\": %u, \"k\": %u, \"r\": %u, "
+                  "\"s\": %u, \"pad_h\": %u, \"pad_w\": %u, \"stride_h\": %u, "
+                  "\"stride_w\": %u, \"dilation_h\": %u, \"dilation_w\": %u, \"groups\": %u, "
+                  "\"bias\": %s, \"dtype\": \"%s\", \"layout\": \"%s\", \"direction\": \"%s\", "
+                  "\"route\": ",
+                  c->n, c->c, c->h, c->w, c->k, c->r, c->s, c->pad_h, c->pad_w, c->stride_h,
+                  c->stride_w, c->dilation_h, c->dilation_w, c->groups, c->bias ? "true" : "false",
+                  tc_dtype_name(c->dtype), tc_layout_name(c->layout),
+                  tc_direction_name(o->spec.direction));
+    tc_buf_json_str(&b, o->route);
+    tc_buf_puts(&b, ", \"algo\": ");
+    tc_buf_json_str(&b, o->algos[o->chosen].info.name);
+    tc_buf_puts(&b, ", \"median_ms\": ");
+    tc_buf_json_num(&b, st->median);
+    tc_buf_puts(&b, ", \"min_ms\": ");
+    tc_buf_json_num(&b, st->min);
+    tc_buf_printf(&b, ", \"repetitions\": %zu, \"workspace_bytes\": %llu, "
+                      "\"sm_clock_mhz\": %u, \"power_w\": ",
+                  o->samples.n, (unsigned long long)o->algos[o->chosen].info.workspace_bytes,
+                  o->telemetry.sm_clock_mhz);
+    tc_buf_json_num(&b, o->telemetry.power_w);
+    tc_buf_puts(&b, "}\n");
+    fputs(tc_buf_str(&b), f);
+    fflush(f);
+    tc_buf_free(&b);
+}
+
 int tc_bench_run_sink(tc_device_t *dev, const tc_bench_item_t *items, size_t n_items,
                       const tc_bench_run_opts_t *o, const tc_bench_sink_t *sink,
                       tc_bench_report_t *rep)
@@ -73,6 +108,8 @@ int tc_bench_run_sink(tc_device_t *dev, const tc_bench_item_t *items, size_t n_i
             tc_conv_outcome_free(&out);
             continue;
         }
+        if (o->json)
+            s_json_item(o->json, &out);
         rep->measured_ms += out.samples.stats.median;
         rep->repetitions += out.samples.n;
         rep->converged += out.samples.stop == TC_STOP_CONVERGED;

@@ -10,6 +10,8 @@
 #include "measure.h"
 #include "planner.h"
 
+#include <stdio.h>
+
 /* The largest peak memory of the training traces of one batch size. */
 typedef struct {
     uint32_t batch;
@@ -28,6 +30,7 @@ typedef struct {
     uint64_t seed;
     const char *agent_id;
     const char *progress_label; /* NULL: "bench" */
+    FILE *json;                 /* NULL, or one JSON line per measured item goes there */
 } tc_bench_run_opts_t;
 
 typedef struct {

@@ -6,14 +6,15 @@
 #include "bench_opts.h"
 #include "bench_run.h"
 #include "commands.h"
-#include "gpu_framework.h"
 #include "convlist.h"
+#include "gpu_framework.h"
 #include "planner.h"
 
 #include "tc_cli.h"
 #include "tc_error.h"
 #include "tc_progress.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -51,7 +52,7 @@ static void s_print_plan(const tc_plan_stats_t *st, size_t done, size_t todo)
 int tc_cmd_bench(int argc, char **argv)
 {
     const char *models = NULL, *convs = NULL, *batches_text = NULL, *out_path = NULL,
-               *agent_id_flag = NULL, *state = NULL, *traces = NULL;
+               *agent_id_flag = NULL, *state = NULL, *traces = NULL, *json_path = NULL;
     unsigned long input_size = 0;
     const char *direction = "all";
     unsigned long seed = 1;
@@ -93,6 +94,9 @@ int tc_cmd_bench(int argc, char **argv)
         {"state", TC_OPT_STR, &state, "DIR",
          "the agent state directory whose id to use (default $TRAINCAST_AGENT_DIR or "
          "~/.traincast/agent, when it exists)"},
+        {"json", TC_OPT_STR, &json_path, "FILE",
+         "also write one JSON line per measured item there (config, direction, route, "
+         "algorithm, median, min, SM clock, power)"},
         {"dry-run", TC_OPT_FLAG, &dry_run, NULL,
          "print the plan (and what the result file already holds) without measuring"},
         {0},
@@ -128,6 +132,7 @@ int tc_cmd_bench(int argc, char **argv)
     tc_bench_item_t *items = NULL;
     tc_trace_peak_t *peaks = NULL;
     size_t n_peaks = 0;
+    FILE *json = NULL;
     unsigned long *batches = NULL;
     char **lists = NULL;
     size_t n_batches = 0, n_lists = 0, n_items = 0;
@@ -187,6 +192,12 @@ int tc_cmd_bench(int argc, char **argv)
                               .seed = seed,
                               .agent_id = agent_id};
     tc_bench_report_t rep;
+    if (json_path) {
+        json = fopen(json_path, "a");
+        if (!json)
+            TC_FAIL_GOTO(TC_EIO, "--json %s: %s", json_path, strerror(errno));
+        ro.json = json;
+    }
     if (traces) {
         TC_TRY(tc_trace_peaks_load(traces, d.uuid, &peaks, &n_peaks));
         ro.peaks = peaks;
@@ -216,6 +227,8 @@ int tc_cmd_bench(int argc, char **argv)
                               "the same command again to retry them",
                      rep.failed, n_items);
 err:
+    if (json)
+        fclose(json);
     free(peaks);
     tc_device_close(&dev);
     tc_resume_destroy(&resume);
