@@ -565,7 +565,8 @@ int tc_cpu_native_create(tc_cpu_ctx_t *dev, const tc_conv_spec_t *spec, bool dil
     int rc = 0;
     *out = NULL;
     const tc_conv_config_t *c = &spec->config;
-    if (c->dtype != TRAINCAST__V1__DTYPE__DTYPE_FP32)
+    if (c->dtype != TRAINCAST__V1__DTYPE__DTYPE_FP32 &&
+        c->dtype != TRAINCAST__V1__DTYPE__DTYPE_FP32_STRICT)
         return tc_fail(TC_EUNSUPPORTED, "PyTorch runs this %s conv with its own kernels, which "
                                         "do not use the BLAS and which traincast does not "
                                         "mirror; benchmark fp32",
