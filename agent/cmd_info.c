@@ -30,6 +30,8 @@ static void s_print_device(const char *spec, const Traincast__V1__Device *d)
     printf("          %s %s; runtime %s; %s %s\n", d->library, d->library_version,
            d->runtime_version, d->kind == TRAINCAST__V1__DEVICE_KIND__DEVICE_KIND_CUDA ? "driver" : "os",
            d->driver_version);
+    if (d->kind == TRAINCAST__V1__DEVICE_KIND__DEVICE_KIND_CUDA && d->routing && *d->routing)
+        printf("          follows %s, conv routing %s\n", d->framework, d->routing);
 }
 
 int tc_cmd_info(int argc, char **argv)
