@@ -360,7 +360,21 @@ static int s_replan(s_plan_t *p)
     return 0;
 }
 
-static void s_plan_destroy(void *plan) { free(plan); }
+/* A plan that goes away frees its tensors in the helper when they are the
+ * helper's current ones, so that memory is the agent's again. */
+static void s_plan_destroy(void *plan)
+{
+    s_plan_t *p = plan;
+    if (!p)
+        return;
+    if (p->seq && p->fw->plan_seq == p->seq && !p->fw->dead) {
+        tc_json_t *doc = NULL;
+        if (s_ask(p->fw, "{\"op\": \"release\"}\n", S_RUN_MS, "release", &doc) == 0)
+            tc_json_destroy(&doc);
+        p->fw->plan_seq = 0;
+    }
+    free(p);
+}
 
 int tc_fw_plan_create(tc_fw_t *fw, const tc_conv_spec_t *spec, const char *route, void **out)
 {

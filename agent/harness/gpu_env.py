@@ -26,6 +26,7 @@ As a program:
                                       -> {"type": "plan", "backend": B, "buffers": R}
         {"op": "run"}                 -> {"type": "run", "ms": T}
         {"op": "read", "tensor": "y"} -> {"type": "read", "count": N, "f32": BASE64}
+        {"op": "release"}             -> {"type": "release"}  (frees the plan's memory)
         {"op": "quit"}
       C holds n c h w k r s pad_h pad_w stride_h stride_w dil_h dil_w groups
       bias dtype layout; B is PyTorch's own choice of backend
@@ -238,11 +239,26 @@ class Server:
         x = t.empty(xs, device=self.dev, dtype=dt).contiguous(memory_format=fmt)
         w = t.empty(ws, device=self.dev, dtype=dt).contiguous(memory_format=fmt)
         b = t.empty([c["k"]], device=self.dev, dtype=dt) if c.get("bias") else None
-        return {"type": "select", "backend": select_backend(t, x, w, b, c)}
+        backend = select_backend(t, x, w, b, c)
+        del x, w, b
+        self._empty_cache()
+        return {"type": "select", "backend": backend}
+
+    def _empty_cache(self):
+        # The caching allocator would keep what this helper freed from the
+        # agent's own plans (and their cuDNN workspace).
+        if self.cuda:
+            self.torch.cuda.empty_cache()
+
+    def release(self):
+        self.plan = None
+        self._empty_cache()
+        return {"type": "release"}
 
     def make_plan(self, req):
         t = self.torch
         self.plan = None
+        self._empty_cache()
         c = req["conv"]
         d = req["direction"]
         apply_dtype(t, c.get("dtype", "fp32"))
@@ -374,6 +390,8 @@ def _serve(a):
                 say(srv.run())
             elif op == "read":
                 say(srv.read(req))
+            elif op == "release":
+                say(srv.release())
             else:
                 say({"type": "error", "message": "unknown op %r" % op})
         except Exception as e:  # noqa: BLE001 - every failure is answered

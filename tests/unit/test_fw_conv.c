@@ -129,7 +129,9 @@ Test(fw_conv, two_plans_take_turns_and_failures_are_answered, .timeout = 300)
     cr_expect(strstr(tc_errmsg(), "PyTorch") != NULL, "%s", tc_errmsg());
     /* ...and the helper serves on. */
     cr_expect_eq(tc_conv_plan_run(&plan_a, &ms), 0, "%s", tc_errmsg());
+    /* Destroying the current plan frees it there; the other plan comes back. */
     tc_fw_plan_iface.plan_destroy(pa);
+    cr_expect_eq(tc_conv_plan_run(&plan_b, &ms), 0, "%s", tc_errmsg());
     tc_fw_plan_iface.plan_destroy(pb);
     tc_fw_close(&fw);
 }
