@@ -175,6 +175,8 @@ static void s_locate(const char *file, char *out, size_t size)
     }
 }
 
+char **tc_process_argv(void) { return s_argv; }
+
 int tc_allocator_apply(const char *name)
 {
     bool explicit_choice = name && *name;

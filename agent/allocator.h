@@ -42,6 +42,8 @@ int tc_allocator_check(const char *name);
  * Only the agent binary's main() does this; without it (the code linked
  * into tests or other programs) apply() changes nothing. */
 void tc_allocator_set_argv(int argc, char **argv);
+/* That argv (NULL when none was registered: linked into another program). */
+char **tc_process_argv(void);
 
 /* Make this process run with allocator `name` (NULL: TRAINCAST_ALLOCATOR,
  * else the default). Call after parsing options and before anything is

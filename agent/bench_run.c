@@ -1,6 +1,7 @@
 #include "bench_run.h"
 
 #include "conv_bench.h"
+#include "tc_buf.h"
 #include "tc_error.h"
 #include "tc_log.h"
 #include "tc_progress.h"
@@ -8,6 +9,7 @@
 #include "tc_validate.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -38,6 +40,40 @@ static int s_emit(const tc_bench_sink_t *sink, Traincast__V1__Device *dev, const
     return sink->emit(&env, sink->arg);
 }
 
+/* One measured item as a JSON line (agent bench --json). */
+static void s_json_item(FILE *f, const tc_conv_outcome_t *o)
+{
+    const tc_conv_config_t *c = &o->spec.config;
+    const tc_stats_t *st = &o->samples.stats;
+    tc_buf_t b = {0};
+    tc_buf_printf(&b,
+                  "{\"n\": %u, \"c\": %u, \"h\": %u, \"w\": %u, \"k\": %u, \"r\": %u, "
+                  "\"s\": %u, \"pad_h\": %u, \"pad_w\": %u, \"stride_h\": %u, "
+                  "\"stride_w\": %u, \"dilation_h\": %u, \"dilation_w\": %u, \"groups\": %u, "
+                  "\"bias\": %s, \"dtype\": \"%s\", \"layout\": \"%s\", \"direction\": \"%s\", "
+                  "\"route\": ",
+                  c->n, c->c, c->h, c->w, c->k, c->r, c->s, c->pad_h, c->pad_w, c->stride_h,
+                  c->stride_w, c->dilation_h, c->dilation_w, c->groups, c->bias ? "true" : "false",
+                  tc_dtype_name(c->dtype), tc_layout_name(c->layout),
+                  tc_direction_name(o->spec.direction));
+    tc_buf_json_str(&b, o->route);
+    tc_buf_puts(&b, ", \"algo\": ");
+    tc_buf_json_str(&b, o->algos[o->chosen].info.name);
+    tc_buf_puts(&b, ", \"median_ms\": ");
+    tc_buf_json_num(&b, st->median);
+    tc_buf_puts(&b, ", \"min_ms\": ");
+    tc_buf_json_num(&b, st->min);
+    tc_buf_printf(&b, ", \"repetitions\": %zu, \"workspace_bytes\": %llu, "
+                      "\"sm_clock_mhz\": %u, \"power_w\": ",
+                  o->samples.n, (unsigned long long)o->algos[o->chosen].info.workspace_bytes,
+                  o->telemetry.sm_clock_mhz);
+    tc_buf_json_num(&b, o->telemetry.power_w);
+    tc_buf_puts(&b, "}\n");
+    fputs(tc_buf_str(&b), f);
+    fflush(f);
+    tc_buf_free(&b);
+}
+
 int tc_bench_run_sink(tc_device_t *dev, const tc_bench_item_t *items, size_t n_items,
                       const tc_bench_run_opts_t *o, const tc_bench_sink_t *sink,
                       tc_bench_report_t *rep)
@@ -58,7 +94,8 @@ int tc_bench_run_sink(tc_device_t *dev, const tc_bench_item_t *items, size_t n_i
         tc_conv_spec_t spec = {.config = items[i].config,
                                .direction = items[i].direction,
                                .policy = o->policy,
-                               .workspace_limit = o->workspace_limit,
+                               .workspace_limit = tc_bench_workspace_limit(
+                                   o, d.memory_bytes, items[i].config.n),
                                .seed = o->seed};
         tc_conv_outcome_t out;
         Traincast__V1__ConvResult *r = NULL;
@@ -71,6 +108,8 @@ int tc_bench_run_sink(tc_device_t *dev, const tc_bench_item_t *items, size_t n_i
             tc_conv_outcome_free(&out);
             continue;
         }
+        if (o->json)
+            s_json_item(o->json, &out);
         rep->measured_ms += out.samples.stats.median;
         rep->repetitions += out.samples.n;
         rep->converged += out.samples.stop == TC_STOP_CONVERGED;
@@ -86,6 +125,79 @@ int tc_bench_run_sink(tc_device_t *dev, const tc_bench_item_t *items, size_t n_i
 err:
     rep->elapsed_s = s_now_s() - t0;
     return rc;
+}
+
+uint64_t tc_bench_workspace_limit(const tc_bench_run_opts_t *o, uint64_t memory_bytes,
+                                  uint32_t batch)
+{
+    if (o->workspace_limit)
+        return o->workspace_limit;
+    for (size_t i = 0; i < o->n_peaks; i++)
+        if (o->peaks[i].batch == batch && o->peaks[i].peak_bytes < memory_bytes)
+            return memory_bytes - o->peaks[i].peak_bytes;
+    return 0;
+}
+
+typedef struct {
+    const char *uuid;
+    tc_trace_peak_t *v;
+    size_t n, cap;
+    int failed;
+} s_peaks_t;
+
+static int s_peak(const tc_envelope_t *env, void *arg)
+{
+    s_peaks_t *p = arg;
+    if (env->body_case != TRAINCAST__V1__ENVELOPE__BODY_TRAIN_TRACE)
+        return 0;
+    const Traincast__V1__TrainTrace *t = env->train_trace;
+    if (t->status != TRAINCAST__V1__TRACE_STATUS__TRACE_STATUS_OK || !t->peak_memory_bytes ||
+        !t->device || strcmp(t->device->uuid, p->uuid) != 0)
+        return 0;
+    for (size_t i = 0; i < p->n; i++) {
+        if (p->v[i].batch == t->batch) {
+            if (t->peak_memory_bytes > p->v[i].peak_bytes)
+                p->v[i].peak_bytes = t->peak_memory_bytes;
+            return 0;
+        }
+    }
+    if (p->n == p->cap) {
+        size_t cap = p->cap ? 2 * p->cap : 16;
+        tc_trace_peak_t *v = realloc(p->v, cap * sizeof *v);
+        if (!v)
+            return tc_fail(TC_ENOMEM, "out of memory reading trace peaks");
+        p->v = v;
+        p->cap = cap;
+    }
+    p->v[p->n++] = (tc_trace_peak_t){t->batch, t->peak_memory_bytes};
+    return 0;
+}
+
+int tc_trace_peaks_load(const char *paths, const char *device_uuid, tc_trace_peak_t **peaks,
+                        size_t *n)
+{
+    *peaks = NULL;
+    *n = 0;
+    s_peaks_t p = {.uuid = device_uuid};
+    char *copy = strdup(paths);
+    if (!copy)
+        return tc_fail(TC_ENOMEM, "out of memory");
+    int rc = 0;
+    char *save = NULL;
+    for (char *path = strtok_r(copy, ",", &save); path && rc == 0;
+         path = strtok_r(NULL, ",", &save)) {
+        rc = tc_resultfile_read(path, false, s_peak, &p, NULL);
+        if (rc < 0)
+            rc = tc_err_context(rc, "--traces %s", path);
+    }
+    free(copy);
+    if (rc < 0) {
+        free(p.v);
+        return rc;
+    }
+    *peaks = p.v;
+    *n = p.n;
+    return 0;
 }
 
 typedef struct {

@@ -10,13 +10,27 @@
 #include "measure.h"
 #include "planner.h"
 
+#include <stdio.h>
+
+/* The largest peak memory of the training traces of one batch size. */
+typedef struct {
+    uint32_t batch;
+    uint64_t peak_bytes;
+} tc_trace_peak_t;
+
 typedef struct {
     Traincast__V1__Policy policy;
-    uint64_t workspace_limit;
+    uint64_t workspace_limit;  /* 0: the backend's default, or from the peaks below */
+    /* Where traces are known: the workspace limit of an item at a batch is
+     * the device's memory less the largest peak of the traces at that batch
+     * (what training leaves free), unless workspace_limit is set. */
+    const tc_trace_peak_t *peaks;
+    size_t n_peaks;
     tc_measure_opts_t measure;
     uint64_t seed;
     const char *agent_id;
     const char *progress_label; /* NULL: "bench" */
+    FILE *json;                 /* NULL, or one JSON line per measured item goes there */
 } tc_bench_run_opts_t;
 
 typedef struct {
@@ -48,6 +62,18 @@ typedef struct {
 int tc_bench_run_sink(tc_device_t *dev, const tc_bench_item_t *items, size_t n_items,
                       const tc_bench_run_opts_t *o, const tc_bench_sink_t *sink,
                       tc_bench_report_t *rep);
+
+/* The largest peak memory per batch of the successful traces of the device
+ * with this uuid in result files `paths` (comma-separated). *peaks is
+ * malloc'ed (caller frees). A missing file is an error naming it. */
+int tc_trace_peaks_load(const char *paths, const char *device_uuid, tc_trace_peak_t **peaks,
+                        size_t *n);
+
+/* The workspace limit of an item at `batch`: o->workspace_limit when set,
+ * else memory_bytes less the batch's trace peak when known (and smaller),
+ * else 0 (the backend's default: what is free now). */
+uint64_t tc_bench_workspace_limit(const tc_bench_run_opts_t *o, uint64_t memory_bytes,
+                                  uint32_t batch);
 
 /* tc_bench_run_sink appending to the result file `out_path`, with a
  * progress bar on the terminal (o->progress_label). */

@@ -7,12 +7,14 @@
 #include "bench_run.h"
 #include "commands.h"
 #include "convlist.h"
+#include "gpu_framework.h"
 #include "planner.h"
 
 #include "tc_cli.h"
 #include "tc_error.h"
 #include "tc_progress.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,7 +52,7 @@ static void s_print_plan(const tc_plan_stats_t *st, size_t done, size_t todo)
 int tc_cmd_bench(int argc, char **argv)
 {
     const char *models = NULL, *convs = NULL, *batches_text = NULL, *out_path = NULL,
-               *agent_id_flag = NULL, *state = NULL;
+               *agent_id_flag = NULL, *state = NULL, *traces = NULL, *json_path = NULL;
     unsigned long input_size = 0;
     const char *direction = "all";
     unsigned long seed = 1;
@@ -69,14 +71,19 @@ int tc_cmd_bench(int argc, char **argv)
         {"threads", TC_OPT_UINT, &f.threads, "N", "cpu threads (default: all logical CPUs)"},
         TC_ALLOCATOR_OPT(f.allocator),
         {"policy", TC_OPT_STR, &f.policy, "P", "heuristic (default) or exhaustive"},
-        {"dtype", TC_OPT_STR, &f.dtype, "T", "fp32 (default), tf32, fp16 or bf16"},
+        {"dtype", TC_OPT_STR, &f.dtype, "T",
+         "fp32 (default: as PyTorch computes it by default), fp32_strict, tf32, fp16 or bf16"},
         {"layout", TC_OPT_STR, &f.layout, "L", "nchw (default) or nhwc"},
         {"direction", TC_OPT_STR, &direction, "D",
          "all (default), or a list of fwd, bwd_data, bwd_filter"},
         {"budget-ms", TC_OPT_DOUBLE, &f.budget_ms, "MS", "time budget per item (default 1000)"},
         {"max-reps", TC_OPT_UINT, &f.max_reps, "N", "at most this many repetitions per item (default 200)"},
         {"workspace-mb", TC_OPT_UINT, &f.workspace_mb, "MB",
-         "workspace limit (default: what the device has free)"},
+         "workspace limit (default: what training leaves free, from --traces; else what the "
+         "device has free now)"},
+        {"traces", TC_OPT_STR, &traces, "FILE,...",
+         "result files with this device's training traces: at each batch the workspace "
+         "limit is the device's memory less the largest peak memory traced at that batch"},
         {"seed", TC_OPT_UINT, &seed, "N", "seed of the random input data (default 1)"},
         {"out", TC_OPT_STR, &out_path, "FILE",
          "result file to append to (required unless --dry-run); items it already holds for "
@@ -87,6 +94,9 @@ int tc_cmd_bench(int argc, char **argv)
         {"state", TC_OPT_STR, &state, "DIR",
          "the agent state directory whose id to use (default $TRAINCAST_AGENT_DIR or "
          "~/.traincast/agent, when it exists)"},
+        {"json", TC_OPT_STR, &json_path, "FILE",
+         "also write one JSON line per measured item there (config, direction, route, "
+         "algorithm, median, min, SM clock, power)"},
         {"dry-run", TC_OPT_FLAG, &dry_run, NULL,
          "print the plan (and what the result file already holds) without measuring"},
         {0},
@@ -112,10 +122,17 @@ int tc_cmd_bench(int argc, char **argv)
         tc_cli_result_free(&cli);
         return rc;
     }
+    if ((rc = tc_gpu_prepare(f.device)) < 0) {
+        tc_cli_result_free(&cli);
+        return rc;
+    }
     tc_planner_t *planner = NULL;
     tc_resume_t *resume = NULL;
     tc_device_t *dev = NULL;
     tc_bench_item_t *items = NULL;
+    tc_trace_peak_t *peaks = NULL;
+    size_t n_peaks = 0;
+    FILE *json = NULL;
     unsigned long *batches = NULL;
     char **lists = NULL;
     size_t n_batches = 0, n_lists = 0, n_items = 0;
@@ -175,6 +192,25 @@ int tc_cmd_bench(int argc, char **argv)
                               .seed = seed,
                               .agent_id = agent_id};
     tc_bench_report_t rep;
+    if (json_path) {
+        json = fopen(json_path, "a");
+        if (!json)
+            TC_FAIL_GOTO(TC_EIO, "--json %s: %s", json_path, strerror(errno));
+        ro.json = json;
+    }
+    if (traces) {
+        TC_TRY(tc_trace_peaks_load(traces, d.uuid, &peaks, &n_peaks));
+        ro.peaks = peaks;
+        ro.n_peaks = n_peaks;
+        for (size_t i = 0; i < n_batches; i++) {
+            uint64_t lim = tc_bench_workspace_limit(&ro, d.memory_bytes, (uint32_t)batches[i]);
+            if (lim)
+                printf("batch %lu: workspace limit %.0f MiB (memory less the traced peak)\n",
+                       batches[i], (double)lim / (1 << 20));
+            else
+                printf("batch %lu: no trace of it: workspace limit what is free\n", batches[i]);
+        }
+    }
     TC_TRY(tc_bench_run(dev, items, n_items, &ro, out_path, &rep));
     char el[32];
     tc_format_duration(rep.elapsed_s, el, sizeof el);
@@ -191,6 +227,9 @@ int tc_cmd_bench(int argc, char **argv)
                               "the same command again to retry them",
                      rep.failed, n_items);
 err:
+    if (json)
+        fclose(json);
+    free(peaks);
     tc_device_close(&dev);
     tc_resume_destroy(&resume);
     tc_planner_destroy(&planner);

@@ -3,9 +3,11 @@
 #include "allocator.h"
 #include "bench_opts.h"
 #include "commands.h"
+#include "gpu_framework.h"
 #include "conv_bench.h"
 #include "conv_verify.h"
 
+#include "tc_buf.h"
 #include "tc_cli.h"
 #include "tc_error.h"
 
@@ -53,6 +55,46 @@ static void s_print(const tc_conv_outcome_t *o)
            c->info.name, s->stats.median, s->stats.ci_lo, s->stats.ci_hi,
            2 * macs / (s->stats.median * 1e6), s->n, s->warmups, s->warmups == 1 ? "" : "s",
            s->settled ? "settled" : "not settled", tc_stop_reason_name(s->stop));
+    if (o->route[0])
+        printf("  route: %s", o->route);
+    if (o->telemetry.sm_clock_mhz)
+        printf("; SM clock %u MHz, %.0f W", o->telemetry.sm_clock_mhz, o->telemetry.power_w);
+    if (o->route[0] || o->telemetry.sm_clock_mhz)
+        printf("\n");
+}
+
+/* One JSON line per direction (--format json), for scripts. */
+static void s_print_json(const tc_conv_outcome_t *o)
+{
+    tc_buf_t b = {0};
+    const tc_algo_result_t *c = &o->algos[o->chosen];
+    const tc_stats_t *st = &o->samples.stats;
+    tc_buf_puts(&b, "{\"type\": \"result\", \"direction\": ");
+    tc_buf_json_str(&b, tc_direction_name(o->spec.direction));
+    tc_buf_puts(&b, ", \"route\": ");
+    tc_buf_json_str(&b, o->route);
+    tc_buf_puts(&b, ", \"algo\": ");
+    tc_buf_json_str(&b, c->info.name);
+    tc_buf_puts(&b, ", \"median_ms\": ");
+    tc_buf_json_num(&b, st->median);
+    tc_buf_puts(&b, ", \"min_ms\": ");
+    tc_buf_json_num(&b, st->min);
+    tc_buf_puts(&b, ", \"max_ms\": ");
+    tc_buf_json_num(&b, st->max);
+    tc_buf_printf(&b, ", \"repetitions\": %zu, \"workspace_bytes\": %llu, \"sm_clock_mhz\": %u, "
+                      "\"power_w\": ",
+                  o->samples.n, (unsigned long long)c->info.workspace_bytes,
+                  o->telemetry.sm_clock_mhz);
+    tc_buf_json_num(&b, o->telemetry.power_w);
+    tc_buf_puts(&b, ", \"samples_ms\": [");
+    for (size_t i = 0; i < o->samples.n; i++) {
+        if (i)
+            tc_buf_puts(&b, ", ");
+        tc_buf_json_num(&b, o->samples.ms[i]);
+    }
+    tc_buf_puts(&b, "]}");
+    printf("%s\n", tc_buf_str(&b));
+    tc_buf_free(&b);
 }
 
 /* Run the chosen algorithm once more and compare with the reference. */
@@ -86,8 +128,8 @@ int tc_cmd_bench_conv(int argc, char **argv)
 {
     unsigned long n = 0, c = 0, h = 0, w = 0, k = 0, r = 0, s = 0, pad = 0, stride = 1,
                   groups = 1, dilation = 1, seed = 1;
-    const char *direction = "all", *path_text = NULL;
-    bool verify = false;
+    const char *direction = "all", *path_text = NULL, *format = "table";
+    bool verify = false, bias = false;
     tc_bench_flags_t f = {.device = "cpu"};
     const tc_opt_t opts[] = {
         {"n", TC_OPT_UINT, &n, "N", "batch size", true},
@@ -101,7 +143,11 @@ int tc_cmd_bench_conv(int argc, char **argv)
         {"stride", TC_OPT_UINT, &stride, "U", "stride (default 1)"},
         {"groups", TC_OPT_UINT, &groups, "G", "groups; C for depthwise (default 1)"},
         {"dilation", TC_OPT_UINT, &dilation, "D", "dilation (default 1)"},
-        {"dtype", TC_OPT_STR, &f.dtype, "T", "fp32 (default), tf32, fp16 or bf16"},
+        {"bias", TC_OPT_FLAG, &bias, NULL,
+         "the layer adds a bias: timed with the forward and its gradient with backward-filter"},
+        {"dtype", TC_OPT_STR, &f.dtype, "T",
+         "fp32 (default: as PyTorch computes it by default, TF32 convs on compute capability "
+         "8.0 and up), fp32_strict (no TF32), tf32, fp16 or bf16"},
         {"layout", TC_OPT_STR, &f.layout, "L", "nchw (default) or nhwc"},
         {"policy", TC_OPT_STR, &f.policy, "P",
          "heuristic (default: the library's first choice that fits, as frameworks do) or "
@@ -119,6 +165,8 @@ int tc_cmd_bench_conv(int argc, char **argv)
         {"workspace-mb", TC_OPT_UINT, &f.workspace_mb, "MB",
          "workspace limit (default: what the device has free)"},
         {"seed", TC_OPT_UINT, &seed, "N", "seed of the random input data (default 1)"},
+        {"format", TC_OPT_STR, &format, "table|json",
+         "table (default) or one JSON line per direction"},
         {"verify", TC_OPT_FLAG, &verify, NULL,
          "also check the chosen algorithm's output against the naive reference (slow on "
          "large shapes)"},
@@ -145,6 +193,10 @@ int tc_cmd_bench_conv(int argc, char **argv)
         tc_cli_result_free(&cli);
         return rc;
     }
+    if ((rc = tc_gpu_prepare(f.device)) < 0) {
+        tc_cli_result_free(&cli);
+        return rc;
+    }
     tc_device_t *dev = NULL;
     tc_conv_outcome_t out = {0};
     tc_bench_settings_t set;
@@ -152,6 +204,9 @@ int tc_cmd_bench_conv(int argc, char **argv)
     size_t n_dirs = 0;
     TC_TRY(tc_bench_settings(&f, &set));
     TC_TRY(tc_parse_directions(direction, dirs, &n_dirs));
+    bool json = strcmp(format, "json") == 0;
+    if (!json && strcmp(format, "table") != 0)
+        TC_FAIL_GOTO(TC_EUSAGE, "--format must be table or json (got '%s')", format);
     tc_conv_path_t path = TC_PATH_FRAMEWORK;
     if (path_text)
         TC_TRY(tc_conv_path_parse(path_text, &path));
@@ -168,6 +223,7 @@ int tc_cmd_bench_conv(int argc, char **argv)
     cfg.dilation_h = cfg.dilation_w = (uint32_t)dilation;
     cfg.dtype = set.dtype;
     cfg.layout = set.layout;
+    cfg.bias = bias;
     if (n == 0)
         TC_FAIL_GOTO(TC_EUSAGE, "--n must be > 0");
     TC_TRY(tc_conv_config_check(&cfg));
@@ -177,9 +233,37 @@ int tc_cmd_bench_conv(int argc, char **argv)
     TC_TRY(tc_device_describe(dev, &d));
     char label[160];
     tc_conv_config_label(&cfg, label, sizeof label);
-    printf("device: %s [%s] %s %s\n", d.name, d.uuid, d.library, d.library_version);
-    printf("conv:   %s, %s %s, policy %s, %.3f GFLOP per pass\n\n", label, tc_dtype_name(cfg.dtype),
-           tc_layout_name(cfg.layout), tc_policy_name(set.policy), 2 * tc_conv_macs(&cfg) / 1e9);
+    tc_device_env_t env;
+    tc_device_environment(dev, &env);
+    if (json) {
+        tc_buf_t b = {0};
+        tc_buf_puts(&b, "{\"type\": \"device\", \"name\": ");
+        tc_buf_json_str(&b, d.name);
+        tc_buf_puts(&b, ", \"uuid\": ");
+        tc_buf_json_str(&b, d.uuid);
+        tc_buf_puts(&b, ", \"library\": ");
+        tc_buf_json_str(&b, d.library);
+        tc_buf_puts(&b, ", \"library_version\": ");
+        tc_buf_json_str(&b, d.library_version);
+        tc_buf_puts(&b, ", \"framework\": ");
+        tc_buf_json_str(&b, env.framework);
+        tc_buf_puts(&b, ", \"routing\": ");
+        tc_buf_json_str(&b, env.routing);
+        tc_buf_puts(&b, ", \"conv\": ");
+        tc_buf_json_str(&b, label);
+        tc_buf_puts(&b, ", \"dtype\": ");
+        tc_buf_json_str(&b, tc_dtype_name(cfg.dtype));
+        tc_buf_puts(&b, "}");
+        printf("%s\n", tc_buf_str(&b));
+        tc_buf_free(&b);
+    } else {
+        printf("device: %s [%s] %s %s\n", d.name, d.uuid, d.library, d.library_version);
+        if (env.routing[0])
+            printf("        %s, routing %s\n", env.framework, env.routing);
+        printf("conv:   %s, %s %s, policy %s, %.3f GFLOP per pass\n\n", label,
+               tc_dtype_name(cfg.dtype), tc_layout_name(cfg.layout), tc_policy_name(set.policy),
+               2 * tc_conv_macs(&cfg) / 1e9);
+    }
     for (size_t i = 0; i < n_dirs; i++) {
         tc_conv_spec_t cs = {.config = cfg,
                              .direction = dirs[i],
@@ -188,11 +272,15 @@ int tc_cmd_bench_conv(int argc, char **argv)
                              .seed = seed,
                              .path = path};
         TC_TRY(tc_conv_bench(dev, &cs, &set.measure, &out));
-        s_print(&out);
+        if (json)
+            s_print_json(&out);
+        else
+            s_print(&out);
         if (verify)
             TC_TRY(s_verify(dev, &out));
         tc_conv_outcome_free(&out);
-        printf("\n");
+        if (!json)
+            printf("\n");
         fflush(stdout);
     }
 err:

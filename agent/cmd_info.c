@@ -1,6 +1,7 @@
 /* agent info: this machine's devices and the libraries the agent uses. */
 #include "agent_id.h"
 #include "commands.h"
+#include "gpu_framework.h"
 
 #include "allocator.h"
 #include "device.h"
@@ -29,6 +30,8 @@ static void s_print_device(const char *spec, const Traincast__V1__Device *d)
     printf("          %s %s; runtime %s; %s %s\n", d->library, d->library_version,
            d->runtime_version, d->kind == TRAINCAST__V1__DEVICE_KIND__DEVICE_KIND_CUDA ? "driver" : "os",
            d->driver_version);
+    if (d->kind == TRAINCAST__V1__DEVICE_KIND__DEVICE_KIND_CUDA && d->routing && *d->routing)
+        printf("          follows %s, conv routing %s\n", d->framework, d->routing);
 }
 
 int tc_cmd_info(int argc, char **argv)
@@ -60,6 +63,10 @@ int tc_cmd_info(int argc, char **argv)
         return rc;
     }
     if ((rc = tc_allocator_apply(allocator)) < 0) {
+        tc_cli_result_free(&cli);
+        return rc;
+    }
+    if ((rc = tc_gpu_prepare("any")) < 0) {
         tc_cli_result_free(&cli);
         return rc;
     }

@@ -4,6 +4,7 @@
  * measures only what is missing. */
 #include "allocator.h"
 #include "commands.h"
+#include "gpu_framework.h"
 #include "session.h"
 
 #include "tc_cli.h"
@@ -89,6 +90,10 @@ int tc_cmd_run(int argc, char **argv)
         return rc;
     }
     if ((rc = tc_allocator_apply(allocator)) < 0) {
+        tc_cli_result_free(&cli);
+        return rc;
+    }
+    if ((rc = tc_gpu_prepare("any")) < 0) {
         tc_cli_result_free(&cli);
         return rc;
     }

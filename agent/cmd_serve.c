@@ -2,6 +2,7 @@
  * deliver everything spooled. */
 #include "allocator.h"
 #include "commands.h"
+#include "gpu_framework.h"
 #include "session.h"
 
 #include "tc_cli.h"
@@ -49,6 +50,10 @@ int tc_cmd_serve(int argc, char **argv)
         return rc;
     }
     if ((rc = tc_allocator_apply(allocator)) < 0) {
+        tc_cli_result_free(&cli);
+        return rc;
+    }
+    if ((rc = tc_gpu_prepare("any")) < 0) {
         tc_cli_result_free(&cli);
         return rc;
     }

@@ -3,6 +3,7 @@
 #include "agent_id.h"
 #include "allocator.h"
 #include "commands.h"
+#include "gpu_framework.h"
 
 #include "tc_cli.h"
 #include "tc_error.h"
@@ -157,7 +158,9 @@ int tc_cmd_trace(int argc, char **argv)
         TC_ALLOCATOR_OPT(o.allocator),
         {"input-size", TC_OPT_UINT, &o.input_size, "S",
          "image height and width (default: 224, 299 for inception_v3)"},
-        {"dtype", TC_OPT_STR, &o.dtype, "T", "fp32 (default), tf32, fp16 or bf16"},
+        {"dtype", TC_OPT_STR, &o.dtype, "T",
+         "fp32 (default: PyTorch's defaults, TF32 convs on compute capability 8.0 and up), "
+         "fp32_strict (no TF32), tf32 (convs and matmuls), fp16 or bf16"},
         {"amp", TC_OPT_STR, &o.amp, "T", "automatic mixed precision: fp16 or bf16 (default off)"},
         {"optimizer", TC_OPT_STR, &o.optimizer, "SPEC",
          "sgd (default: momentum 0, weight decay 0), adam or adamw, with ,key=value options"},
@@ -206,6 +209,8 @@ int tc_cmd_trace(int argc, char **argv)
     int rc = tc_cli_parse(&spec, argc, argv, &cli);
     if (rc == 0 && !cli.help_shown)
         rc = tc_allocator_apply(o.allocator);
+    if (rc == 0 && !cli.help_shown)
+        rc = tc_gpu_prepare(o.device);
     if (rc == 0 && !cli.help_shown)
         rc = s_run(&o);
     tc_cli_result_free(&cli);

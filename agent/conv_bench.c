@@ -9,7 +9,47 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int s_run_cb(void *arg, double *ms) { return tc_conv_plan_run(arg, ms); }
+/* The plan's run, and every TELEMETRY_EVERY runs the device's clock and
+ * power (read between runs, outside the timed region). */
+#define TELEMETRY_EVERY 8
+#define TELEMETRY_MAX 64
+
+typedef struct {
+    tc_device_t *dev;
+    tc_conv_plan_t *plan;
+    unsigned runs, n;
+    double mhz[TELEMETRY_MAX], watts[TELEMETRY_MAX];
+} s_run_t;
+
+static int s_run_cb(void *arg, double *ms)
+{
+    s_run_t *r = arg;
+    int rc = tc_conv_plan_run(r->plan, ms);
+    if (rc == 0 && r->dev && r->runs++ % TELEMETRY_EVERY == 0 && r->n < TELEMETRY_MAX) {
+        tc_telemetry_t t;
+        tc_device_telemetry(r->dev, &t);
+        if (t.sm_clock_mhz || t.power_w > 0) {
+            r->mhz[r->n] = t.sm_clock_mhz;
+            r->watts[r->n] = t.power_w;
+            r->n++;
+        }
+    }
+    return rc;
+}
+
+static int s_dcmp(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static double s_median(double *v, size_t n)
+{
+    if (n == 0)
+        return 0;
+    qsort(v, n, sizeof *v, s_dcmp);
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
 
 static bool s_runnable(const tc_algo_result_t *a)
 {
@@ -22,13 +62,19 @@ static void s_mark(tc_algo_result_t *a, Traincast__V1__AlgoStatus st, const char
     snprintf(a->info.message, sizeof a->info.message, "%s", msg);
 }
 
-/* Select and measure candidate i; on failure it is marked FAILED. */
-static int s_measure(tc_conv_plan_t *plan, tc_algo_result_t *a, size_t i,
-                     const tc_measure_opts_t *mo, tc_samples_t *out)
+/* Select and measure candidate i; on failure it is marked FAILED. With
+ * `telemetry`, the device's median clock and power while measuring go there. */
+static int s_measure(tc_device_t *dev, tc_conv_plan_t *plan, tc_algo_result_t *a, size_t i,
+                     const tc_measure_opts_t *mo, tc_samples_t *out, tc_telemetry_t *telemetry)
 {
+    s_run_t run = {.dev = telemetry ? dev : NULL, .plan = plan};
     int rc = tc_conv_plan_select(plan, i);
     if (rc == 0)
-        rc = tc_measure(s_run_cb, plan, mo, out);
+        rc = tc_measure(s_run_cb, &run, mo, out);
+    if (rc == 0 && telemetry) {
+        telemetry->sm_clock_mhz = (unsigned)(s_median(run.mhz, run.n) + 0.5);
+        telemetry->power_w = s_median(run.watts, run.n);
+    }
     if (rc < 0) {
         s_mark(a, TRAINCAST__V1__ALGO_STATUS__ALGO_STATUS_FAILED, tc_errmsg());
         tc_log_warn("algorithm %s failed: %s", a->info.name, tc_errmsg());
@@ -65,6 +111,7 @@ int tc_conv_bench(tc_device_t *dev, const tc_conv_spec_t *spec, const tc_measure
     out->chosen = -1;
     TC_TRY(tc_measure_opts_check(mo));
     TC_TRY(tc_conv_plan_create(dev, spec, &plan));
+    snprintf(out->route, sizeof out->route, "%s", tc_conv_plan_route(plan));
     out->n_algos = tc_conv_plan_algo_count(plan);
     out->algos = calloc(out->n_algos ? out->n_algos : 1, sizeof *out->algos);
     if (!out->algos)
@@ -85,7 +132,7 @@ int tc_conv_bench(tc_device_t *dev, const tc_conv_spec_t *spec, const tc_measure
                        "not timed: the heuristic policy runs the first algorithm that fits");
                 continue;
             }
-            if (s_measure(plan, a, i, mo, &out->samples) == 0)
+            if (s_measure(dev, plan, a, i, mo, &out->samples, &out->telemetry) == 0)
                 out->chosen = (int)i;
         }
     } else {
@@ -99,7 +146,7 @@ int tc_conv_bench(tc_device_t *dev, const tc_conv_spec_t *spec, const tc_measure
             if (!s_runnable(a))
                 continue;
             tc_samples_t s;
-            if (s_measure(plan, a, i, &screen, &s) < 0)
+            if (s_measure(dev, plan, a, i, &screen, &s, NULL) < 0)
                 continue;
             if (s.stats.median < best) {
                 best = s.stats.median;
@@ -111,7 +158,8 @@ int tc_conv_bench(tc_device_t *dev, const tc_conv_spec_t *spec, const tc_measure
             tc_measure_opts_t final = *mo;
             final.budget_ms = mo->budget_ms / 2;
             tc_algo_result_t *a = &out->algos[out->chosen];
-            if (s_measure(plan, a, (size_t)out->chosen, &final, &out->samples) < 0)
+            if (s_measure(dev, plan, a, (size_t)out->chosen, &final, &out->samples,
+                          &out->telemetry) < 0)
                 out->chosen = -1;
         }
     }
@@ -143,6 +191,7 @@ void tc_conv_result_proto_free(Traincast__V1__ConvResult **r_p)
     Traincast__V1__ConvResult *r = *r_p;
     free(r->config);
     free(r->algo);
+    free(r->route);
     for (size_t i = 0; i < r->n_candidates; i++) {
         if (!r->candidates[i])
             continue;
@@ -170,10 +219,13 @@ int tc_conv_outcome_to_proto(const tc_conv_outcome_t *o, Traincast__V1__ConvResu
     const tc_stats_t *st = &o->samples.stats;
     r->config = calloc(1, sizeof *r->config);
     r->algo = strdup(ch->info.name);
+    r->route = strdup(o->route);
+    r->sm_clock_mhz = o->telemetry.sm_clock_mhz;
+    r->power_w = o->telemetry.power_w;
     r->candidates = calloc(o->n_algos ? o->n_algos : 1, sizeof *r->candidates);
     r->samples_ms = malloc(o->samples.n * sizeof *r->samples_ms);
     r->sample_offsets_us = malloc(o->samples.n * sizeof *r->sample_offsets_us);
-    if (!r->config || !r->algo || !r->candidates || !r->samples_ms || !r->sample_offsets_us)
+    if (!r->config || !r->algo || !r->route || !r->candidates || !r->samples_ms || !r->sample_offsets_us)
         goto nomem;
     traincast__v1__conv_config__init(r->config);
     tc_conv_config_to_proto(&o->spec.config, r->config);

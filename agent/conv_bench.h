@@ -27,6 +27,8 @@ typedef struct {
     size_t n_algos;
     int chosen;            /* index into algos */
     tc_samples_t samples;  /* the chosen algorithm's measurement */
+    char route[32];        /* which code ran it, as the framework routes it */
+    tc_telemetry_t telemetry; /* median SM clock and power over that measurement */
 } tc_conv_outcome_t;
 
 /* Plan, choose and measure. TC_EUNSUPPORTED (listing every candidate's

@@ -60,10 +60,10 @@ int tc_convlist_read(const char *path, tc_convlist_fn fn, void *arg)
             snprintf(m.name, sizeof m.name, "%s", p);
             continue;
         }
-        unsigned long v[15];
+        unsigned long v[16];
         int got = 0;
         char *end = p;
-        while (got < 15) {
+        while (got < 16) {
             while (isspace((unsigned char)*end))
                 end++;
             if (!isdigit((unsigned char)*end))
@@ -76,9 +76,9 @@ int tc_convlist_read(const char *path, tc_convlist_fn fn, void *arg)
         }
         while (isspace((unsigned char)*end))
             end++;
-        if (got != 15 || (*end && *end != '#')) {
-            rc = tc_fail(TC_EPARSE, "%s:%u: expected 15 numbers (c h w k r s pad_h pad_w "
-                                    "stride_h stride_w dil_h dil_w groups count first)",
+        if ((got != 15 && got != 16) || (*end && *end != '#')) {
+            rc = tc_fail(TC_EPARSE, "%s:%u: expected 15 or 16 numbers (c h w k r s pad_h pad_w "
+                                    "stride_h stride_w dil_h dil_w groups count first [bias])",
                          path, lineno);
             break;
         }
@@ -93,8 +93,10 @@ int tc_convlist_read(const char *path, tc_convlist_fn fn, void *arg)
         u.config.groups = (uint32_t)v[12];
         u.multiplicity = (uint32_t)v[13];
         u.first_layer = v[14] != 0;
-        if (v[14] > 1 || v[13] == 0) {
-            rc = tc_fail(TC_EPARSE, "%s:%u: count must be > 0 and first 0 or 1", path, lineno);
+        u.config.bias = got == 16 && v[15] != 0;
+        if (v[14] > 1 || v[13] == 0 || (got == 16 && v[15] > 1)) {
+            rc = tc_fail(TC_EPARSE, "%s:%u: count must be > 0, first and bias 0 or 1", path,
+                         lineno);
             break;
         }
         if ((rc = tc_conv_config_check(&u.config)) < 0) {

@@ -4,11 +4,12 @@
  *
  *   # comment
  *   model resnet18
- *   # c h w k r s pad_h pad_w stride_h stride_w dil_h dil_w groups count first
- *   3 224 224 64 7 7 3 3 2 2 1 1 1 1 1
+ *   # c h w k r s pad_h pad_w stride_h stride_w dil_h dil_w groups count first bias
+ *   3 224 224 64 7 7 3 3 2 2 1 1 1 1 1 0
  *
  * `count` is how many layers share the config; `first` is 1 when the conv
- * reads the network input (no backward-data pass). A `model NAME` line
+ * reads the network input (no backward-data pass); `bias` (optional, 0 when
+ * left out) is 1 when the layer adds a bias. A `model NAME` line
  * starts the next model; lines before any belong to a model named after the
  * file. */
 #ifndef TC_CONVLIST_H

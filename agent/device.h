@@ -90,6 +90,12 @@ typedef struct {
     char routing[64];    /* "pytorch-1.13", "pytorch-1.13 unverified", "onednn-only" */
 } tc_device_env_t;
 
+/* The device's clocks and power now, for the record of a measurement. */
+typedef struct {
+    unsigned sm_clock_mhz; /* 0: unknown */
+    double power_w;        /* 0: unknown */
+} tc_telemetry_t;
+
 /* The backend interface. Functions return 0 or a negative TC_E* code with a
  * message (tc_fail). `ctx` is the opened device; `plan` a conv plan. */
 typedef struct tc_backend_iface {
@@ -124,6 +130,11 @@ typedef struct tc_backend_iface {
      * when the plan has no such tensor. */
     int (*read)(void *plan, tc_tensor_t t, float *out, size_t count);
     void (*plan_destroy)(void *plan);
+    /* Which code the plan runs, as the framework routes it ("onednn",
+     * "native", "cudnn", "cudnn-v8", "native-depthwise", ...). */
+    const char *(*plan_route)(void *plan);
+    /* Optional (NULL: none): the device's SM clock and power now. */
+    int (*telemetry)(void *ctx, tc_telemetry_t *out);
 } tc_backend_iface_t;
 
 /* Backends linked into this build. The cpu one is always there; the cuda
@@ -182,6 +193,23 @@ static inline int tc_conv_plan_run(tc_conv_plan_t *p, double *ms) { return p->if
 static inline int tc_conv_plan_read(tc_conv_plan_t *p, tc_tensor_t t, float *out, size_t count)
 {
     return p->iface->read(p->impl, t, out, count);
+}
+
+static inline const char *tc_conv_plan_route(tc_conv_plan_t *p)
+{
+    const char *r = p->iface->plan_route ? p->iface->plan_route(p->impl) : NULL;
+    return r ? r : "";
+}
+
+/* The device's clocks and power now; zeros where it cannot tell. */
+static inline void tc_device_telemetry(tc_device_t *d, tc_telemetry_t *out)
+{
+    out->sm_clock_mhz = 0;
+    out->power_w = 0;
+    if (d->iface->telemetry && d->iface->telemetry(d->ctx, out) < 0) {
+        out->sm_clock_mhz = 0;
+        out->power_w = 0;
+    }
 }
 
 /* Deterministic uniform values in [-1, 1) for input tensors: value i of

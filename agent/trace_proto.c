@@ -169,6 +169,49 @@ static int s_echo_str(tc_trace_proto_t *self, const tc_json_value_t *obj, const 
     return rc;
 }
 
+static int s_setting_cmp(const void *a, const void *b)
+{
+    return strcmp(((const tc_trace_setting_t *)a)->name, ((const tc_trace_setting_t *)b)->name);
+}
+
+/* "settings": {"name": "value", ...}, strings only, each name once. */
+static int s_settings(tc_trace_proto_t *self, const tc_json_value_t *o)
+{
+    tc_trace_output_t *out = &self->out;
+    const tc_json_value_t *set;
+    int rc = s_field(self, o, "settings", TC_JSON_OBJECT, false, &set);
+    if (rc < 0 || !set)
+        return rc;
+    size_t n = tc_json_len(set);
+    if (n > TC_TRACE_MAX_SETTINGS)
+        return s_bad(self, "\"settings\" has %zu entries, more than the limit of %u", n,
+                     TC_TRACE_MAX_SETTINGS);
+    for (size_t i = 0; i < n; i++) {
+        const char *name = tc_json_key_at(set, i);
+        const tc_json_value_t *v = tc_json_at(set, i);
+        if (!*name || strlen(name) >= TC_TRACE_SETTING_NAME)
+            return s_bad(self, "\"settings\" has a name that is empty or longer than %u bytes",
+                         TC_TRACE_SETTING_NAME - 1);
+        if (tc_json_type(v) != TC_JSON_STRING)
+            return s_bad(self, "\"settings\".\"%s\" must be a string (got %s)", name,
+                         tc_json_type_name(tc_json_type(v)));
+        if (tc_json_string_len(v) >= TC_TRACE_SETTING_VALUE ||
+            strlen(tc_json_string(v)) != tc_json_string_len(v))
+            return s_bad(self, "\"settings\".\"%s\" is longer than %u bytes or holds a NUL",
+                         name, TC_TRACE_SETTING_VALUE - 1);
+        tc_trace_setting_t *st = &out->settings[i];
+        snprintf(st->name, sizeof st->name, "%s", name);
+        snprintf(st->value, sizeof st->value, "%s", tc_json_string(v));
+    }
+    qsort(out->settings, n, sizeof *out->settings, s_setting_cmp);
+    for (size_t i = 1; i < n; i++) {
+        if (!strcmp(out->settings[i - 1].name, out->settings[i].name))
+            return s_bad(self, "\"settings\" names \"%s\" twice", out->settings[i].name);
+    }
+    out->n_settings = n;
+    return 0;
+}
+
 static int s_header(tc_trace_proto_t *self, const tc_json_value_t *o)
 {
     tc_trace_output_t *out = &self->out;
@@ -220,6 +263,8 @@ static int s_header(tc_trace_proto_t *self, const tc_json_value_t *o)
         strcmp(out->framework_version, req->framework_version) != 0)
         return s_bad(self, "\"framework_version\" is \"%s\" but the device measures with %s",
                      out->framework_version, req->framework_version);
+    if ((rc = s_settings(self, o)) < 0)
+        return rc;
     if ((rc = s_int(self, o, "threads", false, 0, 1 << 20, &threads, &have_threads)) < 0)
         return rc;
     if (have_threads && req->threads && strcmp(req->device, "cpu") == 0 &&
@@ -297,6 +342,16 @@ static int s_footer(tc_trace_proto_t *self, const tc_json_value_t *o)
         (rc = s_field(self, o, "op_times_ms", TC_JSON_OBJECT, false, &ops)) < 0)
         return rc;
     out->peak_memory_bytes = (uint64_t)peak;
+    const tc_json_value_t *clock, *power;
+    if ((rc = s_field(self, o, "sm_clock_mhz", TC_JSON_NUMBER, false, &clock)) < 0 ||
+        (rc = s_field(self, o, "power_w", TC_JSON_NUMBER, false, &power)) < 0)
+        return rc;
+    if (clock && !(tc_json_number(clock) >= 0 && tc_json_number(clock) <= 100000))
+        return s_bad(self, "\"sm_clock_mhz\" must be a number between 0 and 100000");
+    if (power && !(tc_json_number(power) >= 0 && tc_json_number(power) <= 100000))
+        return s_bad(self, "\"power_w\" must be a number between 0 and 100000");
+    out->sm_clock_mhz = clock ? (uint32_t)(tc_json_number(clock) + 0.5) : 0;
+    out->power_w = power ? tc_json_number(power) : 0;
     for (size_t i = 0; i < tc_json_len(ops); i++) {
         const char *name = tc_json_key_at(ops, i);
         const tc_json_value_t *v = tc_json_at(ops, i);

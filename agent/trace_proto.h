@@ -21,6 +21,17 @@
 #define TC_TRACE_MAX_LINE 65536u
 /* Most iterations one run may announce (warm-up + measured). */
 #define TC_TRACE_MAX_ITERS 100000u
+/* Most settings a header may report, and their longest name and value. */
+#define TC_TRACE_MAX_SETTINGS 64u
+#define TC_TRACE_SETTING_NAME 96u
+#define TC_TRACE_SETTING_VALUE 160u
+
+/* A framework flag or environment variable that changes what a conv
+ * computes, as the runner reported it. */
+typedef struct {
+    char name[TC_TRACE_SETTING_NAME];
+    char value[TC_TRACE_SETTING_VALUE];
+} tc_trace_setting_t;
 
 /* What the runner was asked to do; the header must echo it. */
 typedef struct {
@@ -62,10 +73,14 @@ typedef struct {
     char device_name[256];
     char device_uuid[128];
     uint32_t threads;
+    tc_trace_setting_t settings[TC_TRACE_MAX_SETTINGS]; /* sorted by name */
+    size_t n_settings;
     tc_trace_iter_t *iters; /* owned by the parser */
     size_t n_iters;
     bool have_footer;
     uint64_t peak_memory_bytes;
+    uint32_t sm_clock_mhz;  /* median SM clock over the measured iterations; 0 unknown */
+    double power_w;         /* median board power over them; 0 unknown */
     bool have_op_times;
     bool op_present[TC_OPC_COUNT];
     double op_ms[TC_OPC_COUNT];

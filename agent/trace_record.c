@@ -81,6 +81,17 @@ int tc_trace_record_emit(const tc_trace_record_t *rec, const char *agent_id,
     Traincast__V1__Iteration *its = calloc(r->n_samples + 1, sizeof *its);
     Traincast__V1__Iteration **it_ptrs = calloc(r->n_samples + 1, sizeof *it_ptrs);
     Traincast__V1__OpClassTime ops[TC_OPC_COUNT], *op_ptrs[TC_OPC_COUNT];
+    Traincast__V1__Setting sets[TC_TRACE_MAX_SETTINGS], *set_ptrs[TC_TRACE_MAX_SETTINGS];
+    for (size_t i = 0; i < r->info.n_settings && i < TC_TRACE_MAX_SETTINGS; i++) {
+        traincast__v1__setting__init(&sets[i]);
+        sets[i].name = (char *)r->info.settings[i].name;
+        sets[i].value = (char *)r->info.settings[i].value;
+        set_ptrs[i] = &sets[i];
+    }
+    t.settings = set_ptrs;
+    t.n_settings = r->info.n_settings;
+    t.sm_clock_mhz = r->info.sm_clock_mhz;
+    t.power_w = r->info.power_w;
     if (!its || !it_ptrs) {
         rc = tc_fail(TC_ENOMEM, "out of memory for %zu iterations", r->n_samples);
         goto done;

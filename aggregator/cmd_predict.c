@@ -149,7 +149,7 @@ int tc_cmd_predict(int argc, char **argv)
 {
     const char *db = NULL, *gpu = NULL, *model_spec = NULL, *batch_text = NULL, *prices = NULL;
     const char *format = "table", *plot = NULL, *plot_metric = "iteration";
-    const char *framework = "pytorch", *dtype = "fp32";
+    const char *framework = "pytorch", *dtype = "fp32", *amp = "none";
     unsigned long input_size = 0, wait_s = 300;
     double dataset = 1281167;
     bool allow_unknown = false;
@@ -168,7 +168,10 @@ int tc_cmd_predict(int argc, char **argv)
         {"plot-metric", TC_OPT_STR, &plot_metric, "iteration|epoch",
          "what the chart shows against batch size (default: iteration)"},
         {"framework", TC_OPT_STR, &framework, "NAME", "framework whose fits to use (default: pytorch)"},
-        {"dtype", TC_OPT_STR, &dtype, "fp32|tf32|fp16|bf16", "data type of the fits (default: fp32)"},
+        {"dtype", TC_OPT_STR, &dtype, "fp32|fp32_strict|tf32|fp16|bf16",
+         "data type of the fits (default: fp32, PyTorch's defaults)"},
+        {"amp", TC_OPT_STR, &amp, "none|fp16|bf16",
+         "automatic mixed precision of the fits (default: none)"},
         {"wait", TC_OPT_UINT, &wait_s, "SECONDS",
          "how long to wait for agents to benchmark missing convs (default: 300; 0: do not ask)"},
         {"allow-unknown", TC_OPT_FLAG, &allow_unknown, NULL,
@@ -211,6 +214,9 @@ int tc_cmd_predict(int argc, char **argv)
     if (!(dataset >= 1))
         TC_FAIL_GOTO(TC_EUSAGE, "--dataset-size must be at least 1 (got %g)", dataset);
     TC_TRY(tc_dtype_parse(dtype, &dtype_v));
+    if (strcmp(amp, "none") && strcmp(amp, "fp16") && strcmp(amp, "bf16"))
+        TC_FAIL_GOTO(TC_EUSAGE, "--amp must be none, fp16 or bf16 (got '%s')", amp);
+    const char *amp_key = strcmp(amp, "none") ? amp : "";
     TC_TRY(tc_parse_uint_list(batch_text, "--batch", 1, TC_PREDICT_MAX_BATCH, &batches,
                               &n_batches));
     if (plot) {
@@ -240,11 +246,12 @@ int tc_cmd_predict(int argc, char **argv)
                              .dataset_size = dataset,
                              .framework = framework,
                              .dtype = dtype,
+                             .amp = amp_key,
                              .input_size = (uint32_t)input_size};
     size_t ready = 0;
     for (size_t i = 0; i < n_devs; i++) {
         tc_pred_device_t *d = &devs[i];
-        rc = tc_store_fit_latest(store, d->device.name, framework, NULL, dtype, &d->fit);
+        rc = tc_store_fit_latest(store, d->device.name, framework, NULL, dtype, amp_key, &d->fit);
         if (rc == TC_ENOTFOUND) {
             d->status = TC_PRED_NO_FIT;
             snprintf(d->note, sizeof d->note,
@@ -256,6 +263,9 @@ int tc_cmd_predict(int argc, char **argv)
         }
         if (rc < 0)
             goto err;
+        TC_TRY(tc_store_routing_warning(store, d->device.name, d->warning, sizeof d->warning));
+        if (*d->warning)
+            tc_log_warn("%s: %s", d->device.name, d->warning);
         TC_TRY(tc_predict_lookup(store, &req, d));
     }
     TC_TRY(tc_predict_fill_missing(store, &req, devs, n_devs, (unsigned)wait_s, model_spec));

@@ -111,6 +111,8 @@ static void s_print_table(const tc_fit_group_t *g, const tc_fit_analysis_t *a, c
     tc_fit_group_label(g, label, sizeof label);
     tc_fit_spec_describe(&a->data, &a->spec, model, sizeof model);
     printf("%s\n", label);
+    if (*g->settings)
+        printf("  settings: %s\n", g->settings);
     static const char *const what[] = {"CNN", "family", "batch size"};
     static const char *const whats[] = {"CNNs", "families", "batch sizes"};
     printf("  %zu %s, %zu points; excluded %zu (out of memory %zu, failed %zu); statistic %s\n",
@@ -262,6 +264,12 @@ static void s_json_group(tc_buf_t *b, const tc_fit_group_t *g, const tc_fit_anal
         tc_buf_puts(b, "null");
     tc_buf_puts(b, ", \"dtype\": ");
     tc_buf_json_str(b, g->dtype);
+    tc_buf_puts(b, ", \"amp\": ");
+    tc_buf_json_str(b, g->amp);
+    tc_buf_puts(b, ", \"library_version\": ");
+    tc_buf_json_str(b, g->library_version);
+    tc_buf_puts(b, ", \"settings\": ");
+    tc_buf_json_str(b, g->settings);
     tc_buf_printf(b, ", \"cnns\": %zu, \"model\": {\"form\": \"%s\", \"weighting\": \"%s\", "
                      "\"features\": [",
                   a->data.n_cnns, tc_fit_form_name(a->spec.form),

@@ -23,6 +23,7 @@
 #define TC_FIT_MAX_FEATURES 16
 #define TC_FIT_NAME_LEN 64  /* feature names */
 #define TC_FIT_LABEL_LEN 256 /* device, framework, policy, dtype */
+#define TC_FIT_SETTINGS_LEN 4096 /* the settings key of a fit's traces */
 
 /* ---- model forms and weighting ----------------------------------------- */
 
@@ -141,13 +142,17 @@ typedef struct {
     bool oom;       /* ran out of memory (else failed) */
 } tc_fit_excluded_t;
 
-/* Everything traced on one device name with one framework, policy and
- * dtype: what one fit is made from. */
+/* Everything traced on one device name with one framework, policy, dtype,
+ * AMP mode, settings key and (on a GPU) cuDNN version: what one fit is made
+ * from. */
 typedef struct {
     char device[TC_FIT_LABEL_LEN];
     char framework[TC_FIT_LABEL_LEN];
     char policy[TC_FIT_LABEL_LEN]; /* "" when the traces carry none */
     char dtype[TC_FIT_LABEL_LEN];
+    char amp[TC_FIT_LABEL_LEN];             /* "" off, else "fp16" or "bf16" */
+    char library_version[TC_FIT_LABEL_LEN]; /* on a GPU the traces' cuDNN; else "" */
+    char settings[TC_FIT_SETTINGS_LEN];     /* the traces' settings key */
     /* The conv benchmarks' policy summed for these traces: the traces'
      * policy, or heuristic (the libraries' default) when they carry none. */
     char conv_policy[TC_FIT_LABEL_LEN];
@@ -307,6 +312,9 @@ typedef struct {
     char framework[TC_FIT_LABEL_LEN];
     char policy[TC_FIT_LABEL_LEN]; /* "" when none */
     char dtype[TC_FIT_LABEL_LEN];
+    char amp[TC_FIT_LABEL_LEN];             /* "" off */
+    char library_version[TC_FIT_LABEL_LEN]; /* on a GPU the cuDNN of its traces */
+    char settings[TC_FIT_SETTINGS_LEN];
     char conv_policy[TC_FIT_LABEL_LEN];
     tc_fit_form_t form;
     tc_fit_weighting_t weighting;

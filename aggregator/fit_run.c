@@ -136,8 +136,9 @@ void tc_fit_spec_describe(const tc_fit_data_t *d, const tc_fit_spec_t *spec, cha
 
 void tc_fit_group_label(const tc_fit_group_t *g, char *buf, size_t size)
 {
-    snprintf(buf, size, "%s (%s, %s, %s)", g->device, g->framework,
-             *g->policy ? g->policy : "no policy", g->dtype);
+    snprintf(buf, size, "%s (%s, %s, %s%s%s%s%s)", g->device, g->framework,
+             *g->policy ? g->policy : "no policy", g->dtype, *g->amp ? ", amp " : "", g->amp,
+             *g->library_version ? ", cuDNN " : "", g->library_version);
 }
 
 static void s_progress(size_t done, size_t total, void *ctx)
@@ -262,6 +263,9 @@ int tc_fit_analyze(const tc_fit_group_t *g, const tc_fit_plan_t *plan, tc_fit_ne
     snprintf(fit->framework, sizeof fit->framework, "%s", g->framework);
     snprintf(fit->policy, sizeof fit->policy, "%s", g->policy);
     snprintf(fit->dtype, sizeof fit->dtype, "%s", g->dtype);
+    snprintf(fit->amp, sizeof fit->amp, "%s", g->amp);
+    snprintf(fit->library_version, sizeof fit->library_version, "%s", g->library_version);
+    snprintf(fit->settings, sizeof fit->settings, "%s", g->settings);
     snprintf(fit->conv_policy, sizeof fit->conv_policy, "%s", g->conv_policy);
     fit->stat = g->stat;
     tc_fit_from_solution(fit, d, &out->spec, &out->sol);

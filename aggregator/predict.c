@@ -31,8 +31,11 @@ int tc_predict_lookup(tc_store_t *s, const tc_pred_request_t *req, tc_pred_devic
     if (!d->lookups)
         return tc_fail(TC_ENOMEM, "out of memory for %zu conv lookups", total);
     d->n_lookups = total;
+    /* The convs ran in the AMP mode's type under AMP, else in the fit's. */
     Traincast__V1__DType dtype = TRAINCAST__V1__DTYPE__DTYPE_FP32;
-    if (*d->fit.dtype)
+    if (*d->fit.amp)
+        tc_dtype_parse(d->fit.amp, &dtype);
+    else if (*d->fit.dtype)
         tc_dtype_parse(d->fit.dtype, &dtype);
     size_t k = 0;
     for (size_t b = 0; b < req->n_batches; b++) {
@@ -50,8 +53,8 @@ int tc_predict_lookup(tc_store_t *s, const tc_pred_request_t *req, tc_pred_devic
         }
     }
     const char *policy = *d->fit.conv_policy ? d->fit.conv_policy : "heuristic";
-    return tc_store_conv_lookup(s, d->device.name, policy, d->fit.stat, d->lookups, d->n_lookups,
-                                &d->missing);
+    return tc_store_conv_lookup(s, d->device.name, policy, d->fit.library_version, d->fit.stat,
+                                d->lookups, d->n_lookups, &d->missing);
 }
 
 int tc_predict_device(tc_store_t *s, const tc_pred_request_t *req, tc_pred_device_t *d)

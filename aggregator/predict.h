@@ -39,6 +39,8 @@ typedef struct {
     tc_device_class_t device;
     tc_pred_status_t status;
     char note[1024];      /* why there are no predictions, and what to run */
+    char warning[512];    /* said with every prediction ("" none): e.g. conv routing that
+                             was not checked for the framework version */
     tc_fit_t fit;
     double price;         /* per device-hour; NaN none */
     size_t missing;       /* conv lookups not found */
@@ -75,6 +77,7 @@ typedef struct {
     double dataset_size;
     const char *framework; /* NULL: any */
     const char *dtype;     /* NULL: any */
+    const char *amp;       /* NULL: any; "": without AMP */
     uint32_t input_size;   /* the --input-size the model was imported at; 0: its own */
 } tc_pred_request_t;
 

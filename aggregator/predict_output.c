@@ -121,6 +121,8 @@ static void s_print_table(FILE *out, const tc_model_t *model, const tc_pred_requ
                     s_fits(p->fits));
             clamped |= p->clamped;
         }
+        if (*d->warning)
+            fprintf(out, "%-*s  warning: %s\n", dw, "", d->warning);
     }
     const tc_pred_device_t *fd, *cd;
     const tc_pred_point_t *fp, *cp;
@@ -231,8 +233,17 @@ static void s_print_csv(FILE *out, const tc_model_t *model, const tc_pred_device
             s_csv_num(out, p->epoch_s, "%.1f");
             s_csv_num(out, p->cost, "%.4f");
             s_csv_num(out, p->peak_bytes, "%.0f");
-            fprintf(out, ",%s,%s\n", s_fits(p->fits),
-                    p->clamped ? "non-conv time clamped at 0 (negative extrapolation)" : "");
+            const char *clamp = p->clamped ? "non-conv time clamped at 0 (negative extrapolation)"
+                                           : "";
+            fprintf(out, ",%s,", s_fits(p->fits));
+            if (*d->warning) {
+                char note[640];
+                snprintf(note, sizeof note, "%s%s%s", clamp, *clamp ? "; " : "", d->warning);
+                s_csv_text(out, note);
+                fputc('\n', out);
+            } else {
+                fprintf(out, "%s\n", clamp);
+            }
         }
     }
 }
@@ -290,6 +301,10 @@ static int s_print_json(FILE *out, const tc_model_t *model, const tc_pred_reques
             tc_buf_json_str(&b, d->note);
             tc_buf_putc(&b, '}');
             continue;
+        }
+        if (*d->warning) {
+            tc_buf_puts(&b, ",\"warning\":");
+            tc_buf_json_str(&b, d->warning);
         }
         tc_buf_printf(&b, ",\"fit\":{\"id\":%lld,\"form\":", d->fit.fit_id);
         tc_buf_json_str(&b, tc_fit_form_name(d->fit.form));

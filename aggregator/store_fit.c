@@ -201,7 +201,10 @@ int tc_store_fit_put(tc_store_t *s, tc_fit_t *fit, const tc_fit_group_t *g, cons
                             *g->data_through ? g->data_through : NULL,
                             tc_fit_stat_name(fit->stat),
                             interval ? ilo : NULL,
-                            interval ? ihi : NULL};
+                            interval ? ihi : NULL,
+                            fit->amp,
+                            fit->library_version,
+                            fit->settings};
     rc = tc_store_begin(s);
     if (rc < 0)
         goto done;
@@ -212,10 +215,11 @@ int tc_store_fit_put(tc_store_t *s, tc_fit_t *fit, const tc_fit_group_t *g, cons
         "features, coefficients, covariance, rse, dof, ridge_lambda, candidates, n_points, "
         "n_cnns, models, batches, excluded_oom, excluded_failed, cv_mape, cv_median_ape, "
         "cv_max_ape, selection_mape, conv_only_mape, data_through, stat, interval_lo, "
-        "interval_hi) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, "
-        "$16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, $29) "
+        "interval_hi, amp, library_version, settings) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, "
+        "$9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, "
+        "$26, $27, $28, $29, $30, $31, $32) "
         "RETURNING fit_id, (extract(epoch FROM fitted_at) * 1000000)::bigint",
-        29, params);
+        32, params);
     if (rc == 0) {
         fit->fit_id = strtoll(PQgetvalue(res, 0, 0), NULL, 10);
         fit->fitted_at_us = strtoll(PQgetvalue(res, 0, 1), NULL, 10);
@@ -262,7 +266,7 @@ static long s_split_doubles(const char *text, double *v, size_t max)
     "coalesce(ridge_lambda, 0), n_points, n_cnns, (SELECT min(b) FROM unnest(batches) b), "    \
     "(SELECT max(b) FROM unnest(batches) b), excluded_oom, excluded_failed, cv_mape, "         \
     "cv_median_ape, cv_max_ape, selection_mape, conv_only_mape, stat, interval_lo, "         \
-    "interval_hi FROM fits "
+    "interval_hi, amp, library_version, settings FROM fits "
 
 static double s_col(PGresult *res, int col)
 {
@@ -321,29 +325,34 @@ static int s_parse_fit(PGresult *res, tc_fit_t *out)
         return tc_err_context(TC_EINVAL, "fit %lld", out->fit_id);
     out->interval_lo = s_col(res, 27);
     out->interval_hi = s_col(res, 28);
+    snprintf(out->amp, sizeof out->amp, "%s", PQgetvalue(res, 0, 29));
+    snprintf(out->library_version, sizeof out->library_version, "%s", PQgetvalue(res, 0, 30));
+    snprintf(out->settings, sizeof out->settings, "%s", PQgetvalue(res, 0, 31));
     return 0;
 }
 
 int tc_store_fit_latest(tc_store_t *s, const char *device, const char *framework,
-                        const char *policy, const char *dtype, tc_fit_t *out)
+                        const char *policy, const char *dtype, const char *amp, tc_fit_t *out)
 {
-    const char *params[] = {device, framework, policy, dtype};
+    const char *params[] = {device, framework, policy, dtype, amp};
     PGresult *res = NULL;
     int rc = tc_store_query(s, &res, "reading the latest fit",
                             FIT_COLUMNS
                             "WHERE device = $1 AND ($2::text IS NULL OR framework = $2) "
                             "AND ($3::text IS NULL OR policy IS NOT DISTINCT FROM nullif($3, '')) "
                             "AND ($4::text IS NULL OR dtype = $4) "
+                            "AND ($5::text IS NULL OR amp = $5) "
                             "ORDER BY fitted_at DESC, fit_id DESC LIMIT 1",
-                            4, params);
+                            5, params);
     if (rc < 0)
         return rc;
     if (PQntuples(res) == 0) {
         PQclear(res);
-        return tc_fail(TC_ENOTFOUND, "no fit for device '%s'%s%s%s%s: run 'aggregator fit "
+        return tc_fail(TC_ENOTFOUND, "no fit for device '%s'%s%s%s%s%s%s: run 'aggregator fit "
                                      "--device %s' first",
                        device, framework ? " with framework " : "", framework ? framework : "",
-                       dtype ? ", dtype " : "", dtype ? dtype : "", device);
+                       dtype ? ", dtype " : "", dtype ? dtype : "",
+                       amp ? (*amp ? ", amp " : ", without amp") : "", amp ? amp : "", device);
     }
     rc = s_parse_fit(res, out);
     PQclear(res);
@@ -421,6 +430,27 @@ int tc_store_fit_paired_ratios(tc_store_t *s, long long fit_a, long long fit_b, 
         (*rb)[i] = strtod(PQgetvalue(res, (int)i, 1), NULL);
     }
     *n = rows;
+    PQclear(res);
+    return 0;
+}
+
+int tc_store_routing_warning(tc_store_t *s, const char *device, char *buf, size_t size)
+{
+    const char *params[] = {device};
+    PGresult *res = NULL;
+    buf[0] = '\0';
+    int rc = tc_store_query(s, &res, "reading the device's conv routing",
+                            "SELECT coalesce(string_agg(DISTINCT coalesce(framework, "
+                            "'an unknown framework') || ' (' || routing || ')', ', '), '') "
+                            "FROM devices WHERE name = $1 AND routing LIKE '%unverified%'",
+                            1, params);
+    if (rc < 0)
+        return rc;
+    if (*PQgetvalue(res, 0, 0))
+        snprintf(buf, size, "conv routing unverified for %s: the agent times each conv where "
+                            "the newest checked rule sends it, which this version may not "
+                            "(docs/CONV-BENCH.md)",
+                 PQgetvalue(res, 0, 0));
     PQclear(res);
     return 0;
 }

@@ -32,11 +32,17 @@ int tc_store_fit_put(tc_store_t *s, tc_fit_t *fit, const tc_fit_group_t *g, cons
                      const tc_fit_held_out_t *held, const char *const *candidates,
                      size_t n_candidates);
 
-/* The newest fit of a device name. `framework` and `dtype` NULL: any;
- * `policy` NULL: any, "": traces without a policy. TC_ENOTFOUND with a
+/* The newest fit of a device name. `framework`, `dtype` and `amp` NULL:
+ * any (amp "": without AMP); `policy` NULL: any, "": traces without a
+ * policy. TC_ENOTFOUND with a
  * message naming the command that makes one. */
 int tc_store_fit_latest(tc_store_t *s, const char *device, const char *framework,
-                        const char *policy, const char *dtype, tc_fit_t *out);
+                        const char *policy, const char *dtype, const char *amp, tc_fit_t *out);
+
+/* What every prediction for device name `device` must say ("" nothing):
+ * that some of its devices follow a conv routing rule that was not checked
+ * for their framework's version. */
+int tc_store_routing_warning(tc_store_t *s, const char *device, char *buf, size_t size);
 
 /* The op classes of the models fit `fit_id` was trained on, as one string
  * "bn,act,pool,..." into buf. */

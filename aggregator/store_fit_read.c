@@ -17,17 +17,24 @@
 #include <string.h>
 
 /* Parameters of every group query: $1 device name, $2 framework, $3 trace
- * policy (NULL: none), $4 dtype, $5 conv policy, and the conv-time rule
- * (tc_conv_step.h) as arrays of direction names: $6 for a network's first
- * conv, $7 for every other. */
+ * policy (NULL: none), $4 dtype, $5 the AMP mode ("" off), $6 the library
+ * key (on a GPU the cuDNN version the traces ran with, else ""), $7 the
+ * settings key; and of the conv queries also $8 the conv policy and the
+ * conv-time rule (tc_conv_step.h) as arrays of direction names: $9 for a
+ * network's first conv, $10 for every other. */
+#define LIBRARY_KEY(t, d)                                                                       \
+    "CASE WHEN " d ".kind = 'cuda' THEN coalesce(" t ".library_version, '') ELSE '' END"
 #define GROUP_TRACES                                                                            \
     "FROM traces t JOIN devices d USING (device_id) WHERE d.name = $1 AND t.framework = $2 "   \
-    "AND t.policy IS NOT DISTINCT FROM $3 AND t.dtype = $4"
+    "AND t.policy IS NOT DISTINCT FROM $3 AND t.dtype = $4 AND coalesce(t.amp, '') = $5 "      \
+    "AND " LIBRARY_KEY("t", "d") " = $6 AND t.settings_key = $7"
 
 /* Every conv measurement a group's points need, with its time on the device
- * name by the fit's statistic ($8; NULL when never measured). A model's
- * config is matched to a benchmarked config of the same shape and layout in
- * the traces' dtype. */
+ * name by the fit's statistic ($11; NULL when never measured). A model's
+ * config is matched to a benchmarked config of the same shape, layout and
+ * bias in the dtype the convs ran in: the AMP mode's under AMP, else the
+ * traces' dtype. On a GPU only benchmarks measured with the traces' cuDNN
+ * count. */
 _Static_assert(TC_FIT_RECENT == 5, "TC_SQL_CONV_STAT takes the 5 most recent benchmarks");
 #define CONV_NEEDS_CTE                                                                          \
     "WITH pts AS (SELECT DISTINCT t.model_id, t.batch " GROUP_TRACES " AND t.status = 'ok'), " \
@@ -36,14 +43,15 @@ _Static_assert(TC_FIT_RECENT == 5, "TC_SQL_CONV_STAT takes the 5 most recent ben
     "  JOIN model_convs mc ON mc.model_id = p.model_id "                                       \
     "  JOIN conv_configs c ON c.config_id = mc.config_id "                                     \
     "  CROSS JOIN LATERAL unnest(CASE WHEN mc.first_layer "                                    \
-    "    THEN $6::text[] ELSE $7::text[] END) AS dir(direction) "                              \
+    "    THEN $9::text[] ELSE $10::text[] END) AS dir(direction) "                              \
     "  LEFT JOIN conv_configs bc ON bc.c = c.c AND bc.h = c.h AND bc.w = c.w AND bc.k = c.k "  \
     "    AND bc.r = c.r AND bc.s = c.s AND bc.pad_h = c.pad_h AND bc.pad_w = c.pad_w "         \
     "    AND bc.stride_h = c.stride_h AND bc.stride_w = c.stride_w "                           \
     "    AND bc.dilation_h = c.dilation_h AND bc.dilation_w = c.dilation_w "                   \
-    "    AND bc.groups = c.groups AND bc.layout = c.layout AND bc.dtype = $4), "               \
+    "    AND bc.groups = c.groups AND bc.layout = c.layout AND bc.bias = c.bias "              \
+    "    AND bc.dtype = CASE WHEN $5 <> '' THEN $5 ELSE $4 END), "                             \
     "joined AS (SELECT n.*, l.median_ms FROM need n LEFT JOIN LATERAL "                        \
-    TC_SQL_CONV_STAT("$1", "$5", "$8", "n.bench_config", "n.batch", "n.direction")            \
+    TC_SQL_CONV_STAT("$1", "$8", "$6", "$11", "n.bench_config", "n.batch", "n.direction")     \
     " l ON true) "
 
 static char *s_dup(const char *v)
@@ -145,13 +153,14 @@ static int s_read_points(tc_store_t *s, const char *const *params, tc_fit_group_
     int rc = tc_store_query(
         s, &res, "reading trace summaries",
         "SELECT ts.model_id, coalesce(m.name, ''), ts.batch, ts.traces, "
-        TC_SQL_TRACE_STAT("$5") ", "
+        TC_SQL_TRACE_STAT("$8") ", "
         "ts.spread_within_trace, ts.spread_between_traces, m.model_id IS NOT NULL, "
         "ts.last_started_at "
         "FROM trace_summary ts LEFT JOIN models m USING (model_id) "
         "WHERE ts.device = $1 AND ts.framework = $2 AND ts.policy IS NOT DISTINCT FROM $3 "
-        "AND ts.dtype = $4 ORDER BY coalesce(m.name, ts.model_id), ts.model_id, ts.batch",
-        5, params);
+        "AND ts.dtype = $4 AND ts.amp = $5 AND ts.library_key = $6 AND ts.settings_key = $7 "
+        "ORDER BY coalesce(m.name, ts.model_id), ts.model_id, ts.batch",
+        8, params);
     if (rc < 0)
         return rc;
     int n = PQntuples(res);
@@ -208,10 +217,11 @@ static int s_read_excluded(tc_store_t *s, const char *const *params, tc_fit_grou
         "bool_or(t.status = 'oom') " GROUP_TRACES " AND t.status <> 'ok' "
         "AND NOT EXISTS (SELECT 1 FROM traces t2 JOIN devices d2 USING (device_id) "
         "  WHERE d2.name = $1 AND t2.framework = $2 AND t2.policy IS NOT DISTINCT FROM $3 "
-        "  AND t2.dtype = $4 AND t2.status = 'ok' AND t2.model_id = t.model_id "
-        "  AND t2.batch = t.batch) "
+        "  AND t2.dtype = $4 AND coalesce(t2.amp, '') = $5 "
+        "  AND " LIBRARY_KEY("t2", "d2") " = $6 AND t2.settings_key = $7 "
+        "  AND t2.status = 'ok' AND t2.model_id = t.model_id AND t2.batch = t.batch) "
         "GROUP BY t.model_id, t.batch ORDER BY 2, 1, 3",
-        4, params);
+        7, params);
     if (rc < 0)
         return rc;
     int n = PQntuples(res);
@@ -258,7 +268,7 @@ static int s_missing_convs(tc_store_t *s, const char *const *params, const tc_fi
         "array_to_string(array_agg(DISTINCT m.input_h ORDER BY m.input_h), ',') "
         "FROM joined j LEFT JOIN models m ON m.model_id = j.model_id "
         "WHERE j.median_ms IS NULL",
-        8, params);
+        11, params);
     if (rc < 0)
         return rc;
     /* The models' convs depend on their input size: name it when it is one. */
@@ -268,14 +278,39 @@ static int s_missing_convs(tc_store_t *s, const char *const *params, const tc_fi
         snprintf(input, sizeof input, " --input-size %s", sizes);
     else if (*sizes)
         snprintf(input, sizeof input, " --input-size S (once per input size: %s)", sizes);
+    /* On a GPU, benchmarks of another cuDNN than the traces' do not count:
+     * name both versions. */
+    char other[512] = "";
+    if (*g->library_version) {
+        PGresult *lib = NULL;
+        const char *lp[] = {g->device, g->conv_policy, g->library_version};
+        if (tc_store_query(s, &lib, "listing the benchmarks' cuDNN versions",
+                           "SELECT coalesce(string_agg(DISTINCT coalesce(r.library_version, "
+                           "'unknown'), ', '), '') FROM conv_results r JOIN devices d "
+                           "USING (device_id) WHERE d.name = $1 AND d.kind = 'cuda' "
+                           "AND r.policy = $2 AND r.library_version IS DISTINCT FROM $3",
+                           3, lp) == 0) {
+            if (*PQgetvalue(lib, 0, 0))
+                snprintf(other, sizeof other,
+                         "; the traces ran with cuDNN %s (as PyTorch loaded it) and this "
+                         "device's conv benchmarks were measured with cuDNN %s, which do not "
+                         "count for them: run the agent where it loads PyTorch's cuDNN "
+                         "(docs/CONV-BENCH.md, \"The cuDNN PyTorch loads\") and benchmark "
+                         "again",
+                         g->library_version, PQgetvalue(lib, 0, 0));
+            PQclear(lib);
+        }
+    }
+    const char *conv_dtype = *g->amp ? g->amp : g->dtype;
     rc = tc_fail(TC_EINVAL,
                  "device '%s' lacks conv benchmarks for %s configs (%s config x batch x "
-                 "direction results; policy %s, dtype %s) used by %s at batches %s: run "
-                 "'agent bench --models %s%s --batches %s --policy %s' on an agent with a '%s' "
-                 "device, then fit again",
+                 "direction results; policy %s, dtype %s%s%s) used by %s at batches %s: run "
+                 "'agent bench --models %s%s --batches %s --policy %s --dtype %s' on an agent "
+                 "with a '%s' device, then fit again%s",
                  g->device, PQgetvalue(res, 0, 0), PQgetvalue(res, 0, 1), g->conv_policy,
-                 g->dtype, PQgetvalue(res, 0, 2), PQgetvalue(res, 0, 3), PQgetvalue(res, 0, 2),
-                 input, PQgetvalue(res, 0, 3), g->conv_policy, g->device);
+                 conv_dtype, *g->library_version ? ", cuDNN " : "", g->library_version,
+                 PQgetvalue(res, 0, 2), PQgetvalue(res, 0, 3), PQgetvalue(res, 0, 2), input,
+                 PQgetvalue(res, 0, 3), g->conv_policy, conv_dtype, g->device, other);
     PQclear(res);
     return rc;
 }
@@ -288,7 +323,7 @@ static int s_read_conv_sums(tc_store_t *s, const char *const *params, tc_fit_gro
                             "SELECT model_id, batch, sum(multiplicity * median_ms), "
                             "count(*) FILTER (WHERE median_ms IS NULL) "
                             "FROM joined GROUP BY model_id, batch",
-                            8, params);
+                            11, params);
     if (rc < 0)
         return rc;
     long missing = 0;
@@ -346,10 +381,12 @@ static int s_read_group(tc_store_t *s, tc_fit_group_t *g)
     s_step_dirs(true, first_dirs, sizeof first_dirs);
     s_step_dirs(false, other_dirs, sizeof other_dirs);
     const char *stat = tc_fit_stat_name(g->stat);
-    const char *params[] = {g->device,    g->framework, *g->policy ? g->policy : NULL,
-                            g->dtype,     g->conv_policy, first_dirs,
-                            other_dirs,   stat};
-    const char *point_params[] = {params[0], params[1], params[2], params[3], stat};
+    const char *params[] = {g->device,      g->framework,       *g->policy ? g->policy : NULL,
+                            g->dtype,       g->amp,             g->library_version,
+                            g->settings,    g->conv_policy,     first_dirs,
+                            other_dirs,     stat};
+    const char *point_params[] = {params[0], params[1], params[2], params[3],
+                                  params[4], params[5], params[6], stat};
     int rc = s_read_points(s, point_params, g);
     if (rc == 0)
         rc = s_read_excluded(s, params, g);
@@ -379,9 +416,10 @@ int tc_store_fit_groups(tc_store_t *s, char *const *devices, size_t n_devices,
                             "SELECT t.framework, coalesce(t.policy, ''), t.dtype, "
                             "count(*) FILTER (WHERE t.status = 'ok'), "
                             "count(*) FILTER (WHERE t.status = 'oom'), "
-                            "count(*) FILTER (WHERE t.status = 'failed') "
+                            "count(*) FILTER (WHERE t.status = 'failed'), "
+                            "coalesce(t.amp, ''), " LIBRARY_KEY("t", "d") ", t.settings_key "
                             "FROM traces t JOIN devices d USING (device_id) WHERE d.name = $1 "
-                            "GROUP BY t.framework, t.policy, t.dtype ORDER BY 1, 2, 3",
+                            "GROUP BY 1, 2, 3, 7, 8, 9 ORDER BY 1, 2, 3, 7, 8, 9",
                             1, p);
         if (rc < 0)
             break;
@@ -420,6 +458,10 @@ int tc_store_fit_groups(tc_store_t *s, char *const *devices, size_t n_devices,
             snprintf(g->framework, sizeof g->framework, "%s", PQgetvalue(res, i, 0));
             snprintf(g->policy, sizeof g->policy, "%s", PQgetvalue(res, i, 1));
             snprintf(g->dtype, sizeof g->dtype, "%s", PQgetvalue(res, i, 2));
+            snprintf(g->amp, sizeof g->amp, "%s", PQgetvalue(res, i, 6));
+            snprintf(g->library_version, sizeof g->library_version, "%s",
+                     PQgetvalue(res, i, 7));
+            snprintf(g->settings, sizeof g->settings, "%s", PQgetvalue(res, i, 8));
             snprintf(g->conv_policy, sizeof g->conv_policy, "%s",
                      *g->policy ? g->policy : "heuristic");
             g->stat = stat;

@@ -49,10 +49,11 @@ int tc_store_bind_key(tc_store_t *s, const char *agent_id, const char *key);
  * name under a policy: the fit's statistic (tc_fit_stat_t by name: median,
  * p10, min) over its repeats: its TC_FIT_RECENT (5) most recent benchmarks
  * taken within 6 hours of the newest (older ones are superseded), each
- * benchmark's own median. A subquery of one row (median_ms, stddev_ms), or
- * none when nothing was measured. The arguments are SQL expressions
+ * benchmark's own median; on a GPU only benchmarks measured with cuDNN
+ * `libv` count (NULL or "": any). A subquery of one row (median_ms,
+ * stddev_ms), or none when nothing was measured. The arguments are SQL expressions
  * (parameters or columns). The one definition fit and predict both use. */
-#define TC_SQL_CONV_STAT(dev, policy, stat, config, batch, dir)                                  \
+#define TC_SQL_CONV_STAT(dev, policy, libv, stat, config, batch, dir)                            \
     "(SELECT CASE (" stat ")::text WHEN 'min' THEN min(x.median_ms) "                           \
     "  WHEN 'p10' THEN percentile_cont(0.1) WITHIN GROUP (ORDER BY x.median_ms) "                \
     "  ELSE percentile_cont(0.5) WITHIN GROUP (ORDER BY x.median_ms) END AS median_ms, "         \
@@ -60,6 +61,7 @@ int tc_store_bind_key(tc_store_t *s, const char *agent_id, const char *key);
     "  FROM (SELECT r.median_ms, r.stddev_ms, r.measured_at, "                                   \
     "    max(r.measured_at) OVER () AS newest FROM conv_results r JOIN devices d "               \
     "    USING (device_id) WHERE d.name = " dev " AND r.policy = " policy                        \
+    "    AND (coalesce(" libv ", '') = '' OR d.kind <> 'cuda' OR r.library_version = " libv ") "  \
     "    AND r.config_id = " config " AND r.batch = " batch " AND r.direction = " dir            \
     "    ORDER BY r.measured_at DESC NULLS LAST, r.result_id DESC LIMIT 5) x "                   \
     "  WHERE x.newest IS NULL OR x.measured_at IS NULL "                                         \

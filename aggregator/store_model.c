@@ -89,7 +89,8 @@ int tc_store_device_classes(tc_store_t *s, tc_device_class_t **out, size_t *n)
 }
 
 int tc_store_conv_lookup(tc_store_t *s, const char *device, const char *policy,
-                         tc_fit_stat_t stat, tc_conv_lookup_t *items, size_t n, size_t *missing)
+                         const char *library_version, tc_fit_stat_t stat,
+                         tc_conv_lookup_t *items, size_t n, size_t *missing)
 {
     *missing = n;
     for (size_t i = 0; i < n; i++)
@@ -101,11 +102,11 @@ int tc_store_conv_lookup(tc_store_t *s, const char *device, const char *policy,
     tc_buf_t rows = {0};
     for (size_t i = 0; i < n; i++) {
         const tc_conv_config_t *c = &items[i].config;
-        tc_buf_printf(&rows, "%zu\t%u\t%u\t%u\t%u\t%u\t%u\t%u\t%u\t%u\t%u\t%u\t%u\t%u\t%s\t%s\t%u\t%s\n",
+        tc_buf_printf(&rows, "%zu\t%u\t%u\t%u\t%u\t%u\t%u\t%u\t%u\t%u\t%u\t%u\t%u\t%u\t%s\t%s\t%s\t%u\t%s\n",
                       i, c->c, c->h, c->w, c->k, c->r, c->s, c->pad_h, c->pad_w, c->stride_h,
                       c->stride_w, c->dilation_h, c->dilation_w, c->groups,
-                      tc_dtype_name(c->dtype), tc_layout_name(c->layout), c->n,
-                      tc_direction_name(items[i].direction));
+                      tc_dtype_name(c->dtype), tc_layout_name(c->layout), c->bias ? "t" : "f",
+                      c->n, tc_direction_name(items[i].direction));
     }
     int rc = tc_store_begin(s);
     if (rc == 0)
@@ -113,14 +114,16 @@ int tc_store_conv_lookup(tc_store_t *s, const char *device, const char *policy,
                            "CREATE TEMP TABLE tc_lookup (idx integer, c integer, h integer, w "
                            "integer, k integer, r integer, s integer, pad_h integer, pad_w "
                            "integer, stride_h integer, stride_w integer, dilation_h integer, "
-                           "dilation_w integer, groups integer, dtype text, layout text, batch "
-                           "integer, direction text) ON COMMIT DROP",
+                           "dilation_w integer, groups integer, dtype text, layout text, bias "
+                           "boolean, batch integer, direction text) ON COMMIT DROP",
                            NULL, 0);
     if (rc == 0)
         rc = tc_store_copy(s, "staging conv lookups", "COPY tc_lookup FROM STDIN", &rows);
     PGresult *res = NULL;
     if (rc == 0) {
-        const char *p[] = {device, policy, tc_fit_stat_name(stat)};
+        const char *p[] = {device, policy,
+                           library_version && *library_version ? library_version : NULL,
+                           tc_fit_stat_name(stat)};
         rc = tc_store_query(
             s, &res, "looking up conv benchmarks",
             "SELECT q.idx, l.median_ms, l.stddev_ms FROM tc_lookup q "
@@ -129,9 +132,10 @@ int tc_store_conv_lookup(tc_store_t *s, const char *device, const char *policy,
             "  AND cc.stride_h = q.stride_h AND cc.stride_w = q.stride_w "
             "  AND cc.dilation_h = q.dilation_h AND cc.dilation_w = q.dilation_w "
             "  AND cc.groups = q.groups AND cc.dtype = q.dtype AND cc.layout = q.layout "
-            "JOIN LATERAL " TC_SQL_CONV_STAT("$1", "$2", "$3", "cc.config_id", "q.batch",
+            "  AND cc.bias = q.bias "
+            "JOIN LATERAL " TC_SQL_CONV_STAT("$1", "$2", "$3", "$4", "cc.config_id", "q.batch",
                                              "q.direction") " l ON true",
-            3, p);
+            4, p);
     }
     if (rc == 0) {
         size_t found = 0;

@@ -41,11 +41,13 @@ typedef struct {
 } tc_conv_lookup_t;
 
 /* Fill median_ms/stddev_ms of every item for device name `device` and
- * `policy`: each by `stat` over its most recent benchmarks, exactly as the
- * fit summed them (TC_SQL_CONV_STAT); *missing gets how many were not
- * found. One round trip. */
+ * `policy`, on a GPU measured with cuDNN `library_version` (NULL or "":
+ * any): each by `stat` over its most recent benchmarks, exactly as the fit
+ * summed them (TC_SQL_CONV_STAT); *missing gets how many were not found. One
+ * round trip. */
 int tc_store_conv_lookup(tc_store_t *s, const char *device, const char *policy,
-                         tc_fit_stat_t stat, tc_conv_lookup_t *items, size_t n, size_t *missing);
+                         const char *library_version, tc_fit_stat_t stat,
+                         tc_conv_lookup_t *items, size_t n, size_t *missing);
 
 /* A trace's peak memory with the model's features at its batch, for the
  * memory model. */

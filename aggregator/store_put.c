@@ -13,17 +13,18 @@
 typedef Traincast__V1__Device device_t;
 
 #define CFG_COLS "c, h, w, k, r, s, pad_h, pad_w, stride_h, stride_w, dilation_h, dilation_w, " \
-                 "groups, dtype, layout"
+                 "groups, dtype, layout, bias"
 #define CFG_COLS_DEF                                                                           \
     "c integer, h integer, w integer, k integer, r integer, s integer, pad_h integer, "        \
     "pad_w integer, stride_h integer, stride_w integer, dilation_h integer, dilation_w "       \
-    "integer, groups integer, dtype text, layout text"
+    "integer, groups integer, dtype text, layout text, bias boolean"
 #define CFG_JOIN(a, b)                                                                         \
     a ".c = " b ".c AND " a ".h = " b ".h AND " a ".w = " b ".w AND " a ".k = " b ".k AND " a  \
     ".r = " b ".r AND " a ".s = " b ".s AND " a ".pad_h = " b ".pad_h AND " a ".pad_w = " b    \
     ".pad_w AND " a ".stride_h = " b ".stride_h AND " a ".stride_w = " b ".stride_w AND " a    \
     ".dilation_h = " b ".dilation_h AND " a ".dilation_w = " b ".dilation_w AND " a            \
-    ".groups = " b ".groups AND " a ".dtype = " b ".dtype AND " a ".layout = " b ".layout"
+    ".groups = " b ".groups AND " a ".dtype = " b ".dtype AND " a ".layout = " b ".layout AND " \
+    a ".bias = " b ".bias"
 
 /* Staging tables live for the connection and are emptied at each commit.
  * They are created outside any transaction (tc_store_begin calls this before
@@ -41,8 +42,8 @@ int tc_store_staging(tc_store_t *s)
         ", batch integer, direction text, policy text, algo text, algo_id integer, "
         "median_ms double precision, min_ms double precision, max_ms double precision, "
         "stddev_ms double precision, repetitions integer, workspace_bytes bigint, "
-        "measured_at timestamptz, samples_ms double precision[], sample_offsets_us bigint[]) "
-        "ON COMMIT DELETE ROWS;"
+        "measured_at timestamptz, samples_ms double precision[], sample_offsets_us bigint[], "
+        "route text, sm_clock_mhz integer, power_w double precision) ON COMMIT DELETE ROWS;"
         "CREATE TEMP TABLE IF NOT EXISTS tc_stage_cands (seq integer, algo text, algo_id "
         "integer, time_ms double precision, workspace_bytes bigint, status text, message text) "
         "ON COMMIT DELETE ROWS;"
@@ -85,14 +86,17 @@ static int s_put_device(tc_store_t *s, const char *agent_id, const device_t *d,
                             mem,               clk,
                             mclk,              d->driver_version,
                             d->runtime_version, d->library,
-                            d->library_version, agent_id};
+                            d->library_version, agent_id,
+                            d->framework && *d->framework ? d->framework : NULL,
+                            d->routing && *d->routing ? d->routing : NULL};
     PGresult *res = NULL;
     int rc = tc_store_query(
         s, &res, "recording the device",
         "INSERT INTO devices (uuid, kind, name, host, gpu_index, compute_capability, "
         "multiprocessors, threads, memory_bytes, clock_mhz, memory_clock_mhz, driver_version, "
-        "runtime_version, library, library_version, agent_id) VALUES ($1, $2, $3, $4, $5, $6, "
-        "$7, $8, $9, $10, $11, $12, $13, $14, $15, $16) ON CONFLICT (uuid) DO UPDATE SET "
+        "runtime_version, library, library_version, agent_id, framework, routing) VALUES ($1, "
+        "$2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18) "
+        "ON CONFLICT (uuid) DO UPDATE SET "
         "kind = EXCLUDED.kind, name = EXCLUDED.name, host = EXCLUDED.host, "
         "gpu_index = EXCLUDED.gpu_index, compute_capability = EXCLUDED.compute_capability, "
         "multiprocessors = EXCLUDED.multiprocessors, threads = EXCLUDED.threads, "
@@ -100,8 +104,10 @@ static int s_put_device(tc_store_t *s, const char *agent_id, const device_t *d,
         "memory_clock_mhz = EXCLUDED.memory_clock_mhz, driver_version = EXCLUDED.driver_version, "
         "runtime_version = EXCLUDED.runtime_version, library = EXCLUDED.library, "
         "library_version = EXCLUDED.library_version, agent_id = EXCLUDED.agent_id, "
+        "framework = coalesce(EXCLUDED.framework, devices.framework), "
+        "routing = coalesce(EXCLUDED.routing, devices.routing), "
         "last_seen = now() RETURNING device_id",
-        16, params);
+        18, params);
     if (rc < 0)
         return rc;
     snprintf(device_id, 32, "%s", PQgetvalue(res, 0, 0));
@@ -141,18 +147,21 @@ static int s_put_conv_results(tc_store_t *s, const tc_envelope_t *env)
                             " FROM tc_stage_results ON CONFLICT DO NOTHING",
                             0, NULL);
     if (rc == 0) {
-        const char *params[] = {env->message_id, device_id, cr->backend};
+        const char *params[] = {env->message_id, device_id, cr->backend,
+                                cr->device->library_version};
         rc = tc_store_query(
             s, NULL, "recording conv results",
             "INSERT INTO conv_results (message_id, seq, device_id, config_id, batch, direction, "
             "policy, backend, algo, algo_id, median_ms, min_ms, max_ms, stddev_ms, repetitions, "
-            "workspace_bytes, measured_at, samples_ms, sample_offsets_us) "
+            "workspace_bytes, measured_at, samples_ms, sample_offsets_us, route, "
+            "library_version, sm_clock_mhz, power_w) "
             "SELECT $1, st.seq, $2::bigint, cc.config_id, st.batch, st.direction, st.policy, "
             "nullif($3, ''), st.algo, st.algo_id, st.median_ms, st.min_ms, st.max_ms, "
             "st.stddev_ms, st.repetitions, st.workspace_bytes, st.measured_at, st.samples_ms, "
-            "st.sample_offsets_us FROM tc_stage_results st JOIN conv_configs cc ON " CFG_JOIN(
+            "st.sample_offsets_us, st.route, nullif($4, ''), st.sm_clock_mhz, st.power_w "
+            "FROM tc_stage_results st JOIN conv_configs cc ON " CFG_JOIN(
                 "cc", "st") " ORDER BY st.seq",
-            3, params);
+            4, params);
     }
     if (rc == 0 && cands.len) {
         rc = tc_store_copy(s, "staging algorithm timings", "COPY tc_stage_cands FROM STDIN",
@@ -262,7 +271,16 @@ static int s_put_trace(tc_store_t *s, const tc_envelope_t *env)
         return rc;
 
     char batch[16], input[16], threads[16], warmup[16], iters[16], repeats[16], median[64],
-        spread[64], peak[32], started[64];
+        spread[64], peak[32], started[64], clock[16], power[64];
+    snprintf(clock, sizeof clock, "%u", t->sm_clock_mhz);
+    snprintf(power, sizeof power, "%.17g", t->power_w);
+    tc_buf_t settings = {0}, settings_key = {0};
+    tc_rows_settings(t, &settings, &settings_key);
+    if (settings.failed || settings_key.failed) {
+        tc_buf_free(&settings);
+        tc_buf_free(&settings_key);
+        return tc_fail(TC_ENOMEM, "out of memory recording the trace's settings");
+    }
     snprintf(batch, sizeof batch, "%u", t->batch);
     snprintf(input, sizeof input, "%u", t->input_size);
     snprintf(threads, sizeof threads, "%u", t->threads);
@@ -297,16 +315,23 @@ static int s_put_trace(tc_store_t *s, const tc_envelope_t *env)
                             tc_trace_status_name(t->status),
                             t->reason && *t->reason ? t->reason : NULL,
                             t->runner && *t->runner ? t->runner : NULL,
-                            t->started_at_us > 0 ? started : NULL};
+                            t->started_at_us > 0 ? started : NULL,
+                            tc_buf_str(&settings),
+                            tc_buf_str(&settings_key),
+                            t->sm_clock_mhz ? clock : NULL,
+                            t->power_w > 0 ? power : NULL};
     PGresult *res = NULL;
     rc = tc_store_query(s, &res, "recording the trace",
                         "INSERT INTO traces (message_id, device_id, model_id, framework, "
                         "framework_version, library_version, batch, input_size, dtype, amp, "
                         "optimizer, policy, threads, warmup, iters, repeats, median_ms, spread, "
-                        "peak_memory_bytes, status, reason, runner, started_at) VALUES ($1, $2, "
+                        "peak_memory_bytes, status, reason, runner, started_at, settings, "
+                        "settings_key, sm_clock_mhz, power_w) VALUES ($1, $2, "
                         "$3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, "
-                        "$19, $20, $21, $22, $23) RETURNING trace_id",
-                        23, params);
+                        "$19, $20, $21, $22, $23, $24::jsonb, $25, $26, $27) RETURNING trace_id",
+                        27, params);
+    tc_buf_free(&settings);
+    tc_buf_free(&settings_key);
     if (rc < 0)
         return rc;
     long long trace_id = strtoll(PQgetvalue(res, 0, 0), NULL, 10);

@@ -99,6 +99,7 @@ static void s_copy_config(tc_buf_t *b, const Traincast__V1__ConvConfig *c)
         tc_copy_int(b, v[i], 0);
     tc_copy_text(b, tc_dtype_name(c->dtype), 0);
     tc_copy_text(b, tc_layout_name(c->layout), 0);
+    tc_copy_bool(b, c->bias, 0);
 }
 
 void tc_rows_conv_results(const Traincast__V1__ConvResults *cr, tc_buf_t *rows, tc_buf_t *cands)
@@ -121,7 +122,16 @@ void tc_rows_conv_results(const Traincast__V1__ConvResults *cr, tc_buf_t *rows, 
         tc_copy_time_us(rows, r->measured_at_us, 0);
         tc_copy_double_array(rows, r->samples_ms, r->n_samples_ms, 0);
         tc_copy_int_array(rows, (const long long *)r->sample_offsets_us, r->n_sample_offsets_us,
-                          1);
+                          0);
+        tc_copy_text(rows, r->route && *r->route ? r->route : NULL, 0);
+        if (r->sm_clock_mhz)
+            tc_copy_int(rows, r->sm_clock_mhz, 0);
+        else
+            tc_copy_text(rows, NULL, 0);
+        if (r->power_w > 0)
+            tc_copy_double(rows, r->power_w, 1);
+        else
+            tc_copy_text(rows, NULL, 1);
         for (size_t j = 0; j < r->n_candidates; j++) {
             const Traincast__V1__AlgoTiming *a = r->candidates[j];
             tc_copy_int(cands, (long long)i, 0);
@@ -174,4 +184,22 @@ void tc_rows_trace(long long trace_id, const Traincast__V1__TrainTrace *t, tc_bu
         tc_copy_text(ops, t->op_times[i]->op_class, 0);
         tc_copy_double(ops, t->op_times[i]->ms, 1);
     }
+}
+
+void tc_rows_settings(const Traincast__V1__TrainTrace *t, tc_buf_t *json, tc_buf_t *key)
+{
+    tc_buf_putc(json, '{');
+    for (size_t i = 0; i < t->n_settings; i++) {
+        const Traincast__V1__Setting *st = t->settings[i];
+        const char *v = st->value ? st->value : "";
+        if (i) {
+            tc_buf_puts(json, ", ");
+            tc_buf_puts(key, "; ");
+        }
+        tc_buf_json_str(json, st->name);
+        tc_buf_puts(json, ": ");
+        tc_buf_json_str(json, v);
+        tc_buf_printf(key, "%s=%s", st->name, v);
+    }
+    tc_buf_putc(json, '}');
 }

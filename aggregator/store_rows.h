@@ -13,10 +13,10 @@
 #include <stddef.h>
 
 /* Columns of each row kind, for checks. */
-#define TC_ROWS_RESULT_COLS 30  /* tc_stage_results */
+#define TC_ROWS_RESULT_COLS 34  /* tc_stage_results */
 #define TC_ROWS_CAND_COLS 7     /* tc_stage_cands */
 #define TC_ROWS_LAYER_COLS 10   /* model_layers */
-#define TC_ROWS_CONV_COLS 17    /* tc_stage_convs */
+#define TC_ROWS_CONV_COLS 18    /* tc_stage_convs */
 #define TC_ROWS_ITER_COLS 6     /* trace_iterations */
 #define TC_ROWS_OP_COLS 3       /* trace_op_times */
 
@@ -37,6 +37,10 @@ void tc_store_time_param(long long us, char *buf, size_t size);
  * candidate algorithms (keyed by the same seq). */
 void tc_rows_conv_results(const Traincast__V1__ConvResults *cr, tc_buf_t *results,
                           tc_buf_t *cands);
+/* A trace's settings as a JSON object of strings (for the jsonb column) and
+ * as the canonical key fits group by: "name=value" in the trace's order
+ * (sorted by name, as validated), joined by "; ". */
+void tc_rows_settings(const Traincast__V1__TrainTrace *t, tc_buf_t *json, tc_buf_t *key);
 /* A model's layers and its conv usage. */
 void tc_rows_model_graph(const Traincast__V1__ModelGraph *g, tc_buf_t *layers, tc_buf_t *convs);
 /* A trace's iterations and op class times, under `trace_id`. */

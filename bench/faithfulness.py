@@ -84,12 +84,17 @@ def cmd_convs(a):
     out = {m: model_convs(torch, torchvision, m, a.input_size) for m in a.models.split(",")}
     with open(a.json, "w") as f:
         json.dump(out, f)
+    # A shape is timed once on each side, with a bias if any use has one
+    # (cmd_torch does the same).
+    biased = {key_of(c) for convs in out.values() for c in convs if c["bias"]}
     with open(a.convlist, "w") as f:
-        f.write("# c h w k r s pad_h pad_w stride_h stride_w dil_h dil_w groups count first\n")
+        f.write("# c h w k r s pad_h pad_w stride_h stride_w dil_h dil_w groups count first "
+                "bias\n")
         for m, convs in out.items():
             f.write("model %s\n" % m)
             for c in convs:
-                f.write(" ".join(str(c[k]) for k in KEYS) + " %d %d\n" % (c["count"], c["first"]))
+                f.write(" ".join(str(c[k]) for k in KEYS) + " %d %d %d\n"
+                        % (c["count"], c["first"], key_of(c) in biased))
     return 0
 
 
@@ -380,7 +385,7 @@ def write_report(a, models, results, loads, secs, others):
               "- What the agent leaves out: the dispatcher and autograd cost of each conv call "
               "(measured at 4 to 8 microseconds per call and direction in a training step on "
               "this project's VMs: it shows as ratios below 1 for the smallest convs, depthwise "
-              "and late 1x1 layers), and a bias where the layer has one (docs/CONV-BENCH.md).",
+              "and late 1x1 layers).",
               "- The profiler's conv time (C) includes the profiler's own cost per recorded op; "
               "for CNNs of many small convs (mobilenet_v2, shufflenet) it exceeds the sum of the "
               "unprofiled per-layer times (B) by that much.",

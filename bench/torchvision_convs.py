@@ -5,7 +5,8 @@ Builds each model as training builds it (torchvision defaults, so
 GoogLeNet and Inception v3 keep their auxiliary classifiers), runs it once
 in training mode on a zero input (batch 2, no weights needed: the structure
 is what matters) with forward hooks on every Conv2d, records each conv's
-input shape and parameters, and groups identical configs per model. A conv
+input shape and parameters (a bias included), and groups identical configs
+per model. A conv
 whose input is the network input itself is marked first (no backward-data
 pass). The output format is described in agent/convlist.h.
 
@@ -49,7 +50,7 @@ def model_convs(name):
         dh, dw = pair(mod.dilation)
         r, s = pair(mod.kernel_size)
         key = (inp.shape[1], inp.shape[2], inp.shape[3], mod.out_channels, r, s, ph, pw, sh, sw,
-               dh, dw, mod.groups)
+               dh, dw, mod.groups, int(mod.bias is not None))
         first = inp.data_ptr() == x.data_ptr() and inp.shape == x.shape
         count, all_first = convs.get(key, (0, True))
         convs[key] = (count + 1, all_first and first)
@@ -71,7 +72,8 @@ def main():
     with open(sys.argv[1], "w") as out:
         out.write("# conv layers of torchvision %s models (bench/torchvision_convs.py)\n"
                   % torchvision.__version__)
-        out.write("# c h w k r s pad_h pad_w stride_h stride_w dil_h dil_w groups count first\n")
+        out.write("# c h w k r s pad_h pad_w stride_h stride_w dil_h dil_w groups count first "
+                  "bias\n")
         inner = {}  # config -> whether any use needs backward-data
         total_layers = total_passes = 0
         for name in names:
@@ -82,7 +84,7 @@ def main():
                 total_passes += count * (2 if first else 3)
             out.write(f"model torchvision:{name}\n")
             for key, (count, first) in convs.items():
-                out.write(" ".join(str(v) for v in key) + f" {count} {int(first)}\n")
+                out.write(" ".join(str(v) for v in key[:-1]) + f" {count} {int(first)} {key[-1]}\n")
             layers = sum(c for c, _ in convs.values())
             print(f"{name}: {layers} conv layers, {len(convs)} configs", file=sys.stderr)
     items = sum(3 if i else 2 for i in inner.values())

@@ -71,10 +71,10 @@ int tc_conv_config_cmp(const tc_conv_config_t *a, const tc_conv_config_t *b)
 {
     const uint32_t va[] = {a->n, a->c, a->h, a->w, a->k, a->r, a->s, a->pad_h, a->pad_w,
                            a->stride_h, a->stride_w, a->dilation_h, a->dilation_w, a->groups,
-                           (uint32_t)a->dtype, (uint32_t)a->layout};
+                           (uint32_t)a->dtype, (uint32_t)a->layout, (uint32_t)a->bias};
     const uint32_t vb[] = {b->n, b->c, b->h, b->w, b->k, b->r, b->s, b->pad_h, b->pad_w,
                            b->stride_h, b->stride_w, b->dilation_h, b->dilation_w, b->groups,
-                           (uint32_t)b->dtype, (uint32_t)b->layout};
+                           (uint32_t)b->dtype, (uint32_t)b->layout, (uint32_t)b->bias};
     for (size_t i = 0; i < sizeof va / sizeof va[0]; i++) {
         if (va[i] != vb[i])
             return va[i] < vb[i] ? -1 : 1;
@@ -94,7 +94,9 @@ void tc_conv_config_label(const tc_conv_config_t *c, char *buf, size_t size)
     if (c->groups > 1 && used < sizeof extra)
         used += (size_t)snprintf(extra + used, sizeof extra - used, " g%u", c->groups);
     if ((c->dilation_h > 1 || c->dilation_w > 1) && used < sizeof extra)
-        snprintf(extra + used, sizeof extra - used, " d%u", c->dilation_h);
+        used += (size_t)snprintf(extra + used, sizeof extra - used, " d%u", c->dilation_h);
+    if (c->bias && used < sizeof extra)
+        snprintf(extra + used, sizeof extra - used, " +bias");
     char batch[24] = "";
     if (c->n)
         snprintf(batch, sizeof batch, "n%u ", c->n);
@@ -120,6 +122,7 @@ void tc_conv_config_to_proto(const tc_conv_config_t *c, Traincast__V1__ConvConfi
     out->groups = c->groups;
     out->dtype = c->dtype;
     out->layout = c->layout;
+    out->bias = c->bias;
 }
 
 void tc_conv_config_from_proto(const Traincast__V1__ConvConfig *in, tc_conv_config_t *out)
@@ -140,4 +143,5 @@ void tc_conv_config_from_proto(const Traincast__V1__ConvConfig *in, tc_conv_conf
     out->groups = in->groups;
     out->dtype = in->dtype;
     out->layout = in->layout;
+    out->bias = in->bias;
 }

@@ -5,6 +5,7 @@
 
 #include "traincast.pb-c.h"
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -17,6 +18,8 @@ typedef struct {
     uint32_t groups;
     Traincast__V1__DType dtype;
     Traincast__V1__Layout layout;
+    bool bias;           /* the layer adds a bias: timed with the conv (forward) and its
+                            gradient with backward-filter, as the framework runs them */
 } tc_conv_config_t;
 
 /* A config with stride, dilation and groups 1, fp32, NCHW. */
@@ -37,7 +40,8 @@ int tc_conv_config_check(const tc_conv_config_t *c);
 /* Total order over all fields (for sorting and deduplication). */
 int tc_conv_config_cmp(const tc_conv_config_t *a, const tc_conv_config_t *b);
 
-/* A short readable label: "n32 c64 56x56 k64 3x3/1 p1" (+ " g32", " d2"). */
+/* A short readable label: "n32 c64 56x56 k64 3x3/1 p1" (+ " g32", " d2",
+ * " +bias"). */
 void tc_conv_config_label(const tc_conv_config_t *c, char *buf, size_t size);
 
 /* Conversion to and from the wire type. to_proto fills a caller-owned,

@@ -183,6 +183,7 @@ int tc_infer_conv(tc_graph_t *g, tc_gnode_t *n, const tc_op_rule_t *r)
     cc.groups = (uint32_t)group;
     cc.dtype = s_dtype(x->elem_type);
     cc.layout = TRAINCAST__V1__LAYOUT__LAYOUT_NCHW;
+    cc.bias = bias != NULL;
     n->info.is_conv = true;
     n->info.conv = cc;
     n->info.first_layer = !x->grad;

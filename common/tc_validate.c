@@ -155,6 +155,8 @@ int tc_validate_device(const Traincast__V1__Device *d, const char *path)
     CHECK(s_name(path, "library", d->library, 0));
     CHECK(s_name(path, "library_version", d->library_version, 0));
     CHECK(s_name(path, "host", d->host, 0));
+    CHECK(s_name(path, "framework", d->framework, 0));
+    CHECK(s_name(path, "routing", d->routing, 0));
     CHECK(s_uint(path, "multiprocessors", d->multiprocessors, 0, TC_MAX_UNITS));
     unsigned min_threads = d->kind == TRAINCAST__V1__DEVICE_KIND__DEVICE_KIND_CPU;
     CHECK(s_uint(path, "threads", d->threads, min_threads, TC_MAX_UNITS));
@@ -199,7 +201,7 @@ int tc_validate_conv_config(const Traincast__V1__ConvConfig *c, const char *path
         return s_bad(path, "r", "the dilated %ux%u filter does not fit the padded %ux%u input",
                      c->r, c->s, c->h, c->w);
     if (tc_dtype_name(c->dtype)[0] == 'u')
-        return s_bad(path, "dtype", "must be fp32, tf32, fp16 or bf16 (got %d)", (int)c->dtype);
+        return s_bad(path, "dtype", "must be fp32, fp32_strict, tf32, fp16 or bf16 (got %d)", (int)c->dtype);
     if (tc_layout_name(c->layout)[0] == 'u')
         return s_bad(path, "layout", "must be nchw or nhwc (got %d)", (int)c->layout);
     return 0;
@@ -248,6 +250,9 @@ static int s_conv_result(const Traincast__V1__ConvResult *r, const char *path)
     CHECK(s_uint(path, "repetitions", r->repetitions, 1, TC_MAX_ITEMS));
     CHECK(s_uint(path, "workspace_bytes", r->workspace_bytes, 0, TC_MAX_BYTES));
     CHECK(s_time(path, "measured_at_us", r->measured_at_us));
+    CHECK(s_name(path, "route", r->route, 0));
+    CHECK(s_uint(path, "sm_clock_mhz", r->sm_clock_mhz, 0, TC_MAX_MHZ));
+    CHECK(s_range(path, "power_w", r->power_w, true, TC_MAX_WATTS));
     CHECK(s_count(path, "samples_ms", r->n_samples_ms));
     if (r->n_sample_offsets_us && r->n_sample_offsets_us != r->n_samples_ms)
         return s_bad(path, "sample_offsets_us", "has %zu items but samples_ms has %zu",
@@ -377,7 +382,7 @@ int tc_validate_train_trace(const Traincast__V1__TrainTrace *t, const char *path
     CHECK(s_uint(path, "batch", t->batch, 1, TC_MAX_DIM));
     CHECK(s_uint(path, "input_size", t->input_size, 1, TC_MAX_DIM));
     if (tc_dtype_name(t->dtype)[0] == 'u')
-        return s_bad(path, "dtype", "must be fp32, tf32, fp16 or bf16 (got %d)", (int)t->dtype);
+        return s_bad(path, "dtype", "must be fp32, fp32_strict, tf32, fp16 or bf16 (got %d)", (int)t->dtype);
     if (t->policy && tc_policy_name(t->policy)[0] == 'u')
         return s_bad(path, "policy", "must be unset, heuristic or exhaustive (got %d)",
                      (int)t->policy);
@@ -387,6 +392,22 @@ int tc_validate_train_trace(const Traincast__V1__TrainTrace *t, const char *path
     CHECK(s_uint(path, "threads", t->threads, 0, TC_MAX_UNITS));
     CHECK(s_uint(path, "peak_memory_bytes", t->peak_memory_bytes, 0, TC_MAX_BYTES));
     CHECK(s_time(path, "started_at_us", t->started_at_us));
+    CHECK(s_uint(path, "sm_clock_mhz", t->sm_clock_mhz, 0, TC_MAX_MHZ));
+    CHECK(s_range(path, "power_w", t->power_w, true, TC_MAX_WATTS));
+    if (t->n_settings > TC_MAX_SETTINGS)
+        return s_bad(path, "settings", "has %zu items, more than the limit of %u", t->n_settings,
+                     TC_MAX_SETTINGS);
+    for (size_t i = 0; i < t->n_settings; i++) {
+        snprintf(sub, sizeof sub, "%s.settings[%zu]", path, i);
+        if (!t->settings[i])
+            return s_bad(sub, "", "is missing");
+        CHECK(s_name(sub, "name", t->settings[i]->name, 1));
+        CHECK(s_name(sub, "value", t->settings[i]->value, 0));
+        if (i > 0 && strcmp(t->settings[i - 1]->name, t->settings[i]->name) >= 0)
+            return s_bad(sub, "name", "'%s' is out of order or repeated (settings are sorted by "
+                                      "name, each once)",
+                         t->settings[i]->name);
+    }
     if (tc_trace_status_name(t->status)[0] == 'u')
         return s_bad(path, "status", "must be ok, oom or failed (got %d)", (int)t->status);
     CHECK(s_count(path, "iterations", t->n_iterations));

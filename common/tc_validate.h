@@ -43,6 +43,8 @@
 #define TC_MAX_COUNT 2147483647u  /* counters stored as SQL integer */
 #define TC_MAX_UPTIME_S 3153600000ull /* 100 years */
 #define TC_MAX_JOB_ID_LEN 64
+#define TC_MAX_WATTS 100000.0     /* board power */
+#define TC_MAX_SETTINGS 256u      /* framework settings recorded with a trace */
 
 /* True if the `len` bytes at `s` are well-formed UTF-8. */
 bool tc_utf8_valid(const char *s, size_t len);

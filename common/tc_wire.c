@@ -173,6 +173,7 @@ static const s_name_t s_dtypes[] = {{TRAINCAST__V1__DTYPE__DTYPE_FP32, "fp32"},
                                     {TRAINCAST__V1__DTYPE__DTYPE_TF32, "tf32"},
                                     {TRAINCAST__V1__DTYPE__DTYPE_FP16, "fp16"},
                                     {TRAINCAST__V1__DTYPE__DTYPE_BF16, "bf16"},
+                                    {TRAINCAST__V1__DTYPE__DTYPE_FP32_STRICT, "fp32_strict"},
                                     {0, NULL}};
 static const s_name_t s_layouts[] = {{TRAINCAST__V1__LAYOUT__LAYOUT_NCHW, "nchw"},
                                      {TRAINCAST__V1__LAYOUT__LAYOUT_NHWC, "nhwc"},

@@ -18,6 +18,14 @@
 #   7. agent push, aggregator fit, aggregator validate (leave-one-CNN-out)
 #   8. aggregator predict --gpu all for the held-out CNN (never traced)
 #   9. the summed conv benchmarks of each trace against the profiler's conv time
+#  10. conv faithfulness (bench/gpu_conv_check.py): a dozen convs of the CNN set
+#      (3x3, 1x1, 7x7 stride 2, depthwise, grouped, with a bias) at batch 32, in fp32
+#      as PyTorch computes it by default and under AMP fp16: the agent's time per
+#      direction against PyTorch's own call of the same conv; and one traced training
+#      step (resnet18) against the agent's predicted conv sum
+#
+# --conv-check runs steps 1, 2 (with the routing test against PyTorch only), 3 and
+# 10: the prepared check of what the agent times, in about 5 minutes of GPU time.
 #
 # It writes one Markdown report (--report, default WORK/report.md) and exits 0
 # when every step passed, 1 at the first step that failed (the report and the
@@ -33,6 +41,8 @@
 #   --build-dir DIR       [build-gpu]       --no-build   use DIR as it is (built with CUDA)
 #   --work DIR            [BUILD_DIR/gpu-check]
 #   --report FILE         [WORK/report.md]
+#   --conv-check          only steps 1-3 and 10 (the prepared conv check)
+#   --conv-model NAME     the model of step 10's traced step [resnet18]
 #   --dry-run             print the plan and exit
 #   --cpu-rehearsal       run every step on the CPU device instead (no NVIDIA check, CUDA not
 #                         forced, small CNNs at 64 px): tests this script where there is no GPU
@@ -57,6 +67,14 @@ report=
 do_build=1
 dry_run=0
 rehearsal=0
+conv_check_only=0
+conv_model=resnet18
+conv_batch=32
+conv_scale=1
+conv_amp=fp16
+conv_reps=30
+conv_budget=300
+conv_input=224
 
 usage_error() { echo "gpu-check: $*" >&2; echo "gpu-check: see --help" >&2; exit 2; }
 while [ $# -gt 0 ]; do
@@ -72,10 +90,14 @@ while [ $# -gt 0 ]; do
     --work) work=$2; shift ;;
     --report) report=$2; shift ;;
     --dry-run) dry_run=1 ;;
+    --conv-check) conv_check_only=1 ;;
+    --conv-model) conv_model=$2; shift ;;
     --cpu-rehearsal)
         rehearsal=1; device=cpu
         models=squeezenet1_1,shufflenet_v2_x0_5,mnasnet0_5,mobilenet_v3_small; held_out=resnet18
-        batches=2,4; input_size=64; repeat=1; warmup=1; iters=2; bench_budget=30; max_reps=10 ;;
+        batches=2,4; input_size=64; repeat=1; warmup=1; iters=2; bench_budget=30; max_reps=10
+        conv_model=squeezenet1_1; conv_batch=2; conv_scale=4; conv_amp=none; conv_reps=10
+        conv_budget=30; conv_input=64 ;;
     -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
     *) usage_error "unknown option '$1'" ;;
     esac
@@ -115,6 +137,9 @@ steps:
   7 fit           agent push, aggregator fit, aggregator validate
   8 predict       aggregator predict --gpu all --model torchvision:$held_out
   9 conv check    summed conv benchmarks vs the profiler's conv time, per trace
+ 10 conv vs torch a dozen convs at batch $conv_batch (fp32$([ "$conv_amp" != none ] && echo ", AMP $conv_amp")): agent vs PyTorch's own call;
+                  one traced step of $conv_model vs the predicted conv sum
+$([ "$conv_check_only" -eq 1 ] && echo "(--conv-check: steps 1, 2 (routing test only), 3 and 10)")
 EOF
 }
 if [ "$dry_run" -eq 1 ]; then plan; exit 0; fi
@@ -264,7 +289,9 @@ step_build() {
     [ -x "$agent" ] && [ -x "$aggregator" ] || { fail_msg="$agent or $aggregator is missing (build first, or drop --no-build)"; return 1; }
     step_note="traincast built in $build_dir (TRAINCAST_CUDA=$cuda)"
     if [ -f "$build_dir/CTestTestfile.cmake" ] && grep -q 'TRAINCAST_TESTS:BOOL=ON' "$build_dir/CMakeCache.txt" 2>/dev/null && [ "$rehearsal" -eq 0 ]; then
-        if ! (cd "$build_dir" && ctest -L gpu -V --timeout 600) >"$work/logs/ctest-gpu.log" 2>&1; then
+        local which=(-L gpu)
+        [ "$conv_check_only" -eq 1 ] && which=(-R test_cuda_route)
+        if ! (cd "$build_dir" && ctest "${which[@]}" -V --timeout 600) >"$work/logs/ctest-gpu.log" 2>&1; then
             fail_msg="GPU tests failed: $(grep -E 'Failed|FAILED|failed' "$work/logs/ctest-gpu.log" | head -n 3 | tr '\n' ' ' | cut -c1-500) (log: $work/logs/ctest-gpu.log)"
             return 1
         fi
@@ -493,6 +520,22 @@ SQL
     step_note=$(awk -F'\t' '$9 != "" { print $9 }' "$work/logs/convcheck.tsv" | sort -g | awk '{ a[NR] = $1 } END { printf "benchmarks / profiler conv time: median %.2f over %d traces", (NR % 2 ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2), NR }')
 }
 
+# ---- 10 conv faithfulness -----------------------------------------------------------------
+step_conv_torch() {
+    local threads=1 dev=$device
+    [ "$rehearsal" -eq 1 ] && dev=cpu
+    if ! "$TRAINCAST_PYTHON" "$repo/bench/gpu_conv_check.py" --agent "$agent" --device "$dev" \
+        --work "$work/conv-check" --batch "$conv_batch" --scale "$conv_scale" --amp "$conv_amp" \
+        --model "$conv_model" --input-size "$conv_input" --reps "$conv_reps" \
+        --budget-ms "$conv_budget" --threads "$threads" --report "$work/logs/conv-check.md" \
+        --json "$work/conv-check.json" >"$work/logs/conv-check.out" 2>"$work/logs/conv-check.err"; then
+        fail_msg="bench/gpu_conv_check.py failed: $(tail_of "$work/logs/conv-check.err" 3)"
+        return 1
+    fi
+    section 10-conv-torch <"$work/logs/conv-check.md"
+    step_note=$(grep -E '^A/B over' "$work/logs/conv-check.md" | sed 's/ (goal.*//' | tr '\n' ';' | cut -c1-300)
+}
+
 if [ "$rehearsal" -eq 1 ]; then
     device_args=(--device cpu)
 else
@@ -501,11 +544,14 @@ fi
 run_step "1 preflight" step_preflight
 run_step "2 build" step_build
 run_step "3 agent info" step_info
-run_step "4 database" step_database
-run_step "5 conv bench" step_bench
-run_step "6 traces" step_traces
-run_step "7 fit" step_fit
-run_step "8 predict" step_predict
-run_step "9 conv check" step_convcheck
+if [ "$conv_check_only" -eq 0 ]; then
+    run_step "4 database" step_database
+    run_step "5 conv bench" step_bench
+    run_step "6 traces" step_traces
+    run_step "7 fit" step_fit
+    run_step "8 predict" step_predict
+    run_step "9 conv check" step_convcheck
+fi
+run_step "10 conv vs torch" step_conv_torch
 write_report ok
 echo "gpu-check: every step passed in $(( $(date +%s) - started )) s; report: $report" >&2

@@ -12,12 +12,11 @@
  * - Forward uses prop_kind forward_training; backward-data and
  *   backward-weights take a forward primitive descriptor as hint.
  *   Algorithm convolution_direct; scratchpad mode user.
- * - No bias: a conv config does not say whether the layer has one, and the
- *   plans time it as every conv followed by batch norm runs (most of the
- *   CNN set; the native path does the same). With a bias, PyTorch fuses it
- *   into the forward and computes its gradient with the weights' (a pass
- *   over the output gradient that costs as much as a depthwise conv's weight
- *   gradient).
+ * - Bias, when the layer has one (the config's bias flag): fused into the
+ *   forward primitive, and its gradient computed by the backward-weights
+ *   primitive together with the weights' (ideep's compute_v2 with a
+ *   diff_bias, as mkldnn_convolution_backward_weights calls it when the
+ *   bias is defined). Backward-data has no bias term.
  * - ideep caches the forward primitive descriptor (and the hints) but
  *   creates the backward ones on every call; primitives and reorders are
  *   created on every call from oneDNN's primitive cache. run() does the
@@ -41,7 +40,7 @@
 #include <string.h>
 #include <time.h>
 
-#define MAX_BINDINGS 4
+#define MAX_BINDINGS 4 /* three tensors, and a bias (forward) or its gradient */
 
 typedef struct {
     int arg;       /* DNNL_ARG_* of the conv primitive */
@@ -195,14 +194,15 @@ static int s_build_op(tc_cpu_plan_t *p, int a)
     dnnl_dims_t strides = {c->stride_h, c->stride_w};
     dnnl_dims_t dil = {c->dilation_h - 1, c->dilation_w - 1};
     dnnl_dims_t pad = {c->pad_h, c->pad_w};
-    dnnl_memory_desc_t x, w, y;
+    dnnl_memory_desc_t x, w, y, b;
     TC_TRY(s_any_md(p, TC_TENSOR_X, &x));
     TC_TRY(s_any_md(p, TC_TENSOR_W, &w));
     TC_TRY(s_any_md(p, TC_TENSOR_Y, &y));
-    /* No bias (see the header). */
+    TC_TRY(s_md(p, TC_TENSOR_B, p->dt, dnnl_x, &b));
+    const dnnl_memory_desc_t *bias = c->bias ? &b : NULL;
     dnnl_convolution_desc_t fwd;
     TC_DNNL_TRY(dnnl_dilated_convolution_forward_desc_init(&fwd, dnnl_forward_training, s_algs[a],
-                                                           &x, &w, NULL, &y, strides, dil, pad,
+                                                           &x, &w, bias, &y, strides, dil, pad,
                                                            pad));
     switch (p->spec.direction) {
     case TRAINCAST__V1__DIRECTION__DIRECTION_BWD_DATA:
@@ -211,7 +211,7 @@ static int s_build_op(tc_cpu_plan_t *p, int a)
         break;
     case TRAINCAST__V1__DIRECTION__DIRECTION_BWD_FILTER:
         TC_DNNL_TRY(dnnl_dilated_convolution_backward_weights_desc_init(
-            &p->op[a], s_algs[a], &x, &w, NULL, &y, strides, dil, pad, pad));
+            &p->op[a], s_algs[a], &x, &w, bias, &y, strides, dil, pad, pad));
         break;
     default:
         p->op[a] = fwd;
@@ -433,10 +433,14 @@ int tc_cpu_dnnl_create(tc_cpu_ctx_t *dev, const tc_conv_spec_t *spec, void **out
         s_bind(p, DNNL_ARG_SRC, TC_TENSOR_X, true);
         s_bind(p, DNNL_ARG_DIFF_DST, TC_TENSOR_DY, true);
         s_bind(p, DNNL_ARG_DIFF_WEIGHTS, TC_TENSOR_DW, false);
+        if (c->bias)
+            s_bind(p, DNNL_ARG_DIFF_BIAS, TC_TENSOR_DB, false);
         break;
     default:
         s_bind(p, DNNL_ARG_SRC, TC_TENSOR_X, true);
         s_bind(p, DNNL_ARG_WEIGHTS, TC_TENSOR_W, true);
+        if (c->bias)
+            s_bind(p, DNNL_ARG_BIAS, TC_TENSOR_B, true);
         s_bind(p, DNNL_ARG_DST, TC_TENSOR_Y, false);
         break;
     }

@@ -363,4 +363,5 @@ const tc_backend_iface_t tc_backend_cpu = {
     .run = tc_cpu_run,
     .read = tc_cpu_read,
     .plan_destroy = tc_cpu_plan_destroy,
+    .plan_route = tc_cpu_plan_route,
 };

@@ -80,5 +80,6 @@ int tc_cpu_select(void *plan, size_t i);
 int tc_cpu_run(void *plan, double *ms);
 int tc_cpu_read(void *plan, tc_tensor_t t, float *out, size_t count);
 void tc_cpu_plan_destroy(void *plan);
+const char *tc_cpu_plan_route(void *plan);
 
 #endif

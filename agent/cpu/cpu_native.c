@@ -32,12 +32,13 @@
  * CPU allocator does) and freed when the framework frees it; outputs are
  * replaced after the timed region.
  *
- * Bias: a conv config does not say whether the layer has one. These plans,
- * like the oneDNN ones, time the layer without it, as every conv followed
- * by batch norm runs (the usual case in the CNN set; PyTorch then leaves
- * the output unfilled and the GEMM overwrites it, while a bias would cost a
- * broadcast copy of the whole output first, as much as a small 1x1 GEMM,
- * and a reduction of the output gradient). */
+ * Bias, when the layer has one: the forward first copies the bias over the
+ * whole output (output.copy_(bias.reshape({-1, 1, 1})), a TensorIterator
+ * copy) and the GEMM then adds into it (beta 1 instead of 0); backward-
+ * filter also reduces the output gradient over batch and space
+ * (at::sum_out(grad_bias, grad_output, {0, 2, 3})). A grouped conv does
+ * both per group with the group's slice of the bias, as _convolution's
+ * per-group path passes it. */
 #include "cpu_internal.h"
 
 #include <omp.h>
@@ -55,7 +56,9 @@ typedef struct {
     int64_t g, cg, kg;    /* groups, input and output channels per group */
     int64_t p, q, crs, pq;
     float *x, *w, *dy;    /* inputs, filled once */
+    float *b;             /* the bias (forward, when the layer has one) */
     float *out;           /* the current output: y, dx or dw */
+    float *db;            /* the current bias gradient (backward-filter with a bias) */
     bool selected;
 } s_plan_t;
 
@@ -236,6 +239,62 @@ static void s_zero(float *dst, int64_t count)
     s_parallel_for(0, count, S_GRAIN, s_zero_range, &f);
 }
 
+/* --- bias: a broadcast copy, and a reduction over batch and space ---------- */
+
+typedef struct {
+    float *y;           /* n x kg x pq */
+    const float *bias;  /* kg */
+    int64_t kg, pq;
+} s_bias_t;
+
+static void s_bias_fill_range(void *arg, int64_t begin, int64_t end)
+{
+    const s_bias_t *b = arg;
+    for (int64_t i = begin; i < end; i++)
+        b->y[i] = b->bias[i / b->pq % b->kg];
+}
+
+/* output.copy_(bias.reshape({-1, 1, 1})): a TensorIterator copy. */
+static void s_bias_fill(float *y, const float *bias, int64_t n, int64_t kg, int64_t pq)
+{
+    s_bias_t b = {y, bias, kg, pq};
+    s_parallel_for(0, n * kg * pq, S_GRAIN, s_bias_fill_range, &b);
+}
+
+typedef struct {
+    const float *dy;    /* n x kg x pq */
+    float *db;          /* kg */
+    int64_t n, kg, pq;
+} s_bias_grad_t;
+
+static void s_bias_grad_range(void *arg, int64_t begin, int64_t end)
+{
+    const s_bias_grad_t *b = arg;
+    for (int64_t k = begin; k < end; k++) {
+        float acc[4] = {0, 0, 0, 0};
+        for (int64_t t = 0; t < b->n; t++) {
+            const float *src = b->dy + (t * b->kg + k) * b->pq;
+            int64_t i = 0;
+            for (; i + 4 <= b->pq; i += 4) {
+                acc[0] += src[i];
+                acc[1] += src[i + 1];
+                acc[2] += src[i + 2];
+                acc[3] += src[i + 3];
+            }
+            for (; i < b->pq; i++)
+                acc[0] += src[i];
+        }
+        b->db[k] = (acc[0] + acc[1]) + (acc[2] + acc[3]);
+    }
+}
+
+/* at::sum_out(grad_bias, grad_output, {0, 2, 3}), split over the channels. */
+static void s_bias_grad(const float *dy, float *db, int64_t n, int64_t kg, int64_t pq)
+{
+    s_bias_grad_t b = {dy, db, n, kg, pq};
+    s_parallel_for(0, kg, 0, s_bias_grad_range, &b);
+}
+
 /* --- one group: the three passes of ConvolutionMM2d.cpp ------------------ */
 
 typedef struct {
@@ -244,6 +303,7 @@ typedef struct {
     const float *w;      /* kg x crs */
     const float *dy;     /* bwd_data: n x kg x pq */
     float *out;          /* y (n x kg x pq) or dx (n x cg x h x w) */
+    float beta;          /* forward: 1 when the output holds the bias already */
     bool oom;
 } s_frames_t;
 
@@ -254,7 +314,7 @@ static void s_forward_frames(void *arg, int64_t begin, int64_t end)
     for (int64_t t = begin; t < end; t++)
         tc_blas_sgemm(g->blas, 'N', 'N', (int)g->pq, (int)g->kg, (int)g->crs, 1.0f,
                       f->cols + t * g->crs * g->pq, (int)g->pq, f->w, (int)g->crs,
-                      0.0f, f->out + t * g->kg * g->pq, (int)g->pq);
+                      f->beta, f->out + t * g->kg * g->pq, (int)g->pq);
 }
 
 static void s_bwd_data_frames(void *arg, int64_t begin, int64_t end)
@@ -313,14 +373,16 @@ static const float *s_columns(const s_plan_t *p, const s_geom_t *g, const float 
 }
 
 static int s_group_forward(const s_plan_t *p, const s_geom_t *g, const float *x, const float *w,
-                           float *y)
+                           const float *bias, float *y)
 {
     int64_t n = p->spec.config.n;
+    if (bias)
+        s_bias_fill(y, bias, n, g->kg, g->pq);
     bool owned;
     const float *cols = s_columns(p, g, x, &owned);
     if (!cols)
         return tc_fail(TC_ENOMEM, "out of memory for the im2col columns");
-    s_frames_t f = {.g = g, .cols = cols, .w = w, .out = y};
+    s_frames_t f = {.g = g, .cols = cols, .w = w, .out = y, .beta = bias ? 1.0f : 0.0f};
     if (p->dilated)
         s_forward_frames(&f, 0, n);
     else
@@ -344,7 +406,7 @@ static int s_group_bwd_data(const s_plan_t *p, const s_geom_t *g, const float *d
 }
 
 static int s_group_bwd_filter(const s_plan_t *p, const s_geom_t *g, const float *x,
-                              const float *dy, float *dw)
+                              const float *dy, float *dw, float *db)
 {
     int64_t n = p->spec.config.n;
     s_zero(dw, g->kg * g->crs);
@@ -358,6 +420,8 @@ static int s_group_bwd_filter(const s_plan_t *p, const s_geom_t *g, const float 
                       1.0f, dw, (int)g->crs);
     if (owned)
         free((void *)cols);
+    if (db)
+        s_bias_grad(dy, db, n, g->kg, g->pq);
     return 0;
 }
 
@@ -383,7 +447,7 @@ int tc_cpu_native_run(void *plan, double *ms)
     int rc = 0;
     s_plan_t *p = plan;
     const tc_conv_config_t *c = &p->spec.config;
-    float *out = NULL, *xs = NULL, *ys = NULL;
+    float *out = NULL, *xs = NULL, *ys = NULL, *db = NULL;
     if (!p->selected)
         return tc_fail(TC_EINVAL, "native conv plan: no candidate selected before run");
     TC_TRY(tc_cpu_apply_threads(p->dev));
@@ -413,8 +477,10 @@ int tc_cpu_native_run(void *plan, double *ms)
         out = s_alloc((size_t)(c->k * p->crs));
         if (!out)
             TC_FAIL_GOTO(TC_ENOMEM, "out of memory for grad_weight");
+        if (c->bias && !(db = s_alloc(c->k)))
+            TC_FAIL_GOTO(TC_ENOMEM, "out of memory for grad_bias");
         if (p->g == 1) {
-            TC_TRY(s_group_bwd_filter(p, &g, p->x, p->dy, out));
+            TC_TRY(s_group_bwd_filter(p, &g, p->x, p->dy, out, db));
             break;
         }
         ys = s_alloc((size_t)(n * p->kg * p->pq));
@@ -424,7 +490,8 @@ int tc_cpu_native_run(void *plan, double *ms)
         for (int64_t k = 0; k < p->g; k++) {
             s_slice(p->x, xs, n, c->c, k * p->cg, p->cg, hw, true);
             s_slice(p->dy, ys, n, c->k, k * p->kg, p->kg, p->pq, true);
-            TC_TRY(s_group_bwd_filter(p, &g, xs, ys, out + k * p->kg * p->crs));
+            TC_TRY(s_group_bwd_filter(p, &g, xs, ys, out + k * p->kg * p->crs,
+                                      db ? db + k * p->kg : NULL));
         }
         break;
     }
@@ -433,7 +500,7 @@ int tc_cpu_native_run(void *plan, double *ms)
         if (!out)
             TC_FAIL_GOTO(TC_ENOMEM, "out of memory for the output");
         if (p->g == 1) {
-            TC_TRY(s_group_forward(p, &g, p->x, p->w, out));
+            TC_TRY(s_group_forward(p, &g, p->x, p->w, p->b, out));
             break;
         }
         ys = s_alloc((size_t)(n * p->kg * p->pq));
@@ -442,7 +509,8 @@ int tc_cpu_native_run(void *plan, double *ms)
             TC_FAIL_GOTO(TC_ENOMEM, "out of memory for a group's slices");
         for (int64_t k = 0; k < p->g; k++) {
             s_slice(p->x, xs, n, c->c, k * p->cg, p->cg, hw, true);
-            TC_TRY(s_group_forward(p, &g, xs, p->w + k * p->kg * p->crs, ys));
+            TC_TRY(s_group_forward(p, &g, xs, p->w + k * p->kg * p->crs,
+                                   p->b ? p->b + k * p->kg : NULL, ys));
             s_slice(out, ys, n, c->k, k * p->kg, p->kg, p->pq, false);
         }
         break;
@@ -455,8 +523,14 @@ int tc_cpu_native_run(void *plan, double *ms)
     free(p->out);
     p->out = out;
     out = NULL;
+    if (db) {
+        free(p->db);
+        p->db = db;
+        db = NULL;
+    }
 err:
     free(out);
+    free(db);
     free(xs);
     free(ys);
     return rc;
@@ -480,7 +554,9 @@ void tc_cpu_native_destroy(void *plan)
     free(p->x);
     free(p->w);
     free(p->dy);
+    free(p->b);
     free(p->out);
+    free(p->db);
     free(p);
 }
 
@@ -489,7 +565,8 @@ int tc_cpu_native_create(tc_cpu_ctx_t *dev, const tc_conv_spec_t *spec, bool dil
     int rc = 0;
     *out = NULL;
     const tc_conv_config_t *c = &spec->config;
-    if (c->dtype != TRAINCAST__V1__DTYPE__DTYPE_FP32)
+    if (c->dtype != TRAINCAST__V1__DTYPE__DTYPE_FP32 &&
+        c->dtype != TRAINCAST__V1__DTYPE__DTYPE_FP32_STRICT)
         return tc_fail(TC_EUNSUPPORTED, "PyTorch runs this %s conv with its own kernels, which "
                                         "do not use the BLAS and which traincast does not "
                                         "mirror; benchmark fp32",
@@ -533,12 +610,20 @@ int tc_cpu_native_create(tc_cpu_ctx_t *dev, const tc_conv_spec_t *spec, bool dil
         if (!p->x || !p->dy)
             TC_FAIL_GOTO(TC_ENOMEM, "out of memory for the inputs");
         p->out = s_alloc(ws);
+        if (c->bias) {
+            p->db = s_alloc(c->k);
+            if (!p->db)
+                TC_FAIL_GOTO(TC_ENOMEM, "out of memory for the bias gradient");
+            memset(p->db, 0, c->k * sizeof *p->db);
+        }
         break;
     default:
         p->x = s_random(xs, seed + TC_TENSOR_X);
         p->w = s_random(ws, seed + TC_TENSOR_W);
         if (!p->x || !p->w)
             TC_FAIL_GOTO(TC_ENOMEM, "out of memory for the inputs");
+        if (c->bias && !(p->b = s_random(c->k, seed + TC_TENSOR_B)))
+            TC_FAIL_GOTO(TC_ENOMEM, "out of memory for the bias");
         p->out = s_alloc(ys);
         break;
     }
@@ -551,8 +636,10 @@ int tc_cpu_native_create(tc_cpu_ctx_t *dev, const tc_conv_spec_t *spec, bool dil
     const char *what = spec->direction == TRAINCAST__V1__DIRECTION__DIRECTION_BWD_DATA
                            ? "sgemm+col2im"
                            : (p->plain_1x1 ? "sgemm" : "im2col+sgemm");
-    snprintf(p->cand.name, sizeof p->cand.name, "pytorch-native:%s%s%s", what,
-             dilated ? ":dilated" : "", p->g > 1 ? ":per-group" : "");
+    snprintf(p->cand.name, sizeof p->cand.name, "pytorch-native:%s%s%s%s", what,
+             dilated ? ":dilated" : "", p->g > 1 ? ":per-group" : "",
+             c->bias && spec->direction != TRAINCAST__V1__DIRECTION__DIRECTION_BWD_DATA ? "+bias"
+                                                                                       : "");
     p->cand.id = 0;
     p->cand.workspace_bytes = p->plain_1x1 && spec->direction != TRAINCAST__V1__DIRECTION__DIRECTION_BWD_DATA
                                   ? 0
@@ -600,6 +687,8 @@ int tc_cpu_native_read(void *plan, tc_tensor_t t, float *out, size_t count)
     case TC_TENSOR_Y: src = !bwd_data && !bwd_filter ? p->out : NULL; break;
     case TC_TENSOR_DX: src = bwd_data ? p->out : NULL; break;
     case TC_TENSOR_DW: src = bwd_filter ? p->out : NULL; break;
+    case TC_TENSOR_B: src = p->b; break;
+    case TC_TENSOR_DB: src = bwd_filter ? p->db : NULL; break;
     default: break;
     }
     if (!src)

@@ -7,6 +7,7 @@
 
 typedef struct {
     bool native;
+    tc_route_t route;
     void *impl;
 } s_plan_t;
 
@@ -31,6 +32,7 @@ int tc_cpu_plan_create(void *ctx, const tc_conv_spec_t *spec, void **out)
     s_plan_t *p = calloc(1, sizeof *p);
     if (!p)
         return tc_fail(TC_ENOMEM, "out of memory creating a cpu conv plan");
+    p->route = route;
     int rc;
     if (route == TC_ROUTE_ONEDNN) {
         rc = tc_cpu_dnnl_create(dev, spec, &p->impl);
@@ -80,6 +82,8 @@ int tc_cpu_read(void *plan, tc_tensor_t t, float *out, size_t count)
     return S_FORWARD(tc_cpu_native_read(p->impl, t, out, count),
                      tc_cpu_dnnl_read(p->impl, t, out, count));
 }
+
+const char *tc_cpu_plan_route(void *plan) { return tc_route_name(((s_plan_t *)plan)->route); }
 
 void tc_cpu_plan_destroy(void *plan)
 {

@@ -24,7 +24,9 @@ static bool s_use_mkldnn(const tc_conv_config_t *c, unsigned threads, bool enabl
         return false;
     if (c->dtype == TRAINCAST__V1__DTYPE__DTYPE_BF16 && bf16_onednn)
         return true;
-    if (c->dtype != TRAINCAST__V1__DTYPE__DTYPE_FP32)
+    /* fp32_strict is fp32 on a CPU (TF32 is a GPU's). */
+    if (c->dtype != TRAINCAST__V1__DTYPE__DTYPE_FP32 &&
+        c->dtype != TRAINCAST__V1__DTYPE__DTYPE_FP32_STRICT)
         return false;
     bool strided = c->stride_h != 1 || c->stride_w != 1;
     bool dilated = c->dilation_h != 1 || c->dilation_w != 1;
@@ -38,7 +40,8 @@ tc_route_t tc_route_conv(const tc_route_rule_t *rule, const tc_conv_config_t *c,
 {
     if (!rule->uses_native || s_use_mkldnn(c, threads, onednn_enabled, bf16_onednn))
         return TC_ROUTE_ONEDNN;
-    if (c->dtype != TRAINCAST__V1__DTYPE__DTYPE_FP32)
+    if (c->dtype != TRAINCAST__V1__DTYPE__DTYPE_FP32 &&
+        c->dtype != TRAINCAST__V1__DTYPE__DTYPE_FP32_STRICT)
         return TC_ROUTE_UNSUPPORTED;
     if (c->dilation_h != 1 || c->dilation_w != 1)
         return TC_ROUTE_NATIVE_DILATED;

@@ -1,230 +1,110 @@
-/* Conv plans on cuDNN (legacy convolution API), called the way PyTorch's
- * cuDNN v7 path does:
- * - descriptors: 4-d tensors in NCHW or NHWC, filter KCRS or KRSC, cross
- *   correlation with padding, stride, dilation and a group count; compute
- *   type fp32 for every data type; math type FMA for fp32 (no TF32),
- *   DEFAULT for tf32 (fp32 data, TF32 tensor cores allowed), TENSOR_OP for
- *   fp16 and bf16;
- * - heuristic policy: the candidates are cudnnGetConvolution*Algorithm_v7's
- *   list in its order, each with the math type it reports (PyTorch sets it
- *   on the descriptor before running); the first that succeeds and whose
- *   workspace fits the limit is the one PyTorch runs with
- *   cudnn.benchmark=False;
- * - exhaustive policy: every algorithm of the direction, each with its
- *   workspace size, to be timed (cudnn.benchmark=True picks the fastest of
- *   cudnnFind*AlgorithmEx's trials).
- * Timing: CUDA events around the one library call on the plan's stream.
- * Inputs are filled once on the device with reproducible random values. */
+/* Conv plans on a GPU, on the path the framework takes (gpu_route.h):
+ *
+ * - convs PyTorch keeps for its own kernels (depthwise, im2col + GEMM,
+ *   dilated) are run and timed by PyTorch itself through the framework
+ *   helper (fw_conv.h);
+ * - the others on cuDNN, through the API the framework version calls: the
+ *   legacy one (cuda_conv_v7.c, Conv_v7.cpp) or the graph API
+ *   (cuda_conv_v8.c, Conv_v8.cpp's run_single_conv);
+ * - with PyTorch at hand, its own choice of backend for the conv
+ *   (torch._C._select_conv_backend) overrides the ported rule where they
+ *   differ, with a warning.
+ *
+ * A cuDNN plan holds the tensors of one (config, direction): inputs filled
+ * once with reproducible random values, in as many copies as it takes for
+ * them together to exceed twice the L2 cache (at most 16), and used in turn
+ * so that no run finds its inputs in L2, as no training step does. The bias
+ * of a layer that has one is added after the forward (PyTorch's
+ * output.add_(bias)) and its gradient reduced after backward-filter
+ * (grad_output.sum({0, 2, 3})), both inside the timed region.
+ *
+ * Timing: a spin kernel of about 100 us is enqueued first, so the GPU is
+ * busy while the host enqueues the start event, the library call(s) and the
+ * stop event; the events then bracket GPU time only, back to back as in
+ * training, with no launch overhead in the sample. */
 #include "cuda_internal.h"
+
+#include "tc_log.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-typedef struct {
-    tc_algo_t info;
-    int algo;                /* cudnnConvolution*Algo_t value */
-    cudnnMathType_t math;
-} s_cand_t;
-
-typedef struct {
-    tc_cuda_ctx_t *dev;
-    tc_conv_spec_t spec;
-    cudnnDataType_t data_type;
-    int fill_kind;           /* for tc_cuda_fill */
-    size_t elem;             /* bytes per element */
-    cudnnMathType_t math;    /* the dtype's math type */
-    cudnnTensorDescriptor_t x_desc, y_desc;
-    cudnnFilterDescriptor_t w_desc;
-    cudnnConvolutionDescriptor_t conv;
-    void *buf[TC_TENSOR_COUNT]; /* device memory; NULL when not part of the direction */
-    s_cand_t *cands;
-    size_t n_cands;
-    int sel;
-    void *ws;
-    size_t ws_size;
-} tc_cuda_plan_t;
-
-static const char *const s_fwd_names[] = {"implicit_gemm", "implicit_precomp_gemm", "gemm",
-                                          "direct", "fft", "fft_tiling", "winograd",
-                                          "winograd_nonfused"};
-static const char *const s_bwd_data_names[] = {"algo_0", "algo_1", "fft", "fft_tiling",
-                                               "winograd", "winograd_nonfused"};
-static const char *const s_bwd_filter_names[] = {"algo_0", "algo_1", "fft", "algo_3",
-                                                 "winograd", "winograd_nonfused", "fft_tiling"};
-
-static bool s_is(const tc_cuda_plan_t *p, Traincast__V1__Direction d) { return p->spec.direction == d; }
 #define DIR_FWD TRAINCAST__V1__DIRECTION__DIRECTION_FWD
 #define DIR_BWD_DATA TRAINCAST__V1__DIRECTION__DIRECTION_BWD_DATA
 #define DIR_BWD_FILTER TRAINCAST__V1__DIRECTION__DIRECTION_BWD_FILTER
 
-static const char *s_algo_name(const tc_cuda_plan_t *p, int algo)
-{
-    if (s_is(p, DIR_BWD_DATA))
-        return algo >= 0 && algo < CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT ? s_bwd_data_names[algo] : "?";
-    if (s_is(p, DIR_BWD_FILTER))
-        return algo >= 0 && algo < CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT ? s_bwd_filter_names[algo]
-                                                                            : "?";
-    return algo >= 0 && algo < CUDNN_CONVOLUTION_FWD_ALGO_COUNT ? s_fwd_names[algo] : "?";
-}
+/* The spin before each timed call, in microseconds of SM clock. */
+#define S_SPIN_US 100
 
-static const char *s_math_name(cudnnMathType_t m)
-{
-    switch (m) {
-    case CUDNN_TENSOR_OP_MATH: return "tensor_op";
-    case CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION: return "tensor_op_conversion";
-    case CUDNN_FMA_MATH: return "fma";
-    default: return "default";
-    }
-}
+/* A plan of any route: a cuDNN one, or one the framework runs. */
+typedef struct {
+    tc_cuda_plan_t *cudnn;
+    void *fw;
+    char route[32];
+} s_plan_t;
 
-/* Workspace of `algo` with math type `math`; a cuDNN status on failure. */
-static cudnnStatus_t s_workspace(tc_cuda_plan_t *p, int algo, cudnnMathType_t math, size_t *bytes)
+int tc_cuda_cand_add(tc_cuda_plan_t *p, const tc_cuda_cand_t *c, cudnnStatus_t status,
+                     uint64_t limit)
 {
-    cudnnStatus_t st = cudnnSetConvolutionMathType(p->conv, math);
-    if (st != CUDNN_STATUS_SUCCESS)
-        return st;
-    cudnnHandle_t h = p->dev->cudnn;
-    if (s_is(p, DIR_BWD_DATA))
-        return cudnnGetConvolutionBackwardDataWorkspaceSize(
-            h, p->w_desc, p->y_desc, p->conv, p->x_desc, (cudnnConvolutionBwdDataAlgo_t)algo, bytes);
-    if (s_is(p, DIR_BWD_FILTER))
-        return cudnnGetConvolutionBackwardFilterWorkspaceSize(
-            h, p->x_desc, p->y_desc, p->conv, p->w_desc, (cudnnConvolutionBwdFilterAlgo_t)algo,
-            bytes);
-    return cudnnGetConvolutionForwardWorkspaceSize(h, p->x_desc, p->w_desc, p->conv, p->y_desc,
-                                                   (cudnnConvolutionFwdAlgo_t)algo, bytes);
-}
-
-static int s_add(tc_cuda_plan_t *p, int algo, cudnnMathType_t math, cudnnStatus_t status,
-                 size_t ws, uint64_t limit)
-{
-    s_cand_t c;
-    memset(&c, 0, sizeof c);
-    c.algo = algo;
-    c.math = math;
-    c.info.id = algo;
-    if (math == p->math)
-        snprintf(c.info.name, sizeof c.info.name, "%s", s_algo_name(p, algo));
-    else
-        snprintf(c.info.name, sizeof c.info.name, "%s (%s math)", s_algo_name(p, algo),
-                 s_math_name(math));
-    c.info.workspace_bytes = ws;
+    tc_cuda_cand_t add = *c;
     if (status != CUDNN_STATUS_SUCCESS) {
-        c.info.status = TRAINCAST__V1__ALGO_STATUS__ALGO_STATUS_NOT_SUPPORTED;
-        snprintf(c.info.message, sizeof c.info.message, "%s", cudnnGetErrorString(status));
-    } else if (ws > limit) {
-        c.info.status = TRAINCAST__V1__ALGO_STATUS__ALGO_STATUS_WORKSPACE_TOO_LARGE;
-        snprintf(c.info.message, sizeof c.info.message,
-                 "needs %zu bytes of workspace, over the %llu byte limit", ws,
-                 (unsigned long long)limit);
-    } else {
-        c.info.status = TRAINCAST__V1__ALGO_STATUS__ALGO_STATUS_OK;
+        add.info.status = TRAINCAST__V1__ALGO_STATUS__ALGO_STATUS_NOT_SUPPORTED;
+        if (!add.info.message[0])
+            snprintf(add.info.message, sizeof add.info.message, "%s",
+                     cudnnGetErrorString(status));
+    } else if (add.info.workspace_bytes > limit) {
+        add.info.status = TRAINCAST__V1__ALGO_STATUS__ALGO_STATUS_WORKSPACE_TOO_LARGE;
+        snprintf(add.info.message, sizeof add.info.message,
+                 "needs %llu bytes of workspace, over the %llu byte limit",
+                 (unsigned long long)add.info.workspace_bytes, (unsigned long long)limit);
+    } else if (add.info.status == TRAINCAST__V1__ALGO_STATUS__ALGO_STATUS_UNSPECIFIED) {
+        add.info.status = TRAINCAST__V1__ALGO_STATUS__ALGO_STATUS_OK;
     }
-    s_cand_t *n = realloc(p->cands, (p->n_cands + 1) * sizeof *n);
+    tc_cuda_cand_t *n = realloc(p->cands, (p->n_cands + 1) * sizeof *n);
     if (!n)
         return tc_fail(TC_ENOMEM, "out of memory listing cuDNN algorithms");
     p->cands = n;
-    p->cands[p->n_cands++] = c;
+    p->cands[p->n_cands++] = add;
     return 0;
 }
 
-/* Heuristic order from cudnnGetConvolution*Algorithm_v7. */
-static int s_list_heuristic(tc_cuda_plan_t *p, uint64_t limit)
+static void s_cudnn_destroy(tc_cuda_plan_t *p)
 {
-    int rc = 0, got = 0;
-    cudnnHandle_t h = p->dev->cudnn;
-    TC_CUDNN_TRY(cudnnSetConvolutionMathType(p->conv, p->math));
-    if (s_is(p, DIR_BWD_DATA)) {
-        cudnnConvolutionBwdDataAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
-        TC_CUDNN_TRY(cudnnGetConvolutionBackwardDataAlgorithm_v7(
-            h, p->w_desc, p->y_desc, p->conv, p->x_desc, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT,
-            &got, perf));
-        for (int i = 0; i < got; i++)
-            TC_TRY(s_add(p, perf[i].algo, perf[i].mathType, perf[i].status, perf[i].memory, limit));
-    } else if (s_is(p, DIR_BWD_FILTER)) {
-        cudnnConvolutionBwdFilterAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
-        TC_CUDNN_TRY(cudnnGetConvolutionBackwardFilterAlgorithm_v7(
-            h, p->x_desc, p->y_desc, p->conv, p->w_desc, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT,
-            &got, perf));
-        for (int i = 0; i < got; i++)
-            TC_TRY(s_add(p, perf[i].algo, perf[i].mathType, perf[i].status, perf[i].memory, limit));
-    } else {
-        cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
-        TC_CUDNN_TRY(cudnnGetConvolutionForwardAlgorithm_v7(h, p->x_desc, p->w_desc, p->conv,
-                                                            p->y_desc,
-                                                            CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &got,
-                                                            perf));
-        for (int i = 0; i < got; i++)
-            TC_TRY(s_add(p, perf[i].algo, perf[i].mathType, perf[i].status, perf[i].memory, limit));
-    }
-    /* The heuristic's memory estimate can differ from the real requirement;
-     * ask for the workspace of every candidate it says can run. */
-    for (size_t i = 0; i < p->n_cands; i++) {
-        s_cand_t *c = &p->cands[i];
-        if (c->info.status == TRAINCAST__V1__ALGO_STATUS__ALGO_STATUS_NOT_SUPPORTED)
-            continue;
-        size_t ws = 0;
-        cudnnStatus_t st = s_workspace(p, c->algo, c->math, &ws);
-        if (st != CUDNN_STATUS_SUCCESS) {
-            c->info.status = TRAINCAST__V1__ALGO_STATUS__ALGO_STATUS_NOT_SUPPORTED;
-            snprintf(c->info.message, sizeof c->info.message, "workspace query: %s",
-                     cudnnGetErrorString(st));
-            continue;
-        }
-        if (ws > c->info.workspace_bytes)
-            c->info.workspace_bytes = ws;
-        if (c->info.workspace_bytes > limit) {
-            c->info.status = TRAINCAST__V1__ALGO_STATUS__ALGO_STATUS_WORKSPACE_TOO_LARGE;
-            snprintf(c->info.message, sizeof c->info.message,
-                     "needs %llu bytes of workspace, over the %llu byte limit",
-                     (unsigned long long)c->info.workspace_bytes, (unsigned long long)limit);
-        }
-    }
-    return 0;
-err:
-    return rc;
-}
-
-/* Every algorithm of the direction with the dtype's math type. */
-static int s_list_all(tc_cuda_plan_t *p, uint64_t limit)
-{
-    int rc = 0;
-    int count = s_is(p, DIR_BWD_DATA)     ? CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT
-                : s_is(p, DIR_BWD_FILTER) ? CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT
-                                          : CUDNN_CONVOLUTION_FWD_ALGO_COUNT;
-    for (int a = 0; a < count; a++) {
-        size_t ws = 0;
-        cudnnStatus_t st = s_workspace(p, a, p->math, &ws);
-        TC_TRY(s_add(p, a, p->math, st, ws, limit));
-    }
-    return 0;
-err:
-    return rc;
-}
-
-void tc_cuda_plan_destroy(void *plan)
-{
-    tc_cuda_plan_t *p = plan;
     if (!p)
         return;
     cudaSetDevice(p->dev->index);
     cudaStreamSynchronize(p->dev->stream);
+    tc_cuda_v7_release(p);
+    tc_cuda_v8_release(p);
+    /* The inputs are owned by in[][]; buf[] only points at one copy. */
+    for (int i = 0; i < 2; i++)
+        if (p->n_rot || p->in[0][i])
+            p->buf[p->in_t[i]] = NULL;
+    for (size_t r = 0; r < TC_CUDA_MAX_ROTATION; r++)
+        for (int i = 0; i < 2; i++)
+            if (p->in[r][i])
+                cudaFree(p->in[r][i]);
     for (int t = 0; t < TC_TENSOR_COUNT; t++)
         if (p->buf[t])
             cudaFree(p->buf[t]);
+    if (p->bias_acc)
+        cudaFree(p->bias_acc);
     if (p->ws)
         cudaFree(p->ws);
-    if (p->x_desc)
-        cudnnDestroyTensorDescriptor(p->x_desc);
-    if (p->y_desc)
-        cudnnDestroyTensorDescriptor(p->y_desc);
-    if (p->w_desc)
-        cudnnDestroyFilterDescriptor(p->w_desc);
-    if (p->conv)
-        cudnnDestroyConvolutionDescriptor(p->conv);
     free(p->cands);
     free(p);
+}
+
+void tc_cuda_plan_destroy(void *plan)
+{
+    s_plan_t *w = plan;
+    if (!w)
+        return;
+    s_cudnn_destroy(w->cudnn);
+    if (w->fw)
+        tc_fw_plan_iface.plan_destroy(w->fw);
+    free(w);
 }
 
 /* The dtype's cuDNN types, or TC_EUNSUPPORTED when this GPU lacks them. */
@@ -232,20 +112,29 @@ static int s_types(tc_cuda_plan_t *p)
 {
     const tc_cuda_ctx_t *d = p->dev;
     bool ampere = d->cc_major >= 8;
+    p->allow_tf32 = false;
     switch (p->spec.config.dtype) {
     case TRAINCAST__V1__DTYPE__DTYPE_FP32:
-        p->data_type = CUDNN_DATA_FLOAT, p->elem = 4, p->fill_kind = 0, p->math = CUDNN_FMA_MATH;
+        /* PyTorch's default, torch.backends.cudnn.allow_tf32 = True: cuDNN's
+         * default math, TF32 tensor cores on compute capability 8.0 and up. */
+        p->data_type = CUDNN_DATA_FLOAT, p->elem = 4, p->fill_kind = 0;
+        p->math = CUDNN_DEFAULT_MATH, p->allow_tf32 = true;
+        return 0;
+    case TRAINCAST__V1__DTYPE__DTYPE_FP32_STRICT:
+        /* allow_tf32 = False: FMA math (Conv_v7.cpp), no tensor-core engines (v8). */
+        p->data_type = CUDNN_DATA_FLOAT, p->elem = 4, p->fill_kind = 0;
+        p->math = CUDNN_FMA_MATH;
         return 0;
     case TRAINCAST__V1__DTYPE__DTYPE_TF32:
         if (!ampere)
             return tc_fail(TC_EUNSUPPORTED, "tf32 needs compute capability 8.0 or newer; %s is "
                                             "%s: use --dtype fp32",
                            d->name, d->cc);
-        p->data_type = CUDNN_DATA_FLOAT, p->elem = 4, p->fill_kind = 0,
-        p->math = CUDNN_DEFAULT_MATH;
+        p->data_type = CUDNN_DATA_FLOAT, p->elem = 4, p->fill_kind = 0;
+        p->math = CUDNN_DEFAULT_MATH, p->allow_tf32 = true;
         return 0;
     case TRAINCAST__V1__DTYPE__DTYPE_FP16:
-        p->data_type = CUDNN_DATA_HALF, p->elem = 2, p->fill_kind = 1,
+        p->data_type = CUDNN_DATA_HALF, p->elem = 2, p->fill_kind = 1;
         p->math = CUDNN_TENSOR_OP_MATH;
         return 0;
     case TRAINCAST__V1__DTYPE__DTYPE_BF16:
@@ -253,7 +142,7 @@ static int s_types(tc_cuda_plan_t *p)
             return tc_fail(TC_EUNSUPPORTED, "bf16 convolutions need compute capability 8.0 or "
                                             "newer; %s is %s",
                            d->name, d->cc);
-        p->data_type = CUDNN_DATA_BFLOAT16, p->elem = 2, p->fill_kind = 2,
+        p->data_type = CUDNN_DATA_BFLOAT16, p->elem = 2, p->fill_kind = 2;
         p->math = CUDNN_TENSOR_OP_MATH;
         return 0;
     default:
@@ -261,18 +150,160 @@ static int s_types(tc_cuda_plan_t *p)
     }
 }
 
-static int s_alloc(tc_cuda_plan_t *p, tc_tensor_t t, bool input, uint64_t seed)
+static int s_alloc(tc_cuda_plan_t *p, void **buf, tc_tensor_t t, bool input, uint64_t seed)
 {
     int rc = 0;
     size_t n = tc_tensor_count(&p->spec.config, t);
-    TC_CUDA_TRY(cudaMalloc(&p->buf[t], n * p->elem));
+    TC_CUDA_TRY(cudaMalloc(buf, n * p->elem));
     if (input)
-        TC_CUDA_TRY(tc_cuda_fill(p->buf[t], n, p->fill_kind, seed, p->dev->stream));
+        TC_CUDA_TRY(tc_cuda_fill(*buf, n, p->fill_kind, seed, p->dev->stream));
     else
-        TC_CUDA_TRY(cudaMemsetAsync(p->buf[t], 0, n * p->elem, p->dev->stream));
+        TC_CUDA_TRY(cudaMemsetAsync(*buf, 0, n * p->elem, p->dev->stream));
     return 0;
 err:
     return tc_err_context(rc, "allocating tensor %s (%zu values)", tc_tensor_name(t), n);
+}
+
+/* The direction's tensors: its inputs in enough copies to exceed twice the
+ * L2 cache (bounded by a quarter of the free memory), its output, the bias
+ * or its gradient. */
+static int s_tensors(tc_cuda_plan_t *p)
+{
+    int rc = 0;
+    const tc_conv_config_t *c = &p->spec.config;
+    tc_tensor_t out;
+    if (p->spec.direction == DIR_BWD_DATA)
+        p->in_t[0] = TC_TENSOR_DY, p->in_t[1] = TC_TENSOR_W, out = TC_TENSOR_DX;
+    else if (p->spec.direction == DIR_BWD_FILTER)
+        p->in_t[0] = TC_TENSOR_X, p->in_t[1] = TC_TENSOR_DY, out = TC_TENSOR_DW;
+    else
+        p->in_t[0] = TC_TENSOR_X, p->in_t[1] = TC_TENSOR_W, out = TC_TENSOR_Y;
+    uint64_t in_bytes = (tc_tensor_count(c, p->in_t[0]) + tc_tensor_count(c, p->in_t[1])) * p->elem;
+    size_t copies = 1;
+    if (p->dev->l2_bytes && in_bytes) {
+        size_t free_b = 0, total_b = 0;
+        TC_CUDA_TRY(cudaMemGetInfo(&free_b, &total_b));
+        uint64_t want = (2 * p->dev->l2_bytes + in_bytes - 1) / in_bytes;
+        uint64_t fit = free_b / 4 / in_bytes;
+        copies = (size_t)(want < fit ? want : fit);
+        copies = copies < 1 ? 1 : copies > TC_CUDA_MAX_ROTATION ? TC_CUDA_MAX_ROTATION : copies;
+    }
+    for (size_t r = 0; r < copies; r++) {
+        for (int i = 0; i < 2; i++)
+            TC_TRY(s_alloc(p, &p->in[r][i], p->in_t[i], true, p->spec.seed + p->in_t[i]));
+        p->n_rot = r + 1;
+    }
+    p->buf[p->in_t[0]] = p->in[0][0];
+    p->buf[p->in_t[1]] = p->in[0][1];
+    TC_TRY(s_alloc(p, &p->buf[out], out, false, 0));
+    if (c->bias && p->spec.direction == DIR_FWD)
+        TC_TRY(s_alloc(p, &p->buf[TC_TENSOR_B], TC_TENSOR_B, true, p->spec.seed + TC_TENSOR_B));
+    if (c->bias && p->spec.direction == DIR_BWD_FILTER) {
+        TC_TRY(s_alloc(p, &p->buf[TC_TENSOR_DB], TC_TENSOR_DB, false, 0));
+        TC_CUDA_TRY(cudaMalloc((void **)&p->bias_acc, c->k * sizeof *p->bias_acc));
+    }
+    TC_CUDA_TRY(cudaStreamSynchronize(p->dev->stream));
+    return 0;
+err:
+    return rc; /* destroy frees what was allocated */
+}
+
+/* The workspace PyTorch can give a conv during training: what the spec
+ * says (the device's memory less the trace's peak), else what is free now
+ * less a margin. */
+static int s_limit(tc_cuda_plan_t *p, uint64_t *limit)
+{
+    int rc = 0;
+    *limit = p->spec.workspace_limit;
+    if (*limit)
+        return 0;
+    size_t free_b = 0, total_b = 0;
+    TC_CUDA_TRY(cudaMemGetInfo(&free_b, &total_b));
+    *limit = free_b > (64u << 20) ? free_b - (64u << 20) : 0;
+    return 0;
+err:
+    return rc;
+}
+
+static int s_cudnn_create(tc_cuda_ctx_t *dev, const tc_conv_spec_t *spec, tc_cuda_plan_t **out)
+{
+    int rc = 0;
+    *out = NULL;
+    tc_cuda_plan_t *p = calloc(1, sizeof *p);
+    if (!p)
+        return tc_fail(TC_ENOMEM, "out of memory creating a cuda conv plan");
+    p->dev = dev;
+    p->spec = *spec;
+    p->sel = -1;
+    snprintf(p->route, sizeof p->route, "%s", dev->v8 ? "cudnn-v8" : "cudnn");
+    TC_TRY(s_types(p));
+    TC_TRY(s_tensors(p));
+    uint64_t limit = 0;
+    TC_TRY(s_limit(p, &limit));
+    if (dev->v8) {
+        TC_TRY(tc_cuda_v8_list(p, limit));
+    } else {
+        TC_TRY(tc_cuda_v7_prepare(p));
+        TC_TRY(tc_cuda_v7_list(p, limit));
+    }
+    *out = p;
+    return 0;
+err:
+    s_cudnn_destroy(p);
+    return rc;
+}
+
+/* Where this conv runs: the spec's path, else the framework's choice. */
+static int s_route(tc_cuda_ctx_t *dev, const tc_conv_spec_t *spec, tc_gpu_route_t *out)
+{
+    const tc_conv_config_t *c = &spec->config;
+    bool dilated = c->dilation_h != 1 || c->dilation_w != 1;
+    bool depthwise = c->c == c->groups && c->groups > 1 && c->k % c->c == 0;
+    switch (spec->path) {
+    case TC_PATH_LIBRARY:
+        *out = TC_GPU_ROUTE_CUDNN;
+        return 0;
+    case TC_PATH_NATIVE:
+        *out = depthwise ? TC_GPU_ROUTE_NATIVE_DEPTHWISE
+               : dilated ? TC_GPU_ROUTE_NATIVE_DILATED
+                         : TC_GPU_ROUTE_NATIVE;
+        return 0;
+    default:
+        break;
+    }
+    *out = tc_gpu_route_conv(&dev->rule, &dev->settings, c);
+    if (!dev->has_framework)
+        return 0;
+    /* PyTorch's own answer for this conv decides. */
+    tc_fw_t *fw = tc_cuda_framework(dev);
+    if (!fw) {
+        tc_log_warn("%s: the framework's own choice of conv backend cannot be asked (%s); "
+                    "following the ported rule",
+                    dev->name, tc_errmsg());
+        dev->has_framework = false;
+        return 0;
+    }
+    char backend[64];
+    int rc = tc_fw_select(fw, c, backend, sizeof backend);
+    if (rc < 0)
+        return tc_err_context(rc, "asking PyTorch where it runs this conv");
+    if (!backend[0])
+        return 0; /* this PyTorch cannot say */
+    int theirs = tc_gpu_route_from_backend(backend);
+    if (theirs < 0)
+        return tc_fail(TC_EUNSUPPORTED, "PyTorch runs this conv on its %s backend, which the "
+                                        "agent does not time",
+                       backend);
+    if ((tc_gpu_route_t)theirs != *out) {
+        char label[160];
+        tc_conv_config_label(c, label, sizeof label);
+        tc_log_warn("%s: PyTorch %s runs %s %s on %s, where the rule %s says %s: following "
+                    "PyTorch",
+                    dev->name, dev->framework, label, tc_dtype_name(c->dtype), backend,
+                    dev->routing, tc_gpu_route_backend(*out));
+        *out = (tc_gpu_route_t)theirs;
+    }
+    return 0;
 }
 
 int tc_cuda_plan_create(void *ctx, const tc_conv_spec_t *spec, void **out)
@@ -280,99 +311,64 @@ int tc_cuda_plan_create(void *ctx, const tc_conv_spec_t *spec, void **out)
     int rc = 0;
     *out = NULL;
     tc_cuda_ctx_t *dev = ctx;
-    const tc_conv_config_t *c = &spec->config;
-    /* PyTorch sends every conv on a CUDA device to cuDNN here (fp32 and
-     * fp16, cudnn enabled); its native CUDA kernels are not mirrored. */
-    if (spec->path == TC_PATH_NATIVE)
-        return tc_fail(TC_EUNSUPPORTED, "the cuda backend times cuDNN only, not the framework's "
-                                        "native CUDA kernels");
-    tc_cuda_plan_t *p = calloc(1, sizeof *p);
-    if (!p)
-        return tc_fail(TC_ENOMEM, "out of memory creating a cuda conv plan");
-    p->dev = dev;
     TC_TRY(tc_cuda_activate(dev));
-    p->spec = *spec;
-    p->sel = -1;
-    TC_TRY(s_types(p));
-    bool nhwc = c->layout == TRAINCAST__V1__LAYOUT__LAYOUT_NHWC;
-    cudnnTensorFormat_t fmt = nhwc ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW;
-    int p_out = (int)tc_conv_out_h(c), q_out = (int)tc_conv_out_w(c);
-    TC_CUDNN_TRY(cudnnCreateTensorDescriptor(&p->x_desc));
-    TC_CUDNN_TRY(cudnnCreateTensorDescriptor(&p->y_desc));
-    TC_CUDNN_TRY(cudnnCreateFilterDescriptor(&p->w_desc));
-    TC_CUDNN_TRY(cudnnCreateConvolutionDescriptor(&p->conv));
-    TC_CUDNN_TRY(cudnnSetTensor4dDescriptor(p->x_desc, fmt, p->data_type, (int)c->n, (int)c->c,
-                                            (int)c->h, (int)c->w));
-    TC_CUDNN_TRY(cudnnSetTensor4dDescriptor(p->y_desc, fmt, p->data_type, (int)c->n, (int)c->k,
-                                            p_out, q_out));
-    TC_CUDNN_TRY(cudnnSetFilter4dDescriptor(p->w_desc, p->data_type, fmt, (int)c->k,
-                                            (int)(c->c / c->groups), (int)c->r, (int)c->s));
-    TC_CUDNN_TRY(cudnnSetConvolution2dDescriptor(p->conv, (int)c->pad_h, (int)c->pad_w,
-                                                 (int)c->stride_h, (int)c->stride_w,
-                                                 (int)c->dilation_h, (int)c->dilation_w,
-                                                 CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
-    TC_CUDNN_TRY(cudnnSetConvolutionGroupCount(p->conv, (int)c->groups));
-    TC_CUDNN_TRY(cudnnSetConvolutionMathType(p->conv, p->math));
-    int dn, dc, dh, dw;
-    TC_CUDNN_TRY(cudnnGetConvolution2dForwardOutputDim(p->conv, p->x_desc, p->w_desc, &dn, &dc,
-                                                       &dh, &dw));
-    if (dn != (int)c->n || dc != (int)c->k || dh != p_out || dw != q_out)
-        TC_FAIL_GOTO(TC_ELIB, "cuDNN computes output %dx%dx%dx%d, traincast %ux%ux%dx%d", dn, dc,
-                     dh, dw, c->n, c->k, p_out, q_out);
-
-    uint64_t seed = spec->seed;
-    if (s_is(p, DIR_BWD_DATA)) {
-        TC_TRY(s_alloc(p, TC_TENSOR_DY, true, seed + TC_TENSOR_DY));
-        TC_TRY(s_alloc(p, TC_TENSOR_W, true, seed + TC_TENSOR_W));
-        TC_TRY(s_alloc(p, TC_TENSOR_DX, false, 0));
-    } else if (s_is(p, DIR_BWD_FILTER)) {
-        TC_TRY(s_alloc(p, TC_TENSOR_X, true, seed + TC_TENSOR_X));
-        TC_TRY(s_alloc(p, TC_TENSOR_DY, true, seed + TC_TENSOR_DY));
-        TC_TRY(s_alloc(p, TC_TENSOR_DW, false, 0));
+    tc_gpu_route_t route;
+    TC_TRY(s_route(dev, spec, &route));
+    s_plan_t *w = calloc(1, sizeof *w);
+    if (!w)
+        return tc_fail(TC_ENOMEM, "out of memory creating a cuda conv plan");
+    if (route == TC_GPU_ROUTE_CUDNN) {
+        rc = s_cudnn_create(dev, spec, &w->cudnn);
+        if (rc == 0)
+            snprintf(w->route, sizeof w->route, "%s", w->cudnn->route);
     } else {
-        TC_TRY(s_alloc(p, TC_TENSOR_X, true, seed + TC_TENSOR_X));
-        TC_TRY(s_alloc(p, TC_TENSOR_W, true, seed + TC_TENSOR_W));
-        TC_TRY(s_alloc(p, TC_TENSOR_Y, false, 0));
+        snprintf(w->route, sizeof w->route, "%s", tc_gpu_route_name(route));
+        tc_fw_t *fw = tc_cuda_framework(dev);
+        rc = fw ? tc_fw_plan_create(fw, spec, w->route, &w->fw)
+                : tc_fail(TC_EUNSUPPORTED, "PyTorch runs this conv with its own %s kernels, "
+                                           "which the agent times through PyTorch: %s",
+                          w->route, tc_errmsg());
     }
-    TC_CUDA_TRY(cudaStreamSynchronize(dev->stream));
-
-    uint64_t limit = spec->workspace_limit;
-    if (limit == 0) {
-        /* PyTorch runs the first algorithm whose workspace it can allocate:
-         * the limit is what is free now, less a margin. */
-        size_t free_b = 0, total_b = 0;
-        TC_CUDA_TRY(cudaMemGetInfo(&free_b, &total_b));
-        limit = free_b > (64u << 20) ? free_b - (64u << 20) : 0;
+    if (rc < 0) {
+        free(w);
+        return rc;
     }
-    if (spec->policy == TRAINCAST__V1__POLICY__POLICY_EXHAUSTIVE)
-        TC_TRY(s_list_all(p, limit));
-    else
-        TC_TRY(s_list_heuristic(p, limit));
-    *out = p;
+    *out = w;
     return 0;
 err:
-    tc_cuda_plan_destroy(p);
     return rc;
 }
 
-size_t tc_cuda_algo_count(void *plan) { return ((tc_cuda_plan_t *)plan)->n_cands; }
+const char *tc_cuda_plan_route(void *plan) { return ((s_plan_t *)plan)->route; }
+
+size_t tc_cuda_algo_count(void *plan)
+{
+    s_plan_t *w = plan;
+    return w->fw ? tc_fw_plan_iface.algo_count(w->fw) : w->cudnn->n_cands;
+}
 
 const tc_algo_t *tc_cuda_algo(void *plan, size_t i)
 {
-    tc_cuda_plan_t *p = plan;
-    return i < p->n_cands ? &p->cands[i].info : NULL;
+    s_plan_t *w = plan;
+    if (w->fw)
+        return tc_fw_plan_iface.algo(w->fw, i);
+    return i < w->cudnn->n_cands ? &w->cudnn->cands[i].info : NULL;
 }
 
 int tc_cuda_select(void *plan, size_t i)
 {
     int rc = 0;
-    tc_cuda_plan_t *p = plan;
+    s_plan_t *w = plan;
+    if (w->fw)
+        return tc_fw_plan_iface.select(w->fw, i);
+    tc_cuda_plan_t *p = w->cudnn;
     if (i >= p->n_cands)
         return tc_fail(TC_EINVAL, "cuda conv plan: no candidate %zu", i);
     TC_TRY(tc_cuda_activate(p->dev));
-    const s_cand_t *c = &p->cands[i];
+    const tc_cuda_cand_t *c = &p->cands[i];
     p->sel = -1;
-    TC_CUDNN_TRY(cudnnSetConvolutionMathType(p->conv, c->math));
+    if (!p->v8)
+        TC_TRY(tc_cuda_v7_select(p, c));
     if (c->info.workspace_bytes > p->ws_size) {
         if (p->ws)
             TC_CUDA_TRY(cudaFree(p->ws));
@@ -390,29 +386,36 @@ err:
 int tc_cuda_run(void *plan, double *ms)
 {
     int rc = 0;
-    tc_cuda_plan_t *p = plan;
+    s_plan_t *w = plan;
+    if (w->fw)
+        return tc_fw_plan_iface.run(w->fw, ms);
+    tc_cuda_plan_t *p = w->cudnn;
     if (p->sel < 0)
         return tc_fail(TC_EINVAL, "cuda conv plan: no candidate selected before run");
-    const s_cand_t *c = &p->cands[p->sel];
+    const tc_cuda_cand_t *c = &p->cands[p->sel];
     tc_cuda_ctx_t *d = p->dev;
-    const float one = 1.0f, zero = 0.0f;
+    const tc_conv_config_t *cfg = &p->spec.config;
     TC_TRY(tc_cuda_activate(d));
+    /* This run's copy of the inputs. */
+    p->last_rot = p->rot;
+    p->buf[p->in_t[0]] = p->in[p->rot][0];
+    p->buf[p->in_t[1]] = p->in[p->rot][1];
+    p->rot = (p->rot + 1) % p->n_rot;
+    long long cycles = (long long)d->clock_khz * S_SPIN_US / 1000;
+    TC_CUDA_TRY(tc_cuda_spin(cycles > 0 ? cycles : 100000, d->stream));
     TC_CUDA_TRY(cudaEventRecord(d->start, d->stream));
-    if (s_is(p, DIR_BWD_DATA))
-        TC_CUDNN_TRY(cudnnConvolutionBackwardData(
-            d->cudnn, &one, p->w_desc, p->buf[TC_TENSOR_W], p->y_desc, p->buf[TC_TENSOR_DY],
-            p->conv, (cudnnConvolutionBwdDataAlgo_t)c->algo, p->ws, p->ws_size, &zero, p->x_desc,
-            p->buf[TC_TENSOR_DX]));
-    else if (s_is(p, DIR_BWD_FILTER))
-        TC_CUDNN_TRY(cudnnConvolutionBackwardFilter(
-            d->cudnn, &one, p->x_desc, p->buf[TC_TENSOR_X], p->y_desc, p->buf[TC_TENSOR_DY],
-            p->conv, (cudnnConvolutionBwdFilterAlgo_t)c->algo, p->ws, p->ws_size, &zero, p->w_desc,
-            p->buf[TC_TENSOR_DW]));
+    if (p->v8)
+        TC_TRY(tc_cuda_v8_launch(p, c));
     else
-        TC_CUDNN_TRY(cudnnConvolutionForward(
-            d->cudnn, &one, p->x_desc, p->buf[TC_TENSOR_X], p->w_desc, p->buf[TC_TENSOR_W], p->conv,
-            (cudnnConvolutionFwdAlgo_t)c->algo, p->ws, p->ws_size, &zero, p->y_desc,
-            p->buf[TC_TENSOR_Y]));
+        TC_TRY(tc_cuda_v7_launch(p, c));
+    size_t pq = (size_t)tc_conv_out_h(cfg) * tc_conv_out_w(cfg);
+    int nhwc = cfg->layout == TRAINCAST__V1__LAYOUT__LAYOUT_NHWC;
+    if (cfg->bias && p->spec.direction == DIR_FWD)
+        TC_CUDA_TRY(tc_cuda_bias_add(p->buf[TC_TENSOR_Y], p->buf[TC_TENSOR_B], cfg->n, cfg->k, pq,
+                                     nhwc, p->fill_kind, d->stream));
+    if (cfg->bias && p->spec.direction == DIR_BWD_FILTER)
+        TC_CUDA_TRY(tc_cuda_bias_grad(p->buf[TC_TENSOR_DY], p->buf[TC_TENSOR_DB], p->bias_acc,
+                                      cfg->n, cfg->k, pq, nhwc, p->fill_kind, d->stream));
     TC_CUDA_TRY(cudaEventRecord(d->stop, d->stream));
     TC_CUDA_TRY(cudaEventSynchronize(d->stop));
     float elapsed = 0;
@@ -459,7 +462,10 @@ static float s_bf16_to_float(uint16_t b)
 int tc_cuda_read(void *plan, tc_tensor_t t, float *out, size_t count)
 {
     int rc = 0;
-    tc_cuda_plan_t *p = plan;
+    s_plan_t *w = plan;
+    if (w->fw)
+        return tc_fw_plan_iface.read(w->fw, t, out, count);
+    tc_cuda_plan_t *p = w->cudnn;
     void *host = NULL;
     if ((unsigned)t >= TC_TENSOR_COUNT || !p->buf[t])
         return tc_fail(TC_ENOTFOUND, "this %s plan has no tensor %s",
@@ -470,11 +476,16 @@ int tc_cuda_read(void *plan, tc_tensor_t t, float *out, size_t count)
         return tc_fail(TC_EINVAL, "reading tensor %s: it has %zu values, not %zu",
                        tc_tensor_name(t), n, count);
     TC_TRY(tc_cuda_activate(p->dev));
+    /* An input as the last run read it. */
+    const void *src = p->buf[t];
+    for (int i = 0; i < 2; i++)
+        if (t == p->in_t[i])
+            src = p->in[p->last_rot][i];
     host = malloc(n * p->elem + 1);
     if (!host)
         TC_FAIL_GOTO(TC_ENOMEM, "out of memory reading tensor %s", tc_tensor_name(t));
     TC_CUDA_TRY(cudaStreamSynchronize(p->dev->stream));
-    TC_CUDA_TRY(cudaMemcpy(host, p->buf[t], n * p->elem, cudaMemcpyDeviceToHost));
+    TC_CUDA_TRY(cudaMemcpy(host, src, n * p->elem, cudaMemcpyDeviceToHost));
     /* Dimensions (a, b, h, w) of the logical order: NCHW activations or
      * KCRS filters; NHWC / KRSC is stored as (a, h, w, b). */
     size_t a, b, hh, ww;
@@ -482,6 +493,8 @@ int tc_cuda_read(void *plan, tc_tensor_t t, float *out, size_t count)
         a = c->k, b = c->c / c->groups, hh = c->r, ww = c->s;
     else if (t == TC_TENSOR_X || t == TC_TENSOR_DX)
         a = c->n, b = c->c, hh = c->h, ww = c->w;
+    else if (t == TC_TENSOR_B || t == TC_TENSOR_DB)
+        a = 1, b = c->k, hh = 1, ww = 1;
     else
         a = c->n, b = c->k, hh = tc_conv_out_h(c), ww = tc_conv_out_w(c);
     bool nhwc = c->layout == TRAINCAST__V1__LAYOUT__LAYOUT_NHWC;

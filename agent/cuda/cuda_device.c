@@ -1,7 +1,13 @@
-/* NVIDIA GPUs through the CUDA runtime and cuDNN: one device per GPU index.
- * On a machine without a driver or a GPU, enumerate() reports none and says
- * why, and open() fails with that reason (TC_ENODEV). */
+/* NVIDIA GPUs through the CUDA runtime and cuDNN: one device per GPU index,
+ * measured as the training framework runs it (gpu_framework.h): its conv
+ * routing for its version (gpu_route.h), its cuDNN API, its own kernels
+ * for the convs it keeps (fw_conv.h). On a machine without a driver or a
+ * GPU, enumerate() reports none and says why, and open() fails with that
+ * reason (TC_ENODEV). */
 #include "cuda_internal.h"
+#include "gpu_framework.h"
+
+#include "tc_log.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -50,19 +56,30 @@ static int s_enumerate(unsigned *count, char *why, size_t why_size)
     return 0;
 }
 
+/* cuDNN's version as PyTorch prints it: 9.x numbers as MAJOR*10000 +
+ * MINOR*100 + PATCH, 8.x as MAJOR*1000 + MINOR*100 + PATCH. */
+static void s_cudnn_version(long v, char *buf, size_t size)
+{
+    if (v >= 90000)
+        snprintf(buf, size, "%ld.%ld.%ld", v / 10000, v / 100 % 100, v % 100);
+    else
+        snprintf(buf, size, "%ld.%ld.%ld", v / 1000, v / 100 % 10, v % 100);
+}
+
 static void s_versions(char *buf, size_t size)
 {
     int rt = 0, drv = 0;
     cudaRuntimeGetVersion(&rt);
     cudaError_t e = cudaDriverGetVersion(&drv);
-    size_t v = cudnnGetVersion();
-    char driver[32];
+    char driver[32], cudnn[32], path[1024];
     if (e == cudaSuccess && drv > 0)
         snprintf(driver, sizeof driver, "%d.%d", drv / 1000, drv % 1000 / 10);
     else
         snprintf(driver, sizeof driver, "none");
-    snprintf(buf, size, "cuDNN %zu.%zu.%zu, CUDA runtime %d.%d, driver %s", v / 10000,
-             v % 10000 / 100, v % 100, rt / 1000, rt % 1000 / 10, driver);
+    s_cudnn_version((long)cudnnGetVersion(), cudnn, sizeof cudnn);
+    tc_gpu_loaded_cudnn(path, sizeof path);
+    snprintf(buf, size, "cuDNN %s%s%s%s, CUDA runtime %d.%d, driver %s", cudnn,
+             *path ? " (" : "", path, *path ? ")" : "", rt / 1000, rt % 1000 / 10, driver);
 }
 
 int tc_cuda_activate(const tc_cuda_ctx_t *ctx)
@@ -74,11 +91,38 @@ err:
     return rc;
 }
 
+tc_fw_t *tc_cuda_framework(tc_cuda_ctx_t *ctx)
+{
+    if (ctx->fw)
+        return ctx->fw;
+    if (!ctx->has_framework) {
+        tc_fail(TC_ENOTFOUND, "%s: PyTorch does not run on this GPU here (%s), so the convs it "
+                              "keeps for its own kernels cannot be timed",
+                ctx->name, ctx->fw_why);
+        return NULL;
+    }
+    if (ctx->fw_failed) {
+        tc_fail(ctx->fw_failed, "%s", ctx->fw_why);
+        return NULL;
+    }
+    char spec[32];
+    snprintf(spec, sizeof spec, "cuda:%d", ctx->index);
+    int rc = tc_fw_open(spec, &ctx->fw);
+    if (rc < 0) {
+        ctx->fw_failed = rc;
+        snprintf(ctx->fw_why, sizeof ctx->fw_why, "%s", tc_errmsg());
+        return NULL;
+    }
+    return ctx->fw;
+}
+
 static void s_close(void *p)
 {
     tc_cuda_ctx_t *ctx = p;
     if (!ctx)
         return;
+    tc_fw_close(&ctx->fw);
+    tc_nvml_close(&ctx->nvml);
     cudaSetDevice(ctx->index);
     if (ctx->cudnn)
         cudnnDestroy(ctx->cudnn);
@@ -91,9 +135,60 @@ static void s_close(void *p)
     free(ctx);
 }
 
+/* The framework whose path the device follows, its routing rule and
+ * settings; a warning when its cuDNN is not the one measured with. */
+static void s_framework(tc_cuda_ctx_t *ctx)
+{
+    const tc_gpu_framework_t *f = tc_gpu_framework_probe();
+    if (!f->found) {
+        snprintf(ctx->framework, sizeof ctx->framework, "no framework");
+        snprintf(ctx->fw_why, sizeof ctx->fw_why, "%s", f->why);
+        ctx->rule = tc_gpu_rule(NULL, NULL);
+        tc_log_warn("%s: no framework found (%s): convs are routed as PyTorch %d.%d would "
+                    "route them, unverified, and those it keeps for its own kernels cannot be "
+                    "timed",
+                    ctx->name, f->why, ctx->rule.major, ctx->rule.minor);
+    } else {
+        snprintf(ctx->framework, sizeof ctx->framework, "%s %s", f->framework, f->version);
+        ctx->rule = tc_gpu_rule(f->framework, f->version);
+        ctx->has_framework = f->cuda;
+        if (!f->cuda)
+            snprintf(ctx->fw_why, sizeof ctx->fw_why, "%s %s sees no CUDA device",
+                     f->framework, f->version);
+        if (!ctx->rule.verified)
+            tc_log_warn("%s: the conv routing of %s was not checked for this version: convs are "
+                        "routed by the rule for %s, and the device says 'routing unverified'",
+                        ctx->name, ctx->framework, ctx->rule.versions);
+    }
+    snprintf(ctx->routing, sizeof ctx->routing, "%s%s", ctx->rule.name,
+             ctx->rule.verified ? "" : " unverified");
+    ctx->settings.cudnn_version = f->cudnn_number ? f->cudnn_number : ctx->library_number;
+    ctx->settings.cc_major = ctx->cc_major;
+    ctx->settings.cudnn_enabled = f->found ? f->cudnn_enabled : true;
+    ctx->settings.deterministic = f->found && f->deterministic;
+    ctx->v8 = tc_gpu_v8_api(&ctx->rule, getenv("TORCH_CUDNN_V8_API_ENABLED"),
+                            getenv("TORCH_CUDNN_V8_API_DISABLED"));
+    ctx->settings.v8_api = ctx->v8;
+    /* torch.backends.cudnn.benchmark_limit: 10 unless set; 0 means all. */
+    ctx->benchmark_limit = f->found && f->benchmark_limit > 0 ? f->benchmark_limit
+                           : f->found && ctx->rule.major >= 2 ? 10
+                                                              : 0;
+    if (f->found && f->cuda && f->cudnn_number && f->cudnn_number != ctx->library_number) {
+        char path[1024];
+        tc_gpu_loaded_cudnn(path, sizeof path);
+        tc_log_warn("%s: the agent measures with cuDNN %s (%s) while %s loads cuDNN %s (%s): "
+                    "its benchmarks and the framework's traces are kept apart by cuDNN version "
+                    "and will not be fitted together; run the agent where it can load the "
+                    "framework's cuDNN",
+                    ctx->name, ctx->library_version, *path ? path : "the system's",
+                    ctx->framework, f->cudnn_version, f->cudnn_dir);
+    }
+}
+
 static int s_open(unsigned index, unsigned threads, void **out)
 {
     int rc = 0;
+    (void)threads;
     *out = NULL;
     unsigned count = 0;
     char why[512];
@@ -110,9 +205,10 @@ static int s_open(unsigned index, unsigned threads, void **out)
     TC_CUDA_TRY(cudaSetDevice(ctx->index));
     struct cudaDeviceProp prop;
     TC_CUDA_TRY(cudaGetDeviceProperties(&prop, ctx->index));
-    int khz = 0, mem_khz = 0, drv = 0, rt = 0;
+    int khz = 0, mem_khz = 0, drv = 0, rt = 0, l2 = 0;
     TC_CUDA_TRY(cudaDeviceGetAttribute(&khz, cudaDevAttrClockRate, ctx->index));
     TC_CUDA_TRY(cudaDeviceGetAttribute(&mem_khz, cudaDevAttrMemoryClockRate, ctx->index));
+    TC_CUDA_TRY(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, ctx->index));
     TC_CUDA_TRY(cudaDriverGetVersion(&drv));
     TC_CUDA_TRY(cudaRuntimeGetVersion(&rt));
     TC_CUDA_TRY(cudaStreamCreateWithFlags(&ctx->stream, cudaStreamNonBlocking));
@@ -134,16 +230,19 @@ static int s_open(unsigned index, unsigned threads, void **out)
              drv % 1000 / 10);
     snprintf(ctx->runtime_version, sizeof ctx->runtime_version, "%d.%d", rt / 1000,
              rt % 1000 / 10);
-    size_t v = cudnnGetVersion();
-    snprintf(ctx->library_version, sizeof ctx->library_version, "%zu.%zu.%zu", v / 10000,
-             v % 10000 / 100, v % 100);
+    ctx->library_number = (long)cudnnGetVersion();
+    s_cudnn_version(ctx->library_number, ctx->library_version, sizeof ctx->library_version);
     if (gethostname(ctx->host, sizeof ctx->host) != 0 || !ctx->host[0])
         snprintf(ctx->host, sizeof ctx->host, "unknown");
     ctx->host[sizeof ctx->host - 1] = '\0';
     ctx->sms = (unsigned)prop.multiProcessorCount;
+    ctx->clock_khz = (unsigned)khz;
     ctx->clock_mhz = (unsigned)(khz / 1000);
     ctx->mem_clock_mhz = (unsigned)(mem_khz / 1000);
     ctx->memory_bytes = prop.totalGlobalMem;
+    ctx->l2_bytes = l2 > 0 ? (uint64_t)l2 : 0;
+    s_framework(ctx);
+    ctx->nvml = tc_nvml_open(ctx->uuid);
     *out = ctx;
     return 0;
 err:
@@ -169,7 +268,25 @@ static int s_describe(void *p, Traincast__V1__Device *out)
     out->library_version = ctx->library_version;
     out->host = ctx->host;
     out->index = (uint32_t)ctx->index;
+    out->framework = ctx->framework;
+    out->routing = ctx->routing;
     return 0;
+}
+
+static void s_environment(void *p, tc_device_env_t *out)
+{
+    tc_cuda_ctx_t *ctx = p;
+    snprintf(out->framework, sizeof out->framework, "%s", ctx->framework);
+    snprintf(out->routing, sizeof out->routing, "%s, cuDNN %s API", ctx->routing,
+             ctx->v8 ? "v8 (graph)" : "v7 (legacy)");
+}
+
+static int s_telemetry(void *p, tc_telemetry_t *out)
+{
+    tc_cuda_ctx_t *ctx = p;
+    if (!ctx->nvml)
+        return 0;
+    return tc_nvml_read(ctx->nvml, out);
 }
 
 const tc_backend_iface_t tc_backend_cuda = {
@@ -180,6 +297,7 @@ const tc_backend_iface_t tc_backend_cuda = {
     .open = s_open,
     .close = s_close,
     .describe = s_describe,
+    .environment = s_environment,
     .plan_create = tc_cuda_plan_create,
     .algo_count = tc_cuda_algo_count,
     .algo = tc_cuda_algo,
@@ -187,4 +305,6 @@ const tc_backend_iface_t tc_backend_cuda = {
     .run = tc_cuda_run,
     .read = tc_cuda_read,
     .plan_destroy = tc_cuda_plan_destroy,
+    .plan_route = tc_cuda_plan_route,
+    .telemetry = s_telemetry,
 };

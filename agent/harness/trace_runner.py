@@ -24,6 +24,7 @@ import sys
 import time
 
 import cpu_env
+import gpu_env
 
 PROTOCOL = 1
 EXIT_FAILED = 1
@@ -69,7 +70,10 @@ def parse_args(argv):
     p.add_argument("--threads", type=int, default=int(env("TRAINCAST_TRACE_THREADS", "0")),
                    help="CPU threads (torch.set_num_threads); 0 leaves the default")
     p.add_argument("--dtype", default=env("TRAINCAST_TRACE_DTYPE", "fp32"),
-                   choices=["fp32", "tf32", "fp16", "bf16"])
+                   choices=["fp32", "fp32_strict", "tf32", "fp16", "bf16"],
+                   help="fp32: PyTorch's defaults (cuDNN may use TF32 on compute capability "
+                        "8.0 and up, matmuls stay fp32); fp32_strict: no TF32; tf32: TF32 "
+                        "for convs and matmuls")
     p.add_argument("--amp", default=env("TRAINCAST_TRACE_AMP", ""),
                    help="automatic mixed precision: '' (off), fp16 or bf16")
     p.add_argument("--optimizer", default=env("TRAINCAST_TRACE_OPTIMIZER", "sgd"),
@@ -101,7 +105,7 @@ def parse_args(argv):
         fail("--amp must be '', fp16 or bf16 (got %r)" % a.amp, EXIT_USAGE)
     if a.amp == "none":
         a.amp = ""
-    if a.amp and a.dtype not in ("fp32", "tf32"):
+    if a.amp and a.dtype not in ("fp32", "fp32_strict", "tf32"):
         fail("--amp needs fp32 or tf32 master weights (got --dtype %s)" % a.dtype, EXIT_USAGE)
     if a.device != "cpu" and not re.fullmatch(r"cuda:\d+", a.device):
         fail("--device must be cpu or cuda:I (got %r)" % a.device, EXIT_USAGE)
@@ -247,7 +251,7 @@ def main(argv):
     if cuda and not torch.cuda.is_available():
         fail("--device %s: this PyTorch has no usable CUDA device (torch.cuda.is_available() "
              "is False)" % a.device)
-    if not cuda and (a.dtype == "tf32" or a.amp == "fp16"):
+    if not cuda and (a.dtype in ("tf32", "fp32_strict") or a.amp == "fp16"):
         fail("--dtype tf32 and --amp fp16 need a CUDA device", EXIT_USAGE)
     if a.threads:
         torch.set_num_threads(a.threads)
@@ -255,10 +259,10 @@ def main(argv):
     dev = torch.device(a.device)
     if cuda:
         torch.cuda.set_device(dev)
-        tf32 = a.dtype == "tf32"
-        torch.backends.cuda.matmul.allow_tf32 = tf32
-        torch.backends.cudnn.allow_tf32 = tf32
-        torch.backends.cudnn.benchmark = bool(a.cudnn_benchmark)
+        # PyTorch's defaults unless told: fp32 leaves TF32 as PyTorch sets it.
+        gpu_env.apply_dtype(torch, a.dtype)
+        if bool(a.cudnn_benchmark) != torch.backends.cudnn.benchmark:
+            torch.backends.cudnn.benchmark = bool(a.cudnn_benchmark)
 
     if a.model not in classification_models(torchvision):
         fail("unknown torchvision classification model %r" % a.model, EXIT_USAGE)
@@ -269,6 +273,9 @@ def main(argv):
         device_name = props.name
         device_uuid = str(getattr(props, "uuid", "") or "")
         library, library_version = "cudnn", cudnn_version(torch)
+        # Loaded by now: the first conv loads cuDNN.
+        torch.nn.functional.conv2d(torch.zeros(1, 1, 3, 3, device=dev),
+                                   torch.zeros(1, 1, 1, 1, device=dev))
     else:
         device_name, device_uuid = cpu_model(), ""
         library, library_version = "onednn", onednn_version(torch)
@@ -289,7 +296,15 @@ def main(argv):
         "dtype": a.dtype, "amp": a.amp, "optimizer": a.optimizer,
         "cudnn_benchmark": bool(a.cudnn_benchmark),
         "warmup": a.warmup, "iters": a.iters,
+        # Every flag and environment variable that changes what a conv
+        # computes, as this process runs with them.
+        "settings": gpu_env.conv_settings(torch),
+        "library_path": gpu_env.cudnn_library() if cuda else "",
     })
+    nvml_uuid = device_uuid if device_uuid.startswith("GPU-") or not device_uuid \
+        else "GPU-" + device_uuid
+    nvml = gpu_env.Nvml(dev.index or 0, nvml_uuid) if cuda else None
+    clocks, watts = [], []
 
     dtype = {"fp16": torch.float16, "bf16": torch.bfloat16}.get(a.dtype, torch.float32)
     try:
@@ -350,6 +365,9 @@ def main(argv):
             at_us = time.time_ns() // 1000
             if i == 0 and not math.isfinite(float(loss)):
                 fail("the loss is not finite (%s) after the first iteration" % float(loss))
+            if nvml and i >= a.warmup:
+                clocks.append(nvml.sm_clock_mhz())
+                watts.append(nvml.power_w())
             emit({"type": "iter", "index": i, "warmup": i < a.warmup, "ms": ms, "at_us": at_us})
 
         op_times = None
@@ -374,6 +392,10 @@ def main(argv):
         fail("%s: %s" % (type(e).__name__, str(e).strip()[:2000]))
 
     footer = {"type": "footer", "peak_memory_bytes": int(peak), "peak_memory_kind": peak_kind}
+    if gpu_env.median(clocks) is not None:
+        footer["sm_clock_mhz"] = gpu_env.median(clocks)
+    if gpu_env.median(watts) is not None:
+        footer["power_w"] = gpu_env.median(watts)
     if op_times is not None:
         footer["op_times_ms"] = op_times
     emit(footer)

@@ -9,8 +9,9 @@
 #              Skipped (77) where a GPU is present.
 #   rehearsal  --cpu-rehearsal runs every step (build dir as it is, database,
 #              conv benchmarks under both policies, traces, push, fit,
-#              validate, predict, conv comparison) on the cpu device and
-#              passes, with a complete report.
+#              validate, predict, conv comparison, the conv-by-conv check
+#              against PyTorch's own calls and the traced step against the
+#              conv sum) on the cpu device and passes, with a complete report.
 set -uo pipefail
 
 mode=${1:?usage: test_gpu_check.sh refuses|rehearsal BUILD_DIR}
@@ -82,7 +83,7 @@ rehearsal)
         fail "gpu-check.sh --cpu-rehearsal exited $st:"; echo "$out" | tail -n 30; cat "$report" 2>/dev/null
     else
         echo "ok: every step passed"
-        for s in "1 preflight" "2 build" "3 agent info" "4 database" "5 conv bench" "6 traces" "7 fit" "8 predict" "9 conv check"; do
+        for s in "1 preflight" "2 build" "3 agent info" "4 database" "5 conv bench" "6 traces" "7 fit" "8 predict" "9 conv check" "10 conv vs torch"; do
             grep -q "^| $s | ok |" "$report" || fail "report: step '$s' is not ok"
         done
         grep -q 'Result: every step passed' "$report" || fail "report lacks the result line"
@@ -95,6 +96,12 @@ rehearsal)
             || fail "conv check: some traces lack conv benchmarks"
         grep -q '^AMD\|^Intel\|(pytorch, heuristic, fp32)' "$report" || fail "report lacks the validate output"
         grep -q 'held out: resnet18, never traced' "$report" || fail "report lacks the prediction"
+        # The dozen convs, each direction (no backward-data for the stem), with a ratio.
+        rows=$(grep -cE '^\| [a-z0-9_ ]+[0-9x/ +a-z]* \| (fwd|bwd_data|bwd_filter) \| fp32 \| [a-z-]+ \| .* \| [0-9.]+ \|$' "$report")
+        [ "$rows" -eq 35 ] || fail "conv vs torch: $rows conv directions, want 35 (12 convs x 3 - 1)"
+        grep -qE '^A/B over 35 fp32 conv directions: median [0-9.]+' "$report" || fail "conv vs torch: no summary"
+        grep -qE '^\| squeezenet1_1 \| 2 \| fp32 \| [0-9.]+ \| [0-9.]+ \| [0-9.]+ \| [0-9.]+ \|' "$report" \
+            || fail "conv vs torch: no traced step against the conv sum"
         [ -s "$tmp/w/predict-resnet18.svg" ] || fail "no prediction chart"
     fi
     ;;

@@ -1,8 +1,10 @@
 /* The cuDNN backend on a real GPU: every direction, both layouts and every
- * data type the GPU has, over strides, padding, groups and dilation, for
- * every algorithm cuDNN can run, against the naive reference; and the
- * runner's two policies. Skips, with the reason, where no GPU or driver is
- * present or the agent was built without CUDA. */
+ * data type the GPU has, over strides, padding, groups, dilation and layers
+ * with a bias, for every algorithm (legacy API) or engine configuration
+ * (graph API) cuDNN can run, against the naive reference; the convs
+ * PyTorch keeps for its own kernels, run by PyTorch, against the same
+ * reference; and the runner's two policies. Skips, with the reason, where
+ * no GPU or driver is present or the agent was built without CUDA. */
 #include "conv_bench.h"
 #include "conv_verify.h"
 #include "device.h"
@@ -46,12 +48,14 @@ static unsigned s_check(tc_device_t *dev, Traincast__V1__DType dt, Traincast__V1
             tc_conv_spec_t spec = {.config = tc_conv_config_default(),
                                    .direction = (Traincast__V1__Direction)d,
                                    .policy = TRAINCAST__V1__POLICY__POLICY_EXHAUSTIVE,
-                                   .seed = 3 + i};
+                                   .seed = 3 + i,
+                                   .path = TC_PATH_LIBRARY};
             tc_conv_config_t *c = &spec.config;
             c->n = sh->n, c->c = sh->c, c->h = sh->h, c->w = sh->w, c->k = sh->k, c->r = sh->r;
             c->s = sh->s, c->pad_h = c->pad_w = sh->pad, c->stride_h = c->stride_w = sh->stride;
             c->dilation_h = c->dilation_w = sh->dil, c->groups = sh->g;
             c->dtype = dt, c->layout = layout;
+            c->bias = i % 2 == 1;
             char label[128];
             tc_conv_config_label(c, label, sizeof label);
             tc_conv_plan_t *plan = NULL;
@@ -125,6 +129,61 @@ Test(cuda_conv, bf16_nchw, .timeout = 600)
     tc_device_close(&dev);
 }
 
+/* The legacy API, as PyTorch 2.x calls it with TORCH_CUDNN_V8_API_DISABLED=1. */
+Test(cuda_conv, fp32_nchw_legacy_api, .timeout = 600)
+{
+    setenv("TORCH_CUDNN_V8_API_DISABLED", "1", 1);
+    tc_device_t *dev = s_open_gpu();
+    tc_device_env_t env;
+    tc_device_environment(dev, &env);
+    if (strstr(env.framework, "pytorch 1."))
+        cr_skip_test("PyTorch 1.x calls the legacy API by default (tested by fp32_nchw)");
+    cr_expect(strstr(env.routing, "v7") != NULL, "%s", env.routing);
+    cr_expect_gt(s_check(dev, TRAINCAST__V1__DTYPE__DTYPE_FP32, NCHW), 0);
+    tc_device_close(&dev);
+}
+
+/* fp32 without TF32 (torch.backends.cudnn.allow_tf32 = False). */
+Test(cuda_conv, fp32_strict_nchw, .timeout = 600)
+{
+    tc_device_t *dev = s_open_gpu();
+    cr_expect_gt(s_check(dev, TRAINCAST__V1__DTYPE__DTYPE_FP32_STRICT, NCHW), 0);
+    tc_device_close(&dev);
+}
+
+/* Depthwise convs in fp32, which PyTorch runs with its own kernels, run by
+ * PyTorch: every direction, with and without a bias, against the reference. */
+Test(cuda_conv, framework_native_depthwise, .timeout = 600)
+{
+    tc_device_t *dev = s_open_gpu();
+    for (int bias = 0; bias <= 1; bias++)
+        for (int d = 1; d <= 3; d++) {
+            tc_conv_spec_t spec = {.config = tc_conv_config_default(),
+                                   .direction = (Traincast__V1__Direction)d,
+                                   .policy = TRAINCAST__V1__POLICY__POLICY_HEURISTIC,
+                                   .seed = 9};
+            tc_conv_config_t *c = &spec.config;
+            c->n = 4, c->c = c->k = c->groups = 32, c->h = c->w = 14, c->r = c->s = 3;
+            c->pad_h = c->pad_w = 1, c->bias = bias;
+            tc_conv_plan_t *plan = NULL;
+            int rc = tc_conv_plan_create(dev, &spec, &plan);
+            if (rc == TC_EUNSUPPORTED)
+                cr_skip_test("PyTorch cannot run on this GPU here: %s", tc_errmsg());
+            cr_assert_eq(rc, 0, "%s", tc_errmsg());
+            cr_expect_str_eq(tc_conv_plan_route(plan), "native-depthwise");
+            cr_assert_eq(tc_conv_plan_select(plan, 0), 0, "%s", tc_errmsg());
+            double ms = 0;
+            cr_assert_eq(tc_conv_plan_run(plan, &ms), 0, "%s", tc_errmsg());
+            cr_expect_gt(ms, 0.0);
+            tc_verify_t v;
+            cr_assert_eq(tc_conv_verify(plan, &spec, &v), 0, "%s", tc_errmsg());
+            cr_expect_eq(v.wrong, 0, "%s bias %d: %zu of %zu wrong", tc_direction_name(d), bias,
+                         v.wrong, v.checked);
+            tc_conv_plan_destroy(&plan);
+        }
+    tc_device_close(&dev);
+}
+
 Test(cuda_conv, policies_and_device_description, .timeout = 600)
 {
     tc_device_t *dev = s_open_gpu();
@@ -134,6 +193,8 @@ Test(cuda_conv, policies_and_device_description, .timeout = 600)
     cr_expect_eq(strncmp(d.uuid, "GPU-", 4), 0, "%s", d.uuid);
     cr_expect_gt(d.multiprocessors, 0);
     cr_expect_str_eq(d.library, "cudnn");
+    cr_expect(d.routing && strncmp(d.routing, "pytorch-", 8) == 0, "%s", d.routing);
+    cr_expect(d.framework && *d.framework, "the device names its framework");
     tc_measure_opts_t mo = tc_measure_defaults();
     mo.budget_ms = 200;
     for (int pol = 1; pol <= 2; pol++) {
@@ -147,6 +208,7 @@ Test(cuda_conv, policies_and_device_description, .timeout = 600)
         tc_conv_outcome_t o;
         cr_assert_eq(tc_conv_bench(dev, &spec, &mo, &o), 0, "%s", tc_errmsg());
         cr_expect(o.algos[o.chosen].timed);
+        cr_expect(strncmp(o.route, "cudnn", 5) == 0, "%s", o.route);
         if (pol == TRAINCAST__V1__POLICY__POLICY_HEURISTIC) {
             for (int i = 0; i < o.chosen; i++)
                 cr_expect_neq(o.algos[i].info.status, TRAINCAST__V1__ALGO_STATUS__ALGO_STATUS_OK,

@@ -511,7 +511,7 @@ Test(fit_store, fit_and_validate_match_the_hand_computation, .timeout = 300)
     cr_assert_eq(rc, 0, "fit failed:\n%s", out);
     cr_expect(strstr(out, "stored as fit") != NULL, "%s", out);
     tc_fit_t fit;
-    cr_assert_eq(tc_store_fit_latest(st, "synth-a", NULL, NULL, NULL, &fit), 0, "%s",
+    cr_assert_eq(tc_store_fit_latest(st, "synth-a", NULL, NULL, NULL, NULL, &fit), 0, "%s",
                  tc_errmsg());
     ols2_t o = s_ols2(-1);
     cr_assert_eq(fit.p, 2u);
@@ -672,7 +672,7 @@ Test(fit_store, bad_input_names_the_problem_and_exits_2, .timeout = 300)
     cr_assert_eq(tc_store_exec(st, "SELECT count(*) FROM fits", v, sizeof v), 0);
     cr_expect_str_eq(v, "0");
     tc_fit_t fit;
-    cr_expect_eq(tc_store_fit_latest(st, "synth-b", NULL, NULL, NULL, &fit), TC_ENOTFOUND);
+    cr_expect_eq(tc_store_fit_latest(st, "synth-b", NULL, NULL, NULL, NULL, &fit), TC_ENOTFOUND);
     cr_expect(strstr(tc_errmsg(), "aggregator fit --device synth-b") != NULL, "%s", tc_errmsg());
     tc_store_destroy(&st);
 }
@@ -722,7 +722,7 @@ Test(fit_store, statistics_of_repeated_measurements, .timeout = 300)
     int rc = s_aggregator("fit --device synth-a --stat min " FIXED, out, sizeof out);
     cr_assert_eq(rc, 0, "%s", out);
     tc_fit_t fit;
-    cr_assert_eq(tc_store_fit_latest(st, "synth-a", NULL, NULL, NULL, &fit), 0, "%s",
+    cr_assert_eq(tc_store_fit_latest(st, "synth-a", NULL, NULL, NULL, NULL, &fit), 0, "%s",
                  tc_errmsg());
     cr_expect_eq(fit.stat, TC_FIT_STAT_MIN);
     rc = s_aggregator("validate --stat nosuch", out, sizeof out);

@@ -402,7 +402,7 @@ Test(predict, fit_subtracts_the_conv_sum_predict_adds, .timeout = 600)
         tc_pred_device_t d;
         memset(&d, 0, sizeof d);
         snprintf(d.device.name, sizeof d.device.name, "%s", s_devices[dv].name);
-        cr_assert_eq(tc_store_fit_latest(s, d.device.name, NULL, NULL, NULL, &d.fit), 0, "%s",
+        cr_assert_eq(tc_store_fit_latest(s, d.device.name, NULL, NULL, NULL, NULL, &d.fit), 0, "%s",
                      tc_errmsg());
         for (size_t i = 0; i < sizeof s_traced / sizeof s_traced[0]; i++) {
             tc_model_t *m = s_load(s_traced[i]);
@@ -451,7 +451,7 @@ Test(predict, unseen_classes_and_telling_devices_apart, .timeout = 600)
     tc_pred_device_t d;
     memset(&d, 0, sizeof d);
     snprintf(d.device.name, sizeof d.device.name, "%s", s_devices[0].name);
-    cr_assert_eq(tc_store_fit_latest(s, d.device.name, NULL, NULL, NULL, &d.fit), 0, "%s",
+    cr_assert_eq(tc_store_fit_latest(s, d.device.name, NULL, NULL, NULL, NULL, &d.fit), 0, "%s",
                  tc_errmsg());
     tc_model_t *seen = s_load("resnet34"), *unseen = s_load("convnext_tiny");
     cr_assert_eq(tc_predict_unseen_classes(s, seen, &d), 0, "%s", tc_errmsg());

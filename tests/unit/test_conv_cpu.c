@@ -2,7 +2,7 @@
  * to its native path, which test_conv_native.c checks) against the naive
  * reference: every direction,
  * both layouts, fp32 and bf16, over strides, padding, groups (depthwise
- * included) and dilation, for every implementation oneDNN offers (the
+ * included), dilation and layers with and without a bias, for every implementation oneDNN offers (the
  * exhaustive candidate list), so the benchmark never times a wrong
  * computation. */
 #include "conv_verify.h"
@@ -43,6 +43,20 @@ static tc_conv_config_t s_config(const shape_t *s, Traincast__V1__DType dt, Trai
     return c;
 }
 
+/* A plan of a layer with a bias holds the bias (forward) or computes its
+ * gradient (backward-filter), so the verification compared it too. */
+static void s_expect_bias(tc_conv_plan_t *plan, const tc_conv_spec_t *spec, const char *label)
+{
+    if (!spec->config.bias || spec->direction == TRAINCAST__V1__DIRECTION__DIRECTION_BWD_DATA)
+        return;
+    tc_tensor_t t = spec->direction == TRAINCAST__V1__DIRECTION__DIRECTION_FWD ? TC_TENSOR_B
+                                                                              : TC_TENSOR_DB;
+    float v[64];
+    cr_assert_leq(spec->config.k, 64);
+    cr_expect_eq(tc_conv_plan_read(plan, t, v, spec->config.k), 0, "%s: no %s: %s", label,
+                 tc_tensor_name(t), tc_errmsg());
+}
+
 /* Run and verify every selectable candidate for each shape; returns the
  * number of candidates checked. */
 static unsigned s_check_all(Traincast__V1__Direction dir, Traincast__V1__DType dt,
@@ -55,7 +69,9 @@ static unsigned s_check_all(Traincast__V1__Direction dir, Traincast__V1__DType d
     cr_assert_eq(rc, 0, "opening the cpu device: %s", tc_errmsg());
     unsigned checked = 0;
     for (size_t i = 0; i < sizeof s_shapes / sizeof s_shapes[0]; i++) {
-        tc_conv_spec_t spec = {.config = s_config(&s_shapes[i], dt, layout),
+        tc_conv_config_t cfg = s_config(&s_shapes[i], dt, layout);
+        cfg.bias = i % 2 == 1; /* half the shapes with a bias */
+        tc_conv_spec_t spec = {.config = cfg,
                                .direction = dir,
                                .policy = TRAINCAST__V1__POLICY__POLICY_EXHAUSTIVE,
                                .seed = 42 + i,
@@ -91,6 +107,7 @@ static unsigned s_check_all(Traincast__V1__Direction dir, Traincast__V1__DType d
                          algo->name, v.wrong, v.checked, tc_tensor_name(v.tensor), v.worst, v.got,
                          v.want, v.atol, v.rtol);
             cr_expect_gt(v.checked, 0);
+            s_expect_bias(plan, &spec, label);
             checked++;
         }
         tc_conv_plan_destroy(&plan);

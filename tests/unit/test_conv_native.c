@@ -3,7 +3,7 @@
  * every direction, on 1 and 2 threads and batches 1 and 3 (at::parallel_for
  * runs a one-sample batch inline and splits larger ones), over 1x1 convs
  * (whose columns are the input itself), strides, padding, rectangular
- * filters, groups and dilation; and PyTorch 1.13's routing rule
+ * filters, groups, dilation and layers with a bias; and PyTorch 1.13's routing rule
  * (cpu_route.h) on cases its profiler was seen to take. */
 #include "conv_verify.h"
 #include "cpu/cpu_route.h"
@@ -47,6 +47,7 @@ static void s_check(Traincast__V1__Direction dir, unsigned threads)
             c.n = n, c.c = s->c, c.h = s->h, c.w = s->w, c.k = s->k, c.r = s->r, c.s = s->s;
             c.pad_h = s->ph, c.pad_w = s->pw, c.stride_h = s->sh, c.stride_w = s->sw;
             c.dilation_h = s->dh, c.dilation_w = s->dw, c.groups = s->g;
+            c.bias = (i + n / 3) % 2 == 1; /* every shape with and without a bias */
             tc_conv_spec_t spec = {.config = c, .direction = dir,
                                    .policy = TRAINCAST__V1__POLICY__POLICY_HEURISTIC,
                                    .seed = 7 + i, .path = TC_PATH_NATIVE};
@@ -74,6 +75,16 @@ static void s_check(Traincast__V1__Direction dir, unsigned threads)
                          "reference %g",
                          label, tc_direction_name(dir), threads, v.wrong, v.checked,
                          tc_tensor_name(v.tensor), v.worst, v.got, v.want);
+            if (c.bias && dir != TRAINCAST__V1__DIRECTION__DIRECTION_BWD_DATA) {
+                /* The plan holds the bias or computes its gradient, so the
+                 * verification compared it too. */
+                tc_tensor_t t = dir == TRAINCAST__V1__DIRECTION__DIRECTION_FWD ? TC_TENSOR_B
+                                                                              : TC_TENSOR_DB;
+                float b[64];
+                cr_assert_leq(c.k, 64);
+                cr_expect_eq(tc_conv_plan_read(plan, t, b, c.k), 0, "%s: no %s: %s", label,
+                             tc_tensor_name(t), tc_errmsg());
+            }
             tc_conv_plan_destroy(&plan);
         }
     }

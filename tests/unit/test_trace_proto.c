@@ -87,6 +87,45 @@ Test(trace_proto, accepts_a_good_run_in_any_chunking, .timeout = 10)
     }
 }
 
+Test(trace_proto, settings_clocks_and_power_are_read, .timeout = 10)
+{
+    const char *text =
+        "{\"type\":\"header\",\"protocol\":1,\"framework\":\"pytorch\",\"device\":\"cpu\","
+        "\"model\":\"resnet18\",\"batch\":8,\"input_size\":64,\"warmup\":1,\"iters\":2,"
+        "\"settings\":{\"torch.backends.cudnn.allow_tf32\":\"True\","
+        "\"env.NVIDIA_TF32_OVERRIDE\":\"\",\"torch.backends.cudnn.benchmark_limit\":\"10\"}}\n"
+        IT0 IT1 IT2
+        "{\"type\":\"footer\",\"peak_memory_bytes\":1,\"sm_clock_mhz\":1755.4,"
+        "\"power_w\":402.5}\n";
+    tc_trace_proto_t *p = tc_trace_proto_new(&s_req);
+    cr_assert_eq(s_run(p, text, strlen(text), 5), 0, "%s", tc_trace_proto_error(p));
+    const tc_trace_output_t *o = tc_trace_proto_output(p);
+    cr_assert_eq(o->n_settings, 3);
+    /* Sorted by name. */
+    cr_expect_str_eq(o->settings[0].name, "env.NVIDIA_TF32_OVERRIDE");
+    cr_expect_str_eq(o->settings[0].value, "");
+    cr_expect_str_eq(o->settings[1].name, "torch.backends.cudnn.allow_tf32");
+    cr_expect_str_eq(o->settings[1].value, "True");
+    cr_expect_str_eq(o->settings[2].value, "10");
+    cr_expect_eq(o->sm_clock_mhz, 1755);
+    cr_expect_float_eq(o->power_w, 402.5, 1e-9);
+    tc_trace_proto_destroy(&p);
+
+    /* Settings are strings, each once; clocks and power are numbers. */
+    s_fails("{\"type\":\"header\",\"protocol\":1,\"framework\":\"pytorch\",\"device\":\"cpu\","
+            "\"model\":\"resnet18\",\"batch\":8,\"input_size\":64,\"warmup\":1,\"iters\":2,"
+            "\"settings\":{\"torch.backends.cudnn.allow_tf32\":true}}\n",
+            1, "must be a string");
+    s_fails("{\"type\":\"header\",\"protocol\":1,\"framework\":\"pytorch\",\"device\":\"cpu\","
+            "\"model\":\"resnet18\",\"batch\":8,\"input_size\":64,\"warmup\":1,\"iters\":2,"
+            "\"settings\":[\"a\"]}\n",
+            1, "settings");
+    s_fails(HEADER IT0 IT1 IT2 "{\"type\":\"footer\",\"peak_memory_bytes\":1,\"power_w\":-1}\n", 5,
+            "power_w");
+    s_fails(HEADER IT0 IT1 IT2 "{\"type\":\"footer\",\"peak_memory_bytes\":1,"
+            "\"sm_clock_mhz\":\"fast\"}\n", 5, "sm_clock_mhz");
+}
+
 Test(trace_proto, blank_lines_and_crlf_are_fine, .timeout = 10)
 {
     const char *text = "\n" HEADER "\r\n  \n" IT0 IT1 IT2 FOOTER "\n";

@@ -87,6 +87,20 @@ Test(trace_torch, squeezenet_trains_on_the_cpu, .timeout = 600)
         conv |= !strcmp(t->op_times[i]->op_class, "conv") && t->op_times[i]->ms > 0;
     cr_assert(conv, "no conv time among %zu op classes", t->n_op_times);
     cr_assert(strstr(t->device->name, "(1 thread)"), "%s", t->device->name);
+    /* Every conv-relevant setting as the runner ran with it, PyTorch's
+     * defaults untouched: cuDNN may use TF32, matmuls may not. */
+    const char *tf32 = NULL, *matmul = NULL, *v8 = NULL;
+    for (size_t i = 0; i < t->n_settings; i++) {
+        if (!strcmp(t->settings[i]->name, "torch.backends.cudnn.allow_tf32"))
+            tf32 = t->settings[i]->value;
+        if (!strcmp(t->settings[i]->name, "torch.backends.cuda.matmul.allow_tf32"))
+            matmul = t->settings[i]->value;
+        if (!strcmp(t->settings[i]->name, "env.TORCH_CUDNN_V8_API_DISABLED"))
+            v8 = t->settings[i]->value;
+    }
+    cr_assert_str_eq(tf32 ? tf32 : "(missing)", "True");
+    cr_assert_str_eq(matmul ? matmul : "(missing)", "False");
+    cr_assert_not_null(v8, "the environment variables are recorded, set or not");
     cr_assert_eq(t->threads, 1);
     if (with_graph) {
         cr_assert_not_null(t->graph);
