@@ -8,6 +8,7 @@
 
 #include "tc_cli.h"
 #include "tc_error.h"
+#include "tc_validate.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -168,8 +169,9 @@ int tc_cmd_bench_conv(int argc, char **argv)
     cfg.dilation_h = cfg.dilation_w = (uint32_t)dilation;
     cfg.dtype = set.dtype;
     cfg.layout = set.layout;
-    if (n == 0)
-        TC_FAIL_GOTO(TC_EUSAGE, "--n must be > 0");
+    if (n == 0 || n > TC_MAX_BATCH)
+        TC_FAIL_GOTO(TC_EUSAGE, "--n (the batch) must be between 1 and %u (got %lu)",
+                     TC_MAX_BATCH, n);
     TC_TRY(tc_conv_config_check(&cfg));
 
     TC_TRY(tc_device_open(f.device, (unsigned)f.threads, &dev));

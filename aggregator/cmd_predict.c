@@ -1,5 +1,6 @@
 /* aggregator predict: compare device classes for a CNN over batch sizes. */
 #include "commands.h"
+#include "device_match.h"
 #include "plot.h"
 #include "predict.h"
 #include "predict_output.h"
@@ -9,6 +10,7 @@
 #include "tc_buf.h"
 #include "tc_cli.h"
 #include "tc_error.h"
+#include "tc_validate.h"
 #include "tc_log.h"
 
 #include <ctype.h>
@@ -18,8 +20,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-
-#define TC_PREDICT_MAX_BATCH 65536
 
 /* Prices: `DEVICE NAME = PRICE` per line (per device-hour; '#' comments). */
 static int s_read_prices(const char *path, tc_pred_device_t *devs, size_t n)
@@ -77,65 +77,19 @@ static int s_read_prices(const char *path, tc_pred_device_t *devs, size_t n)
 static int s_select_devices(tc_store_t *s, const char *gpu, tc_pred_device_t **out, size_t *n_out)
 {
     tc_device_class_t *all = NULL;
-    size_t n_all = 0;
+    size_t n_all = 0, *idx = NULL, n = 0;
     int rc = tc_store_device_classes(s, &all, &n_all);
-    if (rc < 0)
-        return rc;
-    tc_pred_device_t *devs = calloc(n_all + 1, sizeof *devs);
-    size_t n = 0;
-    if (!devs) {
-        free(all);
-        return tc_fail(TC_ENOMEM, "out of memory");
-    }
-    if (!strcmp(gpu, "all")) {
-        for (size_t i = 0; i < n_all; i++)
-            devs[n++].device = all[i];
-        if (n == 0)
-            rc = tc_fail(TC_EINVAL, "--gpu all: the store knows no devices yet; run agents "
-                                    "against 'aggregator serve' (see README) first");
-    } else {
-        char **names = NULL;
-        size_t n_names = 0;
-        rc = tc_parse_name_list(gpu, "--gpu", &names, &n_names);
-        for (size_t i = 0; rc == 0 && i < n_names; i++) {
-            size_t hit = n_all;
-            for (size_t j = 0; j < n_all; j++) {
-                if (!strcmp(all[j].name, names[i]))
-                    hit = j;
-            }
-            if (hit == n_all) {
-                /* A unique case-insensitive substring is accepted too. */
-                size_t matches = 0;
-                for (size_t j = 0; j < n_all; j++) {
-                    if (strcasestr(all[j].name, names[i])) {
-                        hit = j;
-                        matches++;
-                    }
-                }
-                if (matches != 1)
-                    hit = n_all;
-            }
-            if (hit == n_all) {
-                tc_buf_t known = {0};
-                for (size_t j = 0; j < n_all; j++)
-                    tc_buf_printf(&known, "%s'%s'", j ? ", " : "", all[j].name);
-                rc = tc_fail(TC_EINVAL, "--gpu: unknown device '%s'; known devices: %s (or "
-                                        "use --gpu all)",
-                             names[i], n_all ? tc_buf_str(&known) : "none yet");
-                tc_buf_free(&known);
-                break;
-            }
-            bool dup = false;
-            for (size_t k = 0; k < n; k++)
-                dup |= !strcmp(devs[k].device.name, all[hit].name);
-            if (!dup && n < n_all)
-                devs[n++].device = all[hit];
-        }
-        tc_free_strv(names, n_names);
+    if (rc == 0)
+        rc = tc_device_select(all, n_all, gpu, "--gpu", &idx, &n);
+    tc_pred_device_t *devs = NULL;
+    if (rc == 0 && !(devs = calloc(n + 1, sizeof *devs)))
+        rc = tc_fail(TC_ENOMEM, "out of memory");
+    for (size_t i = 0; rc == 0 && i < n; i++) {
+        devs[i].device = all[idx[i]];
+        devs[i].price = NAN;
     }
     free(all);
-    for (size_t i = 0; i < n; i++)
-        devs[i].price = NAN;
+    free(idx);
     if (rc < 0) {
         free(devs);
         return rc;
@@ -173,7 +127,7 @@ int tc_cmd_predict(int argc, char **argv)
          "how long to wait for agents to benchmark missing convs (default: 300; 0: do not ask)"},
         {"allow-unknown", TC_OPT_FLAG, &allow_unknown, NULL,
          "treat ONNX ops traincast does not know as element-wise layers"},
-        {"db", TC_OPT_STR, &db, "DSN", "PostgreSQL connection string (default: $TRAINCAST_DB)"},
+        TC_DB_OPT(&db),
         {0},
     };
     const tc_cmd_spec_t spec = {
@@ -211,7 +165,7 @@ int tc_cmd_predict(int argc, char **argv)
     if (!(dataset >= 1))
         TC_FAIL_GOTO(TC_EUSAGE, "--dataset-size must be at least 1 (got %g)", dataset);
     TC_TRY(tc_dtype_parse(dtype, &dtype_v));
-    TC_TRY(tc_parse_uint_list(batch_text, "--batch", 1, TC_PREDICT_MAX_BATCH, &batches,
+    TC_TRY(tc_parse_uint_list(batch_text, "--batch", 1, TC_MAX_BATCH, &batches,
                               &n_batches));
     if (plot) {
         const char *ext = strrchr(plot, '.');
