@@ -8,10 +8,13 @@
 
 #include "tc_cli.h"
 #include "tc_error.h"
+#include "tc_table.h"
 #include "tc_validate.h"
 
 #include <stdio.h>
 #include <string.h>
+
+static bool s_text = true; /* --format table: people read stdout */
 
 static void s_bytes(uint64_t b, char *buf, size_t size)
 {
@@ -56,6 +59,44 @@ static void s_print(const tc_conv_outcome_t *o)
            s->settled ? "settled" : "not settled", tc_stop_reason_name(s->stop));
 }
 
+/* --format csv|json: every candidate of every direction, one row each. */
+static const tc_col_t s_cand_cols[] = {
+    {"direction", TC_COL_TEXT},     {"algorithm", TC_COL_TEXT}, {"status", TC_COL_TEXT},
+    {"chosen", TC_COL_BOOL},        {"workspace_bytes", TC_COL_INT},
+    {"median_ms", TC_COL_NUM},      {"min_ms", TC_COL_NUM},     {"max_ms", TC_COL_NUM},
+    {"stddev_ms", TC_COL_NUM},      {"repetitions", TC_COL_INT}, {"message", TC_COL_TEXT},
+};
+
+static int s_rows(tc_table_t *t, const tc_conv_outcome_t *o)
+{
+    int rc = 0;
+    for (size_t i = 0; rc == 0 && i < o->n_algos; i++) {
+        const tc_algo_result_t *a = &o->algos[i];
+        bool chosen = (int)i == o->chosen;
+        const tc_stats_t *st = chosen ? &o->samples.stats : &a->stats;
+        char ws[32], v[5][64];
+        snprintf(ws, sizeof ws, "%llu", (unsigned long long)a->info.workspace_bytes);
+        snprintf(v[0], sizeof v[0], "%.6g", st->median);
+        snprintf(v[1], sizeof v[1], "%.6g", st->min);
+        snprintf(v[2], sizeof v[2], "%.6g", st->max);
+        snprintf(v[3], sizeof v[3], "%.6g", st->stddev);
+        snprintf(v[4], sizeof v[4], "%zu", st->n);
+        const char *row[] = {tc_direction_name(o->spec.direction),
+                             a->info.name,
+                             tc_algo_status_name(a->info.status),
+                             chosen ? "true" : "false",
+                             ws,
+                             a->timed ? v[0] : NULL,
+                             a->timed ? v[1] : NULL,
+                             a->timed ? v[2] : NULL,
+                             a->timed ? v[3] : NULL,
+                             a->timed ? v[4] : NULL,
+                             a->info.message[0] ? a->info.message : NULL};
+        rc = tc_table_add_row(t, row);
+    }
+    return rc;
+}
+
 /* Run the chosen algorithm once more and compare with the reference. */
 static int s_verify(tc_device_t *dev, const tc_conv_outcome_t *o)
 {
@@ -75,7 +116,8 @@ static int s_verify(tc_device_t *dev, const tc_conv_outcome_t *o)
                                   "tolerance; worst %s[%zu] = %g, reference %g",
                          o->algos[o->chosen].info.name, v.wrong, v.checked,
                          tc_tensor_name(v.tensor), v.worst, v.got, v.want);
-        printf("  verified: %zu values match the reference\n", v.checked);
+        fprintf(s_text ? stdout : stderr, "  verified: %zu values match the reference\n",
+                v.checked);
         break;
     }
 err:
@@ -87,7 +129,7 @@ int tc_cmd_bench_conv(int argc, char **argv)
 {
     unsigned long n = 0, c = 0, h = 0, w = 0, k = 0, r = 0, s = 0, pad = 0, stride = 1,
                   groups = 1, dilation = 1, seed = 1;
-    const char *direction = "all", *path_text = NULL;
+    const char *direction = "all", *path_text = NULL, *format = "table";
     bool verify = false;
     tc_bench_flags_t f = {.device = "cpu"};
     const tc_opt_t opts[] = {
@@ -120,6 +162,8 @@ int tc_cmd_bench_conv(int argc, char **argv)
         {"workspace-mb", TC_OPT_UINT, &f.workspace_mb, "MB",
          "workspace limit (default: what the device has free)"},
         {"seed", TC_OPT_UINT, &seed, "N", "seed of the random input data (default 1)"},
+        {"format", TC_OPT_STR, &format, "table|csv|json",
+         "output format (default: table, as text; csv and json: the table candidates)"},
         {"verify", TC_OPT_FLAG, &verify, NULL,
          "also check the chosen algorithm's output against the naive reference (slow on "
          "large shapes)"},
@@ -148,6 +192,12 @@ int tc_cmd_bench_conv(int argc, char **argv)
     }
     tc_device_t *dev = NULL;
     tc_conv_outcome_t out = {0};
+    tc_table_t *cands = NULL;
+    tc_format_t fmt;
+    TC_TRY(tc_format_parse(format, &fmt));
+    s_text = fmt == TC_FMT_TABLE;
+    if (!(cands = tc_table_new("candidates", s_cand_cols, 11)))
+        TC_FAIL_GOTO(TC_ENOMEM, "out of memory");
     tc_bench_settings_t set;
     Traincast__V1__Direction dirs[3];
     size_t n_dirs = 0;
@@ -179,9 +229,11 @@ int tc_cmd_bench_conv(int argc, char **argv)
     TC_TRY(tc_device_describe(dev, &d));
     char label[160];
     tc_conv_config_label(&cfg, label, sizeof label);
-    printf("device: %s [%s] %s %s\n", d.name, d.uuid, d.library, d.library_version);
-    printf("conv:   %s, %s %s, policy %s, %.3f GFLOP per pass\n\n", label, tc_dtype_name(cfg.dtype),
-           tc_layout_name(cfg.layout), tc_policy_name(set.policy), 2 * tc_conv_macs(&cfg) / 1e9);
+    FILE *info = s_text ? stdout : stderr;
+    fprintf(info, "device: %s [%s] %s %s\n", d.name, d.uuid, d.library, d.library_version);
+    fprintf(info, "conv:   %s, %s %s, policy %s, %.3f GFLOP per pass\n\n", label,
+            tc_dtype_name(cfg.dtype), tc_layout_name(cfg.layout), tc_policy_name(set.policy),
+            2 * tc_conv_macs(&cfg) / 1e9);
     for (size_t i = 0; i < n_dirs; i++) {
         tc_conv_spec_t cs = {.config = cfg,
                              .direction = dirs[i],
@@ -190,14 +242,21 @@ int tc_cmd_bench_conv(int argc, char **argv)
                              .seed = seed,
                              .path = path};
         TC_TRY(tc_conv_bench(dev, &cs, &set.measure, &out));
-        s_print(&out);
+        if (s_text)
+            s_print(&out);
+        else
+            TC_TRY(s_rows(cands, &out));
         if (verify)
             TC_TRY(s_verify(dev, &out));
         tc_conv_outcome_free(&out);
-        printf("\n");
+        if (s_text)
+            printf("\n");
         fflush(stdout);
     }
+    if (!s_text)
+        TC_TRY(tc_table_print(stdout, fmt, &cands, 1));
 err:
+    tc_table_destroy(&cands);
     tc_conv_outcome_free(&out);
     tc_device_close(&dev);
     tc_cli_result_free(&cli);
