@@ -6,6 +6,7 @@
 #include "predict_output.h"
 #include "store.h"
 #include "store_fit.h"
+#include "store_predict.h"
 
 #include "tc_buf.h"
 #include "tc_cli.h"
@@ -105,8 +106,8 @@ int tc_cmd_predict(int argc, char **argv)
     const char *format = "table", *plot = NULL, *plot_metric = "iteration";
     const char *framework = "pytorch", *dtype = "fp32";
     unsigned long input_size = 0, wait_s = 300;
-    double dataset = 1281167;
-    bool allow_unknown = false;
+    double dataset = 1281167, extrapolate = 2;
+    bool allow_unknown = false, no_store = false;
     const tc_opt_t opts[] = {
         {"gpu", TC_OPT_STR, &gpu, "all|NAME,...", "device classes to compare", true},
         {"model", TC_OPT_STR, &model_spec, "SPEC",
@@ -125,8 +126,13 @@ int tc_cmd_predict(int argc, char **argv)
         {"dtype", TC_OPT_STR, &dtype, "fp32|tf32|fp16|bf16", "data type of the fits (default: fp32)"},
         {"wait", TC_OPT_UINT, &wait_s, "SECONDS",
          "how long to wait for agents to benchmark missing convs (default: 300; 0: do not ask)"},
+        {"extrapolate", TC_OPT_DOUBLE, &extrapolate, "F",
+         "predict batches down to the fit's smallest / F and up to its largest * F (default: "
+         "2; 0: any); the others are out_of_range"},
         {"allow-unknown", TC_OPT_FLAG, &allow_unknown, NULL,
          "treat ONNX ops traincast does not know as element-wise layers"},
+        {"no-store", TC_OPT_FLAG, &no_store, NULL,
+         "do not record the predictions in the database (table predictions)"},
         TC_DB_OPT(&db),
         {0},
     };
@@ -137,6 +143,14 @@ int tc_cmd_predict(int argc, char **argv)
                    "memory, and name the fastest and\ncheapest device.",
         .max_positional = 0,
         .config_file = true,
+        .epilog = "Every (device, batch) row is predicted where it can be; a row that cannot "
+                  "says why: missing_benchmarks\n(conv benchmarks missing on that device at "
+                  "that batch), no_fit (the device has no fit) or\nout_of_range (the batch is "
+                  "too far outside the fit's batches; --extrapolate). Predicted rows are\n"
+                  "stored in the table predictions (view prediction_vs_trace).\n"
+                  "Exit status: 0 every row predicted; 3 some or all rows could not be "
+                  "predicted (the output\nsays why for each); 2 bad usage or input; 1 a "
+                  "runtime failure (e.g. the database).",
         .opts = opts,
     };
     tc_cli_result_t cli;
@@ -164,6 +178,10 @@ int tc_cmd_predict(int argc, char **argv)
                      plot_metric);
     if (!(dataset >= 1))
         TC_FAIL_GOTO(TC_EUSAGE, "--dataset-size must be at least 1 (got %g)", dataset);
+    if (!(extrapolate == 0 || (extrapolate >= 1 && isfinite(extrapolate))))
+        TC_FAIL_GOTO(TC_EUSAGE, "--extrapolate must be 0 (any batch) or a factor of at least 1 "
+                                "(got %g)",
+                     extrapolate);
     TC_TRY(tc_dtype_parse(dtype, &dtype_v));
     TC_TRY(tc_parse_uint_list(batch_text, "--batch", 1, TC_MAX_BATCH, &batches,
                               &n_batches));
@@ -194,18 +212,17 @@ int tc_cmd_predict(int argc, char **argv)
                              .dataset_size = dataset,
                              .framework = framework,
                              .dtype = dtype,
-                             .input_size = (uint32_t)input_size};
-    size_t ready = 0;
+                             .input_size = (uint32_t)input_size,
+                             .extrapolate = extrapolate};
     for (size_t i = 0; i < n_devs; i++) {
         tc_pred_device_t *d = &devs[i];
         rc = tc_store_fit_latest(store, d->device.name, framework, NULL, dtype, &d->fit);
         if (rc == TC_ENOTFOUND) {
             d->status = TC_PRED_NO_FIT;
             snprintf(d->note, sizeof d->note,
-                     "no fit (%ld traces stored): trace models on it with 'agent trace' or "
-                     "'agent run', then run 'aggregator fit'",
-                     d->device.traces);
-            rc = 0;
+                     "no fit: trace models on it with 'agent trace' or 'agent run', then run "
+                     "'aggregator fit'");
+            TC_TRY(tc_predict_no_fit(&req, d));
             continue;
         }
         if (rc < 0)
@@ -224,18 +241,33 @@ int tc_cmd_predict(int argc, char **argv)
                         "there extrapolates; trace a CNN with such layers on that device and "
                         "fit again",
                         tc_model_name(model), d->device.name, d->unseen);
-        ready++;
     }
     TC_TRY(tc_predict_compare(store, devs, n_devs, &cmps, &n_cmps));
-    if (ready == 0 && strcmp(gpu, "all") != 0 && n_devs == 1)
-        TC_FAIL_GOTO(devs[0].status == TC_PRED_NO_FIT ? TC_EINVAL : TC_ENOTFOUND,
-                     "device '%s': %s", devs[0].device.name, devs[0].note);
+    size_t ok = 0, not_ok = 0;
+    tc_predict_count(devs, n_devs, &ok, &not_ok);
 
     TC_TRY(tc_pred_print(stdout, fmt, model, &req, devs, n_devs, cmps, n_cmps));
-    if (plot)
+    fflush(stdout);
+    if (plot && ok)
         TC_TRY(tc_pred_plot(plot, strcmp(plot_metric, "epoch") == 0, model, devs, n_devs));
-    if (ready == 0)
-        rc = tc_fail(TC_ENOTFOUND, "no device could be predicted (see the notes above)");
+    else if (plot)
+        tc_log_warn("--plot %s: no row could be predicted, so there is nothing to draw", plot);
+    if (!no_store && ok) {
+        char request_id[TC_MSGID_LEN + 1];
+        tc_msgid_new(request_id);
+        size_t stored = 0;
+        if (tc_store_predictions_put(store, request_id, model, &req, devs, n_devs, &stored) < 0)
+            tc_log_warn("the predictions were not recorded in the database: %s", tc_errmsg());
+        else
+            tc_log_info("recorded %zu predictions as request %s (table predictions)", stored,
+                        request_id);
+    }
+    if (not_ok) {
+        fprintf(stderr, "aggregator predict: %zu of %zu rows could not be predicted (each "
+                        "says why above); exit status 3\n",
+                not_ok, ok + not_ok);
+        rc = 3;
+    }
 err:
     for (size_t i = 0; i < n_devs; i++)
         tc_pred_device_free(&devs[i]);

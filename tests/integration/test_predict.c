@@ -18,6 +18,7 @@
 #include "tc_model.h"
 #include "tc_test.h"
 #include "tc_test_msg.h"
+#include "tc_test_proc.h"
 
 #include <criterion/criterion.h>
 #include <math.h>
@@ -228,7 +229,8 @@ static int s_fields(const char *line, char fields[16][512])
 }
 
 /* The csv row of (device, batch): iteration, lo, hi, conv, nonconv, peak;
- * `status` gets the row's status. Returns 0 when there is no such row. */
+ * `status` gets the row's status and `reason` (may be NULL) its reason.
+ * Returns 0 when there is no such row. */
 static int s_row(const char *csv, const char *device, unsigned batch, double v[6], char *status,
                  size_t status_size)
 {
@@ -237,13 +239,9 @@ static int s_row(const char *csv, const char *device, unsigned batch, double v[6
         int n = s_fields(line, f);
         const char *nl = strchr(line, '\n');
         line = nl ? nl + 1 : NULL;
-        if (n < 14 || strcmp(f[1], device) != 0)
+        if (n < 16 || strcmp(f[1], device) != 0 || (unsigned)atoi(f[3]) != batch)
             continue;
         snprintf(status, status_size, "%s", f[2]);
-        if (strcmp(f[2], "ok") != 0)
-            return 1;
-        if ((unsigned)atoi(f[3]) != batch)
-            continue;
         v[0] = atof(f[4]);
         v[1] = atof(f[5]);
         v[2] = atof(f[6]);
@@ -260,9 +258,12 @@ Test(predict, untraced_cnn_follows_the_law, .timeout = 600)
     s_build_fixture();
     static char out[1 << 20];
     s_aggregator("fit", 0, out, sizeof out);
+    /* The slow device lacks resnet34's benchmarks at batch 64: that row says
+     * so, the others are predicted, and the exit status says a row is
+     * missing. */
     s_aggregator("predict --gpu all --model tests/data/resnet34.onnx --batch 16,64 --format csv "
                  "--wait 0",
-                 0, out, sizeof out);
+                 3, out, sizeof out);
     tc_model_t *m = s_load("resnet34");
     const unsigned batches[] = {16, 64};
     for (size_t b = 0; b < 2; b++) {
@@ -280,14 +281,17 @@ Test(predict, untraced_cnn_follows_the_law, .timeout = 600)
         cr_assert_float_eq(v[5], s_peak(m, batches[b]), s_peak(m, batches[b]) * 0.02,
                            "peak memory %g want %g", v[5], s_peak(m, batches[b]));
     }
-    /* The slow device has a fit but no resnet34 benchmarks: not skipped
-     * silently, its row says what is missing and the command to run. */
+    /* The slow device has a fit but only some resnet34 benchmarks: its batch
+     * 16 is predicted (resnet34's convs at batch 16 share their shapes with
+     * resnet18's, which it measured), its batch 64 is not, and that row says
+     * what is missing and the command to run. */
     double v[6];
     char status[64] = "";
     cr_assert(s_row(out, "Slow Device", 16, v, status, sizeof status), "%s", out);
+    cr_assert_str_eq(status, "ok", "%s", out);
+    cr_assert(s_row(out, "Slow Device", 64, v, status, sizeof status), "%s", out);
     cr_assert_str_eq(status, "missing_benchmarks", "%s", out);
-    /* resnet34's convs at batch 16 share their shapes with resnet18's,
-     * which the slow device measured; only batch 64 is missing. */
+    cr_assert(strstr(out, "lacks ") && strstr(out, " conv benchmarks at batch 64"), "%s", out);
     cr_assert(strstr(out, "agent bench --models tests/data/resnet34.onnx --batches 64 "),
               "%s", out);
     tc_model_destroy(&m);
@@ -365,7 +369,6 @@ Test(predict, bad_input_exits_2, .timeout = 300)
         {"predict --gpu all --model tests/data/alexnet.onnx --batch 0..8", "--batch"},
         {"predict --gpu all --model tests/data/alexnet.onnx --batch 8 --format xml", "--format"},
         {"predict --gpu all --model tests/data/alexnet.onnx --batch 8 --plot out.pdf", ".svg or .png"},
-        {"predict --gpu 'Fast Device' --model tests/data/alexnet.onnx --batch 8", "no fit"},
         {"predict --gpu all --model tests/data/alexnet.onnx", "--batch is required"},
         {NULL, NULL},
     };
@@ -379,6 +382,32 @@ Test(predict, bad_input_exits_2, .timeout = 300)
     s_aggregator(args, 2, out, sizeof out);
     cr_assert(strstr(out, bad_onnx), "%s", out);
     remove(bad_onnx);
+
+    /* A device without a fit is no bad input: its rows say no_fit, in every
+     * format, and the exit status says rows are missing. */
+    s_aggregator("predict --gpu 'Fast Device' --model tests/data/alexnet.onnx --batch 8,16", 3,
+                 out, sizeof out);
+    cr_assert(strstr(out, "no_fit: no fit (") && strstr(out, "aggregator fit"), "%s", out);
+    s_aggregator("predict --gpu 'Fast Device' --model tests/data/alexnet.onnx --batch 8,16 "
+                 "--format csv",
+                 3, out, sizeof out);
+    cr_assert(strstr(out, "\"Fast Device\",no_fit,8,") && strstr(out, "\"Fast Device\",no_fit,16,"),
+              "%s", out);
+    s_aggregator("predict --gpu 'Fast Device' --model tests/data/alexnet.onnx --batch 8 "
+                 "--format json",
+                 3, out, sizeof out);
+    cr_assert(strstr(out, "{\"batch\":8,\"status\":\"no_fit\",\"iteration_ms\":null"), "%s",
+              out);
+    /* An ambiguous part of a name lists the devices it matches. */
+    tc_store_t *s2 = NULL;
+    cr_assert_eq(tc_store_open(s_dsn, &s2), 0, "%s", tc_errmsg());
+    m = s_load("squeezenet1_1");
+    s_put_benchmarks(s2, m, &s_devices[1], s_batches, 1);
+    tc_model_destroy(&m);
+    tc_store_destroy(&s2);
+    s_aggregator("predict --gpu device --model tests/data/alexnet.onnx --batch 8", 2, out,
+                 sizeof out);
+    cr_assert(strstr(out, "'device' matches 2 devices: 'Fast Device', 'Slow Device'"), "%s", out);
 }
 
 /* The conv time fit subtracts from a measured iteration and the conv time
@@ -470,4 +499,104 @@ Test(predict, unseen_classes_and_telling_devices_apart, .timeout = 600)
                  "--format json",
                  0, out, sizeof out);
     cr_expect(strstr(out, "\"told_apart\":[{\"batch\":8,\"faster\":\"Fast Device\""), "%s", out);
+}
+
+/* Batches far outside the fitted range (8..32) are not predicted by
+ * default: each such row says out_of_range in every format, the rows that
+ * can be predicted are, and the exit status is 3 (0 when every row is
+ * predicted). --extrapolate 0 allows any batch. */
+Test(predict, partial_answers_per_device_and_batch, .timeout = 600)
+{
+    s_build_fixture();
+    static char out[1 << 16];
+    s_aggregator("fit", 0, out, sizeof out);
+    s_aggregator("predict --gpu all --model tests/data/resnet18.onnx --batch 8,1024 --wait 0 "
+                 "--format csv",
+                 3, out, sizeof out);
+    double v[6];
+    char status[64] = "";
+    for (size_t d = 0; d < 2; d++) {
+        cr_assert(s_row(out, s_devices[d].name, 8, v, status, sizeof status), "%s", out);
+        cr_expect_str_eq(status, "ok", "%s", out);
+        cr_assert(s_row(out, s_devices[d].name, 1024, v, status, sizeof status), "%s", out);
+        cr_expect_str_eq(status, "out_of_range", "%s", out);
+    }
+    cr_assert(strstr(out, "batch 1024 is outside the fit's batches 8..32"), "%s", out);
+    s_aggregator("predict --gpu all --model tests/data/resnet18.onnx --batch 8,1024 --wait 0", 3,
+                 out, sizeof out);
+    cr_assert(strstr(out, "1024  -- out_of_range: batch 1024"), "%s", out);
+    cr_assert(strstr(out, "2 of 4 rows could not be predicted"), "%s", out);
+    cr_assert(strstr(out, "fastest:  Fast Device at batch 8"), "%s", out);
+    s_aggregator("predict --gpu all --model tests/data/resnet18.onnx --batch 8,1024 --wait 0 "
+                 "--format json",
+                 3, out, sizeof out);
+    cr_assert(strstr(out, "{\"batch\":1024,\"status\":\"out_of_range\""), "%s", out);
+    cr_assert(strstr(out, "{\"batch\":8,\"status\":\"ok\",\"iteration_ms\":"), "%s", out);
+    /* Allowed any batch, 1024 is no longer out of range, but nothing was
+     * benchmarked there. */
+    s_aggregator("predict --gpu all --model tests/data/resnet18.onnx --batch 8,1024 --wait 0 "
+                 "--extrapolate 0 --format csv",
+                 3, out, sizeof out);
+    cr_assert(s_row(out, "Slow Device", 1024, v, status, sizeof status), "%s", out);
+    cr_expect_str_eq(status, "missing_benchmarks", "%s", out);
+    s_aggregator("predict --gpu all --model tests/data/resnet18.onnx --batch 8,16 --wait 0 "
+                 "--format csv",
+                 0, out, sizeof out);
+    s_aggregator("predict --gpu all --model tests/data/resnet18.onnx --batch 8 --extrapolate 0.5",
+                 2, out, sizeof out);
+    cr_assert(strstr(out, "--extrapolate must be"), "%s", out);
+}
+
+/* Every predicted row is stored with its fit; prediction_vs_trace puts it
+ * next to the traces of the same model, device and batch measured after it,
+ * and only those. */
+Test(predict, predictions_are_stored_next_to_later_traces, .timeout = 600)
+{
+    s_build_fixture();
+    static char out[1 << 16];
+    s_aggregator("fit", 0, out, sizeof out);
+    s_aggregator("predict --gpu all --model tests/data/resnet18.onnx --batch 8,16,1024 --wait 0",
+                 3, out, sizeof out);
+    cr_assert_eq(tc_test_sql_count(s_dsn, "SELECT count(*) FROM predictions"), 4,
+                 "two devices x two predictable batches");
+    cr_assert_eq(tc_test_sql_count(s_dsn, "SELECT count(DISTINCT request_id) FROM predictions"), 1);
+    cr_assert_eq(tc_test_sql_count(s_dsn,
+                                   "SELECT count(*) FROM predictions p JOIN latest_fit f USING "
+                                   "(fit_id) WHERE f.device = p.device AND p.model_name = "
+                                   "'resnet18' AND p.model_sha256 IS NOT NULL AND "
+                                   "p.lo_ms < p.iteration_ms AND p.iteration_ms < p.hi_ms"),
+                 4, "each row names its fit, model and interval");
+    s_aggregator("predict --gpu all --model tests/data/resnet18.onnx --batch 8 --wait 0 --no-store",
+                 0, out, sizeof out);
+    cr_assert_eq(tc_test_sql_count(s_dsn, "SELECT count(*) FROM predictions"), 4, "--no-store");
+    /* The fixture's traces started before the prediction: nothing measured
+     * later yet. */
+    cr_assert_eq(tc_test_sql_count(s_dsn, "SELECT count(*) FROM prediction_vs_trace WHERE "
+                                          "measured_ms IS NOT NULL"),
+                 0);
+    /* A trace of resnet18 at batch 16 on the fast device, started after the
+     * prediction, 10 % slower than the law. */
+    tc_store_t *s = NULL;
+    cr_assert_eq(tc_store_open(s_dsn, &s), 0, "%s", tc_errmsg());
+    tc_model_t *m = s_load("resnet18");
+    double ms = 1.1 * (s_conv_sum(m, 16, 1.0) + s_other_ms(m, 16, 1.0));
+    tc_envelope_t *env = tc_test_envelope("agent-fixture");
+    env->body_case = TRAINCAST__V1__ENVELOPE__BODY_TRAIN_TRACE;
+    Traincast__V1__TrainTrace *t = tc_test_trace("uuid-fast", tc_model_id(m), 16, ms);
+    t->device->name = (char *)"Fast Device";
+    t->policy = TRAINCAST__V1__POLICY__POLICY_UNSPECIFIED;
+    t->input_size = 224;
+    t->started_at_us = tc_now_us() + 1000000;
+    env->train_trace = t;
+    s_put(s, env);
+    tc_model_destroy(&m);
+    tc_store_destroy(&s);
+    cr_assert_eq(tc_test_sql_count(s_dsn, "SELECT count(*) FROM prediction_vs_trace WHERE "
+                                          "measured_ms IS NOT NULL"),
+                 1, "only the fast device's batch 16 was traced later");
+    long long err = tc_test_sql_count(s_dsn, "SELECT round(10 * error_pct) FROM prediction_vs_trace "
+                                             "WHERE device = 'Fast Device' AND batch = 16");
+    /* predicted = law, measured = 1.1 law: error -9.1 % (within the fit's
+     * own small error). */
+    cr_expect(err <= -85 && err >= -97, "error_pct * 10 = %lld", err);
 }
