@@ -9,6 +9,8 @@ int tc_cmd_keygen(int argc, char **argv);
 int tc_cmd_predict(int argc, char **argv);
 int tc_cmd_fit(int argc, char **argv);
 int tc_cmd_validate(int argc, char **argv);
+int tc_cmd_export(int argc, char **argv);
+int tc_cmd_import(int argc, char **argv);
 
 /* The --db value, falling back to $TRAINCAST_DB, else "": libpq's own
  * environment (PGHOST, PGPORT, PGDATABASE, PGUSER, PGSERVICE, PGPASSFILE,
