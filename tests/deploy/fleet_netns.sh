@@ -232,8 +232,8 @@ step "aggregator predict --gpu all for $held_out (never benchmarked, never trace
 rc=0
 "$aggregator" predict --db "$dsn" --gpu all --model "torchvision:$held_out" --input-size "$size" \
     --batch "$batches" --wait 0 --format csv >"$work/predict-nowait.csv" 2>&1 || rc=$?
-if [ "$rc" -ne 2 ] || [ "$(grep -c ',missing_benchmarks,' "$work/predict-nowait.csv")" -ne 2 ]; then
-    fail "without asking the agents, both devices should lack benchmarks (exit $rc): $(cat "$work/predict-nowait.csv")"
+if [ "$rc" -ne 3 ] || [ "$(grep -c ',missing_benchmarks,' "$work/predict-nowait.csv")" -ne 4 ]; then
+    fail "without asking the agents, both devices should lack benchmarks at both batches (exit $rc, want 3): $(cat "$work/predict-nowait.csv")"
 fi
 "$aggregator" predict --db "$dsn" --gpu all --model "torchvision:$held_out" --input-size "$size" \
     --batch "$batches" --wait 300 --format csv --plot "$work/predict.svg" >"$work/predict.csv" 2>"$work/predict.log" \
