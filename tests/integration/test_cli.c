@@ -185,3 +185,33 @@ Test(cli, formats_share_their_column_names, .timeout = 600)
     cr_assert_not_null(ag, "%s", csv);
     cr_assert(s_line(csv, "message_id,kind,created,reason"), "%s", csv);
 }
+
+/* Agent and aggregator take the same batch sizes: 1 to TC_MAX_BATCH
+ * (65536), and say so in the same words. -V prints the version. */
+Test(cli, one_batch_limit_and_the_version, .timeout = 120)
+{
+    static char out[1 << 14];
+    char cmd[2048];
+    const char *refused[] = {
+        "agent/agent trace --models resnet18 --batches 65537 --out /dev/null",
+        "agent/agent bench --models tests/data/alexnet.onnx --batches 8,65537 --out /dev/null",
+        "agent/agent run --models resnet18 --batches 65537 --aggregator tcp://127.0.0.1:1",
+        "aggregator/aggregator predict --gpu all --model tests/data/alexnet.onnx --batch 65537",
+        NULL};
+    for (int i = 0; refused[i]; i++) {
+        snprintf(cmd, sizeof cmd, "cd %s && %s/%s", TC_SOURCE_DIR, TC_BINARY_DIR, refused[i]);
+        cr_assert_eq(tc_test_run(cmd, out, sizeof out), 2, "%s:\n%s", refused[i], out);
+        cr_expect(strstr(out, "65537 is outside 1..65536"), "%s:\n%s", refused[i], out);
+        /* One prefix: "agent trace: error: --batches: ...", never doubled. */
+        cr_expect(!strstr(out, "error: agent") && !strstr(out, "error: aggregator"), "%s", out);
+    }
+    for (int b = 0; b < 2; b++) {
+        snprintf(cmd, sizeof cmd, "%s/%s -V", TC_BINARY_DIR,
+                 b ? "aggregator/aggregator" : "agent/agent");
+        cr_assert_eq(tc_test_run(cmd, out, sizeof out), 0, "%s", out);
+        cr_expect(strstr(out, "(traincast) " TRAINCAST_VERSION), "%s", out);
+    }
+    snprintf(cmd, sizeof cmd, "%s/agent/agent status --state /nonexistent extra", TC_BINARY_DIR);
+    cr_assert_eq(tc_test_run(cmd, out, sizeof out), 2, "%s", out);
+    cr_expect(strstr(out, "agent status: error: unexpected argument 'extra'"), "%s", out);
+}
