@@ -376,17 +376,27 @@ static int s_parse_header(tc_set_reader_t *r, const uint8_t *p, size_t n)
 int tc_set_reader_open(const char *path, tc_set_reader_t **out)
 {
     *out = NULL;
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return tc_fail(errno == ENOENT ? TC_ENOTFOUND : TC_EIO, "cannot open %s: %s", path,
+                       strerror(errno));
+    return tc_set_reader_open_stream(f, path, out);
+}
+
+int tc_set_reader_open_stream(FILE *f, const char *name, tc_set_reader_t **out)
+{
+    *out = NULL;
     tc_set_reader_t *r = calloc(1, sizeof *r);
-    if (!r || !(r->path = strdup(path))) {
+    if (!r || !(r->path = strdup(name))) {
         free(r);
+        fclose(f);
         return tc_fail(TC_ENOMEM, "out of memory");
     }
+    r->f = f;
     tc_sha256_init(&r->sum);
     tc_sha256_init(&r->whole);
     int rc = 0;
-    if (!(r->f = fopen(path, "rb")))
-        rc = tc_fail(errno == ENOENT ? TC_ENOTFOUND : TC_EIO, "cannot open %s: %s", path,
-                     strerror(errno));
+    const char *path = r->path;
     uint8_t magic[sizeof s_magic];
     size_t got = 0;
     if (rc == 0)

@@ -62,6 +62,9 @@ typedef struct tc_set_reader tc_set_reader_t;
  * what is wrong (not a set, truncated, corrupt header); TC_EVERSION for a
  * set of a newer format (upgrade traincast). */
 int tc_set_reader_open(const char *path, tc_set_reader_t **out);
+/* The same from an open stream (taken over: closed by destroy, also on
+ * failure); `name` names it in messages. */
+int tc_set_reader_open_stream(FILE *f, const char *name, tc_set_reader_t **out);
 const tc_set_header_t *tc_set_reader_header(const tc_set_reader_t *self);
 /* The next envelope into *env (caller frees with tc_envelope_free); *env is
  * NULL after the trailer, which has then been checked (count, SHA-256, end
