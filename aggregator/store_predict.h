@@ -1,4 +1,4 @@
-/* Recording predictions (schema/007: table predictions, view
+/* Recording predictions (schema/008: table predictions, view
  * prediction_vs_trace). */
 #ifndef TC_STORE_PREDICT_H
 #define TC_STORE_PREDICT_H
