@@ -12,6 +12,7 @@
 
 #include "tc_cli.h"
 #include "tc_error.h"
+#include "tc_validate.h"
 #include "tc_progress.h"
 
 #include <errno.h>
@@ -141,7 +142,7 @@ int tc_cmd_bench(int argc, char **argv)
     size_t n_dirs = 0;
     TC_TRY(tc_bench_settings(&f, &set));
     TC_TRY(tc_parse_directions(direction, dirs, &n_dirs));
-    TC_TRY(tc_parse_uint_list(batches_text, "--batches", 1, 1ul << 20, &batches, &n_batches));
+    TC_TRY(tc_parse_uint_list(batches_text, "--batches", 1, TC_MAX_BATCH, &batches, &n_batches));
     if (!models && !convs)
         TC_FAIL_GOTO(TC_EUSAGE, "nothing to benchmark: give --models LIST or --convs FILE,...");
     if (input_size > 16384)

@@ -7,12 +7,15 @@
 #include "conv_bench.h"
 #include "conv_verify.h"
 
-#include "tc_buf.h"
 #include "tc_cli.h"
 #include "tc_error.h"
+#include "tc_table.h"
+#include "tc_validate.h"
 
 #include <stdio.h>
 #include <string.h>
+
+static bool s_text = true; /* --format table: people read stdout */
 
 static void s_bytes(uint64_t b, char *buf, size_t size)
 {
@@ -63,38 +66,49 @@ static void s_print(const tc_conv_outcome_t *o)
         printf("\n");
 }
 
-/* One JSON line per direction (--format json), for scripts. */
-static void s_print_json(const tc_conv_outcome_t *o)
+/* --format csv|json: every candidate of every direction, one row each. */
+static const tc_col_t s_cand_cols[] = {
+    {"direction", TC_COL_TEXT},     {"algorithm", TC_COL_TEXT}, {"status", TC_COL_TEXT},
+    {"chosen", TC_COL_BOOL},        {"workspace_bytes", TC_COL_INT},
+    {"median_ms", TC_COL_NUM},      {"min_ms", TC_COL_NUM},     {"max_ms", TC_COL_NUM},
+    {"stddev_ms", TC_COL_NUM},      {"repetitions", TC_COL_INT}, {"message", TC_COL_TEXT},
+    {"route", TC_COL_TEXT},         {"sm_clock_mhz", TC_COL_INT}, {"power_w", TC_COL_NUM},
+};
+
+static int s_rows(tc_table_t *t, const tc_conv_outcome_t *o)
 {
-    tc_buf_t b = {0};
-    const tc_algo_result_t *c = &o->algos[o->chosen];
-    const tc_stats_t *st = &o->samples.stats;
-    tc_buf_puts(&b, "{\"type\": \"result\", \"direction\": ");
-    tc_buf_json_str(&b, tc_direction_name(o->spec.direction));
-    tc_buf_puts(&b, ", \"route\": ");
-    tc_buf_json_str(&b, o->route);
-    tc_buf_puts(&b, ", \"algo\": ");
-    tc_buf_json_str(&b, c->info.name);
-    tc_buf_puts(&b, ", \"median_ms\": ");
-    tc_buf_json_num(&b, st->median);
-    tc_buf_puts(&b, ", \"min_ms\": ");
-    tc_buf_json_num(&b, st->min);
-    tc_buf_puts(&b, ", \"max_ms\": ");
-    tc_buf_json_num(&b, st->max);
-    tc_buf_printf(&b, ", \"repetitions\": %zu, \"workspace_bytes\": %llu, \"sm_clock_mhz\": %u, "
-                      "\"power_w\": ",
-                  o->samples.n, (unsigned long long)c->info.workspace_bytes,
-                  o->telemetry.sm_clock_mhz);
-    tc_buf_json_num(&b, o->telemetry.power_w);
-    tc_buf_puts(&b, ", \"samples_ms\": [");
-    for (size_t i = 0; i < o->samples.n; i++) {
-        if (i)
-            tc_buf_puts(&b, ", ");
-        tc_buf_json_num(&b, o->samples.ms[i]);
+    int rc = 0;
+    for (size_t i = 0; rc == 0 && i < o->n_algos; i++) {
+        const tc_algo_result_t *a = &o->algos[i];
+        bool chosen = (int)i == o->chosen;
+        const tc_stats_t *st = chosen ? &o->samples.stats : &a->stats;
+        char ws[32], v[5][64], mhz[16], watts[32];
+        snprintf(mhz, sizeof mhz, "%u", o->telemetry.sm_clock_mhz);
+        snprintf(watts, sizeof watts, "%.1f", o->telemetry.power_w);
+        bool tele = chosen && o->telemetry.sm_clock_mhz;
+        snprintf(ws, sizeof ws, "%llu", (unsigned long long)a->info.workspace_bytes);
+        snprintf(v[0], sizeof v[0], "%.6g", st->median);
+        snprintf(v[1], sizeof v[1], "%.6g", st->min);
+        snprintf(v[2], sizeof v[2], "%.6g", st->max);
+        snprintf(v[3], sizeof v[3], "%.6g", st->stddev);
+        snprintf(v[4], sizeof v[4], "%zu", st->n);
+        const char *row[] = {tc_direction_name(o->spec.direction),
+                             a->info.name,
+                             tc_algo_status_name(a->info.status),
+                             chosen ? "true" : "false",
+                             ws,
+                             a->timed ? v[0] : NULL,
+                             a->timed ? v[1] : NULL,
+                             a->timed ? v[2] : NULL,
+                             a->timed ? v[3] : NULL,
+                             a->timed ? v[4] : NULL,
+                             a->info.message[0] ? a->info.message : NULL,
+                             chosen && o->route[0] ? o->route : NULL,
+                             tele ? mhz : NULL,
+                             tele ? watts : NULL};
+        rc = tc_table_add_row(t, row);
     }
-    tc_buf_puts(&b, "]}");
-    printf("%s\n", tc_buf_str(&b));
-    tc_buf_free(&b);
+    return rc;
 }
 
 /* Run the chosen algorithm once more and compare with the reference. */
@@ -116,7 +130,8 @@ static int s_verify(tc_device_t *dev, const tc_conv_outcome_t *o)
                                   "tolerance; worst %s[%zu] = %g, reference %g",
                          o->algos[o->chosen].info.name, v.wrong, v.checked,
                          tc_tensor_name(v.tensor), v.worst, v.got, v.want);
-        printf("  verified: %zu values match the reference\n", v.checked);
+        fprintf(s_text ? stdout : stderr, "  verified: %zu values match the reference\n",
+                v.checked);
         break;
     }
 err:
@@ -165,8 +180,8 @@ int tc_cmd_bench_conv(int argc, char **argv)
         {"workspace-mb", TC_OPT_UINT, &f.workspace_mb, "MB",
          "workspace limit (default: what the device has free)"},
         {"seed", TC_OPT_UINT, &seed, "N", "seed of the random input data (default 1)"},
-        {"format", TC_OPT_STR, &format, "table|json",
-         "table (default) or one JSON line per direction"},
+        {"format", TC_OPT_STR, &format, "table|csv|json",
+         "output format (default: table, as text; csv and json: the table candidates)"},
         {"verify", TC_OPT_FLAG, &verify, NULL,
          "also check the chosen algorithm's output against the naive reference (slow on "
          "large shapes)"},
@@ -199,14 +214,17 @@ int tc_cmd_bench_conv(int argc, char **argv)
     }
     tc_device_t *dev = NULL;
     tc_conv_outcome_t out = {0};
+    tc_table_t *cands = NULL;
+    tc_format_t fmt;
+    TC_TRY(tc_format_parse(format, &fmt));
+    s_text = fmt == TC_FMT_TABLE;
+    if (!(cands = tc_table_new("candidates", s_cand_cols, sizeof s_cand_cols / sizeof s_cand_cols[0])))
+        TC_FAIL_GOTO(TC_ENOMEM, "out of memory");
     tc_bench_settings_t set;
     Traincast__V1__Direction dirs[3];
     size_t n_dirs = 0;
     TC_TRY(tc_bench_settings(&f, &set));
     TC_TRY(tc_parse_directions(direction, dirs, &n_dirs));
-    bool json = strcmp(format, "json") == 0;
-    if (!json && strcmp(format, "table") != 0)
-        TC_FAIL_GOTO(TC_EUSAGE, "--format must be table or json (got '%s')", format);
     tc_conv_path_t path = TC_PATH_FRAMEWORK;
     if (path_text)
         TC_TRY(tc_conv_path_parse(path_text, &path));
@@ -224,8 +242,9 @@ int tc_cmd_bench_conv(int argc, char **argv)
     cfg.dtype = set.dtype;
     cfg.layout = set.layout;
     cfg.bias = bias;
-    if (n == 0)
-        TC_FAIL_GOTO(TC_EUSAGE, "--n must be > 0");
+    if (n == 0 || n > TC_MAX_BATCH)
+        TC_FAIL_GOTO(TC_EUSAGE, "--n (the batch) must be between 1 and %u (got %lu)",
+                     TC_MAX_BATCH, n);
     TC_TRY(tc_conv_config_check(&cfg));
 
     TC_TRY(tc_device_open(f.device, (unsigned)f.threads, &dev));
@@ -235,35 +254,13 @@ int tc_cmd_bench_conv(int argc, char **argv)
     tc_conv_config_label(&cfg, label, sizeof label);
     tc_device_env_t env;
     tc_device_environment(dev, &env);
-    if (json) {
-        tc_buf_t b = {0};
-        tc_buf_puts(&b, "{\"type\": \"device\", \"name\": ");
-        tc_buf_json_str(&b, d.name);
-        tc_buf_puts(&b, ", \"uuid\": ");
-        tc_buf_json_str(&b, d.uuid);
-        tc_buf_puts(&b, ", \"library\": ");
-        tc_buf_json_str(&b, d.library);
-        tc_buf_puts(&b, ", \"library_version\": ");
-        tc_buf_json_str(&b, d.library_version);
-        tc_buf_puts(&b, ", \"framework\": ");
-        tc_buf_json_str(&b, env.framework);
-        tc_buf_puts(&b, ", \"routing\": ");
-        tc_buf_json_str(&b, env.routing);
-        tc_buf_puts(&b, ", \"conv\": ");
-        tc_buf_json_str(&b, label);
-        tc_buf_puts(&b, ", \"dtype\": ");
-        tc_buf_json_str(&b, tc_dtype_name(cfg.dtype));
-        tc_buf_puts(&b, "}");
-        printf("%s\n", tc_buf_str(&b));
-        tc_buf_free(&b);
-    } else {
-        printf("device: %s [%s] %s %s\n", d.name, d.uuid, d.library, d.library_version);
-        if (env.routing[0])
-            printf("        %s, routing %s\n", env.framework, env.routing);
-        printf("conv:   %s, %s %s, policy %s, %.3f GFLOP per pass\n\n", label,
-               tc_dtype_name(cfg.dtype), tc_layout_name(cfg.layout), tc_policy_name(set.policy),
-               2 * tc_conv_macs(&cfg) / 1e9);
-    }
+    FILE *info = s_text ? stdout : stderr;
+    fprintf(info, "device: %s [%s] %s %s\n", d.name, d.uuid, d.library, d.library_version);
+    if (env.routing[0])
+        fprintf(info, "        %s, routing %s\n", env.framework, env.routing);
+    fprintf(info, "conv:   %s, %s %s, policy %s, %.3f GFLOP per pass\n\n", label,
+            tc_dtype_name(cfg.dtype), tc_layout_name(cfg.layout), tc_policy_name(set.policy),
+            2 * tc_conv_macs(&cfg) / 1e9);
     for (size_t i = 0; i < n_dirs; i++) {
         tc_conv_spec_t cs = {.config = cfg,
                              .direction = dirs[i],
@@ -272,18 +269,21 @@ int tc_cmd_bench_conv(int argc, char **argv)
                              .seed = seed,
                              .path = path};
         TC_TRY(tc_conv_bench(dev, &cs, &set.measure, &out));
-        if (json)
-            s_print_json(&out);
-        else
+        if (s_text)
             s_print(&out);
+        else
+            TC_TRY(s_rows(cands, &out));
         if (verify)
             TC_TRY(s_verify(dev, &out));
         tc_conv_outcome_free(&out);
-        if (!json)
+        if (s_text)
             printf("\n");
         fflush(stdout);
     }
+    if (!s_text)
+        TC_TRY(tc_table_print(stdout, fmt, &cands, 1));
 err:
+    tc_table_destroy(&cands);
     tc_conv_outcome_free(&out);
     tc_device_close(&dev);
     tc_cli_result_free(&cli);

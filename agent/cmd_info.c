@@ -10,9 +10,56 @@
 #include "tc_cli.h"
 #include "tc_error.h"
 #include "tc_log.h"
+#include "tc_table.h"
 
+#include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
+
+/* --format csv|json: the tables agent, libraries and devices. */
+static const tc_col_t s_agent_cols[] = {{"version", TC_COL_TEXT},
+                                        {"host", TC_COL_TEXT},
+                                        {"os", TC_COL_TEXT},
+                                        {"agent_id", TC_COL_TEXT}};
+static const tc_col_t s_lib_cols[] = {{"backend", TC_COL_TEXT}, {"versions", TC_COL_TEXT}};
+static const tc_col_t s_dev_cols[] = {
+    {"device", TC_COL_TEXT},          {"kind", TC_COL_TEXT},
+    {"name", TC_COL_TEXT},            {"uuid", TC_COL_TEXT},
+    {"compute_capability", TC_COL_TEXT}, {"multiprocessors", TC_COL_INT},
+    {"threads", TC_COL_INT},          {"memory_bytes", TC_COL_INT},
+    {"clock_mhz", TC_COL_INT},        {"memory_clock_mhz", TC_COL_INT},
+    {"library", TC_COL_TEXT},         {"library_version", TC_COL_TEXT},
+    {"runtime_version", TC_COL_TEXT}, {"driver_version", TC_COL_TEXT},
+    {"framework", TC_COL_TEXT},       {"routing", TC_COL_TEXT},
+    {"error", TC_COL_TEXT},
+};
+#define S_DEV_COLS (sizeof s_dev_cols / sizeof s_dev_cols[0])
+
+/* A row of the devices table: the device, or (d NULL) why it is not there. */
+static int s_device_row(tc_table_t *t, const char *spec, const char *kind,
+                        const Traincast__V1__Device *d, const char *error)
+{
+    char mp[16] = "", thr[16] = "", mem[32] = "", clk[16] = "", mclk[16] = "";
+    if (d) {
+        snprintf(mp, sizeof mp, "%u", d->multiprocessors);
+        snprintf(thr, sizeof thr, "%u", d->threads);
+        snprintf(mem, sizeof mem, "%" PRIu64, d->memory_bytes);
+        snprintf(clk, sizeof clk, "%u", d->clock_mhz);
+        snprintf(mclk, sizeof mclk, "%u", d->memory_clock_mhz);
+    }
+    const char *row[S_DEV_COLS] = {spec, kind};
+    if (d) {
+        const char *v[] = {d->name,          d->uuid,           d->compute_capability,
+                           mp,               thr,               mem,
+                           clk,              mclk,              d->library,
+                           d->library_version, d->runtime_version, d->driver_version,
+                           d->framework ? d->framework : "", d->routing ? d->routing : ""};
+        for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
+            row[2 + i] = v[i];
+    }
+    row[S_DEV_COLS - 1] = error;
+    return tc_table_add_row(t, row);
+}
 
 static void s_print_device(const char *spec, const Traincast__V1__Device *d)
 {
@@ -38,8 +85,11 @@ int tc_cmd_info(int argc, char **argv)
 {
     unsigned long threads = 0;
     const char *state = NULL;
-    const char *allocator = NULL;
+    const char *allocator = NULL, *format = "table";
     const tc_opt_t opts[] = {
+        {"format", TC_OPT_STR, &format, "table|csv|json",
+         "output format (default: table, as text; csv and json: the tables agent, libraries "
+         "and devices)"},
         {"threads", TC_OPT_UINT, &threads, "N",
          "threads of the cpu device to describe (default: all logical CPUs)"},
         {"state", TC_OPT_STR, &state, "DIR",
@@ -62,7 +112,8 @@ int tc_cmd_info(int argc, char **argv)
         tc_cli_result_free(&cli);
         return rc;
     }
-    if ((rc = tc_allocator_apply(allocator)) < 0) {
+    tc_format_t fmt;
+    if ((rc = tc_format_parse(format, &fmt)) < 0 || (rc = tc_allocator_apply(allocator)) < 0) {
         tc_cli_result_free(&cli);
         return rc;
     }
@@ -70,30 +121,46 @@ int tc_cmd_info(int argc, char **argv)
         tc_cli_result_free(&cli);
         return rc;
     }
+    bool text = fmt == TC_FMT_TABLE;
+    tc_table_t *tables[3] = {tc_table_new("agent", s_agent_cols, 4),
+                             tc_table_new("libraries", s_lib_cols, 2),
+                             tc_table_new("devices", s_dev_cols, S_DEV_COLS)};
+    if (!tables[0] || !tables[1] || !tables[2])
+        rc = tc_fail(TC_ENOMEM, "out of memory");
     char host[256], model[192], os[160], id[320];
     tc_host_name(host, sizeof host);
     tc_cpu_model(model, sizeof model);
     tc_os_version(os, sizeof os);
     if (tc_agent_id(NULL, state, id, sizeof id) < 0)
         tc_log_warn("%s; showing the id derived from this machine", tc_errmsg());
-    printf("traincast agent %s on %s (%s)\nagent id %s\n\nlibraries:\n", TRAINCAST_VERSION, host,
-           os, id);
-    for (const tc_backend_iface_t *const *b = tc_backends(); *b; b++) {
+    if (text)
+        printf("traincast agent %s on %s (%s)\nagent id %s\n\nlibraries:\n", TRAINCAST_VERSION,
+               host, os, id);
+    const char *agent_row[] = {TRAINCAST_VERSION, host, os, id};
+    if (rc == 0)
+        rc = tc_table_add_row(tables[0], agent_row);
+    for (const tc_backend_iface_t *const *b = tc_backends(); rc == 0 && *b; b++) {
         char v[256];
         (*b)->versions(v, sizeof v);
-        printf("  %-7s %s\n", (*b)->kind, v);
+        if (text)
+            printf("  %-7s %s\n", (*b)->kind, v);
+        const char *lib_row[] = {(*b)->kind, v};
+        rc = tc_table_add_row(tables[1], lib_row);
     }
-    printf("\ndevices:\n");
+    if (text)
+        printf("\ndevices:\n");
     int failed = 0;
-    for (const tc_backend_iface_t *const *b = tc_backends(); *b; b++) {
+    for (const tc_backend_iface_t *const *b = tc_backends(); rc == 0 && *b; b++) {
         unsigned count = 0;
         char why[512];
         (*b)->enumerate(&count, why, sizeof why);
         if (count == 0) {
-            printf("  %-7s none: %s\n", (*b)->kind, why);
+            if (text)
+                printf("  %-7s none: %s\n", (*b)->kind, why);
+            rc = s_device_row(tables[2], (*b)->kind, (*b)->kind, NULL, why);
             continue;
         }
-        for (unsigned i = 0; i < count; i++) {
+        for (unsigned i = 0; rc == 0 && i < count; i++) {
             char dspec[32];
             if (!strcmp((*b)->kind, "cpu"))
                 snprintf(dspec, sizeof dspec, "%s", (*b)->kind);
@@ -101,20 +168,30 @@ int tc_cmd_info(int argc, char **argv)
                 snprintf(dspec, sizeof dspec, "%s:%u", (*b)->kind, i);
             tc_device_t *dev = NULL;
             Traincast__V1__Device d = TRAINCAST__V1__DEVICE__INIT;
-            rc = tc_device_open(dspec, (unsigned)threads, &dev);
-            if (rc == 0)
-                rc = tc_device_describe(dev, &d);
-            if (rc == 0)
-                s_print_device(dspec, &d);
-            else {
-                printf("  %-7s error: %s\n", dspec, tc_errmsg());
-                if (!failed || tc_exit_status(rc) == 2)
-                    failed = rc;
+            int drc = tc_device_open(dspec, (unsigned)threads, &dev);
+            if (drc == 0)
+                drc = tc_device_describe(dev, &d);
+            if (drc == 0) {
+                if (text)
+                    s_print_device(dspec, &d);
+                rc = s_device_row(tables[2], dspec, (*b)->kind, &d, NULL);
+            } else {
+                if (text)
+                    printf("  %-7s error: %s\n", dspec, tc_errmsg());
+                rc = s_device_row(tables[2], dspec, (*b)->kind, NULL, tc_errmsg());
+                if (!failed || tc_exit_status(drc) == 2)
+                    failed = drc;
             }
             tc_device_close(&dev);
         }
     }
+    if (rc == 0 && !text)
+        rc = tc_table_print(stdout, fmt, tables, 3);
+    for (size_t k = 0; k < 3; k++)
+        tc_table_destroy(&tables[k]);
     tc_cli_result_free(&cli);
+    if (rc < 0)
+        return rc;
     if (failed)
         return tc_fail(failed, "some devices could not be opened (see above)");
     return 0;

@@ -6,6 +6,8 @@
 #include "tc_cli.h"
 #include "tc_error.h"
 #include "tc_model.h"
+#include "tc_table.h"
+#include "tc_validate.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -185,6 +187,40 @@ static int s_print_json(const tc_model_t *m, unsigned batch)
     return 0;
 }
 
+/* --format csv: the layers, one row each, with the keys of the JSON's
+ * "layers" (out_shape as 64x56x56, conv as its label). */
+static const tc_col_t s_layer_cols[] = {
+    {"name", TC_COL_TEXT},    {"op", TC_COL_TEXT},       {"class", TC_COL_TEXT},
+    {"out_shape", TC_COL_TEXT}, {"params", TC_COL_INT},  {"flops", TC_COL_NUM},
+    {"elems_in", TC_COL_INT}, {"elems_out", TC_COL_INT}, {"conv", TC_COL_TEXT},
+    {"first_layer", TC_COL_BOOL},
+};
+
+static int s_print_csv(const tc_model_t *m)
+{
+    tc_table_t *t = tc_table_new("layers", s_layer_cols, 10);
+    int rc = t ? 0 : tc_fail(TC_ENOMEM, "out of memory");
+    for (size_t i = 0; rc == 0 && i < tc_model_node_count(m); i++) {
+        const tc_model_node_t *n = tc_model_node(m, i);
+        char shape[96], params[32], flops[64], in[32], out[32], conv[128] = "";
+        s_shape(n, shape, sizeof shape);
+        snprintf(params, sizeof params, "%llu", (unsigned long long)n->params);
+        snprintf(flops, sizeof flops, "%.17g", n->flops);
+        snprintf(in, sizeof in, "%llu", (unsigned long long)n->elems_in);
+        snprintf(out, sizeof out, "%llu", (unsigned long long)n->elems_out);
+        if (n->is_conv)
+            tc_conv_config_label(&n->conv, conv, sizeof conv);
+        const char *row[] = {n->name, n->op, tc_op_class_name(n->op_class), shape, params,
+                             flops, in, out, n->is_conv ? conv : NULL,
+                             n->is_conv ? (n->first_layer ? "true" : "false") : NULL};
+        rc = tc_table_add_row(t, row);
+    }
+    if (rc == 0)
+        rc = tc_table_print(stdout, TC_FMT_CSV, &t, 1);
+    tc_table_destroy(&t);
+    return rc;
+}
+
 static int s_describe(int argc, char **argv)
 {
     unsigned long batch = 1, input_size = 0;
@@ -195,7 +231,8 @@ static int s_describe(int argc, char **argv)
         {"input-size", TC_OPT_UINT, &input_size, "S",
          "spatial input size in pixels (default: the model's own; torchvision models are "
          "re-exported at S, files are re-inferred)"},
-        {"format", TC_OPT_STR, &format, "table|json", "output format (default table)"},
+        {"format", TC_OPT_STR, &format, "table|csv|json",
+         "output format (default table; csv: the layers, with the keys of json's layers)"},
         {"allow-unknown", TC_OPT_FLAG, &allow_unknown, NULL,
          "count ops the importer does not know as generic element-wise layers (with a "
          "warning) instead of failing"},
@@ -223,19 +260,23 @@ static int s_describe(int argc, char **argv)
         return rc;
     }
     tc_model_t *m = NULL;
-    bool json = !strcmp(format, "json");
-    if (!json && strcmp(format, "table") != 0) {
-        rc = tc_fail(TC_EUSAGE, "--format must be table or json, not '%s'", format);
-    } else if (batch < 1 || batch > 1u << 20) {
-        rc = tc_fail(TC_EUSAGE, "--batch must be between 1 and %u", 1u << 20);
+    tc_format_t fmt = TC_FMT_TABLE;
+    if ((rc = tc_format_parse(format, &fmt)) < 0) {
+        /* the message names --format */
+    } else if (batch < 1 || batch > TC_MAX_BATCH) {
+        rc = tc_fail(TC_EUSAGE, "--batch must be between 1 and %u", TC_MAX_BATCH);
     } else if (input_size > 16384) {
         rc = tc_fail(TC_EUSAGE, "--input-size must be at most 16384");
     } else {
         tc_model_opts_t mo = {.allow_unknown = allow_unknown, .input_size = (uint32_t)input_size};
         rc = tc_model_load_spec(cli.positional[0], &mo, &m);
     }
-    if (rc == 0)
-        rc = json ? s_print_json(m, (unsigned)batch) : (s_print_table(m, (unsigned)batch), 0);
+    if (rc == 0 && fmt == TC_FMT_JSON)
+        rc = s_print_json(m, (unsigned)batch);
+    else if (rc == 0 && fmt == TC_FMT_CSV)
+        rc = s_print_csv(m);
+    else if (rc == 0)
+        s_print_table(m, (unsigned)batch);
     tc_model_destroy(&m);
     tc_cli_result_free(&cli);
     return rc;
@@ -249,7 +290,7 @@ int tc_cmd_model(int argc, char **argv)
     FILE *out = help ? stdout : stderr;
     fprintf(out, "usage: agent model describe FILE.onnx|torchvision:NAME [--batch N] "
                  "[--input-size S]\n"
-                 "                            [--format table|json] [--allow-unknown]\n\n"
+                 "                            [--format table|csv|json] [--allow-unknown]\n\n"
                  "'agent model describe --help' describes the options.\n");
     if (help)
         return 0;

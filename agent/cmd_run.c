@@ -9,6 +9,7 @@
 
 #include "tc_cli.h"
 #include "tc_error.h"
+#include "tc_validate.h"
 #include "tc_log.h"
 
 #include <stdio.h>
@@ -99,7 +100,7 @@ int tc_cmd_run(int argc, char **argv)
     }
     volatile sig_atomic_t *stop = tc_session_stop_flag();
     TC_TRY(tc_parse_name_list(models, "--models", &names, &n_names));
-    TC_TRY(tc_parse_uint_list(batches, "--batches", 1, 1u << 20, &bs, &n_bs));
+    TC_TRY(tc_parse_uint_list(batches, "--batches", 1, TC_MAX_BATCH, &bs, &n_bs));
     if (no_bench && no_trace)
         TC_FAIL_GOTO(TC_EUSAGE, "--no-bench and --no-trace leave nothing to do");
     if (input_size > 8192 || warmup > 10000 || iters > 10000 || repeats > 1000)

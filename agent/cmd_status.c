@@ -8,6 +8,7 @@
 #include "tc_buf.h"
 #include "tc_cli.h"
 #include "tc_error.h"
+#include "tc_table.h"
 #include "tc_zmq.h"
 
 #include <dirent.h>
@@ -43,8 +44,18 @@ static void s_time_text(int64_t ms, char *out, size_t size)
 
 typedef struct {
     size_t n;
-    tc_buf_t table, json;
+    tc_buf_t table;
+    tc_table_t *rows; /* every refused message, for csv and json */
+    int rc;
 } s_refused_t;
+
+static const tc_col_t s_agent_cols[] = {
+    {"agent_id", TC_COL_TEXT},       {"state", TC_COL_TEXT},   {"public_key", TC_COL_TEXT},
+    {"aggregator_key", TC_COL_BOOL}, {"waiting", TC_COL_INT},  {"oldest_waiting", TC_COL_TEXT},
+};
+static const tc_col_t s_refused_cols[] = {
+    {"message_id", TC_COL_TEXT}, {"kind", TC_COL_TEXT}, {"created", TC_COL_TEXT},
+    {"reason", TC_COL_TEXT}};
 
 static int s_on_refused(void *arg, const char *id, const char *reason, const uint8_t *data,
                         size_t len)
@@ -59,15 +70,9 @@ static int s_on_refused(void *arg, const char *id, const char *reason, const uin
     if (r->n < S_SHOW_REFUSED)
         tc_buf_printf(&r->table, "  %s  %-12s %s\n      %s\n", id, kind, when,
                       *reason ? reason : "(no reason recorded)");
-    tc_buf_puts(&r->json, r->n ? ",\n    {\"id\": " : "\n    {\"id\": ");
-    tc_buf_json_str(&r->json, id);
-    tc_buf_puts(&r->json, ", \"kind\": ");
-    tc_buf_json_str(&r->json, kind);
-    tc_buf_puts(&r->json, ", \"created\": ");
-    tc_buf_json_str(&r->json, when);
-    tc_buf_puts(&r->json, ", \"reason\": ");
-    tc_buf_json_str(&r->json, reason);
-    tc_buf_putc(&r->json, '}');
+    const char *row[] = {id, kind, when, reason};
+    if (r->rc == 0)
+        r->rc = tc_table_add_row(r->rows, row);
     r->n++;
     tc_envelope_free(&env);
     return 0;
@@ -102,7 +107,8 @@ int tc_cmd_status(int argc, char **argv)
     const tc_opt_t opts[] = {
         {"state", TC_OPT_STR, &state, "DIR",
          "the agent state directory (default $TRAINCAST_AGENT_DIR or ~/.traincast/agent)"},
-        {"format", TC_OPT_STR, &format, "F", "table (default) or json"},
+        {"format", TC_OPT_STR, &format, "table|csv|json",
+         "output format (default: table, as text; csv and json: the tables agent and refused)"},
         {0},
     };
     const tc_cmd_spec_t spec = {
@@ -122,9 +128,13 @@ int tc_cmd_status(int argc, char **argv)
         return rc;
     }
     s_refused_t refused = {0};
-    bool json = !strcmp(format, "json");
-    if (!json && strcmp(format, "table") != 0)
-        TC_FAIL_GOTO(TC_EUSAGE, "--format must be table or json (got '%s')", format);
+    tc_table_t *agent_t = NULL;
+    tc_format_t fmt;
+    TC_TRY(tc_format_parse(format, &fmt));
+    agent_t = tc_table_new("agent", s_agent_cols, 6);
+    refused.rows = tc_table_new("refused", s_refused_cols, 4);
+    if (!agent_t || !refused.rows)
+        TC_FAIL_GOTO(TC_ENOMEM, "out of memory");
     char dir[2048], spool[2200], path[2300], id[TC_AGENT_ID_MAX + 1] = "";
     tc_identity_default_dir(state, dir, sizeof dir);
     struct stat st;
@@ -147,30 +157,18 @@ int tc_cmd_status(int argc, char **argv)
     if (waiting)
         s_time_text(s_msgid_ms(oldest), when, sizeof when);
     TC_TRY(tc_spool_each_rejected(spool, s_on_refused, &refused));
-    if (refused.table.failed || refused.json.failed)
+    TC_TRY(refused.rc);
+    if (refused.table.failed)
         TC_FAIL_GOTO(TC_ENOMEM, "out of memory");
 
-    if (json) {
-        tc_buf_t b = {0};
-        tc_buf_puts(&b, "{\"agent_id\": ");
-        tc_buf_json_str(&b, id);
-        tc_buf_puts(&b, ", \"state\": ");
-        tc_buf_json_str(&b, dir);
-        tc_buf_puts(&b, ", \"public_key\": ");
-        if (*key)
-            tc_buf_json_str(&b, key);
-        else
-            tc_buf_puts(&b, "null");
-        tc_buf_printf(&b, ", \"aggregator_key\": %s, \"waiting\": %zu, \"oldest_waiting\": ",
-                      *server_key ? "true" : "false", waiting);
-        if (waiting)
-            tc_buf_json_str(&b, when);
-        else
-            tc_buf_puts(&b, "null");
-        tc_buf_printf(&b, ", \"refused\": [%s%s]}\n", tc_buf_str(&refused.json),
-                      refused.n ? "\n  " : "");
-        fputs(tc_buf_str(&b), stdout);
-        tc_buf_free(&b);
+    if (fmt != TC_FMT_TABLE) {
+        char n_waiting[32];
+        snprintf(n_waiting, sizeof n_waiting, "%zu", waiting);
+        const char *row[] = {id,      dir, *key ? key : NULL, *server_key ? "true" : "false",
+                             n_waiting, waiting ? when : NULL};
+        TC_TRY(tc_table_add_row(agent_t, row));
+        tc_table_t *tables[] = {agent_t, refused.rows};
+        TC_TRY(tc_table_print(stdout, fmt, tables, 2));
     } else {
         printf("agent     %s (state %s)\n", id, dir);
         printf("key       %s\n", *key ? key : "none: run 'agent keygen'");
@@ -187,7 +185,7 @@ int tc_cmd_status(int argc, char **argv)
                    refused.n, refused.n == 1 ? "" : "s", spool);
             fputs(tc_buf_str(&refused.table), stdout);
             if (refused.n > S_SHOW_REFUSED)
-                printf("  ... and %zu more (--format json lists them all)\n",
+                printf("  ... and %zu more (--format csv or json lists them all)\n",
                        refused.n - S_SHOW_REFUSED);
         } else {
             printf("refused   none\n");
@@ -195,7 +193,8 @@ int tc_cmd_status(int argc, char **argv)
     }
 err:
     tc_buf_free(&refused.table);
-    tc_buf_free(&refused.json);
+    tc_table_destroy(&refused.rows);
+    tc_table_destroy(&agent_t);
     tc_cli_result_free(&cli);
     return rc;
 }

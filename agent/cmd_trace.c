@@ -7,6 +7,7 @@
 
 #include "tc_cli.h"
 #include "tc_error.h"
+#include "tc_validate.h"
 #include "tc_log.h"
 #include "tc_progress.h"
 #include "tc_resultfile.h"
@@ -90,7 +91,7 @@ static int s_run(const s_opts_t *o)
     if (!*o->out)
         return tc_fail(TC_EUSAGE, "--out must name a file");
     TC_TRY(tc_parse_name_list(o->models, "--models", &names, &n_models));
-    TC_TRY(tc_parse_uint_list(o->batches, "--batches", 1, 65536, &batches, &n_batches));
+    TC_TRY(tc_parse_uint_list(o->batches, "--batches", 1, TC_MAX_BATCH, &batches, &n_batches));
     if (!(b32 = calloc(n_batches, sizeof *b32)))
         TC_FAIL_GOTO(TC_ENOMEM, "out of memory");
     for (size_t i = 0; i < n_batches; i++)

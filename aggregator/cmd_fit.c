@@ -5,6 +5,7 @@
 
 #include "tc_cli.h"
 #include "tc_error.h"
+#include "tc_table.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -46,12 +47,87 @@ static void s_print_fit(const tc_fit_group_t *g, const tc_fit_analysis_t *a)
         printf("  ridge lambda (standardized design): %.4g\n", fit->lambda);
 }
 
+/* The machine-readable form (--format csv|json): a row per fit, and a row
+ * per coefficient. */
+static const tc_col_t s_fit_cols[] = {
+    {"fit_id", TC_COL_INT},          {"device", TC_COL_TEXT},
+    {"framework", TC_COL_TEXT},      {"policy", TC_COL_TEXT},
+    {"dtype", TC_COL_TEXT},          {"conv_policy", TC_COL_TEXT},
+    {"form", TC_COL_TEXT},           {"weighting", TC_COL_TEXT},
+    {"stat", TC_COL_TEXT},           {"model", TC_COL_TEXT},
+    {"n_cnns", TC_COL_INT},          {"n_points", TC_COL_INT},
+    {"batch_min", TC_COL_INT},       {"batch_max", TC_COL_INT},
+    {"excluded_oom", TC_COL_INT},    {"excluded_failed", TC_COL_INT},
+    {"cv_mape", TC_COL_NUM},         {"cv_median_ape", TC_COL_NUM},
+    {"cv_max_ape", TC_COL_NUM},      {"selection_mape", TC_COL_NUM},
+    {"conv_only_mape", TC_COL_NUM},  {"rse", TC_COL_NUM},
+    {"dof", TC_COL_NUM},             {"ridge_lambda", TC_COL_NUM},
+    {"interval_lo", TC_COL_NUM},     {"interval_hi", TC_COL_NUM},
+};
+#define S_FIT_COLS (sizeof s_fit_cols / sizeof s_fit_cols[0])
+static const tc_col_t s_coef_cols[] = {
+    {"fit_id", TC_COL_INT},      {"device", TC_COL_TEXT}, {"feature", TC_COL_TEXT},
+    {"coefficient", TC_COL_NUM}, {"se", TC_COL_NUM},
+};
+
+static void s_num(char *buf, size_t size, double v, bool have)
+{
+    if (have && isfinite(v))
+        snprintf(buf, size, "%.10g", v);
+    else
+        buf[0] = '\0';
+}
+
+static int s_fit_rows(tc_table_t *fits, tc_table_t *coefs, const tc_fit_group_t *g,
+                      const tc_fit_analysis_t *a)
+{
+    const tc_fit_t *fit = &a->fit;
+    char model[1024], v[S_FIT_COLS][64];
+    tc_fit_spec_describe(&a->data, &a->spec, model, sizeof model);
+    snprintf(v[0], sizeof v[0], "%lld", fit->fit_id);
+    snprintf(v[10], sizeof v[10], "%zu", fit->n_cnns);
+    snprintf(v[11], sizeof v[11], "%zu", fit->n_points);
+    snprintf(v[12], sizeof v[12], "%u", fit->batch_min);
+    snprintf(v[13], sizeof v[13], "%u", fit->batch_max);
+    snprintf(v[14], sizeof v[14], "%zu", fit->excluded_oom);
+    snprintf(v[15], sizeof v[15], "%zu", fit->excluded_failed);
+    s_num(v[16], sizeof v[16], fit->cv_mape, a->nested);
+    s_num(v[17], sizeof v[17], fit->cv_median_ape, a->nested);
+    s_num(v[18], sizeof v[18], fit->cv_max_ape, a->nested);
+    s_num(v[19], sizeof v[19], fit->selection_mape, true);
+    s_num(v[20], sizeof v[20], fit->conv_only_mape, true);
+    s_num(v[21], sizeof v[21], fit->rse, true);
+    s_num(v[22], sizeof v[22], fit->dof, true);
+    s_num(v[23], sizeof v[23], fit->lambda, fit->form == TC_FIT_RIDGE);
+    s_num(v[24], sizeof v[24], fit->interval_lo, true);
+    s_num(v[25], sizeof v[25], fit->interval_hi, true);
+    const char *cells[S_FIT_COLS] = {
+        v[0], g->device, g->framework, *g->policy ? g->policy : NULL, g->dtype, g->conv_policy,
+        tc_fit_form_name(fit->form), tc_fit_weighting_name(fit->weighting),
+        tc_fit_stat_name(fit->stat), model};
+    for (size_t i = 10; i < S_FIT_COLS; i++)
+        cells[i] = *v[i] ? v[i] : NULL;
+    int rc = tc_table_add_row(fits, cells);
+    for (size_t j = 0; rc == 0 && j < fit->p; j++) {
+        char c[64], se[64];
+        snprintf(c, sizeof c, "%.10g", fit->coef[j]);
+        snprintf(se, sizeof se, "%.10g", sqrt(fmax(fit->cov[j * fit->p + j], 0)));
+        const char *row[] = {v[0], g->device, fit->features[j], c, se};
+        rc = tc_table_add_row(coefs, row);
+    }
+    return rc;
+}
+
 int tc_cmd_fit(int argc, char **argv)
 {
     tc_fit_cli_t cli = {.min_gain = 0.01};
     bool no_validate = false;
+    const char *format = "table";
     const tc_opt_t opts[] = {
         TC_FIT_CLI_OPTS(&cli),
+        {"format", TC_OPT_STR, &format, "table|csv|json",
+         "output format (default: table, a report per fit; csv and json: the tables fits and "
+         "coefficients)"},
         {"no-validate", TC_OPT_FLAG, &no_validate, NULL,
          "skip the leave-one-CNN-out of the whole procedure (faster; the stored cv error "
          "stays empty)"},
@@ -80,12 +156,22 @@ int tc_cmd_fit(int argc, char **argv)
     tc_store_t *store = NULL;
     tc_fit_group_t *groups = NULL;
     size_t n_groups = 0;
-    rc = tc_fit_plan_init(&cli, &plan);
+    tc_format_t fmt;
+    rc = tc_format_parse(format, &fmt);
+    if (rc == 0)
+        rc = tc_fit_plan_init(&cli, &plan);
     if (rc < 0) {
         tc_cli_result_free(&res);
         return rc;
     }
-    rc = tc_store_open(tc_default_dsn(cli.db), &store);
+    tc_table_t *tables[2] = {tc_table_new("fits", s_fit_cols, S_FIT_COLS),
+                             tc_table_new("coefficients", s_coef_cols, 5)};
+    if (!tables[0] || !tables[1])
+        rc = tc_fail(TC_ENOMEM, "out of memory");
+    if (rc == 0)
+        rc = tc_store_open(tc_default_dsn(cli.db), &store);
+    if (rc == 0)
+        rc = tc_store_check_schema(store);
     if (rc == 0)
         rc = tc_store_fit_groups(store, plan.devices, plan.n_devices, plan.stat, &groups,
                                  &n_groups);
@@ -101,11 +187,17 @@ int tc_cmd_fit(int argc, char **argv)
         rc = tc_store_fit_put(store, &an[i].fit, &groups[i], an[i].fitted,
                               an[i].nested ? &held : NULL, (const char *const *)plan.features,
                               plan.p);
-        if (rc == 0) {
+        if (rc == 0 && fmt == TC_FMT_TABLE) {
             s_print_fit(&groups[i], &an[i]);
             fflush(stdout);
+        } else if (rc == 0) {
+            rc = s_fit_rows(tables[0], tables[1], &groups[i], &an[i]);
         }
     }
+    if (rc == 0 && fmt != TC_FMT_TABLE)
+        rc = tc_table_print(stdout, fmt, tables, 2);
+    tc_table_destroy(&tables[0]);
+    tc_table_destroy(&tables[1]);
     for (size_t i = 0; an && i < n_groups; i++)
         tc_fit_analysis_free(&an[i]);
     free(an);

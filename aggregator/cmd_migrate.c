@@ -12,7 +12,8 @@ const char *tc_default_dsn(const char *flag_value)
     if (flag_value && *flag_value)
         return flag_value;
     const char *env = getenv("TRAINCAST_DB");
-    return env && *env ? env : NULL;
+    /* "": libpq's own defaults (PGHOST, PGDATABASE, PGSERVICE, PGPASSFILE...). */
+    return env && *env ? env : "";
 }
 
 int tc_db_command(const char *prog, const char *summary, int check_schema, int argc,
@@ -20,7 +21,7 @@ int tc_db_command(const char *prog, const char *summary, int check_schema, int a
 {
     const char *db = NULL;
     const tc_opt_t opts[] = {
-        {"db", TC_OPT_STR, &db, "DSN", "PostgreSQL connection string (default: $TRAINCAST_DB)"},
+        TC_DB_OPT(&db),
         {0},
     };
     const tc_cmd_spec_t spec = {

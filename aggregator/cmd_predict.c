@@ -1,14 +1,17 @@
 /* aggregator predict: compare device classes for a CNN over batch sizes. */
 #include "commands.h"
+#include "device_match.h"
 #include "plot.h"
 #include "predict.h"
 #include "predict_output.h"
 #include "store.h"
 #include "store_fit.h"
+#include "store_predict.h"
 
 #include "tc_buf.h"
 #include "tc_cli.h"
 #include "tc_error.h"
+#include "tc_validate.h"
 #include "tc_log.h"
 
 #include <ctype.h>
@@ -18,8 +21,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-
-#define TC_PREDICT_MAX_BATCH 65536
 
 /* Prices: `DEVICE NAME = PRICE` per line (per device-hour; '#' comments). */
 static int s_read_prices(const char *path, tc_pred_device_t *devs, size_t n)
@@ -77,65 +78,19 @@ static int s_read_prices(const char *path, tc_pred_device_t *devs, size_t n)
 static int s_select_devices(tc_store_t *s, const char *gpu, tc_pred_device_t **out, size_t *n_out)
 {
     tc_device_class_t *all = NULL;
-    size_t n_all = 0;
+    size_t n_all = 0, *idx = NULL, n = 0;
     int rc = tc_store_device_classes(s, &all, &n_all);
-    if (rc < 0)
-        return rc;
-    tc_pred_device_t *devs = calloc(n_all + 1, sizeof *devs);
-    size_t n = 0;
-    if (!devs) {
-        free(all);
-        return tc_fail(TC_ENOMEM, "out of memory");
-    }
-    if (!strcmp(gpu, "all")) {
-        for (size_t i = 0; i < n_all; i++)
-            devs[n++].device = all[i];
-        if (n == 0)
-            rc = tc_fail(TC_EINVAL, "--gpu all: the store knows no devices yet; run agents "
-                                    "against 'aggregator serve' (see README) first");
-    } else {
-        char **names = NULL;
-        size_t n_names = 0;
-        rc = tc_parse_name_list(gpu, "--gpu", &names, &n_names);
-        for (size_t i = 0; rc == 0 && i < n_names; i++) {
-            size_t hit = n_all;
-            for (size_t j = 0; j < n_all; j++) {
-                if (!strcmp(all[j].name, names[i]))
-                    hit = j;
-            }
-            if (hit == n_all) {
-                /* A unique case-insensitive substring is accepted too. */
-                size_t matches = 0;
-                for (size_t j = 0; j < n_all; j++) {
-                    if (strcasestr(all[j].name, names[i])) {
-                        hit = j;
-                        matches++;
-                    }
-                }
-                if (matches != 1)
-                    hit = n_all;
-            }
-            if (hit == n_all) {
-                tc_buf_t known = {0};
-                for (size_t j = 0; j < n_all; j++)
-                    tc_buf_printf(&known, "%s'%s'", j ? ", " : "", all[j].name);
-                rc = tc_fail(TC_EINVAL, "--gpu: unknown device '%s'; known devices: %s (or "
-                                        "use --gpu all)",
-                             names[i], n_all ? tc_buf_str(&known) : "none yet");
-                tc_buf_free(&known);
-                break;
-            }
-            bool dup = false;
-            for (size_t k = 0; k < n; k++)
-                dup |= !strcmp(devs[k].device.name, all[hit].name);
-            if (!dup && n < n_all)
-                devs[n++].device = all[hit];
-        }
-        tc_free_strv(names, n_names);
+    if (rc == 0)
+        rc = tc_device_select(all, n_all, gpu, "--gpu", &idx, &n);
+    tc_pred_device_t *devs = NULL;
+    if (rc == 0 && !(devs = calloc(n + 1, sizeof *devs)))
+        rc = tc_fail(TC_ENOMEM, "out of memory");
+    for (size_t i = 0; rc == 0 && i < n; i++) {
+        devs[i].device = all[idx[i]];
+        devs[i].price = NAN;
     }
     free(all);
-    for (size_t i = 0; i < n; i++)
-        devs[i].price = NAN;
+    free(idx);
     if (rc < 0) {
         free(devs);
         return rc;
@@ -151,8 +106,8 @@ int tc_cmd_predict(int argc, char **argv)
     const char *format = "table", *plot = NULL, *plot_metric = "iteration";
     const char *framework = "pytorch", *dtype = "fp32", *amp = "none";
     unsigned long input_size = 0, wait_s = 300;
-    double dataset = 1281167;
-    bool allow_unknown = false;
+    double dataset = 1281167, extrapolate = 2;
+    bool allow_unknown = false, no_store = false;
     const tc_opt_t opts[] = {
         {"gpu", TC_OPT_STR, &gpu, "all|NAME,...", "device classes to compare", true},
         {"model", TC_OPT_STR, &model_spec, "SPEC",
@@ -174,9 +129,14 @@ int tc_cmd_predict(int argc, char **argv)
          "automatic mixed precision of the fits (default: none)"},
         {"wait", TC_OPT_UINT, &wait_s, "SECONDS",
          "how long to wait for agents to benchmark missing convs (default: 300; 0: do not ask)"},
+        {"extrapolate", TC_OPT_DOUBLE, &extrapolate, "F",
+         "predict batches down to the fit's smallest / F and up to its largest * F (default: "
+         "2; 0: any); the others are out_of_range"},
         {"allow-unknown", TC_OPT_FLAG, &allow_unknown, NULL,
          "treat ONNX ops traincast does not know as element-wise layers"},
-        {"db", TC_OPT_STR, &db, "DSN", "PostgreSQL connection string (default: $TRAINCAST_DB)"},
+        {"no-store", TC_OPT_FLAG, &no_store, NULL,
+         "do not record the predictions in the database (table predictions)"},
+        TC_DB_OPT(&db),
         {0},
     };
     const tc_cmd_spec_t spec = {
@@ -186,6 +146,14 @@ int tc_cmd_predict(int argc, char **argv)
                    "memory, and name the fastest and\ncheapest device.",
         .max_positional = 0,
         .config_file = true,
+        .epilog = "Every (device, batch) row is predicted where it can be; a row that cannot "
+                  "says why: missing_benchmarks\n(conv benchmarks missing on that device at "
+                  "that batch), no_fit (the device has no fit) or\nout_of_range (the batch is "
+                  "too far outside the fit's batches; --extrapolate). Predicted rows are\n"
+                  "stored in the table predictions (view prediction_vs_trace).\n"
+                  "Exit status: 0 every row predicted; 3 some or all rows could not be "
+                  "predicted (the output\nsays why for each); 2 bad usage or input; 1 a "
+                  "runtime failure (e.g. the database).",
         .opts = opts,
     };
     tc_cli_result_t cli;
@@ -213,11 +181,15 @@ int tc_cmd_predict(int argc, char **argv)
                      plot_metric);
     if (!(dataset >= 1))
         TC_FAIL_GOTO(TC_EUSAGE, "--dataset-size must be at least 1 (got %g)", dataset);
+    if (!(extrapolate == 0 || (extrapolate >= 1 && isfinite(extrapolate))))
+        TC_FAIL_GOTO(TC_EUSAGE, "--extrapolate must be 0 (any batch) or a factor of at least 1 "
+                                "(got %g)",
+                     extrapolate);
     TC_TRY(tc_dtype_parse(dtype, &dtype_v));
     if (strcmp(amp, "none") && strcmp(amp, "fp16") && strcmp(amp, "bf16"))
         TC_FAIL_GOTO(TC_EUSAGE, "--amp must be none, fp16 or bf16 (got '%s')", amp);
     const char *amp_key = strcmp(amp, "none") ? amp : "";
-    TC_TRY(tc_parse_uint_list(batch_text, "--batch", 1, TC_PREDICT_MAX_BATCH, &batches,
+    TC_TRY(tc_parse_uint_list(batch_text, "--batch", 1, TC_MAX_BATCH, &batches,
                               &n_batches));
     if (plot) {
         const char *ext = strrchr(plot, '.');
@@ -247,18 +219,17 @@ int tc_cmd_predict(int argc, char **argv)
                              .framework = framework,
                              .dtype = dtype,
                              .amp = amp_key,
-                             .input_size = (uint32_t)input_size};
-    size_t ready = 0;
+                             .input_size = (uint32_t)input_size,
+                             .extrapolate = extrapolate};
     for (size_t i = 0; i < n_devs; i++) {
         tc_pred_device_t *d = &devs[i];
         rc = tc_store_fit_latest(store, d->device.name, framework, NULL, dtype, amp_key, &d->fit);
         if (rc == TC_ENOTFOUND) {
             d->status = TC_PRED_NO_FIT;
             snprintf(d->note, sizeof d->note,
-                     "no fit (%ld traces stored): trace models on it with 'agent trace' or "
-                     "'agent run', then run 'aggregator fit'",
-                     d->device.traces);
-            rc = 0;
+                     "no fit: trace models on it with 'agent trace' or 'agent run', then run "
+                     "'aggregator fit'");
+            TC_TRY(tc_predict_no_fit(&req, d));
             continue;
         }
         if (rc < 0)
@@ -280,18 +251,33 @@ int tc_cmd_predict(int argc, char **argv)
                         "there extrapolates; trace a CNN with such layers on that device and "
                         "fit again",
                         tc_model_name(model), d->device.name, d->unseen);
-        ready++;
     }
     TC_TRY(tc_predict_compare(store, devs, n_devs, &cmps, &n_cmps));
-    if (ready == 0 && strcmp(gpu, "all") != 0 && n_devs == 1)
-        TC_FAIL_GOTO(devs[0].status == TC_PRED_NO_FIT ? TC_EINVAL : TC_ENOTFOUND,
-                     "device '%s': %s", devs[0].device.name, devs[0].note);
+    size_t ok = 0, not_ok = 0;
+    tc_predict_count(devs, n_devs, &ok, &not_ok);
 
     TC_TRY(tc_pred_print(stdout, fmt, model, &req, devs, n_devs, cmps, n_cmps));
-    if (plot)
+    fflush(stdout);
+    if (plot && ok)
         TC_TRY(tc_pred_plot(plot, strcmp(plot_metric, "epoch") == 0, model, devs, n_devs));
-    if (ready == 0)
-        rc = tc_fail(TC_ENOTFOUND, "no device could be predicted (see the notes above)");
+    else if (plot)
+        tc_log_warn("--plot %s: no row could be predicted, so there is nothing to draw", plot);
+    if (!no_store && ok) {
+        char request_id[TC_MSGID_LEN + 1];
+        tc_msgid_new(request_id);
+        size_t stored = 0;
+        if (tc_store_predictions_put(store, request_id, model, &req, devs, n_devs, &stored) < 0)
+            tc_log_warn("the predictions were not recorded in the database: %s", tc_errmsg());
+        else
+            tc_log_info("recorded %zu predictions as request %s (table predictions)", stored,
+                        request_id);
+    }
+    if (not_ok) {
+        fprintf(stderr, "aggregator predict: %zu of %zu rows could not be predicted (each "
+                        "says why above); exit status 3\n",
+                not_ok, ok + not_ok);
+        rc = 3;
+    }
 err:
     for (size_t i = 0; i < n_devs; i++)
         tc_pred_device_free(&devs[i]);

@@ -33,7 +33,7 @@ int tc_cmd_serve(int argc, char **argv)
     double heartbeat_s = 5;
     const tc_opt_t opts[] = {
         {"listen", TC_OPT_STR, &listen, "ENDPOINT", "where agents connect (default tcp://*:5555)"},
-        {"db", TC_OPT_STR, &db, "DSN", "PostgreSQL connection string (default: $TRAINCAST_DB)"},
+        TC_DB_OPT(&db),
         {"keys", TC_OPT_STR, &keys, "DIR",
          "holds aggregator.key (default $TRAINCAST_AGGREGATOR_DIR or ~/.traincast/aggregator)"},
         {"allowlist", TC_OPT_STR, &allowlist, "FILE",
@@ -87,8 +87,6 @@ int tc_cmd_serve(int argc, char **argv)
     else if (!(heartbeat_s >= 0.05 && heartbeat_s <= 3600))
         rc = tc_fail(TC_EUSAGE, "--heartbeat must be between 0.05 and 3600 seconds (got %g)",
                      heartbeat_s);
-    else if (!tc_default_dsn(db))
-        rc = tc_fail(TC_EUSAGE, "no database given: pass --db DSN or set TRAINCAST_DB");
     if (rc < 0) {
         tc_cli_result_free(&cli);
         return rc;

@@ -1,101 +1,31 @@
-/* aggregator status: agents, their devices, when they were last seen, their
- * spool backlog, and what is stored. */
+/* aggregator status: agents, their devices (local or imported), when they
+ * were last seen, their spool backlog, what is stored, and the job queue. */
 #include "commands.h"
 #include "store.h"
 #include "store_server.h"
 
-#include "tc_buf.h"
 #include "tc_cli.h"
 #include "tc_error.h"
+#include "tc_table.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define S_MAX_COLS 12
-
-/* Rows collected for one table, printed with aligned columns. */
-typedef struct {
-    const char *title;
-    const char *const *headers;
-    int ncols;
-    char **cells; /* row-major */
-    size_t nrows, cap;
-} s_table_t;
-
 static int s_add_row(void *arg, int ncols, const char *const *names, const char *const *values)
 {
-    s_table_t *t = arg;
     (void)names;
-    if (ncols != t->ncols)
-        return tc_fail(TC_EDB, "internal: status query returned %d columns, expected %d", ncols,
-                       t->ncols);
-    if (t->nrows == t->cap) {
-        size_t nc = t->cap ? t->cap * 2 : 16;
-        char **c = realloc(t->cells, nc * (size_t)t->ncols * sizeof *c);
-        if (!c)
-            return tc_fail(TC_ENOMEM, "out of memory");
-        t->cells = c;
-        t->cap = nc;
-    }
-    for (int i = 0; i < ncols; i++) {
-        char *v = strdup(values[i] ? values[i] : "-");
-        if (!v)
-            return tc_fail(TC_ENOMEM, "out of memory");
-        t->cells[t->nrows * (size_t)t->ncols + (size_t)i] = v;
-    }
-    t->nrows++;
-    return 0;
+    (void)ncols;
+    return tc_table_add_row(arg, values);
 }
 
-static void s_print(const s_table_t *t)
-{
-    size_t w[S_MAX_COLS];
-    for (int c = 0; c < t->ncols; c++) {
-        w[c] = strlen(t->headers[c]);
-        for (size_t r = 0; r < t->nrows; r++) {
-            size_t n = strlen(t->cells[r * (size_t)t->ncols + (size_t)c]);
-            if (n > w[c])
-                w[c] = n;
-        }
-    }
-    printf("%s (%zu)\n", t->title, t->nrows);
-    if (!t->nrows)
-        return;
-    for (int c = 0; c < t->ncols; c++)
-        printf("  %-*s", (int)w[c], t->headers[c]);
-    printf("\n");
-    for (size_t r = 0; r < t->nrows; r++) {
-        for (int c = 0; c < t->ncols; c++)
-            printf("  %-*s", (int)w[c], t->cells[r * (size_t)t->ncols + (size_t)c]);
-        printf("\n");
-    }
-}
-
-static void s_free(s_table_t *t)
-{
-    for (size_t i = 0; i < t->nrows * (size_t)t->ncols; i++)
-        free(t->cells[i]);
-    free(t->cells);
-    t->cells = NULL;
-    t->nrows = t->cap = 0;
-}
-
-static int s_table(tc_store_t *store, const char *title, const char *const *headers, int ncols,
-                   const char *sql)
-{
-    s_table_t t = {.title = title, .headers = headers, .ncols = ncols};
-    int rc = tc_store_select(store, title, sql, 0, NULL, s_add_row, &t);
-    if (rc == 0)
-        s_print(&t);
-    s_free(&t);
-    return rc;
-}
-
-static const char *const s_agent_cols[] = {"AGENT",   "HOST",      "VERSION", "JOBS",
-                                           "LAST SEEN", "AGO",     "BACKLOG", "MESSAGES"};
+static const tc_col_t s_agent_cols[] = {
+    {"agent_id", TC_COL_TEXT},    {"host", TC_COL_TEXT},          {"version", TC_COL_TEXT},
+    {"accepts_jobs", TC_COL_BOOL}, {"last_seen", TC_COL_TEXT},     {"ago", TC_COL_TEXT},
+    {"spool_backlog", TC_COL_INT}, {"messages", TC_COL_INT},
+};
 static const char s_agent_sql[] =
-    "SELECT a.agent_id, coalesce(a.host, '-'), coalesce(a.version, '-'),"
+    "SELECT a.agent_id, a.host, a.version,"
     " CASE WHEN a.accepts_jobs THEN 'yes' ELSE 'no' END,"
     " to_char(a.last_seen AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') || ' UTC',"
     " CASE WHEN now() - a.last_seen < interval '1 minute'"
@@ -103,58 +33,118 @@ static const char s_agent_sql[] =
     "      WHEN now() - a.last_seen < interval '1 hour'"
     "      THEN (extract(epoch FROM now() - a.last_seen) / 60)::int || ' min'"
     "      ELSE (extract(epoch FROM now() - a.last_seen) / 3600)::int || ' h' END,"
-    " coalesce(a.spool_backlog::text, '-'),"
+    " a.spool_backlog::text,"
     " (SELECT count(*) FROM received_messages m WHERE m.agent_id = a.agent_id)::text"
     " FROM agents a ORDER BY a.last_seen DESC, a.agent_id";
 
-static const char *const s_device_cols[] = {"AGENT", "DEVICE", "KIND", "UUID",
-                                            "CONV RESULTS", "TRACES", "LAST SEEN"};
+/* A device of this fleet has its agent; an imported one says where it came
+ * from (and its name in the set, when it was renamed on import). */
+static const tc_col_t s_device_cols[] = {
+    {"agent_id", TC_COL_TEXT}, {"device", TC_COL_TEXT},    {"kind", TC_COL_TEXT},
+    {"uuid", TC_COL_TEXT},     {"origin", TC_COL_TEXT},    {"conv_results", TC_COL_INT},
+    {"traces", TC_COL_INT},    {"last_seen", TC_COL_TEXT},
+};
 static const char s_device_sql[] =
-    "SELECT coalesce(d.agent_id, '-'), d.name, d.kind, d.uuid,"
+    "SELECT d.agent_id, d.name, d.kind, d.uuid,"
+    " CASE WHEN d.import_id IS NULL THEN 'local'"
+    "      ELSE 'imported from ' || i.source || ' (import ' || d.import_id || ')'"
+    "           || coalesce(', was ''' || d.original_name || '''', '') END,"
     " (SELECT count(*) FROM conv_results r WHERE r.device_id = d.device_id)::text,"
     " (SELECT count(*) FROM traces t WHERE t.device_id = d.device_id)::text,"
     " to_char(d.last_seen AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') || ' UTC'"
-    " FROM devices d ORDER BY d.agent_id, d.name, d.uuid";
+    " FROM devices d LEFT JOIN imports i USING (import_id)"
+    " ORDER BY d.import_id NULLS FIRST, d.agent_id, d.name, d.uuid";
 
-static const char *const s_count_cols[] = {"WHAT", "COUNT"};
+static const tc_col_t s_count_cols[] = {{"what", TC_COL_TEXT}, {"count", TC_COL_INT}};
 static const char s_count_sql[] =
     "SELECT 'messages received', count(*)::text FROM received_messages"
     " UNION ALL SELECT 'conv results', count(*)::text FROM conv_results"
     " UNION ALL SELECT 'conv configs', count(*)::text FROM conv_configs"
     " UNION ALL SELECT 'traces', count(*)::text FROM traces"
-    " UNION ALL SELECT 'models', count(*)::text FROM models";
+    " UNION ALL SELECT 'models', count(*)::text FROM models"
+    " UNION ALL SELECT 'fits', count(*)::text FROM fits"
+    " UNION ALL SELECT 'predictions', count(*)::text FROM predictions"
+    " UNION ALL SELECT 'imports', count(*)::text FROM imports";
 
-static const char *const s_job_cols[] = {"STATE", "JOBS", "LATEST"};
+static const tc_col_t s_job_cols[] = {
+    {"state", TC_COL_TEXT}, {"jobs", TC_COL_INT}, {"latest", TC_COL_TEXT}};
 static const char s_job_sql[] =
     "SELECT state, count(*)::text,"
     " to_char(max(updated_at) AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') || ' UTC'"
     " FROM jobs GROUP BY state"
     " ORDER BY array_position(ARRAY['queued','dispatched','running','done','failed'], state)";
 
+static const struct {
+    const char *name;
+    const tc_col_t *cols;
+    size_t ncols;
+    const char *sql;
+} s_sections[] = {
+    {"agents", s_agent_cols, sizeof s_agent_cols / sizeof s_agent_cols[0], s_agent_sql},
+    {"devices", s_device_cols, sizeof s_device_cols / sizeof s_device_cols[0], s_device_sql},
+    {"stored", s_count_cols, 2, s_count_sql},
+    {"jobs", s_job_cols, 3, s_job_sql},
+};
+#define S_SECTIONS (sizeof s_sections / sizeof s_sections[0])
+
 int tc_cmd_status(int argc, char **argv)
 {
-    tc_store_t *store = NULL;
-    int rc = tc_db_command("aggregator status",
-                           "Show the agents (last seen, spool backlog, messages stored), their "
-                           "devices with what\neach has measured, totals stored, and the job "
-                           "queue.",
-                           1, argc, argv, &store);
-    if (rc < 0 || !store)
+    const char *db = NULL, *format = "table", *section = NULL;
+    const tc_opt_t opts[] = {
+        {"format", TC_OPT_STR, &format, "table|csv|json", "output format (default: table)"},
+        {"section", TC_OPT_STR, &section, "NAME",
+         "only one table: agents, devices, stored or jobs (one plain CSV document)"},
+        TC_DB_OPT(&db),
+        {0},
+    };
+    const tc_cmd_spec_t spec = {
+        .prog = "aggregator status",
+        .summary = "Show the agents (last seen, spool backlog, messages stored), the devices "
+                   "with what each\nhas measured and where it came from (an agent of this "
+                   "fleet, or an imported set), totals\nstored, and the job queue.",
+        .max_positional = 0,
+        .config_file = true,
+        .epilog = "The tables are agents, devices, stored and jobs, with the same column names "
+                  "in every format:\ncsv prints them one after another, separated by a blank "
+                  "line; json prints one object\nwith a member per table.",
+        .opts = opts,
+    };
+    tc_cli_result_t cli;
+    int rc = tc_cli_parse(&spec, argc, argv, &cli);
+    if (rc < 0 || cli.help_shown) {
+        tc_cli_result_free(&cli);
         return rc;
-    if (rc == 0)
-        rc = s_table(store, "agents", s_agent_cols, 8, s_agent_sql);
-    if (rc == 0) {
-        printf("\n");
-        rc = s_table(store, "devices", s_device_cols, 7, s_device_sql);
     }
-    if (rc == 0) {
-        printf("\n");
-        rc = s_table(store, "stored", s_count_cols, 2, s_count_sql);
+    tc_format_t fmt;
+    tc_table_t *tables[S_SECTIONS] = {0};
+    size_t n = 0;
+    tc_store_t *store = NULL;
+    TC_TRY(tc_format_parse(format, &fmt));
+    if (section) {
+        size_t k = 0;
+        while (k < S_SECTIONS && strcmp(s_sections[k].name, section) != 0)
+            k++;
+        if (k == S_SECTIONS)
+            TC_FAIL_GOTO(TC_EUSAGE,
+                         "--section must be agents, devices, stored or jobs (got '%s')", section);
     }
-    if (rc == 0) {
-        printf("\n");
-        rc = s_table(store, "job states", s_job_cols, 3, s_job_sql);
+    TC_TRY(tc_store_open(tc_default_dsn(db), &store));
+    TC_TRY(tc_store_check_schema(store));
+    for (size_t k = 0; k < S_SECTIONS; k++) {
+        if (section && strcmp(s_sections[k].name, section) != 0)
+            continue;
+        tc_table_t *t = tc_table_new(s_sections[k].name, s_sections[k].cols, s_sections[k].ncols);
+        if (!t)
+            TC_FAIL_GOTO(TC_ENOMEM, "out of memory");
+        tables[n++] = t;
+        TC_TRY(tc_store_select(store, s_sections[k].name, s_sections[k].sql, 0, NULL, s_add_row,
+                               t));
     }
+    rc = tc_table_print(stdout, fmt, tables, n);
+err:
+    for (size_t k = 0; k < n; k++)
+        tc_table_destroy(&tables[k]);
     tc_store_destroy(&store);
+    tc_cli_result_free(&cli);
     return rc;
 }

@@ -9,9 +9,19 @@ int tc_cmd_keygen(int argc, char **argv);
 int tc_cmd_predict(int argc, char **argv);
 int tc_cmd_fit(int argc, char **argv);
 int tc_cmd_validate(int argc, char **argv);
+int tc_cmd_export(int argc, char **argv);
+int tc_cmd_import(int argc, char **argv);
 
-/* The --db value, falling back to $TRAINCAST_DB. NULL if neither is set. */
+/* The --db value, falling back to $TRAINCAST_DB, else "": libpq's own
+ * environment (PGHOST, PGPORT, PGDATABASE, PGUSER, PGSERVICE, PGPASSFILE,
+ * ~/.pgpass, ...) then decides, as for psql. Never NULL. */
 const char *tc_default_dsn(const char *flag_value);
+
+/* The --db option of every command that opens the database. */
+#define TC_DB_HELP                                                                             \
+    "PostgreSQL connection string (default: $TRAINCAST_DB, else libpq's environment: "         \
+    "PGHOST, PGDATABASE, PGSERVICE, ~/.pgpass, ...)"
+#define TC_DB_OPT(dest) {"db", TC_OPT_STR, (dest), "DSN", TC_DB_HELP}
 
 struct tc_store;
 /* A command whose only option is --db: parse argv with `prog` and `summary`

@@ -4,6 +4,7 @@
 #ifndef TC_FIT_RUN_H
 #define TC_FIT_RUN_H
 
+#include "commands.h"
 #include "fit.h"
 #include "tc_cli.h"
 
@@ -39,7 +40,7 @@ typedef struct {
         {"min-gain", TC_OPT_DOUBLE, &(c)->min_gain, "FRACTION",                               \
          "relative drop in leave-one-CNN-out MAPE that admits a feature or a more complex "   \
          "form (default: 0.01)"},                                                             \
-        {"db", TC_OPT_STR, &(c)->db, "DSN", "PostgreSQL connection string (default: $TRAINCAST_DB)"}
+        TC_DB_OPT(&(c)->db)
 
 /* The options resolved. */
 typedef struct {

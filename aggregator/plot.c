@@ -129,8 +129,16 @@ int tc_plot_write(const char *path, const tc_plot_opts_t *opts, const tc_plot_se
     plscol0(COL_GRID, 215, 215, 215);
     for (size_t i = 0; i < PALETTE_N && i < 8; i++)
         plscol0((PLINT)(i + 1), s_palette[i][0], s_palette[i][1], s_palette[i][2]);
+    /* The legend goes under the chart, across its width, a line per series
+     * (two columns from five series on): the chart keeps the whole width,
+     * and long device names (a CPU device names its allocator, BLAS and
+     * framework) are not cut. */
+    int legend_cols = n_series > 4 ? 2 : 1;
+    int legend_rows = (int)((n_series + (size_t)legend_cols - 1) / (size_t)legend_cols);
+    double legend_h = 0.034 * legend_rows * 650.0 / h;
+    double bottom = 0.05 + legend_h + 0.12;
     pladv(0);
-    plvpor(0.11, 0.64, 0.16, 0.90);
+    plvpor(0.11, 0.97, bottom, 0.92);
     plwind(xmin, xmax, ymin, ymax);
     plslabelfunc(s_label_pow2, &log_y);
 
@@ -202,13 +210,16 @@ int tc_plot_write(const char *path, const tc_plot_opts_t *opts, const tc_plot_se
         PLFLT lw, lh;
         plwidth(1.0);
         plcol0(COL_AXIS);
-        pllegend(&lw, &lh, 0, PL_POSITION_RIGHT | PL_POSITION_OUTSIDE | PL_POSITION_VIEWPORT,
-                 0.03, 0.0, 0.05, 0, COL_AXIS, 1, 1, 0, (PLINT)n_series, leg_opts, 1.0, 0.7,
-                 1.5, 0.0, leg_colors,
-                 leg_text, NULL, NULL, NULL, NULL, leg_colors, leg_styles, leg_widths, NULL,
-                 NULL, NULL, NULL);
-        plschr(0, 0.8);
-        plmtex("b", 6.0, 0.0, 0.0, "bands: 95% prediction interval; x: does not fit in memory");
+        /* Below the axis title: y is measured down from the viewport's
+         * bottom edge, in viewport heights. */
+        double below = 0.11 / (0.92 - bottom);
+        pllegend(&lw, &lh, PL_LEGEND_ROW_MAJOR,
+                 PL_POSITION_BOTTOM | PL_POSITION_OUTSIDE | PL_POSITION_VIEWPORT,
+                 0.0, below, 0.04, 0, COL_AXIS, 1, (PLINT)legend_rows, (PLINT)legend_cols,
+                 (PLINT)n_series, leg_opts, 0.6, 0.65, 1.2, 0.0, leg_colors, leg_text, NULL,
+                 NULL, NULL, NULL, leg_colors, leg_styles, leg_widths, NULL, NULL, NULL, NULL);
+        plschr(0, 0.7);
+        plmtex("t", 1.0, 1.0, 1.0, "bands: 95% prediction interval; x: does not fit in memory");
     }
     plend();
     free(leg_opts);

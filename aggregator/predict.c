@@ -21,6 +21,9 @@ static size_t s_per_batch(const tc_model_t *m)
     return n;
 }
 
+static bool s_out_of_range(const tc_pred_request_t *req, const tc_pred_device_t *d,
+                           unsigned batch, char *reason, size_t size);
+
 int tc_predict_lookup(tc_store_t *s, const tc_pred_request_t *req, tc_pred_device_t *d)
 {
     const tc_model_t *m = req->model;
@@ -53,19 +56,101 @@ int tc_predict_lookup(tc_store_t *s, const tc_pred_request_t *req, tc_pred_devic
         }
     }
     const char *policy = *d->fit.conv_policy ? d->fit.conv_policy : "heuristic";
-    return tc_store_conv_lookup(s, d->device.name, policy, d->fit.library_version, d->fit.stat,
-                                d->lookups, d->n_lookups, &d->missing);
+    int rc = tc_store_conv_lookup(s, d->device.name, policy, d->fit.library_version,
+                                  d->fit.stat, d->lookups, d->n_lookups, &d->missing);
+    /* A batch the fit does not reach is not predicted whatever is measured:
+     * its convs are not missing (nobody is asked to benchmark them). */
+    for (size_t b = 0; rc == 0 && b < req->n_batches; b++) {
+        char why[8];
+        if (!s_out_of_range(req, d, (unsigned)req->batches[b], why, sizeof why))
+            continue;
+        for (size_t i = b * per; i < (b + 1) * per; i++) {
+            if (!isfinite(d->lookups[i].median_ms)) {
+                d->lookups[i].median_ms = d->lookups[i].stddev_ms = 0;
+                d->missing--;
+            }
+        }
+    }
+    return rc;
+}
+
+const char *tc_pred_point_status_name(tc_pred_point_status_t s)
+{
+    switch (s) {
+    case TC_PT_OK: return "ok";
+    case TC_PT_MISSING: return "missing_benchmarks";
+    case TC_PT_NO_FIT: return "no_fit";
+    case TC_PT_OUT_OF_RANGE: return "out_of_range";
+    }
+    return "unknown";
+}
+
+/* Points for every batch, none predicted yet. */
+static int s_points(const tc_pred_request_t *req, tc_pred_device_t *d)
+{
+    free(d->points);
+    d->points = calloc(req->n_batches ? req->n_batches : 1, sizeof *d->points);
+    if (!d->points)
+        return tc_fail(TC_ENOMEM, "out of memory");
+    d->n_points = req->n_batches;
+    for (size_t b = 0; b < req->n_batches; b++) {
+        tc_pred_point_t *p = &d->points[b];
+        p->batch = (unsigned)req->batches[b];
+        p->conv_bench_ms = p->conv_ms = p->conv_sd_ms = p->nonconv_ms = p->total_ms = NAN;
+        p->sd_ms = p->lo_ms = p->hi_ms = p->images_per_s = p->epoch_s = p->cost = NAN;
+        p->peak_bytes = NAN;
+        p->fits = -1;
+    }
+    return 0;
+}
+
+int tc_predict_no_fit(const tc_pred_request_t *req, tc_pred_device_t *d)
+{
+    int rc = s_points(req, d);
+    for (size_t b = 0; rc == 0 && b < d->n_points; b++) {
+        d->points[b].status = TC_PT_NO_FIT;
+        snprintf(d->points[b].reason, sizeof d->points[b].reason,
+                 "no fit (%ld traces stored)", d->device.traces);
+    }
+    return rc;
+}
+
+void tc_predict_count(const tc_pred_device_t *devs, size_t n, size_t *ok, size_t *not_ok)
+{
+    *ok = *not_ok = 0;
+    for (size_t i = 0; i < n; i++) {
+        for (size_t j = 0; j < devs[i].n_points; j++) {
+            if (devs[i].points[j].status == TC_PT_OK)
+                (*ok)++;
+            else
+                (*not_ok)++;
+        }
+    }
+}
+
+/* A batch the fit may not be extrapolated to: the reason, or false. */
+static bool s_out_of_range(const tc_pred_request_t *req, const tc_pred_device_t *d,
+                           unsigned batch, char *reason, size_t size)
+{
+    double f = req->extrapolate;
+    if (!(f > 0) || !d->fit.batch_min || !d->fit.batch_max)
+        return false;
+    if ((double)batch * f >= d->fit.batch_min && (double)batch <= d->fit.batch_max * f)
+        return false;
+    snprintf(reason, size,
+             "batch %u is outside the fit's batches %u..%u extrapolated %gx (--extrapolate); "
+             "trace models at batch %u on it and run 'aggregator fit' again",
+             batch, d->fit.batch_min, d->fit.batch_max, f, batch);
+    return true;
 }
 
 int tc_predict_device(tc_store_t *s, const tc_pred_request_t *req, tc_pred_device_t *d)
 {
     const tc_model_t *m = req->model;
     size_t per = s_per_batch(m);
-    free(d->points);
-    d->points = calloc(req->n_batches ? req->n_batches : 1, sizeof *d->points);
-    if (!d->points)
-        return tc_fail(TC_ENOMEM, "out of memory");
-    d->n_points = req->n_batches;
+    int prc = s_points(req, d);
+    if (prc < 0)
+        return prc;
 
     tc_mem_point_t *mem = NULL;
     size_t n_mem = 0;
@@ -76,11 +161,22 @@ int tc_predict_device(tc_store_t *s, const tc_pred_request_t *req, tc_pred_devic
 
     for (size_t b = 0; rc == 0 && b < req->n_batches; b++) {
         tc_pred_point_t *p = &d->points[b];
-        p->batch = (unsigned)req->batches[b];
+        size_t k = b * per, lacking = 0;
+        for (size_t i = 0; i < per && k + i < d->n_lookups; i++)
+            lacking += !isfinite(d->lookups[k + i].median_ms);
+        if (s_out_of_range(req, d, p->batch, p->reason, sizeof p->reason)) {
+            p->status = TC_PT_OUT_OF_RANGE;
+            continue;
+        }
+        if (lacking) {
+            p->status = TC_PT_MISSING;
+            snprintf(p->reason, sizeof p->reason,
+                     "lacks %zu of the %zu conv benchmarks at batch %u", lacking, per, p->batch);
+            continue;
+        }
         /* Each lookup is one measured conv; a layer used `multiplicity`
          * times costs that many calls of the same measured time. */
         double conv = 0, conv_var = 0;
-        size_t k = b * per;
         for (size_t j = 0; j < tc_model_conv_count(m); j++) {
             const tc_conv_usage_t *u = tc_model_conv(m, j);
             Traincast__V1__Direction dirs[TC_CONV_STEP_MAX_DIRS];

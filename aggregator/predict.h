@@ -11,8 +11,23 @@
 
 #include <stdbool.h>
 
+/* Whether one (device, batch) row could be predicted, and if not, why. */
+typedef enum {
+    TC_PT_OK = 0,
+    TC_PT_MISSING,      /* conv benchmarks at this batch are missing on the device */
+    TC_PT_NO_FIT,       /* the device has no fit (no traces) */
+    TC_PT_OUT_OF_RANGE, /* the batch is too far outside the fit's batch range */
+} tc_pred_point_status_t;
+
+/* "ok", "missing_benchmarks", "no_fit", "out_of_range". */
+const char *tc_pred_point_status_name(tc_pred_point_status_t s);
+
 typedef struct {
     unsigned batch;
+    tc_pred_point_status_t status;
+    char reason[512];    /* why it was not predicted ("" when ok); the device's note
+                            says what to run */
+    /* The rest is set when status is TC_PT_OK (NaN otherwise). */
     double conv_bench_ms; /* sum of conv benchmarks (the conv-time rule, tc_conv_step.h) */
     double conv_ms;      /* that sum times the fit's conv factor (conv.ms), if it has one */
     double conv_sd_ms;   /* their combined standard deviation */
@@ -30,15 +45,16 @@ typedef struct {
 } tc_pred_point_t;
 
 typedef enum {
-    TC_PRED_OK = 0,
-    TC_PRED_NO_FIT,      /* the device has no fit (no traces) */
-    TC_PRED_MISSING,     /* conv benchmarks missing for this model */
+    TC_PRED_OK = 0,      /* the device has a fit: its points say what was predicted */
+    TC_PRED_NO_FIT,      /* the device has no fit (no traces): no point is */
 } tc_pred_status_t;
 
 typedef struct {
     tc_device_class_t device;
     tc_pred_status_t status;
-    char note[1024];      /* why there are no predictions, and what to run */
+    /* Why some or all of its rows could not be predicted, and what to run
+     * ("" when every row was predicted). */
+    char note[1024];
     char warning[512];    /* said with every prediction ("" none): e.g. conv routing that
                              was not checked for the framework version */
     tc_fit_t fit;
@@ -79,14 +95,25 @@ typedef struct {
     const char *dtype;     /* NULL: any */
     const char *amp;       /* NULL: any; "": without AMP */
     uint32_t input_size;   /* the --input-size the model was imported at; 0: its own */
+    /* A batch below the fit's smallest / F or above its largest * F is not
+     * predicted (TC_PT_OUT_OF_RANGE). 0: no limit. */
+    double extrapolate;
 } tc_pred_request_t;
 
 /* Build the conv lookups a model needs on one device at every batch (into
  * d->lookups) and fetch them; sets d->missing. */
 int tc_predict_lookup(tc_store_t *s, const tc_pred_request_t *req, tc_pred_device_t *d);
 
-/* Compute the points of a device whose fit and lookups are complete. */
+/* Compute the points of a device with a fit and its lookups: each batch
+ * whose conv benchmarks are all there and that lies in the fit's range
+ * (req->extrapolate) is predicted; the others get their status and reason. */
 int tc_predict_device(tc_store_t *s, const tc_pred_request_t *req, tc_pred_device_t *d);
+
+/* Points for a device without a fit: every batch TC_PT_NO_FIT. */
+int tc_predict_no_fit(const tc_pred_request_t *req, tc_pred_device_t *d);
+
+/* How many points of `devs` were predicted, and how many were not. */
+void tc_predict_count(const tc_pred_device_t *devs, size_t n, size_t *ok, size_t *not_ok);
 
 /* Name the op classes of the model that the device's fit never saw. */
 int tc_predict_unseen_classes(tc_store_t *s, const tc_model_t *m, tc_pred_device_t *d);

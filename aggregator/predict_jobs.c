@@ -207,15 +207,14 @@ int tc_predict_fill_missing(tc_store_t *s, const tc_pred_request_t *req, tc_pred
             continue;
         char cmd[768];
         tc_predict_bench_command(d, req, model_spec, cmd, sizeof cmd);
-        d->status = TC_PRED_MISSING;
         snprintf(d->note, sizeof d->note,
-                 "lacks conv benchmarks for %zu configs (%zu measurements)%s. On %s run: %s",
+                 "%zu configs (%zu measurements) in all lack benchmarks%s; on %s run: %s",
                  s_missing_configs(d), d->missing,
-                 asked[i] ? "; its agents did not measure them in time"
-                 : wait_s ? "; no agent of this device is online to measure them"
+                 asked[i] ? ", and its agents did not measure them in time"
+                 : wait_s ? ", and no agent of this device is online to measure them"
                           : "",
                  *d->device.hosts ? d->device.hosts : "its host", cmd);
-        tc_log_warn("device '%s' %s", d->device.name, d->note);
+        tc_log_warn("device '%s': %s", d->device.name, d->note);
     }
     free(ids);
     free(st);

@@ -50,7 +50,7 @@ static void s_best(const tc_pred_device_t *devs, size_t n, const tc_pred_device_
             continue;
         for (size_t j = 0; j < devs[i].n_points; j++) {
             const tc_pred_point_t *p = &devs[i].points[j];
-            if (p->fits == 0 || !isfinite(p->epoch_s))
+            if (p->status != TC_PT_OK || p->fits == 0 || !isfinite(p->epoch_s))
                 continue;
             if (!*fast_p || p->epoch_s < (*fast_p)->epoch_s) {
                 *fast_d = &devs[i];
@@ -101,12 +101,13 @@ static void s_print_table(FILE *out, const tc_model_t *model, const tc_pred_requ
             "memory", "fits");
     for (size_t i = 0; i < n; i++) {
         const tc_pred_device_t *d = &devs[i];
-        if (d->status != TC_PRED_OK) {
-            fprintf(out, "%-*s  -- %s\n", dw, d->device.name, d->note);
-            continue;
-        }
         for (size_t j = 0; j < d->n_points; j++) {
             const tc_pred_point_t *p = &d->points[j];
+            if (p->status != TC_PT_OK) {
+                fprintf(out, "%-*s %6u  -- %s: %s\n", dw, j == 0 ? d->device.name : "", p->batch,
+                        tc_pred_point_status_name(p->status), p->reason);
+                continue;
+            }
             char interval[48], epoch[24], cost[24], mem[24];
             snprintf(interval, sizeof interval, "%.2f..%.2f", p->lo_ms, p->hi_ms);
             s_duration(p->epoch_s, epoch, sizeof epoch);
@@ -127,6 +128,13 @@ static void s_print_table(FILE *out, const tc_model_t *model, const tc_pred_requ
     const tc_pred_device_t *fd, *cd;
     const tc_pred_point_t *fp, *cp;
     s_best(devs, n, &fd, &fp, &cd, &cp);
+    bool notes = false;
+    for (size_t i = 0; i < n; i++) {
+        if (!*devs[i].note)
+            continue;
+        fprintf(out, "%s%s: %s\n", notes ? "" : "\n", devs[i].device.name, devs[i].note);
+        notes = true;
+    }
     if (clamped)
         fprintf(out, "\n! the fit predicts a negative non-conv time here (it extrapolates "
                      "beyond its data): shown as 0;\n  trace models like this one on that "
@@ -199,31 +207,35 @@ static void s_csv_num(FILE *out, double v, const char *fmt)
         fprintf(out, fmt, v);
 }
 
+static void s_csv_reason(FILE *out, const tc_pred_device_t *d, const tc_pred_point_t *p)
+{
+    char reason[2048];
+    if (p->status == TC_PT_OK) {
+        const char *clamp = p->clamped ? "non-conv time clamped at 0 (negative extrapolation)"
+                                       : "";
+        snprintf(reason, sizeof reason, "%s%s%s", clamp, *clamp && *d->warning ? "; " : "",
+                 d->warning);
+    } else
+        snprintf(reason, sizeof reason, "%s%s%s", p->reason, *d->note ? "; " : "", d->note);
+    fputc(',', out);
+    if (*reason)
+        s_csv_text(out, reason);
+}
+
 static void s_print_csv(FILE *out, const tc_model_t *model, const tc_pred_device_t *devs,
                         size_t n)
 {
     fprintf(out, "model,device,status,batch,iteration_ms,lo_ms,hi_ms,conv_ms,nonconv_ms,"
-                 "images_per_s,epoch_s,cost_per_epoch,peak_memory_bytes,fits,note\n");
+                 "images_per_s,epoch_s,cost_per_epoch,peak_memory_bytes,fits,nonconv_clamped,"
+                 "reason\n");
     for (size_t i = 0; i < n; i++) {
         const tc_pred_device_t *d = &devs[i];
-        const char *status = d->status == TC_PRED_OK       ? "ok"
-                             : d->status == TC_PRED_NO_FIT ? "no_fit"
-                                                           : "missing_benchmarks";
-        if (d->status != TC_PRED_OK) {
-            s_csv_text(out, tc_model_id(model));
-            fputc(',', out);
-            s_csv_text(out, d->device.name);
-            fprintf(out, ",%s,,,,,,,,,,,,", status);
-            s_csv_text(out, d->note);
-            fputc('\n', out);
-            continue;
-        }
         for (size_t j = 0; j < d->n_points; j++) {
             const tc_pred_point_t *p = &d->points[j];
             s_csv_text(out, tc_model_id(model));
             fputc(',', out);
             s_csv_text(out, d->device.name);
-            fprintf(out, ",%s,%u", status, p->batch);
+            fprintf(out, ",%s,%u", tc_pred_point_status_name(p->status), p->batch);
             s_csv_num(out, p->total_ms, "%.4f");
             s_csv_num(out, p->lo_ms, "%.4f");
             s_csv_num(out, p->hi_ms, "%.4f");
@@ -233,30 +245,26 @@ static void s_print_csv(FILE *out, const tc_model_t *model, const tc_pred_device
             s_csv_num(out, p->epoch_s, "%.1f");
             s_csv_num(out, p->cost, "%.4f");
             s_csv_num(out, p->peak_bytes, "%.0f");
-            const char *clamp = p->clamped ? "non-conv time clamped at 0 (negative extrapolation)"
-                                           : "";
-            fprintf(out, ",%s,", s_fits(p->fits));
-            if (*d->warning) {
-                char note[640];
-                snprintf(note, sizeof note, "%s%s%s", clamp, *clamp ? "; " : "", d->warning);
-                s_csv_text(out, note);
-                fputc('\n', out);
-            } else {
-                fprintf(out, "%s\n", clamp);
-            }
+            if (p->status == TC_PT_OK)
+                fprintf(out, ",%s,%s", s_fits(p->fits), p->clamped ? "true" : "false");
+            else
+                fputs(",,", out);
+            s_csv_reason(out, d, p);
+            fputc('\n', out);
         }
     }
 }
 
 static void s_json_point(tc_buf_t *b, const tc_pred_point_t *p)
 {
-    tc_buf_printf(b, "{\"batch\":%u,\"iteration_ms\":", p->batch);
+    tc_buf_printf(b, "{\"batch\":%u,\"status\":\"%s\",\"iteration_ms\":", p->batch,
+                  tc_pred_point_status_name(p->status));
     tc_buf_json_num(b, p->total_ms);
-    tc_buf_puts(b, ",\"interval_ms\":[");
+    tc_buf_puts(b, ",\"lo_ms\":");
     tc_buf_json_num(b, p->lo_ms);
-    tc_buf_putc(b, ',');
+    tc_buf_puts(b, ",\"hi_ms\":");
     tc_buf_json_num(b, p->hi_ms);
-    tc_buf_puts(b, "],\"conv_ms\":");
+    tc_buf_puts(b, ",\"conv_ms\":");
     tc_buf_json_num(b, p->conv_ms);
     tc_buf_puts(b, ",\"nonconv_ms\":");
     tc_buf_json_num(b, p->nonconv_ms);
@@ -268,9 +276,15 @@ static void s_json_point(tc_buf_t *b, const tc_pred_point_t *p)
     tc_buf_json_num(b, p->cost);
     tc_buf_puts(b, ",\"peak_memory_bytes\":");
     tc_buf_json_num(b, p->peak_bytes);
-    tc_buf_printf(b, ",\"fits\":%s,\"nonconv_clamped\":%s}",
-                  p->fits > 0 ? "true" : p->fits == 0 ? "false" : "null",
-                  p->clamped ? "true" : "false");
+    if (p->status == TC_PT_OK)
+        tc_buf_printf(b, ",\"fits\":%s,\"nonconv_clamped\":%s,\"reason\":null}",
+                      p->fits > 0 ? "true" : p->fits == 0 ? "false" : "null",
+                      p->clamped ? "true" : "false");
+    else {
+        tc_buf_puts(b, ",\"fits\":null,\"nonconv_clamped\":null,\"reason\":");
+        tc_buf_json_str(b, p->reason);
+        tc_buf_putc(b, '}');
+    }
 }
 
 static int s_print_json(FILE *out, const tc_model_t *model, const tc_pred_request_t *req,
@@ -293,13 +307,22 @@ static int s_print_json(FILE *out, const tc_model_t *model, const tc_pred_reques
         tc_buf_puts(&b, i ? ",{\"name\":" : "{\"name\":");
         tc_buf_json_str(&b, d->device.name);
         tc_buf_puts(&b, ",\"status\":");
-        tc_buf_json_str(&b, d->status == TC_PRED_OK       ? "ok"
-                            : d->status == TC_PRED_NO_FIT ? "no_fit"
-                                                          : "missing_benchmarks");
-        if (d->status != TC_PRED_OK) {
-            tc_buf_puts(&b, ",\"note\":");
+        tc_buf_json_str(&b, d->status == TC_PRED_OK ? "ok" : "no_fit");
+        tc_buf_puts(&b, ",\"note\":");
+        if (*d->note)
             tc_buf_json_str(&b, d->note);
-            tc_buf_putc(&b, '}');
+        else
+            tc_buf_puts(&b, "null");
+        if (d->status != TC_PRED_OK) {
+            tc_buf_puts(&b, ",\"fit\":null,\"unseen_classes\":null,\"price_per_hour\":");
+            tc_buf_json_num(&b, d->price);
+            tc_buf_puts(&b, ",\"predictions\":[");
+            for (size_t j = 0; j < d->n_points; j++) {
+                if (j)
+                    tc_buf_putc(&b, ',');
+                s_json_point(&b, &d->points[j]);
+            }
+            tc_buf_puts(&b, "]}");
             continue;
         }
         if (*d->warning) {
@@ -397,8 +420,10 @@ int tc_pred_plot(const char *path, bool epoch, const tc_model_t *model,
     tc_plot_series_t *series = calloc(n + 1, sizeof *series);
     double *vals = NULL;
     size_t total = 0;
-    for (size_t i = 0; i < n; i++)
-        total += devs[i].status == TC_PRED_OK ? devs[i].n_points : 0;
+    for (size_t i = 0; i < n; i++) {
+        for (size_t j = 0; j < devs[i].n_points; j++)
+            total += devs[i].points[j].status == TC_PT_OK;
+    }
     vals = calloc(5 * total + 1, sizeof *vals);
     int *fits = calloc(total + 1, sizeof *fits);
     if (!series || !vals || !fits) {
@@ -410,29 +435,35 @@ int tc_pred_plot(const char *path, bool epoch, const tc_model_t *model,
     size_t ns = 0, k = 0;
     for (size_t i = 0; i < n; i++) {
         const tc_pred_device_t *d = &devs[i];
-        if (d->status != TC_PRED_OK || d->n_points == 0)
+        size_t m = 0;
+        for (size_t j = 0; j < d->n_points; j++)
+            m += d->points[j].status == TC_PT_OK;
+        if (m == 0)
             continue;
         tc_plot_series_t *s = &series[ns++];
         s->label = d->device.name;
-        s->n = d->n_points;
+        s->n = m;
         double *x = &vals[k], *y = &vals[total + k], *lo = &vals[2 * total + k],
                *hi = &vals[3 * total + k];
-        for (size_t j = 0; j < d->n_points; j++) {
+        for (size_t j = 0, q = 0; j < d->n_points; j++) {
             const tc_pred_point_t *p = &d->points[j];
+            if (p->status != TC_PT_OK)
+                continue;
             /* Epoch time in minutes scales the iteration interval. */
             double scale = epoch ? p->epoch_s / 60.0 / p->total_ms : 1.0;
-            x[j] = p->batch;
-            y[j] = p->total_ms * scale;
-            lo[j] = p->lo_ms * scale;
-            hi[j] = p->hi_ms * scale;
-            fits[k + j] = p->fits != 0;
+            x[q] = p->batch;
+            y[q] = p->total_ms * scale;
+            lo[q] = p->lo_ms * scale;
+            hi[q] = p->hi_ms * scale;
+            fits[k + q] = p->fits != 0;
+            q++;
         }
         s->x = x;
         s->y = y;
         s->lo = lo;
         s->hi = hi;
         s->fits = &fits[k];
-        k += d->n_points;
+        k += m;
     }
     char title[512];
     snprintf(title, sizeof title, "%s: predicted %s", tc_model_name(model),

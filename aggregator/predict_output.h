@@ -25,9 +25,10 @@ int tc_pred_plot(const char *path, bool epoch, const tc_model_t *model,
 
 /* For devices whose conv lookups are incomplete: ask connected agents of
  * that device to benchmark the missing configs and wait up to `wait_s`
- * seconds with progress; a device still incomplete afterwards gets status
- * TC_PRED_MISSING and a note naming how many configs it lacks and the
- * exact `agent bench` command that fills the gap. */
+ * seconds with progress; a device still incomplete afterwards gets a note
+ * naming how many configs it lacks and the exact `agent bench` command
+ * that fills the gap (its batches that lack some are then not predicted,
+ * tc_predict_device). */
 int tc_predict_fill_missing(tc_store_t *s, const tc_pred_request_t *req, tc_pred_device_t *devs,
                             size_t n, unsigned wait_s, const char *model_spec);
 

@@ -171,9 +171,13 @@ static int s_connect(tc_store_t *self)
         char msg[512];
         s_one_line(msg, sizeof msg, PQerrorMessage(self->conn));
         return tc_fail(TC_EDB,
-                       "cannot connect to the database: %s (check --db; for a local store run "
+                       "cannot connect to the database: %s (%s; for a local store run "
                        "deploy/pg-local.sh start)",
-                       msg);
+                       msg,
+                       *self->dsn ? "check --db or TRAINCAST_DB"
+                                  : "no --db or TRAINCAST_DB given, so libpq's defaults and "
+                                    "environment (PGHOST, PGPORT, PGDATABASE, PGUSER, "
+                                    "PGSERVICE) were used");
     }
     if (PQserverVersion(self->conn) < 130000)
         return tc_fail(TC_EVERSION, "the database server is PostgreSQL %d.%d; traincast needs 13 or newer",
@@ -188,9 +192,8 @@ static int s_connect(tc_store_t *self)
 int tc_store_open(const char *dsn, tc_store_t **out)
 {
     *out = NULL;
-    if (!dsn || !*dsn)
-        return tc_fail(TC_EUSAGE, "no database given: pass --db DSN (for a local store, "
-                                  "deploy/pg-local.sh start prints one)");
+    if (!dsn)
+        dsn = ""; /* libpq's defaults and environment */
     tc_store_t *self = calloc(1, sizeof *self);
     if (!self || !(self->dsn = strdup(dsn))) {
         free(self);

@@ -32,7 +32,9 @@ typedef enum {
  *             a constraint, a value out of range); refuse it for good. */
 int tc_store_error_code(const char *sqlstate, bool connected);
 
-/* Connect. `dsn` is a libpq connection string or URI. */
+/* Connect. `dsn` is a libpq connection string or URI; "" or NULL leaves
+ * everything to libpq's defaults and environment (PGHOST, PGDATABASE,
+ * PGSERVICE, PGPASSFILE, ...). */
 int tc_store_open(const char *dsn, tc_store_t **out);
 /* Close and free. Accepts NULL; nulls the pointer. */
 void tc_store_destroy(tc_store_t **self_p);

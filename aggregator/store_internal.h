@@ -12,6 +12,10 @@ struct tc_store {
     PGconn *conn;
     char *dsn;
     int staged; /* temp staging tables created on this connection */
+    /* While importing a benchmark set (store_set.c): its imports row. Then
+     * messages create no agents, and a device is inserted with this import
+     * id when its uuid is new and left as it is otherwise. 0 otherwise. */
+    long long import_id;
 };
 
 /* Turn a failed result (or connection) into a status with a message naming

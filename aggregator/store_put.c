@@ -57,6 +57,8 @@ int tc_store_staging(tc_store_t *s)
 
 static int s_put_agent(tc_store_t *s, const tc_envelope_t *env, const Traincast__V1__Hello *h)
 {
+    if (s->import_id)
+        return 0; /* an agent of another fleet: not one of ours */
     const char *params[] = {env->agent_id, h ? h->agent_name : NULL, h ? h->host : NULL,
                             h ? h->agent_version : NULL};
     return tc_store_query(s, NULL, "recording the agent",
@@ -66,6 +68,45 @@ static int s_put_agent(tc_store_t *s, const tc_envelope_t *env, const Traincast_
                           "host = coalesce(EXCLUDED.host, agents.host), "
                           "version = coalesce(EXCLUDED.version, agents.version)",
                           4, params);
+}
+
+/* A device of an imported set: inserted with the import's id when its uuid
+ * is new here, left as it is otherwise (the importer chose its name). */
+static int s_put_imported_device(tc_store_t *s, const device_t *d, const char *idx,
+                                 const char *mp, const char *thr, const char *mem,
+                                 const char *clk, const char *mclk, char device_id[32])
+{
+    char import_id[32];
+    snprintf(import_id, sizeof import_id, "%lld", s->import_id);
+    const char *params[] = {d->uuid,           tc_device_kind_name(d->kind),
+                            d->name,           d->host,
+                            idx,               d->compute_capability,
+                            mp,                thr,
+                            mem,               clk,
+                            mclk,              d->driver_version,
+                            d->runtime_version, d->library,
+                            d->library_version, import_id};
+    PGresult *res = NULL;
+    int rc = tc_store_query(
+        s, &res, "recording the imported device",
+        "WITH ins AS (INSERT INTO devices (uuid, kind, name, host, gpu_index, "
+        "compute_capability, multiprocessors, threads, memory_bytes, clock_mhz, "
+        "memory_clock_mhz, driver_version, runtime_version, library, library_version, "
+        "import_id) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, "
+        "$16) ON CONFLICT (uuid) DO NOTHING RETURNING device_id) "
+        "SELECT device_id FROM ins UNION ALL SELECT device_id FROM devices WHERE uuid = $1 "
+        "LIMIT 1",
+        16, params);
+    if (rc < 0)
+        return rc;
+    if (PQntuples(res) != 1) {
+        PQclear(res);
+        return tc_fail(TC_EDB, "database: the imported device %s could not be read back",
+                       d->uuid);
+    }
+    snprintf(device_id, 32, "%s", PQgetvalue(res, 0, 0));
+    PQclear(res);
+    return 0;
 }
 
 /* Upsert a device by uuid; its id goes to device_id (a decimal string). */
@@ -79,6 +120,8 @@ static int s_put_device(tc_store_t *s, const char *agent_id, const device_t *d,
     snprintf(mem, sizeof mem, "%" PRIu64, d->memory_bytes);
     snprintf(clk, sizeof clk, "%u", d->clock_mhz);
     snprintf(mclk, sizeof mclk, "%u", d->memory_clock_mhz);
+    if (s->import_id)
+        return s_put_imported_device(s, d, idx, mp, thr, mem, clk, mclk, device_id);
     const char *params[] = {d->uuid,           tc_device_kind_name(d->kind),
                             d->name,           d->host,
                             idx,               d->compute_capability,
@@ -196,8 +239,11 @@ static int s_put_model_graph(tc_store_t *s, const Traincast__V1__ModelGraph *g)
     snprintf(iw, sizeof iw, "%u", g->input_w);
     snprintf(params_s, sizeof params_s, "%" PRIu64, g->params);
     snprintf(flops, sizeof flops, "%.17g", g->flops);
+    /* An imported graph never replaces one stored here (they may differ
+     * only in the bytes of their export). */
     const char *params[] = {g->model_id, g->name, ic, ih, iw, params_s, flops,
-                            g->source_sha256 && *g->source_sha256 ? g->source_sha256 : NULL};
+                            g->source_sha256 && *g->source_sha256 ? g->source_sha256 : NULL,
+                            s->import_id ? "true" : "false"};
     PGresult *res = NULL;
     /* A graph with the same source hash is already stored: nothing to do. A
      * changed one replaces the old layers and conv usage. */
@@ -208,8 +254,9 @@ static int s_put_model_graph(tc_store_t *s, const Traincast__V1__ModelGraph *g)
         "UPDATE SET name = EXCLUDED.name, input_c = EXCLUDED.input_c, input_h = "
         "EXCLUDED.input_h, input_w = EXCLUDED.input_w, params = EXCLUDED.params, flops = "
         "EXCLUDED.flops, source_sha256 = EXCLUDED.source_sha256, stored_at = now() "
-        "WHERE models.source_sha256 IS DISTINCT FROM EXCLUDED.source_sha256 RETURNING 1",
-        8, params);
+        "WHERE models.source_sha256 IS DISTINCT FROM EXCLUDED.source_sha256 "
+        "AND NOT $9::boolean RETURNING 1",
+        9, params);
     if (rc < 0)
         return rc;
     int changed = PQntuples(res) > 0;

@@ -179,8 +179,8 @@ int tc_cli_parse(const tc_cmd_spec_t *spec, int argc, char **argv, tc_cli_result
             return 0;
         }
         if (arg[1] != '-')
-            return tc_fail(TC_EUSAGE, "%s: unknown option '%s' (options are long: --name; see --help)",
-                           spec->prog, arg);
+            return tc_fail(TC_EUSAGE, "unknown option '%s' (options are long: --name; see %s --help)",
+                           arg, spec->prog);
         const char *name = arg + 2;
         const char *eq = strchr(name, '=');
         size_t len = eq ? (size_t)(eq - name) : strlen(name);
@@ -190,7 +190,7 @@ int tc_cli_parse(const tc_cmd_spec_t *spec, int argc, char **argv, tc_cli_result
             else if (i + 1 < argc)
                 config_path = argv[++i];
             else
-                return tc_fail(TC_EUSAGE, "%s: --config needs a FILE", spec->prog);
+                return tc_fail(TC_EUSAGE, "--config needs a FILE");
             continue;
         }
         if (spec->config_file && !eq && !strcmp(name, "check-config")) {
@@ -199,8 +199,8 @@ int tc_cli_parse(const tc_cmd_spec_t *spec, int argc, char **argv, tc_cli_result
         }
         int idx = s_find(spec, name, len);
         if (idx < 0)
-            return tc_fail(TC_EUSAGE, "%s: unknown option '--%.*s' (see %s --help)", spec->prog,
-                           (int)len, name, spec->prog);
+            return tc_fail(TC_EUSAGE, "unknown option '--%.*s' (see %s --help)", (int)len,
+                           name, spec->prog);
         const tc_opt_t *opt = &spec->opts[idx];
         int rc;
         if (opt->type == TC_OPT_FLAG && !eq) {
@@ -211,7 +211,7 @@ int tc_cli_parse(const tc_cmd_spec_t *spec, int argc, char **argv, tc_cli_result
         } else if (i + 1 < argc) {
             rc = s_assign(opt, argv[++i], "");
         } else {
-            return tc_fail(TC_EUSAGE, "%s: --%s needs a value (%s)", spec->prog, opt->name,
+            return tc_fail(TC_EUSAGE, "--%s needs a value (%s)", opt->name,
                            opt->metavar ? opt->metavar : "VALUE");
         }
         if (rc < 0)
@@ -225,14 +225,14 @@ int tc_cli_parse(const tc_cmd_spec_t *spec, int argc, char **argv, tc_cli_result
     }
     for (int i = 0; spec->opts[i].type != TC_OPT_END; i++) {
         if (spec->opts[i].required && !s_given[i])
-            return tc_fail(TC_EUSAGE, "%s: --%s is required (see %s --help)", spec->prog,
+            return tc_fail(TC_EUSAGE, "--%s is required (see %s --help)",
                            spec->opts[i].name, spec->prog);
     }
     if (res->n_positional < spec->min_positional)
-        return tc_fail(TC_EUSAGE, "%s: missing %s (see %s --help)", spec->prog,
+        return tc_fail(TC_EUSAGE, "missing %s (see %s --help)",
                        spec->positional ? spec->positional : "argument", spec->prog);
     if (spec->max_positional >= 0 && res->n_positional > spec->max_positional)
-        return tc_fail(TC_EUSAGE, "%s: unexpected argument '%s' (see %s --help)", spec->prog,
+        return tc_fail(TC_EUSAGE, "unexpected argument '%s' (see %s --help)",
                        res->positional[spec->max_positional], spec->prog);
     if (check_only) {
         printf("%s: the options%s%s are valid\n", spec->prog, config_path ? " and " : "",

@@ -12,9 +12,10 @@ static void s_usage(FILE *out, const char *prog, const char *summary, const tc_c
     fprintf(out, "usage: %s COMMAND [options]\n\n%s\n\ncommands:\n", prog, summary);
     for (const tc_command_t *c = commands; c->name; c++)
         fprintf(out, "  %-14s %s\n", c->name, c->summary);
-    fprintf(out, "\n'%s COMMAND --help' describes a command's options.\n"
+    fprintf(out, "\n'%s COMMAND --help' describes a command's options; '%s --version' (-V) "
+                 "prints the version.\n"
                  "Environment: TRAINCAST_LOG=error|warn|info|debug sets the log level.\n",
-            prog);
+            prog, prog);
 }
 
 int tc_main_dispatch(const char *prog, const char *summary, const tc_command_t *commands,
@@ -27,7 +28,8 @@ int tc_main_dispatch(const char *prog, const char *summary, const tc_command_t *
         s_usage(argc < 2 ? stderr : stdout, prog, summary, commands);
         return argc < 2 ? 2 : 0;
     }
-    if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "version")) {
+    if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "-V") ||
+        !strcmp(argv[1], "version")) {
         printf("%s (traincast) %s\n", prog, TRAINCAST_VERSION);
         return 0;
     }

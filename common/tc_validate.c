@@ -171,8 +171,8 @@ int tc_validate_conv_config(const Traincast__V1__ConvConfig *c, const char *path
 {
     if (!c)
         return s_bad(path, "", "is missing");
-    if (need_batch && (c->n == 0 || c->n > TC_MAX_DIM))
-        return s_bad(path, "n", "must be between 1 and %u (got %u)", TC_MAX_DIM, c->n);
+    if (need_batch && (c->n == 0 || c->n > TC_MAX_BATCH))
+        return s_bad(path, "n", "must be between 1 and %u (got %u)", TC_MAX_BATCH, c->n);
     if (!need_batch && c->n != 0)
         return s_bad(path, "n", "must be 0 in a model's conv list (got %u)", c->n);
     const struct {
@@ -379,7 +379,7 @@ int tc_validate_train_trace(const Traincast__V1__TrainTrace *t, const char *path
     CHECK(s_name(path, "optimizer", t->optimizer, 0));
     CHECK(s_text(path, "runner", t->runner));
     CHECK(s_text(path, "reason", t->reason));
-    CHECK(s_uint(path, "batch", t->batch, 1, TC_MAX_DIM));
+    CHECK(s_uint(path, "batch", t->batch, 1, TC_MAX_BATCH));
     CHECK(s_uint(path, "input_size", t->input_size, 1, TC_MAX_DIM));
     if (tc_dtype_name(t->dtype)[0] == 'u')
         return s_bad(path, "dtype", "must be fp32, fp32_strict, tf32, fp16 or bf16 (got %d)", (int)t->dtype);
@@ -544,7 +544,7 @@ int tc_validate_trace_request(const Traincast__V1__TraceRequest *r, const char *
         return s_bad(path, "batches", "must have 1 to 10000 items (got %zu)", r->n_batches);
     for (size_t i = 0; i < r->n_batches; i++) {
         snprintf(sub, sizeof sub, "batches[%zu]", i);
-        CHECK(s_uint(path, sub, r->batches[i], 1, TC_MAX_DIM));
+        CHECK(s_uint(path, sub, r->batches[i], 1, TC_MAX_BATCH));
     }
     CHECK(s_uint(path, "input_size", r->input_size, 0, TC_MAX_DIM));
     CHECK(s_uint(path, "warmup", r->warmup, 0, TC_MAX_ITEMS));

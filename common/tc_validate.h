@@ -23,7 +23,8 @@
 
 #define TC_MAX_NAME_LEN 256      /* names, ids, versions (bytes) */
 #define TC_MAX_TEXT_LEN 4096     /* reasons, messages (bytes) */
-#define TC_MAX_DIM 1048576u      /* any single tensor dimension, a batch */
+#define TC_MAX_DIM 1048576u      /* any single tensor dimension */
+#define TC_MAX_BATCH 65536u      /* a mini-batch: what agent and aggregator accept alike */
 #define TC_MAX_KERNEL 1024u      /* r, s, padding */
 #define TC_MAX_ITEMS 2000000u    /* any repeated field, repetitions, iterations */
 #define TC_MAX_UNITS 1048576u    /* multiprocessors, threads */

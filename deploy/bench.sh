@@ -302,7 +302,7 @@ tmp=$out.tmp
     echo "- load average (1, 5, 15 min) at the end: $(cut -d' ' -f1-3 /proc/loadavg); $(date -u '+%Y-%m-%d %H:%M UTC')"
     echo
     for n in "${all[@]}"; do
-        if [ -f "$work/sections/$n.md" ] && printf '%s\n' "${selected[@]}" | grep -qx "$n"; then
+        if [ -f "$work/sections/$n.md" ] && printf '%s\n' "${selected[@]}" | grep -x "$n" >/dev/null; then
             cat "$work/sections/$n.md"
         elif [ -f "$old_sections/$n.md" ]; then
             cat "$old_sections/$n.md"

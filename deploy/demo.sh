@@ -13,7 +13,8 @@
 # predict would queue it and they would measure it on demand.
 #
 # Everything lives in .traincast/demo; a second run reuses what is stored and
-# measures nothing again. --fresh starts over.
+# measures nothing again. --fresh starts over. NO_COLOR=1 (or output that is
+# not a terminal) prints the step titles without escape sequences.
 set -euo pipefail
 
 repo=$(cd "$(dirname "$0")/.." && pwd)
@@ -30,13 +31,19 @@ while [ $# -gt 0 ]; do
     --held-out) held_out=$2; shift ;;
     --input-size) input_size=$2; shift ;;
     --batches) batches=$2; shift ;;
-    -h|--help) sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "demo.sh: unknown option '$1' (see --help)" >&2; exit 2 ;;
     esac
     shift
 done
 
-step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
+# Bold step titles on a terminal, plain text where NO_COLOR is set
+# (https://no-color.org) or the output is not a terminal.
+if [ -t 1 ] && [ -z "${NO_COLOR:-}" ] && [ "${TERM:-}" != dumb ]; then
+    step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
+else
+    step() { printf '\n== %s\n' "$*"; }
+fi
 started=$(date +%s)
 
 step "setup"
@@ -138,8 +145,9 @@ step "aggregator validate (leave-one-CNN-out)"
 "$aggregator" validate
 
 step "aggregator predict --gpu all: $held_out (held out of fitting)"
+# Exit 3: some rows could not be predicted; each says why.
 "$aggregator" predict --gpu all --model "torchvision:$held_out" --input-size "$input_size" \
-    --batch "$batches" --plot "$demo/predict-$held_out.svg"
+    --batch "$batches" --plot "$demo/predict-$held_out.svg" || [ $? -eq 3 ]
 
 step "done in $(( $(date +%s) - started )) s"
 echo "plot: $demo/predict-$held_out.svg"

@@ -9,10 +9,10 @@
 #   - every ExecStart= of the units, with the unit's paths pointed at the
 #     build and the example configs, passes --check-config;
 #   - systemd-analyze verify accepts the units (when systemd-analyze exists);
-#   - 'cmake --install' puts the binaries, the harness, the ONNX exports and
-#     the documentation where the units expect them (under a scratch prefix
-#     standing for /usr/local), and the installed agent imports a model with
-#     the agent unit's environment.
+#   - 'cmake --install' puts the binaries, the harness, the ONNX exports, the
+#     documentation and the units (running the installed binaries) where the
+#     units expect them (under a scratch prefix standing for /usr/local), and
+#     the installed agent imports a model with the agent unit's environment.
 set -euo pipefail
 
 agent=$1
@@ -114,7 +114,15 @@ harness=$(unit_env TRAINCAST_HARNESS_DIR)
 data=$(unit_env TRAINCAST_DATA_DIR)
 [ -f "$harness/trace_runner.py" ] || fail "no harness in $harness"
 [ -f "$data/resnet18.onnx" ] || fail "no ONNX exports in $data"
-[ -f "$prefix/share/doc/traincast/operator-guide.md" ] || fail "the operator guide is not installed"
+for unit in "${units[@]}"; do
+    role=aggregator
+    case "$(basename "$unit")" in traincast-agent*) role=agent ;; esac
+    [ -f "$prefix/share/doc/traincast-$role/operator-guide.md" ] \
+        || fail "the operator guide is not installed for the $role"
+    # The build's prefix is /usr/local: the installed unit is the unit.
+    cmp -s "$unit" "$prefix/lib/systemd/system/$(basename "$unit")" \
+        || fail "$(basename "$unit") is not installed in lib/systemd/system as it is in deploy/"
+done
 # Without PyTorch (TRAINCAST_PYTHON fails), the installed agent reads the installed export.
 out=$(env TRAINCAST_HARNESS_DIR="$harness" TRAINCAST_DATA_DIR="$data" TRAINCAST_PYTHON=/bin/false \
       TRAINCAST_CACHE="$work/cache" "$prefix/bin/agent" model describe torchvision:resnet18 2>&1) \

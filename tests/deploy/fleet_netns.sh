@@ -120,8 +120,8 @@ for ns in "$ns1" "$ns2"; do
 done
 # The agents' namespaces reach the aggregator's address and nothing else.
 for ns in "$ns1" "$ns2"; do
-    ip netns exec "$ns" ip -4 route show | grep -q "^$net.0/24" || fail "$ns has no route to $net.0/24"
-    if ip netns exec "$ns" ip -4 route show | grep -q '^default'; then fail "$ns has a default route"; fi
+    ip netns exec "$ns" ip -4 route show | grep "^$net.0/24" >/dev/null || fail "$ns has no route to $net.0/24"
+    if ip netns exec "$ns" ip -4 route show | grep "^default" >/dev/null; then fail "$ns has a default route"; fi
 done
 echo "network $net.0/24: aggregator $net.1 ($bridge), agents $net.2 ($ns1), $net.3 ($ns2)"
 
@@ -232,8 +232,8 @@ step "aggregator predict --gpu all for $held_out (never benchmarked, never trace
 rc=0
 "$aggregator" predict --db "$dsn" --gpu all --model "torchvision:$held_out" --input-size "$size" \
     --batch "$batches" --wait 0 --format csv >"$work/predict-nowait.csv" 2>&1 || rc=$?
-if [ "$rc" -ne 2 ] || [ "$(grep -c ',missing_benchmarks,' "$work/predict-nowait.csv")" -ne 2 ]; then
-    fail "without asking the agents, both devices should lack benchmarks (exit $rc): $(cat "$work/predict-nowait.csv")"
+if [ "$rc" -ne 3 ] || [ "$(grep -c ',missing_benchmarks,' "$work/predict-nowait.csv")" -ne 4 ]; then
+    fail "without asking the agents, both devices should lack benchmarks at both batches (exit $rc, want 3): $(cat "$work/predict-nowait.csv")"
 fi
 "$aggregator" predict --db "$dsn" --gpu all --model "torchvision:$held_out" --input-size "$size" \
     --batch "$batches" --wait 300 --format csv --plot "$work/predict.svg" >"$work/predict.csv" 2>"$work/predict.log" \

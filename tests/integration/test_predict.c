@@ -17,7 +17,9 @@
 #include "tc_error.h"
 #include "tc_model.h"
 #include "tc_test.h"
+#include "tc_test_law.h"
 #include "tc_test_msg.h"
+#include "tc_test_proc.h"
 
 #include <criterion/criterion.h>
 #include <math.h>
@@ -25,162 +27,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *s_traced[] = {"alexnet", "resnet18", "squeezenet1_1", "mobilenet_v2",
-                                 "vgg11"};
-static const unsigned s_batches[] = {8, 16, 32};
-static const double s_dirfactor[] = {1.0, 1.2, 1.1}; /* fwd, bwd_filter, bwd_data */
-static const Traincast__V1__Direction s_dirs[] = {TRAINCAST__V1__DIRECTION__DIRECTION_FWD,
-                                                  TRAINCAST__V1__DIRECTION__DIRECTION_BWD_FILTER,
-                                                  TRAINCAST__V1__DIRECTION__DIRECTION_BWD_DATA};
-
-typedef struct {
-    const char *name;
-    const char *uuid;
-    double speed;
-} s_device_t;
-
-static const s_device_t s_devices[] = {{"Fast Device", "uuid-fast", 1.0},
-                                       {"Slow Device", "uuid-slow", 2.5}};
-
 static char s_dsn[1024];
-
-static tc_model_t *s_load(const char *name)
-{
-    char rel[256], path[1024];
-    snprintf(rel, sizeof rel, "tests/data/%s.onnx", name);
-    tc_test_source_path(rel, path, sizeof path);
-    tc_model_t *m = NULL;
-    tc_model_opts_t o = {0};
-    cr_assert_eq(tc_model_load_file(path, &o, &m), 0, "%s: %s", path, tc_errmsg());
-    return m;
-}
-
-static double s_conv_ms(const tc_conv_config_t *c, int dir, double speed)
-{
-    return speed * (1e-9 * tc_conv_macs(c) * s_dirfactor[dir] + 0.01);
-}
-
-/* The law's conv sum of a model at a batch on a device. */
-static double s_conv_sum(const tc_model_t *m, unsigned batch, double speed)
-{
-    double sum = 0;
-    for (size_t j = 0; j < tc_model_conv_count(m); j++) {
-        const tc_conv_usage_t *u = tc_model_conv(m, j);
-        tc_conv_config_t c = u->config;
-        c.n = batch;
-        for (int d = 0; d < (u->first_layer ? 2 : 3); d++)
-            sum += u->multiplicity * s_conv_ms(&c, d, speed);
-    }
-    return sum;
-}
-
-static double s_other_ms(const tc_model_t *m, unsigned batch, double speed)
-{
-    tc_features_t f;
-    tc_model_features(m, batch, &f);
-    double bn = 0;
-    cr_assert_eq(tc_feature_value(&f, "bn.elems", &bn), 0);
-    return speed * (0.4 + 3e-7 * bn);
-}
-
-static double s_peak(const tc_model_t *m, unsigned batch)
-{
-    tc_features_t f;
-    tc_model_features(m, batch, &f);
-    double act = 0;
-    for (int c = 0; c < TC_OPC_COUNT; c++)
-        act += f.cls[c].elems_out;
-    return 2e8 + 16.0 * f.total_params + 4.0 * act;
-}
-
-static void s_put(tc_store_t *s, tc_envelope_t *env)
-{
-    tc_store_outcome_t out;
-    cr_assert_eq(tc_store_put(s, env, &out), 0, "%s", tc_errmsg());
-}
-
-/* Benchmarks of every conv of `m` at `batches` on a device. */
-static void s_put_benchmarks(tc_store_t *s, const tc_model_t *m, const s_device_t *dev,
-                             const unsigned *batches, size_t n_batches)
-{
-    size_t n = 0;
-    for (size_t j = 0; j < tc_model_conv_count(m); j++)
-        n += tc_model_conv(m, j)->first_layer ? 2 : 3;
-    n *= n_batches;
-    tc_envelope_t *env = tc_test_envelope("agent-fixture");
-    env->body_case = TRAINCAST__V1__ENVELOPE__BODY_CONV_RESULTS;
-    Traincast__V1__ConvResults *cr = tc_test_conv_results(dev->uuid, n);
-    cr->device->name = (char *)dev->name;
-    size_t k = 0;
-    for (size_t b = 0; b < n_batches; b++) {
-        for (size_t j = 0; j < tc_model_conv_count(m); j++) {
-            const tc_conv_usage_t *u = tc_model_conv(m, j);
-            for (int d = 0; d < (u->first_layer ? 2 : 3); d++, k++) {
-                Traincast__V1__ConvResult *r = cr->results[k];
-                tc_conv_config_t c = u->config;
-                c.n = batches[b];
-                tc_conv_config_to_proto(&c, r->config);
-                r->direction = s_dirs[d];
-                double ms = s_conv_ms(&c, d, dev->speed);
-                r->median_ms = ms;
-                r->min_ms = ms * 0.99;
-                r->max_ms = ms * 1.01;
-                r->stddev_ms = ms * 0.005;
-                r->samples_ms[0] = r->min_ms;
-                r->samples_ms[1] = ms;
-                r->samples_ms[2] = r->max_ms;
-                r->candidates[0]->time_ms = ms;
-            }
-        }
-    }
-    env->conv_results = cr;
-    s_put(s, env);
-}
-
-static void s_put_trace(tc_store_t *s, const tc_model_t *m, const s_device_t *dev,
-                        unsigned batch)
-{
-    Traincast__V1__ModelGraph *g = NULL;
-    cr_assert_eq(tc_model_to_proto(m, &g), 0, "%s", tc_errmsg());
-    double ms = s_conv_sum(m, batch, dev->speed) + s_other_ms(m, batch, dev->speed);
-    tc_envelope_t *env = tc_test_envelope("agent-fixture");
-    env->body_case = TRAINCAST__V1__ENVELOPE__BODY_TRAIN_TRACE;
-    Traincast__V1__TrainTrace *t = tc_test_trace(dev->uuid, tc_model_id(m), batch, ms);
-    t->device->name = (char *)dev->name;
-    t->device->memory_bytes = 64ull << 30;
-    t->policy = TRAINCAST__V1__POLICY__POLICY_UNSPECIFIED;
-    t->input_size = 224;
-    for (size_t i = 0; i < t->n_iterations; i++)
-        t->iterations[i]->ms = ms;
-    t->peak_memory_bytes = (uint64_t)s_peak(m, batch);
-    t->graph = g;
-    env->train_trace = t;
-    s_put(s, env);
-}
 
 static void s_build_fixture(void)
 {
-    tc_test_fresh_db("predict", s_dsn, sizeof s_dsn);
-    tc_store_t *s = NULL;
-    cr_assert_eq(tc_store_open(s_dsn, &s), 0, "%s", tc_errmsg());
-    int applied;
-    cr_assert_eq(tc_store_migrate(s, &applied), 0, "%s", tc_errmsg());
-    for (size_t i = 0; i < sizeof s_traced / sizeof s_traced[0]; i++) {
-        tc_model_t *m = s_load(s_traced[i]);
-        for (size_t d = 0; d < 2; d++) {
-            s_put_benchmarks(s, m, &s_devices[d], s_batches, 3);
-            for (size_t b = 0; b < 3; b++)
-                s_put_trace(s, m, &s_devices[d], s_batches[b]);
-        }
-        tc_model_destroy(&m);
-    }
-    /* resnet34 is never traced; only its convs are benchmarked (batch 16
-     * and 64), and only on the fast device. */
-    tc_model_t *r34 = s_load("resnet34");
-    const unsigned b34[] = {16, 64};
-    s_put_benchmarks(s, r34, &s_devices[0], b34, 2);
-    tc_model_destroy(&r34);
-    tc_store_destroy(&s);
+    tc_law_build("predict", s_dsn, sizeof s_dsn);
 }
 
 static void s_aggregator(const char *args, int want_status, char *out, size_t size)
@@ -228,7 +79,8 @@ static int s_fields(const char *line, char fields[16][512])
 }
 
 /* The csv row of (device, batch): iteration, lo, hi, conv, nonconv, peak;
- * `status` gets the row's status. Returns 0 when there is no such row. */
+ * `status` gets the row's status and `reason` (may be NULL) its reason.
+ * Returns 0 when there is no such row. */
 static int s_row(const char *csv, const char *device, unsigned batch, double v[6], char *status,
                  size_t status_size)
 {
@@ -237,13 +89,9 @@ static int s_row(const char *csv, const char *device, unsigned batch, double v[6
         int n = s_fields(line, f);
         const char *nl = strchr(line, '\n');
         line = nl ? nl + 1 : NULL;
-        if (n < 14 || strcmp(f[1], device) != 0)
+        if (n < 16 || strcmp(f[1], device) != 0 || (unsigned)atoi(f[3]) != batch)
             continue;
         snprintf(status, status_size, "%s", f[2]);
-        if (strcmp(f[2], "ok") != 0)
-            return 1;
-        if ((unsigned)atoi(f[3]) != batch)
-            continue;
         v[0] = atof(f[4]);
         v[1] = atof(f[5]);
         v[2] = atof(f[6]);
@@ -260,10 +108,13 @@ Test(predict, untraced_cnn_follows_the_law, .timeout = 600)
     s_build_fixture();
     static char out[1 << 20];
     s_aggregator("fit", 0, out, sizeof out);
+    /* The slow device lacks resnet34's benchmarks at batch 64: that row says
+     * so, the others are predicted, and the exit status says a row is
+     * missing. */
     s_aggregator("predict --gpu all --model tests/data/resnet34.onnx --batch 16,64 --format csv "
                  "--wait 0",
-                 0, out, sizeof out);
-    tc_model_t *m = s_load("resnet34");
+                 3, out, sizeof out);
+    tc_model_t *m = tc_law_load("resnet34");
     const unsigned batches[] = {16, 64};
     for (size_t b = 0; b < 2; b++) {
         double v[6] = {NAN, NAN, NAN, NAN, NAN, NAN};
@@ -271,23 +122,26 @@ Test(predict, untraced_cnn_follows_the_law, .timeout = 600)
         cr_assert(s_row(out, "Fast Device", batches[b], v, status, sizeof status),
                   "no row for batch %u:\n%s", batches[b], out);
         cr_assert_str_eq(status, "ok", "%s", out);
-        double conv = s_conv_sum(m, batches[b], 1.0);
-        double other = s_other_ms(m, batches[b], 1.0);
+        double conv = tc_law_conv_sum(m, batches[b], 1.0);
+        double other = tc_law_other_ms(m, batches[b], 1.0);
         cr_assert_float_eq(v[3], conv, conv * 1e-6, "conv sum %g, want %g", v[3], conv);
         cr_assert_float_eq(v[4], other, other * 0.01 + 0.01, "non-conv %g, want %g", v[4], other);
         cr_assert_float_eq(v[0], conv + other, (conv + other) * 0.01, "total %g", v[0]);
         cr_assert(v[1] <= v[0] && v[0] <= v[2], "interval %g..%g around %g", v[1], v[2], v[0]);
-        cr_assert_float_eq(v[5], s_peak(m, batches[b]), s_peak(m, batches[b]) * 0.02,
-                           "peak memory %g want %g", v[5], s_peak(m, batches[b]));
+        cr_assert_float_eq(v[5], tc_law_peak(m, batches[b]), tc_law_peak(m, batches[b]) * 0.02,
+                           "peak memory %g want %g", v[5], tc_law_peak(m, batches[b]));
     }
-    /* The slow device has a fit but no resnet34 benchmarks: not skipped
-     * silently, its row says what is missing and the command to run. */
+    /* The slow device has a fit but only some resnet34 benchmarks: its batch
+     * 16 is predicted (resnet34's convs at batch 16 share their shapes with
+     * resnet18's, which it measured), its batch 64 is not, and that row says
+     * what is missing and the command to run. */
     double v[6];
     char status[64] = "";
     cr_assert(s_row(out, "Slow Device", 16, v, status, sizeof status), "%s", out);
+    cr_assert_str_eq(status, "ok", "%s", out);
+    cr_assert(s_row(out, "Slow Device", 64, v, status, sizeof status), "%s", out);
     cr_assert_str_eq(status, "missing_benchmarks", "%s", out);
-    /* resnet34's convs at batch 16 share their shapes with resnet18's,
-     * which the slow device measured; only batch 64 is missing. */
+    cr_assert(strstr(out, "lacks ") && strstr(out, " conv benchmarks at batch 64"), "%s", out);
     cr_assert(strstr(out, "agent bench --models tests/data/resnet34.onnx --batches 64 "),
               "%s", out);
     tc_model_destroy(&m);
@@ -345,8 +199,8 @@ Test(predict, bad_input_exits_2, .timeout = 300)
     int applied;
     cr_assert_eq(tc_store_migrate(s, &applied), 0, "%s", tc_errmsg());
     /* One device with benchmarks but no traces: no fit. */
-    tc_model_t *m = s_load("squeezenet1_1");
-    s_put_benchmarks(s, m, &s_devices[0], s_batches, 1);
+    tc_model_t *m = tc_law_load("squeezenet1_1");
+    tc_law_put_benchmarks(s, m, &tc_law_devices[0], tc_law_batches, 1);
     tc_model_destroy(&m);
     tc_store_destroy(&s);
 
@@ -365,7 +219,6 @@ Test(predict, bad_input_exits_2, .timeout = 300)
         {"predict --gpu all --model tests/data/alexnet.onnx --batch 0..8", "--batch"},
         {"predict --gpu all --model tests/data/alexnet.onnx --batch 8 --format xml", "--format"},
         {"predict --gpu all --model tests/data/alexnet.onnx --batch 8 --plot out.pdf", ".svg or .png"},
-        {"predict --gpu 'Fast Device' --model tests/data/alexnet.onnx --batch 8", "no fit"},
         {"predict --gpu all --model tests/data/alexnet.onnx", "--batch is required"},
         {NULL, NULL},
     };
@@ -379,6 +232,32 @@ Test(predict, bad_input_exits_2, .timeout = 300)
     s_aggregator(args, 2, out, sizeof out);
     cr_assert(strstr(out, bad_onnx), "%s", out);
     remove(bad_onnx);
+
+    /* A device without a fit is no bad input: its rows say no_fit, in every
+     * format, and the exit status says rows are missing. */
+    s_aggregator("predict --gpu 'Fast Device' --model tests/data/alexnet.onnx --batch 8,16", 3,
+                 out, sizeof out);
+    cr_assert(strstr(out, "no_fit: no fit (") && strstr(out, "aggregator fit"), "%s", out);
+    s_aggregator("predict --gpu 'Fast Device' --model tests/data/alexnet.onnx --batch 8,16 "
+                 "--format csv",
+                 3, out, sizeof out);
+    cr_assert(strstr(out, "\"Fast Device\",no_fit,8,") && strstr(out, "\"Fast Device\",no_fit,16,"),
+              "%s", out);
+    s_aggregator("predict --gpu 'Fast Device' --model tests/data/alexnet.onnx --batch 8 "
+                 "--format json",
+                 3, out, sizeof out);
+    cr_assert(strstr(out, "{\"batch\":8,\"status\":\"no_fit\",\"iteration_ms\":null"), "%s",
+              out);
+    /* An ambiguous part of a name lists the devices it matches. */
+    tc_store_t *s2 = NULL;
+    cr_assert_eq(tc_store_open(s_dsn, &s2), 0, "%s", tc_errmsg());
+    m = tc_law_load("squeezenet1_1");
+    tc_law_put_benchmarks(s2, m, &tc_law_devices[1], tc_law_batches, 1);
+    tc_model_destroy(&m);
+    tc_store_destroy(&s2);
+    s_aggregator("predict --gpu device --model tests/data/alexnet.onnx --batch 8", 2, out,
+                 sizeof out);
+    cr_assert(strstr(out, "'device' matches 2 devices: 'Fast Device', 'Slow Device'"), "%s", out);
 }
 
 /* The conv time fit subtracts from a measured iteration and the conv time
@@ -394,18 +273,18 @@ Test(predict, fit_subtracts_the_conv_sum_predict_adds, .timeout = 600)
     cr_assert_eq(tc_store_open(s_dsn, &s), 0, "%s", tc_errmsg());
     size_t compared = 0;
     for (size_t dv = 0; dv < 2; dv++) {
-        char *names[] = {(char *)s_devices[dv].name};
+        char *names[] = {(char *)tc_law_devices[dv].name};
         tc_fit_group_t *groups = NULL;
         size_t n_groups = 0;
         cr_assert_eq(tc_store_fit_groups(s, names, 1, TC_FIT_STAT_MEDIAN, &groups, &n_groups), 0, "%s", tc_errmsg());
         cr_assert_eq(n_groups, 1);
         tc_pred_device_t d;
         memset(&d, 0, sizeof d);
-        snprintf(d.device.name, sizeof d.device.name, "%s", s_devices[dv].name);
+        snprintf(d.device.name, sizeof d.device.name, "%s", tc_law_devices[dv].name);
         cr_assert_eq(tc_store_fit_latest(s, d.device.name, NULL, NULL, NULL, NULL, &d.fit), 0, "%s",
                      tc_errmsg());
-        for (size_t i = 0; i < sizeof s_traced / sizeof s_traced[0]; i++) {
-            tc_model_t *m = s_load(s_traced[i]);
+        for (size_t i = 0; i < sizeof tc_law_traced / sizeof tc_law_traced[0]; i++) {
+            tc_model_t *m = tc_law_load(tc_law_traced[i]);
             for (size_t p = 0; p < groups[0].n_points; p++) {
                 const tc_fit_point_t *pt = &groups[0].points[p];
                 if (strcmp(pt->model_id, tc_model_id(m)) != 0)
@@ -414,18 +293,18 @@ Test(predict, fit_subtracts_the_conv_sum_predict_adds, .timeout = 600)
                 tc_pred_request_t req = {.model = m, .batches = &batch, .n_batches = 1,
                                          .dataset_size = 1000};
                 cr_assert_eq(tc_predict_lookup(s, &req, &d), 0, "%s", tc_errmsg());
-                cr_assert_eq(d.missing, 0, "%s b%lu: %zu conv lookups missing", s_traced[i],
+                cr_assert_eq(d.missing, 0, "%s b%lu: %zu conv lookups missing", tc_law_traced[i],
                              batch, d.missing);
                 cr_assert_eq(tc_predict_device(s, &req, &d), 0, "%s", tc_errmsg());
                 cr_expect(fabs(d.points[0].conv_bench_ms - pt->conv_ms) <= 1e-12 * pt->conv_ms,
                           "%s on %s at batch %lu: fit subtracts %.15g ms of convs, predict "
                           "adds %.15g ms",
-                          s_traced[i], d.device.name, batch, pt->conv_ms,
+                          tc_law_traced[i], d.device.name, batch, pt->conv_ms,
                           d.points[0].conv_bench_ms);
                 /* And both are the law's conv sum. */
-                cr_expect(fabs(pt->conv_ms - s_conv_sum(m, pt->batch, s_devices[dv].speed)) <=
+                cr_expect(fabs(pt->conv_ms - tc_law_conv_sum(m, pt->batch, tc_law_devices[dv].speed)) <=
                               1e-9 * pt->conv_ms,
-                          "%s b%lu: %.15g", s_traced[i], batch, pt->conv_ms);
+                          "%s b%lu: %.15g", tc_law_traced[i], batch, pt->conv_ms);
                 compared++;
             }
             tc_model_destroy(&m);
@@ -433,7 +312,7 @@ Test(predict, fit_subtracts_the_conv_sum_predict_adds, .timeout = 600)
         tc_pred_device_free(&d);
         tc_fit_groups_free(&groups, n_groups);
     }
-    cr_assert_eq(compared, 2 * 3 * (sizeof s_traced / sizeof s_traced[0]),
+    cr_assert_eq(compared, 2 * 3 * (sizeof tc_law_traced / sizeof tc_law_traced[0]),
                  "every traced (model, batch) on both devices compared");
     tc_store_destroy(&s);
 }
@@ -450,10 +329,10 @@ Test(predict, unseen_classes_and_telling_devices_apart, .timeout = 600)
     cr_assert_eq(tc_store_open(s_dsn, &s), 0, "%s", tc_errmsg());
     tc_pred_device_t d;
     memset(&d, 0, sizeof d);
-    snprintf(d.device.name, sizeof d.device.name, "%s", s_devices[0].name);
+    snprintf(d.device.name, sizeof d.device.name, "%s", tc_law_devices[0].name);
     cr_assert_eq(tc_store_fit_latest(s, d.device.name, NULL, NULL, NULL, NULL, &d.fit), 0, "%s",
                  tc_errmsg());
-    tc_model_t *seen = s_load("resnet34"), *unseen = s_load("convnext_tiny");
+    tc_model_t *seen = tc_law_load("resnet34"), *unseen = tc_law_load("convnext_tiny");
     cr_assert_eq(tc_predict_unseen_classes(s, seen, &d), 0, "%s", tc_errmsg());
     cr_expect_str_eq(d.unseen, "", "resnet34's classes were all traced");
     cr_assert_eq(tc_predict_unseen_classes(s, unseen, &d), 0, "%s", tc_errmsg());
@@ -470,4 +349,104 @@ Test(predict, unseen_classes_and_telling_devices_apart, .timeout = 600)
                  "--format json",
                  0, out, sizeof out);
     cr_expect(strstr(out, "\"told_apart\":[{\"batch\":8,\"faster\":\"Fast Device\""), "%s", out);
+}
+
+/* Batches far outside the fitted range (8..32) are not predicted by
+ * default: each such row says out_of_range in every format, the rows that
+ * can be predicted are, and the exit status is 3 (0 when every row is
+ * predicted). --extrapolate 0 allows any batch. */
+Test(predict, partial_answers_per_device_and_batch, .timeout = 600)
+{
+    s_build_fixture();
+    static char out[1 << 16];
+    s_aggregator("fit", 0, out, sizeof out);
+    s_aggregator("predict --gpu all --model tests/data/resnet18.onnx --batch 8,1024 --wait 0 "
+                 "--format csv",
+                 3, out, sizeof out);
+    double v[6];
+    char status[64] = "";
+    for (size_t d = 0; d < 2; d++) {
+        cr_assert(s_row(out, tc_law_devices[d].name, 8, v, status, sizeof status), "%s", out);
+        cr_expect_str_eq(status, "ok", "%s", out);
+        cr_assert(s_row(out, tc_law_devices[d].name, 1024, v, status, sizeof status), "%s", out);
+        cr_expect_str_eq(status, "out_of_range", "%s", out);
+    }
+    cr_assert(strstr(out, "batch 1024 is outside the fit's batches 8..32"), "%s", out);
+    s_aggregator("predict --gpu all --model tests/data/resnet18.onnx --batch 8,1024 --wait 0", 3,
+                 out, sizeof out);
+    cr_assert(strstr(out, "1024  -- out_of_range: batch 1024"), "%s", out);
+    cr_assert(strstr(out, "2 of 4 rows could not be predicted"), "%s", out);
+    cr_assert(strstr(out, "fastest:  Fast Device at batch 8"), "%s", out);
+    s_aggregator("predict --gpu all --model tests/data/resnet18.onnx --batch 8,1024 --wait 0 "
+                 "--format json",
+                 3, out, sizeof out);
+    cr_assert(strstr(out, "{\"batch\":1024,\"status\":\"out_of_range\""), "%s", out);
+    cr_assert(strstr(out, "{\"batch\":8,\"status\":\"ok\",\"iteration_ms\":"), "%s", out);
+    /* Allowed any batch, 1024 is no longer out of range, but nothing was
+     * benchmarked there. */
+    s_aggregator("predict --gpu all --model tests/data/resnet18.onnx --batch 8,1024 --wait 0 "
+                 "--extrapolate 0 --format csv",
+                 3, out, sizeof out);
+    cr_assert(s_row(out, "Slow Device", 1024, v, status, sizeof status), "%s", out);
+    cr_expect_str_eq(status, "missing_benchmarks", "%s", out);
+    s_aggregator("predict --gpu all --model tests/data/resnet18.onnx --batch 8,16 --wait 0 "
+                 "--format csv",
+                 0, out, sizeof out);
+    s_aggregator("predict --gpu all --model tests/data/resnet18.onnx --batch 8 --extrapolate 0.5",
+                 2, out, sizeof out);
+    cr_assert(strstr(out, "--extrapolate must be"), "%s", out);
+}
+
+/* Every predicted row is stored with its fit; prediction_vs_trace puts it
+ * next to the traces of the same model, device and batch measured after it,
+ * and only those. */
+Test(predict, predictions_are_stored_next_to_later_traces, .timeout = 600)
+{
+    s_build_fixture();
+    static char out[1 << 16];
+    s_aggregator("fit", 0, out, sizeof out);
+    s_aggregator("predict --gpu all --model tests/data/resnet18.onnx --batch 8,16,1024 --wait 0",
+                 3, out, sizeof out);
+    cr_assert_eq(tc_test_sql_count(s_dsn, "SELECT count(*) FROM predictions"), 4,
+                 "two devices x two predictable batches");
+    cr_assert_eq(tc_test_sql_count(s_dsn, "SELECT count(DISTINCT request_id) FROM predictions"), 1);
+    cr_assert_eq(tc_test_sql_count(s_dsn,
+                                   "SELECT count(*) FROM predictions p JOIN latest_fit f USING "
+                                   "(fit_id) WHERE f.device = p.device AND p.model_name = "
+                                   "'resnet18' AND p.model_sha256 IS NOT NULL AND "
+                                   "p.lo_ms < p.iteration_ms AND p.iteration_ms < p.hi_ms"),
+                 4, "each row names its fit, model and interval");
+    s_aggregator("predict --gpu all --model tests/data/resnet18.onnx --batch 8 --wait 0 --no-store",
+                 0, out, sizeof out);
+    cr_assert_eq(tc_test_sql_count(s_dsn, "SELECT count(*) FROM predictions"), 4, "--no-store");
+    /* The fixture's traces started before the prediction: nothing measured
+     * later yet. */
+    cr_assert_eq(tc_test_sql_count(s_dsn, "SELECT count(*) FROM prediction_vs_trace WHERE "
+                                          "measured_ms IS NOT NULL"),
+                 0);
+    /* A trace of resnet18 at batch 16 on the fast device, started after the
+     * prediction, 10 % slower than the law. */
+    tc_store_t *s = NULL;
+    cr_assert_eq(tc_store_open(s_dsn, &s), 0, "%s", tc_errmsg());
+    tc_model_t *m = tc_law_load("resnet18");
+    double ms = 1.1 * (tc_law_conv_sum(m, 16, 1.0) + tc_law_other_ms(m, 16, 1.0));
+    tc_envelope_t *env = tc_test_envelope("agent-fixture");
+    env->body_case = TRAINCAST__V1__ENVELOPE__BODY_TRAIN_TRACE;
+    Traincast__V1__TrainTrace *t = tc_test_trace("uuid-fast", tc_model_id(m), 16, ms);
+    t->device->name = (char *)"Fast Device";
+    t->policy = TRAINCAST__V1__POLICY__POLICY_UNSPECIFIED;
+    t->input_size = 224;
+    t->started_at_us = tc_now_us() + 1000000;
+    env->train_trace = t;
+    tc_law_put(s, env);
+    tc_model_destroy(&m);
+    tc_store_destroy(&s);
+    cr_assert_eq(tc_test_sql_count(s_dsn, "SELECT count(*) FROM prediction_vs_trace WHERE "
+                                          "measured_ms IS NOT NULL"),
+                 1, "only the fast device's batch 16 was traced later");
+    long long err = tc_test_sql_count(s_dsn, "SELECT round(10 * error_pct) FROM prediction_vs_trace "
+                                             "WHERE device = 'Fast Device' AND batch = 16");
+    /* predicted = law, measured = 1.1 law: error -9.1 % (within the fit's
+     * own small error). */
+    cr_expect(err <= -85 && err >= -97, "error_pct * 10 = %lld", err);
 }

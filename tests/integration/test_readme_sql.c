@@ -67,6 +67,19 @@ Test(readme, analysis_queries_run, .timeout = 120)
     oom->train_trace->status = TRAINCAST__V1__TRACE_STATUS__TRACE_STATUS_OOM;
     oom->train_trace->reason = "out of memory";
     s_put(s, oom);
+    /* A prediction of the traced point made before its trace started (the
+     * trace started in 2023), and one made after: only the first is
+     * compared with it. */
+    cr_assert_eq(tc_store_exec(s,
+                               "INSERT INTO predictions (request_id, predicted_at, model_id, "
+                               "model_name, input_size, device, batch, framework, dtype, "
+                               "iteration_ms, lo_ms, hi_ms) SELECT 'r1', '2020-01-01', "
+                               "'torchvision:tinynet@32', 'tinynet', 32, name, 8, 'pytorch', "
+                               "'fp32', 33, 29, 37 FROM devices UNION ALL SELECT 'r2', now(), "
+                               "'torchvision:tinynet@32', 'tinynet', 32, name, 8, 'pytorch', "
+                               "'fp32', 27, 20, 28 FROM devices",
+                               NULL, 0),
+                 0, "%s", tc_errmsg());
 
     char *text = s_read_readme();
     char *section = strstr(text, "## Analysis in SQL");
@@ -100,6 +113,50 @@ Test(readme, analysis_queries_run, .timeout = 120)
                                v, sizeof v),
                  0, "%s", tc_errmsg());
     cr_assert_float_eq(atof(v), 19.5, 1e-9);
+    /* prediction_vs_trace: the 2020 prediction (33 ms, 29..37) against the
+     * trace (30 ms) is 10 % high and inside; the one made now has nothing
+     * measured after it. */
+    cr_assert_eq(tc_store_exec(s,
+                               "SELECT round(error_pct::numeric, 3) || ' ' || inside_interval || "
+                               "' ' || traces FROM prediction_vs_trace ORDER BY predicted_at LIMIT 1",
+                               v, sizeof v),
+                 0, "%s", tc_errmsg());
+    cr_assert_str_eq(v, "10.000 true 1");
+    cr_assert_eq(tc_store_exec(s,
+                               "SELECT count(*) FROM prediction_vs_trace WHERE measured_ms IS NULL",
+                               v, sizeof v),
+                 0, "%s", tc_errmsg());
+    cr_assert_str_eq(v, "1", "the prediction made now was not traced after");
     free(text);
+    tc_store_destroy(&s);
+}
+
+/* Every table and view an analyst queries says what it is, and every
+ * column of every table what it holds (COMMENT ON; psql's \d+). */
+Test(readme, every_table_view_and_column_is_described, .timeout = 120)
+{
+    char dsn[1024];
+    tc_test_fresh_db("comments", dsn, sizeof dsn);
+    tc_store_t *s = NULL;
+    cr_assert_eq(tc_store_open(dsn, &s), 0, "%s", tc_errmsg());
+    int applied;
+    cr_assert_eq(tc_store_migrate(s, &applied), 0, "%s", tc_errmsg());
+    char missing[4096];
+    cr_assert_eq(
+        tc_store_exec(s,
+                      "SELECT coalesce(string_agg(what, ', '), '') FROM ("
+                      " SELECT c.relname AS what FROM pg_class c"
+                      " JOIN pg_namespace n ON n.oid = c.relnamespace"
+                      " WHERE n.nspname = current_schema() AND c.relkind IN ('r', 'v')"
+                      " AND obj_description(c.oid, 'pg_class') IS NULL"
+                      " UNION ALL SELECT c.relname || '.' || a.attname FROM pg_class c"
+                      " JOIN pg_namespace n ON n.oid = c.relnamespace"
+                      " JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0"
+                      " AND NOT a.attisdropped"
+                      " WHERE n.nspname = current_schema() AND c.relkind = 'r'"
+                      " AND col_description(c.oid, a.attnum) IS NULL) x",
+                      missing, sizeof missing),
+        0, "%s", tc_errmsg());
+    cr_assert_str_eq(missing, "", "without a COMMENT: %s", missing);
     tc_store_destroy(&s);
 }
