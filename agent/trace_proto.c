@@ -2,6 +2,7 @@
 
 #include "tc_error.h"
 #include "tc_json.h"
+#include "tc_validate.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -352,6 +353,26 @@ static int s_footer(tc_trace_proto_t *self, const tc_json_value_t *o)
         return s_bad(self, "\"power_w\" must be a number between 0 and 100000");
     out->sm_clock_mhz = clock ? (uint32_t)(tc_json_number(clock) + 0.5) : 0;
     out->power_w = power ? tc_json_number(power) : 0;
+    /* Energy per step and its counter, or why there is none. */
+    const tc_json_value_t *energy;
+    if ((rc = s_field(self, o, "energy_j", TC_JSON_NUMBER, false, &energy)) < 0 ||
+        (rc = s_str(self, o, "energy_source", energy != NULL, out->energy_source,
+                    sizeof out->energy_source)) < 0 ||
+        (rc = s_str(self, o, "energy_absent", false, out->energy_absent,
+                    sizeof out->energy_absent)) < 0)
+        return rc;
+    out->energy_j = -1;
+    if (energy) {
+        if (!(tc_json_number(energy) >= 0 && tc_json_number(energy) <= TC_MAX_ENERGY_J))
+            return s_bad(self, "\"energy_j\" must be a number of joules between 0 and %g",
+                         TC_MAX_ENERGY_J);
+        if (strcmp(out->energy_source, "nvml") && strcmp(out->energy_source, "rapl"))
+            return s_bad(self, "\"energy_source\" must be \"nvml\" or \"rapl\" (got \"%s\")",
+                         out->energy_source);
+        out->energy_j = tc_json_number(energy);
+    } else {
+        out->energy_source[0] = '\0';
+    }
     for (size_t i = 0; i < tc_json_len(ops); i++) {
         const char *name = tc_json_key_at(ops, i);
         const tc_json_value_t *v = tc_json_at(ops, i);

@@ -81,6 +81,9 @@ typedef struct {
     uint64_t peak_memory_bytes;
     uint32_t sm_clock_mhz;  /* median SM clock over the measured iterations; 0 unknown */
     double power_w;         /* median board power over them; 0 unknown */
+    double energy_j;        /* energy per measured step; < 0 not measured */
+    char energy_source[16]; /* "nvml" (GPU board) or "rapl" (CPU packages); "" none */
+    char energy_absent[256];/* why there is no energy ("" when there is) */
     bool have_op_times;
     bool op_present[TC_OPC_COUNT];
     double op_ms[TC_OPC_COUNT];

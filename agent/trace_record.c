@@ -92,6 +92,11 @@ int tc_trace_record_emit(const tc_trace_record_t *rec, const char *agent_id,
     t.n_settings = r->info.n_settings;
     t.sm_clock_mhz = r->info.sm_clock_mhz;
     t.power_w = r->info.power_w;
+    if (r->info.energy_source[0] && r->info.energy_j >= 0) {
+        t.energy_j = r->info.energy_j;
+        t.energy_source = (char *)r->info.energy_source;
+    }
+    t.energy_absent = (char *)r->info.energy_absent;
     if (!its || !it_ptrs) {
         rc = tc_fail(TC_ENOMEM, "out of memory for %zu iterations", r->n_samples);
         goto done;

@@ -87,7 +87,7 @@ static int s_select_devices(tc_store_t *s, const char *gpu, tc_pred_device_t **o
         rc = tc_fail(TC_ENOMEM, "out of memory");
     for (size_t i = 0; rc == 0 && i < n; i++) {
         devs[i].device = all[idx[i]];
-        devs[i].price = NAN;
+        devs[i].price = devs[i].watts = NAN;
     }
     free(all);
     free(idx);
@@ -235,6 +235,9 @@ int tc_cmd_predict(int argc, char **argv)
         if (rc < 0)
             goto err;
         TC_TRY(tc_store_routing_warning(store, d->device.name, d->warning, sizeof d->warning));
+        TC_TRY(tc_store_device_power(store, d->device.name, d->fit.framework, d->fit.dtype,
+                                     d->fit.amp, &d->watts, d->energy_source,
+                                     sizeof d->energy_source));
         if (*d->warning)
             tc_log_warn("%s: %s", d->device.name, d->warning);
         TC_TRY(tc_predict_lookup(store, &req, d));

@@ -98,7 +98,7 @@ static int s_points(const tc_pred_request_t *req, tc_pred_device_t *d)
         p->batch = (unsigned)req->batches[b];
         p->conv_bench_ms = p->conv_ms = p->conv_sd_ms = p->nonconv_ms = p->total_ms = NAN;
         p->sd_ms = p->lo_ms = p->hi_ms = p->images_per_s = p->epoch_s = p->cost = NAN;
-        p->peak_bytes = NAN;
+        p->peak_bytes = p->energy_kj = NAN;
         p->fits = -1;
     }
     return 0;
@@ -231,6 +231,7 @@ int tc_predict_device(tc_store_t *s, const tc_pred_request_t *req, tc_pred_devic
         double iters = ceil(req->dataset_size / p->batch);
         p->epoch_s = iters * p->total_ms / 1000.0;
         p->cost = isfinite(d->price) ? p->epoch_s / 3600.0 * d->price : NAN;
+        p->energy_kj = isfinite(d->watts) ? p->epoch_s * d->watts / 1000.0 : NAN;
         p->peak_bytes = tc_memory_predict(&d->memory, &f);
         p->fits = tc_memory_fits(&d->memory, mem, n_mem, tc_model_id(m), p->batch, p->peak_bytes);
     }

@@ -38,6 +38,8 @@ typedef struct {
     double images_per_s;
     double epoch_s;      /* ceil(dataset / batch) iterations */
     double cost;         /* per epoch; NaN without a price */
+    double energy_kj;    /* per epoch: epoch_s times the device's training power;
+                            NaN when no trace of it measured energy */
     double peak_bytes;   /* predicted peak memory; NaN unknown */
     int fits;            /* 1 fits, 0 does not, -1 unknown */
     bool clamped;        /* the fit predicted a negative conv or non-conv time
@@ -59,6 +61,9 @@ typedef struct {
                              was not checked for the framework version */
     tc_fit_t fit;
     double price;         /* per device-hour; NaN none */
+    double watts;         /* mean power while training (view device_training_power);
+                             NaN when no trace of the fit's kind measured energy */
+    char energy_source[16]; /* "nvml" or "rapl" ("" none) */
     size_t missing;       /* conv lookups not found */
     tc_conv_lookup_t *lookups; /* owned: every conv measurement the model needs */
     size_t n_lookups;

@@ -96,9 +96,13 @@ static void s_print_table(FILE *out, const tc_model_t *model, const tc_pred_requ
         int len = (int)strlen(devs[i].device.name);
         dw = len > dw ? len : dw;
     }
-    fprintf(out, "%-*s %6s %10s %21s %9s %9s %9s %9s %10s %9s %4s\n", dw, "device", "batch",
+    /* An energy column when some device has measured its training power. */
+    bool energy = false;
+    for (size_t i = 0; i < n; i++)
+        energy |= isfinite(devs[i].watts);
+    fprintf(out, "%-*s %6s %10s %21s %9s %9s %9s %9s %10s %9s %4s%s\n", dw, "device", "batch",
             "iter ms", "95% interval", "conv ms", "other ms", "img/s", "epoch", "cost/epoch",
-            "memory", "fits");
+            "memory", "fits", energy ? "  kJ/epoch" : "");
     for (size_t i = 0; i < n; i++) {
         const tc_pred_device_t *d = &devs[i];
         for (size_t j = 0; j < d->n_points; j++) {
@@ -116,10 +120,15 @@ static void s_print_table(FILE *out, const tc_model_t *model, const tc_pred_requ
             else
                 snprintf(cost, sizeof cost, "-");
             s_bytes(p->peak_bytes, mem, sizeof mem);
-            fprintf(out, "%-*s %6u %10.2f %21s %9.2f %8.2f%s %9.1f %9s %10s %9s %4s\n", dw,
+            char kj[24] = "";
+            if (energy && isfinite(p->energy_kj))
+                snprintf(kj, sizeof kj, " %10.1f", p->energy_kj);
+            else if (energy)
+                snprintf(kj, sizeof kj, " %10s", "-");
+            fprintf(out, "%-*s %6u %10.2f %21s %9.2f %8.2f%s %9.1f %9s %10s %9s %4s%s\n", dw,
                     j == 0 ? d->device.name : "", p->batch, p->total_ms, interval, p->conv_ms,
                     p->nonconv_ms, p->clamped ? "!" : " ", p->images_per_s, epoch, cost, mem,
-                    s_fits(p->fits));
+                    s_fits(p->fits), kj);
             clamped |= p->clamped;
         }
         if (*d->warning)
@@ -227,7 +236,7 @@ static void s_print_csv(FILE *out, const tc_model_t *model, const tc_pred_device
 {
     fprintf(out, "model,device,status,batch,iteration_ms,lo_ms,hi_ms,conv_ms,nonconv_ms,"
                  "images_per_s,epoch_s,cost_per_epoch,peak_memory_bytes,fits,nonconv_clamped,"
-                 "reason\n");
+                 "energy_kj_per_epoch,reason\n");
     for (size_t i = 0; i < n; i++) {
         const tc_pred_device_t *d = &devs[i];
         for (size_t j = 0; j < d->n_points; j++) {
@@ -249,6 +258,7 @@ static void s_print_csv(FILE *out, const tc_model_t *model, const tc_pred_device
                 fprintf(out, ",%s,%s", s_fits(p->fits), p->clamped ? "true" : "false");
             else
                 fputs(",,", out);
+            s_csv_num(out, p->energy_kj, "%.3f");
             s_csv_reason(out, d, p);
             fputc('\n', out);
         }
@@ -276,6 +286,8 @@ static void s_json_point(tc_buf_t *b, const tc_pred_point_t *p)
     tc_buf_json_num(b, p->cost);
     tc_buf_puts(b, ",\"peak_memory_bytes\":");
     tc_buf_json_num(b, p->peak_bytes);
+    tc_buf_puts(b, ",\"energy_kj_per_epoch\":");
+    tc_buf_json_num(b, p->energy_kj);
     if (p->status == TC_PT_OK)
         tc_buf_printf(b, ",\"fits\":%s,\"nonconv_clamped\":%s,\"reason\":null}",
                       p->fits > 0 ? "true" : p->fits == 0 ? "false" : "null",
@@ -342,6 +354,13 @@ static int s_print_json(FILE *out, const tc_model_t *model, const tc_pred_reques
             tc_buf_puts(&b, "null");
         tc_buf_puts(&b, ",\"price_per_hour\":");
         tc_buf_json_num(&b, d->price);
+        tc_buf_puts(&b, ",\"training_power_w\":");
+        tc_buf_json_num(&b, d->watts);
+        tc_buf_puts(&b, ",\"energy_source\":");
+        if (*d->energy_source)
+            tc_buf_json_str(&b, d->energy_source);
+        else
+            tc_buf_puts(&b, "null");
         tc_buf_puts(&b, ",\"predictions\":[");
         for (size_t j = 0; j < d->n_points; j++) {
             if (j)

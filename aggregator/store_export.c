@@ -572,6 +572,9 @@ static int s_export_trace(tc_store_t *s, PGresult *tr, int t, tc_store_envelope_
         x->device = s_device(&pool, tr, t, 26);
         x->sm_clock_mhz = (uint32_t)s_ll(tr, t, 26 + S_DEVICE_NCOLS);
         x->power_w = s_d(tr, t, 26 + S_DEVICE_NCOLS + 1);
+        x->energy_j = s_d(tr, t, 26 + S_DEVICE_NCOLS + 2);
+        x->energy_source = s_str(&pool, s_v(tr, t, 26 + S_DEVICE_NCOLS + 3));
+        x->energy_absent = s_str(&pool, s_v(tr, t, 26 + S_DEVICE_NCOLS + 4));
         x->n_settings = (size_t)PQntuples(sets);
         x->settings = s_alloc(&pool, (x->n_settings + 1) * sizeof *x->settings);
         for (size_t i = 0; x->settings && i < x->n_settings; i++) {
@@ -660,7 +663,7 @@ int tc_store_export_messages(tc_store_t *s, char *const *names, size_t n,
             "t.amp, t.optimizer, t.policy, t.threads, t.warmup, t.iters, t.repeats, t.median_ms, "
             "t.spread, t.peak_memory_bytes, t.status, t.reason, t.runner, "
             "coalesce(" S_US("t.started_at") ", 0), t.device_id, " S_DEVICE_COLS ", "
-            "t.sm_clock_mhz, t.power_w FROM traces t "
+            "t.sm_clock_mhz, t.power_w, t.energy_j, t.energy_source, t.energy_absent FROM traces t "
             "JOIN devices d USING (device_id) LEFT JOIN received_messages m USING (message_id) "
             "WHERE t.device_id IN " S_DEVICES " ORDER BY t.trace_id",
             1, params);

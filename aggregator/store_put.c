@@ -318,8 +318,10 @@ static int s_put_trace(tc_store_t *s, const tc_envelope_t *env)
         return rc;
 
     char batch[16], input[16], threads[16], warmup[16], iters[16], repeats[16], median[64],
-        spread[64], peak[32], started[64], clock[16], power[64];
+        spread[64], peak[32], started[64], clock[16], power[64], energy[64];
     snprintf(clock, sizeof clock, "%u", t->sm_clock_mhz);
+    snprintf(energy, sizeof energy, "%.17g", t->energy_j);
+    bool has_energy = t->energy_source && *t->energy_source;
     snprintf(power, sizeof power, "%.17g", t->power_w);
     tc_buf_t settings = {0}, settings_key = {0};
     tc_rows_settings(t, &settings, &settings_key);
@@ -366,17 +368,21 @@ static int s_put_trace(tc_store_t *s, const tc_envelope_t *env)
                             tc_buf_str(&settings),
                             tc_buf_str(&settings_key),
                             t->sm_clock_mhz ? clock : NULL,
-                            t->power_w > 0 ? power : NULL};
+                            t->power_w > 0 ? power : NULL,
+                            has_energy ? energy : NULL,
+                            has_energy ? t->energy_source : NULL,
+                            t->energy_absent && *t->energy_absent ? t->energy_absent : NULL};
     PGresult *res = NULL;
     rc = tc_store_query(s, &res, "recording the trace",
                         "INSERT INTO traces (message_id, device_id, model_id, framework, "
                         "framework_version, library_version, batch, input_size, dtype, amp, "
                         "optimizer, policy, threads, warmup, iters, repeats, median_ms, spread, "
                         "peak_memory_bytes, status, reason, runner, started_at, settings, "
-                        "settings_key, sm_clock_mhz, power_w) VALUES ($1, $2, "
-                        "$3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, "
-                        "$19, $20, $21, $22, $23, $24::jsonb, $25, $26, $27) RETURNING trace_id",
-                        27, params);
+                        "settings_key, sm_clock_mhz, power_w, energy_j, energy_source, "
+                        "energy_absent) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, "
+                        "$12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24::jsonb, "
+                        "$25, $26, $27, $28, $29, $30) RETURNING trace_id",
+                        30, params);
     tc_buf_free(&settings);
     tc_buf_free(&settings_key);
     if (rc < 0)

@@ -394,6 +394,15 @@ int tc_validate_train_trace(const Traincast__V1__TrainTrace *t, const char *path
     CHECK(s_time(path, "started_at_us", t->started_at_us));
     CHECK(s_uint(path, "sm_clock_mhz", t->sm_clock_mhz, 0, TC_MAX_MHZ));
     CHECK(s_range(path, "power_w", t->power_w, true, TC_MAX_WATTS));
+    CHECK(s_range(path, "energy_j", t->energy_j, true, TC_MAX_ENERGY_J));
+    CHECK(s_name(path, "energy_source", t->energy_source, 0));
+    CHECK(s_text(path, "energy_absent", t->energy_absent));
+    if (t->energy_source && *t->energy_source && strcmp(t->energy_source, "nvml") &&
+        strcmp(t->energy_source, "rapl"))
+        return s_bad(path, "energy_source", "must be \"nvml\", \"rapl\" or empty (got \"%s\")",
+                     t->energy_source);
+    if (t->energy_j > 0 && !(t->energy_source && *t->energy_source))
+        return s_bad(path, "energy_j", "needs an energy_source saying which counter measured it");
     if (t->n_settings > TC_MAX_SETTINGS)
         return s_bad(path, "settings", "has %zu items, more than the limit of %u", t->n_settings,
                      TC_MAX_SETTINGS);

@@ -45,6 +45,7 @@
 #define TC_MAX_UPTIME_S 3153600000ull /* 100 years */
 #define TC_MAX_JOB_ID_LEN 64
 #define TC_MAX_WATTS 100000.0     /* board power */
+#define TC_MAX_ENERGY_J 1e9       /* energy of one training step, joules */
 #define TC_MAX_SETTINGS 256u      /* framework settings recorded with a trace */
 
 /* True if the `len` bytes at `s` are well-formed UTF-8. */

@@ -24,6 +24,7 @@ import sys
 import time
 
 import cpu_env
+import energy
 import gpu_env
 
 PROTOCOL = 1
@@ -357,7 +358,11 @@ def main(argv):
             return loss
 
         sync()
+        meter = energy.meter(cuda, nvml)
+        joules = [None, None]   # before the first measured step, after the last
         for i in range(a.warmup + a.iters):
+            if i == a.warmup:
+                joules[0] = meter.joules()
             t0 = time.perf_counter()
             loss = step()
             sync()
@@ -369,6 +374,7 @@ def main(argv):
                 clocks.append(nvml.sm_clock_mhz())
                 watts.append(nvml.power_w())
             emit({"type": "iter", "index": i, "warmup": i < a.warmup, "ms": ms, "at_us": at_us})
+        joules[1] = meter.joules()
 
         op_times = None
         if a.profile:
@@ -396,6 +402,12 @@ def main(argv):
         footer["sm_clock_mhz"] = gpu_env.median(clocks)
     if gpu_env.median(watts) is not None:
         footer["power_w"] = gpu_env.median(watts)
+    per_step = energy.per_step(joules[0], joules[1], a.iters)
+    if per_step is not None:
+        footer["energy_j"] = per_step
+        footer["energy_source"] = meter.source
+    else:
+        footer["energy_absent"] = meter.why or "the energy counter could not be read"
     if op_times is not None:
         footer["op_times_ms"] = op_times
     emit(footer)

@@ -171,6 +171,21 @@ Test(predict, untraced_cnn_follows_the_law, .timeout = 600)
                  0, out, sizeof out);
     cr_assert(strstr(out, "\"name\":\"Fast Device\"") && !strstr(out, "Slow Device"), "%s", out);
     cr_assert(strstr(out, "\"nonconv_clamped\":false"), "%s", out);
+    /* Energy per epoch: the epoch time at the device's training power. */
+    cr_assert(strstr(out, "\"training_power_w\":150,") && strstr(out, "\"energy_source\":\"nvml\""),
+              "%s", out);
+    const char *e = strstr(out, "\"epoch_s\":"), *k = strstr(out, "\"energy_kj_per_epoch\":");
+    cr_assert(e && k, "%s", out);
+    cr_assert_float_eq(atof(k + 22), atof(e + 10) * TC_LAW_TRAINING_WATTS / 1000.0,
+                       1e-6 * atof(k + 22) + 1e-9, "%s", out);
+    s_aggregator("predict --gpu 'slow device' --model tests/data/resnet18.onnx --batch 8 "
+                 "--format json",
+                 0, out, sizeof out);
+    cr_assert(strstr(out, "\"training_power_w\":null") && strstr(out, "\"energy_kj_per_epoch\":null"),
+              "%s", out);
+    s_aggregator("predict --gpu all --model tests/data/resnet18.onnx --batch 8", 0, out,
+                 sizeof out);
+    cr_assert(strstr(out, "kJ/epoch"), "%s", out);
 
     /* A fit whose coefficients extrapolate below zero: the non-conv time is
      * shown as 0 and flagged, never printed as a negative time. */

@@ -145,6 +145,14 @@ void tc_law_put_trace(tc_store_t *s, const tc_model_t *m, const tc_law_device_t 
     t->n_settings = 2;
     t->sm_clock_mhz = 1410;
     t->power_w = 230;
+    /* The fast device measured its energy (150 W while training); the slow
+     * one could not, and says why. */
+    if (dev == &tc_law_devices[0]) {
+        t->energy_j = ms / 1000.0 * TC_LAW_TRAINING_WATTS;
+        t->energy_source = (char *)"nvml";
+    } else {
+        t->energy_absent = (char *)"nvmlDeviceGetTotalEnergyConsumption is not supported";
+    }
     t->graph = g;
     env->train_trace = t;
     tc_law_put(s, env);

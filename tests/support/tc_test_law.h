@@ -23,6 +23,9 @@ typedef struct {
     double speed;
 } tc_law_device_t;
 
+/* The fast device's power while training, from the energy of its traces. */
+#define TC_LAW_TRAINING_WATTS 150.0
+
 extern const tc_law_device_t tc_law_devices[2];
 extern const char *const tc_law_traced[5];
 extern const unsigned tc_law_batches[3];

@@ -126,6 +126,40 @@ Test(trace_proto, settings_clocks_and_power_are_read, .timeout = 10)
             "\"sm_clock_mhz\":\"fast\"}\n", 5, "sm_clock_mhz");
 }
 
+Test(trace_proto, energy_per_step_or_why_not, .timeout = 10)
+{
+    const char *text = HEADER IT0 IT1 IT2
+        "{\"type\":\"footer\",\"peak_memory_bytes\":1,\"energy_j\":31.25,"
+        "\"energy_source\":\"rapl\"}\n";
+    tc_trace_proto_t *p = tc_trace_proto_new(&s_req);
+    cr_assert_eq(s_run(p, text, strlen(text), 5), 0, "%s", tc_trace_proto_error(p));
+    const tc_trace_output_t *o = tc_trace_proto_output(p);
+    cr_expect_float_eq(o->energy_j, 31.25, 1e-12);
+    cr_expect_str_eq(o->energy_source, "rapl");
+    cr_expect_str_eq(o->energy_absent, "");
+    tc_trace_proto_destroy(&p);
+
+    text = HEADER IT0 IT1 IT2 "{\"type\":\"footer\",\"peak_memory_bytes\":1,"
+                              "\"energy_absent\":\"no RAPL package domain\"}\n";
+    p = tc_trace_proto_new(&s_req);
+    cr_assert_eq(s_run(p, text, strlen(text), 5), 0, "%s", tc_trace_proto_error(p));
+    o = tc_trace_proto_output(p);
+    cr_expect_lt(o->energy_j, 0, "no energy is not 0 J");
+    cr_expect_str_eq(o->energy_source, "");
+    cr_expect_str_eq(o->energy_absent, "no RAPL package domain");
+    tc_trace_proto_destroy(&p);
+
+    /* A number needs its counter; the counter is one of two. */
+    s_fails(HEADER IT0 IT1 IT2 "{\"type\":\"footer\",\"peak_memory_bytes\":1,\"energy_j\":3}\n",
+            5, "energy_source");
+    s_fails(HEADER IT0 IT1 IT2 "{\"type\":\"footer\",\"peak_memory_bytes\":1,\"energy_j\":3,"
+                               "\"energy_source\":\"guess\"}\n",
+            5, "energy_source");
+    s_fails(HEADER IT0 IT1 IT2 "{\"type\":\"footer\",\"peak_memory_bytes\":1,\"energy_j\":-3,"
+                               "\"energy_source\":\"nvml\"}\n",
+            5, "energy_j");
+}
+
 Test(trace_proto, blank_lines_and_crlf_are_fine, .timeout = 10)
 {
     const char *text = "\n" HEADER "\r\n  \n" IT0 IT1 IT2 FOOTER "\n";

@@ -170,6 +170,26 @@ Test(validate, times_and_doubles, .timeout = 10)
     s_refused(env, "train_trace.graph.flops", NULL);
 }
 
+Test(validate, energy, .timeout = 10)
+{
+    tc_envelope_t *env = s_trace();
+    env->train_trace->energy_j = 12.5;
+    env->train_trace->energy_source = "rapl";
+    cr_assert_eq(tc_validate_envelope(env), 0, "%s", tc_errmsg());
+    env->train_trace->energy_source = "wall-meter";
+    s_refused(env, "train_trace.energy_source", "nvml");
+    env = s_trace();
+    env->train_trace->energy_j = 12.5; /* a number from no counter */
+    s_refused(env, "train_trace.energy_j", "energy_source");
+    env = s_trace();
+    env->train_trace->energy_j = -1;
+    env->train_trace->energy_source = "nvml";
+    s_refused(env, "train_trace.energy_j", NULL);
+    env = s_trace();
+    env->train_trace->energy_absent = "no RAPL\ndomain";
+    s_refused(env, "train_trace.energy_absent", "control character");
+}
+
 Test(validate, heartbeat_and_job_progress, .timeout = 10)
 {
     Traincast__V1__Heartbeat hb = TRAINCAST__V1__HEARTBEAT__INIT;
