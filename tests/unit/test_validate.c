@@ -186,8 +186,8 @@ Test(validate, energy, .timeout = 10)
     env->train_trace->energy_source = "nvml";
     s_refused(env, "train_trace.energy_j", NULL);
     env = s_trace();
-    env->train_trace->energy_absent = "no RAPL\ndomain";
-    s_refused(env, "train_trace.energy_absent", "control character");
+    env->train_trace->energy_absent = "no RAPL\adomain";
+    s_refused(env, "train_trace.energy_absent", "control character 0x07");
 }
 
 Test(validate, heartbeat_and_job_progress, .timeout = 10)
