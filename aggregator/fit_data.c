@@ -13,7 +13,13 @@ static const char *const s_default_candidates[] = {
     "nonconv.layers", /* per-layer dispatch and launch overhead */
     "conv.layers",    /* framework work around each conv call */
     "bn.elems",       /* batch norm: several passes over its tensors, fwd and bwd */
-    "memory.elems",   /* other memory-bound layers: bytes moved */
+    /* The other memory-bound classes each apart (bytes moved): the accuracy
+     * study (docs/fitting.md) found them better apart than summed in
+     * memory.elems, on both CPU devices. */
+    "act.elems",      /* activations */
+    "pool.elems",     /* pooling */
+    "eltwise.elems",  /* element-wise: residual adds, multiplies */
+    "concat.elems",   /* concatenation */
     "total.params",   /* optimizer step and gradient zeroing over every parameter */
     "gemm.flops",     /* the classifier's matrix products */
     "conv.ms",        /* a factor on the conv benchmarks' sum */
