@@ -267,14 +267,14 @@ def report_accuracy(w, docs):
     w("")
     w("The model each analysis chose on all CNNs; MAPE, median and max APE of its nested "
       "held-out predictions. *p10*, *min*: the rounds summarized by their 10th percentile or "
-      "minimum instead of the median, on both sides. *classes*: the default candidates with the "
-      "memory-bound classes apart (activations, pooling, element-wise, concat), forms ols, nnls, "
-      "ridge.")
+      "minimum instead of the median, on both sides. *memory*: the memory-bound classes summed "
+      "in one feature (memory.elems), the default candidates before the study of "
+      "docs/fitting.md kept them apart.")
     w("")
     w("| device | px | analysis | MAPE | median | max | coverage | width | model chosen on every "
       "CNN |")
     w("|---|---:|---|---:|---:|---:|---:|---:|---|")
-    order = ["main", "family", "batch", "p10", "min", "classes", "baseline"]
+    order = ["main", "family", "batch", "p10", "min", "memory", "baseline"]
     for name in order:
         if name not in docs:
             continue
