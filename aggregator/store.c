@@ -69,6 +69,21 @@ int tc_store_fail(tc_store_t *s, PGresult *res, const char *what, const char *fi
                       *code_text ? " (SQLSTATE " : "", code_text, *code_text ? ")" : "");
 }
 
+void tc_store_text_array(tc_buf_t *b, const char *const *v, size_t n)
+{
+    tc_buf_putc(b, '{');
+    for (size_t i = 0; i < n; i++) {
+        tc_buf_puts(b, i ? ",\"" : "\"");
+        for (const char *p = v[i] ? v[i] : ""; *p; p++) {
+            if (*p == '"' || *p == '\\')
+                tc_buf_putc(b, '\\');
+            tc_buf_putc(b, *p);
+        }
+        tc_buf_putc(b, '"');
+    }
+    tc_buf_putc(b, '}');
+}
+
 int tc_store_query(tc_store_t *s, PGresult **out, const char *what, const char *sql, int nparams,
                    const char *const *params)
 {

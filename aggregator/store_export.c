@@ -60,22 +60,6 @@ static void s_pool_free(s_pool_t *pool)
     memset(pool, 0, sizeof *pool);
 }
 
-/* A text[] parameter: {"a","b"} with quotes and backslashes escaped. */
-static void s_text_array(tc_buf_t *b, char *const *v, size_t n)
-{
-    tc_buf_putc(b, '{');
-    for (size_t i = 0; i < n; i++) {
-        tc_buf_puts(b, i ? ",\"" : "\"");
-        for (const char *p = v[i]; *p; p++) {
-            if (*p == '"' || *p == '\\')
-                tc_buf_putc(b, '\\');
-            tc_buf_putc(b, *p);
-        }
-        tc_buf_putc(b, '"');
-    }
-    tc_buf_putc(b, '}');
-}
-
 /* Cell helpers: NULL reads as 0 or "". */
 static const char *s_v(PGresult *res, int r, int c)
 {
@@ -158,7 +142,7 @@ int tc_store_export_summary(tc_store_t *s, char *const *names, size_t n, char **
     *devices_json = *models_json = NULL;
     *messages = 0;
     tc_buf_t arr = {0}, dj = {0}, mj = {0};
-    s_text_array(&arr, names, n);
+    tc_store_text_array(&arr, (const char *const *)names, n);
     const char *params[] = {tc_buf_str(&arr)};
     PGresult *res = NULL;
     int rc = tc_store_query(
@@ -632,7 +616,7 @@ int tc_store_export_messages(tc_store_t *s, char *const *names, size_t n,
                              tc_store_envelope_fn fn, void *arg)
 {
     tc_buf_t arr = {0};
-    s_text_array(&arr, names, n);
+    tc_store_text_array(&arr, (const char *const *)names, n);
     if (arr.failed)
         return tc_fail(TC_ENOMEM, "out of memory");
     const char *params[] = {tc_buf_str(&arr)};

@@ -32,21 +32,6 @@ static int s_name_array(tc_buf_t *b, const char *const *names, size_t n)
     return 0;
 }
 
-static void s_text_array(tc_buf_t *b, const char *const *v, size_t n)
-{
-    tc_buf_putc(b, '{');
-    for (size_t i = 0; i < n; i++) {
-        tc_buf_puts(b, i ? ",\"" : "\"");
-        for (const char *c = v[i]; *c; c++) {
-            if (*c == '"' || *c == '\\')
-                tc_buf_putc(b, '\\');
-            tc_buf_putc(b, *c);
-        }
-        tc_buf_putc(b, '"');
-    }
-    tc_buf_putc(b, '}');
-}
-
 static void s_double_array(tc_buf_t *b, const double *v, size_t n)
 {
     tc_buf_putc(b, '{');
@@ -85,7 +70,7 @@ static int s_data_range(const tc_fit_group_t *g, tc_buf_t *models, tc_buf_t *bat
             bs[n_bs++] = g->points[i].batch;
     }
     qsort(bs, n_bs, sizeof *bs, s_cmp_unsigned);
-    s_text_array(models, ids, n_ids);
+    tc_store_text_array(models, ids, n_ids);
     tc_buf_putc(batches, '{');
     for (size_t i = 0; i < n_bs; i++)
         tc_buf_printf(batches, i ? ",%u" : "%u", bs[i]);

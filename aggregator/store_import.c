@@ -13,22 +13,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* A text[] parameter: {"a","b"} with quotes and backslashes escaped. */
-static void s_text_array(tc_buf_t *b, char *const *v, size_t n)
-{
-    tc_buf_putc(b, '{');
-    for (size_t i = 0; i < n; i++) {
-        tc_buf_puts(b, i ? ",\"" : "\"");
-        for (const char *p = v[i]; *p; p++) {
-            if (*p == '"' || *p == '\\')
-                tc_buf_putc(b, '\\');
-            tc_buf_putc(b, *p);
-        }
-        tc_buf_putc(b, '"');
-    }
-    tc_buf_putc(b, '}');
-}
-
 static long long s_ll(PGresult *res, int r, int c)
 {
     return PQgetisnull(res, r, c) ? 0 : strtoll(PQgetvalue(res, r, c), NULL, 10);
@@ -155,8 +139,8 @@ int tc_store_import_finish(tc_store_t *s, long long stored, long long duplicates
     snprintf(du, sizeof du, "%lld", duplicates);
     snprintf(total, sizeof total, "%lld", stored + duplicates);
     tc_buf_t devs = {0}, ren = {0};
-    s_text_array(&devs, devices, n_devices);
-    s_text_array(&ren, renamed, n_renamed);
+    tc_store_text_array(&devs, (const char *const *)devices, n_devices);
+    tc_store_text_array(&ren, (const char *const *)renamed, n_renamed);
     int rc = devs.failed || ren.failed ? tc_fail(TC_ENOMEM, "out of memory") : 0;
     const char *params[] = {id, total, st, du, tc_buf_str(&devs), tc_buf_str(&ren)};
     /* A set imported before keeps the row of its first import. */

@@ -23,6 +23,10 @@ struct tc_store {
 int tc_store_fail(tc_store_t *s, PGresult *res, const char *what, const char *file, int line);
 #define TC_STORE_FAIL(s, res, what) tc_store_fail((s), (res), (what), __FILE__, __LINE__)
 
+/* Append a text[] literal of `v` to `b`: {"a","b"} with " and \ escaped
+ * (a NULL entry reads as ""). */
+void tc_store_text_array(tc_buf_t *b, const char *const *v, size_t n);
+
 /* Run a statement with text parameters (NULL entries are SQL NULL). On
  * success *out holds the result (caller PQclear()s) unless out is NULL. */
 int tc_store_query(tc_store_t *s, PGresult **out, const char *what, const char *sql, int nparams,

@@ -52,24 +52,6 @@ static int s_hex_decode(const char *text, uint8_t **out, size_t *len)
     return 0;
 }
 
-/* A text[] literal: {"a","b"} with " and \ escaped. */
-static void s_text_array(tc_buf_t *b, const char *const *v, size_t n)
-{
-    tc_buf_putc(b, '{');
-    for (size_t i = 0; i < n; i++) {
-        if (i)
-            tc_buf_putc(b, ',');
-        tc_buf_putc(b, '"');
-        for (const char *p = v[i] ? v[i] : ""; *p; p++) {
-            if (*p == '"' || *p == '\\')
-                tc_buf_putc(b, '\\');
-            tc_buf_putc(b, *p);
-        }
-        tc_buf_putc(b, '"');
-    }
-    tc_buf_putc(b, '}');
-}
-
 int tc_store_job_enqueue(tc_store_t *self, const char *kind, const char *device_name,
                          const char *device_uuid, const uint8_t *request, size_t request_len,
                          const char *summary, char job_id[TC_MSGID_LEN + 1])
@@ -107,8 +89,8 @@ int tc_store_job_claim(tc_store_t *self, const char *agent_id, const char *const
     if (n == 0)
         return 0;
     tc_buf_t u = {0}, nm = {0};
-    s_text_array(&u, uuids, n);
-    s_text_array(&nm, names, n);
+    tc_store_text_array(&u, uuids, n);
+    tc_store_text_array(&nm, names, n);
     if (u.failed || nm.failed) {
         tc_buf_free(&u);
         tc_buf_free(&nm);
@@ -325,7 +307,7 @@ int tc_store_job_status(tc_store_t *self, const char *job_id, tc_store_job_statu
 {
     memset(out, 0, sizeof *out);
     tc_buf_t ids = {0};
-    s_text_array(&ids, &job_id, 1);
+    tc_store_text_array(&ids, &job_id, 1);
     const char *params[] = {tc_buf_str(&ids)};
     PGresult *res = NULL;
     int rc = tc_store_query(self, &res, "reading a job", s_status_sql, 1, params);
@@ -350,7 +332,7 @@ int tc_store_job_wait(tc_store_t *self, const char *const *job_ids, size_t n, in
 {
     tc_store_job_status_t *last = calloc(n ? n : 1, sizeof *last);
     tc_buf_t ids = {0};
-    s_text_array(&ids, job_ids, n);
+    tc_store_text_array(&ids, job_ids, n);
     if (!last || ids.failed) {
         free(last);
         tc_buf_free(&ids);

@@ -4,6 +4,7 @@
 #include "tc_error.h"
 
 #include <criterion/criterion.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,6 +47,27 @@ void tc_test_fresh_db(const char *name, char *dsn, size_t size)
     /* Unique per test process so parallel tests never share a database. */
     char db[128];
     snprintf(db, sizeof db, "t_%s_%d", name, (int)getpid());
+    /* The first time this process asks for the name, drop what an earlier
+     * process left under it (pids are reused across runs: a test must not
+     * start from another test's database); later calls in the same test
+     * get the same database. */
+    static char s_made[64][128];
+    static size_t s_n_made;
+    bool mine = false;
+    for (size_t i = 0; i < s_n_made; i++)
+        mine |= strcmp(s_made[i], db) == 0;
+    if (!mine) {
+        tc_store_t *adm = NULL;
+        if (tc_store_open(admin, &adm) < 0)
+            cr_assert_fail("connecting to the test PostgreSQL: %s", tc_errmsg());
+        char drop[256];
+        snprintf(drop, sizeof drop, "DROP DATABASE IF EXISTS %s WITH (FORCE)", db);
+        if (tc_store_exec(adm, drop, NULL, 0) < 0)
+            cr_assert_fail("dropping the old test database %s: %s", db, tc_errmsg());
+        tc_store_destroy(&adm);
+        if (s_n_made < sizeof s_made / sizeof s_made[0])
+            snprintf(s_made[s_n_made++], sizeof s_made[0], "%s", db);
+    }
     int rc = tc_store_create_database(admin, db, dsn, size);
     if (rc < 0)
         cr_assert_fail("creating test database %s: %s", db, tc_errmsg());
