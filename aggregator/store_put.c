@@ -70,33 +70,27 @@ static int s_put_agent(tc_store_t *s, const tc_envelope_t *env, const Traincast_
                           4, params);
 }
 
+/* The columns of a device row as s_put_device's parameters give them. */
+#define S_DEVICE_COLUMNS                                                                       \
+    "uuid, kind, name, host, gpu_index, compute_capability, multiprocessors, threads, "        \
+    "memory_bytes, clock_mhz, memory_clock_mhz, driver_version, runtime_version, library, "   \
+    "library_version, agent_id, framework, routing"
+
 /* A device of an imported set: inserted with the import's id when its uuid
- * is new here, left as it is otherwise (the importer chose its name). */
-static int s_put_imported_device(tc_store_t *s, const device_t *d, const char *idx,
-                                 const char *mp, const char *thr, const char *mem,
-                                 const char *clk, const char *mclk, char device_id[32])
+ * is new here, left as it is otherwise (the importer chose its name).
+ * `params` as s_put_device's, the import's id last. */
+static int s_put_imported_device(tc_store_t *s, const device_t *d, const char *const *params,
+                                 char device_id[32])
 {
-    char import_id[32];
-    snprintf(import_id, sizeof import_id, "%lld", s->import_id);
-    const char *params[] = {d->uuid,           tc_device_kind_name(d->kind),
-                            d->name,           d->host,
-                            idx,               d->compute_capability,
-                            mp,                thr,
-                            mem,               clk,
-                            mclk,              d->driver_version,
-                            d->runtime_version, d->library,
-                            d->library_version, import_id};
     PGresult *res = NULL;
     int rc = tc_store_query(
         s, &res, "recording the imported device",
-        "WITH ins AS (INSERT INTO devices (uuid, kind, name, host, gpu_index, "
-        "compute_capability, multiprocessors, threads, memory_bytes, clock_mhz, "
-        "memory_clock_mhz, driver_version, runtime_version, library, library_version, "
-        "import_id) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, "
-        "$16) ON CONFLICT (uuid) DO NOTHING RETURNING device_id) "
+        "WITH ins AS (INSERT INTO devices (" S_DEVICE_COLUMNS ", import_id) VALUES ($1, $2, $3, "
+        "$4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19) "
+        "ON CONFLICT (uuid) DO NOTHING RETURNING device_id) "
         "SELECT device_id FROM ins UNION ALL SELECT device_id FROM devices WHERE uuid = $1 "
         "LIMIT 1",
-        16, params);
+        19, params);
     if (rc < 0)
         return rc;
     if (PQntuples(res) != 1) {
@@ -120,8 +114,9 @@ static int s_put_device(tc_store_t *s, const char *agent_id, const device_t *d,
     snprintf(mem, sizeof mem, "%" PRIu64, d->memory_bytes);
     snprintf(clk, sizeof clk, "%u", d->clock_mhz);
     snprintf(mclk, sizeof mclk, "%u", d->memory_clock_mhz);
-    if (s->import_id)
-        return s_put_imported_device(s, d, idx, mp, thr, mem, clk, mclk, device_id);
+    char import_id[32];
+    snprintf(import_id, sizeof import_id, "%lld", s->import_id);
+    /* An imported device has no agent here; the import's id comes last. */
     const char *params[] = {d->uuid,           tc_device_kind_name(d->kind),
                             d->name,           d->host,
                             idx,               d->compute_capability,
@@ -129,16 +124,17 @@ static int s_put_device(tc_store_t *s, const char *agent_id, const device_t *d,
                             mem,               clk,
                             mclk,              d->driver_version,
                             d->runtime_version, d->library,
-                            d->library_version, agent_id,
+                            d->library_version, s->import_id ? NULL : agent_id,
                             d->framework && *d->framework ? d->framework : NULL,
-                            d->routing && *d->routing ? d->routing : NULL};
+                            d->routing && *d->routing ? d->routing : NULL,
+                            import_id};
+    if (s->import_id)
+        return s_put_imported_device(s, d, params, device_id);
     PGresult *res = NULL;
     int rc = tc_store_query(
         s, &res, "recording the device",
-        "INSERT INTO devices (uuid, kind, name, host, gpu_index, compute_capability, "
-        "multiprocessors, threads, memory_bytes, clock_mhz, memory_clock_mhz, driver_version, "
-        "runtime_version, library, library_version, agent_id, framework, routing) VALUES ($1, "
-        "$2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18) "
+        "INSERT INTO devices (" S_DEVICE_COLUMNS ") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, "
+        "$9, $10, $11, $12, $13, $14, $15, $16, $17, $18) "
         "ON CONFLICT (uuid) DO UPDATE SET "
         "kind = EXCLUDED.kind, name = EXCLUDED.name, host = EXCLUDED.host, "
         "gpu_index = EXCLUDED.gpu_index, compute_capability = EXCLUDED.compute_capability, "

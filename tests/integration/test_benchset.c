@@ -100,6 +100,10 @@ Test(benchset, round_trip_fit_predict_and_import_again, .init = s_setup, .timeou
     cr_assert_gt(stored, 0);
     /* Exactly what the source holds, every sample and iteration. */
     cr_expect_eq(s_digest(s_dst, "Fast Device", "convs"), s_digest(s_src, "Fast Device", "convs"));
+    /* The device keeps the framework and routing its agent followed. */
+    cr_expect_eq(s_count(s_dst, "SELECT count(*) FROM devices WHERE name = 'Fast Device' AND "
+                                "framework = 'pytorch 1.13.1' AND routing = 'pytorch-1.13-cpu'"),
+                 1);
     cr_expect_eq(s_digest(s_dst, "Fast Device", "traces"),
                  s_digest(s_src, "Fast Device", "traces"));
     cr_expect_eq(s_count(s_dst, "SELECT count(*) FROM trace_iterations"),
