@@ -326,41 +326,35 @@ static int s_print_json(FILE *out, const tc_model_t *model, const tc_pred_reques
         else
             tc_buf_puts(&b, "null");
         if (d->status != TC_PRED_OK) {
-            tc_buf_puts(&b, ",\"fit\":null,\"unseen_classes\":null,\"price_per_hour\":");
-            tc_buf_json_num(&b, d->price);
-            tc_buf_puts(&b, ",\"predictions\":[");
-            for (size_t j = 0; j < d->n_points; j++) {
-                if (j)
-                    tc_buf_putc(&b, ',');
-                s_json_point(&b, &d->points[j]);
+            tc_buf_puts(&b, ",\"fit\":null,\"unseen_classes\":null");
+        } else {
+            if (*d->warning) {
+                tc_buf_puts(&b, ",\"warning\":");
+                tc_buf_json_str(&b, d->warning);
             }
-            tc_buf_puts(&b, "]}");
-            continue;
+            tc_buf_printf(&b, ",\"fit\":{\"id\":%lld,\"form\":", d->fit.fit_id);
+            tc_buf_json_str(&b, tc_fit_form_name(d->fit.form));
+            tc_buf_puts(&b, ",\"cv_mape_pct\":");
+            tc_buf_json_num(&b, d->fit.cv_mape);
+            tc_buf_puts(&b, ",\"stat\":");
+            tc_buf_json_str(&b, tc_fit_stat_name(d->fit.stat));
+            tc_buf_puts(&b, "},\"unseen_classes\":");
+            if (*d->unseen)
+                tc_buf_json_str(&b, d->unseen);
+            else
+                tc_buf_puts(&b, "null");
         }
-        if (*d->warning) {
-            tc_buf_puts(&b, ",\"warning\":");
-            tc_buf_json_str(&b, d->warning);
-        }
-        tc_buf_printf(&b, ",\"fit\":{\"id\":%lld,\"form\":", d->fit.fit_id);
-        tc_buf_json_str(&b, tc_fit_form_name(d->fit.form));
-        tc_buf_puts(&b, ",\"cv_mape_pct\":");
-        tc_buf_json_num(&b, d->fit.cv_mape);
-        tc_buf_puts(&b, ",\"stat\":");
-        tc_buf_json_str(&b, tc_fit_stat_name(d->fit.stat));
-        tc_buf_puts(&b, "},\"unseen_classes\":");
-        if (*d->unseen)
-            tc_buf_json_str(&b, d->unseen);
-        else
-            tc_buf_puts(&b, "null");
         tc_buf_puts(&b, ",\"price_per_hour\":");
         tc_buf_json_num(&b, d->price);
-        tc_buf_puts(&b, ",\"training_power_w\":");
-        tc_buf_json_num(&b, d->watts);
-        tc_buf_puts(&b, ",\"energy_source\":");
-        if (*d->energy_source)
-            tc_buf_json_str(&b, d->energy_source);
-        else
-            tc_buf_puts(&b, "null");
+        if (d->status == TC_PRED_OK) {
+            tc_buf_puts(&b, ",\"training_power_w\":");
+            tc_buf_json_num(&b, d->watts);
+            tc_buf_puts(&b, ",\"energy_source\":");
+            if (*d->energy_source)
+                tc_buf_json_str(&b, d->energy_source);
+            else
+                tc_buf_puts(&b, "null");
+        }
         tc_buf_puts(&b, ",\"predictions\":[");
         for (size_t j = 0; j < d->n_points; j++) {
             if (j)
