@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """bench/allocators.py: which memory allocator should a CPU device measure with?
 
-Compares the agent's allocator choices (agent/allocator.h: tcmalloc,
+Compares the agent's allocator choices (agent/devices/allocator.h: tcmalloc,
 jemalloc with purging off, glibc with mmap and trimming off, and the system
 allocator as the process starts) for speed and steadiness on
 
@@ -133,7 +133,7 @@ def main(argv):
                  time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), time.time() - t0,
                  " -> ".join(" ".join(x) for x in loads)), "",
              "A CPU device measures with the allocator its agent runs with (`--allocator`, "
-             "agent/allocator.h), and the trace runner inherits it. The choices: `tcmalloc` "
+             "agent/devices/allocator.h), and the trace runner inherits it. The choices: `tcmalloc` "
              "(gperftools' tcmalloc_minimal, Debian libtcmalloc-minimal4, preloaded); `jemalloc` "
              "(libjemalloc2, preloaded, with the settings of PyTorch's CPU launcher "
              "`oversize_threshold:1,background_thread:true,metadata_thp:auto` and purging off, "
@@ -200,7 +200,7 @@ def main(argv):
                    "preloads (`torch.backends.xeon.run_cpu`), which needs no settings." % default)
     else:
         verdict = ("**The default, %s, is not among them**: the data favour %s "
-                   "(`TC_ALLOCATOR_DEFAULT` in agent/allocator.h, `DEFAULT_ALLOCATOR` in "
+                   "(`TC_ALLOCATOR_DEFAULT` in agent/devices/allocator.h, `DEFAULT_ALLOCATOR` in "
                    "agent/harness/cpu_env.py)." % (default, min(tied, key=worst_spread)))
     lines += ["", "## Choice", "",
               "Speed first, then steadiness. Within 3 %% of the fastest training step (geometric "

@@ -21,7 +21,7 @@ CPU device in its rehearsal):
    The ratio A/B per conv and direction, and their median and spread.
 
 2. One training step. The model's predicted conv time (the agent's
-   benchmarks summed with common/tc_conv_step.h's rule: forward,
+   benchmarks summed with common/wire/tc_conv_step.h's rule: forward,
    backward-filter, and backward-data except for the first conv, times
    multiplicity) against the conv time PyTorch's profiler attributes to a
    traced step (agent/harness/trace_runner.py --profile 1), in fp32 and

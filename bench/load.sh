@@ -226,7 +226,7 @@ for a in "${names[@]}"; do
     agent_warn=$((agent_warn + $(grep -c ' warn: \| error: ' "$run/$a/push.log" || true)))
 done
 
-# The store worker of each agent: aggregator/server_workers.c queues an
+# The store worker of each agent: aggregator/serve/server_workers.c queues an
 # agent's messages on worker FNV-1a(agent id) mod --workers (default 4).
 declare -A worker_of
 while read -r a w; do worker_of[$a]=$w; done < <(
@@ -333,7 +333,7 @@ fs=$(df -T "$run" | awk 'NR == 2 { print $2 }')
     echo "## Store workers"
     echo
     echo "The aggregator stores an agent's messages always on the same worker (FNV-1a hash of the agent"
-    echo "id modulo --workers, aggregator/server_workers.c), so a worker that drew more agents finishes"
+    echo "id modulo --workers, aggregator/serve/server_workers.c), so a worker that drew more agents finishes"
     echo "later while the others idle, and the last ack of all comes from the busiest worker."
     echo
     echo "| worker | agents | last ack (s after the first send) | results/s |"

@@ -8,7 +8,7 @@ is what matters) with forward hooks on every Conv2d, records each conv's
 input shape and parameters (a bias included), and groups identical configs
 per model. A conv
 whose input is the network input itself is marked first (no backward-data
-pass). The output format is described in agent/convlist.h.
+pass). The output format is described in agent/bench/convlist.h.
 
 usage: torchvision_convs.py OUT.convs [MODEL ...]   (default: the CNN set)
 """

@@ -3,7 +3,7 @@
 
 A CPU device is the processor, its thread count, the memory allocator,
 the BLAS the framework calls and the framework's version. The agent
-(agent/allocator.c, agent/cpu/cpu_blas.c) and the trace runner describe the
+(agent/devices/allocator.c, agent/devices/cpu/cpu_blas.c) and the trace runner describe the
 allocator and the BLAS with the same words, so a trace whose runner did not
 run with the device's allocator and BLAS is refused, not stored under it.
 
@@ -22,7 +22,7 @@ import re
 import sys
 
 # name: (library to preload or None, Debian package, environment).
-# Kept equal to s_allocs in agent/allocator.c.
+# Kept equal to s_allocs in agent/devices/allocator.c.
 ALLOCATORS = {
     "tcmalloc": ("libtcmalloc_minimal.so.4", "libtcmalloc-minimal4", {}),
     "jemalloc": ("libjemalloc.so.2", "libjemalloc2", {
@@ -210,7 +210,7 @@ def loaded_blas():
 
 def describe_blas(path):
     """'OpenBLAS 0.3.21 openmp', 'BLIS 0.9.0', 'MKL 2020.0.4', 'reference BLAS
-    3.11.0': the BLAS at `path`, as agent/cpu/cpu_blas.c names it."""
+    3.11.0': the BLAS at `path`, as agent/devices/cpu/cpu_blas.c names it."""
     if not path:
         return "none"
     lib = ctypes.CDLL(path)

@@ -19,7 +19,7 @@ As a program:
       device's compute capability and the conv settings; exit 0. Without
       PyTorch an {"type": "error"} line and exit 1.
   gpu_env.py --serve --device cuda:I|cpu
-      PyTorch runs convolutions for the agent (agent/fw_conv.h): one JSON
+      PyTorch runs convolutions for the agent (agent/devices/fw_conv.h): one JSON
       request per line on stdin, one JSON answer per line on stdout.
         {"op": "select", "conv": C}   -> {"type": "select", "backend": B}
         {"op": "plan", "conv": C, "direction": D, "seed": S}

@@ -180,7 +180,7 @@ def build_optimizer(torch, spec, params):
         fail("optimizer %r: %s" % (spec, e), EXIT_USAGE)
 
 
-# Op classes as traincast groups non-conv layers (common/tc_features.h),
+# Op classes as traincast groups non-conv layers (common/onnx/tc_features.h),
 # matched against profiler event names with "aten::" and the autograd
 # engine's prefix removed, lower-cased ("conv2d", "convolutionbackward0").
 # The first matching rule wins.

@@ -1,4 +1,4 @@
-/* libFuzzer target for benchmark sets (aggregator/benchset.c), what
+/* libFuzzer target for benchmark sets (aggregator/sets/benchset.c), what
  * `aggregator import` reads from a file someone sent: any bytes are read
  * record by record, every envelope validated as the import does before
  * storing, until the end or the first error; never a crash, a leak or

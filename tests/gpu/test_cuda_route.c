@@ -1,4 +1,4 @@
-/* The agent's GPU conv routing (agent/gpu_route.h) against PyTorch's own
+/* The agent's GPU conv routing (agent/devices/gpu_route.h) against PyTorch's own
  * choice on this GPU (torch._C._select_conv_backend through the framework
  * helper): every distinct conv of the CNN set at batch 32, in fp32, fp16
  * and bf16, NCHW and channels-last. Where the rule is marked verified for

@@ -140,7 +140,7 @@ int tc_gen_pack(const tc_gen_opts_t *o, size_t index, uint8_t **buf, size_t *len
 
 int tc_gen_write(const char *path, const tc_gen_opts_t *o, size_t first_index, size_t n)
 {
-    /* The result file format (common/tc_resultfile.h) written directly: a
+    /* The result file format (common/wire/tc_resultfile.h) written directly: a
      * test file needs no fsync per record. */
     FILE *f = fopen(path, "ab");
     if (!f)

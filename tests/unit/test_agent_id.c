@@ -1,4 +1,4 @@
-/* One rule for the agent id (agent/agent_id.h): --agent-id, else the state
+/* One rule for the agent id (agent/state/agent_id.h): --agent-id, else the state
  * directory's, else the machine's; the state directory's id is the one its
  * agent (agent run / serve / push) sends with. */
 #include "agent_id.h"

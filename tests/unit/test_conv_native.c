@@ -1,5 +1,5 @@
 /* PyTorch's native CPU conv path as the agent mirrors it (im2col + the
- * framework's BLAS, agent/cpu/cpu_native.c) against the naive reference,
+ * framework's BLAS, agent/devices/cpu/cpu_native.c) against the naive reference,
  * every direction, on 1 and 2 threads and batches 1 and 3 (at::parallel_for
  * runs a one-sample batch inline and splits larger ones), over 1x1 convs
  * (whose columns are the input itself), strides, padding, rectangular

@@ -1,4 +1,4 @@
-/* The framework runs convolutions for the agent (agent/fw_conv.h and
+/* The framework runs convolutions for the agent (agent/devices/fw_conv.h and
  * agent/harness/gpu_env.py --serve): on the CPU here (the GPU backend uses
  * the same helper on cuda:I), every direction of convs with and without a
  * bias, depthwise, grouped and dilated, computed by PyTorch and checked

@@ -1,4 +1,4 @@
-/* PyTorch's GPU conv routing as the agent ports it (agent/gpu_route.h):
+/* PyTorch's GPU conv routing as the agent ports it (agent/devices/gpu_route.h):
  * which rule a framework version gets, when it calls cuDNN through the v8
  * API, and where it sends each conv, on cases worked out by hand from
  * _select_conv_backend, use_cudnn, use_cudnn_depthwise and the two

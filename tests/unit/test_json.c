@@ -1,4 +1,4 @@
-/* The strict, bounded JSON parser (common/tc_json.h): valid documents,
+/* The strict, bounded JSON parser (common/util/tc_json.h): valid documents,
  * every class of malformed input, and the size, depth and count limits. */
 #include "tc_error.h"
 #include "tc_json.h"

@@ -1,4 +1,4 @@
-/* The trace line protocol as the agent checks it (agent/trace_proto.h):
+/* The trace line protocol as the agent checks it (agent/trace/trace_proto.h):
  * good runs, and runs that must fail with the line number and text. */
 #include "tc_error.h"
 #include "trace_proto.h"

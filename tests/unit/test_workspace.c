@@ -1,6 +1,6 @@
 /* The workspace a conv may take is what training leaves free: the
  * device's memory less the largest peak memory traced at the item's batch
- * (agent/bench_run.h), read from the traces of that device only, its
+ * (agent/bench/bench_run.h), read from the traces of that device only, its
  * successful ones only; an explicit limit wins, and without a trace the
  * backend decides (what is free now). */
 #include "bench_run.h"

@@ -1,0 +1,128 @@
+/* Jobs the agent runs: conv benchmarks and training traces, sent by the
+ * aggregator (agent serve) or asked for on the command line (agent run).
+ *
+ * The measuring code plugs in through tc_job_handlers_t, a table of
+ * functions plus a context (agent/cli/jobs_builtin.c fills it with what this
+ * build has). A handler runs on the job thread; it hands every result to
+ * tc_job_emit, which puts it in the spool (so it survives a crash and is
+ * sent by the link), and reports progress with tc_job_progress. It returns 0
+ * or a negative TC_E* code after tc_fail(); the message becomes the job's
+ * failure reason.
+ *
+ * For a job from the aggregator the runner reports JobProgress through the
+ * spool: running when it starts, progress at most every few seconds, done or
+ * failed (with the reason) at the end. A job cancelled because the agent
+ * stops gets no final word: the aggregator requeues it once the agent is
+ * gone. One job runs at a time; a request that arrives while one runs is
+ * answered with a failed JobProgress ("busy"). */
+#ifndef TC_JOBS_H
+#define TC_JOBS_H
+
+#include "spool.h"
+#include "tc_wire.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct tc_job tc_job_t;
+
+/* Stamp `env` (protocol version, a new message id, this agent's id, time)
+ * and spool it. The caller owns the body; it is packed before returning.
+ * Bodies: conv_results, train_trace, model_graph. */
+int tc_job_emit(tc_job_t *job, tc_envelope_t *env);
+/* Spool an envelope that is stamped already (a record of a result file),
+ * keeping its message id; a missing agent id is filled in. A message id
+ * that is spooled already is left alone. */
+int tc_job_emit_record(tc_job_t *job, const tc_envelope_t *env);
+/* Spool every record of a result file (what `agent bench --out` and `agent
+ * trace --out` write), keeping its message id; a missing agent id is filled
+ * in. For measuring code that writes result files. */
+int tc_job_emit_file(tc_job_t *job, const char *path);
+/* The same for the records after the first `skip`; *records (may be NULL)
+ * gets the number of records in the file. */
+int tc_job_emit_file_from(tc_job_t *job, const char *path, size_t skip, size_t *records);
+/* Report that `done` of `total` items are finished; `what` (may be NULL)
+ * names the current one. Cheap to call often. */
+void tc_job_progress(tc_job_t *job, uint32_t done, uint32_t total, const char *what);
+/* True once the job should stop (agent shutting down): return TC_EINTR. */
+bool tc_job_cancelled(const tc_job_t *job);
+/* The agent id the job's messages carry. */
+const char *tc_job_agent_id(const tc_job_t *job);
+/* The job id ("" for a job from the command line). */
+const char *tc_job_id(const tc_job_t *job);
+/* Messages emitted so far. */
+uint64_t tc_job_emitted(const tc_job_t *job);
+
+typedef struct {
+    void *ctx;
+    /* The devices this agent measures, for its Hello (owned by ctx). NULL:
+     * the agent announces no device and the aggregator sends it no job. */
+    int (*devices)(void *ctx, Traincast__V1__Device *const **devices, size_t *n);
+    /* Benchmark the configs of a BenchRequest (n set) on req->device_uuid. */
+    int (*bench)(void *ctx, const Traincast__V1__BenchRequest *req, tc_job_t *job);
+    /* Benchmark every conv of req->models at req->batches (agent run; the
+     * request's trace settings are ignored). */
+    int (*bench_models)(void *ctx, const Traincast__V1__TraceRequest *req, tc_job_t *job);
+    /* Trace training of req->models at req->batches. */
+    int (*trace)(void *ctx, const Traincast__V1__TraceRequest *req, tc_job_t *job);
+    /* Free ctx (may be NULL). */
+    void (*destroy)(void *ctx);
+} tc_job_handlers_t;
+
+/* Settings the built-in handlers take from the command line (`agent run`
+ * and `agent serve` list them with TC_JOB_SETTINGS_OPTS, agent/link/session.h). */
+typedef struct {
+    const char *device;     /* "cpu", "cuda:0", ...; NULL: every device */
+    unsigned long threads;  /* threads of the cpu device; 0: every logical CPU */
+    const char *policy;     /* conv algorithm policy of benchmarks (and of traces:
+                               exhaustive = cudnn.benchmark on); NULL: heuristic */
+    double budget_ms;       /* measurement budget per conv item; 0: default */
+    unsigned long max_reps; /* repetitions per conv item at most; 0: default */
+    const char *runner;     /* trace runner command; NULL: the PyTorch harness */
+    /* Where the handlers keep their result files (STATE/results): what was
+     * measured is resumed from them. NULL: results only go to the spool
+     * and nothing is resumed. */
+    const char *results_dir;
+} tc_job_settings_t;
+
+/* Fill `out` with what this build can do (agent/cli/jobs_builtin.c). Entries
+ * this build lacks stay NULL. */
+int tc_job_handlers_builtin(const tc_job_settings_t *settings, tc_job_handlers_t *out);
+/* Call the handlers' destroy and clear the table. */
+void tc_job_handlers_release(tc_job_handlers_t *h);
+
+typedef struct tc_jobs tc_jobs_t;
+
+typedef enum {
+    TC_JOB_BENCH = 1,        /* BenchRequest */
+    TC_JOB_BENCH_MODELS = 2, /* TraceRequest's models x batches, benchmarked */
+    TC_JOB_TRACE = 3,        /* TraceRequest */
+} tc_job_kind_t;
+
+/* A runner for one job at a time. `handlers` and `spool` are borrowed. */
+int tc_jobs_new(const tc_job_handlers_t *handlers, tc_spool_t *spool, const char *agent_id,
+                tc_jobs_t **out);
+/* Cancel a running job, wait for it, free. Accepts NULL; nulls the pointer. */
+void tc_jobs_destroy(tc_jobs_t **self_p);
+
+/* Start a job from an aggregator's bench_request / trace_request. A request
+ * that cannot run (busy, invalid, unsupported by this build) is answered with
+ * a failed JobProgress. Returns 0 unless the spool fails. */
+int tc_jobs_submit(tc_jobs_t *self, const tc_envelope_t *env);
+/* Start a job from the command line (no JobProgress is sent; progress goes
+ * to the terminal). TC_EINVAL when one is running. */
+int tc_jobs_submit_local(tc_jobs_t *self, tc_job_kind_t kind,
+                         const Traincast__V1__TraceRequest *req);
+
+/* The id of the job running, or whose final JobProgress is still spooled
+ * (for heartbeats); "" when idle. */
+void tc_jobs_current(tc_jobs_t *self, char *out, size_t size);
+bool tc_jobs_busy(tc_jobs_t *self);
+/* After a job ended: 1 and its status and message once (then 0 until the
+ * next one ends). */
+int tc_jobs_take_result(tc_jobs_t *self, int *status, char *msg, size_t size);
+/* Ask the running job to stop. */
+void tc_jobs_cancel(tc_jobs_t *self);
+
+#endif

@@ -1,0 +1,294 @@
+/* aggregator predict: compare device classes for a CNN over batch sizes. */
+#include "commands.h"
+#include "device_match.h"
+#include "plot.h"
+#include "predict.h"
+#include "predict_output.h"
+#include "store.h"
+#include "store_fit.h"
+#include "store_predict.h"
+
+#include "tc_buf.h"
+#include "tc_cli.h"
+#include "tc_error.h"
+#include "tc_validate.h"
+#include "tc_log.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+/* Prices: `DEVICE NAME = PRICE` per line (per device-hour; '#' comments). */
+static int s_read_prices(const char *path, tc_pred_device_t *devs, size_t n)
+{
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return tc_fail(TC_EINVAL, "--prices: cannot open %s: %s", path, strerror(errno));
+    char line[1024];
+    int lineno = 0, rc = 0;
+    while (rc == 0 && fgets(line, sizeof line, f)) {
+        lineno++;
+        char *hash = strchr(line, '#');
+        if (hash)
+            *hash = '\0';
+        char *eq = strrchr(line, '=');
+        char *s = line;
+        while (isspace((unsigned char)*s))
+            s++;
+        if (!*s)
+            continue;
+        if (!eq) {
+            rc = tc_fail(TC_EINVAL, "%s:%d: expected 'DEVICE NAME = PRICE PER HOUR'", path,
+                         lineno);
+            break;
+        }
+        *eq = '\0';
+        char *name = s, *end = eq;
+        while (end > name && isspace((unsigned char)end[-1]))
+            *--end = '\0';
+        char *num_end = NULL;
+        double price = strtod(eq + 1, &num_end);
+        while (num_end && isspace((unsigned char)*num_end))
+            num_end++;
+        if (!num_end || num_end == eq + 1 || *num_end || !isfinite(price) || price < 0) {
+            rc = tc_fail(TC_EINVAL, "%s:%d: the price of '%s' must be a number >= 0", path,
+                         lineno, name);
+            break;
+        }
+        bool known = false;
+        for (size_t i = 0; i < n; i++) {
+            if (!strcmp(devs[i].device.name, name)) {
+                devs[i].price = price;
+                known = true;
+            }
+        }
+        if (!known)
+            tc_log_warn("%s:%d: no device named '%s' is being predicted; price ignored", path,
+                        lineno, name);
+    }
+    fclose(f);
+    return rc;
+}
+
+/* Select device classes: "all" or a comma-separated list of names. */
+static int s_select_devices(tc_store_t *s, const char *gpu, tc_pred_device_t **out, size_t *n_out)
+{
+    tc_device_class_t *all = NULL;
+    size_t n_all = 0, *idx = NULL, n = 0;
+    int rc = tc_store_device_classes(s, &all, &n_all);
+    if (rc == 0)
+        rc = tc_device_select(all, n_all, gpu, "--gpu", &idx, &n);
+    tc_pred_device_t *devs = NULL;
+    if (rc == 0 && !(devs = calloc(n + 1, sizeof *devs)))
+        rc = tc_fail(TC_ENOMEM, "out of memory");
+    for (size_t i = 0; rc == 0 && i < n; i++) {
+        devs[i].device = all[idx[i]];
+        devs[i].price = devs[i].watts = NAN;
+    }
+    free(all);
+    free(idx);
+    if (rc < 0) {
+        free(devs);
+        return rc;
+    }
+    *out = devs;
+    *n_out = n;
+    return 0;
+}
+
+int tc_cmd_predict(int argc, char **argv)
+{
+    const char *db = NULL, *gpu = NULL, *model_spec = NULL, *batch_text = NULL, *prices = NULL;
+    const char *format = "table", *plot = NULL, *plot_metric = "iteration";
+    const char *framework = "pytorch", *dtype = "fp32", *amp = "none";
+    unsigned long input_size = 0, wait_s = 300;
+    double dataset = 1281167, extrapolate = 2;
+    bool allow_unknown = false, no_store = false;
+    const tc_opt_t opts[] = {
+        {"gpu", TC_OPT_STR, &gpu, "all|NAME,...", "device classes to compare", true},
+        {"model", TC_OPT_STR, &model_spec, "SPEC",
+         "torchvision:NAME or FILE.onnx (never-traced models are predicted from structure)",
+         true},
+        {"batch", TC_OPT_STR, &batch_text, "LIST",
+         "batch sizes: 8,16,32 or 8..512 (powers of two) or 8..64:8", true},
+        {"input-size", TC_OPT_UINT, &input_size, "PX", "input height and width (default: the model's)"},
+        {"dataset-size", TC_OPT_DOUBLE, &dataset, "N", "images per epoch (default: 1281167, ImageNet)"},
+        {"prices", TC_OPT_STR, &prices, "FILE", "'DEVICE NAME = PRICE' per device-hour, one per line"},
+        {"format", TC_OPT_STR, &format, "table|csv|json", "output format (default: table)"},
+        {"plot", TC_OPT_STR, &plot, "FILE.svg|FILE.png", "write a chart of the predictions"},
+        {"plot-metric", TC_OPT_STR, &plot_metric, "iteration|epoch",
+         "what the chart shows against batch size (default: iteration)"},
+        {"framework", TC_OPT_STR, &framework, "NAME", "framework whose fits to use (default: pytorch)"},
+        {"dtype", TC_OPT_STR, &dtype, "fp32|fp32_strict|tf32|fp16|bf16",
+         "data type of the fits (default: fp32, PyTorch's defaults)"},
+        {"amp", TC_OPT_STR, &amp, "none|fp16|bf16",
+         "automatic mixed precision of the fits (default: none)"},
+        {"wait", TC_OPT_UINT, &wait_s, "SECONDS",
+         "how long to wait for agents to benchmark missing convs (default: 300; 0: do not ask)"},
+        {"extrapolate", TC_OPT_DOUBLE, &extrapolate, "F",
+         "predict batches down to the fit's smallest / F and up to its largest * F (default: "
+         "2; 0: any); the others are out_of_range"},
+        {"allow-unknown", TC_OPT_FLAG, &allow_unknown, NULL,
+         "treat ONNX ops traincast does not know as element-wise layers"},
+        {"no-store", TC_OPT_FLAG, &no_store, NULL,
+         "do not record the predictions in the database (table predictions)"},
+        TC_DB_OPT(&db),
+        {0},
+    };
+    const tc_cmd_spec_t spec = {
+        .prog = "aggregator predict",
+        .summary = "Predict a CNN's training iteration time on each device class over batch "
+                   "sizes, with a 95 %\nprediction interval, throughput, epoch time, cost and "
+                   "memory, and name the fastest and\ncheapest device.",
+        .max_positional = 0,
+        .config_file = true,
+        .epilog = "Every (device, batch) row is predicted where it can be; a row that cannot "
+                  "says why: missing_benchmarks\n(conv benchmarks missing on that device at "
+                  "that batch), no_fit (the device has no fit) or\nout_of_range (the batch is "
+                  "too far outside the fit's batches; --extrapolate). Predicted rows are\n"
+                  "stored in the table predictions (view prediction_vs_trace).\n"
+                  "Exit status: 0 every row predicted; 3 some or all rows could not be "
+                  "predicted (the output\nsays why for each); 2 bad usage or input; 1 a "
+                  "runtime failure (e.g. the database).",
+        .opts = opts,
+    };
+    tc_cli_result_t cli;
+    int rc = tc_cli_parse(&spec, argc, argv, &cli);
+    if (rc < 0 || cli.help_shown) {
+        tc_cli_result_free(&cli);
+        return rc;
+    }
+
+    tc_pred_format_t fmt;
+    unsigned long *batches = NULL;
+    size_t n_batches = 0;
+    tc_model_t *model = NULL;
+    tc_store_t *store = NULL;
+    tc_pred_device_t *devs = NULL;
+    size_t n_devs = 0;
+    tc_pred_compare_t *cmps = NULL;
+    size_t n_cmps = 0;
+    Traincast__V1__DType dtype_v;
+
+    if (tc_pred_format_parse(format, &fmt) < 0)
+        TC_FAIL_GOTO(TC_EUSAGE, "--format must be table, csv or json (got '%s')", format);
+    if (strcmp(plot_metric, "iteration") && strcmp(plot_metric, "epoch"))
+        TC_FAIL_GOTO(TC_EUSAGE, "--plot-metric must be iteration or epoch (got '%s')",
+                     plot_metric);
+    if (!(dataset >= 1))
+        TC_FAIL_GOTO(TC_EUSAGE, "--dataset-size must be at least 1 (got %g)", dataset);
+    if (!(extrapolate == 0 || (extrapolate >= 1 && isfinite(extrapolate))))
+        TC_FAIL_GOTO(TC_EUSAGE, "--extrapolate must be 0 (any batch) or a factor of at least 1 "
+                                "(got %g)",
+                     extrapolate);
+    TC_TRY(tc_dtype_parse(dtype, &dtype_v));
+    if (strcmp(amp, "none") && strcmp(amp, "fp16") && strcmp(amp, "bf16"))
+        TC_FAIL_GOTO(TC_EUSAGE, "--amp must be none, fp16 or bf16 (got '%s')", amp);
+    const char *amp_key = strcmp(amp, "none") ? amp : "";
+    TC_TRY(tc_parse_uint_list(batch_text, "--batch", 1, TC_MAX_BATCH, &batches,
+                              &n_batches));
+    if (plot) {
+        const char *ext = strrchr(plot, '.');
+        if (!ext || (strcasecmp(ext, ".svg") && strcasecmp(ext, ".png")))
+            TC_FAIL_GOTO(TC_EUSAGE, "--plot %s: the file name must end in .svg or .png", plot);
+    }
+
+    tc_model_opts_t mopts = {.allow_unknown = allow_unknown, .input_size = (uint32_t)input_size};
+    rc = tc_model_load_spec(model_spec, &mopts, &model);
+    if (rc < 0) {
+        tc_err_context(rc, "--model %s", model_spec);
+        /* Anything wrong with the model the user named is bad input. */
+        rc = rc == TC_ENOMEM || rc == TC_EIO || rc == TC_ECHILD ? rc : TC_EINVAL;
+        goto err;
+    }
+
+    TC_TRY(tc_store_open(tc_default_dsn(db), &store));
+    TC_TRY(tc_store_check_schema(store));
+    TC_TRY(s_select_devices(store, gpu, &devs, &n_devs));
+    if (prices)
+        TC_TRY(s_read_prices(prices, devs, n_devs));
+
+    tc_pred_request_t req = {.model = model,
+                             .batches = batches,
+                             .n_batches = n_batches,
+                             .dataset_size = dataset,
+                             .framework = framework,
+                             .dtype = dtype,
+                             .amp = amp_key,
+                             .input_size = (uint32_t)input_size,
+                             .extrapolate = extrapolate};
+    for (size_t i = 0; i < n_devs; i++) {
+        tc_pred_device_t *d = &devs[i];
+        rc = tc_store_fit_latest(store, d->device.name, framework, NULL, dtype, amp_key, &d->fit);
+        if (rc == TC_ENOTFOUND) {
+            d->status = TC_PRED_NO_FIT;
+            snprintf(d->note, sizeof d->note,
+                     "no fit: trace models on it with 'agent trace' or 'agent run', then run "
+                     "'aggregator fit'");
+            TC_TRY(tc_predict_no_fit(&req, d));
+            continue;
+        }
+        if (rc < 0)
+            goto err;
+        TC_TRY(tc_store_routing_warning(store, d->device.name, d->warning, sizeof d->warning));
+        TC_TRY(tc_store_device_power(store, d->device.name, d->fit.framework, d->fit.dtype,
+                                     d->fit.amp, &d->watts, d->energy_source,
+                                     sizeof d->energy_source));
+        if (*d->warning)
+            tc_log_warn("%s: %s", d->device.name, d->warning);
+        TC_TRY(tc_predict_lookup(store, &req, d));
+    }
+    TC_TRY(tc_predict_fill_missing(store, &req, devs, n_devs, (unsigned)wait_s, model_spec));
+    for (size_t i = 0; i < n_devs; i++) {
+        tc_pred_device_t *d = &devs[i];
+        if (d->status != TC_PRED_OK)
+            continue;
+        TC_TRY(tc_predict_device(store, &req, d));
+        TC_TRY(tc_predict_unseen_classes(store, model, d));
+        if (*d->unseen)
+            tc_log_warn("%s has layers of classes the fit of %s never saw (%s): its prediction "
+                        "there extrapolates; trace a CNN with such layers on that device and "
+                        "fit again",
+                        tc_model_name(model), d->device.name, d->unseen);
+    }
+    TC_TRY(tc_predict_compare(store, devs, n_devs, &cmps, &n_cmps));
+    size_t ok = 0, not_ok = 0;
+    tc_predict_count(devs, n_devs, &ok, &not_ok);
+
+    TC_TRY(tc_pred_print(stdout, fmt, model, &req, devs, n_devs, cmps, n_cmps));
+    fflush(stdout);
+    if (plot && ok)
+        TC_TRY(tc_pred_plot(plot, strcmp(plot_metric, "epoch") == 0, model, devs, n_devs));
+    else if (plot)
+        tc_log_warn("--plot %s: no row could be predicted, so there is nothing to draw", plot);
+    if (!no_store && ok) {
+        char request_id[TC_MSGID_LEN + 1];
+        tc_msgid_new(request_id);
+        size_t stored = 0;
+        if (tc_predict_record(store, request_id, &req, devs, n_devs, &stored) < 0)
+            tc_log_warn("the predictions were not recorded in the database: %s", tc_errmsg());
+        else
+            tc_log_info("recorded %zu predictions as request %s (table predictions)", stored,
+                        request_id);
+    }
+    if (not_ok) {
+        fprintf(stderr, "aggregator predict: %zu of %zu rows could not be predicted (each "
+                        "says why above); exit status 3\n",
+                not_ok, ok + not_ok);
+        rc = 3;
+    }
+err:
+    for (size_t i = 0; i < n_devs; i++)
+        tc_pred_device_free(&devs[i]);
+    free(devs);
+    free(cmps);
+    tc_store_destroy(&store);
+    tc_model_destroy(&model);
+    free(batches);
+    tc_cli_result_free(&cli);
+    return rc;
+}

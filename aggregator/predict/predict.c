@@ -1,0 +1,431 @@
+#include "predict.h"
+
+#include "store_fit.h"
+#include "store_predict.h"
+#include "tc_conv_step.h"
+#include "tc_error.h"
+#include "tc_wire.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Lookups are laid out batch-major: for batch i, conv usage j, each
+ * direction of its step time (tc_conv_step.h) in that rule's order. */
+static size_t s_per_batch(const tc_model_t *m)
+{
+    size_t n = 0;
+    Traincast__V1__Direction dirs[TC_CONV_STEP_MAX_DIRS];
+    for (size_t j = 0; j < tc_model_conv_count(m); j++)
+        n += tc_conv_step_directions(tc_model_conv(m, j)->first_layer, dirs);
+    return n;
+}
+
+static bool s_out_of_range(const tc_pred_request_t *req, const tc_pred_device_t *d,
+                           unsigned batch, char *reason, size_t size);
+
+int tc_predict_lookup(tc_store_t *s, const tc_pred_request_t *req, tc_pred_device_t *d)
+{
+    const tc_model_t *m = req->model;
+    size_t per = s_per_batch(m);
+    size_t total = per * req->n_batches;
+    free(d->lookups);
+    d->lookups = calloc(total ? total : 1, sizeof *d->lookups);
+    if (!d->lookups)
+        return tc_fail(TC_ENOMEM, "out of memory for %zu conv lookups", total);
+    d->n_lookups = total;
+    /* The convs ran in the AMP mode's type under AMP, else in the fit's. */
+    Traincast__V1__DType dtype = TRAINCAST__V1__DTYPE__DTYPE_FP32;
+    if (*d->fit.amp)
+        tc_dtype_parse(d->fit.amp, &dtype);
+    else if (*d->fit.dtype)
+        tc_dtype_parse(d->fit.dtype, &dtype);
+    size_t k = 0;
+    for (size_t b = 0; b < req->n_batches; b++) {
+        for (size_t j = 0; j < tc_model_conv_count(m); j++) {
+            const tc_conv_usage_t *u = tc_model_conv(m, j);
+            Traincast__V1__Direction dirs[TC_CONV_STEP_MAX_DIRS];
+            size_t nd = tc_conv_step_directions(u->first_layer, dirs);
+            for (size_t dir = 0; dir < nd; dir++) {
+                tc_conv_lookup_t *l = &d->lookups[k++];
+                l->config = u->config;
+                l->config.n = (uint32_t)req->batches[b];
+                l->config.dtype = dtype;
+                l->direction = dirs[dir];
+            }
+        }
+    }
+    const char *policy = *d->fit.conv_policy ? d->fit.conv_policy : "heuristic";
+    int rc = tc_store_conv_lookup(s, d->device.name, policy, d->fit.library_version,
+                                  d->fit.stat, d->lookups, d->n_lookups, &d->missing);
+    /* A batch the fit does not reach is not predicted whatever is measured:
+     * its convs are not missing (nobody is asked to benchmark them). */
+    for (size_t b = 0; rc == 0 && b < req->n_batches; b++) {
+        char why[8];
+        if (!s_out_of_range(req, d, (unsigned)req->batches[b], why, sizeof why))
+            continue;
+        for (size_t i = b * per; i < (b + 1) * per; i++) {
+            if (!isfinite(d->lookups[i].median_ms)) {
+                d->lookups[i].median_ms = d->lookups[i].stddev_ms = 0;
+                d->missing--;
+            }
+        }
+    }
+    return rc;
+}
+
+const char *tc_pred_point_status_name(tc_pred_point_status_t s)
+{
+    switch (s) {
+    case TC_PT_OK: return "ok";
+    case TC_PT_MISSING: return "missing_benchmarks";
+    case TC_PT_NO_FIT: return "no_fit";
+    case TC_PT_OUT_OF_RANGE: return "out_of_range";
+    }
+    return "unknown";
+}
+
+/* Points for every batch, none predicted yet. */
+static int s_points(const tc_pred_request_t *req, tc_pred_device_t *d)
+{
+    free(d->points);
+    d->points = calloc(req->n_batches ? req->n_batches : 1, sizeof *d->points);
+    if (!d->points)
+        return tc_fail(TC_ENOMEM, "out of memory");
+    d->n_points = req->n_batches;
+    for (size_t b = 0; b < req->n_batches; b++) {
+        tc_pred_point_t *p = &d->points[b];
+        p->batch = (unsigned)req->batches[b];
+        p->conv_bench_ms = p->conv_ms = p->conv_sd_ms = p->nonconv_ms = p->total_ms = NAN;
+        p->sd_ms = p->lo_ms = p->hi_ms = p->images_per_s = p->epoch_s = p->cost = NAN;
+        p->peak_bytes = p->energy_kj = NAN;
+        p->fits = -1;
+    }
+    return 0;
+}
+
+int tc_predict_no_fit(const tc_pred_request_t *req, tc_pred_device_t *d)
+{
+    int rc = s_points(req, d);
+    for (size_t b = 0; rc == 0 && b < d->n_points; b++) {
+        d->points[b].status = TC_PT_NO_FIT;
+        snprintf(d->points[b].reason, sizeof d->points[b].reason,
+                 "no fit (%ld traces stored)", d->device.traces);
+    }
+    return rc;
+}
+
+void tc_predict_count(const tc_pred_device_t *devs, size_t n, size_t *ok, size_t *not_ok)
+{
+    *ok = *not_ok = 0;
+    for (size_t i = 0; i < n; i++) {
+        for (size_t j = 0; j < devs[i].n_points; j++) {
+            if (devs[i].points[j].status == TC_PT_OK)
+                (*ok)++;
+            else
+                (*not_ok)++;
+        }
+    }
+}
+
+/* A batch the fit may not be extrapolated to: the reason, or false. */
+static bool s_out_of_range(const tc_pred_request_t *req, const tc_pred_device_t *d,
+                           unsigned batch, char *reason, size_t size)
+{
+    double f = req->extrapolate;
+    if (!(f > 0) || !d->fit.batch_min || !d->fit.batch_max)
+        return false;
+    if ((double)batch * f >= d->fit.batch_min && (double)batch <= d->fit.batch_max * f)
+        return false;
+    snprintf(reason, size,
+             "batch %u is outside the fit's batches %u..%u extrapolated %gx (--extrapolate); "
+             "trace models at batch %u on it and run 'aggregator fit' again",
+             batch, d->fit.batch_min, d->fit.batch_max, f, batch);
+    return true;
+}
+
+int tc_predict_device(tc_store_t *s, const tc_pred_request_t *req, tc_pred_device_t *d)
+{
+    const tc_model_t *m = req->model;
+    size_t per = s_per_batch(m);
+    int prc = s_points(req, d);
+    if (prc < 0)
+        return prc;
+
+    tc_mem_point_t *mem = NULL;
+    size_t n_mem = 0;
+    int rc = tc_store_memory_points(s, d->device.name, &mem, &n_mem);
+    if (rc == 0)
+        rc = tc_memory_fit(mem, n_mem, (double)d->device.memory_bytes, &d->memory);
+    double t = tc_fit_t_quantile(0.975, d->fit.dof);
+
+    for (size_t b = 0; rc == 0 && b < req->n_batches; b++) {
+        tc_pred_point_t *p = &d->points[b];
+        size_t k = b * per, lacking = 0;
+        for (size_t i = 0; i < per && k + i < d->n_lookups; i++)
+            lacking += !isfinite(d->lookups[k + i].median_ms);
+        if (s_out_of_range(req, d, p->batch, p->reason, sizeof p->reason)) {
+            p->status = TC_PT_OUT_OF_RANGE;
+            continue;
+        }
+        if (lacking) {
+            p->status = TC_PT_MISSING;
+            snprintf(p->reason, sizeof p->reason,
+                     "lacks %zu of the %zu conv benchmarks at batch %u", lacking, per, p->batch);
+            continue;
+        }
+        /* Each lookup is one measured conv; a layer used `multiplicity`
+         * times costs that many calls of the same measured time. */
+        double conv = 0, conv_var = 0;
+        for (size_t j = 0; j < tc_model_conv_count(m); j++) {
+            const tc_conv_usage_t *u = tc_model_conv(m, j);
+            Traincast__V1__Direction dirs[TC_CONV_STEP_MAX_DIRS];
+            size_t nd = tc_conv_step_directions(u->first_layer, dirs);
+            double ms[TC_CONV_STEP_MAX_DIRS] = {0};
+            for (size_t dir = 0; dir < nd; dir++, k++) {
+                const tc_conv_lookup_t *l = &d->lookups[k];
+                ms[dir] = l->median_ms;
+                double sd = isfinite(l->stddev_ms) ? l->stddev_ms : 0;
+                conv_var += (u->multiplicity * sd) * (u->multiplicity * sd);
+            }
+            conv += tc_conv_step_ms(u->first_layer, u->multiplicity, ms);
+        }
+        tc_features_t f;
+        tc_model_features(m, p->batch, &f);
+        double nonconv = NAN, var = NAN;
+        rc = tc_fit_predict(&d->fit, &f, conv, &nonconv, &var);
+        if (rc < 0)
+            break;
+        /* A factor on the conv sum (the feature conv.ms) belongs with the
+         * convs: the conv column shows the corrected sum, the other column
+         * what the rest of the fit adds. Nothing takes negative time: a fit
+         * extrapolated below zero is shown at zero and flagged, never passed
+         * off as a prediction. */
+        double factor_ms = 0;
+        for (size_t j = 0; j < d->fit.p; j++) {
+            if (!strcmp(d->fit.features[j], "conv.ms"))
+                factor_ms = d->fit.coef[j] * conv;
+        }
+        p->conv_bench_ms = conv;
+        p->conv_ms = conv + factor_ms;
+        nonconv -= factor_ms;
+        p->clamped = p->conv_ms < 0 || nonconv < 0;
+        if (p->conv_ms < 0)
+            p->conv_ms = 0;
+        if (nonconv < 0)
+            nonconv = 0;
+        p->conv_sd_ms = sqrt(conv_var);
+        p->nonconv_ms = nonconv;
+        p->total_ms = p->conv_ms + nonconv;
+        p->sd_ms = sqrt(var + conv_var);
+        if (isfinite(d->fit.interval_lo) && isfinite(d->fit.interval_hi)) {
+            /* Calibrated on how far this device's model missed CNNs it had
+             * not seen (fit_interval.c). */
+            p->lo_ms = p->total_ms * d->fit.interval_lo;
+            p->hi_ms = p->total_ms * d->fit.interval_hi;
+        } else {
+            p->lo_ms = fmax(p->total_ms - t * p->sd_ms, 0);
+            p->hi_ms = p->total_ms + t * p->sd_ms;
+        }
+        p->images_per_s = p->total_ms > 0 ? p->batch / (p->total_ms / 1000.0) : NAN;
+        double iters = ceil(req->dataset_size / p->batch);
+        p->epoch_s = iters * p->total_ms / 1000.0;
+        p->cost = isfinite(d->price) ? p->epoch_s / 3600.0 * d->price : NAN;
+        p->energy_kj = isfinite(d->watts) ? p->epoch_s * d->watts / 1000.0 : NAN;
+        p->peak_bytes = tc_memory_predict(&d->memory, &f);
+        p->fits = tc_memory_fits(&d->memory, mem, n_mem, tc_model_id(m), p->batch, p->peak_bytes);
+    }
+    free(mem);
+    return rc;
+}
+
+int tc_predict_record(tc_store_t *s, const char *request_id, const tc_pred_request_t *req,
+                      const tc_pred_device_t *devs, size_t n, size_t *stored)
+{
+    *stored = 0;
+    size_t cap = 0;
+    for (size_t i = 0; i < n; i++)
+        cap += devs[i].n_points;
+    tc_store_prediction_t *rows = calloc(cap ? cap : 1, sizeof *rows);
+    if (!rows)
+        return tc_fail(TC_ENOMEM, "recording predictions: out of memory");
+    uint32_t c, h, w;
+    tc_model_input(req->model, &c, &h, &w);
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        const tc_pred_device_t *d = &devs[i];
+        if (d->status != TC_PRED_OK)
+            continue;
+        for (size_t j = 0; j < d->n_points; j++) {
+            const tc_pred_point_t *p = &d->points[j];
+            if (p->status != TC_PT_OK)
+                continue;
+            rows[k++] = (tc_store_prediction_t){
+                .model_id = tc_model_id(req->model),
+                .model_name = tc_model_name(req->model),
+                .model_sha256 = tc_model_sha256(req->model),
+                .input_size = h,
+                .device = d->device.name,
+                .framework = *d->fit.framework ? d->fit.framework : req->framework,
+                .dtype = *d->fit.dtype ? d->fit.dtype : req->dtype,
+                .batch = p->batch,
+                .iteration_ms = p->total_ms,
+                .lo_ms = p->lo_ms,
+                .hi_ms = p->hi_ms,
+                .conv_ms = p->conv_ms,
+                .nonconv_ms = p->nonconv_ms,
+                .epoch_s = p->epoch_s,
+                .dataset_size = req->dataset_size,
+                .peak_memory_bytes = p->peak_bytes,
+                .energy_kj = p->energy_kj,
+                .fits_memory = p->fits,
+                .fit_id = d->fit.fit_id,
+            };
+        }
+    }
+    int rc = tc_store_predictions_put(s, request_id, rows, k, stored);
+    free(rows);
+    return rc;
+}
+
+int tc_predict_unseen_classes(tc_store_t *s, const tc_model_t *m, tc_pred_device_t *d)
+{
+    d->unseen[0] = '\0';
+    char seen[1024];
+    int rc = tc_store_fit_classes(s, d->fit.fit_id, seen, sizeof seen);
+    if (rc < 0 || !*seen)
+        return rc; /* a fit without stored models: nothing to compare with */
+    tc_features_t f;
+    tc_model_features(m, 1, &f);
+    size_t len = 0;
+    for (int c = 0; c < TC_OPC_COUNT; c++) {
+        if (c == TC_OPC_CONV || f.cls[c].layers <= 0)
+            continue;
+        const char *name = tc_op_class_name((tc_op_class_t)c);
+        bool known = false;
+        for (const char *p = seen; *p && !known;) {
+            size_t l = strcspn(p, ",");
+            known = l == strlen(name) && !strncmp(p, name, l);
+            p += l + (p[l] == ',');
+        }
+        if (!known && len < sizeof d->unseen)
+            len += (size_t)snprintf(d->unseen + len, sizeof d->unseen - len, "%s%s (%.0f layer%s)",
+                                    len ? ", " : "", name, f.cls[c].layers,
+                                    f.cls[c].layers == 1 ? "" : "s");
+    }
+    return 0;
+}
+
+static int s_cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+int tc_predict_ratio_interval(const double *ra, const double *rb, size_t n, double *qlo,
+                              double *qhi, size_t *pairs)
+{
+    *qlo = *qhi = NAN;
+    *pairs = 0;
+    double *q = malloc((n ? n : 1) * sizeof *q);
+    if (!q)
+        return tc_fail(TC_ENOMEM, "out of memory");
+    size_t m = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (isfinite(ra[i]) && isfinite(rb[i]) && ra[i] > 0 && rb[i] > 0)
+            q[m++] = ra[i] / rb[i];
+    }
+    *pairs = m;
+    qsort(q, m, sizeof *q, s_cmp_double);
+    double k_lo = floor((double)(m + 1) * TC_FIT_ALPHA / 2.0);
+    double k_hi = ceil((double)(m + 1) * (1.0 - TC_FIT_ALPHA / 2.0));
+    if (m && k_lo >= 1 && k_hi <= (double)m) {
+        *qlo = q[(size_t)k_lo - 1];
+        *qhi = q[(size_t)k_hi - 1];
+    }
+    free(q);
+    return 0;
+}
+
+static int s_paired(tc_store_t *s, const tc_pred_device_t *fast, const tc_pred_device_t *slow,
+                    double *qlo, double *qhi, size_t *pairs)
+{
+    double *ra = NULL, *rb = NULL;
+    size_t n = 0;
+    int rc = tc_store_fit_paired_ratios(s, slow->fit.fit_id, fast->fit.fit_id, &ra, &rb, &n);
+    if (rc == 0)
+        rc = tc_predict_ratio_interval(ra, rb, n, qlo, qhi, pairs);
+    free(ra);
+    free(rb);
+    return rc;
+}
+
+int tc_predict_compare(tc_store_t *s, const tc_pred_device_t *devs, size_t n,
+                       tc_pred_compare_t **out, size_t *n_out)
+{
+    *out = NULL;
+    *n_out = 0;
+    size_t n_batches = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (devs[i].status == TC_PRED_OK && devs[i].n_points > n_batches)
+            n_batches = devs[i].n_points;
+    }
+    tc_pred_compare_t *cmp = calloc(n_batches + 1, sizeof *cmp);
+    if (!cmp)
+        return tc_fail(TC_ENOMEM, "out of memory");
+    size_t k = 0;
+    int rc = 0;
+    for (size_t b = 0; b < n_batches && rc == 0; b++) {
+        size_t first = n, second = n;
+        for (size_t i = 0; i < n; i++) {
+            if (devs[i].status != TC_PRED_OK || b >= devs[i].n_points ||
+                !isfinite(devs[i].points[b].total_ms) || devs[i].points[b].total_ms <= 0)
+                continue;
+            double t = devs[i].points[b].total_ms;
+            if (first == n || t < devs[first].points[b].total_ms) {
+                second = first;
+                first = i;
+            } else if (second == n || t < devs[second].points[b].total_ms) {
+                second = i;
+            }
+        }
+        if (second == n)
+            continue;
+        const tc_pred_point_t *pf = &devs[first].points[b], *ps = &devs[second].points[b];
+        tc_pred_compare_t *c = &cmp[k++];
+        c->batch = pf->batch;
+        c->faster = first;
+        c->slower = second;
+        c->ratio = ps->total_ms / pf->total_ms;
+        double qlo, qhi;
+        rc = s_paired(s, &devs[first], &devs[second], &qlo, &qhi, &c->pairs);
+        if (rc == 0 && isfinite(qlo) && isfinite(qhi)) {
+            c->method = "paired";
+            c->lo = c->ratio * qlo;
+            c->hi = c->ratio * qhi;
+            c->apart = c->lo > 1.0;
+        } else if (rc == 0) {
+            c->method = "intervals";
+            c->lo = pf->hi_ms > 0 ? ps->lo_ms / pf->hi_ms : NAN;
+            c->hi = pf->lo_ms > 0 ? ps->hi_ms / pf->lo_ms : NAN;
+            c->apart = ps->lo_ms > pf->hi_ms;
+        }
+    }
+    if (rc < 0) {
+        free(cmp);
+        return rc;
+    }
+    *out = cmp;
+    *n_out = k;
+    return 0;
+}
+
+void tc_pred_device_free(tc_pred_device_t *d)
+{
+    free(d->lookups);
+    free(d->points);
+    d->lookups = NULL;
+    d->points = NULL;
+    d->n_lookups = d->n_points = 0;
+}
