@@ -12,6 +12,8 @@ endmacro()
 
 tc_require_pkg(ZMQ libzmq libzmq3-dev)
 tc_require_pkg(PROTOBUFC libprotobuf-c libprotobuf-c-dev)
+tc_require_pkg(SODIUM libsodium libsodium-dev)
+tc_require_pkg(JANSSON jansson libjansson-dev)
 if(TRAINCAST_AGGREGATOR)
   tc_require_pkg(LIBPQ libpq libpq-dev)
   tc_require_pkg(GSL gsl libgsl-dev)

@@ -35,11 +35,13 @@ while [ $# -gt 0 ]; do
     shift
 done
 
-# What every role builds with: compiler, CMake, ZeroMQ, protobuf-c, the ONNX
-# schema, help2man for the man pages.
+# What every role builds with: compiler, CMake, ZeroMQ, libsodium (CURVE keys,
+# SHA-256), jansson (JSON), protobuf-c, the ONNX schema, help2man for the man
+# pages.
 BUILD=(
     build-essential cmake pkg-config ca-certificates
-    libzmq3-dev libsodium-dev libprotobuf-c-dev protobuf-c-compiler libonnx-dev help2man
+    libzmq3-dev libsodium-dev libjansson-dev libprotobuf-c-dev protobuf-c-compiler libonnx-dev
+    help2man
 )
 # The agent: oneDNN, PyTorch on CPU for the harness, and what its CPU device
 # measures with (the caching allocator it preloads, tcmalloc, and jemalloc

@@ -187,9 +187,10 @@ static int s_settings(tc_trace_proto_t *self, const tc_json_value_t *o)
     if (n > TC_TRACE_MAX_SETTINGS)
         return s_bad(self, "\"settings\" has %zu entries, more than the limit of %u", n,
                      TC_TRACE_MAX_SETTINGS);
-    for (size_t i = 0; i < n; i++) {
-        const char *name = tc_json_key_at(set, i);
-        const tc_json_value_t *v = tc_json_at(set, i);
+    size_t i = 0;
+    for (const tc_json_member_t *m = tc_json_first(set); m; m = tc_json_next(set, m), i++) {
+        const char *name = tc_json_member_key(m);
+        const tc_json_value_t *v = tc_json_member_value(m);
         if (!*name || strlen(name) >= TC_TRACE_SETTING_NAME)
             return s_bad(self, "\"settings\" has a name that is empty or longer than %u bytes",
                          TC_TRACE_SETTING_NAME - 1);
@@ -205,7 +206,7 @@ static int s_settings(tc_trace_proto_t *self, const tc_json_value_t *o)
         snprintf(st->value, sizeof st->value, "%s", tc_json_string(v));
     }
     qsort(out->settings, n, sizeof *out->settings, s_setting_cmp);
-    for (size_t i = 1; i < n; i++) {
+    for (i = 1; i < n; i++) {
         if (!strcmp(out->settings[i - 1].name, out->settings[i].name))
             return s_bad(self, "\"settings\" names \"%s\" twice", out->settings[i].name);
     }
@@ -373,9 +374,9 @@ static int s_footer(tc_trace_proto_t *self, const tc_json_value_t *o)
     } else {
         out->energy_source[0] = '\0';
     }
-    for (size_t i = 0; i < tc_json_len(ops); i++) {
-        const char *name = tc_json_key_at(ops, i);
-        const tc_json_value_t *v = tc_json_at(ops, i);
+    for (const tc_json_member_t *m = tc_json_first(ops); m; m = tc_json_next(ops, m)) {
+        const char *name = tc_json_member_key(m);
+        const tc_json_value_t *v = tc_json_member_value(m);
         int cls = tc_op_class_parse(name);
         if (cls < 0)
             return s_bad(self, "\"op_times_ms\" has an unknown op class \"%s\"", name);

@@ -1,15 +1,17 @@
-/* A small, strict, bounded JSON parser (RFC 8259) for protocol lines such
- * as the trace runner's (docs/trace-protocol.md).
+/* Strict, bounded JSON reading (RFC 8259) for protocol lines such as the
+ * trace runner's (docs/trace-protocol.md) and benchmark-set headers, on
+ * jansson.
  *
  * Strict: exactly one value, optional whitespace around it; no comments,
  * trailing commas, single quotes, leading zeros, NaN or Infinity; strings
  * must be valid UTF-8 without raw control characters; duplicate object keys
- * and "\u0000" are rejected. Bounded: the text length, nesting depth and
- * number of values are capped before anything grows past them, so hostile
- * input costs at most the caps.
+ * and "\u0000" are rejected (jansson's rules with JSON_REJECT_DUPLICATES).
+ * Bounded: the text length is capped before parsing, the nesting depth and
+ * the number of values after (jansson itself stops at 2048 levels, so a
+ * hostile nesting costs at most that).
  *
  * A parsed document owns every value and string in it; values are valid
- * until tc_json_destroy. */
+ * until tc_json_destroy. Object members keep the document's order. */
 #ifndef TC_JSON_H
 #define TC_JSON_H
 
@@ -56,10 +58,20 @@ bool tc_json_int(const tc_json_value_t *v, int64_t *out);
 const char *tc_json_string(const tc_json_value_t *v); /* NULL unless a string */
 size_t tc_json_string_len(const tc_json_value_t *v);
 
-/* Arrays and objects: number of elements or members, and the i-th one. */
+/* Arrays and objects: number of elements or members. */
 size_t tc_json_len(const tc_json_value_t *v);
+/* The i-th element of an array, or NULL. */
 const tc_json_value_t *tc_json_at(const tc_json_value_t *v, size_t i);
-const char *tc_json_key_at(const tc_json_value_t *v, size_t i); /* objects only */
+
+/* The members of an object in document order:
+ *   for (const tc_json_member_t *m = tc_json_first(o); m; m = tc_json_next(o, m))
+ *       use(tc_json_member_key(m), tc_json_member_value(m));
+ * tc_json_first is NULL for an empty object or a value that is not one. */
+typedef struct tc_json_member tc_json_member_t;
+const tc_json_member_t *tc_json_first(const tc_json_value_t *obj);
+const tc_json_member_t *tc_json_next(const tc_json_value_t *obj, const tc_json_member_t *m);
+const char *tc_json_member_key(const tc_json_member_t *m);
+const tc_json_value_t *tc_json_member_value(const tc_json_member_t *m);
 /* Member `key` of an object, or NULL when absent (or `v` is not an object). */
 const tc_json_value_t *tc_json_get(const tc_json_value_t *v, const char *key);
 

@@ -1,4 +1,4 @@
-/* The strict, bounded JSON parser (common/util/tc_json.h): valid documents,
+/* Strict, bounded JSON reading on jansson (common/util/tc_json.h): valid documents,
  * every class of malformed input, and the size, depth and count limits. */
 #include "tc_error.h"
 #include "tc_json.h"
@@ -35,7 +35,16 @@ Test(json, parses_a_protocol_line, .timeout = 10)
     const tc_json_value_t *o = tc_json_root(doc);
     cr_assert_eq(tc_json_type(o), TC_JSON_OBJECT);
     cr_assert_eq(tc_json_len(o), 7);
-    cr_assert_str_eq(tc_json_key_at(o, 0), "type");
+    const char *order[] = {"type", "index", "warmup", "ms", "at_us", "tags", "nested"};
+    size_t k = 0;
+    for (const tc_json_member_t *m = tc_json_first(o); m; m = tc_json_next(o, m), k++) {
+        cr_assert_lt(k, 7);
+        cr_assert_str_eq(tc_json_member_key(m), order[k], "members keep the document's order");
+        cr_assert_eq(tc_json_member_value(m), tc_json_get(o, order[k]));
+    }
+    cr_assert_eq(k, 7);
+    cr_assert_null(tc_json_first(tc_json_get(tc_json_get(o, "nested"), "a")));
+    cr_assert_null(tc_json_first(tc_json_get(o, "tags")), "an array has no members");
     cr_assert_str_eq(tc_json_string(tc_json_get(o, "type")), "iter");
     int64_t i;
     cr_assert(tc_json_int(tc_json_get(o, "index"), &i));
@@ -91,62 +100,67 @@ Test(json, scalars_at_top_level, .timeout = 10)
 
 Test(json, rejects_malformed_text, .timeout = 10)
 {
-    s_bad("", TC_EPARSE, "expected a value");
-    s_bad("   ", TC_EPARSE, "expected a value");
-    s_bad("{", TC_EPARSE, "expected a string key");
-    s_bad("{\"a\":1", TC_EPARSE, "expected ',' or '}'");
-    s_bad("{\"a\" 1}", TC_EPARSE, "':'");
-    s_bad("{a:1}", TC_EPARSE, "string key");
-    s_bad("{'a':1}", TC_EPARSE, "string key");
-    s_bad("[1,2,]", TC_EPARSE, "trailing comma");
-    s_bad("{\"a\":1,}", TC_EPARSE, "trailing comma");
-    s_bad("[1 2]", TC_EPARSE, "expected ',' or ']'");
-    s_bad("{} {}", TC_EPARSE, "end of input");
-    s_bad("{}x", TC_EPARSE, "end of input");
-    s_bad("tru", TC_EPARSE, "expected a value");
-    s_bad("nul", TC_EPARSE, "expected a value");
-    s_bad("// c\n{}", TC_EPARSE, "expected a value");
-    s_bad("{\"a\":1,\"a\":2}", TC_EPARSE, "duplicate key \"a\"");
+    s_bad("", TC_EPARSE, "invalid JSON at byte");
+    s_bad("   ", TC_EPARSE, "invalid JSON at byte");
+    s_bad("{", TC_EPARSE, "invalid JSON at byte");
+    s_bad("{\"a\":1", TC_EPARSE, "invalid JSON at byte");
+    s_bad("{\"a\" 1}", TC_EPARSE, "invalid JSON at byte");
+    s_bad("{a:1}", TC_EPARSE, "invalid JSON at byte");
+    s_bad("{'a':1}", TC_EPARSE, "invalid JSON at byte");
+    s_bad("[1,2,]", TC_EPARSE, "invalid JSON at byte");
+    s_bad("{\"a\":1,}", TC_EPARSE, "invalid JSON at byte");
+    s_bad("[1 2]", TC_EPARSE, "invalid JSON at byte");
+    s_bad("{} {}", TC_EPARSE, "invalid JSON at byte");
+    s_bad("{}x", TC_EPARSE, "invalid JSON at byte");
+    s_bad("tru", TC_EPARSE, "invalid JSON at byte");
+    s_bad("nul", TC_EPARSE, "invalid JSON at byte");
+    s_bad("// c\n{}", TC_EPARSE, "invalid JSON at byte");
+    s_bad("{\"a\":1,\"a\":2}", TC_EPARSE, "duplicate object key");
 }
 
 Test(json, rejects_bad_numbers, .timeout = 10)
 {
-    s_bad("NaN", TC_EPARSE, "NaN and Infinity");
-    s_bad("Infinity", TC_EPARSE, "NaN and Infinity");
-    s_bad("-Infinity", TC_EPARSE, "Infinity");
-    s_bad("{\"ms\":NaN}", TC_EPARSE, "NaN and Infinity");
-    s_bad("01", TC_EPARSE, "leading zeros");
-    s_bad("-", TC_EPARSE, "a digit");
-    s_bad("1.", TC_EPARSE, "a digit");
-    s_bad(".5", TC_EPARSE, "expected a value");
-    s_bad("+1", TC_EPARSE, "expected a value");
-    s_bad("1e", TC_EPARSE, "a digit");
-    s_bad("0x10", TC_EPARSE, "end of input");
+    s_bad("NaN", TC_EPARSE, "invalid JSON at byte");
+    s_bad("Infinity", TC_EPARSE, "invalid JSON at byte");
+    s_bad("-Infinity", TC_EPARSE, "invalid JSON at byte");
+    s_bad("{\"ms\":NaN}", TC_EPARSE, "invalid JSON at byte");
+    s_bad("01", TC_EPARSE, "invalid JSON at byte");
+    s_bad("-", TC_EPARSE, "invalid JSON at byte");
+    s_bad("1.", TC_EPARSE, "invalid JSON at byte");
+    s_bad(".5", TC_EPARSE, "invalid JSON at byte");
+    s_bad("+1", TC_EPARSE, "invalid JSON at byte");
+    s_bad("1e", TC_EPARSE, "invalid JSON at byte");
+    s_bad("0x10", TC_EPARSE, "invalid JSON at byte");
     s_bad("1e999", TC_EPARSE, "out of range");
     s_bad("-1e400", TC_EPARSE, "out of range");
+    /* An integer beyond 64 bits is a number, not an integer. */
     char longnum[200];
     memset(longnum, '1', sizeof longnum - 1);
     longnum[sizeof longnum - 1] = '\0';
-    s_bad(longnum, TC_ELIMIT, "longer than");
+    tc_json_t *doc = s_ok(longnum);
+    int64_t v;
+    cr_assert(!tc_json_int(tc_json_root(doc), &v));
+    cr_assert(tc_json_number(tc_json_root(doc)) > 1e198);
+    tc_json_destroy(&doc);
 }
 
 Test(json, rejects_bad_strings, .timeout = 10)
 {
-    s_bad("\"abc", TC_EPARSE, "unterminated string");
-    s_bad("\"a\\\"", TC_EPARSE, "unterminated string");
-    s_bad("\"a\nb\"", TC_EPARSE, "control character");
-    s_bad("\"a\tb\"", TC_EPARSE, "control character");
-    s_bad("\"\\x41\"", TC_EPARSE, "invalid escape");
-    s_bad("\"\\u12\"", TC_EPARSE, "hex digits");
-    s_bad("\"\\u0000\"", TC_EPARSE, "\\u0000");
-    s_bad("\"\\ud83d\"", TC_EPARSE, "low half");
-    s_bad("\"\\ud83d\\u0041\"", TC_EPARSE, "not a low surrogate");
-    s_bad("\"\\ude00\"", TC_EPARSE, "lone low surrogate");
-    s_bad("\"\xff\"", TC_EPARSE, "invalid UTF-8");
-    s_bad("\"\xc3\"", TC_EPARSE, "invalid UTF-8");
-    s_bad("\"\xc0\xaf\"", TC_EPARSE, "invalid UTF-8");     /* overlong '/' */
-    s_bad("\"\xed\xa0\x80\"", TC_EPARSE, "invalid UTF-8"); /* encoded surrogate */
-    s_bad("\"\xf4\x90\x80\x80\"", TC_EPARSE, "invalid UTF-8"); /* above U+10FFFF */
+    s_bad("\"abc", TC_EPARSE, "invalid JSON at byte");
+    s_bad("\"a\\\"", TC_EPARSE, "invalid JSON at byte");
+    s_bad("\"a\nb\"", TC_EPARSE, "invalid JSON at byte");
+    s_bad("\"a\tb\"", TC_EPARSE, "invalid JSON at byte");
+    s_bad("\"\\x41\"", TC_EPARSE, "invalid JSON at byte");
+    s_bad("\"\\u12\"", TC_EPARSE, "invalid JSON at byte");
+    s_bad("\"\\u0000\"", TC_EPARSE, "invalid JSON at byte");
+    s_bad("\"\\ud83d\"", TC_EPARSE, "invalid JSON at byte");
+    s_bad("\"\\ud83d\\u0041\"", TC_EPARSE, "invalid JSON at byte");
+    s_bad("\"\\ude00\"", TC_EPARSE, "invalid JSON at byte");
+    s_bad("\"\xff\"", TC_EPARSE, "invalid JSON at byte");
+    s_bad("\"\xc3\"", TC_EPARSE, "invalid JSON at byte");
+    s_bad("\"\xc0\xaf\"", TC_EPARSE, "invalid JSON at byte");     /* overlong '/' */
+    s_bad("\"\xed\xa0\x80\"", TC_EPARSE, "invalid JSON at byte"); /* encoded surrogate */
+    s_bad("\"\xf4\x90\x80\x80\"", TC_EPARSE, "invalid JSON at byte"); /* above U+10FFFF */
     /* A NUL byte inside the text is a control character, not an end. */
     tc_json_t *doc = NULL;
     cr_assert_eq(tc_json_parse("\"a\0b\"", 5, NULL, &doc), TC_EPARSE);

@@ -207,7 +207,7 @@ Test(trace_proto, malformed_lines_fail_with_number_and_text, .timeout = 10)
             "\"warmup\" must be a bool");
     s_fails(HEADER "{\"type\":\"iter\",\"index\":0,\"warmup\":true,\"ms\":1}\n", 2,
             "\"at_us\" is missing");
-    s_fails(HEADER "{\"type\":\"iter\",\"type\":\"iter\"}\n", 2, "duplicate key");
+    s_fails(HEADER "{\"type\":\"iter\",\"type\":\"iter\"}\n", 2, "duplicate object key");
     s_fails(HEADER "{\"type\":\"iter\",\"index\":0,\"warmup\":true,\"ms\":0,\"at_us\":1}\n", 2,
             "finite time > 0");
     s_fails(HEADER "{\"type\":\"iter\",\"index\":0,\"warmup\":true,\"ms\":-3,\"at_us\":1}\n", 2,

@@ -192,13 +192,12 @@ Test(trace_run, protocol_violations_fail_with_line_and_text, .timeout = 60)
     const Traincast__V1__TraceStatus F = TRAINCAST__V1__TRACE_STATUS__TRACE_STATUS_FAILED;
     s_expect("malformed", F, "invalid runner output, line 3: not a valid JSON line");
     s_expect("malformed", F, ": {\"type\":\"iter\",\"index\":1,\"warmup\":false,\"ms\":5,");
-    s_expect("noise", F, "line 2: not a valid JSON line (JSON at byte 0: expected a value, "
-                         "found 'e'): epoch 1: loss 6.9");
+    s_expect("noise", F, "line 2: not a valid JSON line (invalid JSON at byte ");
+    s_expect("noise", F, "): epoch 1: loss 6.9");
     s_expect("truncated", F, "line 3: truncated: the output ended without a newline");
     s_expect("nonmono", F, "line 3: \"at_us\" 1700000000000400 is not after the previous "
                            "iteration's 1700000000000500: timestamps must increase");
-    s_expect("nan", F, "line 2: not a valid JSON line (JSON at byte 44: NaN and Infinity are "
-                       "not JSON numbers)");
+    s_expect("nan", F, "line 2: not a valid JSON line (invalid JSON at byte ");
     s_expect("huge", F, "line 2: longer than 65536 bytes: xxxx");
     s_expect("nofooter", F, "line 2: the output ended after 1 of 4 iterations without a footer");
     s_expect("mismatch", F, "line 1: \"batch\" is 5 but the runner was asked for 4");
