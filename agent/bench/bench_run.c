@@ -46,15 +46,9 @@ static void s_json_item(FILE *f, const tc_conv_outcome_t *o)
     const tc_conv_config_t *c = &o->spec.config;
     const tc_stats_t *st = &o->samples.stats;
     tc_buf_t b = {0};
-    tc_buf_printf(&b,
-                  "{\"n\": %u, \"c\": %u, \"h\": %u, \"w\": %u, \"k\": %u, \"r\": %u, "
-                  "\"s\": %u, \"pad_h\": %u, \"pad_w\": %u, \"stride_h\": %u, "
-                  "\"stride_w\": %u, \"dilation_h\": %u, \"dilation_w\": %u, \"groups\": %u, "
-                  "\"bias\": %s, \"dtype\": \"%s\", \"layout\": \"%s\", \"direction\": \"%s\", "
-                  "\"route\": ",
-                  c->n, c->c, c->h, c->w, c->k, c->r, c->s, c->pad_h, c->pad_w, c->stride_h,
-                  c->stride_w, c->dilation_h, c->dilation_w, c->groups, c->bias ? "true" : "false",
-                  tc_dtype_name(c->dtype), tc_layout_name(c->layout),
+    tc_buf_printf(&b, "{\"n\": %u, ", c->n);
+    tc_conv_key_json(&b, c);
+    tc_buf_printf(&b, ", \"direction\": \"%s\", \"route\": ",
                   tc_direction_name(o->spec.direction));
     tc_buf_json_str(&b, o->route);
     tc_buf_puts(&b, ", \"algo\": ");

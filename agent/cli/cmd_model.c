@@ -92,13 +92,9 @@ static void s_print_table(const tc_model_t *m, unsigned batch)
 
 static void s_json_config(tc_buf_t *b, const tc_conv_config_t *c)
 {
-    tc_buf_printf(b,
-                  "{\"c\":%u,\"h\":%u,\"w\":%u,\"k\":%u,\"r\":%u,\"s\":%u,\"pad_h\":%u,"
-                  "\"pad_w\":%u,\"stride_h\":%u,\"stride_w\":%u,\"dilation_h\":%u,"
-                  "\"dilation_w\":%u,\"groups\":%u,\"bias\":%s}",
-                  c->c, c->h, c->w, c->k, c->r, c->s, c->pad_h, c->pad_w, c->stride_h,
-                  c->stride_w, c->dilation_h, c->dilation_w, c->groups,
-                  c->bias ? "true" : "false");
+    tc_buf_putc(b, '{');
+    tc_conv_key_json(b, c);
+    tc_buf_putc(b, '}');
 }
 
 static int s_print_json(const tc_model_t *m, unsigned batch)

@@ -76,6 +76,35 @@ static double s_d(PGresult *res, int r, int c)
     return v ? strtod(v, NULL) : 0;
 }
 
+/* The conv key from columns col.. of a row, in tc_conv_key.h's order (as
+ * TC_SQL_CONV_KEY_COLS selects it). */
+static void s_key_U32(PGresult *res, int r, int c, uint32_t *v)
+{
+    *v = (uint32_t)s_ll(res, r, c);
+}
+
+static void s_key_DTYPE(PGresult *res, int r, int c, Traincast__V1__DType *v)
+{
+    tc_dtype_parse(PQgetvalue(res, r, c), v);
+}
+
+static void s_key_LAYOUT(PGresult *res, int r, int c, Traincast__V1__Layout *v)
+{
+    tc_layout_parse(PQgetvalue(res, r, c), v);
+}
+
+static void s_key_BOOL(PGresult *res, int r, int c, protobuf_c_boolean *v)
+{
+    *v = PQgetvalue(res, r, c)[0] == 't';
+}
+
+static void s_conv_key(PGresult *res, int r, int col, Traincast__V1__ConvConfig *c)
+{
+#define X(x, y, name, kind, first) s_key_##kind(res, r, col++, &c->name);
+    TC_CONV_KEY(X, , )
+#undef X
+}
+
 /* "1.5,2,3" (array_to_string) into a pooled array. */
 static size_t s_doubles(s_pool_t *pool, const char *text, double **out)
 {
@@ -261,11 +290,10 @@ static int s_export_models(tc_store_t *s, const char *const *params, tc_store_en
                             1, idp);
         if (rc == 0)
             rc = tc_store_query(s, &convs, "reading a model's convs",
-                                "SELECT c.c, c.h, c.w, c.k, c.r, c.s, c.pad_h, c.pad_w, "
-                                "c.stride_h, c.stride_w, c.dilation_h, c.dilation_w, c.groups, "
-                                "c.dtype, c.layout, mc.multiplicity, mc.first_layer, c.bias FROM "
-                                "model_convs mc JOIN conv_configs c USING (config_id) WHERE "
-                                "mc.model_id = $1 ORDER BY mc.config_id, mc.first_layer",
+                                "SELECT " TC_SQL_CONV_KEY_COLS("c.") ", mc.multiplicity, "
+                                "mc.first_layer FROM model_convs mc JOIN conv_configs c USING "
+                                "(config_id) WHERE mc.model_id = $1 ORDER BY mc.config_id, "
+                                "mc.first_layer",
                                 1, idp);
         Traincast__V1__ModelGraph *g = s_alloc(&pool, sizeof *g);
         tc_envelope_t *env = s_alloc(&pool, sizeof *env);
@@ -309,18 +337,10 @@ static int s_export_models(tc_store_t *s, const char *const *params, tc_store_en
                 traincast__v1__conv_usage__init(u);
                 traincast__v1__conv_config__init(c);
                 int r = (int)i;
-                uint32_t *f[] = {&c->c,        &c->h,        &c->w,          &c->k,
-                                 &c->r,        &c->s,        &c->pad_h,      &c->pad_w,
-                                 &c->stride_h, &c->stride_w, &c->dilation_h, &c->dilation_w,
-                                 &c->groups};
-                for (int k = 0; k < 13; k++)
-                    *f[k] = (uint32_t)s_ll(convs, r, k);
-                tc_dtype_parse(PQgetvalue(convs, r, 13), &c->dtype);
-                tc_layout_parse(PQgetvalue(convs, r, 14), &c->layout);
+                s_conv_key(convs, r, 0, c);
                 u->config = c;
-                u->multiplicity = (uint32_t)s_ll(convs, r, 15);
-                u->first_layer = PQgetvalue(convs, r, 16)[0] == 't';
-                c->bias = PQgetvalue(convs, r, 17)[0] == 't';
+                u->multiplicity = (uint32_t)s_ll(convs, r, TC_CONV_KEY_FIELDS);
+                u->first_layer = PQgetvalue(convs, r, TC_CONV_KEY_FIELDS + 1)[0] == 't';
                 g->convs[i] = u;
             }
             s_model_msgid(g->model_id, g->source_sha256, msgid);
@@ -402,12 +422,11 @@ static int s_export_conv_message(tc_store_t *s, PGresult *msgs, int m, tc_store_
     PGresult *rows = NULL, *cands = NULL;
     int rc = tc_store_query(
         s, &rows, "reading a message's conv results",
-        "SELECT r.seq, c.c, c.h, c.w, c.k, c.r, c.s, c.pad_h, c.pad_w, c.stride_h, c.stride_w, "
-        "c.dilation_h, c.dilation_w, c.groups, c.dtype, c.layout, r.batch, r.direction, "
+        "SELECT r.seq, " TC_SQL_CONV_KEY_COLS("c.") ", r.batch, r.direction, "
         "r.policy, r.algo, r.algo_id, r.median_ms, r.min_ms, r.max_ms, r.stddev_ms, "
         "r.repetitions, r.workspace_bytes, " S_US("r.measured_at") ", "
         "array_to_string(r.samples_ms, ','), array_to_string(r.sample_offsets_us, ','), "
-        "r.result_id, c.bias, r.route, r.library_version, r.sm_clock_mhz, r.power_w FROM "
+        "r.result_id, r.route, r.library_version, r.sm_clock_mhz, r.power_w FROM "
         "conv_results r JOIN conv_configs c USING (config_id) WHERE "
         "r.message_id = $1 ORDER BY r.seq",
         1, idp);
@@ -435,37 +454,31 @@ static int s_export_conv_message(tc_store_t *s, PGresult *msgs, int m, tc_store_
                 break;
             traincast__v1__conv_result__init(x);
             traincast__v1__conv_config__init(c);
-            uint32_t *f[] = {&c->c,        &c->h,        &c->w,          &c->k,
-                             &c->r,        &c->s,        &c->pad_h,      &c->pad_w,
-                             &c->stride_h, &c->stride_w, &c->dilation_h, &c->dilation_w,
-                             &c->groups};
-            for (int k = 0; k < 13; k++)
-                *f[k] = (uint32_t)s_ll(rows, r, 1 + k);
-            tc_dtype_parse(PQgetvalue(rows, r, 14), &c->dtype);
-            tc_layout_parse(PQgetvalue(rows, r, 15), &c->layout);
-            c->n = (uint32_t)s_ll(rows, r, 16);
-            c->bias = PQgetvalue(rows, r, 31)[0] == 't';
-            x->route = s_str(&pool, s_v(rows, r, 32));
+            /* seq, the conv key, then the result's columns from B on. */
+            enum { B = 1 + TC_CONV_KEY_FIELDS };
+            s_conv_key(rows, r, 1, c);
+            c->n = (uint32_t)s_ll(rows, r, B);
+            x->route = s_str(&pool, s_v(rows, r, B + 15));
             /* The library version each result was measured with travels in
              * its message's device (they are one per message). */
-            if (i == 0 && s_v(rows, r, 33) && cr->device)
-                cr->device->library_version = s_str(&pool, s_v(rows, r, 33));
-            x->sm_clock_mhz = (uint32_t)s_ll(rows, r, 34);
-            x->power_w = s_d(rows, r, 35);
+            if (i == 0 && s_v(rows, r, B + 16) && cr->device)
+                cr->device->library_version = s_str(&pool, s_v(rows, r, B + 16));
+            x->sm_clock_mhz = (uint32_t)s_ll(rows, r, B + 17);
+            x->power_w = s_d(rows, r, B + 18);
             x->config = c;
-            tc_direction_parse(PQgetvalue(rows, r, 17), &x->direction);
-            tc_policy_parse(PQgetvalue(rows, r, 18), &x->policy);
-            x->algo = s_str(&pool, s_v(rows, r, 19));
-            x->algo_id = (int32_t)s_ll(rows, r, 20);
-            x->median_ms = s_d(rows, r, 21);
-            x->min_ms = s_d(rows, r, 22);
-            x->max_ms = s_d(rows, r, 23);
-            x->stddev_ms = s_d(rows, r, 24);
-            x->repetitions = (uint32_t)s_ll(rows, r, 25);
-            x->workspace_bytes = (uint64_t)s_ll(rows, r, 26);
-            x->measured_at_us = s_ll(rows, r, 27);
-            x->n_samples_ms = s_doubles(&pool, s_v(rows, r, 28), &x->samples_ms);
-            x->n_sample_offsets_us = s_ints(&pool, s_v(rows, r, 29), &x->sample_offsets_us);
+            tc_direction_parse(PQgetvalue(rows, r, B + 1), &x->direction);
+            tc_policy_parse(PQgetvalue(rows, r, B + 2), &x->policy);
+            x->algo = s_str(&pool, s_v(rows, r, B + 3));
+            x->algo_id = (int32_t)s_ll(rows, r, B + 4);
+            x->median_ms = s_d(rows, r, B + 5);
+            x->min_ms = s_d(rows, r, B + 6);
+            x->max_ms = s_d(rows, r, B + 7);
+            x->stddev_ms = s_d(rows, r, B + 8);
+            x->repetitions = (uint32_t)s_ll(rows, r, B + 9);
+            x->workspace_bytes = (uint64_t)s_ll(rows, r, B + 10);
+            x->measured_at_us = s_ll(rows, r, B + 11);
+            x->n_samples_ms = s_doubles(&pool, s_v(rows, r, B + 12), &x->samples_ms);
+            x->n_sample_offsets_us = s_ints(&pool, s_v(rows, r, B + 13), &x->sample_offsets_us);
             long long seq = s_ll(rows, r, 0);
             int first = cand;
             while (cand < n_cands && s_ll(cands, cand, 0) == seq)

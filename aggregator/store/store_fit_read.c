@@ -2,6 +2,8 @@
  * model features per device name, framework, policy and dtype. */
 #include "store_fit.h"
 #include "store_internal.h"
+
+#include "tc_conv_key.h"
 #include "store_model.h"
 
 #include "tc_cli.h"
@@ -44,11 +46,7 @@ _Static_assert(TC_FIT_RECENT == 5, "TC_SQL_CONV_STAT takes the 5 most recent ben
     "  JOIN conv_configs c ON c.config_id = mc.config_id "                                     \
     "  CROSS JOIN LATERAL unnest(CASE WHEN mc.first_layer "                                    \
     "    THEN $9::text[] ELSE $10::text[] END) AS dir(direction) "                              \
-    "  LEFT JOIN conv_configs bc ON bc.c = c.c AND bc.h = c.h AND bc.w = c.w AND bc.k = c.k "  \
-    "    AND bc.r = c.r AND bc.s = c.s AND bc.pad_h = c.pad_h AND bc.pad_w = c.pad_w "         \
-    "    AND bc.stride_h = c.stride_h AND bc.stride_w = c.stride_w "                           \
-    "    AND bc.dilation_h = c.dilation_h AND bc.dilation_w = c.dilation_w "                   \
-    "    AND bc.groups = c.groups AND bc.layout = c.layout AND bc.bias = c.bias "              \
+    "  LEFT JOIN conv_configs bc ON " TC_SQL_CONV_KEY_EQ_NOT_DTYPE("bc", "c")                 \
     "    AND bc.dtype = CASE WHEN $5 <> '' THEN $5 ELSE $4 END), "                             \
     "joined AS (SELECT n.*, l.median_ms FROM need n LEFT JOIN LATERAL "                        \
     TC_SQL_CONV_STAT("$1", "$8", "$6", "$11", "n.bench_config", "n.batch", "n.direction")     \

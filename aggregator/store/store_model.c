@@ -2,6 +2,8 @@
 #include "store_model.h"
 #include "store_internal.h"
 
+#include "tc_conv_key.h"
+
 #include "tc_error.h"
 #include "tc_wire.h"
 
@@ -101,21 +103,18 @@ int tc_store_conv_lookup(tc_store_t *s, const char *device, const char *policy,
     }
     tc_buf_t rows = {0};
     for (size_t i = 0; i < n; i++) {
-        const tc_conv_config_t *c = &items[i].config;
-        tc_buf_printf(&rows, "%zu\t%u\t%u\t%u\t%u\t%u\t%u\t%u\t%u\t%u\t%u\t%u\t%u\t%u\t%s\t%s\t%s\t%u\t%s\n",
-                      i, c->c, c->h, c->w, c->k, c->r, c->s, c->pad_h, c->pad_w, c->stride_h,
-                      c->stride_w, c->dilation_h, c->dilation_w, c->groups,
-                      tc_dtype_name(c->dtype), tc_layout_name(c->layout), c->bias ? "t" : "f",
-                      c->n, tc_direction_name(items[i].direction));
+        Traincast__V1__ConvConfig key = TRAINCAST__V1__CONV_CONFIG__INIT;
+        tc_conv_config_to_proto(&items[i].config, &key);
+        tc_copy_int(&rows, (long long)i, 0);
+        tc_copy_conv_key(&rows, &key);
+        tc_copy_int(&rows, items[i].config.n, 0);
+        tc_copy_text(&rows, tc_direction_name(items[i].direction), 1);
     }
     int rc = tc_store_begin(s);
     if (rc == 0)
         rc = tc_store_exec(s,
-                           "CREATE TEMP TABLE tc_lookup (idx integer, c integer, h integer, w "
-                           "integer, k integer, r integer, s integer, pad_h integer, pad_w "
-                           "integer, stride_h integer, stride_w integer, dilation_h integer, "
-                           "dilation_w integer, groups integer, dtype text, layout text, bias "
-                           "boolean, batch integer, direction text) ON COMMIT DROP",
+                           "CREATE TEMP TABLE tc_lookup (idx integer, " TC_SQL_CONV_KEY_DEFS
+                           ", batch integer, direction text) ON COMMIT DROP",
                            NULL, 0);
     if (rc == 0)
         rc = tc_store_copy(s, "staging conv lookups", "COPY tc_lookup FROM STDIN", &rows);
@@ -127,12 +126,7 @@ int tc_store_conv_lookup(tc_store_t *s, const char *device, const char *policy,
         rc = tc_store_query(
             s, &res, "looking up conv benchmarks",
             "SELECT q.idx, l.median_ms, l.stddev_ms FROM tc_lookup q "
-            "JOIN conv_configs cc ON cc.c = q.c AND cc.h = q.h AND cc.w = q.w AND cc.k = q.k "
-            "  AND cc.r = q.r AND cc.s = q.s AND cc.pad_h = q.pad_h AND cc.pad_w = q.pad_w "
-            "  AND cc.stride_h = q.stride_h AND cc.stride_w = q.stride_w "
-            "  AND cc.dilation_h = q.dilation_h AND cc.dilation_w = q.dilation_w "
-            "  AND cc.groups = q.groups AND cc.dtype = q.dtype AND cc.layout = q.layout "
-            "  AND cc.bias = q.bias "
+            "JOIN conv_configs cc ON " TC_SQL_CONV_KEY_EQ("cc", "q") " "
             "JOIN LATERAL " TC_SQL_CONV_STAT("$1", "$2", "$3", "$4", "cc.config_id", "q.batch",
                                              "q.direction") " l ON true",
             4, p);

@@ -12,19 +12,11 @@
 
 typedef Traincast__V1__Device device_t;
 
-#define CFG_COLS "c, h, w, k, r, s, pad_h, pad_w, stride_h, stride_w, dilation_h, dilation_w, " \
-                 "groups, dtype, layout, bias"
-#define CFG_COLS_DEF                                                                           \
-    "c integer, h integer, w integer, k integer, r integer, s integer, pad_h integer, "        \
-    "pad_w integer, stride_h integer, stride_w integer, dilation_h integer, dilation_w "       \
-    "integer, groups integer, dtype text, layout text, bias boolean"
-#define CFG_JOIN(a, b)                                                                         \
-    a ".c = " b ".c AND " a ".h = " b ".h AND " a ".w = " b ".w AND " a ".k = " b ".k AND " a  \
-    ".r = " b ".r AND " a ".s = " b ".s AND " a ".pad_h = " b ".pad_h AND " a ".pad_w = " b    \
-    ".pad_w AND " a ".stride_h = " b ".stride_h AND " a ".stride_w = " b ".stride_w AND " a    \
-    ".dilation_h = " b ".dilation_h AND " a ".dilation_w = " b ".dilation_w AND " a            \
-    ".groups = " b ".groups AND " a ".dtype = " b ".dtype AND " a ".layout = " b ".layout AND " \
-    a ".bias = " b ".bias"
+/* The conv key's columns, their definitions, and two rows with the same key
+ * (common/wire/tc_conv_key.h). */
+#define CFG_COLS TC_SQL_CONV_KEY_COLS("")
+#define CFG_COLS_DEF TC_SQL_CONV_KEY_DEFS
+#define CFG_JOIN(a, b) TC_SQL_CONV_KEY_EQ(a, b)
 
 /* Staging tables live for the connection and are emptied at each commit.
  * They are created outside any transaction (tc_store_begin calls this before

@@ -1,6 +1,8 @@
 /* Rows for COPY, without libpq (store_rows.h). */
 #include "store_rows.h"
 
+#include "tc_conv_key.h"
+
 #include <math.h>
 #include <stdio.h>
 #include <time.h>
@@ -89,17 +91,32 @@ void tc_copy_int_array(tc_buf_t *b, const long long *v, size_t n, int last)
     s_copy_sep(b, last);
 }
 
-static void s_copy_config(tc_buf_t *b, const Traincast__V1__ConvConfig *c)
+/* The conv key's columns of a staging row, in tc_conv_key.h's order. */
+static void s_copy_U32(tc_buf_t *b, uint32_t v)
 {
-    const uint32_t v[] = {c->c,        c->h,        c->w,          c->k,
-                          c->r,        c->s,        c->pad_h,      c->pad_w,
-                          c->stride_h, c->stride_w, c->dilation_h, c->dilation_w,
-                          c->groups};
-    for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
-        tc_copy_int(b, v[i], 0);
-    tc_copy_text(b, tc_dtype_name(c->dtype), 0);
-    tc_copy_text(b, tc_layout_name(c->layout), 0);
-    tc_copy_bool(b, c->bias, 0);
+    tc_copy_int(b, v, 0);
+}
+
+static void s_copy_DTYPE(tc_buf_t *b, Traincast__V1__DType v)
+{
+    tc_copy_text(b, tc_dtype_name(v), 0);
+}
+
+static void s_copy_LAYOUT(tc_buf_t *b, Traincast__V1__Layout v)
+{
+    tc_copy_text(b, tc_layout_name(v), 0);
+}
+
+static void s_copy_BOOL(tc_buf_t *b, protobuf_c_boolean v)
+{
+    tc_copy_bool(b, v, 0);
+}
+
+void tc_copy_conv_key(tc_buf_t *b, const Traincast__V1__ConvConfig *c)
+{
+#define X(x, y, name, kind, first) s_copy_##kind(b, c->name);
+    TC_CONV_KEY(X, , )
+#undef X
 }
 
 void tc_rows_conv_results(const Traincast__V1__ConvResults *cr, tc_buf_t *rows, tc_buf_t *cands)
@@ -107,7 +124,7 @@ void tc_rows_conv_results(const Traincast__V1__ConvResults *cr, tc_buf_t *rows, 
     for (size_t i = 0; i < cr->n_results; i++) {
         const Traincast__V1__ConvResult *r = cr->results[i];
         tc_copy_int(rows, (long long)i, 0);
-        s_copy_config(rows, r->config);
+        tc_copy_conv_key(rows, r->config);
         tc_copy_int(rows, r->config->n, 0);
         tc_copy_text(rows, tc_direction_name(r->direction), 0);
         tc_copy_text(rows, tc_policy_name(r->policy), 0);
@@ -161,7 +178,7 @@ void tc_rows_model_graph(const Traincast__V1__ModelGraph *g, tc_buf_t *layers, t
         tc_copy_int_array(layers, (const long long *)l->out_shape, l->n_out_shape, 1);
     }
     for (size_t i = 0; i < g->n_convs; i++) {
-        s_copy_config(convs, g->convs[i]->config);
+        tc_copy_conv_key(convs, g->convs[i]->config);
         tc_copy_bool(convs, g->convs[i]->first_layer, 0);
         tc_copy_int(convs, g->convs[i]->multiplicity, 1);
     }

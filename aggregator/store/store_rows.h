@@ -8,15 +8,16 @@
 #define TC_STORE_ROWS_H
 
 #include "tc_buf.h"
+#include "tc_conv_key.h"
 #include "tc_wire.h"
 
 #include <stddef.h>
 
 /* Columns of each row kind, for checks. */
-#define TC_ROWS_RESULT_COLS 34  /* tc_stage_results */
+#define TC_ROWS_RESULT_COLS (1 + TC_CONV_KEY_FIELDS + 17) /* tc_stage_results */
 #define TC_ROWS_CAND_COLS 7     /* tc_stage_cands */
 #define TC_ROWS_LAYER_COLS 10   /* model_layers */
-#define TC_ROWS_CONV_COLS 18    /* tc_stage_convs */
+#define TC_ROWS_CONV_COLS (TC_CONV_KEY_FIELDS + 2)       /* tc_stage_convs */
 #define TC_ROWS_ITER_COLS 6     /* trace_iterations */
 #define TC_ROWS_OP_COLS 3       /* trace_op_times */
 
@@ -29,6 +30,9 @@ void tc_copy_bool(tc_buf_t *b, int v, int last);
 void tc_copy_time_us(tc_buf_t *b, long long us, int last);
 void tc_copy_double_array(tc_buf_t *b, const double *v, size_t n, int last);
 void tc_copy_int_array(tc_buf_t *b, const long long *v, size_t n, int last);
+
+/* The conv key's columns (tc_conv_key.h), each followed by a tab. */
+void tc_copy_conv_key(tc_buf_t *b, const Traincast__V1__ConvConfig *c);
 
 /* Format a unix-microsecond time for a timestamptz parameter. */
 void tc_store_time_param(long long us, char *buf, size_t size);

@@ -69,16 +69,13 @@ int tc_conv_config_check(const tc_conv_config_t *c)
 
 int tc_conv_config_cmp(const tc_conv_config_t *a, const tc_conv_config_t *b)
 {
-    const uint32_t va[] = {a->n, a->c, a->h, a->w, a->k, a->r, a->s, a->pad_h, a->pad_w,
-                           a->stride_h, a->stride_w, a->dilation_h, a->dilation_w, a->groups,
-                           (uint32_t)a->dtype, (uint32_t)a->layout, (uint32_t)a->bias};
-    const uint32_t vb[] = {b->n, b->c, b->h, b->w, b->k, b->r, b->s, b->pad_h, b->pad_w,
-                           b->stride_h, b->stride_w, b->dilation_h, b->dilation_w, b->groups,
-                           (uint32_t)b->dtype, (uint32_t)b->layout, (uint32_t)b->bias};
-    for (size_t i = 0; i < sizeof va / sizeof va[0]; i++) {
-        if (va[i] != vb[i])
-            return va[i] < vb[i] ? -1 : 1;
-    }
+    if (a->n != b->n)
+        return a->n < b->n ? -1 : 1;
+#define X(x, y, name, kind, first)                                            \
+    if (a->name != b->name)                                                   \
+        return a->name < b->name ? -1 : 1;
+    TC_CONV_KEY(X, , )
+#undef X
     return 0;
 }
 
@@ -104,44 +101,47 @@ void tc_conv_config_label(const tc_conv_config_t *c, char *buf, size_t size)
              c->s, c->stride_h, c->pad_h, extra);
 }
 
+static void s_json_U32(tc_buf_t *b, uint32_t v)
+{
+    tc_buf_printf(b, "%u", v);
+}
+
+static void s_json_DTYPE(tc_buf_t *b, Traincast__V1__DType v)
+{
+    tc_buf_json_str(b, tc_dtype_name(v));
+}
+
+static void s_json_LAYOUT(tc_buf_t *b, Traincast__V1__Layout v)
+{
+    tc_buf_json_str(b, tc_layout_name(v));
+}
+
+static void s_json_BOOL(tc_buf_t *b, bool v)
+{
+    tc_buf_puts(b, v ? "true" : "false");
+}
+
+void tc_conv_key_json(tc_buf_t *b, const tc_conv_config_t *c)
+{
+#define X(x, y, name, kind, first)                                            \
+    tc_buf_puts(b, first ? "\"" #name "\":" : ",\"" #name "\":");             \
+    s_json_##kind(b, c->name);
+    TC_CONV_KEY(X, , )
+#undef X
+}
+
 void tc_conv_config_to_proto(const tc_conv_config_t *c, Traincast__V1__ConvConfig *out)
 {
     out->n = c->n;
-    out->c = c->c;
-    out->h = c->h;
-    out->w = c->w;
-    out->k = c->k;
-    out->r = c->r;
-    out->s = c->s;
-    out->pad_h = c->pad_h;
-    out->pad_w = c->pad_w;
-    out->stride_h = c->stride_h;
-    out->stride_w = c->stride_w;
-    out->dilation_h = c->dilation_h;
-    out->dilation_w = c->dilation_w;
-    out->groups = c->groups;
-    out->dtype = c->dtype;
-    out->layout = c->layout;
-    out->bias = c->bias;
+#define X(x, y, name, kind, first) out->name = c->name;
+    TC_CONV_KEY(X, , )
+#undef X
 }
 
 void tc_conv_config_from_proto(const Traincast__V1__ConvConfig *in, tc_conv_config_t *out)
 {
     out->n = in->n;
-    out->c = in->c;
-    out->h = in->h;
-    out->w = in->w;
-    out->k = in->k;
-    out->r = in->r;
-    out->s = in->s;
-    out->pad_h = in->pad_h;
-    out->pad_w = in->pad_w;
-    out->stride_h = in->stride_h;
-    out->stride_w = in->stride_w;
-    out->dilation_h = in->dilation_h;
-    out->dilation_w = in->dilation_w;
-    out->groups = in->groups;
-    out->dtype = in->dtype;
-    out->layout = in->layout;
-    out->bias = in->bias;
+#define X(x, y, name, kind, first) out->name = in->name;
+    TC_CONV_KEY(X, , )
+#undef X
 }

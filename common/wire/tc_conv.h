@@ -3,6 +3,8 @@
 #ifndef TC_CONV_H
 #define TC_CONV_H
 
+#include "tc_buf.h"
+#include "tc_conv_key.h"
 #include "traincast.pb-c.h"
 
 #include <stdbool.h>
@@ -10,16 +12,10 @@
 #include <stdint.h>
 
 typedef struct {
-    uint32_t n, c, h, w; /* input: batch, channels, height, width */
-    uint32_t k, r, s;    /* output channels, filter height, filter width */
-    uint32_t pad_h, pad_w;
-    uint32_t stride_h, stride_w;
-    uint32_t dilation_h, dilation_w;
-    uint32_t groups;
-    Traincast__V1__DType dtype;
-    Traincast__V1__Layout layout;
-    bool bias;           /* the layer adds a bias: timed with the conv (forward) and its
-                            gradient with backward-filter, as the framework runs them */
+    uint32_t n; /* the mini-batch; 0 where the config is listed without one */
+    /* c, h, w, k, r, s, pad_h, pad_w, stride_h, stride_w, dilation_h,
+     * dilation_w, groups, dtype, layout, bias: the conv key (tc_conv_key.h) */
+    TC_CONV_KEY(TC_CONV_MEMBER_, , )
 } tc_conv_config_t;
 
 /* A config with stride, dilation and groups 1, fp32, NCHW. */
@@ -37,12 +33,18 @@ uint64_t tc_conv_weight_count(const tc_conv_config_t *c);
 /* 0 if usable, else TC_EINVAL naming the problem. */
 int tc_conv_config_check(const tc_conv_config_t *c);
 
-/* Total order over all fields (for sorting and deduplication). */
+/* Total order over all fields, the batch first (for sorting and
+ * deduplication). */
 int tc_conv_config_cmp(const tc_conv_config_t *a, const tc_conv_config_t *b);
 
 /* A short readable label: "n32 c64 56x56 k64 3x3/1 p1" (+ " g32", " d2",
  * " +bias"). */
 void tc_conv_config_label(const tc_conv_config_t *c, char *buf, size_t size);
+
+/* The conv key as JSON object members, compact: "c":64,"h":56,...,
+ * "dtype":"fp32","layout":"nchw","bias":false (no braces; the batch is not
+ * part of it). */
+void tc_conv_key_json(tc_buf_t *b, const tc_conv_config_t *c);
 
 /* Conversion to and from the wire type. to_proto fills a caller-owned,
  * already-initialized message. */

@@ -1,6 +1,7 @@
 /* The PostgreSQL store against a real server (the ctest pg fixture). */
 #include "store.h"
 #include "store_server.h"
+#include "tc_conv_key.h"
 #include "tc_error.h"
 #include "tc_test.h"
 #include "tc_test_msg.h"
@@ -53,6 +54,26 @@ Test(store, migrate_twice_is_noop)
     cr_assert_eq(version, tc_store_binary_schema_version());
     cr_assert_eq(tc_store_check_schema(s_store), 0);
     cr_assert_eq(s_count("SELECT count(*) FROM schema_version"), version);
+}
+
+/* The conv key is defined once (tc_conv_key.h): the schema's UNIQUE key of
+ * conv_configs must be that list, in that order, or every join the store
+ * generates from it would miss or double rows. */
+Test(store, conv_configs_key_is_the_conv_key)
+{
+    char cols[512];
+    cr_assert_eq(tc_store_exec(s_store,
+                               "SELECT string_agg(a.attname, ', ' ORDER BY k.ord) FROM "
+                               "pg_constraint con CROSS JOIN LATERAL unnest(con.conkey) WITH "
+                               "ORDINALITY AS k(attnum, ord) JOIN pg_attribute a ON a.attrelid "
+                               "= con.conrelid AND a.attnum = k.attnum WHERE con.conrelid = "
+                               "'conv_configs'::regclass AND con.contype = 'u'",
+                               cols, sizeof cols),
+                 0, "%s", tc_errmsg());
+    cr_assert_str_eq(cols, TC_SQL_CONV_KEY_COLS(""));
+    cr_assert_eq(s_count("SELECT count(*) FROM information_schema.columns WHERE table_name = "
+                         "'conv_configs' AND column_name <> 'config_id'"),
+                 TC_CONV_KEY_FIELDS, "conv_configs has a column the key does not name");
 }
 
 Test(store, newer_database_is_refused)

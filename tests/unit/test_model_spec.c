@@ -173,7 +173,7 @@ Test(cli, describe_json_and_torchvision_spec, .timeout = 60)
     cr_expect(strstr(out, "\"model_id\":\"torchvision:mobilenet_v3_small@224\""), "%.300s", out);
     cr_expect(strstr(out, "\"params\":2542856"));
     cr_expect(strstr(out, "\"batch\":4"));
-    cr_expect(strstr(out, "\"convs\":[{\"config\":{\"c\":3,\"h\":224"), "%.300s", out);
+    cr_expect(strstr(out, "\"convs\":[{\"config\":{\"c\":3,\"h\":224,"), "%.300s", out);
     cr_expect(strstr(out, "\"hardswish\"") == NULL);
     cr_expect(strstr(out, "\"act\":{\"layers\":"));
     cr_expect_eq(out[strlen(out) - 2], '}');
