@@ -20,15 +20,26 @@ static double s_now_s(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-/* Wrap one result in an envelope, check it and hand it to the sink. */
-static int s_emit(const tc_bench_sink_t *sink, Traincast__V1__Device *dev, const char *backend,
-                  Traincast__V1__ConvResult *r, const char *agent_id)
+/* Measured results not yet handed to the sink. */
+typedef struct {
+    Traincast__V1__ConvResult *r[TC_BENCH_BATCH_RESULTS];
+    size_t n;
+    double first_s; /* when the first of them was measured */
+} s_batch_t;
+
+/* Wrap the batch in one envelope, check it and hand it to the sink,
+ * counting its results in *written; the batch is empty afterwards whatever
+ * happened. */
+static int s_flush(s_batch_t *batch, const tc_bench_sink_t *sink, Traincast__V1__Device *dev,
+                   const char *backend, const char *agent_id, size_t *written)
 {
+    if (!batch->n)
+        return 0;
     Traincast__V1__ConvResults cr = TRAINCAST__V1__CONV_RESULTS__INIT;
     cr.device = dev;
     cr.backend = (char *)backend;
-    cr.n_results = 1;
-    cr.results = &r;
+    cr.n_results = batch->n;
+    cr.results = batch->r;
     tc_envelope_t env = TRAINCAST__V1__ENVELOPE__INIT;
     env.body_case = TRAINCAST__V1__ENVELOPE__BODY_CONV_RESULTS;
     env.conv_results = &cr;
@@ -36,8 +47,15 @@ static int s_emit(const tc_bench_sink_t *sink, Traincast__V1__Device *dev, const
     tc_envelope_stamp(&env, agent_id, id);
     int rc = tc_validate_envelope(&env);
     if (rc < 0)
-        return tc_err_context(rc, "refusing to write an invalid result");
-    return sink->emit(&env, sink->arg);
+        rc = tc_err_context(rc, "refusing to write an invalid result");
+    else
+        rc = sink->emit(&env, sink->arg);
+    if (rc == 0)
+        *written += batch->n;
+    for (size_t i = 0; i < batch->n; i++)
+        tc_conv_result_proto_free(&batch->r[i]);
+    batch->n = 0;
+    return rc;
 }
 
 /* One measured item as a JSON line (agent bench --json). */
@@ -75,7 +93,11 @@ int tc_bench_run_sink(tc_device_t *dev, const tc_bench_item_t *items, size_t n_i
     int rc = 0;
     double t0 = s_now_s();
     memset(rep, 0, sizeof *rep);
+    s_batch_t *batch = calloc(1, sizeof *batch);
+    if (!batch)
+        return tc_fail(TC_ENOMEM, "out of memory");
     Traincast__V1__Device d = TRAINCAST__V1__DEVICE__INIT;
+    const char *backend = tc_device_library(dev);
     TC_TRY(tc_device_describe(dev, &d));
     for (size_t i = 0; i < n_items; i++) {
         if (sink->cancelled && sink->cancelled(sink->arg))
@@ -93,6 +115,7 @@ int tc_bench_run_sink(tc_device_t *dev, const tc_bench_item_t *items, size_t n_i
                                .seed = o->seed};
         tc_conv_outcome_t out;
         Traincast__V1__ConvResult *r = NULL;
+        double item_t0 = s_now_s();
         int brc = tc_conv_bench(dev, &spec, &o->measure, &out);
         if (brc == 0)
             brc = tc_conv_outcome_to_proto(&out, &r);
@@ -100,23 +123,33 @@ int tc_bench_run_sink(tc_device_t *dev, const tc_bench_item_t *items, size_t n_i
             tc_log_warn("%s: %s", item, tc_errmsg());
             rep->failed++;
             tc_conv_outcome_free(&out);
-            continue;
+        } else {
+            if (o->json)
+                s_json_item(o->json, &out);
+            rep->measured_ms += out.samples.stats.median;
+            rep->repetitions += out.samples.n;
+            rep->converged += out.samples.stop == TC_STOP_CONVERGED;
+            tc_conv_outcome_free(&out);
+            if (!batch->n)
+                batch->first_s = s_now_s();
+            batch->r[batch->n++] = r;
         }
-        if (o->json)
-            s_json_item(o->json, &out);
-        rep->measured_ms += out.samples.stats.median;
-        rep->repetitions += out.samples.n;
-        rep->converged += out.samples.stop == TC_STOP_CONVERGED;
-        tc_conv_outcome_free(&out);
-        rc = s_emit(sink, &d, tc_device_library(dev), r, o->agent_id);
-        tc_conv_result_proto_free(&r);
-        if (rc < 0)
-            goto err;
-        rep->measured++;
+        /* Send when full, or when the next item, if it takes as long as this
+         * one did, would hold the first result back past the bound (a slow
+         * stream goes out item by item). */
+        double now = s_now_s();
+        if (batch->n == TC_BENCH_BATCH_RESULTS ||
+            (batch->n && (now - batch->first_s + now - item_t0) * 1000.0 >= TC_BENCH_BATCH_MS))
+            TC_TRY(s_flush(batch, sink, &d, backend, o->agent_id, &rep->measured));
     }
+    TC_TRY(s_flush(batch, sink, &d, backend, o->agent_id, &rep->measured));
     if (sink->progress)
         sink->progress(n_items, n_items, NULL, sink->arg);
 err:
+    /* Stopped (cancelled): what was measured still goes out. */
+    if (batch->n)
+        (void)s_flush(batch, sink, &d, backend, o->agent_id, &rep->measured);
+    free(batch);
     rep->elapsed_s = s_now_s() - t0;
     return rc;
 }

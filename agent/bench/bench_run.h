@@ -1,7 +1,11 @@
-/* Running a work list from the planner on one device: one ConvResults
- * envelope per measured item, handed to a sink as it is measured (the job
- * handlers spool it), or appended to a result file (crash-safe, so an
- * interrupted run resumes where it stopped). Backend-independent: the
+/* Running a work list from the planner on one device: measured items go
+ * out in ConvResults envelopes of up to TC_BENCH_BATCH_RESULTS results, one
+ * sent at the latest TC_BENCH_BATCH_MS after its first result was
+ * measured, so a slow stream is not held back (the aggregator stores a
+ * message's results with one COPY). Each is handed to a sink (the job
+ * handlers spool it) or appended to a result file (crash-safe, so an
+ * interrupted run resumes where it stopped: what a crash loses is at most
+ * the unsent batch, measured again on resume). Backend-independent: the
  * device layer runs the items. */
 #ifndef TC_BENCH_RUN_H
 #define TC_BENCH_RUN_H
@@ -11,6 +15,9 @@
 #include "planner.h"
 
 #include <stdio.h>
+
+#define TC_BENCH_BATCH_RESULTS 256u
+#define TC_BENCH_BATCH_MS 500u
 
 /* The largest peak memory of the training traces of one batch size. */
 typedef struct {
@@ -43,9 +50,9 @@ typedef struct {
 } tc_bench_report_t;
 
 typedef struct {
-    /* Each measured item as a stamped, validated ConvResults envelope (owned
-     * by the runner; valid during the call). Returning < 0 stops the run
-     * with that code. */
+    /* A batch of measured items as a stamped, validated ConvResults
+     * envelope (owned by the runner; valid during the call). Returning < 0
+     * stops the run with that code. */
     int (*emit)(tc_envelope_t *env, void *arg);
     /* Before each item: `done` of `total` items are finished and `what`
      * names the next one; at the end done == total and what is NULL. May
@@ -56,9 +63,10 @@ typedef struct {
     void *arg;
 } tc_bench_sink_t;
 
-/* Measure every item and hand its result to the sink. An item that fails
- * is logged and skipped (a later run retries it); an error of the sink
- * stops the run; what was emitted before stays emitted. */
+/* Measure every item and hand its results to the sink in batches. An item
+ * that fails is logged and skipped (a later run retries it); an error of
+ * the sink stops the run; what was emitted before stays emitted, and a
+ * stop or cancellation first emits what was measured. */
 int tc_bench_run_sink(tc_device_t *dev, const tc_bench_item_t *items, size_t n_items,
                       const tc_bench_run_opts_t *o, const tc_bench_sink_t *sink,
                       tc_bench_report_t *rep);

@@ -287,7 +287,9 @@ int tc_validate_conv_results(const Traincast__V1__ConvResults *r, const char *pa
     CHECK(s_name(path, "backend", r->backend, 0));
     if (r->n_results == 0)
         return s_bad(path, "results", "must not be empty");
-    CHECK(s_count(path, "results", r->n_results));
+    if (r->n_results > TC_MAX_RESULTS_PER_MESSAGE)
+        return s_bad(path, "results", "has %zu results, more than the limit of %u per message",
+                     r->n_results, TC_MAX_RESULTS_PER_MESSAGE);
     for (size_t i = 0; i < r->n_results; i++) {
         snprintf(sub, sizeof sub, "%s.results[%zu]", path, i);
         if (!r->results[i])

@@ -41,6 +41,7 @@
 #define TC_MAX_OFFSET_US 604800000000ll  /* a sample's start after the first: 7 days */
 #define TC_MIN_TIME_US 946684800000000ll  /* unix times: 2000-01-01 .. */
 #define TC_MAX_TIME_US 4102444800000000ll /* .. 2100-01-01 (or 0: unknown) */
+#define TC_MAX_RESULTS_PER_MESSAGE 1024u /* conv results in one ConvResults message */
 #define TC_MAX_COUNT 2147483647u  /* counters stored as SQL integer */
 #define TC_MAX_UPTIME_S 3153600000ull /* 100 years */
 #define TC_MAX_JOB_ID_LEN 64

@@ -137,6 +137,17 @@ Test(validate, integers_that_would_wrap_in_sql, .timeout = 10)
     s_refused(env, "train_trace.graph.convs[0].multiplicity", NULL);
 }
 
+/* Several results per message, up to a limit the refusal names. */
+Test(validate, results_per_message, .timeout = 10)
+{
+    tc_envelope_t *env = tc_test_envelope("agent-1");
+    env->body_case = TRAINCAST__V1__ENVELOPE__BODY_CONV_RESULTS;
+    env->conv_results = tc_test_conv_results("uuid-v", TC_MAX_RESULTS_PER_MESSAGE);
+    cr_assert_eq(tc_validate_envelope(env), 0, "%s", tc_errmsg());
+    env->conv_results = tc_test_conv_results("uuid-v", TC_MAX_RESULTS_PER_MESSAGE + 1);
+    s_refused(env, "conv_results.results", "more than the limit of 1024 per message");
+}
+
 Test(validate, times_and_doubles, .timeout = 10)
 {
     tc_envelope_t *env = s_conv();
