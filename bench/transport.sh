@@ -1,15 +1,17 @@
 #!/usr/bin/env bash
-# bench/transport.sh [--messages N] [--rounds R] [--serve "ARGS;ARGS..."] [--out FILE]
+# bench/transport.sh [--messages N] [--per-message K] [--rounds R] [--serve "ARGS;ARGS..."]
+#                    [--out FILE]
 #
 # End-to-end throughput of conv results, agent -> ZeroMQ (CURVE) -> aggregator
 # -> PostgreSQL, against a raw COPY of the same rows into the same database.
 #
 # Each round, for every aggregator configuration given with --serve (default:
 # the defaults, then --batch 1 to show what batching buys):
-#   A  `agent push` of a fresh result file of N ConvResults messages (one
-#      result each, as `agent bench` writes them): spooling, sending, storing
-#      and acknowledging, timed from start to exit (the exit comes after the
-#      last acknowledgement, so after the last commit);
+#   A  `agent push` of a fresh result file of N ConvResults messages of K
+#      results each (default 256, as `agent bench` sends a fast stream):
+#      spooling, sending, storing and acknowledging, timed from start to
+#      exit (the exit comes after the last acknowledgement, so after the
+#      last commit);
 #   B  the rows that A stored (conv_results and conv_algo_timings), exported
 #      beforehand, loaded with one COPY each in one transaction into copies
 #      of the two tables with the same columns, indexes and constraints
@@ -23,7 +25,8 @@ set -euo pipefail
 
 repo=$(cd "$(dirname "$0")/.." && pwd)
 build=${TRAINCAST_BUILD_DIR:-$repo/build}
-messages=2000
+messages=80
+per_message=256
 rounds=3
 serve_configs="default;--batch 1"
 out=$repo/docs/transport-benchmark.md
@@ -31,10 +34,11 @@ out=$repo/docs/transport-benchmark.md
 while [ $# -gt 0 ]; do
     case "$1" in
     --messages) messages=$2; shift 2 ;;
+    --per-message) per_message=$2; shift 2 ;;
     --rounds) rounds=$2; shift 2 ;;
     --serve) serve_configs=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
-    -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
     *) echo "bench/transport.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
     esac
 done
@@ -98,6 +102,7 @@ stop_server() {
 }
 
 IFS=';' read -r -a configs <<<"$serve_configs"
+total=$((messages * per_message))
 results=$run/results.tsv
 : >"$results"
 cols="message_id, seq, device_id, config_id, batch, direction, policy, backend, algo, algo_id,
@@ -110,7 +115,8 @@ for r in $(seq "$rounds"); do
         cfg=${configs[$c]}
         uuid=bench-r$r-c$c
         file=$run/results-$uuid.bin
-        "$gen" --out "$file" --messages "$messages" --agent bench --device bench-cpu --uuid "$uuid"
+        "$gen" --out "$file" --messages "$messages" --results "$per_message" --agent bench \
+            --device bench-cpu --uuid "$uuid"
         start_server "$cfg"
         t0=$(now)
         "$agent" push --aggregator "$endpoint" --state "$run/agent" --timeout 0 "$file" \
@@ -118,7 +124,7 @@ for r in $(seq "$rounds"); do
         t1=$(now)
         stop_server
         stored=$(psql -X -tA "$dsn" -c "SELECT count(*) FROM conv_results r JOIN devices d USING (device_id) WHERE d.uuid = '$uuid'")
-        [ "$stored" = "$messages" ] || { log "round $r: stored $stored of $messages"; exit 1; }
+        [ "$stored" = "$total" ] || { log "round $r: stored $stored of $total"; exit 1; }
         e2e=$(echo "$t1 - $t0" | bc -l)
 
         # B: the same rows, raw COPY (exported first, untimed).
@@ -129,7 +135,7 @@ for r in $(seq "$rounds"); do
             -c "\\copy bench_copy_timings FROM '$run/timings.copy'"
         t1=$(now)
         copy=$(echo "$t1 - $t0" | bc -l)
-        printf '%s\t%s\t%s\t%s\t%s\n' "$r" "$cfg" "$messages" "$e2e" "$copy" >>"$results"
+        printf '%s\t%s\t%s\t%s\t%s\n' "$r" "$cfg" "$total" "$e2e" "$copy" >>"$results"
         log "round $r, aggregator '$cfg': end to end $(printf %.2f "$e2e") s, COPY $(printf %.3f "$copy") s"
         rm -f "$file"
     done
@@ -147,14 +153,15 @@ fs=$(df -T "$run" | awk 'NR == 2 {print $2}')
     echo "Written by \`bench/transport.sh\` (run it to replace this file). End-to-end conv results stored"
     echo "per second through agent -> ZeroMQ (CURVE) -> aggregator -> PostgreSQL, against a raw COPY of"
     echo "the same rows into the same database, interleaved A B A B in one run; each round's ratio is"
-    echo "COPY rate / end-to-end rate. One conv result per message, as \`agent bench\` writes them."
+    echo "COPY rate / end-to-end rate. $per_message conv results per message (\`agent bench\` sends up to"
+    echo "256 per message, or what it measured within 0.5 s)."
     echo
     echo "## Machine"
     echo
     echo "- $(date -u '+%Y-%m-%d %H:%M UTC'); $(nproc) logical CPUs ($cpu), $mem, $(uname -sr), $fs disk"
     echo "- PostgreSQL $pgver (deploy/pg-local.sh defaults: fsync and synchronous_commit on)"
     echo "- load average before: $load_before; after: $load_after (a shared machine: expect noise)"
-    echo "- $messages messages per round, $rounds rounds"
+    echo "- $messages messages of $per_message results ($total results) per round, $rounds rounds"
     echo
     echo "## Rounds"
     echo

@@ -122,8 +122,8 @@ run_collection() {
 }
 run_transport() {
     if [ "$quick" -eq 1 ]; then
-        cmd="bench/transport.sh --messages 300 --rounds 2"
-        bench/transport.sh --messages 300 --rounds 2 --out "$work/transport.md" >/dev/null
+        cmd="bench/transport.sh --messages 10 --rounds 2"
+        bench/transport.sh --messages 10 --rounds 2 --out "$work/transport.md" >/dev/null
     else
         cmd="bench/transport.sh (docs/transport-benchmark.md)"
         bench/transport.sh --out docs/transport-benchmark.md >/dev/null

@@ -1,4 +1,4 @@
-#include "link.h"
+#include "link_internal.h"
 
 #include "tc_error.h"
 #include "tc_log.h"
@@ -15,66 +15,12 @@
 #define S_DEFAULT_HEARTBEAT_MS 5000u
 #define S_DEFAULT_ACK_TIMEOUT_MS 10000u
 #define S_DEFAULT_MAX_BACKOFF_MS 60000u
-#define S_RETRY_SOON_MS 100
-
-typedef struct {
-    char id[TC_MSGID_LEN + 1];
-    int64_t due_ms;     /* when to send (again) */
-    int64_t backoff_ms; /* wait after the next send */
-    unsigned sends;
-    int64_t first_sent_us, first_sent_wall_us; /* monotonic and epoch; for the ack log */
-} s_flight_t;
-
-struct tc_link {
-    tc_link_opts_t opts;
-    char *endpoint;
-    char *agent_id;
-    char server_key[TC_KEY_Z85_LEN + 1];
-    tc_keypair_t keys;
-    tc_spool_t *spool;
-    void *ctx;
-    void *sock;
-    void *mon;
-    unsigned generation; /* sockets created so far (monitor endpoint names) */
-
-    s_flight_t *flight; /* opts.window entries */
-    size_t n_flight;
-
-    uint8_t *hello_body; /* packed Hello */
-    size_t hello_len;
-    char hello_id[TC_MSGID_LEN + 1];
-    bool hello_pending;
-    int64_t hello_due_ms, hello_backoff_ms;
-
-    char running_job[72]; /* reported in heartbeats */
-    int64_t started_ms, last_rx_ms, last_hb_ms;
-    bool warned_refused;
-    tc_link_stats_t stats;
-    FILE *ack_log; /* TRAINCAST_ACK_LOG, or NULL */
-};
 
 int64_t tc_link_now_ms(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static int64_t s_clock_us(clockid_t clock)
-{
-    struct timespec ts;
-    clock_gettime(clock, &ts);
-    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
-
-/* One line of the ack log (link.h) for a message that was sent. */
-static void s_ack_log(tc_link_t *self, const s_flight_t *f, const char *outcome)
-{
-    if (!self->ack_log || !f || !f->sends)
-        return;
-    fprintf(self->ack_log, "%s\t%lld\t%lld\t%lld\t%u\t%s\n", f->id,
-            (long long)f->first_sent_wall_us, (long long)s_clock_us(CLOCK_REALTIME),
-            (long long)(s_clock_us(CLOCK_MONOTONIC) - f->first_sent_us), f->sends, outcome);
 }
 
 static void s_close_socket(tc_link_t *self)
@@ -88,6 +34,7 @@ static void s_close_socket(tc_link_t *self)
         zmq_close(self->mon);
         self->mon = NULL;
     }
+    self->peers_up = 0;
     self->stats.connected = false;
 }
 
@@ -127,10 +74,14 @@ static int s_open_socket(tc_link_t *self)
         goto err;
     }
     TC_ZMQ_TRY(zmq_connect(self->mon, mon_ep));
-    if (zmq_connect(self->sock, self->endpoint) != 0) {
-        rc = tc_fail(TC_EUSAGE, "cannot connect to '%s': %s (expected tcp://HOST:PORT)",
-                     self->endpoint, zmq_strerror(zmq_errno()));
-        goto err;
+    /* Several endpoints: the DEALER sends to each connected one in turn, and
+     * a message whose answer does not come is sent again to any. */
+    for (size_t i = 0; i < self->n_endpoints; i++) {
+        if (zmq_connect(self->sock, self->endpoints[i]) != 0) {
+            rc = tc_fail(TC_EUSAGE, "cannot connect to '%s': %s (expected tcp://HOST:PORT)",
+                         self->endpoints[i], zmq_strerror(zmq_errno()));
+            goto err;
+        }
     }
     return 0;
 err:
@@ -148,6 +99,40 @@ int tc_link_set_hello(tc_link_t *self, const Traincast__V1__Hello *hello)
     free(self->hello_body);
     self->hello_body = b;
     self->hello_len = n;
+    return 0;
+}
+
+/* self->endpoint: one endpoint, or several separated by commas (several
+ * `aggregator serve` processes on one database). */
+static int s_split_endpoints(tc_link_t *self)
+{
+    size_t n = 1;
+    for (const char *p = self->endpoint; *p; p++)
+        n += *p == ',';
+    if (n > TC_LINK_MAX_ENDPOINTS)
+        return tc_fail(TC_EUSAGE, "--aggregator names %zu endpoints; at most %d", n,
+                       TC_LINK_MAX_ENDPOINTS);
+    self->endpoints = calloc(n, sizeof *self->endpoints);
+    if (!self->endpoints)
+        return tc_fail(TC_ENOMEM, "out of memory");
+    const char *p = self->endpoint;
+    for (size_t i = 0; i < n; i++) {
+        const char *end = strchr(p, ',');
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        while (len && (*p == ' ' || *p == '\t'))
+            p++, len--;
+        while (len && (p[len - 1] == ' ' || p[len - 1] == '\t'))
+            len--;
+        if (!len)
+            return tc_fail(TC_EUSAGE, "--aggregator '%s': an empty endpoint (expected "
+                                      "tcp://HOST:PORT[,tcp://HOST:PORT...])",
+                           self->endpoint);
+        self->endpoints[i] = strndup(p, len);
+        if (!self->endpoints[i])
+            return tc_fail(TC_ENOMEM, "out of memory");
+        self->n_endpoints = i + 1;
+        p = end ? end + 1 : p + len;
+    }
     return 0;
 }
 
@@ -187,6 +172,7 @@ int tc_link_new(const tc_link_opts_t *opts, tc_spool_t *spool, tc_link_t **out)
     self->flight = calloc(self->opts.window, sizeof *self->flight);
     if (!self->endpoint || !self->agent_id || !self->flight)
         TC_FAIL_GOTO(TC_ENOMEM, "out of memory");
+    TC_TRY(s_split_endpoints(self));
     if (!opts->insecure) {
         self->keys = *opts->keys;
         snprintf(self->server_key, sizeof self->server_key, "%s", opts->server_key);
@@ -225,6 +211,9 @@ void tc_link_destroy(tc_link_t **self_p)
         fclose(self->ack_log);
     free(self->hello_body);
     free(self->flight);
+    for (size_t i = 0; i < self->n_endpoints; i++)
+        free(self->endpoints[i]);
+    free(self->endpoints);
     free(self->endpoint);
     free(self->agent_id);
     free(self);
@@ -243,192 +232,62 @@ void tc_link_stats(tc_link_t *self, tc_link_stats_t *out)
     out->spooled = tc_spool_count(self->spool);
 }
 
-/* ---- sending ---- */
+/* ---- connection events ---- */
 
-/* Send bytes as one frame. Returns 1 sent, 0 not now (try later), <0 error. */
-static int s_send_frame(tc_link_t *self, const uint8_t *buf, size_t len)
+/* Index of `addr` among the connected aggregators, or -1. */
+static int s_up_index(const tc_link_t *self, const char *addr)
 {
-    if (!self->sock || !self->stats.connected)
-        return 0;
-    if (zmq_send(self->sock, buf, len, ZMQ_DONTWAIT) >= 0) {
-        self->stats.sent++;
-        return 1;
-    }
-    int e = zmq_errno();
-    if (e == EAGAIN || e == EINTR)
-        return 0;
-    return tc_zmq_fail("zmq_send", __FILE__, __LINE__);
+    for (size_t i = 0; i < self->peers_up; i++)
+        if (strcmp(self->up[i], addr) == 0)
+            return (int)i;
+    return -1;
 }
 
-static int s_send_control(tc_link_t *self, tc_envelope_t *env, char id[TC_MSGID_LEN + 1])
-{
-    tc_envelope_stamp(env, self->agent_id, id);
-    uint8_t *buf = NULL;
-    size_t len = 0;
-    int rc = tc_envelope_pack(env, &buf, &len);
-    if (rc == 0)
-        rc = s_send_frame(self, buf, len);
-    free(buf);
-    return rc;
-}
-
-static int s_send_hello(tc_link_t *self)
-{
-    Traincast__V1__Hello *h = traincast__v1__hello__unpack(NULL, self->hello_len, self->hello_body);
-    if (!h)
-        return tc_fail(TC_ELIB, "internal: cannot unpack this agent's own Hello");
-    tc_envelope_t env = TRAINCAST__V1__ENVELOPE__INIT;
-    env.body_case = TRAINCAST__V1__ENVELOPE__BODY_HELLO;
-    env.hello = h;
-    int rc = s_send_control(self, &env, self->hello_id);
-    traincast__v1__hello__free_unpacked(h, NULL);
-    return rc;
-}
-
-static int s_send_heartbeat(tc_link_t *self)
-{
-    Traincast__V1__Heartbeat hb = TRAINCAST__V1__HEARTBEAT__INIT;
-    size_t backlog = tc_spool_count(self->spool);
-    hb.spool_backlog = backlog > UINT32_MAX ? UINT32_MAX : (uint32_t)backlog;
-    hb.uptime_s = (uint64_t)((tc_link_now_ms() - self->started_ms) / 1000);
-    hb.running_job_id = self->running_job;
-    tc_envelope_t env = TRAINCAST__V1__ENVELOPE__INIT;
-    env.body_case = TRAINCAST__V1__ENVELOPE__BODY_HEARTBEAT;
-    env.heartbeat = &hb;
-    char id[TC_MSGID_LEN + 1];
-    return s_send_control(self, &env, id);
-}
-
-static s_flight_t *s_flight_find(tc_link_t *self, const char *id)
-{
-    for (size_t i = 0; i < self->n_flight; i++) {
-        if (!strcmp(self->flight[i].id, id))
-            return &self->flight[i];
-    }
-    return NULL;
-}
-
-static void s_flight_drop(tc_link_t *self, const char *id)
-{
-    s_flight_t *f = s_flight_find(self, id);
-    if (!f)
-        return;
-    *f = self->flight[--self->n_flight];
-}
-
-/* Send one spooled message. Returns 1 sent, 0 later, <0 error. A message
- * that cannot be read is rejected locally. */
-static int s_send_spooled(tc_link_t *self, s_flight_t *f, int64_t now)
-{
-    uint8_t *buf = NULL;
-    size_t len = 0;
-    int rc = tc_spool_read(self->spool, f->id, &buf, &len);
-    if (rc == TC_ENOTFOUND) {
-        s_flight_drop(self, f->id);
-        return 0;
-    }
-    if (rc == 0 && len > self->opts.max_message_bytes)
-        rc = tc_fail(TC_ELIMIT, "%zu bytes, more than the %zu byte message limit", len,
-                     self->opts.max_message_bytes);
-    if (rc < 0) {
-        char id[TC_MSGID_LEN + 1];
-        memcpy(id, f->id, sizeof id);
-        tc_log_error("spool: message %s cannot be sent (%s); moving it to %s/rejected", id,
-                     tc_errmsg(), tc_spool_dir(self->spool));
-        tc_spool_reject(self->spool, id, tc_errmsg());
-        s_flight_drop(self, id);
-        self->stats.rejected++;
-        return 0;
-    }
-    rc = s_send_frame(self, buf, len);
-    free(buf);
-    if (rc == 1) {
-        if (f->sends == 0) {
-            f->first_sent_us = s_clock_us(CLOCK_MONOTONIC);
-            f->first_sent_wall_us = s_clock_us(CLOCK_REALTIME);
-        }
-        f->sends++;
-        f->due_ms = now + f->backoff_ms;
-        if (f->sends > 1)
-            tc_log_debug("resent %s (attempt %u); next try in %lld ms", f->id, f->sends,
-                         (long long)f->backoff_ms);
-        f->backoff_ms *= 2;
-        if (f->backoff_ms > self->opts.max_backoff_ms)
-            f->backoff_ms = self->opts.max_backoff_ms;
-    } else if (rc == 0) {
-        f->due_ms = now + S_RETRY_SOON_MS;
-    }
-    return rc;
-}
-
-static int s_pump(tc_link_t *self)
-{
-    if (!self->stats.connected)
-        return 0;
-    int64_t now = tc_link_now_ms();
-    int rc = 0;
-    if (self->hello_pending && self->hello_due_ms <= now) {
-        rc = s_send_hello(self);
-        if (rc < 0)
-            return rc;
-        self->hello_due_ms = now + (rc == 1 ? self->hello_backoff_ms : S_RETRY_SOON_MS);
-        if (rc == 1 && self->hello_backoff_ms < self->opts.max_backoff_ms)
-            self->hello_backoff_ms *= 2;
-    }
-    /* Due resends first, then new messages while the window has room. */
-    for (size_t i = 0; i < self->n_flight; i++) {
-        if (self->flight[i].due_ms <= now) {
-            size_t before = self->n_flight;
-            rc = s_send_spooled(self, &self->flight[i], now);
-            if (rc < 0)
-                return rc;
-            if (self->n_flight < before)
-                i--; /* entry i was replaced by the last one */
-        }
-    }
-    size_t room = self->opts.window - self->n_flight;
-    if (room == 0)
-        return 0;
-    size_t want = self->n_flight + room;
-    char(*ids)[TC_MSGID_LEN + 1] = malloc(want * sizeof *ids);
-    if (!ids)
-        return tc_fail(TC_ENOMEM, "out of memory");
-    size_t n = tc_spool_oldest(self->spool, ids, want);
-    for (size_t i = 0; i < n && self->n_flight < self->opts.window; i++) {
-        if (s_flight_find(self, ids[i]))
-            continue;
-        s_flight_t *f = &self->flight[self->n_flight++];
-        memcpy(f->id, ids[i], sizeof f->id);
-        f->sends = 0;
-        f->backoff_ms = self->opts.ack_timeout_ms;
-        rc = s_send_spooled(self, f, now);
-        if (rc < 0)
-            break;
-        if (rc == 0)
-            break; /* socket full: the rest waits */
-    }
-    free(ids);
-    return rc < 0 ? rc : 0;
-}
-
-/* ---- receiving ---- */
-
-static void s_on_connected(tc_link_t *self)
+static void s_on_connected(tc_link_t *self, const char *addr)
 {
     int64_t now = tc_link_now_ms();
+    if (s_up_index(self, addr) < 0 && self->peers_up < TC_LINK_MAX_ENDPOINTS)
+        snprintf(self->up[self->peers_up++], sizeof self->up[0], "%s", addr);
     self->stats.connected = true;
     self->stats.connections++;
     self->last_rx_ms = now;
     self->warned_refused = false;
     tc_log_info("%s aggregator %s (%zu message%s spooled)",
-                self->stats.connections > 1 ? "reconnected to" : "connected to", self->endpoint,
-                tc_spool_count(self->spool), tc_spool_count(self->spool) == 1 ? "" : "s");
+                self->stats.connections > 1 ? "reconnected to" : "connected to",
+                self->n_endpoints > 1 ? addr : self->endpoint, tc_spool_count(self->spool),
+                tc_spool_count(self->spool) == 1 ? "" : "s");
     /* Whatever was in flight may have been lost with the old connection. */
     for (size_t i = 0; i < self->n_flight; i++)
         self->flight[i].due_ms = now;
+    /* A Hello on each connection (with several aggregators it reaches one
+     * of them: each learns of the agent from its heartbeats too). */
     self->hello_pending = true;
     self->hello_due_ms = now;
     self->hello_backoff_ms = self->opts.ack_timeout_ms;
+}
+
+static void s_on_disconnected(tc_link_t *self, const char *addr)
+{
+    int i = s_up_index(self, addr);
+    if (i < 0)
+        return; /* a connection that never finished its handshake */
+    memmove(self->up[i], self->up[i + 1], (self->peers_up - (size_t)i - 1) * sizeof self->up[0]);
+    self->peers_up--;
+    if (self->peers_up > 0) {
+        /* Another aggregator is still connected: what the lost one held
+         * unanswered goes to it now. */
+        tc_log_warn("lost the connection to aggregator %s; %zu message%s unacknowledged go to "
+                    "the %zu still connected",
+                    addr, self->n_flight, self->n_flight == 1 ? "" : "s", self->peers_up);
+        int64_t now = tc_link_now_ms();
+        for (size_t k = 0; k < self->n_flight; k++)
+            self->flight[k].due_ms = now;
+        return;
+    }
+    tc_log_warn("lost the connection to aggregator %s; reconnecting (%zu messages "
+                "unacknowledged will be sent again)",
+                self->n_endpoints > 1 ? addr : self->endpoint, self->n_flight);
+    self->stats.connected = false;
 }
 
 static void s_handle_events(tc_link_t *self)
@@ -439,14 +298,10 @@ static void s_handle_events(tc_link_t *self)
     while (self->mon && tc_zmq_monitor_read(self->mon, &ev, &val, addr, sizeof addr) == 1) {
         switch (ev) {
         case ZMQ_EVENT_HANDSHAKE_SUCCEEDED:
-            s_on_connected(self);
+            s_on_connected(self, addr);
             break;
         case ZMQ_EVENT_DISCONNECTED:
-            if (self->stats.connected)
-                tc_log_warn("lost the connection to aggregator %s; reconnecting (%zu messages "
-                            "unacknowledged will be sent again)",
-                            self->endpoint, self->n_flight);
-            self->stats.connected = false;
+            s_on_disconnected(self, addr);
             break;
         case ZMQ_EVENT_HANDSHAKE_FAILED_AUTH:
             self->stats.auth_failures++;
@@ -474,136 +329,6 @@ static void s_handle_events(tc_link_t *self)
     }
 }
 
-static void s_on_ack(tc_link_t *self, const Traincast__V1__Ack *ack)
-{
-    const char *id = ack->message_id ? ack->message_id : "";
-    if (!strcmp(id, self->hello_id)) {
-        self->hello_pending = false;
-        return;
-    }
-    bool known = tc_spool_contains(self->spool, id);
-    if (known)
-        s_ack_log(self, s_flight_find(self, id), ack->duplicate ? "duplicate" : "stored");
-    s_flight_drop(self, id);
-    if (!known)
-        return; /* a second ack for something already deleted */
-    if (tc_spool_remove(self->spool, id) < 0)
-        tc_log_warn("%s", tc_errmsg());
-    self->stats.acked++;
-    if (ack->duplicate)
-        self->stats.duplicates++;
-}
-
-static void s_on_nack(tc_link_t *self, const Traincast__V1__Nack *nack)
-{
-    const char *id = nack->message_id ? nack->message_id : "";
-    const char *why = nack->reason && *nack->reason ? nack->reason : "no reason given";
-    if (!*id) {
-        tc_log_error("the aggregator could not read a message from this agent: %s", why);
-        return;
-    }
-    if (!strcmp(id, self->hello_id)) {
-        tc_log_error("the aggregator refused this agent's Hello: %s", why);
-        self->hello_pending = !nack->permanent;
-        return;
-    }
-    if (nack->permanent) {
-        tc_log_error("the aggregator rejected message %s for good: %s; moved to %s/rejected", id,
-                     why, tc_spool_dir(self->spool));
-        if (tc_spool_contains(self->spool, id))
-            s_ack_log(self, s_flight_find(self, id), "rejected");
-        s_flight_drop(self, id);
-        if (tc_spool_contains(self->spool, id)) {
-            if (tc_spool_reject(self->spool, id, why) < 0)
-                tc_log_warn("%s", tc_errmsg());
-            self->stats.rejected++;
-        }
-        return;
-    }
-    s_flight_t *f = s_flight_find(self, id);
-    self->stats.deferred++;
-    if (f) {
-        f->due_ms = tc_link_now_ms() + f->backoff_ms;
-        tc_log_debug("aggregator deferred %s (%s); retrying in %lld ms", id, why,
-                     (long long)f->backoff_ms);
-        f->backoff_ms *= 2;
-        if (f->backoff_ms > self->opts.max_backoff_ms)
-            f->backoff_ms = self->opts.max_backoff_ms;
-    }
-}
-
-static void s_handle_message(tc_link_t *self, zmq_msg_t *m, bool more)
-{
-    size_t len = zmq_msg_size(m);
-    if (more) {
-        tc_log_warn("dropped a multi-frame message from the aggregator (expected one frame)");
-        return;
-    }
-    tc_envelope_t *env = NULL;
-    if (tc_envelope_unpack(zmq_msg_data(m), len, self->opts.max_message_bytes, &env) < 0) {
-        tc_log_warn("dropped a message from the aggregator: %s", tc_errmsg());
-        return;
-    }
-    if (env->protocol_version != TC_PROTOCOL_VERSION) {
-        tc_log_warn("dropped a message from the aggregator with protocol version %u (this agent "
-                    "speaks %u); upgrade the older side",
-                    env->protocol_version, TC_PROTOCOL_VERSION);
-        tc_envelope_free(&env);
-        return;
-    }
-    switch (env->body_case) {
-    case TRAINCAST__V1__ENVELOPE__BODY_ACK:
-        s_on_ack(self, env->ack);
-        break;
-    case TRAINCAST__V1__ENVELOPE__BODY_NACK:
-        s_on_nack(self, env->nack);
-        break;
-    case TRAINCAST__V1__ENVELOPE__BODY_HEARTBEAT:
-        break;
-    case TRAINCAST__V1__ENVELOPE__BODY_BENCH_REQUEST:
-    case TRAINCAST__V1__ENVELOPE__BODY_TRACE_REQUEST:
-        if (self->opts.on_job)
-            self->opts.on_job(self->opts.job_arg, env);
-        else
-            tc_log_warn("ignored a %s: this command does not run jobs (use agent serve)",
-                        tc_body_name(env));
-        break;
-    default:
-        tc_log_debug("ignored a %s message from the aggregator", tc_body_name(env));
-        break;
-    }
-    tc_envelope_free(&env);
-}
-
-static int s_receive(tc_link_t *self)
-{
-    for (int i = 0; i < 1000 && self->sock; i++) {
-        zmq_msg_t m;
-        zmq_msg_init(&m);
-        if (zmq_msg_recv(&m, self->sock, ZMQ_DONTWAIT) < 0) {
-            int e = zmq_errno();
-            zmq_msg_close(&m);
-            if (e == EAGAIN || e == EINTR)
-                return 0;
-            return tc_zmq_fail("zmq_msg_recv", __FILE__, __LINE__);
-        }
-        bool more = zmq_msg_more(&m);
-        self->last_rx_ms = tc_link_now_ms();
-        s_handle_message(self, &m, more);
-        zmq_msg_close(&m);
-        while (more) { /* discard the rest of a multi-frame message */
-            zmq_msg_init(&m);
-            if (zmq_msg_recv(&m, self->sock, 0) < 0) {
-                zmq_msg_close(&m);
-                break;
-            }
-            more = zmq_msg_more(&m);
-            zmq_msg_close(&m);
-        }
-    }
-    return 0;
-}
-
 int tc_link_step(tc_link_t *self, int timeout_ms)
 {
     int rc = 0;
@@ -626,7 +351,7 @@ int tc_link_step(tc_link_t *self, int timeout_ms)
     if (zmq_poll(items, 2, wait) < 0 && zmq_errno() != EINTR)
         return tc_zmq_fail("zmq_poll", __FILE__, __LINE__);
     s_handle_events(self);
-    if ((rc = s_receive(self)) < 0)
+    if ((rc = tc_link_receive(self)) < 0)
         return rc;
 
     now = tc_link_now_ms();
@@ -637,11 +362,11 @@ int tc_link_step(tc_link_t *self, int timeout_ms)
         return s_open_socket(self);
     }
     if (self->stats.connected && now - self->last_hb_ms >= (int64_t)self->opts.heartbeat_ms) {
-        if ((rc = s_send_heartbeat(self)) < 0)
+        if ((rc = tc_link_send_heartbeat(self)) < 0)
             return rc;
         self->last_hb_ms = now;
     }
-    return s_pump(self);
+    return tc_link_pump(self);
 }
 
 int tc_link_drain(tc_link_t *self, int64_t timeout_ms, volatile sig_atomic_t *stop,

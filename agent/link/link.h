@@ -9,6 +9,12 @@
  * again. Heartbeats carry the spool backlog; an aggregator silent for three
  * heartbeat intervals gets a fresh connection.
  *
+ * Several aggregators (`serve` processes on one database, the endpoint a
+ * comma-separated list): the socket connects to each and sends to the
+ * connected ones in turn; when one is lost, what it held unanswered is sent
+ * again at once to the others. The database stores each message once
+ * whichever process receives it or its resend.
+ *
  * Ack log (opt-in, for measuring): with TRAINCAST_ACK_LOG=FILE set, the link
  * appends one tab-separated line per message the aggregator answers for
  * good: message id, first send and answer (microseconds since the epoch),
@@ -38,7 +44,7 @@ typedef struct tc_link tc_link_t;
 typedef void (*tc_link_job_fn)(void *arg, const tc_envelope_t *env);
 
 typedef struct {
-    const char *endpoint;       /* tcp://HOST:PORT */
+    const char *endpoint;       /* tcp://HOST:PORT, or several separated by commas */
     const char *agent_id;
     const tc_keypair_t *keys;   /* this agent's keys; NULL with insecure */
     const char *server_key;     /* the aggregator's public key (z85); NULL with insecure */

@@ -25,7 +25,8 @@ typedef struct {
 /* The connection flags as tc_opt_t entries, for a command's option table. */
 #define TC_SESSION_OPTS(f)                                                                         \
     {"aggregator", TC_OPT_STR, &(f).aggregator, "ENDPOINT",                                        \
-     "the aggregator to send to, e.g. tcp://HOST:5555", true},                                     \
+     "the aggregator to send to, e.g. tcp://HOST:5555; several serve processes on one "         \
+     "database: their endpoints separated by commas", true},                                     \
         {"state", TC_OPT_STR, &(f).state, "DIR",                                                   \
          "state directory: agent id, keys, spool, results (default $TRAINCAST_AGENT_DIR "       \
          "or ~/.traincast/agent)"},                                                                   \

@@ -240,8 +240,8 @@ int tc_cmd_predict(int argc, char **argv)
                                      sizeof d->energy_source));
         if (*d->warning)
             tc_log_warn("%s: %s", d->device.name, d->warning);
-        TC_TRY(tc_predict_lookup(store, &req, d));
     }
+    TC_TRY(tc_predict_lookup_all(store, &req, devs, n_devs, NULL));
     TC_TRY(tc_predict_fill_missing(store, &req, devs, n_devs, (unsigned)wait_s, model_spec));
     for (size_t i = 0; i < n_devs; i++) {
         tc_pred_device_t *d = &devs[i];

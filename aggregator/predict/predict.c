@@ -25,11 +25,11 @@ static size_t s_per_batch(const tc_model_t *m)
 static bool s_out_of_range(const tc_pred_request_t *req, const tc_pred_device_t *d,
                            unsigned batch, char *reason, size_t size);
 
-int tc_predict_lookup(tc_store_t *s, const tc_pred_request_t *req, tc_pred_device_t *d)
+/* The lookups a device needs at every batch, into d->lookups. */
+static int s_build_lookups(const tc_pred_request_t *req, tc_pred_device_t *d)
 {
     const tc_model_t *m = req->model;
-    size_t per = s_per_batch(m);
-    size_t total = per * req->n_batches;
+    size_t total = s_per_batch(m) * req->n_batches;
     free(d->lookups);
     d->lookups = calloc(total ? total : 1, sizeof *d->lookups);
     if (!d->lookups)
@@ -56,12 +56,15 @@ int tc_predict_lookup(tc_store_t *s, const tc_pred_request_t *req, tc_pred_devic
             }
         }
     }
-    const char *policy = *d->fit.conv_policy ? d->fit.conv_policy : "heuristic";
-    int rc = tc_store_conv_lookup(s, d->device.name, policy, d->fit.library_version,
-                                  d->fit.stat, d->lookups, d->n_lookups, &d->missing);
-    /* A batch the fit does not reach is not predicted whatever is measured:
-     * its convs are not missing (nobody is asked to benchmark them). */
-    for (size_t b = 0; rc == 0 && b < req->n_batches; b++) {
+    return 0;
+}
+
+/* A batch the fit does not reach is not predicted whatever is measured:
+ * its convs are not missing (nobody is asked to benchmark them). */
+static void s_unreached_not_missing(const tc_pred_request_t *req, tc_pred_device_t *d)
+{
+    size_t per = s_per_batch(req->model);
+    for (size_t b = 0; b < req->n_batches; b++) {
         char why[8];
         if (!s_out_of_range(req, d, (unsigned)req->batches[b], why, sizeof why))
             continue;
@@ -72,7 +75,45 @@ int tc_predict_lookup(tc_store_t *s, const tc_pred_request_t *req, tc_pred_devic
             }
         }
     }
+}
+
+int tc_predict_lookup_all(tc_store_t *s, const tc_pred_request_t *req, tc_pred_device_t *devs,
+                          size_t n, const bool *only)
+{
+    tc_conv_lookup_set_t *sets = calloc(n ? n : 1, sizeof *sets);
+    size_t *which = calloc(n ? n : 1, sizeof *which);
+    size_t n_sets = 0;
+    int rc = sets && which ? 0 : tc_fail(TC_ENOMEM, "out of memory");
+    for (size_t i = 0; rc == 0 && i < n; i++) {
+        tc_pred_device_t *d = &devs[i];
+        if (d->status != TC_PRED_OK || (only && !only[i]))
+            continue;
+        rc = s_build_lookups(req, d);
+        sets[n_sets] = (tc_conv_lookup_set_t){
+            .device = d->device.name,
+            .policy = *d->fit.conv_policy ? d->fit.conv_policy : "heuristic",
+            .library_version = d->fit.library_version,
+            .stat = d->fit.stat,
+            .items = d->lookups,
+            .n = d->n_lookups,
+        };
+        which[n_sets++] = i;
+    }
+    if (rc == 0)
+        rc = tc_store_conv_lookup(s, sets, n_sets);
+    for (size_t k = 0; rc == 0 && k < n_sets; k++) {
+        tc_pred_device_t *d = &devs[which[k]];
+        d->missing = sets[k].missing;
+        s_unreached_not_missing(req, d);
+    }
+    free(sets);
+    free(which);
     return rc;
+}
+
+int tc_predict_lookup(tc_store_t *s, const tc_pred_request_t *req, tc_pred_device_t *d)
+{
+    return tc_predict_lookup_all(s, req, d, 1, NULL);
 }
 
 const char *tc_pred_point_status_name(tc_pred_point_status_t s)

@@ -105,8 +105,12 @@ typedef struct {
     double extrapolate;
 } tc_pred_request_t;
 
-/* Build the conv lookups a model needs on one device at every batch (into
- * d->lookups) and fetch them; sets d->missing. */
+/* Build the conv lookups a model needs at every batch on every device with a
+ * fit (of those with only[i] set, when `only` is not NULL), into each
+ * d->lookups, and fetch them all in one statement; sets each d->missing. */
+int tc_predict_lookup_all(tc_store_t *s, const tc_pred_request_t *req, tc_pred_device_t *devs,
+                          size_t n, const bool *only);
+/* The same for one device with a fit. */
 int tc_predict_lookup(tc_store_t *s, const tc_pred_request_t *req, tc_pred_device_t *d);
 
 /* Compute the points of a device with a fit and its lookups: each batch

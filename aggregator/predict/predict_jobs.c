@@ -196,10 +196,8 @@ int tc_predict_fill_missing(tc_store_t *s, const tc_pred_request_t *req, tc_pred
                         wait_s);
             rc = 0;
         }
-        for (size_t i = 0; rc == 0 && i < n; i++) {
-            if (asked[i])
-                rc = tc_predict_lookup(s, req, &devs[i]);
-        }
+        if (rc == 0)
+            rc = tc_predict_lookup_all(s, req, devs, n, asked);
     }
     for (size_t i = 0; rc == 0 && i < n; i++) {
         tc_pred_device_t *d = &devs[i];

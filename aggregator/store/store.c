@@ -179,6 +179,7 @@ static int s_connect(tc_store_t *self)
     if (self->conn)
         PQfinish(self->conn);
     self->staged = 0;
+    self->lookup_ready = 0;
     self->conn = PQconnectdb(self->dsn);
     if (!self->conn)
         return tc_fail(TC_ENOMEM, "out of memory connecting to the database");

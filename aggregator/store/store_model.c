@@ -90,59 +90,81 @@ int tc_store_device_classes(tc_store_t *s, tc_device_class_t **out, size_t *n)
     return 0;
 }
 
-int tc_store_conv_lookup(tc_store_t *s, const char *device, const char *policy,
-                         const char *library_version, tc_fit_stat_t stat,
-                         tc_conv_lookup_t *items, size_t n, size_t *missing)
+/* The lookup staging table lives for the connection (emptied at each
+ * commit), so a predict creates it once. Created outside a transaction. */
+static int s_lookup_table(tc_store_t *s)
 {
-    *missing = n;
-    for (size_t i = 0; i < n; i++)
-        items[i].median_ms = items[i].stddev_ms = NAN;
-    if (n == 0) {
-        *missing = 0;
+    if (s->lookup_ready)
         return 0;
-    }
-    tc_buf_t rows = {0};
-    for (size_t i = 0; i < n; i++) {
-        Traincast__V1__ConvConfig key = TRAINCAST__V1__CONV_CONFIG__INIT;
-        tc_conv_config_to_proto(&items[i].config, &key);
-        tc_copy_int(&rows, (long long)i, 0);
-        tc_copy_conv_key(&rows, &key);
-        tc_copy_int(&rows, items[i].config.n, 0);
-        tc_copy_text(&rows, tc_direction_name(items[i].direction), 1);
-    }
-    int rc = tc_store_begin(s);
-    if (rc == 0)
-        rc = tc_store_exec(s,
-                           "CREATE TEMP TABLE tc_lookup (idx integer, " TC_SQL_CONV_KEY_DEFS
-                           ", batch integer, direction text) ON COMMIT DROP",
+    int rc = tc_store_exec(s,
+                           "CREATE TEMP TABLE IF NOT EXISTS tc_lookup (set_idx integer, idx "
+                           "integer, device text, policy text, library_version text, stat "
+                           "text, " TC_SQL_CONV_KEY_DEFS ", batch integer, direction text) "
+                           "ON COMMIT DELETE ROWS",
                            NULL, 0);
+    if (rc == 0)
+        s->lookup_ready = 1;
+    return rc;
+}
+
+int tc_store_conv_lookup(tc_store_t *s, tc_conv_lookup_set_t *sets, size_t n_sets)
+{
+    size_t total = 0;
+    for (size_t k = 0; k < n_sets; k++) {
+        sets[k].missing = sets[k].n;
+        for (size_t i = 0; i < sets[k].n; i++)
+            sets[k].items[i].median_ms = sets[k].items[i].stddev_ms = NAN;
+        total += sets[k].n;
+    }
+    if (total == 0)
+        return 0;
+    tc_buf_t rows = {0};
+    for (size_t k = 0; k < n_sets; k++) {
+        const tc_conv_lookup_set_t *set = &sets[k];
+        for (size_t i = 0; i < set->n; i++) {
+            const tc_conv_lookup_t *it = &set->items[i];
+            Traincast__V1__ConvConfig key = TRAINCAST__V1__CONV_CONFIG__INIT;
+            tc_conv_config_to_proto(&it->config, &key);
+            tc_copy_int(&rows, (long long)k, 0);
+            tc_copy_int(&rows, (long long)i, 0);
+            tc_copy_text(&rows, set->device, 0);
+            tc_copy_text(&rows, set->policy, 0);
+            tc_copy_text(&rows,
+                         set->library_version && *set->library_version ? set->library_version
+                                                                       : NULL,
+                         0);
+            tc_copy_text(&rows, tc_fit_stat_name(set->stat), 0);
+            tc_copy_conv_key(&rows, &key);
+            tc_copy_int(&rows, it->config.n, 0);
+            tc_copy_text(&rows, tc_direction_name(it->direction), 1);
+        }
+    }
+    int rc = s_lookup_table(s);
+    if (rc == 0)
+        rc = tc_store_begin(s);
     if (rc == 0)
         rc = tc_store_copy(s, "staging conv lookups", "COPY tc_lookup FROM STDIN", &rows);
     PGresult *res = NULL;
-    if (rc == 0) {
-        const char *p[] = {device, policy,
-                           library_version && *library_version ? library_version : NULL,
-                           tc_fit_stat_name(stat)};
+    if (rc == 0)
         rc = tc_store_query(
             s, &res, "looking up conv benchmarks",
-            "SELECT q.idx, l.median_ms, l.stddev_ms FROM tc_lookup q "
+            "SELECT q.set_idx, q.idx, l.median_ms, l.stddev_ms FROM tc_lookup q "
             "JOIN conv_configs cc ON " TC_SQL_CONV_KEY_EQ("cc", "q") " "
-            "JOIN LATERAL " TC_SQL_CONV_STAT("$1", "$2", "$3", "$4", "cc.config_id", "q.batch",
+            "JOIN LATERAL " TC_SQL_CONV_STAT("q.device", "q.policy", "q.library_version",
+                                             "q.stat", "cc.config_id", "q.batch",
                                              "q.direction") " l ON true",
-            4, p);
-    }
+            0, NULL);
     if (rc == 0) {
-        size_t found = 0;
         for (int i = 0; i < PQntuples(res); i++) {
-            long idx = atol(PQgetvalue(res, i, 0));
-            if (idx < 0 || (size_t)idx >= n)
+            long k = atol(PQgetvalue(res, i, 0)), idx = atol(PQgetvalue(res, i, 1));
+            if (k < 0 || (size_t)k >= n_sets || idx < 0 || (size_t)idx >= sets[k].n)
                 continue;
-            items[idx].median_ms = strtod(PQgetvalue(res, i, 1), NULL);
-            items[idx].stddev_ms = strtod(PQgetvalue(res, i, 2), NULL);
-            found++;
+            tc_conv_lookup_t *it = &sets[k].items[idx];
+            it->median_ms = strtod(PQgetvalue(res, i, 2), NULL);
+            it->stddev_ms = strtod(PQgetvalue(res, i, 3), NULL);
+            sets[k].missing--;
         }
         PQclear(res);
-        *missing = n - found;
         rc = tc_store_commit(s);
     }
     if (rc < 0)

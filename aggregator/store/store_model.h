@@ -40,14 +40,21 @@ typedef struct {
     double stddev_ms;  /* out */
 } tc_conv_lookup_t;
 
-/* Fill median_ms/stddev_ms of every item for device name `device` and
- * `policy`, on a GPU measured with cuDNN `library_version` (NULL or "":
- * any): each by `stat` over its most recent benchmarks, exactly as the fit
- * summed them (TC_SQL_CONV_STAT); *missing gets how many were not found. One
- * round trip. */
-int tc_store_conv_lookup(tc_store_t *s, const char *device, const char *policy,
-                         const char *library_version, tc_fit_stat_t stat,
-                         tc_conv_lookup_t *items, size_t n, size_t *missing);
+/* The lookups of one device name: its benchmarks with `policy`, on a GPU
+ * measured with cuDNN `library_version` (NULL or "": any), each by `stat`
+ * over its most recent benchmarks. */
+typedef struct {
+    const char *device, *policy, *library_version;
+    tc_fit_stat_t stat;
+    tc_conv_lookup_t *items;
+    size_t n;
+    size_t missing; /* out: how many were not found */
+} tc_conv_lookup_set_t;
+
+/* Fill median_ms/stddev_ms of every item of every set, exactly as the fit
+ * summed them (TC_SQL_CONV_STAT): one COPY and one statement for all
+ * devices. */
+int tc_store_conv_lookup(tc_store_t *s, tc_conv_lookup_set_t *sets, size_t n_sets);
 
 /* A trace's peak memory with the model's features at its batch, for the
  * memory model. */

@@ -8,64 +8,52 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-static const char *s_num(char *buf, size_t size, double v)
-{
-    if (!isfinite(v))
-        return NULL;
-    snprintf(buf, size, "%.17g", v);
-    return buf;
-}
-
 int tc_store_predictions_put(tc_store_t *s, const char *request_id,
                              const tc_store_prediction_t *rows, size_t n, size_t *stored)
 {
     *stored = 0;
-    int rc = tc_store_begin(s);
-    for (size_t i = 0; rc == 0 && i < n; i++) {
+    if (n == 0)
+        return 0;
+    tc_buf_t b = {0};
+    for (size_t i = 0; i < n; i++) {
         const tc_store_prediction_t *r = &rows[i];
-        char input[16], batch[16], fit_id[32], v[10][40];
-        snprintf(input, sizeof input, "%u", r->input_size);
-        snprintf(batch, sizeof batch, "%u", r->batch);
-        snprintf(fit_id, sizeof fit_id, "%lld", r->fit_id);
-        const char *params[] = {
-            request_id,
-            r->model_id,
-            r->model_name,
-            r->model_sha256 && *r->model_sha256 ? r->model_sha256 : NULL,
-            input,
-            r->device,
-            batch,
-            r->framework ? r->framework : "",
-            r->dtype ? r->dtype : "",
-            s_num(v[0], sizeof v[0], r->iteration_ms),
-            s_num(v[1], sizeof v[1], r->lo_ms),
-            s_num(v[2], sizeof v[2], r->hi_ms),
-            s_num(v[3], sizeof v[3], r->conv_ms),
-            s_num(v[4], sizeof v[4], r->nonconv_ms),
-            s_num(v[5], sizeof v[5], r->epoch_s),
-            s_num(v[6], sizeof v[6], r->dataset_size),
-            s_num(v[7], sizeof v[7], r->peak_memory_bytes),
-            r->fits_memory > 0 ? "true" : r->fits_memory == 0 ? "false" : NULL,
-            r->fit_id > 0 ? fit_id : NULL,
-            s_num(v[8], sizeof v[8], r->energy_kj),
-        };
-        rc = tc_store_query(
-            s, NULL, "recording a prediction",
-            "INSERT INTO predictions (request_id, model_id, model_name, model_sha256, "
-            "input_size, device, batch, framework, dtype, iteration_ms, lo_ms, hi_ms, "
-            "conv_ms, nonconv_ms, epoch_s, dataset_size, peak_memory_bytes, fits_memory, "
-            "fit_id, energy_kj) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, "
-            "$13, $14, $15, $16, $17, $18, $19, $20)",
-            20, params);
-        if (rc == 0)
-            (*stored)++;
+        tc_copy_text(&b, request_id, 0);
+        tc_copy_text(&b, r->model_id, 0);
+        tc_copy_text(&b, r->model_name, 0);
+        tc_copy_text(&b, r->model_sha256 && *r->model_sha256 ? r->model_sha256 : NULL, 0);
+        tc_copy_int(&b, r->input_size, 0);
+        tc_copy_text(&b, r->device, 0);
+        tc_copy_int(&b, r->batch, 0);
+        tc_copy_text(&b, r->framework ? r->framework : "", 0);
+        tc_copy_text(&b, r->dtype ? r->dtype : "", 0);
+        tc_copy_double(&b, r->iteration_ms, 0);
+        tc_copy_double(&b, r->lo_ms, 0);
+        tc_copy_double(&b, r->hi_ms, 0);
+        tc_copy_double(&b, r->conv_ms, 0);
+        tc_copy_double(&b, r->nonconv_ms, 0);
+        tc_copy_double(&b, r->epoch_s, 0);
+        tc_copy_double(&b, r->dataset_size, 0);
+        tc_copy_double(&b, r->peak_memory_bytes, 0);
+        if (r->fits_memory < 0)
+            tc_copy_text(&b, NULL, 0);
+        else
+            tc_copy_bool(&b, r->fits_memory, 0);
+        if (r->fit_id > 0)
+            tc_copy_int(&b, r->fit_id, 0);
+        else
+            tc_copy_text(&b, NULL, 0);
+        tc_copy_double(&b, r->energy_kj, 1);
     }
+    /* One COPY: one statement, so all rows or none. */
+    int rc = tc_store_copy(s, "recording predictions",
+                           "COPY predictions (request_id, model_id, model_name, model_sha256, "
+                           "input_size, device, batch, framework, dtype, iteration_ms, lo_ms, "
+                           "hi_ms, conv_ms, nonconv_ms, epoch_s, dataset_size, "
+                           "peak_memory_bytes, fits_memory, fit_id, energy_kj) FROM STDIN",
+                           &b);
+    tc_buf_free(&b);
     if (rc == 0)
-        rc = tc_store_commit(s);
-    if (rc < 0) {
-        tc_store_rollback(s);
-        *stored = 0;
-    }
+        *stored = n;
     return rc;
 }
 
