@@ -17,6 +17,7 @@
 struct tc_bench_jobs {
     tc_bench_settings_t set;
     char *results_dir; /* NULL: spool only */
+    unsigned results_per_message;
 };
 
 /* One device's share of a job. */
@@ -40,6 +41,7 @@ int tc_bench_jobs_new(const tc_job_settings_t *settings, tc_bench_jobs_t **out)
     tc_bench_jobs_t *self = calloc(1, sizeof *self);
     if (!self)
         return tc_fail(TC_ENOMEM, "out of memory");
+    self->results_per_message = settings->results_per_message;
     int rc = tc_bench_settings(&f, &self->set);
     if (rc == 0 && settings->results_dir && !(self->results_dir = strdup(settings->results_dir)))
         rc = tc_fail(TC_ENOMEM, "out of memory");
@@ -187,7 +189,8 @@ static int s_run(tc_bench_jobs_t *self, s_task_t *t, size_t base, size_t total, 
                               .workspace_limit = self->set.workspace_limit,
                               .measure = self->set.measure,
                               .seed = S_SEED,
-                              .agent_id = tc_job_agent_id(job)};
+                              .agent_id = tc_job_agent_id(job),
+                              .batch_results = self->results_per_message};
     s_sink_t ss = {.job = job, .results = t->results, .base = base, .total = total};
     const tc_bench_sink_t sink = {.emit = s_emit, .progress = s_progress,
                                   .cancelled = s_cancelled, .arg = &ss};

@@ -98,6 +98,9 @@ int tc_bench_run_sink(tc_device_t *dev, const tc_bench_item_t *items, size_t n_i
         return tc_fail(TC_ENOMEM, "out of memory");
     Traincast__V1__Device d = TRAINCAST__V1__DEVICE__INIT;
     const char *backend = tc_device_library(dev);
+    size_t max = o->batch_results && o->batch_results < TC_BENCH_BATCH_RESULTS
+                     ? o->batch_results
+                     : TC_BENCH_BATCH_RESULTS;
     TC_TRY(tc_device_describe(dev, &d));
     for (size_t i = 0; i < n_items; i++) {
         if (sink->cancelled && sink->cancelled(sink->arg))
@@ -138,7 +141,7 @@ int tc_bench_run_sink(tc_device_t *dev, const tc_bench_item_t *items, size_t n_i
          * one did, would hold the first result back past the bound (a slow
          * stream goes out item by item). */
         double now = s_now_s();
-        if (batch->n == TC_BENCH_BATCH_RESULTS ||
+        if (batch->n >= max ||
             (batch->n && (now - batch->first_s + now - item_t0) * 1000.0 >= TC_BENCH_BATCH_MS))
             TC_TRY(s_flush(batch, sink, &d, backend, o->agent_id, &rep->measured));
     }

@@ -38,6 +38,7 @@ typedef struct {
     const char *agent_id;
     const char *progress_label; /* NULL: "bench" */
     FILE *json;                 /* NULL, or one JSON line per measured item goes there */
+    unsigned batch_results;     /* results per message at most; 0: TC_BENCH_BATCH_RESULTS */
 } tc_bench_run_opts_t;
 
 typedef struct {

@@ -84,6 +84,9 @@ typedef struct {
      * measured is resumed from them. NULL: results only go to the spool
      * and nothing is resumed. */
     const char *results_dir;
+    /* Conv results per message at most (0: TC_BENCH_BATCH_RESULTS); tests
+     * that follow each result set 1. */
+    unsigned results_per_message;
 } tc_job_settings_t;
 
 /* Fill `out` with what this build can do (agent/cli/jobs_builtin.c). Entries

@@ -39,11 +39,13 @@ typedef struct {
     const Traincast__V1__Device *dev;
 } s_agent_t;
 
-static void s_agent(s_agent_t *a)
+/* per_message 1: the tests that follow each result through the spool and
+ * the result file; 0: the default batching. */
+static void s_agent_with(s_agent_t *a, unsigned per_message)
 {
     memset(a, 0, sizeof *a);
     tc_job_settings_t js = {.device = "cpu", .threads = 1, .budget_ms = 5, .max_reps = 3,
-                            .results_dir = s_results};
+                            .results_dir = s_results, .results_per_message = per_message};
     cr_assert_eq(tc_job_handlers_builtin(&js, &a->h), 0, "%s", tc_errmsg());
     cr_assert_not_null(a->h.bench);
     cr_assert_not_null(a->h.bench_models);
@@ -56,6 +58,11 @@ static void s_agent(s_agent_t *a)
     cr_assert(strstr(a->dev->name, "(1 thread)"), "a CPU with one thread: %s", a->dev->name);
     cr_assert_eq(tc_spool_open(s_spool_dir, &a->sp), 0, "%s", tc_errmsg());
     cr_assert_eq(tc_jobs_new(&a->h, a->sp, "agent-b", &a->jobs), 0, "%s", tc_errmsg());
+}
+
+static void s_agent(s_agent_t *a)
+{
+    s_agent_with(a, 1);
 }
 
 static void s_agent_free(s_agent_t *a)
@@ -308,4 +315,53 @@ Test(bench_job, bad_settings_are_refused_naming_the_flag, .timeout = 60)
     js = (tc_job_settings_t){.device = "tpu:0"};
     cr_assert_eq(tc_job_handlers_builtin(&js, &h), TC_EUSAGE);
     cr_assert(strstr(tc_errmsg(), "tpu:0"), "%s", tc_errmsg());
+}
+
+/* By default a fast stream of results goes out several per message: the
+ * six results of the request in fewer messages, each result once. */
+Test(bench_job, results_go_out_several_per_message, .timeout = 180)
+{
+    s_agent_t a;
+    s_agent_with(&a, 0);
+    char uuid[128], msg[1024];
+    snprintf(uuid, sizeof uuid, "%s", a.dev->uuid);
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    tc_envelope_t *env = NULL;
+    s_request("job-batch", uuid, &buf, &len, &env);
+    cr_assert_eq(tc_jobs_submit(a.jobs, env), 0, "%s", tc_errmsg());
+    cr_assert_eq(s_wait(a.jobs, msg, sizeof msg), 0, "%s", msg);
+    size_t total = tc_spool_count(a.sp), messages = 0, results = 0;
+    char (*all)[TC_MSGID_LEN + 1] = calloc(total + 1, sizeof *all);
+    cr_assert_eq(tc_spool_oldest(a.sp, all, total), total);
+    char seen[8][64];
+    for (size_t i = 0; i < total; i++) {
+        uint8_t *data = NULL;
+        size_t n = 0;
+        tc_envelope_t *e = NULL;
+        cr_assert_eq(tc_spool_read(a.sp, all[i], &data, &n), 0);
+        cr_assert_eq(tc_envelope_unpack(data, n, 0, &e), 0);
+        cr_assert_eq(tc_validate_envelope(e), 0, "%s", tc_errmsg());
+        if (e->body_case == TRAINCAST__V1__ENVELOPE__BODY_CONV_RESULTS) {
+            messages++;
+            for (size_t r = 0; r < e->conv_results->n_results; r++) {
+                const Traincast__V1__ConvResult *x = e->conv_results->results[r];
+                cr_assert_lt(results, 8, "more results than measured");
+                snprintf(seen[results], sizeof seen[results], "%u %u %d", x->config->c,
+                         x->config->n, (int)x->direction);
+                for (size_t k = 0; k < results; k++)
+                    cr_assert_str_neq(seen[k], seen[results], "result %s sent twice", seen[k]);
+                results++;
+            }
+        }
+        tc_envelope_free(&e);
+        free(data);
+    }
+    free(all);
+    cr_assert_eq(results, 6, "2 configs x 3 directions");
+    cr_assert_lt(messages, results, "%zu messages for %zu fast results: not batched", messages,
+                 results);
+    tc_envelope_free(&env);
+    free(buf);
+    s_agent_free(&a);
 }
