@@ -1,6 +1,7 @@
-/* The importer's internal graph IR, shared by tc_onnx.c (ONNX -> IR),
- * tc_shape*.c (shape inference, per-op rules) and tc_model.c (the public
- * tc_model_t API). Nothing outside those files includes it.
+/* The importer's internal graph IR (its storage in tc_graph.c), shared by
+ * tc_onnx.c (ONNX -> IR), tc_shape*.c (shape inference, per-op rules) and
+ * tc_model.c (the public tc_model_t API). Nothing outside those files
+ * includes it.
  *
  * Shapes carry the batch as a symbol: a tensor's dims are concrete except at
  * most one, `batch_axis`, which is exactly the batch B. Small integer
