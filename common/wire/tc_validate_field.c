@@ -134,4 +134,3 @@ int tc_field_count(const char *path, const char *field, size_t n)
                             TC_MAX_ITEMS);
     return 0;
 }
-
