@@ -1,6 +1,10 @@
-/* The server loop: the ROUTER socket, frame checks, acks and heartbeats. */
+/* The server loop: waiting for the database, the ROUTER socket (CURVE,
+ * monitor), the poll loop, connection events, the periodic summary and
+ * shutdown. Receiving, checking and answering messages is in
+ * server_recv.c. */
 #include "server.h"
 #include "server_internal.h"
+#include "server_loop.h"
 #include "store.h"
 #include "zap.h"
 
@@ -20,89 +24,12 @@
 #define S_DEFAULT_BATCH 32u
 #define S_DEFAULT_HEARTBEAT_MS 5000u
 #define S_DEFAULT_QUEUE_LIMIT 4096u
-#define S_IDSET_BUCKETS 4096u
 #define S_STATS_EVERY_MS 30000
 #define S_TRANSPORT_SLACK (1u << 20) /* frames over max + this are cut off by ZeroMQ */
 
-/* Message ids queued or being stored: a resend of one of them is dropped
- * (its ack follows when the first copy is stored). */
-typedef struct s_idnode {
-    char id[TC_MSGID_LEN + 1];
-    struct s_idnode *next;
-} s_idnode_t;
-
-typedef struct {
-    s_idnode_t *b[S_IDSET_BUCKETS];
-} s_idset_t;
-
-static unsigned s_hash(const char *id)
-{
-    unsigned h = 2166136261u;
-    for (const char *p = id; *p; p++)
-        h = (h ^ (unsigned char)*p) * 16777619u;
-    return h % S_IDSET_BUCKETS;
-}
-
-static bool s_idset_has(s_idset_t *s, const char *id)
-{
-    for (s_idnode_t *n = s->b[s_hash(id)]; n; n = n->next) {
-        if (!strcmp(n->id, id))
-            return true;
-    }
-    return false;
-}
-
-static void s_idset_add(s_idset_t *s, const char *id)
-{
-    s_idnode_t *n = malloc(sizeof *n);
-    if (!n)
-        return; /* only an optimization */
-    snprintf(n->id, sizeof n->id, "%s", id);
-    unsigned h = s_hash(id);
-    n->next = s->b[h];
-    s->b[h] = n;
-}
-
-static void s_idset_del(s_idset_t *s, const char *id)
-{
-    for (s_idnode_t **pp = &s->b[s_hash(id)]; *pp; pp = &(*pp)->next) {
-        if (!strcmp((*pp)->id, id)) {
-            s_idnode_t *n = *pp;
-            *pp = n->next;
-            free(n);
-            return;
-        }
-    }
-}
-
-static void s_idset_clear(s_idset_t *s)
-{
-    for (unsigned i = 0; i < S_IDSET_BUCKETS; i++) {
-        while (s->b[i]) {
-            s_idnode_t *n = s->b[i];
-            s->b[i] = n->next;
-            free(n);
-        }
-    }
-}
-
-typedef struct {
-    tc_server_opts_t o;
-    void *ctx, *router, *mon, *done;
-    tc_zap_t *zap;
-    tc_workers_t *workers;
-    tc_dispatch_t *dispatch;
-    s_idset_t *inflight;
-    uint64_t n_stored, n_dup, n_rejected, n_deferred, n_bad;
-    uint64_t shown_stored, shown_dup, shown_rejected;
-    int64_t next_stats_ms;
-    tc_ratelimit_t refusal_lines;  /* refused and rejected messages */
-    tc_ratelimit_t handshake_lines; /* failed handshakes */
-} s_server_t;
-
 #define S_LOG_BURST 20 /* lines of each kind a minute */
 
-static void s_log_suppressed(s_server_t *s)
+static void s_log_suppressed(tc_server_t *s)
 {
     int64_t now = tc_server_now_ms();
     unsigned n = tc_ratelimit_flush(&s->refusal_lines, now);
@@ -121,281 +48,7 @@ void tc_server_default_keys_dir(const char *flag, char *out, size_t size)
     tc_state_dir(flag, "TRAINCAST_AGGREGATOR_DIR", "aggregator", out, size);
 }
 
-/* ---- replies ---- */
-
-static void s_send(s_server_t *s, const uint8_t *route, size_t route_len, tc_envelope_t *env)
-{
-    char id[TC_MSGID_LEN + 1];
-    tc_envelope_stamp(env, "aggregator", id);
-    if (tc_zmq_send_envelope(s->router, route, route_len, env, ZMQ_DONTWAIT) < 0)
-        tc_log_debug("reply not sent (the agent is gone or its queue is full): %s", tc_errmsg());
-}
-
-static void s_ack(s_server_t *s, const uint8_t *route, size_t route_len, const char *msg_id,
-                  bool duplicate)
-{
-    Traincast__V1__Ack ack = TRAINCAST__V1__ACK__INIT;
-    ack.message_id = (char *)msg_id;
-    ack.duplicate = duplicate;
-    tc_envelope_t env = TRAINCAST__V1__ENVELOPE__INIT;
-    env.body_case = TRAINCAST__V1__ENVELOPE__BODY_ACK;
-    env.ack = &ack;
-    s_send(s, route, route_len, &env);
-}
-
-static void s_nack(s_server_t *s, const uint8_t *route, size_t route_len, const char *msg_id,
-                   const char *reason, bool permanent)
-{
-    Traincast__V1__Nack nack = TRAINCAST__V1__NACK__INIT;
-    char why[TC_MAX_TEXT_LEN];
-    snprintf(why, sizeof why, "%s", reason);
-    nack.message_id = (char *)(msg_id ? msg_id : "");
-    nack.reason = why;
-    nack.permanent = permanent;
-    tc_envelope_t env = TRAINCAST__V1__ENVELOPE__INIT;
-    env.body_case = TRAINCAST__V1__ENVELOPE__BODY_NACK;
-    env.nack = &nack;
-    s_send(s, route, route_len, &env);
-}
-
-static void s_heartbeat_reply(s_server_t *s, const uint8_t *route, size_t route_len)
-{
-    Traincast__V1__Heartbeat hb = TRAINCAST__V1__HEARTBEAT__INIT;
-    hb.spool_backlog = (uint32_t)tc_workers_queued(s->workers);
-    tc_envelope_t env = TRAINCAST__V1__ENVELOPE__INIT;
-    env.body_case = TRAINCAST__V1__ENVELOPE__BODY_HEARTBEAT;
-    env.heartbeat = &hb;
-    s_send(s, route, route_len, &env);
-}
-
-/* ---- receiving ---- */
-
-static void s_refuse(s_server_t *s, const uint8_t *route, size_t route_len, const char *peer,
-                     const char *key, const char *msg_id, const char *why)
-{
-    s->n_bad++;
-    if (tc_ratelimit_allow(&s->refusal_lines, tc_server_now_ms()))
-        tc_log_warn("refused a message from %s%s%s: %s", peer, key ? " key " : "",
-                    key ? key : "", why);
-    s_nack(s, route, route_len, msg_id, why, true);
-}
-
-static void s_enqueue(s_server_t *s, tc_envelope_t *env, const uint8_t *route, size_t route_len,
-                      const char *key)
-{
-    tc_work_t *w = calloc(1, sizeof *w);
-    if (!w) {
-        s_nack(s, route, route_len, env->message_id, "aggregator out of memory; retry later",
-               false);
-        tc_envelope_free(&env);
-        return;
-    }
-    w->env = env;
-    memcpy(w->route, route, route_len);
-    w->route_len = route_len;
-    if (key)
-        snprintf(w->key, sizeof w->key, "%s", key);
-    if (env->body_case != TRAINCAST__V1__ENVELOPE__BODY_HEARTBEAT)
-        s_idset_add(s->inflight, env->message_id);
-    tc_workers_push(s->workers, w);
-}
-
-static void s_handle(s_server_t *s, const uint8_t *route, size_t route_len, const uint8_t *data,
-                     size_t len, int frames, const char *peer, const char *key)
-{
-    char why[1200];
-    if (frames != 1) {
-        snprintf(why, sizeof why, "a message must be one frame (this one had %d)", frames);
-        s_refuse(s, route, route_len, peer, key, "", why);
-        return;
-    }
-    if (len > s->o.max_message_bytes) {
-        snprintf(why, sizeof why, "message of %zu bytes exceeds the %zu byte limit", len,
-                 s->o.max_message_bytes);
-        s_refuse(s, route, route_len, peer, key, "", why);
-        return;
-    }
-    tc_envelope_t *env = NULL;
-    if (tc_envelope_unpack(data, len, s->o.max_message_bytes, &env) < 0) {
-        snprintf(why, sizeof why, "cannot decode: %s", tc_errmsg());
-        s_refuse(s, route, route_len, peer, key, "", why);
-        return;
-    }
-    const char *id = tc_msgid_valid(env->message_id) ? env->message_id : "";
-    if (env->protocol_version != TC_PROTOCOL_VERSION) {
-        snprintf(why, sizeof why,
-                 "protocol_version: this aggregator speaks version %u, the message has %u; "
-                 "upgrade the older side",
-                 TC_PROTOCOL_VERSION, env->protocol_version);
-        s_refuse(s, route, route_len, peer, key, id, why);
-        tc_envelope_free(&env);
-        return;
-    }
-    if (!*id) {
-        snprintf(why, sizeof why, "message_id: must be a 26-character ULID (got '%.40s')",
-                 env->message_id ? env->message_id : "");
-        s_refuse(s, route, route_len, peer, key, "", why);
-        tc_envelope_free(&env);
-        return;
-    }
-    if (tc_validate_agent_id(env->agent_id) < 0) {
-        s_refuse(s, route, route_len, peer, key, id, tc_errmsg());
-        tc_envelope_free(&env);
-        return;
-    }
-    /* Session messages carry the sender's own agent id (results pushed from
-     * a file may carry another's): they tell where that agent is now. */
-    if ((env->body_case == TRAINCAST__V1__ENVELOPE__BODY_HELLO ||
-         env->body_case == TRAINCAST__V1__ENVELOPE__BODY_HEARTBEAT ||
-         env->body_case == TRAINCAST__V1__ENVELOPE__BODY_JOB_PROGRESS) &&
-        !tc_dispatch_heard(s->dispatch, env->agent_id, route, route_len, key)) {
-        snprintf(why, sizeof why,
-                 "agent_id: '%.256s' belongs to another agent's key; each agent sends under its "
-                 "own id (docs/transport.md, \"Agent identity\")",
-                 env->agent_id);
-        s_refuse(s, route, route_len, peer, key, id, why);
-        tc_envelope_free(&env);
-        return;
-    }
-    switch (env->body_case) {
-    case TRAINCAST__V1__ENVELOPE__BODY_HEARTBEAT:
-        s_heartbeat_reply(s, route, route_len);
-        tc_dispatch_heartbeat(s->dispatch, env->agent_id, env->heartbeat->running_job_id);
-        /* Stored for `aggregator status`; skipped when storing lags. */
-        if (tc_workers_queued(s->workers) < s->o.queue_limit / 2)
-            s_enqueue(s, env, route, route_len, key);
-        else
-            tc_envelope_free(&env);
-        return;
-    case TRAINCAST__V1__ENVELOPE__BODY_HELLO:
-        tc_dispatch_hello(s->dispatch, env->agent_id, env->hello);
-        break;
-    case TRAINCAST__V1__ENVELOPE__BODY_CONV_RESULTS:
-    case TRAINCAST__V1__ENVELOPE__BODY_MODEL_GRAPH:
-    case TRAINCAST__V1__ENVELOPE__BODY_TRAIN_TRACE:
-    case TRAINCAST__V1__ENVELOPE__BODY_JOB_PROGRESS:
-        break;
-    default:
-        snprintf(why, sizeof why, "body: a %s message is not accepted from agents",
-                 tc_body_name(env));
-        s_refuse(s, route, route_len, peer, key, id, why);
-        tc_envelope_free(&env);
-        return;
-    }
-    if (s_idset_has(s->inflight, id)) {
-        tc_log_debug("%s from %s is being stored already; its ack follows", id, env->agent_id);
-        tc_envelope_free(&env);
-        return;
-    }
-    if (tc_workers_queued(s->workers) >= s->o.queue_limit) {
-        s->n_deferred++;
-        s_nack(s, route, route_len, id,
-               tc_workers_db_down(s->workers) ? "the database is unavailable; retry later"
-                                              : "the aggregator is busy; retry later",
-               false);
-        tc_envelope_free(&env);
-        return;
-    }
-    s_enqueue(s, env, route, route_len, key);
-}
-
-static void s_receive(s_server_t *s)
-{
-    for (int i = 0; i < 512; i++) {
-        zmq_msg_t route, body;
-        zmq_msg_init(&route);
-        if (zmq_msg_recv(&route, s->router, ZMQ_DONTWAIT) < 0) {
-            zmq_msg_close(&route);
-            return;
-        }
-        if (!zmq_msg_more(&route)) {
-            zmq_msg_close(&route);
-            continue;
-        }
-        zmq_msg_init(&body);
-        if (zmq_msg_recv(&body, s->router, 0) < 0) {
-            zmq_msg_close(&route);
-            zmq_msg_close(&body);
-            return;
-        }
-        int frames = 1;
-        bool more = zmq_msg_more(&body);
-        while (more) {
-            zmq_msg_t extra;
-            zmq_msg_init(&extra);
-            if (zmq_msg_recv(&extra, s->router, 0) < 0) {
-                zmq_msg_close(&extra);
-                break;
-            }
-            more = zmq_msg_more(&extra);
-            frames++;
-            zmq_msg_close(&extra);
-        }
-        const char *key = zmq_msg_gets(&body, "User-Id");
-        const char *addr = zmq_msg_gets(&body, "Peer-Address");
-        char peer[128];
-        snprintf(peer, sizeof peer, "%s", addr ? addr : "an agent");
-        if (zmq_msg_size(&route) <= TC_ROUTE_MAX)
-            s_handle(s, zmq_msg_data(&route), zmq_msg_size(&route), zmq_msg_data(&body),
-                     zmq_msg_size(&body), frames, peer, key && *key ? key : NULL);
-        zmq_msg_close(&route);
-        zmq_msg_close(&body);
-    }
-}
-
-static void s_finish(s_server_t *s, tc_work_t *w)
-{
-    const tc_envelope_t *env = w->env;
-    bool heartbeat = env->body_case == TRAINCAST__V1__ENVELOPE__BODY_HEARTBEAT;
-    if (!heartbeat)
-        s_idset_del(s->inflight, env->message_id);
-    /* Answer on the connection the message came by. If the agent has
-     * reconnected since, the answer is lost and its resend is acknowledged
-     * as a duplicate. */
-    const uint8_t *route = w->route;
-    size_t route_len = w->route_len;
-    switch (w->outcome) {
-    case TC_WORK_STORED:
-    case TC_WORK_DUPLICATE:
-        if (w->outcome == TC_WORK_STORED)
-            s->n_stored++;
-        else
-            s->n_dup++;
-        s_ack(s, route, route_len, env->message_id, w->outcome == TC_WORK_DUPLICATE);
-        if (w->job_terminal)
-            tc_dispatch_job_ended(s->dispatch, env->agent_id, env->job_progress->job_id);
-        break;
-    case TC_WORK_REJECTED:
-        s->n_rejected++;
-        if (tc_ratelimit_allow(&s->refusal_lines, tc_server_now_ms()))
-            tc_log_warn("rejected %s %s from agent %s: %s", tc_body_name(env), env->message_id,
-                    env->agent_id, w->reason);
-        s_nack(s, route, route_len, env->message_id, w->reason, true);
-        break;
-    case TC_WORK_DEFERRED:
-        s->n_deferred++;
-        tc_log_warn("could not store %s %s from agent %s now: %s", tc_body_name(env),
-                    env->message_id, env->agent_id, w->reason);
-        s_nack(s, route, route_len, env->message_id, w->reason, false);
-        break;
-    case TC_WORK_DROPPED:
-        break;
-    }
-    tc_work_free(w);
-}
-
-static void s_collect(s_server_t *s, int flags)
-{
-    for (;;) {
-        tc_work_t *w = NULL;
-        int n = zmq_recv(s->done, &w, sizeof w, flags);
-        if (n != (int)sizeof w)
-            return;
-        s_finish(s, w);
-    }
-}
-
-static void s_events(s_server_t *s)
+static void s_events(tc_server_t *s)
 {
     uint16_t ev;
     uint32_t val;
@@ -428,7 +81,7 @@ static void s_events(s_server_t *s)
     }
 }
 
-static void s_stats(s_server_t *s, bool force)
+static void s_stats(tc_server_t *s, bool force)
 {
     s_log_suppressed(s);
     int64_t now = tc_server_now_ms();
@@ -451,7 +104,7 @@ static void s_stats(s_server_t *s, bool force)
 
 /* ---- setup ---- */
 
-static void s_sleep_unless_stopped(s_server_t *s, int ms)
+static void s_sleep_unless_stopped(tc_server_t *s, int ms)
 {
     while (ms > 0 && !*s->o.stop) {
         int slice = ms < 100 ? ms : 100;
@@ -487,7 +140,7 @@ static int s_check_privileges(tc_store_t *store)
  * unreachable (an outage: TC_EDB). A schema at the wrong version, or a
  * connection string that cannot work, ends the wait with that error. Logs
  * when the wait starts, every minute while it lasts, and when it ends. */
-static int s_wait_for_database(s_server_t *s)
+static int s_wait_for_database(tc_server_t *s)
 {
     int delay = 250;
     int64_t since = tc_server_now_ms(), next_note = since + 60000;
@@ -525,7 +178,7 @@ static int s_wait_for_database(s_server_t *s)
 }
 
 
-static int s_open_router(s_server_t *s)
+static int s_open_router(tc_server_t *s)
 {
     int rc = 0;
     s->router = zmq_socket(s->ctx, ZMQ_ROUTER);
@@ -578,7 +231,7 @@ err:
     return rc;
 }
 
-static void s_close(s_server_t *s)
+static void s_close(tc_server_t *s)
 {
     if (s->router)
         zmq_socket_monitor(s->router, NULL, 0);
@@ -593,8 +246,8 @@ static void s_close(s_server_t *s)
 
 int tc_server_run(const tc_server_opts_t *opts)
 {
-    s_server_t srv;
-    s_server_t *s = &srv;
+    tc_server_t srv;
+    tc_server_t *s = &srv;
     memset(s, 0, sizeof *s);
     s->o = *opts;
     s->refusal_lines = (tc_ratelimit_t){.burst = S_LOG_BURST, .window_ms = 60000};
@@ -667,8 +320,8 @@ int tc_server_run(const tc_server_opts_t *opts)
             break;
         }
         s_events(s);
-        s_receive(s);
-        s_collect(s, ZMQ_DONTWAIT);
+        tc_server_receive(s);
+        tc_server_collect(s, ZMQ_DONTWAIT);
         if (fd >= 0 && n > 0 && (items[3].revents & ZMQ_POLLIN))
             tc_dispatch_readable(s->dispatch);
         tc_dispatch_tick(s->dispatch, s->router);
@@ -689,7 +342,7 @@ err:
         }
         /* Every worker has handed back its last result: ack what committed. */
         if (s->done && s->router)
-            s_collect(s, ZMQ_DONTWAIT);
+            tc_server_collect(s, ZMQ_DONTWAIT);
         if (dropped)
             tc_log_info("%zu queued message%s not stored and not acknowledged; agents send "
                         "them again",
@@ -701,7 +354,7 @@ err:
     if (s->ctx)
         zmq_ctx_term(s->ctx);
     tc_dispatch_destroy(&s->dispatch);
-    s_idset_clear(s->inflight);
+    tc_idset_clear(s->inflight);
     free(s->inflight);
     if (rc == 0)
         tc_log_info("stopped");

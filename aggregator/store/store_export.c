@@ -1,155 +1,17 @@
-/* Exporting benchmark sets: stored results as the messages that brought them
- * (store_set.h). */
+/* Exporting benchmark sets (store_set.h): the export's read-only
+ * transaction, the set's summary, and its stored results listed as the
+ * messages that brought them, in the order they were stored. Each message
+ * is rebuilt by store_export_msg.c. */
 #include "store_set.h"
 
+#include "store_export_internal.h"
 #include "store_internal.h"
 
 #include "tc_buf.h"
 #include "tc_error.h"
-#include "tc_sha256.h"
-#include "tc_validate.h"
 
-#include <inttypes.h>
-#include <math.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* Everything one rebuilt message owns, freed together after it is used. */
-typedef struct {
-    void **p;
-    size_t n, cap;
-    int failed;
-} s_pool_t;
-
-static void *s_alloc(s_pool_t *pool, size_t size)
-{
-    if (pool->n == pool->cap) {
-        size_t cap = pool->cap ? pool->cap * 2 : 256;
-        void **p = realloc(pool->p, cap * sizeof *p);
-        if (!p) {
-            pool->failed = 1;
-            return NULL;
-        }
-        pool->p = p;
-        pool->cap = cap;
-    }
-    void *m = calloc(1, size ? size : 1);
-    if (!m) {
-        pool->failed = 1;
-        return NULL;
-    }
-    pool->p[pool->n++] = m;
-    return m;
-}
-
-static char *s_str(s_pool_t *pool, const char *s)
-{
-    size_t n = strlen(s ? s : "");
-    char *c = s_alloc(pool, n + 1);
-    if (c && n)
-        memcpy(c, s, n);
-    return c ? c : (char *)"";
-}
-
-static void s_pool_free(s_pool_t *pool)
-{
-    for (size_t i = 0; i < pool->n; i++)
-        free(pool->p[i]);
-    free(pool->p);
-    memset(pool, 0, sizeof *pool);
-}
-
-/* Cell helpers: NULL reads as 0 or "". */
-static const char *s_v(PGresult *res, int r, int c)
-{
-    return PQgetisnull(res, r, c) ? NULL : PQgetvalue(res, r, c);
-}
-static long long s_ll(PGresult *res, int r, int c)
-{
-    const char *v = s_v(res, r, c);
-    return v ? strtoll(v, NULL, 10) : 0;
-}
-static double s_d(PGresult *res, int r, int c)
-{
-    const char *v = s_v(res, r, c);
-    return v ? strtod(v, NULL) : 0;
-}
-
-/* The conv key from columns col.. of a row, in tc_conv_key.h's order (as
- * TC_SQL_CONV_KEY_COLS selects it). */
-static void s_key_U32(PGresult *res, int r, int c, uint32_t *v)
-{
-    *v = (uint32_t)s_ll(res, r, c);
-}
-
-static void s_key_DTYPE(PGresult *res, int r, int c, Traincast__V1__DType *v)
-{
-    tc_dtype_parse(PQgetvalue(res, r, c), v);
-}
-
-static void s_key_LAYOUT(PGresult *res, int r, int c, Traincast__V1__Layout *v)
-{
-    tc_layout_parse(PQgetvalue(res, r, c), v);
-}
-
-static void s_key_BOOL(PGresult *res, int r, int c, protobuf_c_boolean *v)
-{
-    *v = PQgetvalue(res, r, c)[0] == 't';
-}
-
-static void s_conv_key(PGresult *res, int r, int col, Traincast__V1__ConvConfig *c)
-{
-#define X(x, y, name, kind, first) s_key_##kind(res, r, col++, &c->name);
-    TC_CONV_KEY(X, , )
-#undef X
-}
-
-/* "1.5,2,3" (array_to_string) into a pooled array. */
-static size_t s_doubles(s_pool_t *pool, const char *text, double **out)
-{
-    *out = NULL;
-    if (!text || !*text)
-        return 0;
-    size_t n = 1;
-    for (const char *p = text; *p; p++)
-        n += *p == ',';
-    double *v = s_alloc(pool, n * sizeof *v);
-    if (!v)
-        return 0;
-    const char *p = text;
-    for (size_t i = 0; i < n; i++) {
-        char *end = NULL;
-        v[i] = strtod(p, &end);
-        p = *end == ',' ? end + 1 : end;
-    }
-    *out = v;
-    return n;
-}
-
-static size_t s_ints(s_pool_t *pool, const char *text, int64_t **out)
-{
-    *out = NULL;
-    if (!text || !*text)
-        return 0;
-    size_t n = 1;
-    for (const char *p = text; *p; p++)
-        n += *p == ',';
-    int64_t *v = s_alloc(pool, n * sizeof *v);
-    if (!v)
-        return 0;
-    const char *p = text;
-    for (size_t i = 0; i < n; i++) {
-        char *end = NULL;
-        v[i] = strtoll(p, &end, 10);
-        p = *end == ',' ? end + 1 : end;
-    }
-    *out = v;
-    return n;
-}
-
-/* Microseconds since the epoch of a timestamptz column, as SQL. */
-#define S_US(col) "(extract(epoch FROM " col ") * 1000000)::numeric::bigint"
 
 int tc_store_export_begin(tc_store_t *s)
 {
@@ -161,9 +23,6 @@ void tc_store_export_end(tc_store_t *s)
 {
     tc_store_rollback(s);
 }
-
-/* The devices of the classes: id list for the queries below. */
-#define S_DEVICES "(SELECT device_id FROM devices WHERE name = ANY ($1::text[]))"
 
 int tc_store_export_summary(tc_store_t *s, char *const *names, size_t n, char **devices_json,
                             char **models_json, long long *messages)
@@ -189,8 +48,8 @@ int tc_store_export_summary(tc_store_t *s, char *const *names, size_t n, char **
         tc_buf_json_str(&dj, PQgetvalue(res, r, 1));
         tc_buf_puts(&dj, ", \"kind\": ");
         tc_buf_json_str(&dj, PQgetvalue(res, r, 2));
-        tc_buf_printf(&dj, ", \"conv_results\": %lld, \"traces\": %lld}", s_ll(res, r, 3),
-                      s_ll(res, r, 4));
+        tc_buf_printf(&dj, ", \"conv_results\": %lld, \"traces\": %lld}", tc_store_ll(res, r, 3),
+                      tc_store_ll(res, r, 4));
     }
     tc_buf_putc(&dj, ']');
     PQclear(res);
@@ -198,7 +57,7 @@ int tc_store_export_summary(tc_store_t *s, char *const *names, size_t n, char **
     if (rc == 0)
         rc = tc_store_query(s, &res, "listing the set's models",
                             "SELECT m.model_id FROM models m WHERE m.model_id IN (SELECT "
-                            "t.model_id FROM traces t WHERE t.device_id IN " S_DEVICES ") "
+                            "t.model_id FROM traces t WHERE t.device_id IN " TC_SQL_SET_DEVICES ") "
                             "ORDER BY m.model_id",
                             1, params);
     tc_buf_putc(&mj, '[');
@@ -214,11 +73,11 @@ int tc_store_export_summary(tc_store_t *s, char *const *names, size_t n, char **
     if (rc == 0)
         rc = tc_store_query(s, &res, "counting the set's messages",
                             "SELECT (SELECT count(DISTINCT message_id) FROM conv_results WHERE "
-                            "device_id IN " S_DEVICES "), (SELECT count(*) FROM traces WHERE "
-                            "device_id IN " S_DEVICES ")",
+                            "device_id IN " TC_SQL_SET_DEVICES "), (SELECT count(*) FROM traces "
+                            "WHERE device_id IN " TC_SQL_SET_DEVICES ")",
                             1, params);
     if (rc == 0) {
-        *messages = models + s_ll(res, 0, 0) + s_ll(res, 0, 1);
+        *messages = models + tc_store_ll(res, 0, 0) + tc_store_ll(res, 0, 1);
         PQclear(res);
     }
     if (rc == 0 && (dj.failed || mj.failed || arr.failed))
@@ -235,396 +94,6 @@ int tc_store_export_summary(tc_store_t *s, char *const *names, size_t n, char **
     return rc;
 }
 
-/* A deterministic message id for a model graph (the same model exported
- * twice is the same message, so a second import stores nothing): a ULID
- * whose 130 bits come from SHA-256 of the model id and its source hash. */
-static void s_model_msgid(const char *model_id, const char *sha, char out[TC_MSGID_LEN + 1])
-{
-    static const char b32[] = "0123456789ABCDEFGHJKMNPQRSTVWXYZ";
-    tc_sha256_t h;
-    uint8_t d[32];
-    tc_sha256_init(&h);
-    tc_sha256_update(&h, "traincast model graph\n", 22);
-    tc_sha256_update(&h, model_id, strlen(model_id) + 1);
-    tc_sha256_update(&h, sha ? sha : "", strlen(sha ? sha : ""));
-    tc_sha256_final(&h, d);
-    /* 3 bits for the first character (a ULID starts at most with 7), then
-     * 25 characters of 5 bits. */
-    out[0] = b32[d[0] >> 5];
-    unsigned bit = 3;
-    for (int i = 1; i < TC_MSGID_LEN; i++) {
-        unsigned v = 0;
-        for (int k = 0; k < 5; k++, bit++)
-            v = v << 1 | ((d[bit / 8] >> (7 - bit % 8)) & 1);
-        out[i] = b32[v];
-    }
-    out[TC_MSGID_LEN] = '\0';
-}
-
-static int s_emit(s_pool_t *pool, tc_envelope_t *env, tc_store_envelope_fn fn, void *arg)
-{
-    if (pool->failed)
-        return tc_fail(TC_ENOMEM, "out of memory rebuilding a message");
-    env->protocol_version = TC_PROTOCOL_VERSION;
-    return fn(arg, env);
-}
-
-static int s_export_models(tc_store_t *s, const char *const *params, tc_store_envelope_fn fn,
-                           void *arg)
-{
-    PGresult *models = NULL;
-    int rc = tc_store_query(s, &models, "reading the set's models",
-                            "SELECT model_id, name, input_c, input_h, input_w, params, flops, "
-                            "source_sha256, " S_US("stored_at") " FROM models WHERE model_id IN "
-                            "(SELECT t.model_id FROM traces t WHERE t.device_id IN " S_DEVICES
-                            ") ORDER BY model_id",
-                            1, params);
-    for (int m = 0; rc == 0 && m < PQntuples(models); m++) {
-        s_pool_t pool = {0};
-        const char *idp[] = {PQgetvalue(models, m, 0)};
-        PGresult *layers = NULL, *convs = NULL;
-        rc = tc_store_query(s, &layers, "reading a model's layers",
-                            "SELECT name, op, op_class, params, flops, elems_in, elems_out, "
-                            "array_to_string(out_shape, ',') FROM model_layers WHERE model_id = "
-                            "$1 ORDER BY idx",
-                            1, idp);
-        if (rc == 0)
-            rc = tc_store_query(s, &convs, "reading a model's convs",
-                                "SELECT " TC_SQL_CONV_KEY_COLS("c.") ", mc.multiplicity, "
-                                "mc.first_layer FROM model_convs mc JOIN conv_configs c USING "
-                                "(config_id) WHERE mc.model_id = $1 ORDER BY mc.config_id, "
-                                "mc.first_layer",
-                                1, idp);
-        Traincast__V1__ModelGraph *g = s_alloc(&pool, sizeof *g);
-        tc_envelope_t *env = s_alloc(&pool, sizeof *env);
-        char *msgid = s_alloc(&pool, TC_MSGID_LEN + 1);
-        if (rc == 0 && g && env && msgid) {
-            traincast__v1__model_graph__init(g);
-            traincast__v1__envelope__init(env);
-            g->model_id = s_str(&pool, PQgetvalue(models, m, 0));
-            g->name = s_str(&pool, PQgetvalue(models, m, 1));
-            g->input_c = (uint32_t)s_ll(models, m, 2);
-            g->input_h = (uint32_t)s_ll(models, m, 3);
-            g->input_w = (uint32_t)s_ll(models, m, 4);
-            g->params = (uint64_t)s_ll(models, m, 5);
-            g->flops = s_d(models, m, 6);
-            g->source_sha256 = s_str(&pool, s_v(models, m, 7));
-            g->n_layers = (size_t)PQntuples(layers);
-            g->layers = s_alloc(&pool, (g->n_layers + 1) * sizeof *g->layers);
-            for (size_t i = 0; g->layers && i < g->n_layers; i++) {
-                Traincast__V1__Layer *l = s_alloc(&pool, sizeof *l);
-                if (!l)
-                    break;
-                traincast__v1__layer__init(l);
-                int r = (int)i;
-                l->name = s_str(&pool, s_v(layers, r, 0));
-                l->op = s_str(&pool, s_v(layers, r, 1));
-                l->op_class = s_str(&pool, s_v(layers, r, 2));
-                l->params = (uint64_t)s_ll(layers, r, 3);
-                l->flops = s_d(layers, r, 4);
-                l->elems_in = (uint64_t)s_ll(layers, r, 5);
-                l->elems_out = (uint64_t)s_ll(layers, r, 6);
-                l->n_out_shape = s_ints(&pool, s_v(layers, r, 7), &l->out_shape);
-                g->layers[i] = l;
-            }
-            g->n_convs = (size_t)PQntuples(convs);
-            g->convs = s_alloc(&pool, (g->n_convs + 1) * sizeof *g->convs);
-            for (size_t i = 0; g->convs && i < g->n_convs; i++) {
-                Traincast__V1__ConvUsage *u = s_alloc(&pool, sizeof *u);
-                Traincast__V1__ConvConfig *c = s_alloc(&pool, sizeof *c);
-                if (!u || !c)
-                    break;
-                traincast__v1__conv_usage__init(u);
-                traincast__v1__conv_config__init(c);
-                int r = (int)i;
-                s_conv_key(convs, r, 0, c);
-                u->config = c;
-                u->multiplicity = (uint32_t)s_ll(convs, r, TC_CONV_KEY_FIELDS);
-                u->first_layer = PQgetvalue(convs, r, TC_CONV_KEY_FIELDS + 1)[0] == 't';
-                g->convs[i] = u;
-            }
-            s_model_msgid(g->model_id, g->source_sha256, msgid);
-            env->message_id = msgid;
-            env->agent_id = (char *)"traincast-export";
-            env->sent_at_us = s_ll(models, m, 8);
-            env->body_case = TRAINCAST__V1__ENVELOPE__BODY_MODEL_GRAPH;
-            env->model_graph = g;
-            rc = s_emit(&pool, env, fn, arg);
-        } else if (rc == 0) {
-            rc = tc_fail(TC_ENOMEM, "out of memory");
-        }
-        PQclear(layers);
-        PQclear(convs);
-        s_pool_free(&pool);
-    }
-    PQclear(models);
-    return rc;
-}
-
-/* The Device of a stored device row (columns from `c` on, as S_DEVICE_COLS:
- * S_DEVICE_NCOLS of them). */
-#define S_DEVICE_NCOLS 17
-#define S_DEVICE_COLS                                                                           \
-    "d.kind, d.name, d.uuid, d.compute_capability, d.multiprocessors, d.threads, "              \
-    "d.memory_bytes, d.clock_mhz, d.memory_clock_mhz, d.driver_version, d.runtime_version, "    \
-    "d.library, d.library_version, d.host, d.gpu_index, d.framework, d.routing"
-
-static Traincast__V1__Device *s_device(s_pool_t *pool, PGresult *res, int r, int c)
-{
-    Traincast__V1__Device *d = s_alloc(pool, sizeof *d);
-    if (!d)
-        return NULL;
-    traincast__v1__device__init(d);
-    const char *kind = PQgetvalue(res, r, c);
-    d->kind = !strcmp(kind, "cuda") ? TRAINCAST__V1__DEVICE_KIND__DEVICE_KIND_CUDA
-                                    : TRAINCAST__V1__DEVICE_KIND__DEVICE_KIND_CPU;
-    d->name = s_str(pool, s_v(res, r, c + 1));
-    d->uuid = s_str(pool, s_v(res, r, c + 2));
-    d->compute_capability = s_str(pool, s_v(res, r, c + 3));
-    d->multiprocessors = (uint32_t)s_ll(res, r, c + 4);
-    d->threads = (uint32_t)s_ll(res, r, c + 5);
-    d->memory_bytes = (uint64_t)s_ll(res, r, c + 6);
-    d->clock_mhz = (uint32_t)s_ll(res, r, c + 7);
-    d->memory_clock_mhz = (uint32_t)s_ll(res, r, c + 8);
-    d->driver_version = s_str(pool, s_v(res, r, c + 9));
-    d->runtime_version = s_str(pool, s_v(res, r, c + 10));
-    d->library = s_str(pool, s_v(res, r, c + 11));
-    d->library_version = s_str(pool, s_v(res, r, c + 12));
-    d->host = s_str(pool, s_v(res, r, c + 13));
-    d->index = (uint32_t)s_ll(res, r, c + 14);
-    d->framework = s_str(pool, s_v(res, r, c + 15));
-    d->routing = s_str(pool, s_v(res, r, c + 16));
-    return d;
-}
-
-static int s_enum(const char *(*name)(int), const char *text)
-{
-    for (int v = 0; v < 32; v++) {
-        if (!strcmp(name(v), text))
-            return v;
-    }
-    return 0;
-}
-static const char *s_algo_status_name(int v)
-{
-    return tc_algo_status_name((Traincast__V1__AlgoStatus)v);
-}
-static const char *s_trace_status_name(int v)
-{
-    return tc_trace_status_name((Traincast__V1__TraceStatus)v);
-}
-
-static int s_export_conv_message(tc_store_t *s, PGresult *msgs, int m, tc_store_envelope_fn fn,
-                                 void *arg)
-{
-    s_pool_t pool = {0};
-    const char *idp[] = {PQgetvalue(msgs, m, 0)};
-    PGresult *rows = NULL, *cands = NULL;
-    int rc = tc_store_query(
-        s, &rows, "reading a message's conv results",
-        "SELECT r.seq, " TC_SQL_CONV_KEY_COLS("c.") ", r.batch, r.direction, "
-        "r.policy, r.algo, r.algo_id, r.median_ms, r.min_ms, r.max_ms, r.stddev_ms, "
-        "r.repetitions, r.workspace_bytes, " S_US("r.measured_at") ", "
-        "array_to_string(r.samples_ms, ','), array_to_string(r.sample_offsets_us, ','), "
-        "r.result_id, r.route, r.library_version, r.sm_clock_mhz, r.power_w FROM "
-        "conv_results r JOIN conv_configs c USING (config_id) WHERE "
-        "r.message_id = $1 ORDER BY r.seq",
-        1, idp);
-    if (rc == 0)
-        rc = tc_store_query(s, &cands, "reading a message's algorithm timings",
-                            "SELECT r.seq, t.algo, t.algo_id, t.time_ms, t.workspace_bytes, "
-                            "t.status, t.message FROM conv_algo_timings t JOIN conv_results r "
-                            "USING (result_id) WHERE r.message_id = $1 ORDER BY r.seq, t.ctid",
-                            1, idp);
-    tc_envelope_t *env = s_alloc(&pool, sizeof *env);
-    Traincast__V1__ConvResults *cr = s_alloc(&pool, sizeof *cr);
-    if (rc == 0 && env && cr) {
-        traincast__v1__envelope__init(env);
-        traincast__v1__conv_results__init(cr);
-        cr->device = s_device(&pool, msgs, m, 4);
-        cr->backend = s_str(&pool, s_v(msgs, m, 3));
-        cr->n_results = (size_t)PQntuples(rows);
-        cr->results = s_alloc(&pool, (cr->n_results + 1) * sizeof *cr->results);
-        int cand = 0, n_cands = PQntuples(cands);
-        for (size_t i = 0; cr->results && i < cr->n_results; i++) {
-            int r = (int)i;
-            Traincast__V1__ConvResult *x = s_alloc(&pool, sizeof *x);
-            Traincast__V1__ConvConfig *c = s_alloc(&pool, sizeof *c);
-            if (!x || !c)
-                break;
-            traincast__v1__conv_result__init(x);
-            traincast__v1__conv_config__init(c);
-            /* seq, the conv key, then the result's columns from B on. */
-            enum { B = 1 + TC_CONV_KEY_FIELDS };
-            s_conv_key(rows, r, 1, c);
-            c->n = (uint32_t)s_ll(rows, r, B);
-            x->route = s_str(&pool, s_v(rows, r, B + 15));
-            /* The library version each result was measured with travels in
-             * its message's device (they are one per message). */
-            if (i == 0 && s_v(rows, r, B + 16) && cr->device)
-                cr->device->library_version = s_str(&pool, s_v(rows, r, B + 16));
-            x->sm_clock_mhz = (uint32_t)s_ll(rows, r, B + 17);
-            x->power_w = s_d(rows, r, B + 18);
-            x->config = c;
-            tc_direction_parse(PQgetvalue(rows, r, B + 1), &x->direction);
-            tc_policy_parse(PQgetvalue(rows, r, B + 2), &x->policy);
-            x->algo = s_str(&pool, s_v(rows, r, B + 3));
-            x->algo_id = (int32_t)s_ll(rows, r, B + 4);
-            x->median_ms = s_d(rows, r, B + 5);
-            x->min_ms = s_d(rows, r, B + 6);
-            x->max_ms = s_d(rows, r, B + 7);
-            x->stddev_ms = s_d(rows, r, B + 8);
-            x->repetitions = (uint32_t)s_ll(rows, r, B + 9);
-            x->workspace_bytes = (uint64_t)s_ll(rows, r, B + 10);
-            x->measured_at_us = s_ll(rows, r, B + 11);
-            x->n_samples_ms = s_doubles(&pool, s_v(rows, r, B + 12), &x->samples_ms);
-            x->n_sample_offsets_us = s_ints(&pool, s_v(rows, r, B + 13), &x->sample_offsets_us);
-            long long seq = s_ll(rows, r, 0);
-            int first = cand;
-            while (cand < n_cands && s_ll(cands, cand, 0) == seq)
-                cand++;
-            x->n_candidates = (size_t)(cand - first);
-            x->candidates = s_alloc(&pool, (x->n_candidates + 1) * sizeof *x->candidates);
-            for (size_t j = 0; x->candidates && j < x->n_candidates; j++) {
-                int q = first + (int)j;
-                Traincast__V1__AlgoTiming *a = s_alloc(&pool, sizeof *a);
-                if (!a)
-                    break;
-                traincast__v1__algo_timing__init(a);
-                a->algo = s_str(&pool, s_v(cands, q, 1));
-                a->algo_id = (int32_t)s_ll(cands, q, 2);
-                a->time_ms = s_d(cands, q, 3);
-                a->workspace_bytes = (uint64_t)s_ll(cands, q, 4);
-                a->status = (Traincast__V1__AlgoStatus)s_enum(s_algo_status_name,
-                                                              PQgetvalue(cands, q, 5));
-                a->message = s_str(&pool, s_v(cands, q, 6));
-                x->candidates[j] = a;
-            }
-            cr->results[i] = x;
-        }
-        env->message_id = s_str(&pool, PQgetvalue(msgs, m, 0));
-        env->agent_id = s_str(&pool, PQgetvalue(msgs, m, 1));
-        env->sent_at_us = s_ll(msgs, m, 2);
-        env->body_case = TRAINCAST__V1__ENVELOPE__BODY_CONV_RESULTS;
-        env->conv_results = cr;
-        rc = s_emit(&pool, env, fn, arg);
-    } else if (rc == 0) {
-        rc = tc_fail(TC_ENOMEM, "out of memory");
-    }
-    PQclear(rows);
-    PQclear(cands);
-    s_pool_free(&pool);
-    return rc;
-}
-
-static int s_export_trace(tc_store_t *s, PGresult *tr, int t, tc_store_envelope_fn fn, void *arg)
-{
-    s_pool_t pool = {0};
-    const char *idp[] = {PQgetvalue(tr, t, 0)};
-    PGresult *its = NULL, *ops = NULL, *sets = NULL;
-    int rc = tc_store_query(s, &its, "reading a trace's iterations",
-                            "SELECT repeat, idx, ms, " S_US("at") ", warmup FROM "
-                            "trace_iterations WHERE trace_id = $1 ORDER BY repeat, idx",
-                            1, idp);
-    if (rc == 0)
-        rc = tc_store_query(s, &ops, "reading a trace's op times",
-                            "SELECT op_class, ms FROM trace_op_times WHERE trace_id = $1 ORDER "
-                            "BY op_class",
-                            1, idp);
-    /* Settings in the order the runner sent them: sorted by name. */
-    if (rc == 0)
-        rc = tc_store_query(s, &sets, "reading a trace's settings",
-                            "SELECT key, value FROM traces, jsonb_each_text(settings) WHERE "
-                            "trace_id = $1 ORDER BY key COLLATE \"C\"",
-                            1, idp);
-    tc_envelope_t *env = s_alloc(&pool, sizeof *env);
-    Traincast__V1__TrainTrace *x = s_alloc(&pool, sizeof *x);
-    if (rc == 0 && env && x) {
-        traincast__v1__envelope__init(env);
-        traincast__v1__train_trace__init(x);
-        /* Columns: trace_id, message_id, agent_id, sent_at_us, then the
-         * trace's own from 4, the device's from 26. */
-        x->framework = s_str(&pool, s_v(tr, t, 4));
-        x->framework_version = s_str(&pool, s_v(tr, t, 5));
-        x->library_version = s_str(&pool, s_v(tr, t, 6));
-        x->model_id = s_str(&pool, s_v(tr, t, 7));
-        x->batch = (uint32_t)s_ll(tr, t, 8);
-        x->input_size = (uint32_t)s_ll(tr, t, 9);
-        tc_dtype_parse(PQgetvalue(tr, t, 10), &x->dtype);
-        x->amp = s_str(&pool, s_v(tr, t, 11));
-        x->optimizer = s_str(&pool, s_v(tr, t, 12));
-        if (s_v(tr, t, 13))
-            tc_policy_parse(PQgetvalue(tr, t, 13), &x->policy);
-        x->threads = (uint32_t)s_ll(tr, t, 14);
-        x->warmup = (uint32_t)s_ll(tr, t, 15);
-        x->iters = (uint32_t)s_ll(tr, t, 16);
-        x->repeats = (uint32_t)s_ll(tr, t, 17);
-        x->median_ms = s_d(tr, t, 18);
-        x->spread = s_d(tr, t, 19);
-        x->peak_memory_bytes = (uint64_t)s_ll(tr, t, 20);
-        x->status = (Traincast__V1__TraceStatus)s_enum(s_trace_status_name, PQgetvalue(tr, t, 21));
-        x->reason = s_str(&pool, s_v(tr, t, 22));
-        x->runner = s_str(&pool, s_v(tr, t, 23));
-        x->started_at_us = s_ll(tr, t, 24);
-        x->device = s_device(&pool, tr, t, 26);
-        x->sm_clock_mhz = (uint32_t)s_ll(tr, t, 26 + S_DEVICE_NCOLS);
-        x->power_w = s_d(tr, t, 26 + S_DEVICE_NCOLS + 1);
-        x->energy_j = s_d(tr, t, 26 + S_DEVICE_NCOLS + 2);
-        x->energy_source = s_str(&pool, s_v(tr, t, 26 + S_DEVICE_NCOLS + 3));
-        x->energy_absent = s_str(&pool, s_v(tr, t, 26 + S_DEVICE_NCOLS + 4));
-        x->n_settings = (size_t)PQntuples(sets);
-        x->settings = s_alloc(&pool, (x->n_settings + 1) * sizeof *x->settings);
-        for (size_t i = 0; x->settings && i < x->n_settings; i++) {
-            Traincast__V1__Setting *st = s_alloc(&pool, sizeof *st);
-            if (!st)
-                break;
-            traincast__v1__setting__init(st);
-            st->name = s_str(&pool, s_v(sets, (int)i, 0));
-            st->value = s_str(&pool, s_v(sets, (int)i, 1));
-            x->settings[i] = st;
-        }
-        x->n_iterations = (size_t)PQntuples(its);
-        x->iterations = s_alloc(&pool, (x->n_iterations + 1) * sizeof *x->iterations);
-        for (size_t i = 0; x->iterations && i < x->n_iterations; i++) {
-            Traincast__V1__Iteration *it = s_alloc(&pool, sizeof *it);
-            if (!it)
-                break;
-            traincast__v1__iteration__init(it);
-            int r = (int)i;
-            it->repeat = (uint32_t)s_ll(its, r, 0);
-            it->index = (uint32_t)s_ll(its, r, 1);
-            it->ms = s_d(its, r, 2);
-            it->at_us = s_ll(its, r, 3);
-            it->warmup = PQgetvalue(its, r, 4)[0] == 't';
-            x->iterations[i] = it;
-        }
-        x->n_op_times = (size_t)PQntuples(ops);
-        x->op_times = s_alloc(&pool, (x->n_op_times + 1) * sizeof *x->op_times);
-        for (size_t i = 0; x->op_times && i < x->n_op_times; i++) {
-            Traincast__V1__OpClassTime *o = s_alloc(&pool, sizeof *o);
-            if (!o)
-                break;
-            traincast__v1__op_class_time__init(o);
-            o->op_class = s_str(&pool, s_v(ops, (int)i, 0));
-            o->ms = s_d(ops, (int)i, 1);
-            x->op_times[i] = o;
-        }
-        env->message_id = s_str(&pool, PQgetvalue(tr, t, 1));
-        env->agent_id = s_str(&pool, PQgetvalue(tr, t, 2));
-        env->sent_at_us = s_ll(tr, t, 3);
-        env->body_case = TRAINCAST__V1__ENVELOPE__BODY_TRAIN_TRACE;
-        env->train_trace = x;
-        rc = s_emit(&pool, env, fn, arg);
-    } else if (rc == 0) {
-        rc = tc_fail(TC_ENOMEM, "out of memory");
-    }
-    PQclear(its);
-    PQclear(ops);
-    PQclear(sets);
-    s_pool_free(&pool);
-    return rc;
-}
-
 int tc_store_export_messages(tc_store_t *s, char *const *names, size_t n,
                              tc_store_envelope_fn fn, void *arg)
 {
@@ -633,7 +102,7 @@ int tc_store_export_messages(tc_store_t *s, char *const *names, size_t n,
     if (arr.failed)
         return tc_fail(TC_ENOMEM, "out of memory");
     const char *params[] = {tc_buf_str(&arr)};
-    int rc = s_export_models(s, params, fn, arg);
+    int rc = tc_store_export_models(s, params, fn, arg);
     PGresult *res = NULL;
     /* One message per stored message id, in the order they were stored; the
      * agent and send time from received_messages. */
@@ -641,31 +110,31 @@ int tc_store_export_messages(tc_store_t *s, char *const *names, size_t n,
         rc = tc_store_query(
             s, &res, "listing the set's conv result messages",
             "SELECT x.message_id, coalesce(m.agent_id, d.agent_id, 'traincast-export'), "
-            "coalesce(" S_US("m.sent_at") ", 0), x.backend, " S_DEVICE_COLS " FROM (SELECT "
-            "r.message_id, min(r.device_id) AS device_id, min(r.backend) AS backend, "
-            "min(r.result_id) AS first FROM conv_results r WHERE r.device_id IN " S_DEVICES
-            " GROUP BY r.message_id) x JOIN devices d USING (device_id) LEFT JOIN "
-            "received_messages m USING (message_id) ORDER BY x.first",
+            "coalesce(" TC_SQL_US("m.sent_at") ", 0), x.backend, " TC_SQL_DEVICE_COLS " FROM "
+            "(SELECT r.message_id, min(r.device_id) AS device_id, min(r.backend) AS backend, "
+            "min(r.result_id) AS first FROM conv_results r WHERE r.device_id IN "
+            TC_SQL_SET_DEVICES " GROUP BY r.message_id) x JOIN devices d USING (device_id) "
+            "LEFT JOIN received_messages m USING (message_id) ORDER BY x.first",
             1, params);
     for (int m = 0; rc == 0 && m < PQntuples(res); m++)
-        rc = s_export_conv_message(s, res, m, fn, arg);
+        rc = tc_store_export_conv_message(s, res, m, fn, arg);
     PQclear(res);
     res = NULL;
     if (rc == 0)
         rc = tc_store_query(
             s, &res, "listing the set's traces",
             "SELECT t.trace_id, t.message_id, coalesce(m.agent_id, d.agent_id, "
-            "'traincast-export'), coalesce(" S_US("m.sent_at") ", 0), t.framework, "
+            "'traincast-export'), coalesce(" TC_SQL_US("m.sent_at") ", 0), t.framework, "
             "t.framework_version, t.library_version, t.model_id, t.batch, t.input_size, t.dtype, "
             "t.amp, t.optimizer, t.policy, t.threads, t.warmup, t.iters, t.repeats, t.median_ms, "
             "t.spread, t.peak_memory_bytes, t.status, t.reason, t.runner, "
-            "coalesce(" S_US("t.started_at") ", 0), t.device_id, " S_DEVICE_COLS ", "
+            "coalesce(" TC_SQL_US("t.started_at") ", 0), t.device_id, " TC_SQL_DEVICE_COLS ", "
             "t.sm_clock_mhz, t.power_w, t.energy_j, t.energy_source, t.energy_absent FROM traces t "
             "JOIN devices d USING (device_id) LEFT JOIN received_messages m USING (message_id) "
-            "WHERE t.device_id IN " S_DEVICES " ORDER BY t.trace_id",
+            "WHERE t.device_id IN " TC_SQL_SET_DEVICES " ORDER BY t.trace_id",
             1, params);
     for (int t = 0; rc == 0 && t < PQntuples(res); t++)
-        rc = s_export_trace(s, res, t, fn, arg);
+        rc = tc_store_export_trace(s, res, t, fn, arg);
     PQclear(res);
     tc_buf_free(&arr);
     return rc;

@@ -1,6 +1,7 @@
-/* The importer's internal graph IR, shared by tc_onnx.c (ONNX -> IR),
- * tc_shape*.c (shape inference, per-op rules) and tc_model.c (the public
- * tc_model_t API). Nothing outside those files includes it.
+/* The importer's internal graph IR (its storage in tc_graph.c), shared by
+ * tc_onnx.c (ONNX -> IR), tc_shape*.c (shape inference, per-op rules) and
+ * tc_model.c (the public tc_model_t API). Nothing outside those files
+ * includes it.
  *
  * Shapes carry the batch as a symbol: a tensor's dims are concrete except at
  * most one, `batch_axis`, which is exactly the batch B. Small integer
@@ -139,7 +140,8 @@ int64_t tc_value_elems(const tc_value_t *v);
 int tc_node_fail(const tc_gnode_t *n, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
-/* ---- used by the per-op rules (tc_shape_ops*.c) ---- */
+/* ---- used by the per-op rules (tc_shape_ops.c, tc_shape_move.c,
+ * tc_shape_nn.c); defined in tc_shape_node.c ---- */
 
 typedef struct tc_op_rule tc_op_rule_t;
 typedef int (*tc_infer_fn)(tc_graph_t *g, tc_gnode_t *n, const tc_op_rule_t *rule);

@@ -7,7 +7,7 @@
 
 #include "tc_graph.h"
 
-/* tc_shape_ops.c: element-wise, shape arithmetic, data movement */
+/* tc_shape_ops.c: element-wise, shape arithmetic */
 int tc_infer_unary(tc_graph_t *g, tc_gnode_t *n, const tc_op_rule_t *r);
 int tc_infer_identity(tc_graph_t *g, tc_gnode_t *n, const tc_op_rule_t *r);
 int tc_infer_cast(tc_graph_t *g, tc_gnode_t *n, const tc_op_rule_t *r);
@@ -19,9 +19,11 @@ int tc_infer_constant_of_shape(tc_graph_t *g, tc_gnode_t *n, const tc_op_rule_t 
 int tc_infer_shape(tc_graph_t *g, tc_gnode_t *n, const tc_op_rule_t *r);
 int tc_infer_size(tc_graph_t *g, tc_gnode_t *n, const tc_op_rule_t *r);
 int tc_infer_gather(tc_graph_t *g, tc_gnode_t *n, const tc_op_rule_t *r);
+int tc_infer_concat(tc_graph_t *g, tc_gnode_t *n, const tc_op_rule_t *r);
+
+/* tc_shape_move.c: data movement */
 int tc_infer_unsqueeze(tc_graph_t *g, tc_gnode_t *n, const tc_op_rule_t *r);
 int tc_infer_squeeze(tc_graph_t *g, tc_gnode_t *n, const tc_op_rule_t *r);
-int tc_infer_concat(tc_graph_t *g, tc_gnode_t *n, const tc_op_rule_t *r);
 int tc_infer_split(tc_graph_t *g, tc_gnode_t *n, const tc_op_rule_t *r);
 int tc_infer_slice(tc_graph_t *g, tc_gnode_t *n, const tc_op_rule_t *r);
 int tc_infer_transpose(tc_graph_t *g, tc_gnode_t *n, const tc_op_rule_t *r);

@@ -32,64 +32,18 @@
  * offers for convolution_direct, in its order (the first is what PyTorch
  * gets), plus the convolution_winograd ones under the exhaustive policy.
  * Reference implementations after the first candidate are listed but not
- * timed. */
-#include "cpu_internal.h"
+ * timed. Selecting and running a candidate is in cpu_conv_run.c; the plan
+ * they share is in cpu_conv_plan.h. */
+#include "cpu_conv_plan.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-
-#define MAX_BINDINGS 4 /* three tensors, and a bias (forward) or its gradient */
-
-typedef struct {
-    int arg;       /* DNNL_ARG_* of the conv primitive */
-    tc_tensor_t t; /* the framework tensor bound to it */
-    bool input;    /* reordered in before the conv, else out after it */
-} s_binding_t;
-
-typedef struct {
-    tc_algo_t info;
-    int alg_slot; /* 0 direct, 1 winograd */
-    int impl;     /* position in that algorithm's iterator */
-} s_cand_t;
-
-typedef struct {
-    tc_cpu_ctx_t *dev;
-    tc_conv_spec_t spec;
-    dnnl_data_type_t dt;
-    bool bwd;
-    dnnl_primitive_attr_t attr; /* scratchpad mode user */
-    dnnl_memory_desc_t user_md[TC_TENSOR_COUNT];
-    dnnl_memory_t user_mem[TC_TENSOR_COUNT]; /* NULL: not part of this direction */
-    s_binding_t binds[MAX_BINDINGS];
-    int n_binds;
-    dnnl_convolution_desc_t op[2];
-    bool op_ok[2];
-    dnnl_primitive_desc_t hint[2]; /* forward hints for backward directions */
-    s_cand_t *cands;
-    size_t n_cands;
-    void *out_buf[TC_TENSOR_COUNT]; /* current buffers of output tensors (owned) */
-    /* The selected candidate. */
-    int sel;
-    dnnl_primitive_desc_t sel_pd;
-    dnnl_memory_t inner[MAX_BINDINGS]; /* blocked copy, NULL when the plain one is used */
-    size_t inner_bytes[MAX_BINDINGS];
-    dnnl_memory_t scratch;            /* NULL when none is needed */
-    size_t scratch_bytes;
-} tc_cpu_plan_t;
 
 static const dnnl_alg_kind_t s_algs[2] = {dnnl_convolution_direct, dnnl_convolution_winograd};
 
-static double s_now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
-}
-
 /* What PyTorch's CPU allocator does: 64-byte aligned memory, untouched. */
-static void *s_alloc(size_t bytes)
+void *tc_cpu_dnnl_alloc(size_t bytes)
 {
     void *p = NULL;
     if (posix_memalign(&p, 64, bytes ? bytes : 64) != 0)
@@ -156,7 +110,7 @@ err:
 }
 
 /* One reorder between two memories, created and run now (as ideep does). */
-static int s_reorder(tc_cpu_plan_t *p, dnnl_memory_t from, dnnl_memory_t to)
+int tc_cpu_dnnl_reorder(tc_cpu_plan_t *p, dnnl_memory_t from, dnnl_memory_t to)
 {
     int rc = 0;
     const dnnl_memory_desc_t *from_md = NULL, *to_md = NULL;
@@ -232,29 +186,9 @@ err:
     return rc;
 }
 
-/* The primitive descriptor of the impl-th implementation of slot a. */
-static int s_fetch_pd(tc_cpu_plan_t *p, int a, int impl, dnnl_primitive_desc_t *out)
+static int s_add_cand(tc_cpu_plan_t *p, const tc_cpu_dnnl_cand_t *c)
 {
-    int rc = 0;
-    dnnl_primitive_desc_iterator_t it = NULL;
-    *out = NULL;
-    TC_DNNL_TRY(dnnl_primitive_desc_iterator_create(&it, &p->op[a], p->attr, p->dev->engine,
-                                                    p->hint[a]));
-    for (int i = 0; i < impl; i++)
-        TC_DNNL_TRY(dnnl_primitive_desc_iterator_next(it));
-    *out = dnnl_primitive_desc_iterator_fetch(it);
-    if (!*out)
-        TC_FAIL_GOTO(TC_ELIB, "oneDNN: dnnl_primitive_desc_iterator_fetch returned no "
-                              "primitive descriptor");
-err:
-    if (it)
-        dnnl_primitive_desc_iterator_destroy(it);
-    return rc;
-}
-
-static int s_add_cand(tc_cpu_plan_t *p, const s_cand_t *c)
-{
-    s_cand_t *n = realloc(p->cands, (p->n_cands + 1) * sizeof *n);
+    tc_cpu_dnnl_cand_t *n = realloc(p->cands, (p->n_cands + 1) * sizeof *n);
     if (!n)
         return tc_fail(TC_ENOMEM, "out of memory listing oneDNN implementations");
     p->cands = n;
@@ -272,7 +206,7 @@ static int s_list_impls(tc_cpu_plan_t *p, int a)
     dnnl_status_t st = dnnl_primitive_desc_iterator_create(&it, &p->op[a], p->attr,
                                                            p->dev->engine, p->hint[a]);
     if (st != dnnl_success) {
-        s_cand_t c = {.alg_slot = a, .impl = -1};
+        tc_cpu_dnnl_cand_t c = {.alg_slot = a, .impl = -1};
         snprintf(c.info.name, sizeof c.info.name, "%s", a ? "winograd" : "direct");
         c.info.status = TRAINCAST__V1__ALGO_STATUS__ALGO_STATUS_NOT_SUPPORTED;
         snprintf(c.info.message, sizeof c.info.message, "oneDNN has no %s implementation for "
@@ -287,7 +221,7 @@ static int s_list_impls(tc_cpu_plan_t *p, int a)
                                   "primitive descriptor");
         const char *impl_name = "unknown";
         dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl_name);
-        s_cand_t c = {.alg_slot = a, .impl = impl};
+        tc_cpu_dnnl_cand_t c = {.alg_slot = a, .impl = impl};
         if (a && !strstr(impl_name, "wino"))
             snprintf(c.info.name, sizeof c.info.name, "winograd:%s", impl_name);
         else
@@ -316,7 +250,7 @@ err:
 
 static void s_bind(tc_cpu_plan_t *p, int arg, tc_tensor_t t, bool input)
 {
-    p->binds[p->n_binds++] = (s_binding_t){arg, t, input};
+    p->binds[p->n_binds++] = (tc_cpu_dnnl_binding_t){arg, t, input};
 }
 
 /* Allocate the framework tensor t and, for inputs, fill it with random data
@@ -330,7 +264,7 @@ static int s_alloc_user(tc_cpu_plan_t *p, tc_tensor_t t, bool input, uint64_t se
     if (!input) {
         /* Outputs get a new buffer on every run; this one holds zeros until then. */
         size_t bytes = dnnl_memory_desc_get_size(&p->user_md[t]);
-        p->out_buf[t] = s_alloc(bytes);
+        p->out_buf[t] = tc_cpu_dnnl_alloc(bytes);
         if (!p->out_buf[t])
             TC_FAIL_GOTO(TC_ENOMEM, "out of memory for tensor %s", tc_tensor_name(t));
         memset(p->out_buf[t], 0, bytes);
@@ -350,7 +284,7 @@ static int s_alloc_user(tc_cpu_plan_t *p, tc_tensor_t t, bool input, uint64_t se
     dnnl_memory_desc_t md;
     TC_TRY(s_md(p, t, dnnl_f32, s_user_tag(&p->spec.config, t, true), &md));
     TC_DNNL_TRY(dnnl_memory_create(&tmp_mem, &md, p->dev->engine, tmp));
-    TC_TRY(s_reorder(p, tmp_mem, p->user_mem[t]));
+    TC_TRY(tc_cpu_dnnl_reorder(p, tmp_mem, p->user_mem[t]));
     TC_DNNL_TRY(dnnl_stream_wait(p->dev->stream));
 err:
     if (tmp_mem)
@@ -359,30 +293,12 @@ err:
     return rc;
 }
 
-static void s_unselect(tc_cpu_plan_t *p)
-{
-    for (int i = 0; i < MAX_BINDINGS; i++) {
-        if (p->inner[i])
-            dnnl_memory_destroy(p->inner[i]);
-        p->inner[i] = NULL;
-    }
-    if (p->scratch)
-        dnnl_memory_destroy(p->scratch);
-    p->scratch = NULL;
-    p->scratch_bytes = 0;
-    memset(p->inner_bytes, 0, sizeof p->inner_bytes);
-    if (p->sel_pd)
-        dnnl_primitive_desc_destroy(p->sel_pd);
-    p->sel_pd = NULL;
-    p->sel = -1;
-}
-
 void tc_cpu_dnnl_destroy(void *plan)
 {
     tc_cpu_plan_t *p = plan;
     if (!p)
         return;
-    s_unselect(p);
+    tc_cpu_dnnl_unselect(p);
     for (int a = 0; a < 2; a++) {
         if (p->hint[a])
             dnnl_primitive_desc_destroy(p->hint[a]);
@@ -458,7 +374,7 @@ int tc_cpu_dnnl_create(tc_cpu_ctx_t *dev, const tc_conv_spec_t *spec, void **out
         if (rc == 0) {
             TC_TRY(s_list_impls(p, 1));
         } else {
-            s_cand_t wc = {.alg_slot = 1, .impl = -1};
+            tc_cpu_dnnl_cand_t wc = {.alg_slot = 1, .impl = -1};
             snprintf(wc.info.name, sizeof wc.info.name, "winograd");
             wc.info.status = TRAINCAST__V1__ALGO_STATUS__ALGO_STATUS_NOT_SUPPORTED;
             snprintf(wc.info.message, sizeof wc.info.message, "%s", tc_errmsg());
@@ -481,124 +397,6 @@ const tc_algo_t *tc_cpu_dnnl_algo(void *plan, size_t i)
     return i < p->n_cands ? &p->cands[i].info : NULL;
 }
 
-int tc_cpu_dnnl_select(void *plan, size_t i)
-{
-    int rc = 0;
-    tc_cpu_plan_t *p = plan;
-    if (i >= p->n_cands || p->cands[i].impl < 0)
-        return tc_fail(TC_EINVAL, "cpu conv plan: candidate %zu cannot be selected", i);
-    s_unselect(p);
-    TC_TRY(tc_cpu_apply_threads(p->dev));
-    const s_cand_t *c = &p->cands[i];
-    TC_TRY(s_fetch_pd(p, c->alg_slot, c->impl, &p->sel_pd));
-    for (int b = 0; b < p->n_binds; b++) {
-        const dnnl_memory_desc_t *md =
-            dnnl_primitive_desc_query_md(p->sel_pd, dnnl_query_exec_arg_md, p->binds[b].arg);
-        if (!md)
-            TC_FAIL_GOTO(TC_ELIB, "oneDNN: no memory descriptor for argument %d of %s",
-                         p->binds[b].arg, c->info.name);
-        if (dnnl_memory_desc_equal(md, &p->user_md[p->binds[b].t]))
-            continue;
-        /* Buffers come with each run, as PyTorch allocates them per call. */
-        TC_DNNL_TRY(dnnl_memory_create(&p->inner[b], md, p->dev->engine, DNNL_MEMORY_NONE));
-        p->inner_bytes[b] = dnnl_memory_desc_get_size(md);
-    }
-    const dnnl_memory_desc_t *sp = dnnl_primitive_desc_query_md(p->sel_pd, dnnl_query_scratchpad_md, 0);
-    if (sp && dnnl_memory_desc_get_size(sp) > 0) {
-        TC_DNNL_TRY(dnnl_memory_create(&p->scratch, sp, p->dev->engine, DNNL_MEMORY_NONE));
-        p->scratch_bytes = dnnl_memory_desc_get_size(sp);
-    }
-    p->sel = (int)i;
-    return 0;
-err:
-    s_unselect(p);
-    return rc;
-}
-
-int tc_cpu_dnnl_run(void *plan, double *ms)
-{
-    int rc = 0;
-    tc_cpu_plan_t *p = plan;
-    dnnl_primitive_desc_t pd = NULL;
-    dnnl_primitive_t prim = NULL;
-    void *tmp[MAX_BINDINGS] = {NULL}, *scratch = NULL, *fresh[MAX_BINDINGS] = {NULL};
-    if (p->sel < 0)
-        return tc_fail(TC_EINVAL, "cpu conv plan: no candidate selected before run");
-    TC_TRY(tc_cpu_apply_threads(p->dev));
-    const s_cand_t *c = &p->cands[p->sel];
-    double t0 = s_now_ms();
-    /* ideep creates backward primitive descriptors on every call. */
-    if (p->bwd)
-        TC_TRY(s_fetch_pd(p, c->alg_slot, c->impl, &pd));
-    TC_DNNL_TRY(dnnl_primitive_create(&prim, pd ? pd : p->sel_pd));
-    dnnl_exec_arg_t args[MAX_BINDINGS + 1];
-    int nargs = 0;
-    for (int b = 0; b < p->n_binds; b++) {
-        tc_tensor_t t = p->binds[b].t;
-        if (!p->binds[b].input) {
-            /* A new output tensor, as the framework returns one per call. */
-            fresh[b] = s_alloc(dnnl_memory_desc_get_size(&p->user_md[t]));
-            if (!fresh[b])
-                TC_FAIL_GOTO(TC_ENOMEM, "out of memory for tensor %s", tc_tensor_name(t));
-            TC_DNNL_TRY(dnnl_memory_set_data_handle(p->user_mem[t], fresh[b]));
-        }
-        if (p->inner[b]) {
-            tmp[b] = s_alloc(p->inner_bytes[b]);
-            if (!tmp[b])
-                TC_FAIL_GOTO(TC_ENOMEM, "out of memory for a blocked copy of %s",
-                             tc_tensor_name(t));
-            TC_DNNL_TRY(dnnl_memory_set_data_handle(p->inner[b], tmp[b]));
-            if (p->binds[b].input)
-                TC_TRY(s_reorder(p, p->user_mem[t], p->inner[b]));
-        }
-        args[nargs++] = (dnnl_exec_arg_t){p->binds[b].arg, p->inner[b] ? p->inner[b] : p->user_mem[t]};
-    }
-    if (p->scratch) {
-        scratch = s_alloc(p->scratch_bytes);
-        if (!scratch)
-            TC_FAIL_GOTO(TC_ENOMEM, "out of memory for a %zu byte scratchpad", p->scratch_bytes);
-        TC_DNNL_TRY(dnnl_memory_set_data_handle(p->scratch, scratch));
-        args[nargs++] = (dnnl_exec_arg_t){DNNL_ARG_SCRATCHPAD, p->scratch};
-    }
-    TC_DNNL_TRY(dnnl_primitive_execute(prim, p->dev->stream, nargs, args));
-    for (int b = 0; b < p->n_binds; b++) {
-        if (p->inner[b] && !p->binds[b].input)
-            TC_TRY(s_reorder(p, p->inner[b], p->user_mem[p->binds[b].t]));
-    }
-    TC_DNNL_TRY(dnnl_stream_wait(p->dev->stream));
-    for (int b = 0; b < MAX_BINDINGS; b++) {
-        free(tmp[b]);
-        tmp[b] = NULL;
-    }
-    free(scratch);
-    scratch = NULL;
-    *ms = s_now_ms() - t0;
-    /* The new outputs replace the old ones (freed outside the timed region,
-     * as a framework frees a tensor when it is no longer needed). */
-    for (int b = 0; b < p->n_binds; b++) {
-        if (!fresh[b])
-            continue;
-        free(p->out_buf[p->binds[b].t]);
-        p->out_buf[p->binds[b].t] = fresh[b];
-        fresh[b] = NULL;
-    }
-err:
-    for (int b = 0; b < MAX_BINDINGS; b++) {
-        free(tmp[b]);
-        if (fresh[b]) {
-            /* Failed: point the output back at its current buffer. */
-            dnnl_memory_set_data_handle(p->user_mem[p->binds[b].t], p->out_buf[p->binds[b].t]);
-            free(fresh[b]);
-        }
-    }
-    free(scratch);
-    if (prim)
-        dnnl_primitive_destroy(prim);
-    if (pd)
-        dnnl_primitive_desc_destroy(pd);
-    return rc;
-}
-
 int tc_cpu_dnnl_read(void *plan, tc_tensor_t t, float *out, size_t count)
 {
     int rc = 0;
@@ -614,7 +412,7 @@ int tc_cpu_dnnl_read(void *plan, tc_tensor_t t, float *out, size_t count)
     dnnl_memory_desc_t md;
     TC_TRY(s_md(p, t, dnnl_f32, s_user_tag(&p->spec.config, t, true), &md));
     TC_DNNL_TRY(dnnl_memory_create(&mem, &md, p->dev->engine, out));
-    TC_TRY(s_reorder(p, p->user_mem[t], mem));
+    TC_TRY(tc_cpu_dnnl_reorder(p, p->user_mem[t], mem));
     TC_DNNL_TRY(dnnl_stream_wait(p->dev->stream));
 err:
     if (mem)

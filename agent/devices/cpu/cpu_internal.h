@@ -52,7 +52,8 @@ typedef struct {
  * reads it when it creates and runs primitives). */
 int tc_cpu_apply_threads(const tc_cpu_ctx_t *ctx);
 
-/* Conv plans on oneDNN (cpu_conv.c). */
+/* Conv plans on oneDNN (cpu_conv.c: create, read; cpu_conv_run.c: select,
+ * run). */
 int tc_cpu_dnnl_create(tc_cpu_ctx_t *dev, const tc_conv_spec_t *spec, void **plan);
 size_t tc_cpu_dnnl_algo_count(void *plan);
 const tc_algo_t *tc_cpu_dnnl_algo(void *plan, size_t i);

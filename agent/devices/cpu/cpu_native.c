@@ -22,8 +22,9 @@
  * thread when the range has one element, when there is one thread, or when
  * it is already inside a parallel region, and otherwise splits the range
  * into one static chunk per thread; a BLAS called inside the region runs
- * on one thread. s_parallel_for below does the same, so im2col, col2im and
- * the GEMMs are spread over the threads exactly as in training. Grouped
+ * on one thread. tc_cpu_aten_parallel_for (cpu_native_aten.c) does the
+ * same, so im2col, col2im and the GEMMs are spread over the threads exactly
+ * as in training. Grouped
  * convs run group by group on contiguous copies of the group's slices and
  * are concatenated (_convolution's path for backends without groups);
  * a dilated conv (SlowDilated2d) runs the same im2col + GEMM schedule with
@@ -39,9 +40,8 @@
  * (at::sum_out(grad_bias, grad_output, {0, 2, 3})). A grouped conv does
  * both per group with the group's slice of the bias, as _convolution's
  * per-group path passes it. */
-#include "cpu_internal.h"
+#include "cpu_native_aten.h"
 
-#include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -78,227 +78,10 @@ static float *s_alloc(size_t floats)
     return p;
 }
 
-/* --- at::parallel_for ---------------------------------------------------- */
-
-typedef void (*s_body_t)(void *ctx, int64_t begin, int64_t end);
-
-static int64_t s_divup(int64_t a, int64_t b) { return (a + b - 1) / b; }
-
-static void s_parallel_for(int64_t begin, int64_t end, int64_t grain, s_body_t f, void *ctx)
-{
-    if (begin >= end)
-        return;
-    int64_t n = end - begin;
-    if (n <= grain || n == 1 || omp_in_parallel() || omp_get_max_threads() == 1) {
-        f(ctx, begin, end);
-        return;
-    }
-#pragma omp parallel
-    {
-        int64_t threads = omp_get_num_threads();
-        if (grain > 0)
-            threads = threads < s_divup(n, grain) ? threads : s_divup(n, grain);
-        int64_t chunk = s_divup(n, threads);
-        int64_t tid = omp_get_thread_num();
-        int64_t b = begin + tid * chunk;
-        if (tid < threads && b < end)
-            f(ctx, b, b + chunk < end ? b + chunk : end);
-    }
-}
-
-/* TensorIterator's grain (at::internal::GRAIN_SIZE) for fills and copies. */
-#define S_GRAIN 32768
-
-/* --- the geometry of one group ------------------------------------------- */
-
-typedef struct {
-    const tc_conv_config_t *c;
-    int64_t cg, kg, p, q, crs, pq;
-    const tc_blas_t *blas;
-} s_geom_t;
-
-/* --- im2col (cpu/Unfold2d.cpp unfolded2d_copy) ---------------------------- */
-
-typedef struct {
-    const s_geom_t *g;
-    const float *in; /* one sample: cg x h x w */
-    float *cols;     /* crs x pq */
-} s_unfold_t;
-
-static void s_unfold_rows(void *arg, int64_t begin, int64_t end)
-{
-    const s_unfold_t *u = arg;
-    const tc_conv_config_t *c = u->g->c;
-    int64_t rs = (int64_t)c->r * c->s, p = u->g->p, q = u->g->q;
-    for (int64_t row = begin; row < end; row++) {
-        int64_t ch = row / rs, kh = row % rs / c->s, kw = row % c->s;
-        float *dst = u->cols + row * p * q;
-        const float *src = u->in + ch * (int64_t)c->h * c->w;
-        for (int64_t y = 0; y < p; y++) {
-            int64_t iy = y * c->stride_h - c->pad_h + kh * c->dilation_h;
-            float *d = dst + y * q;
-            if (iy < 0 || iy >= c->h) {
-                memset(d, 0, (size_t)q * sizeof *d);
-                continue;
-            }
-            const float *s = src + iy * c->w;
-            if (c->stride_w == 1 && c->dilation_w == 1) {
-                int64_t ix0 = kw - c->pad_w;
-                int64_t lpad = ix0 < 0 ? -ix0 : 0;
-                int64_t last = ix0 + q - 1;
-                int64_t rpad = last >= c->w ? last - c->w + 1 : 0;
-                if (q - lpad - rpad <= 0) {
-                    memset(d, 0, (size_t)q * sizeof *d);
-                    continue;
-                }
-                if (lpad)
-                    memset(d, 0, (size_t)lpad * sizeof *d);
-                memcpy(d + lpad, s + ix0 + lpad, (size_t)(q - lpad - rpad) * sizeof *d);
-                if (rpad)
-                    memset(d + q - rpad, 0, (size_t)rpad * sizeof *d);
-            } else {
-                for (int64_t x = 0; x < q; x++) {
-                    int64_t ix = x * c->stride_w - c->pad_w + kw * c->dilation_w;
-                    d[x] = ix < 0 || ix >= c->w ? 0.0f : s[ix];
-                }
-            }
-        }
-    }
-}
-
-static void s_unfold(const s_geom_t *g, const float *in, float *cols)
-{
-    s_unfold_t u = {g, in, cols};
-    s_parallel_for(0, g->crs, 0, s_unfold_rows, &u);
-}
-
-/* --- col2im (cpu/Unfold2d.cpp unfolded2d_acc) ---------------------------- */
-
-typedef struct {
-    const s_geom_t *g;
-    const float *cols; /* crs x pq */
-    float *out;        /* one sample: cg x h x w, accumulated into */
-} s_fold_t;
-
-static void s_fold_planes(void *arg, int64_t begin, int64_t end)
-{
-    const s_fold_t *f = arg;
-    const tc_conv_config_t *c = f->g->c;
-    int64_t p = f->g->p, q = f->g->q;
-    for (int64_t ch = begin; ch < end; ch++) {
-        float *dst = f->out + ch * (int64_t)c->h * c->w;
-        for (int64_t kh = 0; kh < c->r; kh++) {
-            for (int64_t kw = 0; kw < c->s; kw++) {
-                const float *src = f->cols + ((ch * c->r + kh) * c->s + kw) * p * q;
-                for (int64_t y = 0; y < p; y++) {
-                    int64_t iy = y * c->stride_h - c->pad_h + kh * c->dilation_h;
-                    if (iy < 0 || iy >= c->h)
-                        continue;
-                    float *d = dst + iy * c->w;
-                    const float *s = src + y * q;
-                    if (c->stride_w == 1 && c->dilation_w == 1) {
-                        int64_t ix0 = kw - c->pad_w;
-                        int64_t x0 = ix0 < 0 ? -ix0 : 0;
-                        int64_t x1 = c->w - ix0 < q ? c->w - ix0 : q;
-                        for (int64_t x = x0; x < x1; x++)
-                            d[ix0 + x] += s[x];
-                    } else {
-                        for (int64_t x = 0; x < q; x++) {
-                            int64_t ix = x * c->stride_w - c->pad_w + kw * c->dilation_w;
-                            if (ix >= 0 && ix < c->w)
-                                d[ix] += s[x];
-                        }
-                    }
-                }
-            }
-        }
-    }
-}
-
-static void s_fold(const s_geom_t *g, const float *cols, float *out)
-{
-    s_fold_t f = {g, cols, out};
-    s_parallel_for(0, g->cg, 0, s_fold_planes, &f);
-}
-
-/* --- zero fill (at::Tensor::zero_: a TensorIterator over the elements) -- */
-
-typedef struct {
-    float *dst;
-} s_fill_t;
-
-static void s_zero_range(void *arg, int64_t begin, int64_t end)
-{
-    const s_fill_t *f = arg;
-    memset(f->dst + begin, 0, (size_t)(end - begin) * sizeof(float));
-}
-
-static void s_zero(float *dst, int64_t count)
-{
-    s_fill_t f = {dst};
-    s_parallel_for(0, count, S_GRAIN, s_zero_range, &f);
-}
-
-/* --- bias: a broadcast copy, and a reduction over batch and space ---------- */
-
-typedef struct {
-    float *y;           /* n x kg x pq */
-    const float *bias;  /* kg */
-    int64_t kg, pq;
-} s_bias_t;
-
-static void s_bias_fill_range(void *arg, int64_t begin, int64_t end)
-{
-    const s_bias_t *b = arg;
-    for (int64_t i = begin; i < end; i++)
-        b->y[i] = b->bias[i / b->pq % b->kg];
-}
-
-/* output.copy_(bias.reshape({-1, 1, 1})): a TensorIterator copy. */
-static void s_bias_fill(float *y, const float *bias, int64_t n, int64_t kg, int64_t pq)
-{
-    s_bias_t b = {y, bias, kg, pq};
-    s_parallel_for(0, n * kg * pq, S_GRAIN, s_bias_fill_range, &b);
-}
-
-typedef struct {
-    const float *dy;    /* n x kg x pq */
-    float *db;          /* kg */
-    int64_t n, kg, pq;
-} s_bias_grad_t;
-
-static void s_bias_grad_range(void *arg, int64_t begin, int64_t end)
-{
-    const s_bias_grad_t *b = arg;
-    for (int64_t k = begin; k < end; k++) {
-        float acc[4] = {0, 0, 0, 0};
-        for (int64_t t = 0; t < b->n; t++) {
-            const float *src = b->dy + (t * b->kg + k) * b->pq;
-            int64_t i = 0;
-            for (; i + 4 <= b->pq; i += 4) {
-                acc[0] += src[i];
-                acc[1] += src[i + 1];
-                acc[2] += src[i + 2];
-                acc[3] += src[i + 3];
-            }
-            for (; i < b->pq; i++)
-                acc[0] += src[i];
-        }
-        b->db[k] = (acc[0] + acc[1]) + (acc[2] + acc[3]);
-    }
-}
-
-/* at::sum_out(grad_bias, grad_output, {0, 2, 3}), split over the channels. */
-static void s_bias_grad(const float *dy, float *db, int64_t n, int64_t kg, int64_t pq)
-{
-    s_bias_grad_t b = {dy, db, n, kg, pq};
-    s_parallel_for(0, kg, 0, s_bias_grad_range, &b);
-}
-
 /* --- one group: the three passes of ConvolutionMM2d.cpp ------------------ */
 
 typedef struct {
-    const s_geom_t *g;
+    const tc_cpu_aten_geom_t *g;
     const float *cols;   /* forward: all samples' columns */
     const float *w;      /* kg x crs */
     const float *dy;     /* bwd_data: n x kg x pq */
@@ -310,7 +93,7 @@ typedef struct {
 static void s_forward_frames(void *arg, int64_t begin, int64_t end)
 {
     s_frames_t *f = arg;
-    const s_geom_t *g = f->g;
+    const tc_cpu_aten_geom_t *g = f->g;
     for (int64_t t = begin; t < end; t++)
         tc_blas_sgemm(g->blas, 'N', 'N', (int)g->pq, (int)g->kg, (int)g->crs, 1.0f,
                       f->cols + t * g->crs * g->pq, (int)g->pq, f->w, (int)g->crs,
@@ -320,7 +103,7 @@ static void s_forward_frames(void *arg, int64_t begin, int64_t end)
 static void s_bwd_data_frames(void *arg, int64_t begin, int64_t end)
 {
     s_frames_t *f = arg;
-    const s_geom_t *g = f->g;
+    const tc_cpu_aten_geom_t *g = f->g;
     /* std::make_unique<scalar_t[]>(fgrad_input_size): one per chunk. */
     float *buf = malloc((size_t)(g->crs * g->pq) * sizeof *buf);
     if (!buf) {
@@ -332,13 +115,13 @@ static void s_bwd_data_frames(void *arg, int64_t begin, int64_t end)
         tc_blas_sgemm(g->blas, 'N', 'T', (int)g->pq, (int)g->crs, (int)g->kg, 1.0f,
                       f->dy + t * g->kg * g->pq, (int)g->pq, f->w, (int)g->crs, 0.0f, buf,
                       (int)g->pq);
-        s_fold(g, buf, f->out + t * in_plane);
+        tc_cpu_aten_fold(g, buf, f->out + t * in_plane);
     }
     free(buf);
 }
 
 typedef struct {
-    const s_geom_t *g;
+    const tc_cpu_aten_geom_t *g;
     const float *x;
     float *cols;
     int64_t in_plane;
@@ -348,13 +131,14 @@ static void s_columns_frames(void *arg, int64_t begin, int64_t end)
 {
     s_cols_t *c = arg;
     for (int64_t t = begin; t < end; t++)
-        s_unfold(c->g, c->x + t * c->in_plane, c->cols + t * c->g->crs * c->g->pq);
+        tc_cpu_aten_unfold(c->g, c->x + t * c->in_plane, c->cols + t * c->g->crs * c->g->pq);
 }
 
 /* compute_columns2d: the input itself for a plain 1x1, else im2col of
  * every sample (one after the other when dilated). NULL on out of memory;
  * *owned tells whether to free it. */
-static const float *s_columns(const s_plan_t *p, const s_geom_t *g, const float *x, bool *owned)
+static const float *s_columns(const s_plan_t *p, const tc_cpu_aten_geom_t *g, const float *x,
+                              bool *owned)
 {
     *owned = false;
     if (p->plain_1x1)
@@ -368,16 +152,16 @@ static const float *s_columns(const s_plan_t *p, const s_geom_t *g, const float 
     if (p->dilated)
         s_columns_frames(&c, 0, n);
     else
-        s_parallel_for(0, n, 0, s_columns_frames, &c);
+        tc_cpu_aten_parallel_for(0, n, 0, s_columns_frames, &c);
     return cols;
 }
 
-static int s_group_forward(const s_plan_t *p, const s_geom_t *g, const float *x, const float *w,
-                           const float *bias, float *y)
+static int s_group_forward(const s_plan_t *p, const tc_cpu_aten_geom_t *g, const float *x,
+                           const float *w, const float *bias, float *y)
 {
     int64_t n = p->spec.config.n;
     if (bias)
-        s_bias_fill(y, bias, n, g->kg, g->pq);
+        tc_cpu_aten_bias_fill(y, bias, n, g->kg, g->pq);
     bool owned;
     const float *cols = s_columns(p, g, x, &owned);
     if (!cols)
@@ -386,30 +170,30 @@ static int s_group_forward(const s_plan_t *p, const s_geom_t *g, const float *x,
     if (p->dilated)
         s_forward_frames(&f, 0, n);
     else
-        s_parallel_for(0, n, 0, s_forward_frames, &f);
+        tc_cpu_aten_parallel_for(0, n, 0, s_forward_frames, &f);
     if (owned)
         free((void *)cols);
     return 0;
 }
 
-static int s_group_bwd_data(const s_plan_t *p, const s_geom_t *g, const float *dy, const float *w,
-                            float *dx)
+static int s_group_bwd_data(const s_plan_t *p, const tc_cpu_aten_geom_t *g, const float *dy,
+                            const float *w, float *dx)
 {
     int64_t n = p->spec.config.n;
-    s_zero(dx, n * g->cg * (int64_t)g->c->h * g->c->w);
+    tc_cpu_aten_zero(dx, n * g->cg * (int64_t)g->c->h * g->c->w);
     s_frames_t f = {.g = g, .w = w, .dy = dy, .out = dx};
     if (p->dilated)
         s_bwd_data_frames(&f, 0, n);
     else
-        s_parallel_for(0, n, 0, s_bwd_data_frames, &f);
+        tc_cpu_aten_parallel_for(0, n, 0, s_bwd_data_frames, &f);
     return f.oom ? tc_fail(TC_ENOMEM, "out of memory for the col2im buffer") : 0;
 }
 
-static int s_group_bwd_filter(const s_plan_t *p, const s_geom_t *g, const float *x,
+static int s_group_bwd_filter(const s_plan_t *p, const tc_cpu_aten_geom_t *g, const float *x,
                               const float *dy, float *dw, float *db)
 {
     int64_t n = p->spec.config.n;
-    s_zero(dw, g->kg * g->crs);
+    tc_cpu_aten_zero(dw, g->kg * g->crs);
     bool owned;
     const float *cols = s_columns(p, g, x, &owned);
     if (!cols)
@@ -421,7 +205,7 @@ static int s_group_bwd_filter(const s_plan_t *p, const s_geom_t *g, const float 
     if (owned)
         free((void *)cols);
     if (db)
-        s_bias_grad(dy, db, n, g->kg, g->pq);
+        tc_cpu_aten_bias_grad(dy, db, n, g->kg, g->pq);
     return 0;
 }
 
@@ -451,7 +235,7 @@ int tc_cpu_native_run(void *plan, double *ms)
     if (!p->selected)
         return tc_fail(TC_EINVAL, "native conv plan: no candidate selected before run");
     TC_TRY(tc_cpu_apply_threads(p->dev));
-    s_geom_t g = {c, p->cg, p->kg, p->p, p->q, p->crs, p->pq, p->dev->blas};
+    tc_cpu_aten_geom_t g = {c, p->cg, p->kg, p->p, p->q, p->crs, p->pq, p->dev->blas};
     int64_t n = c->n, hw = (int64_t)c->h * c->w;
     double t0 = s_now_ms();
     switch (p->spec.direction) {
