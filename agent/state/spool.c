@@ -1,4 +1,4 @@
-#include "spool.h"
+#include "spool_internal.h"
 
 #include "tc_error.h"
 #include "tc_paths.h"
@@ -15,19 +15,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-typedef char s_id_t[TC_MSGID_LEN + 1];
-
-struct tc_spool {
-    char *dir;
-    pthread_mutex_t lock;
-    s_id_t *ids; /* sorted: oldest first */
-    size_t n, cap;
-    size_t rejected;
-};
 
 static int s_write_tmp(const char *tmp, const uint8_t *data, size_t len, bool sync);
 
-static int s_fsync_dir(const char *dir)
+int tc_spool_fsync_dir(const char *dir)
 {
     int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (fd < 0)
@@ -59,7 +50,7 @@ static size_t s_find(const tc_spool_t *self, const char *id, bool *found)
     return lo;
 }
 
-static int s_insert(tc_spool_t *self, const char *id)
+int tc_spool_index_insert(tc_spool_t *self, const char *id)
 {
     bool found;
     size_t at = s_find(self, id, &found);
@@ -67,7 +58,7 @@ static int s_insert(tc_spool_t *self, const char *id)
         return 0;
     if (self->n == self->cap) {
         size_t nc = self->cap ? self->cap * 2 : 256;
-        s_id_t *ni = realloc(self->ids, nc * sizeof *ni);
+        tc_spool_id_t *ni = realloc(self->ids, nc * sizeof *ni);
         if (!ni)
             return tc_fail(TC_ENOMEM, "out of memory indexing the spool");
         self->ids = ni;
@@ -79,7 +70,7 @@ static int s_insert(tc_spool_t *self, const char *id)
     return 0;
 }
 
-static void s_erase(tc_spool_t *self, const char *id)
+void tc_spool_index_erase(tc_spool_t *self, const char *id)
 {
     bool found;
     size_t at = s_find(self, id, &found);
@@ -89,7 +80,7 @@ static void s_erase(tc_spool_t *self, const char *id)
     self->n--;
 }
 
-static int s_is_msg_name(const char *name, char id[TC_MSGID_LEN + 1])
+int tc_spool_is_msg_name(const char *name, char id[TC_MSGID_LEN + 1])
 {
     size_t len = strlen(name);
     if (len != TC_MSGID_LEN + 4 || strcmp(name + TC_MSGID_LEN, ".msg") != 0)
@@ -114,8 +105,8 @@ static int s_scan(tc_spool_t *self)
              * sent; the producer will write it again. */
             if (unlinkat(dirfd(d), e->d_name, 0) == 0)
                 tc_log_info("spool: removed %s left by an interrupted write", e->d_name);
-        } else if (s_is_msg_name(e->d_name, id)) {
-            rc = s_insert(self, id);
+        } else if (tc_spool_is_msg_name(e->d_name, id)) {
+            rc = tc_spool_index_insert(self, id);
         }
     }
     closedir(d);
@@ -128,7 +119,7 @@ static int s_scan(tc_spool_t *self)
     if (d) {
         while ((e = readdir(d)) != NULL) {
             char id[TC_MSGID_LEN + 1];
-            if (s_is_msg_name(e->d_name, id))
+            if (tc_spool_is_msg_name(e->d_name, id))
                 self->rejected++;
         }
         closedir(d);
@@ -179,7 +170,7 @@ const char *tc_spool_dir(const tc_spool_t *self)
     return self->dir;
 }
 
-static void s_path(const tc_spool_t *self, const char *id, char *out, size_t size)
+void tc_spool_msg_path(const tc_spool_t *self, const char *id, char *out, size_t size)
 {
     snprintf(out, size, "%s/%s.msg", self->dir, id);
 }
@@ -200,7 +191,7 @@ int tc_spool_put(tc_spool_t *self, const char *id, const uint8_t *data, size_t l
 
     char tmp[4200], path[4200];
     snprintf(tmp, sizeof tmp, "%s/.%s.tmp", self->dir, id);
-    s_path(self, id, path, sizeof path);
+    tc_spool_msg_path(self, id, path, sizeof path);
     int rc = s_write_tmp(tmp, data, len, true);
     if (rc == 0 && rename(tmp, path) != 0)
         rc = tc_fail(TC_EIO, "spool: renaming %s: %s", tmp, strerror(errno));
@@ -208,10 +199,10 @@ int tc_spool_put(tc_spool_t *self, const char *id, const uint8_t *data, size_t l
         unlink(tmp);
         return rc;
     }
-    if (sync_dir && (rc = s_fsync_dir(self->dir)) < 0)
+    if (sync_dir && (rc = tc_spool_fsync_dir(self->dir)) < 0)
         return rc;
     pthread_mutex_lock(&self->lock);
-    rc = s_insert(self, id);
+    rc = tc_spool_index_insert(self, id);
     pthread_mutex_unlock(&self->lock);
     if (rc == 0 && added)
         *added = true;
@@ -281,7 +272,7 @@ int tc_spool_put_many(tc_spool_t *self, size_t n, const char *const *ids,
         if (!todo[i])
             continue;
         snprintf(tmp, sizeof tmp, "%s/.%s.tmp", self->dir, ids[i]);
-        s_path(self, ids[i], path, sizeof path);
+        tc_spool_msg_path(self, ids[i], path, sizeof path);
         if (rc == 0 && rename(tmp, path) != 0)
             rc = tc_fail(TC_EIO, "spool: renaming %s: %s", tmp, strerror(errno));
         if (rc < 0) {
@@ -289,12 +280,12 @@ int tc_spool_put_many(tc_spool_t *self, size_t n, const char *const *ids,
             todo[i] = false;
         }
     }
-    int src = s_fsync_dir(self->dir);
+    int src = tc_spool_fsync_dir(self->dir);
     if (rc == 0)
         rc = src;
     pthread_mutex_lock(&self->lock);
     for (size_t i = 0; i < n; i++) {
-        if (todo[i] && s_insert(self, ids[i]) == 0 && added)
+        if (todo[i] && tc_spool_index_insert(self, ids[i]) == 0 && added)
             (*added)++;
     }
     pthread_mutex_unlock(&self->lock);
@@ -392,7 +383,7 @@ int tc_spool_put_envelope(tc_spool_t *self, const tc_envelope_t *env)
 
 int tc_spool_sync(tc_spool_t *self)
 {
-    return s_fsync_dir(self->dir);
+    return tc_spool_fsync_dir(self->dir);
 }
 
 int tc_spool_read(tc_spool_t *self, const char *id, uint8_t **data, size_t *len)
@@ -400,7 +391,7 @@ int tc_spool_read(tc_spool_t *self, const char *id, uint8_t **data, size_t *len)
     *data = NULL;
     *len = 0;
     char path[4200];
-    s_path(self, id, path, sizeof path);
+    tc_spool_msg_path(self, id, path, sizeof path);
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
         return tc_fail(errno == ENOENT ? TC_ENOTFOUND : TC_EIO, "spool: cannot open %s: %s", path,
@@ -444,9 +435,9 @@ int tc_spool_remove(tc_spool_t *self, const char *id)
     if (!tc_msgid_valid(id))
         return 0;
     char path[4200];
-    s_path(self, id, path, sizeof path);
+    tc_spool_msg_path(self, id, path, sizeof path);
     pthread_mutex_lock(&self->lock);
-    s_erase(self, id);
+    tc_spool_index_erase(self, id);
     pthread_mutex_unlock(&self->lock);
     /* Not fsynced: if the deletion is lost in a crash, the message is sent
      * again and acknowledged as a duplicate. */
@@ -455,31 +446,6 @@ int tc_spool_remove(tc_spool_t *self, const char *id)
     return 0;
 }
 
-int tc_spool_reject(tc_spool_t *self, const char *id, const char *reason)
-{
-    if (!tc_msgid_valid(id))
-        return 0;
-    char path[4200], dest[4200], why[4200];
-    s_path(self, id, path, sizeof path);
-    snprintf(dest, sizeof dest, "%s/rejected/%s.msg", self->dir, id);
-    snprintf(why, sizeof why, "%s/rejected/%s.reason", self->dir, id);
-    FILE *f = tc_fopen_private(why);
-    if (f) {
-        fprintf(f, "%s\n", reason ? reason : "");
-        fclose(f);
-    }
-    int rc = 0;
-    if (rename(path, dest) != 0 && errno != ENOENT)
-        rc = tc_fail(TC_EIO, "spool: cannot move %s to %s: %s", path, dest, strerror(errno));
-    pthread_mutex_lock(&self->lock);
-    s_erase(self, id);
-    if (rc == 0)
-        self->rejected++;
-    pthread_mutex_unlock(&self->lock);
-    if (rc == 0)
-        rc = s_fsync_dir(self->dir);
-    return rc;
-}
 
 size_t tc_spool_count(tc_spool_t *self)
 {
@@ -515,135 +481,7 @@ bool tc_spool_contains(tc_spool_t *self, const char *id)
     return found;
 }
 
-static int s_cmp_id(const void *a, const void *b)
-{
-    return strcmp((const char *)a, (const char *)b);
-}
 
-/* The ids of DIR/rejected/ *.msg, sorted (malloc'ed; *n of them). */
-static int s_rejected_ids(const char *dir, s_id_t **ids, size_t *n)
-{
-    *ids = NULL;
-    *n = 0;
-    char rej[4096];
-    snprintf(rej, sizeof rej, "%s/rejected", dir);
-    DIR *d = opendir(rej);
-    if (!d)
-        return errno == ENOENT ? 0
-                               : tc_fail(TC_EIO, "cannot read %s: %s", rej, strerror(errno));
-    size_t cap = 0;
-    int rc = 0;
-    struct dirent *e;
-    while (rc == 0 && (e = readdir(d)) != NULL) {
-        char id[TC_MSGID_LEN + 1];
-        if (!s_is_msg_name(e->d_name, id))
-            continue;
-        if (*n == cap) {
-            size_t nc = cap ? cap * 2 : 64;
-            s_id_t *ni = realloc(*ids, nc * sizeof *ni);
-            if (!ni) {
-                rc = tc_fail(TC_ENOMEM, "out of memory");
-                break;
-            }
-            *ids = ni;
-            cap = nc;
-        }
-        memcpy((*ids)[(*n)++], id, sizeof(s_id_t));
-    }
-    closedir(d);
-    if (rc == 0 && *n)
-        qsort(*ids, *n, sizeof **ids, s_cmp_id);
-    if (rc < 0) {
-        free(*ids);
-        *ids = NULL;
-        *n = 0;
-    }
-    return rc;
-}
 
-static uint8_t *s_slurp(const char *path, size_t *len)
-{
-    *len = 0;
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    uint8_t *buf = NULL;
-    size_t cap = 0;
-    for (;;) {
-        if (*len == cap) {
-            size_t nc = cap ? cap * 2 : 4096;
-            if (nc > (size_t)TC_MAX_MESSAGE_BYTES + 1)
-                break;
-            uint8_t *nb = realloc(buf, nc + 1);
-            if (!nb)
-                break;
-            buf = nb;
-            cap = nc;
-        }
-        size_t r = fread(buf + *len, 1, cap - *len, f);
-        if (r == 0)
-            break;
-        *len += r;
-    }
-    fclose(f);
-    if (buf)
-        buf[*len] = '\0';
-    return buf;
-}
 
-int tc_spool_each_rejected(const char *dir, tc_spool_rejected_fn fn, void *arg)
-{
-    s_id_t *ids = NULL;
-    size_t n = 0;
-    int rc = s_rejected_ids(dir, &ids, &n);
-    for (size_t i = 0; rc == 0 && i < n; i++) {
-        char path[4200];
-        size_t len = 0, rlen = 0;
-        snprintf(path, sizeof path, "%s/rejected/%s.msg", dir, ids[i]);
-        uint8_t *data = s_slurp(path, &len);
-        snprintf(path, sizeof path, "%s/rejected/%s.reason", dir, ids[i]);
-        char *reason = (char *)s_slurp(path, &rlen);
-        if (reason)
-            reason[strcspn(reason, "\n")] = '\0';
-        rc = fn(arg, ids[i], reason ? reason : "", data, len);
-        free(data);
-        free(reason);
-    }
-    free(ids);
-    return rc;
-}
 
-int tc_spool_requeue_rejected(tc_spool_t *self, size_t *moved)
-{
-    *moved = 0;
-    s_id_t *ids = NULL;
-    size_t n = 0;
-    int rc = s_rejected_ids(self->dir, &ids, &n);
-    for (size_t i = 0; rc == 0 && i < n; i++) {
-        char from[4200], to[4200], why[4200];
-        snprintf(from, sizeof from, "%s/rejected/%s.msg", self->dir, ids[i]);
-        snprintf(why, sizeof why, "%s/rejected/%s.reason", self->dir, ids[i]);
-        s_path(self, ids[i], to, sizeof to);
-        if (rename(from, to) != 0) {
-            rc = tc_fail(TC_EIO, "spool: cannot move %s back to %s: %s", from, to,
-                         strerror(errno));
-            break;
-        }
-        unlink(why);
-        pthread_mutex_lock(&self->lock);
-        rc = s_insert(self, ids[i]);
-        if (self->rejected)
-            self->rejected--;
-        pthread_mutex_unlock(&self->lock);
-        (*moved)++;
-    }
-    free(ids);
-    if (rc == 0 && *moved)
-        rc = s_fsync_dir(self->dir);
-    if (rc == 0 && *moved) {
-        char rej[4096];
-        snprintf(rej, sizeof rej, "%s/rejected", self->dir);
-        rc = s_fsync_dir(rej);
-    }
-    return rc;
-}
