@@ -100,6 +100,73 @@ static int s_select_devices(tc_store_t *s, const char *gpu, tc_pred_device_t **o
     return 0;
 }
 
+/* Each device's latest fit of the request's kind, its routing warning and
+ * its training power; a device without a fit gets its no_fit rows. */
+static int s_load_fits(tc_store_t *store, const tc_pred_request_t *req, tc_pred_device_t *devs,
+                       size_t n_devs)
+{
+    int rc = 0;
+    for (size_t i = 0; i < n_devs; i++) {
+        tc_pred_device_t *d = &devs[i];
+        rc = tc_store_fit_latest(store, d->device.name, req->framework, NULL, req->dtype,
+                                 req->amp, &d->fit);
+        if (rc == TC_ENOTFOUND) {
+            d->status = TC_PRED_NO_FIT;
+            snprintf(d->note, sizeof d->note,
+                     "no fit: trace models on it with 'agent trace' or 'agent run', then run "
+                     "'aggregator fit'");
+            TC_TRY(tc_predict_no_fit(req, d));
+            continue;
+        }
+        if (rc < 0)
+            goto err;
+        TC_TRY(tc_store_routing_warning(store, d->device.name, d->warning, sizeof d->warning));
+        TC_TRY(tc_store_device_power(store, d->device.name, d->fit.framework, d->fit.dtype,
+                                     d->fit.amp, &d->watts, d->energy_source,
+                                     sizeof d->energy_source));
+        if (*d->warning)
+            tc_log_warn("%s: %s", d->device.name, d->warning);
+    }
+err:
+    return rc;
+}
+
+/* The rows of every device with a fit (its conv look-ups done), warning
+ * about op classes its fit never saw. */
+static int s_predict_devices(tc_store_t *store, const tc_pred_request_t *req,
+                             tc_pred_device_t *devs, size_t n_devs)
+{
+    int rc = 0;
+    for (size_t i = 0; i < n_devs; i++) {
+        tc_pred_device_t *d = &devs[i];
+        if (d->status != TC_PRED_OK)
+            continue;
+        TC_TRY(tc_predict_device(store, req, d));
+        TC_TRY(tc_predict_unseen_classes(store, req->model, d));
+        if (*d->unseen)
+            tc_log_warn("%s has layers of classes the fit of %s never saw (%s): its prediction "
+                        "there extrapolates; trace a CNN with such layers on that device and "
+                        "fit again",
+                        tc_model_name(req->model), d->device.name, d->unseen);
+    }
+err:
+    return rc;
+}
+
+/* Record the predicted rows (table predictions); a failure is a warning. */
+static void s_record(tc_store_t *store, const tc_pred_request_t *req,
+                     const tc_pred_device_t *devs, size_t n_devs)
+{
+    char request_id[TC_MSGID_LEN + 1];
+    tc_msgid_new(request_id);
+    size_t stored = 0;
+    if (tc_predict_record(store, request_id, req, devs, n_devs, &stored) < 0)
+        tc_log_warn("the predictions were not recorded in the database: %s", tc_errmsg());
+    else
+        tc_log_info("recorded %zu predictions as request %s (table predictions)", stored,
+                    request_id);
+}
+
 int tc_cmd_predict(int argc, char **argv)
 {
     const char *db = NULL, *gpu = NULL, *model_spec = NULL, *batch_text = NULL, *prices = NULL;
@@ -221,40 +288,10 @@ int tc_cmd_predict(int argc, char **argv)
                              .amp = amp_key,
                              .input_size = (uint32_t)input_size,
                              .extrapolate = extrapolate};
-    for (size_t i = 0; i < n_devs; i++) {
-        tc_pred_device_t *d = &devs[i];
-        rc = tc_store_fit_latest(store, d->device.name, framework, NULL, dtype, amp_key, &d->fit);
-        if (rc == TC_ENOTFOUND) {
-            d->status = TC_PRED_NO_FIT;
-            snprintf(d->note, sizeof d->note,
-                     "no fit: trace models on it with 'agent trace' or 'agent run', then run "
-                     "'aggregator fit'");
-            TC_TRY(tc_predict_no_fit(&req, d));
-            continue;
-        }
-        if (rc < 0)
-            goto err;
-        TC_TRY(tc_store_routing_warning(store, d->device.name, d->warning, sizeof d->warning));
-        TC_TRY(tc_store_device_power(store, d->device.name, d->fit.framework, d->fit.dtype,
-                                     d->fit.amp, &d->watts, d->energy_source,
-                                     sizeof d->energy_source));
-        if (*d->warning)
-            tc_log_warn("%s: %s", d->device.name, d->warning);
-    }
+    TC_TRY(s_load_fits(store, &req, devs, n_devs));
     TC_TRY(tc_predict_lookup_all(store, &req, devs, n_devs, NULL));
     TC_TRY(tc_predict_fill_missing(store, &req, devs, n_devs, (unsigned)wait_s, model_spec));
-    for (size_t i = 0; i < n_devs; i++) {
-        tc_pred_device_t *d = &devs[i];
-        if (d->status != TC_PRED_OK)
-            continue;
-        TC_TRY(tc_predict_device(store, &req, d));
-        TC_TRY(tc_predict_unseen_classes(store, model, d));
-        if (*d->unseen)
-            tc_log_warn("%s has layers of classes the fit of %s never saw (%s): its prediction "
-                        "there extrapolates; trace a CNN with such layers on that device and "
-                        "fit again",
-                        tc_model_name(model), d->device.name, d->unseen);
-    }
+    TC_TRY(s_predict_devices(store, &req, devs, n_devs));
     TC_TRY(tc_predict_compare(store, devs, n_devs, &cmps, &n_cmps));
     size_t ok = 0, not_ok = 0;
     tc_predict_count(devs, n_devs, &ok, &not_ok);
@@ -265,16 +302,8 @@ int tc_cmd_predict(int argc, char **argv)
         TC_TRY(tc_pred_plot(plot, strcmp(plot_metric, "epoch") == 0, model, devs, n_devs));
     else if (plot)
         tc_log_warn("--plot %s: no row could be predicted, so there is nothing to draw", plot);
-    if (!no_store && ok) {
-        char request_id[TC_MSGID_LEN + 1];
-        tc_msgid_new(request_id);
-        size_t stored = 0;
-        if (tc_predict_record(store, request_id, &req, devs, n_devs, &stored) < 0)
-            tc_log_warn("the predictions were not recorded in the database: %s", tc_errmsg());
-        else
-            tc_log_info("recorded %zu predictions as request %s (table predictions)", stored,
-                        request_id);
-    }
+    if (!no_store && ok)
+        s_record(store, &req, devs, n_devs);
     if (not_ok) {
         fprintf(stderr, "aggregator predict: %zu of %zu rows could not be predicted (each "
                         "says why above); exit status 3\n",
