@@ -21,7 +21,7 @@
 #include <string.h>
 
 #define AGENTS 2
-#define PER_AGENT 400
+#define PER_AGENT 1000
 #define RESULTS 2
 #define COUNT_CONV "SELECT count(*) FROM conv_results"
 
