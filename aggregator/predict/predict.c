@@ -417,6 +417,10 @@ int tc_predict_compare(tc_store_t *s, const tc_pred_device_t *devs, size_t n,
         return tc_fail(TC_ENOMEM, "out of memory");
     size_t k = 0;
     int rc = 0;
+    /* The paired interval depends on the two fits only: the same two
+     * devices at another batch reuse it. */
+    size_t memo_first = n, memo_second = n, memo_pairs = 0;
+    double memo_lo = NAN, memo_hi = NAN;
     for (size_t b = 0; b < n_batches && rc == 0; b++) {
         size_t first = n, second = n;
         for (size_t i = 0; i < n; i++) {
@@ -439,8 +443,16 @@ int tc_predict_compare(tc_store_t *s, const tc_pred_device_t *devs, size_t n,
         c->faster = first;
         c->slower = second;
         c->ratio = ps->total_ms / pf->total_ms;
-        double qlo, qhi;
-        rc = s_paired(s, &devs[first], &devs[second], &qlo, &qhi, &c->pairs);
+        double qlo = memo_lo, qhi = memo_hi;
+        c->pairs = memo_pairs;
+        if (first != memo_first || second != memo_second) {
+            rc = s_paired(s, &devs[first], &devs[second], &qlo, &qhi, &c->pairs);
+            memo_first = first;
+            memo_second = second;
+            memo_lo = qlo;
+            memo_hi = qhi;
+            memo_pairs = c->pairs;
+        }
         if (rc == 0 && isfinite(qlo) && isfinite(qhi)) {
             c->method = "paired";
             c->lo = c->ratio * qlo;
