@@ -83,6 +83,146 @@ static Traincast__V1__Device *s_message_device(const tc_envelope_t *env)
     return NULL;
 }
 
+/* The lists tc_store_import_finish records: the device names of the set
+ * (each once) and its renamed devices; the strings are the devices'. */
+typedef struct {
+    char **names, **renamed, **uuids, **originals;
+    size_t n_names, n_renamed;
+} s_lists_t;
+
+/* Free the lists (the "ORIGINAL -> NAME" texts are theirs, the rest not). */
+static void s_lists_free(s_lists_t *l)
+{
+    for (size_t i = 0; l->renamed && l->renamed[i]; i++)
+        free(l->renamed[i]);
+    free(l->renamed);
+    free(l->names);
+    free(l->uuids);
+    free(l->originals);
+    memset(l, 0, sizeof *l);
+}
+
+/* What an import did: its row, and the messages it stored or found here. */
+typedef struct {
+    long long import_id, stored, duplicates;
+    bool again;
+    char when[40];
+} s_import_t;
+
+/* Store one record of the set under the name its device takes here, and
+ * count it as stored or as already here. */
+static int s_import_message(tc_store_t *store, s_devices_t *devs, const char *path,
+                            const tc_set_header_t *h, long long record, tc_envelope_t *env,
+                            s_import_t *im)
+{
+    int rc;
+    if (env->body_case != TRAINCAST__V1__ENVELOPE__BODY_CONV_RESULTS &&
+        env->body_case != TRAINCAST__V1__ENVELOPE__BODY_MODEL_GRAPH &&
+        env->body_case != TRAINCAST__V1__ENVELOPE__BODY_TRAIN_TRACE)
+        TC_FAIL_GOTO(TC_EINVAL,
+                     "%s: record %lld of %lld: a %s message does not belong in a benchmark "
+                     "set (nothing was stored)",
+                     path, record, h->records, tc_body_name(env));
+    Traincast__V1__Device *d = s_message_device(env);
+    char *own_name = NULL;
+    if (d && d->uuid && d->name) {
+        const char *name = NULL;
+        TC_TRY(s_device_name(store, devs, h->source, d, &name));
+        own_name = d->name;
+        d->name = (char *)name;
+    }
+    tc_store_outcome_t outcome;
+    rc = tc_store_put(store, env, &outcome);
+    if (own_name)
+        d->name = own_name; /* the unpacked message frees its own */
+    if (rc < 0) {
+        tc_err_context(rc, "%s: record %lld of %lld (%s message %s); nothing was stored", path,
+                       record, h->records, tc_body_name(env), env->message_id);
+        return rc == TC_EDB ? rc : TC_EINVAL;
+    }
+    if (outcome == TC_STORE_DUPLICATE)
+        im->duplicates++;
+    else
+        im->stored++;
+err:
+    return rc;
+}
+
+/* Store every record of the set in order, the progress bar following. */
+static int s_import_records(tc_store_t *store, tc_set_reader_t *reader, const char *path,
+                            s_devices_t *devs, tc_progress_t *bar, s_import_t *im)
+{
+    const tc_set_header_t *h = tc_set_reader_header(reader);
+    tc_envelope_t *env = NULL;
+    int rc = 0;
+    for (;;) {
+        TC_TRY(tc_set_reader_next(reader, &env));
+        if (!env)
+            break;
+        long long record = tc_set_reader_record(reader);
+        TC_TRY(s_import_message(store, devs, path, h, record, env, im));
+        tc_envelope_free(&env);
+        tc_progress_update(bar, (uint64_t)record, NULL);
+    }
+err:
+    tc_envelope_free(&env);
+    return rc;
+}
+
+/* Build the lists of the devices stored (into *l, which the caller frees
+ * with s_lists_free, also on failure). */
+static int s_import_lists(const s_devices_t *devs, s_lists_t *l)
+{
+    int rc = 0;
+    l->names = calloc(devs->n + 1, sizeof *l->names);
+    l->renamed = calloc(devs->n + 1, sizeof *l->renamed);
+    l->uuids = calloc(devs->n + 1, sizeof *l->uuids);
+    l->originals = calloc(devs->n + 1, sizeof *l->originals);
+    if (!l->names || !l->renamed || !l->uuids || !l->originals)
+        TC_FAIL_GOTO(TC_ENOMEM, "out of memory");
+    for (size_t i = 0; i < devs->n; i++) {
+        const s_device_t *dv = &devs->v[i];
+        bool seen = false;
+        for (size_t k = 0; k < l->n_names; k++)
+            seen |= !strcmp(l->names[k], dv->name);
+        if (!seen)
+            l->names[l->n_names++] = dv->name;
+        if (!dv->renamed)
+            continue;
+        size_t len = strlen(dv->original) + strlen(dv->name) + 8;
+        if (!(l->renamed[l->n_renamed] = malloc(len)))
+            TC_FAIL_GOTO(TC_ENOMEM, "out of memory");
+        snprintf(l->renamed[l->n_renamed], len, "%s -> %s", dv->original, dv->name);
+        l->uuids[l->n_renamed] = dv->uuid;
+        l->originals[l->n_renamed] = dv->original;
+        l->n_renamed++;
+    }
+err:
+    return rc;
+}
+
+/* Print what the import stored, the devices it brought and those renamed. */
+static void s_print_import(const char *path, const tc_set_header_t *h, const s_import_t *im,
+                           const s_lists_t *l, const s_devices_t *devs)
+{
+    printf("imported %s: set %s from '%s' (exported %s by traincast %s), import %lld\n", path,
+           h->set_id, h->source, h->exported_at, h->traincast_version, im->import_id);
+    printf("  %lld messages stored, %lld already here\n", im->stored, im->duplicates);
+    if (im->again && im->stored == 0)
+        printf("  this set was imported before (import %lld, %s UTC): nothing new\n",
+               im->import_id, im->when);
+    for (size_t i = 0; i < l->n_names; i++)
+        printf("  device '%s'\n", l->names[i]);
+    for (size_t i = 0; i < devs->n; i++) {
+        if (devs->v[i].renamed)
+            printf("  renamed: '%s' (uuid %s) is stored as '%s': a device of that name here is "
+                   "other hardware\n",
+                   devs->v[i].original, devs->v[i].uuid, devs->v[i].name);
+    }
+    if (im->stored)
+        printf("next: aggregator fit, then aggregator predict --gpu all ...\n");
+}
+
 int tc_cmd_import(int argc, char **argv)
 {
     const char *db = NULL;
@@ -115,115 +255,34 @@ int tc_cmd_import(int argc, char **argv)
     const char *path = cli.positional[0];
     tc_set_reader_t *reader = NULL;
     tc_store_t *store = NULL;
-    tc_envelope_t *env = NULL;
     tc_progress_t *bar = NULL;
     s_devices_t devs = {0};
-    char **names = NULL, **renamed = NULL, **uuids = NULL, **originals = NULL;
-    bool open = false, again = false;
-    long long import_id = 0, stored = 0, duplicates = 0;
-    char when[40] = "";
+    s_lists_t lists = {0};
+    s_import_t im = {0};
+    bool open = false;
     TC_TRY(tc_set_reader_open(path, &reader));
     const tc_set_header_t *h = tc_set_reader_header(reader);
     TC_TRY(tc_store_open(tc_default_dsn(db), &store));
     TC_TRY(tc_store_check_schema(store));
     /* The file's SHA-256 is known at its end; the row is written with it
      * then (tc_store_import_finish keeps the first import's row). */
-    TC_TRY(tc_store_import_begin(store, h, path, "", &import_id, &again, when, sizeof when));
+    TC_TRY(tc_store_import_begin(store, h, path, "", &im.import_id, &im.again, im.when,
+                                 sizeof im.when));
     open = true;
     bar = tc_progress_new("importing", (uint64_t)(h->records ? h->records : 1));
-    for (;;) {
-        TC_TRY(tc_set_reader_next(reader, &env));
-        if (!env)
-            break;
-        long long record = tc_set_reader_record(reader);
-        if (env->body_case != TRAINCAST__V1__ENVELOPE__BODY_CONV_RESULTS &&
-            env->body_case != TRAINCAST__V1__ENVELOPE__BODY_MODEL_GRAPH &&
-            env->body_case != TRAINCAST__V1__ENVELOPE__BODY_TRAIN_TRACE)
-            TC_FAIL_GOTO(TC_EINVAL,
-                         "%s: record %lld of %lld: a %s message does not belong in a benchmark "
-                         "set (nothing was stored)",
-                         path, record, h->records, tc_body_name(env));
-        Traincast__V1__Device *d = s_message_device(env);
-        char *own_name = NULL;
-        if (d && d->uuid && d->name) {
-            const char *name = NULL;
-            TC_TRY(s_device_name(store, &devs, h->source, d, &name));
-            own_name = d->name;
-            d->name = (char *)name;
-        }
-        tc_store_outcome_t outcome;
-        rc = tc_store_put(store, env, &outcome);
-        if (own_name)
-            d->name = own_name; /* the unpacked message frees its own */
-        if (rc < 0) {
-            tc_err_context(rc, "%s: record %lld of %lld (%s message %s); nothing was stored",
-                           path, record, h->records, tc_body_name(env), env->message_id);
-            rc = rc == TC_EDB ? rc : TC_EINVAL;
-            goto err;
-        }
-        if (outcome == TC_STORE_DUPLICATE)
-            duplicates++;
-        else
-            stored++;
-        tc_envelope_free(&env);
-        tc_progress_update(bar, (uint64_t)record, NULL);
-    }
-    size_t n_renamed = 0;
-    names = calloc(devs.n + 1, sizeof *names);
-    renamed = calloc(devs.n + 1, sizeof *renamed);
-    uuids = calloc(devs.n + 1, sizeof *uuids);
-    originals = calloc(devs.n + 1, sizeof *originals);
-    if (!names || !renamed || !uuids || !originals)
-        TC_FAIL_GOTO(TC_ENOMEM, "out of memory");
-    size_t n_names = 0;
-    for (size_t i = 0; i < devs.n; i++) {
-        bool seen = false;
-        for (size_t k = 0; k < n_names; k++)
-            seen |= !strcmp(names[k], devs.v[i].name);
-        if (!seen)
-            names[n_names++] = devs.v[i].name;
-        if (!devs.v[i].renamed)
-            continue;
-        size_t len = strlen(devs.v[i].original) + strlen(devs.v[i].name) + 8;
-        if (!(renamed[n_renamed] = malloc(len)))
-            TC_FAIL_GOTO(TC_ENOMEM, "out of memory");
-        snprintf(renamed[n_renamed], len, "%s -> %s", devs.v[i].original, devs.v[i].name);
-        uuids[n_renamed] = devs.v[i].uuid;
-        originals[n_renamed] = devs.v[i].original;
-        n_renamed++;
-    }
+    TC_TRY(s_import_records(store, reader, path, &devs, bar, &im));
+    TC_TRY(s_import_lists(&devs, &lists));
     TC_TRY(tc_store_import_record_file(store, tc_set_reader_sha256(reader)));
-    TC_TRY(tc_store_import_finish(store, stored, duplicates, names, n_names, renamed, uuids,
-                                  originals, n_renamed));
+    TC_TRY(tc_store_import_finish(store, im.stored, im.duplicates, lists.names, lists.n_names,
+                                  lists.renamed, lists.uuids, lists.originals, lists.n_renamed));
     open = false;
     tc_progress_destroy(&bar);
-    printf("imported %s: set %s from '%s' (exported %s by traincast %s), import %lld\n", path,
-           h->set_id, h->source, h->exported_at, h->traincast_version, import_id);
-    printf("  %lld messages stored, %lld already here\n", stored, duplicates);
-    if (again && stored == 0)
-        printf("  this set was imported before (import %lld, %s UTC): nothing new\n", import_id,
-               when);
-    for (size_t i = 0; i < n_names; i++)
-        printf("  device '%s'\n", names[i]);
-    for (size_t i = 0; i < devs.n; i++) {
-        if (devs.v[i].renamed)
-            printf("  renamed: '%s' (uuid %s) is stored as '%s': a device of that name here is "
-                   "other hardware\n",
-                   devs.v[i].original, devs.v[i].uuid, devs.v[i].name);
-    }
-    if (stored)
-        printf("next: aggregator fit, then aggregator predict --gpu all ...\n");
+    s_print_import(path, h, &im, &lists, &devs);
 err:
     if (open)
         tc_store_import_abort(store);
     tc_progress_destroy(&bar);
-    tc_envelope_free(&env);
-    for (size_t i = 0; renamed && renamed[i]; i++)
-        free(renamed[i]);
-    free(renamed);
-    free(names);
-    free(uuids);
-    free(originals);
+    s_lists_free(&lists);
     s_devices_free(&devs);
     tc_store_destroy(&store);
     tc_set_reader_destroy(&reader);
