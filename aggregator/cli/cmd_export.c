@@ -33,6 +33,93 @@ static int s_put(void *arg, const tc_envelope_t *env)
     return rc;
 }
 
+/* What the set holds: the device classes --device selects, and the
+ * summary its header states. */
+typedef struct {
+    tc_device_class_t *all;
+    size_t n_all, *idx, n;
+    char **names; /* the selected classes' names (all's), NULL-ended */
+    char *devices_json, *models_json;
+    long long messages;
+} s_contents_t;
+
+/* Free what s_select and tc_store_export_summary filled in. */
+static void s_contents_free(s_contents_t *c)
+{
+    free(c->devices_json);
+    free(c->models_json);
+    free(c->names);
+    free(c->idx);
+    free(c->all);
+}
+
+/* The label of the set's source: --source, else this host's name (in host,
+ * "unknown" if it has none); at most 200 bytes. */
+static int s_source(const char **source, char *host, size_t size)
+{
+    int rc = 0;
+    if (!*source || !**source) {
+        if (gethostname(host, size - 1) != 0 || !*host)
+            snprintf(host, size, "unknown");
+        *source = host;
+    }
+    if (strlen(*source) > 200)
+        TC_FAIL_GOTO(TC_EUSAGE, "--source must be at most 200 bytes");
+err:
+    return rc;
+}
+
+/* Select the device classes --device names, and list their names (into c,
+ * which the caller frees, also on failure). */
+static int s_select(tc_store_t *store, const char *devices, s_contents_t *c)
+{
+    int rc;
+    TC_TRY(tc_store_device_classes(store, &c->all, &c->n_all));
+    TC_TRY(tc_device_select(c->all, c->n_all, devices, "--device", &c->idx, &c->n));
+    if (!(c->names = calloc(c->n + 1, sizeof *c->names)))
+        TC_FAIL_GOTO(TC_ENOMEM, "out of memory");
+    for (size_t i = 0; i < c->n; i++)
+        c->names[i] = c->all[c->idx[i]].name;
+err:
+    return rc;
+}
+
+/* Write the set to out: its header (a new set id, into set_id, and the time
+ * now), the messages of the selected classes and its trailer. The writer and
+ * the progress bar in x are the caller's to destroy, also on failure. */
+static int s_write_set(tc_store_t *store, const s_contents_t *c, const char *out,
+                       const char *source, s_export_t *x, char set_id[TC_MSGID_LEN + 1])
+{
+    int rc;
+    char exported_at[40];
+    tc_msgid_new(set_id);
+    time_t now = time(NULL);
+    struct tm tm;
+    gmtime_r(&now, &tm);
+    strftime(exported_at, sizeof exported_at, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    tc_set_header_t h = {
+        .format_version = TC_SET_FORMAT_VERSION,
+        .set_id = set_id,
+        .source = source,
+        .traincast_version = TRAINCAST_VERSION,
+        .schema_version = tc_store_binary_schema_version(),
+        .protocol_version = (int)TC_PROTOCOL_VERSION,
+        .exported_at = exported_at,
+        .records = c->messages,
+        .devices_json = c->devices_json,
+        .models_json = c->models_json,
+    };
+    TC_TRY(tc_set_writer_open(out, &h, &x->writer));
+    x->bar = tc_progress_new("exporting", (uint64_t)(c->messages ? c->messages : 1));
+    TC_TRY(tc_store_export_messages(store, c->names, c->n, s_put, x));
+    if (tc_set_writer_count(x->writer) != c->messages)
+        TC_FAIL_GOTO(TC_EDB, "internal: the set holds %lld messages, its header says %lld",
+                     tc_set_writer_count(x->writer), c->messages);
+    TC_TRY(tc_set_writer_finish(x->writer));
+err:
+    return rc;
+}
+
 int tc_cmd_export(int argc, char **argv)
 {
     const char *db = NULL, *devices = NULL, *out = NULL, *source = NULL;
@@ -65,72 +152,30 @@ int tc_cmd_export(int argc, char **argv)
         return rc;
     }
     tc_store_t *store = NULL;
-    tc_device_class_t *all = NULL;
-    size_t n_all = 0, *idx = NULL, n = 0;
-    char **names = NULL, *devices_json = NULL, *models_json = NULL;
-    long long messages = 0;
+    s_contents_t c = {0};
     s_export_t x = {0};
     bool snapshot = false;
-    char host[256] = "";
-    if (!source || !*source) {
-        if (gethostname(host, sizeof host - 1) != 0 || !*host)
-            snprintf(host, sizeof host, "unknown");
-        source = host;
-    }
-    if (strlen(source) > 200)
-        TC_FAIL_GOTO(TC_EUSAGE, "--source must be at most 200 bytes");
+    char host[256] = "", set_id[TC_MSGID_LEN + 1];
+    TC_TRY(s_source(&source, host, sizeof host));
     TC_TRY(tc_store_open(tc_default_dsn(db), &store));
     TC_TRY(tc_store_check_schema(store));
-    TC_TRY(tc_store_device_classes(store, &all, &n_all));
-    TC_TRY(tc_device_select(all, n_all, devices, "--device", &idx, &n));
-    if (!(names = calloc(n + 1, sizeof *names)))
-        TC_FAIL_GOTO(TC_ENOMEM, "out of memory");
-    for (size_t i = 0; i < n; i++)
-        names[i] = all[idx[i]].name;
+    TC_TRY(s_select(store, devices, &c));
     TC_TRY(tc_store_export_begin(store));
     snapshot = true;
-    TC_TRY(tc_store_export_summary(store, names, n, &devices_json, &models_json, &messages));
-
-    char set_id[TC_MSGID_LEN + 1], exported_at[40];
-    tc_msgid_new(set_id);
-    time_t now = time(NULL);
-    struct tm tm;
-    gmtime_r(&now, &tm);
-    strftime(exported_at, sizeof exported_at, "%Y-%m-%dT%H:%M:%SZ", &tm);
-    tc_set_header_t h = {
-        .format_version = TC_SET_FORMAT_VERSION,
-        .set_id = set_id,
-        .source = source,
-        .traincast_version = TRAINCAST_VERSION,
-        .schema_version = tc_store_binary_schema_version(),
-        .protocol_version = (int)TC_PROTOCOL_VERSION,
-        .exported_at = exported_at,
-        .records = messages,
-        .devices_json = devices_json,
-        .models_json = models_json,
-    };
-    TC_TRY(tc_set_writer_open(out, &h, &x.writer));
-    x.bar = tc_progress_new("exporting", (uint64_t)(messages ? messages : 1));
-    TC_TRY(tc_store_export_messages(store, names, n, s_put, &x));
-    if (tc_set_writer_count(x.writer) != messages)
-        TC_FAIL_GOTO(TC_EDB, "internal: the set holds %lld messages, its header says %lld",
-                     tc_set_writer_count(x.writer), messages);
-    TC_TRY(tc_set_writer_finish(x.writer));
+    TC_TRY(tc_store_export_summary(store, c.names, c.n, &c.devices_json, &c.models_json,
+                                   &c.messages));
+    TC_TRY(s_write_set(store, &c, out, source, &x, set_id));
     tc_progress_destroy(&x.bar);
     printf("wrote %s: set %s from '%s', %lld messages of %zu device class%s\n", out, set_id,
-           source, messages, n, n == 1 ? "" : "es");
-    for (size_t i = 0; i < n; i++)
-        printf("  %s (%ld traces)\n", names[i], all[idx[i]].traces);
+           source, c.messages, c.n, c.n == 1 ? "" : "es");
+    for (size_t i = 0; i < c.n; i++)
+        printf("  %s (%ld traces)\n", c.names[i], c.all[c.idx[i]].traces);
 err:
     tc_progress_destroy(&x.bar);
     tc_set_writer_destroy(&x.writer);
     if (snapshot)
         tc_store_export_end(store);
-    free(devices_json);
-    free(models_json);
-    free(names);
-    free(idx);
-    free(all);
+    s_contents_free(&c);
     tc_store_destroy(&store);
     tc_cli_result_free(&cli);
     return rc;
