@@ -305,6 +305,95 @@ static void s_json_group(tc_buf_t *b, const tc_fit_group_t *g, const tc_fit_anal
     tc_buf_puts(b, "]}");
 }
 
+/* Parse --format and --holdout and make the fit plan (freed with
+ * tc_fit_plan_free when this returns 0). */
+static int s_plan(const tc_fit_cli_t *cli, const char *format, const char *holdout,
+                  format_t *fmt, tc_fit_plan_t *plan)
+{
+    if (!strcmp(format, "table"))
+        *fmt = FMT_TABLE;
+    else if (!strcmp(format, "csv"))
+        *fmt = FMT_CSV;
+    else if (!strcmp(format, "json"))
+        *fmt = FMT_JSON;
+    else
+        return tc_fail(TC_EUSAGE, "--format must be table, csv or json (got '%s')", format);
+    tc_fit_holdout_t hold;
+    if (tc_fit_holdout_parse(holdout, &hold) < 0)
+        return tc_err_context(TC_EUSAGE, "--holdout");
+    int rc = tc_fit_plan_init(cli, plan);
+    if (rc < 0)
+        return rc;
+    plan->holdout = hold;
+    return 0;
+}
+
+/* Read the fit groups of the plan's devices from the database db names
+ * (*groups is the caller's to free, also on failure). */
+static int s_load_groups(const char *db, const tc_fit_plan_t *plan, tc_fit_group_t **groups,
+                         size_t *n_groups)
+{
+    tc_store_t *store = NULL;
+    int rc = tc_store_open(tc_default_dsn(db), &store);
+    if (rc == 0)
+        rc = tc_store_fit_groups(store, plan->devices, plan->n_devices, plan->stat, groups,
+                                 n_groups);
+    tc_store_destroy(&store);
+    return rc;
+}
+
+/* Validate group g (the i-th) and print its report as a table or csv, or
+ * append it to json. */
+static int s_report_group(const tc_fit_group_t *g, size_t i, const tc_fit_plan_t *plan,
+                          format_t fmt, tc_buf_t *json)
+{
+    tc_fit_analysis_t a;
+    int rc = tc_fit_analyze(g, plan, TC_FIT_NESTED_REQUIRED, &a);
+    if (rc < 0)
+        return rc;
+    row_t *rows = NULL;
+    size_t n = 0;
+    rc = s_rows(g, &a, &rows, &n);
+    if (rc == 0) {
+        if (fmt == FMT_TABLE)
+            s_print_table(g, &a, rows, n, plan->holdout);
+        else if (fmt == FMT_CSV)
+            s_print_csv(g, rows, n);
+        else {
+            tc_buf_puts(json, i ? ", " : "");
+            s_json_group(json, g, &a, rows, n, plan->holdout);
+        }
+        fflush(stdout);
+    }
+    free(rows);
+    tc_fit_analysis_free(&a);
+    return rc;
+}
+
+/* Validate every group in turn and print the report: a table or csv as it
+ * goes, json whole at the end. */
+static int s_report(const tc_fit_group_t *groups, size_t n_groups, const tc_fit_plan_t *plan,
+                    format_t fmt)
+{
+    int rc = 0;
+    tc_buf_t json = {0};
+    if (fmt == FMT_CSV)
+        printf("device,framework,policy,dtype,scope,cnn,points,excluded_oom,excluded_failed,mape,"
+               "median_ape,max_ape,conv_only_mape,spread_within,spread_between,model\n");
+    tc_buf_puts(&json, "{\"devices\": [");
+    for (size_t i = 0; rc == 0 && i < n_groups; i++)
+        rc = s_report_group(&groups[i], i, plan, fmt, &json);
+    tc_buf_puts(&json, "]}\n");
+    if (rc == 0 && fmt == FMT_JSON) {
+        if (json.failed)
+            rc = tc_fail(TC_ENOMEM, "out of memory writing the report");
+        else
+            fputs(tc_buf_str(&json), stdout);
+    }
+    tc_buf_free(&json);
+    return rc;
+}
+
 int tc_cmd_validate(int argc, char **argv)
 {
     tc_fit_cli_t cli = {.min_gain = 0.01};
@@ -336,71 +425,17 @@ int tc_cmd_validate(int argc, char **argv)
         return rc;
     }
     format_t fmt;
-    if (!strcmp(format, "table")) {
-        fmt = FMT_TABLE;
-    } else if (!strcmp(format, "csv")) {
-        fmt = FMT_CSV;
-    } else if (!strcmp(format, "json")) {
-        fmt = FMT_JSON;
-    } else {
-        tc_cli_result_free(&res);
-        return tc_fail(TC_EUSAGE, "--format must be table, csv or json (got '%s')", format);
-    }
-    tc_fit_holdout_t hold;
-    if (tc_fit_holdout_parse(holdout, &hold) < 0) {
-        tc_cli_result_free(&res);
-        return tc_err_context(TC_EUSAGE, "--holdout");
-    }
     tc_fit_plan_t plan;
-    rc = tc_fit_plan_init(&cli, &plan);
+    rc = s_plan(&cli, format, holdout, &fmt, &plan);
     if (rc < 0) {
         tc_cli_result_free(&res);
         return rc;
     }
-    plan.holdout = hold;
-    tc_store_t *store = NULL;
     tc_fit_group_t *groups = NULL;
     size_t n_groups = 0;
-    rc = tc_store_open(tc_default_dsn(cli.db), &store);
+    rc = s_load_groups(cli.db, &plan, &groups, &n_groups);
     if (rc == 0)
-        rc = tc_store_fit_groups(store, plan.devices, plan.n_devices, plan.stat, &groups,
-                                 &n_groups);
-    tc_store_destroy(&store);
-    tc_buf_t json = {0};
-    if (rc == 0 && fmt == FMT_CSV)
-        printf("device,framework,policy,dtype,scope,cnn,points,excluded_oom,excluded_failed,mape,"
-               "median_ape,max_ape,conv_only_mape,spread_within,spread_between,model\n");
-    tc_buf_puts(&json, "{\"devices\": [");
-    for (size_t i = 0; rc == 0 && i < n_groups; i++) {
-        tc_fit_analysis_t a;
-        rc = tc_fit_analyze(&groups[i], &plan, TC_FIT_NESTED_REQUIRED, &a);
-        if (rc < 0)
-            break;
-        row_t *rows = NULL;
-        size_t n = 0;
-        rc = s_rows(&groups[i], &a, &rows, &n);
-        if (rc == 0) {
-            if (fmt == FMT_TABLE)
-                s_print_table(&groups[i], &a, rows, n, plan.holdout);
-            else if (fmt == FMT_CSV)
-                s_print_csv(&groups[i], rows, n);
-            else {
-                tc_buf_puts(&json, i ? ", " : "");
-                s_json_group(&json, &groups[i], &a, rows, n, plan.holdout);
-            }
-            fflush(stdout);
-        }
-        free(rows);
-        tc_fit_analysis_free(&a);
-    }
-    tc_buf_puts(&json, "]}\n");
-    if (rc == 0 && fmt == FMT_JSON) {
-        if (json.failed)
-            rc = tc_fail(TC_ENOMEM, "out of memory writing the report");
-        else
-            fputs(tc_buf_str(&json), stdout);
-    }
-    tc_buf_free(&json);
+        rc = s_report(groups, n_groups, &plan, fmt);
     tc_fit_groups_free(&groups, n_groups);
     tc_fit_plan_free(&plan);
     tc_cli_result_free(&res);
