@@ -118,6 +118,57 @@ static int s_fit_rows(tc_table_t *fits, tc_table_t *coefs, const tc_fit_group_t 
     return rc;
 }
 
+/* Open the database db names, check its schema and read the fit groups of
+ * the plan's devices (*store and *groups are the caller's to free, also on
+ * failure). */
+static int s_load_groups(const char *db, const tc_fit_plan_t *plan, tc_store_t **store,
+                         tc_fit_group_t **groups, size_t *n_groups)
+{
+    int rc = tc_store_open(tc_default_dsn(db), store);
+    if (rc == 0)
+        rc = tc_store_check_schema(*store);
+    if (rc == 0)
+        rc = tc_store_fit_groups(*store, plan->devices, plan->n_devices, plan->stat, groups,
+                                 n_groups);
+    return rc;
+}
+
+/* Analyse every group (into *an, n_groups + 1 of them, zeroed first: the
+ * caller frees each and the array, also on failure). */
+static int s_analyze_all(const tc_fit_group_t *groups, size_t n_groups, const tc_fit_plan_t *plan,
+                         bool no_validate, tc_fit_analysis_t **an)
+{
+    int rc = 0;
+    if (!(*an = calloc(n_groups + 1, sizeof **an)))
+        rc = tc_fail(TC_ENOMEM, "out of memory");
+    for (size_t i = 0; rc == 0 && i < n_groups; i++)
+        rc = tc_fit_analyze(&groups[i], plan,
+                            no_validate ? TC_FIT_NESTED_OFF : TC_FIT_NESTED_IF_POSSIBLE, &(*an)[i]);
+    return rc;
+}
+
+/* Store each group's fit, and print its report (table) or add its rows to
+ * the tables fits and coefficients (csv, json). */
+static int s_store_fits(tc_store_t *store, const tc_fit_group_t *groups, size_t n_groups,
+                        tc_fit_analysis_t *an, const tc_fit_plan_t *plan, tc_format_t fmt,
+                        tc_table_t *tables[2])
+{
+    int rc = 0;
+    for (size_t i = 0; rc == 0 && i < n_groups; i++) {
+        tc_fit_held_out_t held = {an[i].held_out, an[i].held_lo, an[i].held_hi};
+        rc = tc_store_fit_put(store, &an[i].fit, &groups[i], an[i].fitted,
+                              an[i].nested ? &held : NULL, (const char *const *)plan->features,
+                              plan->p);
+        if (rc == 0 && fmt == TC_FMT_TABLE) {
+            s_print_fit(&groups[i], &an[i]);
+            fflush(stdout);
+        } else if (rc == 0) {
+            rc = s_fit_rows(tables[0], tables[1], &groups[i], &an[i]);
+        }
+    }
+    return rc;
+}
+
 int tc_cmd_fit(int argc, char **argv)
 {
     tc_fit_cli_t cli = {.min_gain = 0.01};
@@ -169,31 +220,13 @@ int tc_cmd_fit(int argc, char **argv)
     if (!tables[0] || !tables[1])
         rc = tc_fail(TC_ENOMEM, "out of memory");
     if (rc == 0)
-        rc = tc_store_open(tc_default_dsn(cli.db), &store);
-    if (rc == 0)
-        rc = tc_store_check_schema(store);
-    if (rc == 0)
-        rc = tc_store_fit_groups(store, plan.devices, plan.n_devices, plan.stat, &groups,
-                                 &n_groups);
+        rc = s_load_groups(cli.db, &plan, &store, &groups, &n_groups);
     /* Analyse every group before storing any, so bad input stores nothing. */
     tc_fit_analysis_t *an = NULL;
-    if (rc == 0 && !(an = calloc(n_groups + 1, sizeof *an)))
-        rc = tc_fail(TC_ENOMEM, "out of memory");
-    for (size_t i = 0; rc == 0 && i < n_groups; i++)
-        rc = tc_fit_analyze(&groups[i], &plan,
-                            no_validate ? TC_FIT_NESTED_OFF : TC_FIT_NESTED_IF_POSSIBLE, &an[i]);
-    for (size_t i = 0; rc == 0 && i < n_groups; i++) {
-        tc_fit_held_out_t held = {an[i].held_out, an[i].held_lo, an[i].held_hi};
-        rc = tc_store_fit_put(store, &an[i].fit, &groups[i], an[i].fitted,
-                              an[i].nested ? &held : NULL, (const char *const *)plan.features,
-                              plan.p);
-        if (rc == 0 && fmt == TC_FMT_TABLE) {
-            s_print_fit(&groups[i], &an[i]);
-            fflush(stdout);
-        } else if (rc == 0) {
-            rc = s_fit_rows(tables[0], tables[1], &groups[i], &an[i]);
-        }
-    }
+    if (rc == 0)
+        rc = s_analyze_all(groups, n_groups, &plan, no_validate, &an);
+    if (rc == 0)
+        rc = s_store_fits(store, groups, n_groups, an, &plan, fmt, tables);
     if (rc == 0 && fmt != TC_FMT_TABLE)
         rc = tc_table_print(stdout, fmt, tables, 2);
     tc_table_destroy(&tables[0]);
