@@ -101,6 +101,82 @@ static size_t s_waiting(const char *spool, char oldest[TC_MSGID_LEN + 1])
     return n;
 }
 
+/* What this agent holds, as read from its state directory. */
+typedef struct {
+    char dir[2048], spool[2200], id[TC_AGENT_ID_MAX + 1];
+    char key[TC_KEY_Z85_LEN + 1], server_key[TC_KEY_Z85_LEN + 1];
+    size_t waiting;
+    char oldest[TC_MSGID_LEN + 1], when[40]; /* the oldest waiting message */
+} s_agent_t;
+
+/* Read the agent's id, its keys and its spool's waiting messages from the
+ * state directory (--state, or the default). */
+static int s_read_agent(const char *state, s_agent_t *a)
+{
+    int rc;
+    char path[2300];
+    tc_identity_default_dir(state, a->dir, sizeof a->dir);
+    struct stat st;
+    if (stat(a->dir, &st) != 0 || !S_ISDIR(st.st_mode))
+        TC_FAIL_GOTO(TC_ENOTFOUND,
+                     "%s is not an agent state directory (pass --state DIR, or run 'agent "
+                     "keygen' to make one)",
+                     a->dir);
+    TC_TRY(tc_identity_read_agent_id(a->dir, a->id, sizeof a->id));
+    snprintf(path, sizeof path, "%s/agent.pub", a->dir);
+    if (tc_pubkey_read(path, a->key) < 0)
+        a->key[0] = '\0';
+    snprintf(path, sizeof path, "%s/aggregator.pub", a->dir);
+    if (tc_pubkey_read(path, a->server_key) < 0)
+        a->server_key[0] = '\0';
+    snprintf(a->spool, sizeof a->spool, "%s/spool", a->dir);
+    a->waiting = s_waiting(a->spool, a->oldest);
+    if (a->waiting)
+        s_time_text(s_msgid_ms(a->oldest), a->when, sizeof a->when);
+err:
+    return rc;
+}
+
+/* Print the tables agent and refused (--format csv or json). */
+static int s_print_tables(const s_agent_t *a, tc_format_t fmt, tc_table_t *agent_t,
+                          tc_table_t *refused_t)
+{
+    char n_waiting[32];
+    snprintf(n_waiting, sizeof n_waiting, "%zu", a->waiting);
+    const char *row[] = {a->id, a->dir, *a->key ? a->key : NULL,
+                         *a->server_key ? "true" : "false", n_waiting, a->waiting ? a->when : NULL};
+    int rc = tc_table_add_row(agent_t, row);
+    if (rc < 0)
+        return rc;
+    tc_table_t *tables[] = {agent_t, refused_t};
+    return tc_table_print(stdout, fmt, tables, 2);
+}
+
+/* Print the agent, its spool and its refused messages as text. */
+static void s_print_text(const s_agent_t *a, const s_refused_t *refused)
+{
+    printf("agent     %s (state %s)\n", a->id, a->dir);
+    printf("key       %s\n", *a->key ? a->key : "none: run 'agent keygen'");
+    printf("          aggregator.pub %s\n",
+           *a->server_key ? "present" : "missing: copy the aggregator's public key there");
+    if (a->waiting)
+        printf("spool     %zu message%s waiting, the oldest from %s\n", a->waiting,
+               a->waiting == 1 ? "" : "s", a->when);
+    else
+        printf("spool     empty: everything was acknowledged\n");
+    if (refused->n) {
+        printf("refused   %zu message%s, kept in %s/rejected; fix the cause, then 'agent "
+               "push --requeue-rejected' sends them again\n",
+               refused->n, refused->n == 1 ? "" : "s", a->spool);
+        fputs(tc_buf_str(&refused->table), stdout);
+        if (refused->n > S_SHOW_REFUSED)
+            printf("  ... and %zu more (--format csv or json lists them all)\n",
+                   refused->n - S_SHOW_REFUSED);
+    } else {
+        printf("refused   none\n");
+    }
+}
+
 int tc_cmd_status(int argc, char **argv)
 {
     const char *state = NULL, *format = "table";
@@ -129,68 +205,22 @@ int tc_cmd_status(int argc, char **argv)
     }
     s_refused_t refused = {0};
     tc_table_t *agent_t = NULL;
+    s_agent_t a = {0};
     tc_format_t fmt;
     TC_TRY(tc_format_parse(format, &fmt));
     agent_t = tc_table_new("agent", s_agent_cols, 6);
     refused.rows = tc_table_new("refused", s_refused_cols, 4);
     if (!agent_t || !refused.rows)
         TC_FAIL_GOTO(TC_ENOMEM, "out of memory");
-    char dir[2048], spool[2200], path[2300], id[TC_AGENT_ID_MAX + 1] = "";
-    tc_identity_default_dir(state, dir, sizeof dir);
-    struct stat st;
-    if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
-        TC_FAIL_GOTO(TC_ENOTFOUND,
-                     "%s is not an agent state directory (pass --state DIR, or run 'agent "
-                     "keygen' to make one)",
-                     dir);
-    TC_TRY(tc_identity_read_agent_id(dir, id, sizeof id));
-    char key[TC_KEY_Z85_LEN + 1] = "", server_key[TC_KEY_Z85_LEN + 1] = "";
-    snprintf(path, sizeof path, "%s/agent.pub", dir);
-    if (tc_pubkey_read(path, key) < 0)
-        key[0] = '\0';
-    snprintf(path, sizeof path, "%s/aggregator.pub", dir);
-    if (tc_pubkey_read(path, server_key) < 0)
-        server_key[0] = '\0';
-    snprintf(spool, sizeof spool, "%s/spool", dir);
-    char oldest[TC_MSGID_LEN + 1], when[40] = "";
-    size_t waiting = s_waiting(spool, oldest);
-    if (waiting)
-        s_time_text(s_msgid_ms(oldest), when, sizeof when);
-    TC_TRY(tc_spool_each_rejected(spool, s_on_refused, &refused));
+    TC_TRY(s_read_agent(state, &a));
+    TC_TRY(tc_spool_each_rejected(a.spool, s_on_refused, &refused));
     TC_TRY(refused.rc);
     if (refused.table.failed)
         TC_FAIL_GOTO(TC_ENOMEM, "out of memory");
-
-    if (fmt != TC_FMT_TABLE) {
-        char n_waiting[32];
-        snprintf(n_waiting, sizeof n_waiting, "%zu", waiting);
-        const char *row[] = {id,      dir, *key ? key : NULL, *server_key ? "true" : "false",
-                             n_waiting, waiting ? when : NULL};
-        TC_TRY(tc_table_add_row(agent_t, row));
-        tc_table_t *tables[] = {agent_t, refused.rows};
-        TC_TRY(tc_table_print(stdout, fmt, tables, 2));
-    } else {
-        printf("agent     %s (state %s)\n", id, dir);
-        printf("key       %s\n", *key ? key : "none: run 'agent keygen'");
-        printf("          aggregator.pub %s\n",
-               *server_key ? "present" : "missing: copy the aggregator's public key there");
-        if (waiting)
-            printf("spool     %zu message%s waiting, the oldest from %s\n", waiting,
-                   waiting == 1 ? "" : "s", when);
-        else
-            printf("spool     empty: everything was acknowledged\n");
-        if (refused.n) {
-            printf("refused   %zu message%s, kept in %s/rejected; fix the cause, then 'agent "
-                   "push --requeue-rejected' sends them again\n",
-                   refused.n, refused.n == 1 ? "" : "s", spool);
-            fputs(tc_buf_str(&refused.table), stdout);
-            if (refused.n > S_SHOW_REFUSED)
-                printf("  ... and %zu more (--format csv or json lists them all)\n",
-                       refused.n - S_SHOW_REFUSED);
-        } else {
-            printf("refused   none\n");
-        }
-    }
+    if (fmt != TC_FMT_TABLE)
+        TC_TRY(s_print_tables(&a, fmt, agent_t, refused.rows));
+    else
+        s_print_text(&a, &refused);
 err:
     tc_buf_free(&refused.table);
     tc_table_destroy(&refused.rows);
