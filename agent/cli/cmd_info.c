@@ -81,6 +81,102 @@ static void s_print_device(const char *spec, const Traincast__V1__Device *d)
         printf("          follows %s, conv routing %s\n", d->framework, d->routing);
 }
 
+/* Parse --format, apply --allocator and ready the GPU framework, as every
+ * device may be opened. */
+static int s_prepare(const char *format, const char *allocator, tc_format_t *fmt)
+{
+    int rc;
+    if ((rc = tc_format_parse(format, fmt)) < 0 || (rc = tc_allocator_apply(allocator)) < 0)
+        return rc;
+    return tc_gpu_prepare("any");
+}
+
+/* This agent: the host it runs on, its os and its id. */
+typedef struct {
+    char host[256], os[160], id[320];
+} s_about_t;
+
+/* Find out this agent's host, os and id (the id of the state directory, or
+ * the one derived from this machine, with a warning). */
+static void s_about(const char *state, s_about_t *a)
+{
+    char model[192];
+    tc_host_name(a->host, sizeof a->host);
+    tc_cpu_model(model, sizeof model);
+    tc_os_version(a->os, sizeof a->os);
+    if (tc_agent_id(NULL, state, a->id, sizeof a->id) < 0)
+        tc_log_warn("%s; showing the id derived from this machine", tc_errmsg());
+}
+
+/* List every backend's library versions: a text line each, and a row of
+ * the libraries table. */
+static int s_libraries(tc_table_t *t, bool text)
+{
+    int rc = 0;
+    for (const tc_backend_iface_t *const *b = tc_backends(); rc == 0 && *b; b++) {
+        char v[256];
+        (*b)->versions(v, sizeof v);
+        if (text)
+            printf("  %-7s %s\n", (*b)->kind, v);
+        const char *lib_row[] = {(*b)->kind, v};
+        rc = tc_table_add_row(t, lib_row);
+    }
+    return rc;
+}
+
+/* Open and describe device i of backend b: a text entry and a row of the
+ * devices table, or the error it gave (the first error, or one of exit
+ * status 2, kept in *failed). */
+static int s_one_device(tc_table_t *t, const tc_backend_iface_t *b, unsigned i,
+                        unsigned threads, bool text, int *failed)
+{
+    int rc;
+    char dspec[32];
+    if (!strcmp(b->kind, "cpu"))
+        snprintf(dspec, sizeof dspec, "%s", b->kind);
+    else
+        snprintf(dspec, sizeof dspec, "%s:%u", b->kind, i);
+    tc_device_t *dev = NULL;
+    Traincast__V1__Device d = TRAINCAST__V1__DEVICE__INIT;
+    int drc = tc_device_open(dspec, threads, &dev);
+    if (drc == 0)
+        drc = tc_device_describe(dev, &d);
+    if (drc == 0) {
+        if (text)
+            s_print_device(dspec, &d);
+        rc = s_device_row(t, dspec, b->kind, &d, NULL);
+    } else {
+        if (text)
+            printf("  %-7s error: %s\n", dspec, tc_errmsg());
+        rc = s_device_row(t, dspec, b->kind, NULL, tc_errmsg());
+        if (!*failed || tc_exit_status(drc) == 2)
+            *failed = drc;
+    }
+    tc_device_close(&dev);
+    return rc;
+}
+
+/* List every backend's devices (or why it has none) as text and as rows of
+ * the devices table; *failed as s_one_device keeps it. */
+static int s_devices(tc_table_t *t, unsigned threads, bool text, int *failed)
+{
+    int rc = 0;
+    for (const tc_backend_iface_t *const *b = tc_backends(); rc == 0 && *b; b++) {
+        unsigned count = 0;
+        char why[512];
+        (*b)->enumerate(&count, why, sizeof why);
+        if (count == 0) {
+            if (text)
+                printf("  %-7s none: %s\n", (*b)->kind, why);
+            rc = s_device_row(t, (*b)->kind, (*b)->kind, NULL, why);
+            continue;
+        }
+        for (unsigned i = 0; rc == 0 && i < count; i++)
+            rc = s_one_device(t, *b, i, threads, text, failed);
+    }
+    return rc;
+}
+
 int tc_cmd_info(int argc, char **argv)
 {
     unsigned long threads = 0;
@@ -113,11 +209,7 @@ int tc_cmd_info(int argc, char **argv)
         return rc;
     }
     tc_format_t fmt;
-    if ((rc = tc_format_parse(format, &fmt)) < 0 || (rc = tc_allocator_apply(allocator)) < 0) {
-        tc_cli_result_free(&cli);
-        return rc;
-    }
-    if ((rc = tc_gpu_prepare("any")) < 0) {
+    if ((rc = s_prepare(format, allocator, &fmt)) < 0) {
         tc_cli_result_free(&cli);
         return rc;
     }
@@ -127,64 +219,21 @@ int tc_cmd_info(int argc, char **argv)
                              tc_table_new("devices", s_dev_cols, S_DEV_COLS)};
     if (!tables[0] || !tables[1] || !tables[2])
         rc = tc_fail(TC_ENOMEM, "out of memory");
-    char host[256], model[192], os[160], id[320];
-    tc_host_name(host, sizeof host);
-    tc_cpu_model(model, sizeof model);
-    tc_os_version(os, sizeof os);
-    if (tc_agent_id(NULL, state, id, sizeof id) < 0)
-        tc_log_warn("%s; showing the id derived from this machine", tc_errmsg());
+    s_about_t about;
+    s_about(state, &about);
     if (text)
         printf("traincast agent %s on %s (%s)\nagent id %s\n\nlibraries:\n", TRAINCAST_VERSION,
-               host, os, id);
-    const char *agent_row[] = {TRAINCAST_VERSION, host, os, id};
+               about.host, about.os, about.id);
+    const char *agent_row[] = {TRAINCAST_VERSION, about.host, about.os, about.id};
     if (rc == 0)
         rc = tc_table_add_row(tables[0], agent_row);
-    for (const tc_backend_iface_t *const *b = tc_backends(); rc == 0 && *b; b++) {
-        char v[256];
-        (*b)->versions(v, sizeof v);
-        if (text)
-            printf("  %-7s %s\n", (*b)->kind, v);
-        const char *lib_row[] = {(*b)->kind, v};
-        rc = tc_table_add_row(tables[1], lib_row);
-    }
+    if (rc == 0)
+        rc = s_libraries(tables[1], text);
     if (text)
         printf("\ndevices:\n");
     int failed = 0;
-    for (const tc_backend_iface_t *const *b = tc_backends(); rc == 0 && *b; b++) {
-        unsigned count = 0;
-        char why[512];
-        (*b)->enumerate(&count, why, sizeof why);
-        if (count == 0) {
-            if (text)
-                printf("  %-7s none: %s\n", (*b)->kind, why);
-            rc = s_device_row(tables[2], (*b)->kind, (*b)->kind, NULL, why);
-            continue;
-        }
-        for (unsigned i = 0; rc == 0 && i < count; i++) {
-            char dspec[32];
-            if (!strcmp((*b)->kind, "cpu"))
-                snprintf(dspec, sizeof dspec, "%s", (*b)->kind);
-            else
-                snprintf(dspec, sizeof dspec, "%s:%u", (*b)->kind, i);
-            tc_device_t *dev = NULL;
-            Traincast__V1__Device d = TRAINCAST__V1__DEVICE__INIT;
-            int drc = tc_device_open(dspec, (unsigned)threads, &dev);
-            if (drc == 0)
-                drc = tc_device_describe(dev, &d);
-            if (drc == 0) {
-                if (text)
-                    s_print_device(dspec, &d);
-                rc = s_device_row(tables[2], dspec, (*b)->kind, &d, NULL);
-            } else {
-                if (text)
-                    printf("  %-7s error: %s\n", dspec, tc_errmsg());
-                rc = s_device_row(tables[2], dspec, (*b)->kind, NULL, tc_errmsg());
-                if (!failed || tc_exit_status(drc) == 2)
-                    failed = drc;
-            }
-            tc_device_close(&dev);
-        }
-    }
+    if (rc == 0)
+        rc = s_devices(tables[2], (unsigned)threads, text, &failed);
     if (rc == 0 && !text)
         rc = tc_table_print(stdout, fmt, tables, 3);
     for (size_t k = 0; k < 3; k++)
