@@ -293,24 +293,52 @@ static int s_put_model_graph(tc_store_t *s, const Traincast__V1__ModelGraph *g)
     return rc;
 }
 
-static int s_put_trace(tc_store_t *s, const tc_envelope_t *env)
+/* The trace's agent, its device (whose id goes into device_id) and its
+ * model graph. */
+static int s_put_trace_refs(tc_store_t *s, const tc_envelope_t *env, char device_id[32])
 {
     const Traincast__V1__TrainTrace *t = env->train_trace;
-    char device_id[32];
     int rc = s_put_agent(s, env, NULL);
     if (rc == 0)
         rc = s_put_device(s, env->agent_id, t->device, device_id);
     if (rc == 0 && t->graph)
         rc = s_put_model_graph(s, t->graph);
-    if (rc < 0)
-        return rc;
+    return rc;
+}
 
+/* A trace's numbers as the text of query parameters. */
+typedef struct {
     char batch[16], input[16], threads[16], warmup[16], iters[16], repeats[16], median[64],
         spread[64], peak[32], started[64], clock[16], power[64], energy[64];
-    snprintf(clock, sizeof clock, "%u", t->sm_clock_mhz);
-    snprintf(energy, sizeof energy, "%.17g", t->energy_j);
+} s_trace_text_t;
+
+/* Write the trace's numbers as text. */
+static void s_trace_text(const Traincast__V1__TrainTrace *t, s_trace_text_t *x)
+{
+    snprintf(x->clock, sizeof x->clock, "%u", t->sm_clock_mhz);
+    snprintf(x->energy, sizeof x->energy, "%.17g", t->energy_j);
+    snprintf(x->power, sizeof x->power, "%.17g", t->power_w);
+    snprintf(x->batch, sizeof x->batch, "%u", t->batch);
+    snprintf(x->input, sizeof x->input, "%u", t->input_size);
+    snprintf(x->threads, sizeof x->threads, "%u", t->threads);
+    snprintf(x->warmup, sizeof x->warmup, "%u", t->warmup);
+    snprintf(x->iters, sizeof x->iters, "%u", t->iters);
+    snprintf(x->repeats, sizeof x->repeats, "%u", t->repeats);
+    snprintf(x->median, sizeof x->median, "%.17g", t->median_ms);
+    snprintf(x->spread, sizeof x->spread, "%.17g", t->spread);
+    snprintf(x->peak, sizeof x->peak, "%" PRIu64, t->peak_memory_bytes);
+    tc_store_time_param(t->started_at_us, x->started, sizeof x->started);
+}
+
+/* Insert the trace's row, its settings as JSON and as a key; *trace_id gets
+ * the row's id. */
+static int s_insert_trace(tc_store_t *s, const tc_envelope_t *env, const char *device_id,
+                          long long *trace_id)
+{
+    const Traincast__V1__TrainTrace *t = env->train_trace;
+    s_trace_text_t x;
+    s_trace_text(t, &x);
     bool has_energy = t->energy_source && *t->energy_source;
-    snprintf(power, sizeof power, "%.17g", t->power_w);
     tc_buf_t settings = {0}, settings_key = {0};
     tc_rows_settings(t, &settings, &settings_key);
     if (settings.failed || settings_key.failed) {
@@ -318,16 +346,6 @@ static int s_put_trace(tc_store_t *s, const tc_envelope_t *env)
         tc_buf_free(&settings_key);
         return tc_fail(TC_ENOMEM, "out of memory recording the trace's settings");
     }
-    snprintf(batch, sizeof batch, "%u", t->batch);
-    snprintf(input, sizeof input, "%u", t->input_size);
-    snprintf(threads, sizeof threads, "%u", t->threads);
-    snprintf(warmup, sizeof warmup, "%u", t->warmup);
-    snprintf(iters, sizeof iters, "%u", t->iters);
-    snprintf(repeats, sizeof repeats, "%u", t->repeats);
-    snprintf(median, sizeof median, "%.17g", t->median_ms);
-    snprintf(spread, sizeof spread, "%.17g", t->spread);
-    snprintf(peak, sizeof peak, "%" PRIu64, t->peak_memory_bytes);
-    tc_store_time_param(t->started_at_us, started, sizeof started);
     int ok = t->status == TRAINCAST__V1__TRACE_STATUS__TRACE_STATUS_OK;
     const char *policy = t->policy ? tc_policy_name(t->policy) : NULL;
     const char *params[] = {env->message_id,
@@ -336,31 +354,32 @@ static int s_put_trace(tc_store_t *s, const tc_envelope_t *env)
                             t->framework,
                             t->framework_version,
                             t->library_version,
-                            batch,
-                            input,
+                            x.batch,
+                            x.input,
                             tc_dtype_name(t->dtype),
                             t->amp,
                             t->optimizer,
                             policy,
-                            threads,
-                            warmup,
-                            iters,
-                            repeats,
-                            ok ? median : NULL,
-                            ok ? spread : NULL,
-                            t->peak_memory_bytes ? peak : NULL,
+                            x.threads,
+                            x.warmup,
+                            x.iters,
+                            x.repeats,
+                            ok ? x.median : NULL,
+                            ok ? x.spread : NULL,
+                            t->peak_memory_bytes ? x.peak : NULL,
                             tc_trace_status_name(t->status),
                             t->reason && *t->reason ? t->reason : NULL,
                             t->runner && *t->runner ? t->runner : NULL,
-                            t->started_at_us > 0 ? started : NULL,
+                            t->started_at_us > 0 ? x.started : NULL,
                             tc_buf_str(&settings),
                             tc_buf_str(&settings_key),
-                            t->sm_clock_mhz ? clock : NULL,
-                            t->power_w > 0 ? power : NULL,
-                            has_energy ? energy : NULL,
+                            t->sm_clock_mhz ? x.clock : NULL,
+                            t->power_w > 0 ? x.power : NULL,
+                            has_energy ? x.energy : NULL,
                             has_energy ? t->energy_source : NULL,
                             t->energy_absent && *t->energy_absent ? t->energy_absent : NULL};
     PGresult *res = NULL;
+    int rc;
     rc = tc_store_query(s, &res, "recording the trace",
                         "INSERT INTO traces (message_id, device_id, model_id, framework, "
                         "framework_version, library_version, batch, input_size, dtype, amp, "
@@ -375,9 +394,15 @@ static int s_put_trace(tc_store_t *s, const tc_envelope_t *env)
     tc_buf_free(&settings_key);
     if (rc < 0)
         return rc;
-    long long trace_id = strtoll(PQgetvalue(res, 0, 0), NULL, 10);
+    *trace_id = strtoll(PQgetvalue(res, 0, 0), NULL, 10);
     PQclear(res);
+    return rc;
+}
 
+/* Copy the trace's iterations and its op class times into their tables. */
+static int s_put_trace_rows(tc_store_t *s, long long trace_id, const Traincast__V1__TrainTrace *t)
+{
+    int rc = 0;
     tc_buf_t iters_rows = {0}, ops = {0};
     tc_rows_trace(trace_id, t, &iters_rows, &ops);
     if (iters_rows.len)
@@ -390,6 +415,21 @@ static int s_put_trace(tc_store_t *s, const tc_envelope_t *env)
     tc_buf_free(&iters_rows);
     tc_buf_free(&ops);
     return rc;
+}
+
+/* A training trace: what it refers to, its row, then its per-iteration and
+ * per-op-class rows. */
+static int s_put_trace(tc_store_t *s, const tc_envelope_t *env)
+{
+    char device_id[32];
+    long long trace_id = 0;
+    int rc = s_put_trace_refs(s, env, device_id);
+    if (rc < 0)
+        return rc;
+    rc = s_insert_trace(s, env, device_id, &trace_id);
+    if (rc < 0)
+        return rc;
+    return s_put_trace_rows(s, trace_id, env->train_trace);
 }
 
 static int s_put_heartbeat(tc_store_t *s, const tc_envelope_t *env)
