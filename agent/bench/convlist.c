@@ -23,6 +23,102 @@ static int s_flush(s_model_t *m, tc_convlist_fn fn, void *arg)
     return rc;
 }
 
+/* A "model NAME" line (p just after "model"): hand over the model read so
+ * far, then start the one named. */
+static int s_model_line(s_model_t *m, char *p, const char *path, unsigned lineno,
+                        tc_convlist_fn fn, void *arg)
+{
+    int rc = s_flush(m, fn, arg);
+    if (rc < 0)
+        return rc;
+    while (isspace((unsigned char)*p))
+        p++;
+    p[strcspn(p, "\r\n")] = '\0';
+    if (!*p)
+        return tc_fail(TC_EPARSE, "%s:%u: 'model' needs a name", path, lineno);
+    snprintf(m->name, sizeof m->name, "%s", p);
+    return rc;
+}
+
+/* Read up to 16 numbers (each at most 2^20) from p into v: returns how
+ * many, with *end_out past them and the blanks after. */
+static int s_numbers(char *p, unsigned long v[16], char **end_out)
+{
+    int got = 0;
+    char *end = p;
+    while (got < 16) {
+        while (isspace((unsigned char)*end))
+            end++;
+        if (!isdigit((unsigned char)*end))
+            break;
+        errno = 0;
+        v[got] = strtoul(end, &end, 10);
+        if (errno || v[got] > (1ul << 20))
+            break;
+        got++;
+    }
+    while (isspace((unsigned char)*end))
+        end++;
+    *end_out = end;
+    return got;
+}
+
+/* The conv usage a line's 15 or 16 numbers give, checked. */
+static int s_conv_usage(const unsigned long v[16], int got, const char *path, unsigned lineno,
+                        tc_conv_usage_t *u)
+{
+    memset(u, 0, sizeof *u);
+    u->config = tc_conv_config_default();
+    u->config.c = (uint32_t)v[0], u->config.h = (uint32_t)v[1], u->config.w = (uint32_t)v[2];
+    u->config.k = (uint32_t)v[3], u->config.r = (uint32_t)v[4], u->config.s = (uint32_t)v[5];
+    u->config.pad_h = (uint32_t)v[6], u->config.pad_w = (uint32_t)v[7];
+    u->config.stride_h = (uint32_t)v[8], u->config.stride_w = (uint32_t)v[9];
+    u->config.dilation_h = (uint32_t)v[10], u->config.dilation_w = (uint32_t)v[11];
+    u->config.groups = (uint32_t)v[12];
+    u->multiplicity = (uint32_t)v[13];
+    u->first_layer = v[14] != 0;
+    u->config.bias = got == 16 && v[15] != 0;
+    if (v[14] > 1 || v[13] == 0 || (got == 16 && v[15] > 1))
+        return tc_fail(TC_EPARSE, "%s:%u: count must be > 0, first and bias 0 or 1", path,
+                       lineno);
+    if (tc_conv_config_check(&u->config) < 0)
+        return tc_err_context(TC_EPARSE, "%s:%u", path, lineno);
+    return 0;
+}
+
+/* Add a conv usage to the model's layers. */
+static int s_append(s_model_t *m, const tc_conv_usage_t *u, const char *path)
+{
+    if (m->n == m->cap) {
+        size_t cap = m->cap ? 2 * m->cap : 64;
+        tc_conv_usage_t *nc = realloc(m->convs, cap * sizeof *nc);
+        if (!nc)
+            return tc_fail(TC_ENOMEM, "out of memory reading %s", path);
+        m->convs = nc;
+        m->cap = cap;
+    }
+    m->convs[m->n++] = *u;
+    return 0;
+}
+
+/* A conv line (p at its first number): parse and check it, and add it to
+ * the model. */
+static int s_conv_line(s_model_t *m, char *p, const char *path, unsigned lineno)
+{
+    unsigned long v[16];
+    char *end;
+    int got = s_numbers(p, v, &end);
+    if ((got != 15 && got != 16) || (*end && *end != '#'))
+        return tc_fail(TC_EPARSE, "%s:%u: expected 15 or 16 numbers (c h w k r s pad_h pad_w "
+                                  "stride_h stride_w dil_h dil_w groups count first [bias])",
+                       path, lineno);
+    tc_conv_usage_t u;
+    int rc = s_conv_usage(v, got, path, lineno, &u);
+    if (rc < 0)
+        return rc;
+    return s_append(m, &u, path);
+}
+
 int tc_convlist_read(const char *path, tc_convlist_fn fn, void *arg)
 {
     FILE *f = fopen(path, "r");
@@ -46,74 +142,12 @@ int tc_convlist_read(const char *path, tc_convlist_fn fn, void *arg)
             p++;
         if (*p == '#' || *p == '\0')
             continue;
-        if (strncmp(p, "model", 5) == 0 && isspace((unsigned char)p[5])) {
-            if ((rc = s_flush(&m, fn, arg)) < 0)
-                break;
-            p += 5;
-            while (isspace((unsigned char)*p))
-                p++;
-            p[strcspn(p, "\r\n")] = '\0';
-            if (!*p) {
-                rc = tc_fail(TC_EPARSE, "%s:%u: 'model' needs a name", path, lineno);
-                break;
-            }
-            snprintf(m.name, sizeof m.name, "%s", p);
-            continue;
-        }
-        unsigned long v[16];
-        int got = 0;
-        char *end = p;
-        while (got < 16) {
-            while (isspace((unsigned char)*end))
-                end++;
-            if (!isdigit((unsigned char)*end))
-                break;
-            errno = 0;
-            v[got] = strtoul(end, &end, 10);
-            if (errno || v[got] > (1ul << 20))
-                break;
-            got++;
-        }
-        while (isspace((unsigned char)*end))
-            end++;
-        if ((got != 15 && got != 16) || (*end && *end != '#')) {
-            rc = tc_fail(TC_EPARSE, "%s:%u: expected 15 or 16 numbers (c h w k r s pad_h pad_w "
-                                    "stride_h stride_w dil_h dil_w groups count first [bias])",
-                         path, lineno);
+        if (strncmp(p, "model", 5) == 0 && isspace((unsigned char)p[5]))
+            rc = s_model_line(&m, p + 5, path, lineno, fn, arg);
+        else
+            rc = s_conv_line(&m, p, path, lineno);
+        if (rc < 0)
             break;
-        }
-        tc_conv_usage_t u;
-        memset(&u, 0, sizeof u);
-        u.config = tc_conv_config_default();
-        u.config.c = (uint32_t)v[0], u.config.h = (uint32_t)v[1], u.config.w = (uint32_t)v[2];
-        u.config.k = (uint32_t)v[3], u.config.r = (uint32_t)v[4], u.config.s = (uint32_t)v[5];
-        u.config.pad_h = (uint32_t)v[6], u.config.pad_w = (uint32_t)v[7];
-        u.config.stride_h = (uint32_t)v[8], u.config.stride_w = (uint32_t)v[9];
-        u.config.dilation_h = (uint32_t)v[10], u.config.dilation_w = (uint32_t)v[11];
-        u.config.groups = (uint32_t)v[12];
-        u.multiplicity = (uint32_t)v[13];
-        u.first_layer = v[14] != 0;
-        u.config.bias = got == 16 && v[15] != 0;
-        if (v[14] > 1 || v[13] == 0 || (got == 16 && v[15] > 1)) {
-            rc = tc_fail(TC_EPARSE, "%s:%u: count must be > 0, first and bias 0 or 1", path,
-                         lineno);
-            break;
-        }
-        if ((rc = tc_conv_config_check(&u.config)) < 0) {
-            rc = tc_err_context(TC_EPARSE, "%s:%u", path, lineno);
-            break;
-        }
-        if (m.n == m.cap) {
-            size_t cap = m.cap ? 2 * m.cap : 64;
-            tc_conv_usage_t *nc = realloc(m.convs, cap * sizeof *nc);
-            if (!nc) {
-                rc = tc_fail(TC_ENOMEM, "out of memory reading %s", path);
-                break;
-            }
-            m.convs = nc;
-            m.cap = cap;
-        }
-        m.convs[m.n++] = u;
     }
     if (rc == 0 && ferror(f))
         rc = tc_fail(TC_EIO, "reading %s: %s", path, strerror(errno));
