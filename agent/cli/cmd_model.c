@@ -97,76 +97,107 @@ static void s_json_config(tc_buf_t *b, const tc_conv_config_t *c)
     tc_buf_putc(b, '}');
 }
 
+/* The model's header fields: id, name, sha256, input, batch, parameters,
+ * FLOPs, MACs, ONNX nodes and export mode. */
+static void s_json_head(tc_buf_t *b, const tc_model_t *m, unsigned batch)
+{
+    uint32_t c, h, w;
+    tc_model_input(m, &c, &h, &w);
+    tc_buf_puts(b, "{\"model_id\":");
+    tc_buf_json_str(b, tc_model_id(m));
+    tc_buf_puts(b, ",\"name\":");
+    tc_buf_json_str(b, tc_model_name(m));
+    tc_buf_printf(b, ",\"sha256\":\"%s\",\"input\":[%u,%u,%u],\"batch\":%u,\"params\":%llu",
+                  tc_model_sha256(m), c, h, w, batch, (unsigned long long)tc_model_params(m));
+    tc_buf_puts(b, ",\"flops_per_sample\":");
+    tc_buf_json_num(b, tc_model_flops(m));
+    tc_buf_puts(b, ",\"gflops\":");
+    tc_buf_json_num(b, tc_model_flops(m) * batch / 1e9);
+    tc_buf_puts(b, ",\"macs_per_sample\":");
+    tc_buf_json_num(b, tc_model_macs(m));
+    tc_buf_printf(b, ",\"onnx_nodes\":%zu", tc_model_onnx_node_count(m));
+    const char *mode = tc_model_meta(m, "traincast.export_mode");
+    if (mode) {
+        tc_buf_puts(b, ",\"export_mode\":");
+        tc_buf_json_str(b, mode);
+    }
+}
+
+/* The "layers" array: one object per layer, with its conv config when it
+ * is a conv. */
+static void s_json_layers(tc_buf_t *b, const tc_model_t *m)
+{
+    tc_buf_puts(b, ",\"layers\":[");
+    for (size_t i = 0; i < tc_model_node_count(m); i++) {
+        const tc_model_node_t *n = tc_model_node(m, i);
+        tc_buf_puts(b, i ? ",{\"name\":" : "{\"name\":");
+        tc_buf_json_str(b, n->name);
+        tc_buf_puts(b, ",\"op\":");
+        tc_buf_json_str(b, n->op);
+        tc_buf_printf(b, ",\"class\":\"%s\",\"out_shape\":[", tc_op_class_name(n->op_class));
+        for (int k = 0; k < n->rank_out; k++)
+            tc_buf_printf(b, "%s%lld", k ? "," : "", (long long)n->out_shape[k]);
+        tc_buf_printf(b, "],\"params\":%llu,\"flops\":", (unsigned long long)n->params);
+        tc_buf_json_num(b, n->flops);
+        tc_buf_printf(b, ",\"elems_in\":%llu,\"elems_out\":%llu",
+                      (unsigned long long)n->elems_in, (unsigned long long)n->elems_out);
+        if (n->is_conv) {
+            tc_buf_puts(b, ",\"conv\":");
+            s_json_config(b, &n->conv);
+            tc_buf_printf(b, ",\"first_layer\":%s", n->first_layer ? "true" : "false");
+        }
+        tc_buf_putc(b, '}');
+    }
+    tc_buf_putc(b, ']');
+}
+
+/* The "convs" array: each unique conv config with its multiplicity. */
+static void s_json_convs(tc_buf_t *b, const tc_model_t *m)
+{
+    tc_buf_puts(b, ",\"convs\":[");
+    for (size_t i = 0; i < tc_model_conv_count(m); i++) {
+        const tc_conv_usage_t *u = tc_model_conv(m, i);
+        tc_buf_puts(b, i ? ",{\"config\":" : "{\"config\":");
+        s_json_config(b, &u->config);
+        tc_buf_printf(b, ",\"multiplicity\":%u,\"first_layer\":%s}", u->multiplicity,
+                      u->first_layer ? "true" : "false");
+    }
+    tc_buf_putc(b, ']');
+}
+
+/* The "features" object: per op class, its layers, elements, parameters
+ * and FLOPs. */
+static void s_json_features(tc_buf_t *b, const tc_features_t *f)
+{
+    tc_buf_puts(b, ",\"features\":{");
+    for (int k = 0; k < TC_OPC_COUNT; k++) {
+        const tc_class_features_t *cf = &f->cls[k];
+        tc_buf_printf(b, "%s\"%s\":{\"layers\":", k ? "," : "", tc_op_class_name(k));
+        tc_buf_json_num(b, cf->layers);
+        tc_buf_puts(b, ",\"elems_in\":");
+        tc_buf_json_num(b, cf->elems_in);
+        tc_buf_puts(b, ",\"elems_out\":");
+        tc_buf_json_num(b, cf->elems_out);
+        tc_buf_puts(b, ",\"params\":");
+        tc_buf_json_num(b, cf->params);
+        tc_buf_puts(b, ",\"flops\":");
+        tc_buf_json_num(b, cf->flops);
+        tc_buf_putc(b, '}');
+    }
+    tc_buf_putc(b, '}');
+}
+
+/* The model as one JSON object on stdout. */
 static int s_print_json(const tc_model_t *m, unsigned batch)
 {
     tc_buf_t b = {0};
-    uint32_t c, h, w;
-    tc_model_input(m, &c, &h, &w);
-    tc_buf_puts(&b, "{\"model_id\":");
-    tc_buf_json_str(&b, tc_model_id(m));
-    tc_buf_puts(&b, ",\"name\":");
-    tc_buf_json_str(&b, tc_model_name(m));
-    tc_buf_printf(&b, ",\"sha256\":\"%s\",\"input\":[%u,%u,%u],\"batch\":%u,\"params\":%llu",
-                  tc_model_sha256(m), c, h, w, batch, (unsigned long long)tc_model_params(m));
-    tc_buf_puts(&b, ",\"flops_per_sample\":");
-    tc_buf_json_num(&b, tc_model_flops(m));
-    tc_buf_puts(&b, ",\"gflops\":");
-    tc_buf_json_num(&b, tc_model_flops(m) * batch / 1e9);
-    tc_buf_puts(&b, ",\"macs_per_sample\":");
-    tc_buf_json_num(&b, tc_model_macs(m));
-    tc_buf_printf(&b, ",\"onnx_nodes\":%zu", tc_model_onnx_node_count(m));
-    const char *mode = tc_model_meta(m, "traincast.export_mode");
-    if (mode) {
-        tc_buf_puts(&b, ",\"export_mode\":");
-        tc_buf_json_str(&b, mode);
-    }
-    tc_buf_puts(&b, ",\"layers\":[");
-    for (size_t i = 0; i < tc_model_node_count(m); i++) {
-        const tc_model_node_t *n = tc_model_node(m, i);
-        tc_buf_puts(&b, i ? ",{\"name\":" : "{\"name\":");
-        tc_buf_json_str(&b, n->name);
-        tc_buf_puts(&b, ",\"op\":");
-        tc_buf_json_str(&b, n->op);
-        tc_buf_printf(&b, ",\"class\":\"%s\",\"out_shape\":[", tc_op_class_name(n->op_class));
-        for (int k = 0; k < n->rank_out; k++)
-            tc_buf_printf(&b, "%s%lld", k ? "," : "", (long long)n->out_shape[k]);
-        tc_buf_printf(&b, "],\"params\":%llu,\"flops\":", (unsigned long long)n->params);
-        tc_buf_json_num(&b, n->flops);
-        tc_buf_printf(&b, ",\"elems_in\":%llu,\"elems_out\":%llu",
-                      (unsigned long long)n->elems_in, (unsigned long long)n->elems_out);
-        if (n->is_conv) {
-            tc_buf_puts(&b, ",\"conv\":");
-            s_json_config(&b, &n->conv);
-            tc_buf_printf(&b, ",\"first_layer\":%s", n->first_layer ? "true" : "false");
-        }
-        tc_buf_putc(&b, '}');
-    }
-    tc_buf_puts(&b, "],\"convs\":[");
-    for (size_t i = 0; i < tc_model_conv_count(m); i++) {
-        const tc_conv_usage_t *u = tc_model_conv(m, i);
-        tc_buf_puts(&b, i ? ",{\"config\":" : "{\"config\":");
-        s_json_config(&b, &u->config);
-        tc_buf_printf(&b, ",\"multiplicity\":%u,\"first_layer\":%s}", u->multiplicity,
-                      u->first_layer ? "true" : "false");
-    }
+    s_json_head(&b, m, batch);
+    s_json_layers(&b, m);
+    s_json_convs(&b, m);
     tc_features_t f;
     tc_model_features(m, batch, &f);
-    tc_buf_puts(&b, "],\"features\":{");
-    for (int k = 0; k < TC_OPC_COUNT; k++) {
-        const tc_class_features_t *cf = &f.cls[k];
-        tc_buf_printf(&b, "%s\"%s\":{\"layers\":", k ? "," : "", tc_op_class_name(k));
-        tc_buf_json_num(&b, cf->layers);
-        tc_buf_puts(&b, ",\"elems_in\":");
-        tc_buf_json_num(&b, cf->elems_in);
-        tc_buf_puts(&b, ",\"elems_out\":");
-        tc_buf_json_num(&b, cf->elems_out);
-        tc_buf_puts(&b, ",\"params\":");
-        tc_buf_json_num(&b, cf->params);
-        tc_buf_puts(&b, ",\"flops\":");
-        tc_buf_json_num(&b, cf->flops);
-        tc_buf_putc(&b, '}');
-    }
-    tc_buf_printf(&b, "},\"total_layers\":%.0f,\"conv_layers\":%.0f,\"unknown\":[",
+    s_json_features(&b, &f);
+    tc_buf_printf(&b, ",\"total_layers\":%.0f,\"conv_layers\":%.0f,\"unknown\":[",
                   f.total_layers, f.conv_layers);
     for (size_t i = 0; i < tc_model_unknown_count(m); i++) {
         if (i)
