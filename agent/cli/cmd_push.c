@@ -44,6 +44,64 @@ static int s_check(const tc_envelope_t *env, void *arg)
     return 0;
 }
 
+/* Check each result file named on the command line completely, then spool
+ * its records (keeping their message ids); *total_added counts the newly
+ * spooled ones. */
+static int s_import_files(const tc_session_t *s, const tc_cli_result_t *cli, size_t *total_added)
+{
+    int rc = 0;
+    for (int i = 0; i < cli->n_positional; i++) {
+        s_push_t p = {.path = cli->positional[i], .agent_id = tc_identity_agent_id(s->identity)};
+        bool truncated = false;
+        TC_TRY(tc_resultfile_read(p.path, false, s_check, &p, &truncated));
+        size_t added = 0;
+        TC_TRY(tc_spool_import(s->spool, p.path, p.agent_id, NULL, &added));
+        tc_log_info("%s: %zu record%s, %zu newly spooled%s", p.path, p.records,
+                    p.records == 1 ? "" : "s", added,
+                    truncated ? " (an incomplete last record was skipped)" : "");
+        *total_added += added;
+    }
+err:
+    return rc;
+}
+
+/* What the spool held before sending. */
+typedef struct {
+    size_t pending;         /* messages spooled */
+    size_t added;           /* of them, newly spooled from the files */
+    size_t rejected_before; /* messages already in the spool's rejected/ */
+} s_counts_t;
+
+/* Connect, send what is spooled and wait at most timeout_s (0: forever)
+ * for the acknowledgements, then print what became of it. TC_EINVAL when
+ * the aggregator rejected some of it. */
+static int s_send(tc_session_t *s, const tc_session_flags_t *f, double timeout_s,
+                  volatile sig_atomic_t *stop, const s_counts_t *n)
+{
+    int rc;
+    TC_TRY(tc_session_connect(s, f, NULL, NULL, NULL));
+    rc = tc_link_drain(s->link, (int64_t)(timeout_s * 1000.0), stop, true);
+    tc_link_stats_t st;
+    tc_link_stats(s->link, &st);
+    printf("sent %zu spooled message%s (%zu new): %llu stored, %llu already stored, %llu "
+           "rejected, %zu still spooled\n",
+           n->pending, n->pending == 1 ? "" : "s", n->added,
+           (unsigned long long)(st.acked - st.duplicates), (unsigned long long)st.duplicates,
+           (unsigned long long)st.rejected, st.spooled);
+    if (rc < 0)
+        goto err;
+    if (tc_spool_rejected_count(s->spool) > n->rejected_before)
+        TC_FAIL_GOTO(TC_EINVAL,
+                     "%zu message%s rejected by the aggregator; they are in %s/rejected with "
+                     "a .reason file each ('agent status' lists them)",
+                     tc_spool_rejected_count(s->spool) - n->rejected_before,
+                     tc_spool_rejected_count(s->spool) - n->rejected_before == 1 ? " was"
+                                                                                 : "s were",
+                     tc_spool_dir(s->spool));
+err:
+    return rc;
+}
+
 int tc_cmd_push(int argc, char **argv)
 {
     tc_session_flags_t f = {0};
@@ -82,19 +140,8 @@ int tc_cmd_push(int argc, char **argv)
     volatile sig_atomic_t *stop = tc_session_stop_flag();
     TC_TRY(tc_session_open(&f, &s));
 
-    /* Check every file completely before spooling anything from it. */
     size_t total_added = 0;
-    for (int i = 0; i < cli.n_positional; i++) {
-        s_push_t p = {.path = cli.positional[i], .agent_id = tc_identity_agent_id(s.identity)};
-        bool truncated = false;
-        TC_TRY(tc_resultfile_read(p.path, false, s_check, &p, &truncated));
-        size_t added = 0;
-        TC_TRY(tc_spool_import(s.spool, p.path, p.agent_id, NULL, &added));
-        tc_log_info("%s: %zu record%s, %zu newly spooled%s", p.path, p.records,
-                    p.records == 1 ? "" : "s", added,
-                    truncated ? " (an incomplete last record was skipped)" : "");
-        total_added += added;
-    }
+    TC_TRY(s_import_files(&s, &cli, &total_added));
     if (requeue) {
         size_t moved = 0;
         TC_TRY(tc_spool_requeue_rejected(s.spool, &moved));
@@ -106,24 +153,8 @@ int tc_cmd_push(int argc, char **argv)
         printf("nothing to send: the spool %s is empty\n", tc_spool_dir(s.spool));
         goto done;
     }
-    TC_TRY(tc_session_connect(&s, &f, NULL, NULL, NULL));
-    rc = tc_link_drain(s.link, (int64_t)(timeout_s * 1000.0), stop, true);
-    tc_link_stats_t st;
-    tc_link_stats(s.link, &st);
-    printf("sent %zu spooled message%s (%zu new): %llu stored, %llu already stored, %llu "
-           "rejected, %zu still spooled\n",
-           pending, pending == 1 ? "" : "s", total_added,
-           (unsigned long long)(st.acked - st.duplicates), (unsigned long long)st.duplicates,
-           (unsigned long long)st.rejected, st.spooled);
-    if (rc < 0)
-        goto err;
-    if (tc_spool_rejected_count(s.spool) > rejected_before)
-        TC_FAIL_GOTO(TC_EINVAL,
-                     "%zu message%s rejected by the aggregator; they are in %s/rejected with "
-                     "a .reason file each ('agent status' lists them)",
-                     tc_spool_rejected_count(s.spool) - rejected_before,
-                     tc_spool_rejected_count(s.spool) - rejected_before == 1 ? " was" : "s were",
-                     tc_spool_dir(s.spool));
+    s_counts_t n = {.pending = pending, .added = total_added, .rejected_before = rejected_before};
+    TC_TRY(s_send(&s, &f, timeout_s, stop, &n));
 done:
     rc = 0;
 err:
