@@ -41,29 +41,146 @@ static int s_run_job(tc_session_t *s, tc_jobs_t *jobs, tc_job_kind_t kind,
     return 0;
 }
 
+/* The command's parsed options besides the session's and the job
+ * settings (the strings point into the parsed command line: valid until
+ * tc_cli_result_free). */
+typedef struct {
+    const char *models, *batches, *allocator;
+    unsigned long input_size, warmup, iters, repeats;
+    bool no_bench, no_trace;
+    double timeout_s;
+} s_run_args_t;
+
+/* Apply --allocator and ready the GPU framework, as every device may be
+ * measured. */
+static int s_prepare(const char *allocator)
+{
+    int rc;
+    if ((rc = tc_allocator_apply(allocator)) < 0)
+        return rc;
+    return tc_gpu_prepare("any");
+}
+
+/* Parse --models and --batches (*names and *bs are the caller's to free)
+ * and check the other options: TC_EUSAGE when they leave nothing to do or
+ * a number is too large. */
+static int s_parse(const s_run_args_t *a, char ***names, size_t *n_names, unsigned long **bs,
+                   size_t *n_bs)
+{
+    int rc;
+    TC_TRY(tc_parse_name_list(a->models, "--models", names, n_names));
+    TC_TRY(tc_parse_uint_list(a->batches, "--batches", 1, TC_MAX_BATCH, bs, n_bs));
+    if (a->no_bench && a->no_trace)
+        TC_FAIL_GOTO(TC_EUSAGE, "--no-bench and --no-trace leave nothing to do");
+    if (a->input_size > 8192 || a->warmup > 10000 || a->iters > 10000 || a->repeats > 1000)
+        TC_FAIL_GOTO(TC_EUSAGE, "--input-size (at most 8192), --warmup, --iters (10000) or "
+                                "--repeats (1000) is too large");
+err:
+    return rc;
+}
+
+/* The built-in job handlers (the caller's to release), keeping what they
+ * measure in the state directory's results/; TC_EUNSUPPORTED when this
+ * build lacks one the command needs. */
+static int s_handlers(const tc_job_settings_t *js, const tc_identity_t *identity,
+                      const s_run_args_t *a, tc_job_handlers_t *handlers)
+{
+    int rc;
+    char results_dir[2200];
+    tc_identity_results_dir(identity, results_dir, sizeof results_dir);
+    tc_job_settings_t settings = *js;
+    settings.results_dir = results_dir; /* the handlers keep a copy */
+    TC_TRY(tc_job_handlers_builtin(&settings, handlers));
+    if (!a->no_bench && !handlers->bench_models)
+        TC_FAIL_GOTO(TC_EUNSUPPORTED, "this agent build has no conv benchmark backend (agent "
+                                      "bench) yet; use --no-bench to only trace");
+    if (!a->no_trace && !handlers->trace)
+        TC_FAIL_GOTO(TC_EUNSUPPORTED, "this agent build has no trace runner (agent trace) yet; "
+                                      "use --no-trace to only benchmark");
+err:
+    return rc;
+}
+
+/* The request of both jobs: the models, the batches (req->batches is
+ * malloc'ed, the caller's to free) and the trace settings. */
+static int s_request(const s_run_args_t *a, char **names, size_t n_names,
+                     const unsigned long *bs, size_t n_bs, Traincast__V1__TraceRequest *req)
+{
+    int rc = 0;
+    uint32_t *b32 = calloc(n_bs, sizeof *b32);
+    if (!b32)
+        TC_FAIL_GOTO(TC_ENOMEM, "out of memory");
+    for (size_t i = 0; i < n_bs; i++)
+        b32[i] = (uint32_t)bs[i];
+    req->models = names;
+    req->n_models = n_names;
+    req->batches = b32;
+    req->n_batches = n_bs;
+    req->input_size = (uint32_t)a->input_size;
+    req->warmup = (uint32_t)a->warmup;
+    req->iters = (uint32_t)a->iters;
+    req->repeats = (uint32_t)a->repeats;
+err:
+    return rc;
+}
+
+/* Start the job runner (*jobs, the caller's to destroy), connect, and run
+ * the benchmarks, then the traces, unless skipped. Benchmarks that failed
+ * in part do not keep the traces from running; the first error is the
+ * result. */
+static int s_run_jobs(tc_session_t *s, const tc_session_flags_t *f,
+                      const tc_job_handlers_t *handlers, const Traincast__V1__TraceRequest *req,
+                      const s_run_args_t *a, volatile sig_atomic_t *stop, tc_jobs_t **jobs)
+{
+    int rc = tc_jobs_new(handlers, s->spool, tc_identity_agent_id(s->identity), jobs);
+    if (rc == 0)
+        rc = tc_session_connect(s, f, handlers, NULL, NULL);
+    if (rc == 0 && !a->no_bench)
+        rc = s_run_job(s, *jobs, TC_JOB_BENCH_MODELS, req, stop);
+    if (!a->no_trace && s->link && !*stop && (rc == 0 || rc == TC_ELIB)) {
+        char first[1024];
+        snprintf(first, sizeof first, "%s", tc_errmsg());
+        int trc = s_run_job(s, *jobs, TC_JOB_TRACE, req, stop);
+        if (rc == 0)
+            rc = trc;
+        else
+            tc_fail(rc, "%s", first);
+    }
+    return rc;
+}
+
+/* Wait at most timeout_s for the acknowledgements of what is spooled and
+ * print what became of it; the wait's status. */
+static int s_deliver(tc_link_t *link, double timeout_s, volatile sig_atomic_t *stop)
+{
+    int drc = tc_link_drain(link, (int64_t)(timeout_s * 1000.0), stop, true);
+    tc_link_stats_t st;
+    tc_link_stats(link, &st);
+    printf("results: %llu stored, %llu already stored, %llu rejected, %zu still spooled\n",
+           (unsigned long long)(st.acked - st.duplicates), (unsigned long long)st.duplicates,
+           (unsigned long long)st.rejected, st.spooled);
+    return drc;
+}
+
 int tc_cmd_run(int argc, char **argv)
 {
     tc_session_flags_t f = {0};
     tc_job_settings_t js = {0};
-    const char *models = NULL, *batches = NULL;
-    unsigned long input_size = 0, warmup = 0, iters = 0, repeats = 0;
-    bool no_bench = false, no_trace = false;
-    double timeout_s = 300;
-    const char *allocator = NULL;
+    s_run_args_t a = {.timeout_s = 300};
     const tc_opt_t opts[] = {
         TC_SESSION_OPTS(f),
-        {"models", TC_OPT_STR, &models, "LIST",
+        {"models", TC_OPT_STR, &a.models, "LIST",
          "models: torchvision names (torchvision:resnet50 or resnet50) or .onnx files", true},
-        {"batches", TC_OPT_STR, &batches, "LIST", "mini-batch sizes: 8,16,32 or 8..256", true},
+        {"batches", TC_OPT_STR, &a.batches, "LIST", "mini-batch sizes: 8,16,32 or 8..256", true},
         TC_JOB_SETTINGS_OPTS(js),
-        TC_ALLOCATOR_OPT(allocator),
-        {"input-size", TC_OPT_UINT, &input_size, "PX", "input height and width (default: the model's)"},
-        {"warmup", TC_OPT_UINT, &warmup, "N", "trace warm-up iterations (default 3)"},
-        {"iters", TC_OPT_UINT, &iters, "N", "trace measured iterations (default 10)"},
-        {"repeats", TC_OPT_UINT, &repeats, "N", "trace repeats, each a fresh process (default 3)"},
-        {"no-bench", TC_OPT_FLAG, &no_bench, NULL, "skip the conv benchmarks"},
-        {"no-trace", TC_OPT_FLAG, &no_trace, NULL, "skip the training traces"},
-        {"timeout", TC_OPT_DOUBLE, &timeout_s, "SECONDS",
+        TC_ALLOCATOR_OPT(a.allocator),
+        {"input-size", TC_OPT_UINT, &a.input_size, "PX", "input height and width (default: the model's)"},
+        {"warmup", TC_OPT_UINT, &a.warmup, "N", "trace warm-up iterations (default 3)"},
+        {"iters", TC_OPT_UINT, &a.iters, "N", "trace measured iterations (default 10)"},
+        {"repeats", TC_OPT_UINT, &a.repeats, "N", "trace repeats, each a fresh process (default 3)"},
+        {"no-bench", TC_OPT_FLAG, &a.no_bench, NULL, "skip the conv benchmarks"},
+        {"no-trace", TC_OPT_FLAG, &a.no_trace, NULL, "skip the training traces"},
+        {"timeout", TC_OPT_DOUBLE, &a.timeout_s, "SECONDS",
          "after measuring, wait at most this long for acknowledgements (default 300)"},
         {0},
     };
@@ -90,76 +207,23 @@ int tc_cmd_run(int argc, char **argv)
         tc_cli_result_free(&cli);
         return rc;
     }
-    if ((rc = tc_allocator_apply(allocator)) < 0) {
-        tc_cli_result_free(&cli);
-        return rc;
-    }
-    if ((rc = tc_gpu_prepare("any")) < 0) {
+    if ((rc = s_prepare(a.allocator)) < 0) {
         tc_cli_result_free(&cli);
         return rc;
     }
     volatile sig_atomic_t *stop = tc_session_stop_flag();
-    TC_TRY(tc_parse_name_list(models, "--models", &names, &n_names));
-    TC_TRY(tc_parse_uint_list(batches, "--batches", 1, TC_MAX_BATCH, &bs, &n_bs));
-    if (no_bench && no_trace)
-        TC_FAIL_GOTO(TC_EUSAGE, "--no-bench and --no-trace leave nothing to do");
-    if (input_size > 8192 || warmup > 10000 || iters > 10000 || repeats > 1000)
-        TC_FAIL_GOTO(TC_EUSAGE, "--input-size (at most 8192), --warmup, --iters (10000) or "
-                                "--repeats (1000) is too large");
+    TC_TRY(s_parse(&a, &names, &n_names, &bs, &n_bs));
     TC_TRY(tc_session_open(&f, &s));
-    char results_dir[2200];
-    tc_identity_results_dir(s.identity, results_dir, sizeof results_dir);
-    js.results_dir = results_dir;
-    TC_TRY(tc_job_handlers_builtin(&js, &handlers));
-    if (!no_bench && !handlers.bench_models)
-        TC_FAIL_GOTO(TC_EUNSUPPORTED, "this agent build has no conv benchmark backend (agent "
-                                      "bench) yet; use --no-bench to only trace");
-    if (!no_trace && !handlers.trace)
-        TC_FAIL_GOTO(TC_EUNSUPPORTED, "this agent build has no trace runner (agent trace) yet; "
-                                      "use --no-trace to only benchmark");
-
-    uint32_t *b32 = calloc(n_bs, sizeof *b32);
-    if (!b32)
-        TC_FAIL_GOTO(TC_ENOMEM, "out of memory");
-    for (size_t i = 0; i < n_bs; i++)
-        b32[i] = (uint32_t)bs[i];
+    TC_TRY(s_handlers(&js, s.identity, &a, &handlers));
     Traincast__V1__TraceRequest req = TRAINCAST__V1__TRACE_REQUEST__INIT;
-    req.models = names;
-    req.n_models = n_names;
-    req.batches = b32;
-    req.n_batches = n_bs;
-    req.input_size = (uint32_t)input_size;
-    req.warmup = (uint32_t)warmup;
-    req.iters = (uint32_t)iters;
-    req.repeats = (uint32_t)repeats;
-
-    rc = tc_jobs_new(&handlers, s.spool, tc_identity_agent_id(s.identity), &jobs);
-    if (rc == 0)
-        rc = tc_session_connect(&s, &f, &handlers, NULL, NULL);
-    if (rc == 0 && !no_bench)
-        rc = s_run_job(&s, jobs, TC_JOB_BENCH_MODELS, &req, stop);
-    /* Benchmarks that failed in part do not keep the traces from running;
-     * the first error is the command's. */
-    if (!no_trace && s.link && !*stop && (rc == 0 || rc == TC_ELIB)) {
-        char first[1024];
-        snprintf(first, sizeof first, "%s", tc_errmsg());
-        int trc = s_run_job(&s, jobs, TC_JOB_TRACE, &req, stop);
-        if (rc == 0)
-            rc = trc;
-        else
-            tc_fail(rc, "%s", first);
-    }
-    free(b32);
+    TC_TRY(s_request(&a, names, n_names, bs, n_bs, &req));
+    rc = s_run_jobs(&s, &f, &handlers, &req, &a, stop, &jobs);
+    free(req.batches);
     /* Deliver what was measured even when a job failed. */
     if (s.link) {
-        int drc = tc_link_drain(s.link, (int64_t)(timeout_s * 1000.0), stop, true);
+        int drc = s_deliver(s.link, a.timeout_s, stop);
         if (rc == 0)
             rc = drc;
-        tc_link_stats_t st;
-        tc_link_stats(s.link, &st);
-        printf("results: %llu stored, %llu already stored, %llu rejected, %zu still spooled\n",
-               (unsigned long long)(st.acked - st.duplicates), (unsigned long long)st.duplicates,
-               (unsigned long long)st.rejected, st.spooled);
     }
 err:
     tc_jobs_destroy(&jobs);
