@@ -139,50 +139,172 @@ err:
     return rc;
 }
 
+/* The command's parsed options (the strings point into the parsed command
+ * line: valid until tc_cli_result_free). */
+typedef struct {
+    unsigned long n, c, h, w, k, r, s, pad, stride, groups, dilation, seed;
+    const char *direction, *path_text, *format;
+    bool verify, bias;
+    tc_bench_flags_t f;
+} s_conv_args_t;
+
+/* What to benchmark, from the options: the settings, the directions, the
+ * path and the conv. */
+typedef struct {
+    tc_bench_settings_t set;
+    Traincast__V1__Direction dirs[3];
+    size_t n_dirs;
+    tc_conv_path_t path;
+    tc_conv_config_t cfg;
+} s_plan_t;
+
+/* Apply --allocator and ready the GPU framework for --device. */
+static int s_prepare(const tc_bench_flags_t *f)
+{
+    int rc;
+    if ((rc = tc_allocator_apply(f->allocator)) < 0)
+        return rc;
+    return tc_gpu_prepare(f->device);
+}
+
+/* Check the options and turn them into the plan: TC_EUSAGE / TC_EINVAL
+ * naming what is wrong. */
+static int s_plan(const s_conv_args_t *a, s_plan_t *p)
+{
+    int rc;
+    p->n_dirs = 0;
+    TC_TRY(tc_bench_settings(&a->f, &p->set));
+    TC_TRY(tc_parse_directions(a->direction, p->dirs, &p->n_dirs));
+    p->path = TC_PATH_FRAMEWORK;
+    if (a->path_text)
+        TC_TRY(tc_conv_path_parse(a->path_text, &p->path));
+    unsigned long s = a->s ? a->s : a->r;
+    const unsigned long vals[] = {a->n, a->c,   a->h,      a->w,      a->k,      a->r,
+                                  s,    a->pad, a->stride, a->groups, a->dilation};
+    for (size_t i = 0; i < sizeof vals / sizeof vals[0]; i++)
+        if (vals[i] > (1ul << 20))
+            TC_FAIL_GOTO(TC_EUSAGE, "a shape value (%lu) is larger than %lu", vals[i], 1ul << 20);
+    tc_conv_config_t *cfg = &p->cfg;
+    *cfg = tc_conv_config_default();
+    cfg->n = (uint32_t)a->n, cfg->c = (uint32_t)a->c, cfg->h = (uint32_t)a->h;
+    cfg->w = (uint32_t)a->w, cfg->k = (uint32_t)a->k, cfg->r = (uint32_t)a->r;
+    cfg->s = (uint32_t)s;
+    cfg->pad_h = cfg->pad_w = (uint32_t)a->pad;
+    cfg->stride_h = cfg->stride_w = (uint32_t)a->stride;
+    cfg->groups = (uint32_t)a->groups;
+    cfg->dilation_h = cfg->dilation_w = (uint32_t)a->dilation;
+    cfg->dtype = p->set.dtype;
+    cfg->layout = p->set.layout;
+    cfg->bias = a->bias;
+    if (a->n == 0 || a->n > TC_MAX_BATCH)
+        TC_FAIL_GOTO(TC_EUSAGE, "--n (the batch) must be between 1 and %u (got %lu)",
+                     TC_MAX_BATCH, a->n);
+    TC_TRY(tc_conv_config_check(cfg));
+err:
+    return rc;
+}
+
+/* Describe the device and print it and the conv (to stdout for the table,
+ * else to stderr). */
+static int s_print_header(tc_device_t *dev, const s_plan_t *p)
+{
+    Traincast__V1__Device d = TRAINCAST__V1__DEVICE__INIT;
+    int rc = tc_device_describe(dev, &d);
+    if (rc < 0)
+        return rc;
+    char label[160];
+    tc_conv_config_label(&p->cfg, label, sizeof label);
+    tc_device_env_t env;
+    tc_device_environment(dev, &env);
+    FILE *info = s_text ? stdout : stderr;
+    fprintf(info, "device: %s [%s] %s %s\n", d.name, d.uuid, d.library, d.library_version);
+    if (env.routing[0])
+        fprintf(info, "        %s, routing %s\n", env.framework, env.routing);
+    fprintf(info, "conv:   %s, %s %s, policy %s, %.3f GFLOP per pass\n\n", label,
+            tc_dtype_name(p->cfg.dtype), tc_layout_name(p->cfg.layout),
+            tc_policy_name(p->set.policy), 2 * tc_conv_macs(&p->cfg) / 1e9);
+    return rc;
+}
+
+/* Benchmark the conv in each direction in turn: print the outcome (table)
+ * or add its candidates to `cands` (csv, json), then verify the chosen
+ * algorithm with --verify. */
+static int s_bench_dirs(tc_device_t *dev, const s_conv_args_t *a, const s_plan_t *p,
+                        tc_table_t *cands)
+{
+    int rc = 0;
+    tc_conv_outcome_t out = {0};
+    for (size_t i = 0; i < p->n_dirs; i++) {
+        tc_conv_spec_t cs = {.config = p->cfg,
+                             .direction = p->dirs[i],
+                             .policy = p->set.policy,
+                             .workspace_limit = p->set.workspace_limit,
+                             .seed = a->seed,
+                             .path = p->path};
+        TC_TRY(tc_conv_bench(dev, &cs, &p->set.measure, &out));
+        if (s_text)
+            s_print(&out);
+        else
+            TC_TRY(s_rows(cands, &out));
+        if (a->verify)
+            TC_TRY(s_verify(dev, &out));
+        tc_conv_outcome_free(&out);
+        if (s_text)
+            printf("\n");
+        fflush(stdout);
+    }
+err:
+    tc_conv_outcome_free(&out);
+    return rc;
+}
+
 int tc_cmd_bench_conv(int argc, char **argv)
 {
-    unsigned long n = 0, c = 0, h = 0, w = 0, k = 0, r = 0, s = 0, pad = 0, stride = 1,
-                  groups = 1, dilation = 1, seed = 1;
-    const char *direction = "all", *path_text = NULL, *format = "table";
-    bool verify = false, bias = false;
-    tc_bench_flags_t f = {.device = "cpu"};
+    s_conv_args_t a = {.stride = 1,
+                       .groups = 1,
+                       .dilation = 1,
+                       .seed = 1,
+                       .direction = "all",
+                       .format = "table",
+                       .f = {.device = "cpu"}};
+    tc_bench_flags_t *f = &a.f;
     const tc_opt_t opts[] = {
-        {"n", TC_OPT_UINT, &n, "N", "batch size", true},
-        {"c", TC_OPT_UINT, &c, "C", "input channels", true},
-        {"h", TC_OPT_UINT, &h, "H", "input height", true},
-        {"w", TC_OPT_UINT, &w, "W", "input width", true},
-        {"k", TC_OPT_UINT, &k, "K", "output channels", true},
-        {"r", TC_OPT_UINT, &r, "R", "filter height", true},
-        {"s", TC_OPT_UINT, &s, "S", "filter width (default: R)"},
-        {"pad", TC_OPT_UINT, &pad, "P", "zero padding on each side (default 0)"},
-        {"stride", TC_OPT_UINT, &stride, "U", "stride (default 1)"},
-        {"groups", TC_OPT_UINT, &groups, "G", "groups; C for depthwise (default 1)"},
-        {"dilation", TC_OPT_UINT, &dilation, "D", "dilation (default 1)"},
-        {"bias", TC_OPT_FLAG, &bias, NULL,
+        {"n", TC_OPT_UINT, &a.n, "N", "batch size", true},
+        {"c", TC_OPT_UINT, &a.c, "C", "input channels", true},
+        {"h", TC_OPT_UINT, &a.h, "H", "input height", true},
+        {"w", TC_OPT_UINT, &a.w, "W", "input width", true},
+        {"k", TC_OPT_UINT, &a.k, "K", "output channels", true},
+        {"r", TC_OPT_UINT, &a.r, "R", "filter height", true},
+        {"s", TC_OPT_UINT, &a.s, "S", "filter width (default: R)"},
+        {"pad", TC_OPT_UINT, &a.pad, "P", "zero padding on each side (default 0)"},
+        {"stride", TC_OPT_UINT, &a.stride, "U", "stride (default 1)"},
+        {"groups", TC_OPT_UINT, &a.groups, "G", "groups; C for depthwise (default 1)"},
+        {"dilation", TC_OPT_UINT, &a.dilation, "D", "dilation (default 1)"},
+        {"bias", TC_OPT_FLAG, &a.bias, NULL,
          "the layer adds a bias: timed with the forward and its gradient with backward-filter"},
-        {"dtype", TC_OPT_STR, &f.dtype, "T",
+        {"dtype", TC_OPT_STR, &f->dtype, "T",
          "fp32 (default: as PyTorch computes it by default, TF32 convs on compute capability "
          "8.0 and up), fp32_strict (no TF32), tf32, fp16 or bf16"},
-        {"layout", TC_OPT_STR, &f.layout, "L", "nchw (default) or nhwc"},
-        {"policy", TC_OPT_STR, &f.policy, "P",
+        {"layout", TC_OPT_STR, &f->layout, "L", "nchw (default) or nhwc"},
+        {"policy", TC_OPT_STR, &f->policy, "P",
          "heuristic (default: the library's first choice that fits, as frameworks do) or "
          "exhaustive (time every algorithm, keep the fastest)"},
-        {"direction", TC_OPT_STR, &direction, "D", "all (default), or a list of fwd, bwd_data, bwd_filter"},
-        {"device", TC_OPT_STR, &f.device, "DEV", "cpu (default) or cuda:INDEX"},
-        {"threads", TC_OPT_UINT, &f.threads, "N", "cpu threads (default: all logical CPUs)"},
-        TC_ALLOCATOR_OPT(f.allocator),
-        {"path", TC_OPT_STR, &path_text, "WHICH",
+        {"direction", TC_OPT_STR, &a.direction, "D", "all (default), or a list of fwd, bwd_data, bwd_filter"},
+        {"device", TC_OPT_STR, &f->device, "DEV", "cpu (default) or cuda:INDEX"},
+        {"threads", TC_OPT_UINT, &f->threads, "N", "cpu threads (default: all logical CPUs)"},
+        TC_ALLOCATOR_OPT(f->allocator),
+        {"path", TC_OPT_STR, &a.path_text, "WHICH",
          "framework (default: where PyTorch sends this conv, oneDNN or its native im2col + "
          "GEMM), library (always oneDNN or cuDNN) or native (PyTorch's native kernels)"},
-        {"budget-ms", TC_OPT_DOUBLE, &f.budget_ms, "MS",
+        {"budget-ms", TC_OPT_DOUBLE, &f->budget_ms, "MS",
          "time budget per direction and algorithm choice (default 1000)"},
-        {"max-reps", TC_OPT_UINT, &f.max_reps, "N", "at most this many timed repetitions (default 200)"},
-        {"workspace-mb", TC_OPT_UINT, &f.workspace_mb, "MB",
+        {"max-reps", TC_OPT_UINT, &f->max_reps, "N", "at most this many timed repetitions (default 200)"},
+        {"workspace-mb", TC_OPT_UINT, &f->workspace_mb, "MB",
          "workspace limit (default: what the device has free)"},
-        {"seed", TC_OPT_UINT, &seed, "N", "seed of the random input data (default 1)"},
-        {"format", TC_OPT_STR, &format, "table|csv|json",
+        {"seed", TC_OPT_UINT, &a.seed, "N", "seed of the random input data (default 1)"},
+        {"format", TC_OPT_STR, &a.format, "table|csv|json",
          "output format (default: table, as text; csv and json: the table candidates)"},
-        {"verify", TC_OPT_FLAG, &verify, NULL,
+        {"verify", TC_OPT_FLAG, &a.verify, NULL,
          "also check the chosen algorithm's output against the naive reference (slow on "
          "large shapes)"},
         {0},
@@ -204,87 +326,27 @@ int tc_cmd_bench_conv(int argc, char **argv)
         tc_cli_result_free(&cli);
         return rc;
     }
-    if ((rc = tc_allocator_apply(f.allocator)) < 0) {
-        tc_cli_result_free(&cli);
-        return rc;
-    }
-    if ((rc = tc_gpu_prepare(f.device)) < 0) {
+    if ((rc = s_prepare(f)) < 0) {
         tc_cli_result_free(&cli);
         return rc;
     }
     tc_device_t *dev = NULL;
-    tc_conv_outcome_t out = {0};
     tc_table_t *cands = NULL;
     tc_format_t fmt;
-    TC_TRY(tc_format_parse(format, &fmt));
+    TC_TRY(tc_format_parse(a.format, &fmt));
     s_text = fmt == TC_FMT_TABLE;
     if (!(cands = tc_table_new("candidates", s_cand_cols, sizeof s_cand_cols / sizeof s_cand_cols[0])))
         TC_FAIL_GOTO(TC_ENOMEM, "out of memory");
-    tc_bench_settings_t set;
-    Traincast__V1__Direction dirs[3];
-    size_t n_dirs = 0;
-    TC_TRY(tc_bench_settings(&f, &set));
-    TC_TRY(tc_parse_directions(direction, dirs, &n_dirs));
-    tc_conv_path_t path = TC_PATH_FRAMEWORK;
-    if (path_text)
-        TC_TRY(tc_conv_path_parse(path_text, &path));
-    const unsigned long vals[] = {n, c, h, w, k, r, s ? s : r, pad, stride, groups, dilation};
-    for (size_t i = 0; i < sizeof vals / sizeof vals[0]; i++)
-        if (vals[i] > (1ul << 20))
-            TC_FAIL_GOTO(TC_EUSAGE, "a shape value (%lu) is larger than %lu", vals[i], 1ul << 20);
-    tc_conv_config_t cfg = tc_conv_config_default();
-    cfg.n = (uint32_t)n, cfg.c = (uint32_t)c, cfg.h = (uint32_t)h, cfg.w = (uint32_t)w;
-    cfg.k = (uint32_t)k, cfg.r = (uint32_t)r, cfg.s = (uint32_t)(s ? s : r);
-    cfg.pad_h = cfg.pad_w = (uint32_t)pad;
-    cfg.stride_h = cfg.stride_w = (uint32_t)stride;
-    cfg.groups = (uint32_t)groups;
-    cfg.dilation_h = cfg.dilation_w = (uint32_t)dilation;
-    cfg.dtype = set.dtype;
-    cfg.layout = set.layout;
-    cfg.bias = bias;
-    if (n == 0 || n > TC_MAX_BATCH)
-        TC_FAIL_GOTO(TC_EUSAGE, "--n (the batch) must be between 1 and %u (got %lu)",
-                     TC_MAX_BATCH, n);
-    TC_TRY(tc_conv_config_check(&cfg));
+    s_plan_t p;
+    TC_TRY(s_plan(&a, &p));
 
-    TC_TRY(tc_device_open(f.device, (unsigned)f.threads, &dev));
-    Traincast__V1__Device d = TRAINCAST__V1__DEVICE__INIT;
-    TC_TRY(tc_device_describe(dev, &d));
-    char label[160];
-    tc_conv_config_label(&cfg, label, sizeof label);
-    tc_device_env_t env;
-    tc_device_environment(dev, &env);
-    FILE *info = s_text ? stdout : stderr;
-    fprintf(info, "device: %s [%s] %s %s\n", d.name, d.uuid, d.library, d.library_version);
-    if (env.routing[0])
-        fprintf(info, "        %s, routing %s\n", env.framework, env.routing);
-    fprintf(info, "conv:   %s, %s %s, policy %s, %.3f GFLOP per pass\n\n", label,
-            tc_dtype_name(cfg.dtype), tc_layout_name(cfg.layout), tc_policy_name(set.policy),
-            2 * tc_conv_macs(&cfg) / 1e9);
-    for (size_t i = 0; i < n_dirs; i++) {
-        tc_conv_spec_t cs = {.config = cfg,
-                             .direction = dirs[i],
-                             .policy = set.policy,
-                             .workspace_limit = set.workspace_limit,
-                             .seed = seed,
-                             .path = path};
-        TC_TRY(tc_conv_bench(dev, &cs, &set.measure, &out));
-        if (s_text)
-            s_print(&out);
-        else
-            TC_TRY(s_rows(cands, &out));
-        if (verify)
-            TC_TRY(s_verify(dev, &out));
-        tc_conv_outcome_free(&out);
-        if (s_text)
-            printf("\n");
-        fflush(stdout);
-    }
+    TC_TRY(tc_device_open(f->device, (unsigned)f->threads, &dev));
+    TC_TRY(s_print_header(dev, &p));
+    TC_TRY(s_bench_dirs(dev, &a, &p, cands));
     if (!s_text)
         TC_TRY(tc_table_print(stdout, fmt, &cands, 1));
 err:
     tc_table_destroy(&cands);
-    tc_conv_outcome_free(&out);
     tc_device_close(&dev);
     tc_cli_result_free(&cli);
     return rc;
