@@ -432,8 +432,9 @@ static int s_run(void *plan, double *ms)
         return rc;
     const tc_json_value_t *v = tc_json_get(tc_json_root(doc), "ms");
     double t = tc_json_number(v);
+    bool number = tc_json_type(v) == TC_JSON_NUMBER;
     tc_json_destroy(&doc);
-    if (tc_json_type(v) != TC_JSON_NUMBER || !(t > 0))
+    if (!number || !(t > 0))
         return tc_fail(TC_EPARSE, "the framework helper timed a run at %g ms", t);
     *ms = t;
     return 0;

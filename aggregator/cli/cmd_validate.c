@@ -424,7 +424,7 @@ int tc_cmd_validate(int argc, char **argv)
         tc_cli_result_free(&res);
         return rc;
     }
-    format_t fmt;
+    format_t fmt = FMT_TABLE;
     tc_fit_plan_t plan;
     rc = s_plan(&cli, format, holdout, &fmt, &plan);
     if (rc < 0) {

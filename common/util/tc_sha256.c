@@ -6,7 +6,8 @@ void tc_sha256_init(tc_sha256_t *s)
 {
     /* 0 first time, 1 after; -1 only when the library cannot work at all
      * (no entropy source), which SHA-256 does not need. */
-    (void)sodium_init();
+    int initialised = sodium_init();
+    (void)initialised;
     crypto_hash_sha256_init(s);
 }
 

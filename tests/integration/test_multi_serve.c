@@ -39,14 +39,13 @@ Test(multi_serve, agents_switch_between_two_servers_nothing_lost_or_doubled, .ti
     tc_bed_t a, b;
     tc_bed_init(&a, "multi", NULL);
     s_second(&a, &b);
-    tc_bed_start_server(&a, NULL);
-    tc_bed_start_server(&b, NULL);
 
     char both[160];
     snprintf(both, sizeof both, "%s,%s", a.endpoint, b.endpoint);
     char states[AGENTS][1200], files[AGENTS][1200], logs[AGENTS][1200];
     pid_t push[AGENTS];
     const char *args[] = {"--timeout", "400", NULL};
+    /* The agents' keys go to the allowlist before the servers read it. */
     for (int i = 0; i < AGENTS; i++) {
         char name[16];
         snprintf(name, sizeof name, "m%d", i);
@@ -57,6 +56,10 @@ Test(multi_serve, agents_switch_between_two_servers_nothing_lost_or_doubled, .ti
         snprintf(files[i], sizeof files[i], "%s/results-%s.bin", a.dir, name);
         snprintf(logs[i], sizeof logs[i], "%s/push-%s.log", a.dir, name);
         cr_assert_eq(tc_gen_write(files[i], &o, 0, PER_AGENT), 0, "%s", tc_errmsg());
+    }
+    tc_bed_start_server(&a, NULL);
+    tc_bed_start_server(&b, NULL);
+    for (int i = 0; i < AGENTS; i++) {
         /* Both endpoints: `agent push --aggregator A,B`. */
         tc_bed_t both_bed = a;
         snprintf(both_bed.endpoint, sizeof both_bed.endpoint, "%s", both);

@@ -180,8 +180,8 @@ Test(bench_run, writes_results_and_resumes, .timeout = 300)
     cr_expect_eq(rep.failed, 0);
     count_t c = {0};
     cr_assert_eq(tc_resultfile_read(path, false, s_count, &c, NULL), 0);
-    cr_expect_eq(c.envelopes, 5);
-    cr_expect_eq(c.results, 5);
+    cr_expect(c.envelopes >= 1 && c.envelopes <= 5, "%zu envelopes", (size_t)c.envelopes);
+    cr_expect_eq(c.results, 5, "every result once, several to a message");
     cr_expect_eq(c.bad, 0, "every envelope validates");
     free(items);
 
