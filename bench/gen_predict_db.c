@@ -19,6 +19,7 @@
  * something to fit. */
 #include "convlist.h"
 #include "store.h"
+#include "store_rows.h"
 #include "tc_cli.h"
 #include "tc_conv.h"
 #include "tc_conv_step.h"
@@ -67,10 +68,9 @@ static double s_jitter(const tc_conv_config_t *c, unsigned batch, int dir, unsig
                        unsigned round)
 {
     uint64_t h = 1469598103934665603ull;
-    const uint32_t f[] = {c->c, c->h, c->w, c->k, c->r, c->s, c->pad_h, c->pad_w,
-                          c->stride_h, c->stride_w, c->dilation_h, c->dilation_w, c->groups};
-    for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)
-        h = s_mix(h, f[i]);
+#define X(x, y, name, kind, first) h = s_mix(h, (uint64_t)c->name);
+    TC_CONV_KEY(X, , )
+#undef X
     h = s_mix(h, batch);
     h = s_mix(h, (uint64_t)dir);
     h = s_mix(h, dev);
@@ -137,14 +137,22 @@ static void s_write_devices(unsigned n_dev)
     }
 }
 
+/* The COPY column list of --table configs (--columns). */
+#define S_CONFIG_COLUMNS "config_id, " TC_SQL_CONV_KEY_COLS("")
+
 static void s_write_configs(const s_configs_t *set)
 {
+    tc_buf_t b = {0};
     for (size_t i = 0; i < set->n; i++) {
-        const tc_conv_config_t *c = &set->v[i].cfg;
-        printf("%zu\t%u\t%u\t%u\t%u\t%u\t%u\t%u\t%u\t%u\t%u\t%u\t%u\t%u\tfp32\tnchw\n", i + 1,
-               c->c, c->h, c->w, c->k, c->r, c->s, c->pad_h, c->pad_w, c->stride_h, c->stride_w,
-               c->dilation_h, c->dilation_w, c->groups);
+        Traincast__V1__ConvConfig key = TRAINCAST__V1__CONV_CONFIG__INIT;
+        tc_conv_config_to_proto(&set->v[i].cfg, &key);
+        tc_copy_int(&b, (long long)(i + 1), 0);
+        tc_copy_conv_key(&b, &key);
+        b.len--; /* the key's last tab ends the row */
+        tc_buf_putc(&b, '\n');
     }
+    fwrite(b.data, 1, b.len, stdout);
+    tc_buf_free(&b);
 }
 
 static void s_timestamp(time_t t, char *buf, size_t size)
@@ -176,7 +184,7 @@ static void s_write_results(const s_configs_t *set, unsigned n_dev, const unsign
                         char ts[40];
                         s_timestamp(at + seq / 50, ts, sizeof ts);
                         printf("%s\t%u\t%u\t%zu\t%lu\t%s\theuristic\tcudnn\talgo_%d\t%d\t%.6g\t%.6g\t"
-                               "%.6g\t%.6g\t%u\t%lu\t%s\t{",
+                               "%.6g\t%.6g\t%u\t%lu\t%s\t9.1.0\t{",
                                msgid, seq, d + 1, i + 1, batches[b], s_dirs[dir],
                                (int)(seq % 3), (int)(seq % 3), ms, ms * 0.98, ms * 1.03,
                                ms * 0.01, samples, (unsigned long)(seq % 4) << 20, ts);
@@ -246,6 +254,14 @@ static int s_store_traces(const char *dsn, const char *models_dir, const char *t
                 dv->kind = TRAINCAST__V1__DEVICE_KIND__DEVICE_KIND_CUDA;
                 dv->name = name;
                 dv->memory_bytes = s_memory_bytes(d);
+                /* The cuDNN the traces ran with is the one the benchmarks were
+                 * measured with (the fit counts only those). */
+                free(dv->library);
+                free(dv->library_version);
+                free(t->library_version);
+                dv->library = strdup("cudnn");
+                dv->library_version = strdup("9.1.0");
+                t->library_version = strdup("9.1.0");
                 t->policy = TRAINCAST__V1__POLICY__POLICY_UNSPECIFIED;
                 t->input_size = 224;
                 t->threads = 0;
@@ -275,7 +291,7 @@ int main(int argc, char **argv)
     const char *batches_text = "1..512,24..512:8", *trace_batches_text = "8,16,32,64";
     const char *traced = "alexnet,resnet18,squeezenet1_1,mobilenet_v2,vgg11,densenet121";
     unsigned long n_dev = 10, rounds = 1, samples = 5;
-    bool traces = false;
+    bool traces = false, columns = false;
     const tc_opt_t opts[] = {
         {"convs", TC_OPT_STR, &convs, "FILE", "conv list of the models (tests/data/cnn_set.convs)"},
         {"devices", TC_OPT_UINT, &n_dev, "N", "synthetic devices (default 10)"},
@@ -285,6 +301,8 @@ int main(int argc, char **argv)
         {"samples", TC_OPT_UINT, &samples, "N", "samples kept per result (default 5)"},
         {"table", TC_OPT_STR, &table, "NAME",
          "write COPY text of devices, configs or results to stdout"},
+        {"columns", TC_OPT_FLAG, &columns, NULL,
+         "with --table configs: print its COPY column list instead"},
         {"traces", TC_OPT_FLAG, &traces, NULL, "store traces of --traced models (needs --db)"},
         {"db", TC_OPT_STR, &dsn, "DSN", "database to store traces in"},
         {"models-dir", TC_OPT_STR, &models_dir, "DIR", "where NAME.onnx of --traced are"},
@@ -342,6 +360,10 @@ int main(int argc, char **argv)
     }
     if (!strcmp(table, "devices")) {
         s_write_devices((unsigned)n_dev);
+        goto done;
+    }
+    if (columns && !strcmp(table, "configs")) {
+        puts(S_CONFIG_COLUMNS);
         goto done;
     }
     if (strcmp(table, "configs") && strcmp(table, "results")) {

@@ -64,7 +64,7 @@ base=${admin%/*}
 # make_db NAME BATCHES: generate (or reuse) a database; prints its conv result count.
 make_db() {
     local name=$1 batches=$2 dsn=$base/$1 key
-    key="devices=$devices batches=$batches convs=$(sha256sum <"$repo/tests/data/cnn_set.convs" | cut -c1-16) gen=2"
+    key="devices=$devices batches=$batches convs=$(sha256sum <"$repo/tests/data/cnn_set.convs" | cut -c1-16) gen=4"
     if [ "$fresh" -eq 0 ] && [ "$(psql -X -tA "$dsn" -c "SELECT key FROM bench_predict_meta" 2>/dev/null)" = "$key" ]; then
         log "reusing database $name ($key)"
     else
@@ -74,9 +74,9 @@ make_db() {
         psql -X -q "$admin" -c "DROP DATABASE IF EXISTS $name" -c "CREATE DATABASE $name" >/dev/null
         "$aggregator" migrate --db "$dsn" >/dev/null
         "$gen" --table devices --devices "$devices" | psql -X -q "$dsn" -c "COPY devices (device_id, uuid, kind, name, host, gpu_index, compute_capability, multiprocessors, memory_bytes, clock_mhz, memory_clock_mhz, driver_version, runtime_version, library, library_version) FROM STDIN"
-        "$gen" --table configs --convs "$repo/tests/data/cnn_set.convs" | psql -X -q "$dsn" -c "COPY conv_configs (config_id, c, h, w, k, r, s, pad_h, pad_w, stride_h, stride_w, dilation_h, dilation_w, groups, dtype, layout) FROM STDIN"
+        "$gen" --table configs --convs "$repo/tests/data/cnn_set.convs" | psql -X -q "$dsn" -c "COPY conv_configs ($("$gen" --table configs --columns)) FROM STDIN"
         "$gen" --table results --devices "$devices" --batches "$batches" --convs "$repo/tests/data/cnn_set.convs" \
-            | psql -X -q "$dsn" -c "COPY conv_results (message_id, seq, device_id, config_id, batch, direction, policy, backend, algo, algo_id, median_ms, min_ms, max_ms, stddev_ms, repetitions, workspace_bytes, measured_at, samples_ms, sample_offsets_us) FROM STDIN"
+            | psql -X -q "$dsn" -c "COPY conv_results (message_id, seq, device_id, config_id, batch, direction, policy, backend, algo, algo_id, median_ms, min_ms, max_ms, stddev_ms, repetitions, workspace_bytes, measured_at, library_version, samples_ms, sample_offsets_us) FROM STDIN"
         psql -X -q "$dsn" -c "SELECT setval('devices_device_id_seq', (SELECT max(device_id) FROM devices))" \
             -c "SELECT setval('conv_configs_config_id_seq', (SELECT max(config_id) FROM conv_configs))" >/dev/null
         local t1
