@@ -103,28 +103,6 @@ static void s_hand_stats(int only, double *mape, double *median, double *max)
     *max = ape[n - 1];
 }
 
-/* ---- running the commands -------------------------------------------------- */
-
-static char s_dsn[1024];
-
-static tc_store_t *s_fresh(const char *name)
-{
-    tc_test_fresh_db(name, s_dsn, sizeof s_dsn);
-    setenv("TRAINCAST_DB", s_dsn, 1);
-    tc_store_t *st = NULL;
-    cr_assert_eq(tc_store_open(s_dsn, &st), 0, "%s", tc_errmsg());
-    int applied;
-    cr_assert_eq(tc_store_migrate(st, &applied), 0, "%s", tc_errmsg());
-    return st;
-}
-
-static int s_aggregator(const char *args, char *out, size_t size)
-{
-    char cmd[2048];
-    snprintf(cmd, sizeof cmd, "TRAINCAST_PROGRESS=plain %s/aggregator/aggregator %s",
-             TC_BINARY_DIR, args);
-    return tc_test_run(cmd, out, size);
-}
 
 #define FIXED "--features total.one,bn.elems --forms ols --weightings none"
 
@@ -168,16 +146,16 @@ static void s_expect_row(const char *csv_text, const char *cnn, int k)
 
 Test(fit_store, fit_and_validate_match_the_hand_computation, .timeout = 300)
 {
-    tc_store_t *st = s_fresh("fit_hand");
+    tc_store_t *st = tc_synth_fresh_db("fit_hand");
     char out[65536];
     /* An empty store is bad input. */
-    cr_expect_eq(s_aggregator("fit", out, sizeof out), 2, "%s", out);
+    cr_expect_eq(tc_synth_aggregator("fit", out, sizeof out), 2, "%s", out);
     cr_expect(strstr(out, "no traces are stored") != NULL, "%s", out);
 
     tc_synth_populate(st);
 
     /* validate, CSV, fixed model: every number against the hand computation. */
-    int rc = s_aggregator("validate " FIXED " --format csv", out, sizeof out);
+    int rc = tc_synth_aggregator("validate " FIXED " --format csv", out, sizeof out);
     cr_assert_eq(rc, 0, "validate failed:\n%s", out);
     s_expect_row(out, "", -1);
     for (int k = 0; k < TC_SYNTH_N_CNNS; k++) {
@@ -219,7 +197,7 @@ Test(fit_store, fit_and_validate_match_the_hand_computation, .timeout = 300)
     cr_expect(fabs(atof(f[12]) - co) < 2e-4, "conv-only %s, hand %g", f[12], co);
 
     /* fit with the same fixed model: stored coefficients, covariance, data range. */
-    rc = s_aggregator("fit " FIXED, out, sizeof out);
+    rc = tc_synth_aggregator("fit " FIXED, out, sizeof out);
     cr_assert_eq(rc, 0, "fit failed:\n%s", out);
     cr_expect(strstr(out, "stored as fit") != NULL, "%s", out);
     tc_fit_t fit;
@@ -294,12 +272,12 @@ Test(fit_store, fit_and_validate_match_the_hand_computation, .timeout = 300)
     tc_fit_groups_free(&groups, n_groups);
 
     /* The default selection runs end to end and stores its choice. */
-    rc = s_aggregator("fit --device synth-a", out, sizeof out);
+    rc = tc_synth_aggregator("fit --device synth-a", out, sizeof out);
     cr_assert_eq(rc, 0, "default fit failed:\n%s", out);
-    rc = s_aggregator("validate --device synth-a --format json", out, sizeof out);
+    rc = tc_synth_aggregator("validate --device synth-a --format json", out, sizeof out);
     cr_assert_eq(rc, 0, "default validate failed:\n%s", out);
     cr_expect(strstr(out, "\"per_cnn\"") && strstr(out, "\"cnn\": \"cnn4\""), "%s", out);
-    rc = s_aggregator("validate --device synth-a", out, sizeof out);
+    rc = tc_synth_aggregator("validate --device synth-a", out, sizeof out);
     cr_assert_eq(rc, 0, "%s", out);
     cr_expect(strstr(out, "leave-one-CNN-out") != NULL, "%s", out);
     tc_store_destroy(&st);
@@ -310,7 +288,7 @@ Test(fit_store, fit_and_validate_match_the_hand_computation, .timeout = 300)
  * the hour, after a day-old stale one) and two traces of one point. */
 Test(fit_store, statistics_of_repeated_measurements, .timeout = 300)
 {
-    tc_store_t *st = s_fresh("fit_stats");
+    tc_store_t *st = tc_synth_fresh_db("fit_stats");
     tc_synth_populate(st); /* stale x50 a day ago, then x1 now */
     int64_t now = tc_now_us();
     tc_synth_put_convs(st, "synth-a", TC_SYNTH_N_CNNS, tc_synth_batches, TC_SYNTH_N_BATCHES,
@@ -350,13 +328,13 @@ Test(fit_store, statistics_of_repeated_measurements, .timeout = 300)
     }
     /* A fit remembers its statistic, and predict looks convs up by it. */
     char out[65536];
-    int rc = s_aggregator("fit --device synth-a --stat min " FIXED, out, sizeof out);
+    int rc = tc_synth_aggregator("fit --device synth-a --stat min " FIXED, out, sizeof out);
     cr_assert_eq(rc, 0, "%s", out);
     tc_fit_t fit;
     cr_assert_eq(tc_store_fit_latest(st, "synth-a", NULL, NULL, NULL, NULL, &fit), 0, "%s",
                  tc_errmsg());
     cr_expect_eq(fit.stat, TC_FIT_STAT_MIN);
-    rc = s_aggregator("validate --stat nosuch", out, sizeof out);
+    rc = tc_synth_aggregator("validate --stat nosuch", out, sizeof out);
     cr_expect_eq(rc, 2, "%s", out);
     cr_expect(strstr(out, "--stat") && strstr(out, "median, p10 or min"), "%s", out);
     tc_store_destroy(&st);

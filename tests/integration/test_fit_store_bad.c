@@ -15,32 +15,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* ---- running the commands -------------------------------------------------- */
-
-static char s_dsn[1024];
-
-static tc_store_t *s_fresh(const char *name)
-{
-    tc_test_fresh_db(name, s_dsn, sizeof s_dsn);
-    setenv("TRAINCAST_DB", s_dsn, 1);
-    tc_store_t *st = NULL;
-    cr_assert_eq(tc_store_open(s_dsn, &st), 0, "%s", tc_errmsg());
-    int applied;
-    cr_assert_eq(tc_store_migrate(st, &applied), 0, "%s", tc_errmsg());
-    return st;
-}
-
-static int s_aggregator(const char *args, char *out, size_t size)
-{
-    char cmd[2048];
-    snprintf(cmd, sizeof cmd, "TRAINCAST_PROGRESS=plain %s/aggregator/aggregator %s",
-             TC_BINARY_DIR, args);
-    return tc_test_run(cmd, out, size);
-}
 
 Test(fit_store, bad_input_names_the_problem_and_exits_2, .timeout = 300)
 {
-    tc_store_t *st = s_fresh("fit_bad");
+    tc_store_t *st = tc_synth_fresh_db("fit_bad");
     char id[64], out[16384];
     for (int k = 0; k < 4; k++)
         tc_synth_put_model(st, k);
@@ -84,7 +62,7 @@ Test(fit_store, bad_input_names_the_problem_and_exits_2, .timeout = 300)
     /* synth-a exists only so that the unknown-device message can list it. */
     tc_synth_put_convs(st, "synth-a", 1, b8, 1, tc_now_us(), 1.0);
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        int rc = s_aggregator(cases[i].args, out, sizeof out);
+        int rc = tc_synth_aggregator(cases[i].args, out, sizeof out);
         cr_expect_eq(rc, 2, "'%s' exited %d:\n%s", cases[i].args, rc, out);
         cr_expect(strstr(out, cases[i].expect) != NULL, "'%s' should say \"%s\":\n%s",
                   cases[i].args, cases[i].expect, out);
@@ -96,22 +74,22 @@ Test(fit_store, bad_input_names_the_problem_and_exits_2, .timeout = 300)
         tc_synth_put_trace(st, "synth-f", id, 8, TRAINCAST__V1__TRACE_STATUS__TRACE_STATUS_OK,
                            100 + k, 0.01);
     }
-    int rc = s_aggregator("validate --device synth-f", out, sizeof out);
+    int rc = tc_synth_aggregator("validate --device synth-f", out, sizeof out);
     cr_expect_eq(rc, 2, "%s", out);
     cr_expect(strstr(out, "at least 4 CNNs") != NULL, "%s", out);
     /* More fixed features than a fold has points: says how many it has and
      * needs (3 CNNs of one point each: the smallest fold has 2). */
-    rc = s_aggregator("fit --device synth-f --features total.one,bn.elems,total.params "
+    rc = tc_synth_aggregator("fit --device synth-f --features total.one,bn.elems,total.params "
                       "--forms ols --weightings none",
                       out, sizeof out);
     cr_expect_eq(rc, 2, "%s", out);
     cr_expect(strstr(out, "3 features need more than 3 points in every leave-one-CNN-out fold; "
                           "the smallest fold here has 2 (3 points, 3 CNNs") != NULL,
               "%s", out);
-    rc = s_aggregator("validate --device synth-f --holdout batch", out, sizeof out);
+    rc = tc_synth_aggregator("validate --device synth-f --holdout batch", out, sizeof out);
     cr_expect_eq(rc, 2, "%s", out);
     cr_expect(strstr(out, "at least 3 batch sizes; there is 1") != NULL, "%s", out);
-    rc = s_aggregator("validate --holdout team", out, sizeof out);
+    rc = tc_synth_aggregator("validate --holdout team", out, sizeof out);
     cr_expect_eq(rc, 2, "%s", out);
     cr_expect(strstr(out, "--holdout") && strstr(out, "cnn, family or batch"), "%s", out);
     /* Nothing was stored by the failed fits. */

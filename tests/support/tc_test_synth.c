@@ -3,10 +3,12 @@
 #include "tc_test_synth.h"
 
 #include "tc_error.h"
+#include "tc_test.h"
 #include "tc_wire.h"
 
 #include <criterion/criterion.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 const unsigned tc_synth_batches[TC_SYNTH_N_BATCHES] = {4, 8, 16};
 #define AGENT "agent-fit-test"
@@ -296,4 +298,24 @@ void tc_synth_populate(tc_store_t *st)
                        TRAINCAST__V1__TRACE_STATUS__TRACE_STATUS_FAILED, 0, 0);
     tc_synth_model_id(0, id, sizeof id);
     tc_synth_put_trace(st, "synth-a", id, 32, TRAINCAST__V1__TRACE_STATUS__TRACE_STATUS_OOM, 0, 0);
+}
+
+tc_store_t *tc_synth_fresh_db(const char *name)
+{
+    static char dsn[1024];
+    tc_test_fresh_db(name, dsn, sizeof dsn);
+    setenv("TRAINCAST_DB", dsn, 1);
+    tc_store_t *st = NULL;
+    cr_assert_eq(tc_store_open(dsn, &st), 0, "%s", tc_errmsg());
+    int applied;
+    cr_assert_eq(tc_store_migrate(st, &applied), 0, "%s", tc_errmsg());
+    return st;
+}
+
+int tc_synth_aggregator(const char *args, char *out, size_t size)
+{
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "TRAINCAST_PROGRESS=plain %s/aggregator/aggregator %s",
+             TC_BINARY_DIR, args);
+    return tc_test_run(cmd, out, size);
 }

@@ -47,4 +47,10 @@ void tc_synth_put_trace(tc_store_t *st, const char *device, const char *model_id
  * stale conv benchmark, an out-of-memory point and a failed point. */
 void tc_synth_populate(tc_store_t *st);
 
+/* A fresh, migrated database `name` (also TRAINCAST_DB for the commands
+ * the test runs) and a store on it. */
+tc_store_t *tc_synth_fresh_db(const char *name);
+/* Run `aggregator ARGS`, its output into `out`; the exit status. */
+int tc_synth_aggregator(const char *args, char *out, size_t size);
+
 #endif
