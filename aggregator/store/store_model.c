@@ -140,8 +140,10 @@ int tc_store_conv_lookup(tc_store_t *s, tc_conv_lookup_set_t *sets, size_t n_set
         }
     }
     int rc = s_lookup_table(s);
+    /* A plain BEGIN: a look-up needs none of the ingest staging tables
+     * tc_store_begin makes. */
     if (rc == 0)
-        rc = tc_store_begin(s);
+        rc = tc_store_query(s, NULL, "BEGIN", "BEGIN", 0, NULL);
     if (rc == 0)
         rc = tc_store_copy(s, "staging conv lookups", "COPY tc_lookup FROM STDIN", &rows);
     PGresult *res = NULL;
