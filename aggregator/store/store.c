@@ -231,6 +231,7 @@ void tc_store_destroy(tc_store_t **self_p)
     tc_store_t *self = *self_p;
     if (self->conn)
         PQfinish(self->conn);
+    tc_store_layers_clear(self);
     free(self->dsn);
     free(self);
     *self_p = NULL;

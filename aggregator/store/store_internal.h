@@ -17,7 +17,15 @@ struct tc_store {
      * messages create no agents, and a device is inserted with this import
      * id when its uuid is new and left as it is otherwise. 0 otherwise. */
     long long import_id;
+    /* Layers of the models read so far (tc_store_model_layers): a model id
+     * names one structure for good, so predict's memory model reads each
+     * traced model once, not once per device. */
+    struct tc_store_layers *layers;
+    size_t n_layers;
 };
+
+/* Free the layer cache (store_model.c). */
+void tc_store_layers_clear(tc_store_t *s);
 
 /* Turn a failed result (or connection) into a status with a message naming
  * `what`, classed by tc_store_error_code (store.h). Clears `res`. */

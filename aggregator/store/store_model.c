@@ -12,8 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-int tc_store_model_layers(tc_store_t *s, const char *model_id, tc_layer_summary_t **layers,
-                          size_t *n)
+static int s_read_layers(tc_store_t *s, const char *model_id, tc_layer_summary_t **layers,
+                         size_t *n)
 {
     *layers = NULL;
     *n = 0;
@@ -46,6 +46,58 @@ int tc_store_model_layers(tc_store_t *s, const char *model_id, tc_layer_summary_
     PQclear(res);
     *layers = l;
     *n = rows;
+    return 0;
+}
+
+struct tc_store_layers {
+    char *model_id;
+    tc_layer_summary_t *layers;
+    size_t n;
+};
+
+void tc_store_layers_clear(tc_store_t *s)
+{
+    for (size_t i = 0; i < s->n_layers; i++) {
+        free(s->layers[i].model_id);
+        free(s->layers[i].layers);
+    }
+    free(s->layers);
+    s->layers = NULL;
+    s->n_layers = 0;
+}
+
+int tc_store_model_layers(tc_store_t *s, const char *model_id, tc_layer_summary_t **layers,
+                          size_t *n)
+{
+    *layers = NULL;
+    *n = 0;
+    size_t i = 0;
+    while (i < s->n_layers && strcmp(s->layers[i].model_id, model_id) != 0)
+        i++;
+    if (i == s->n_layers) {
+        tc_layer_summary_t *l = NULL;
+        size_t rows = 0;
+        int rc = s_read_layers(s, model_id, &l, &rows);
+        if (rc < 0)
+            return rc;
+        struct tc_store_layers *grown = realloc(s->layers, (s->n_layers + 1) * sizeof *grown);
+        char *id = strdup(model_id);
+        if (!grown || !id) {
+            if (grown)
+                s->layers = grown;
+            free(id);
+            free(l);
+            return tc_fail(TC_ENOMEM, "out of memory");
+        }
+        s->layers = grown;
+        s->layers[s->n_layers++] = (struct tc_store_layers){.model_id = id, .layers = l, .n = rows};
+    }
+    /* The caller owns its copy. */
+    *layers = malloc(s->layers[i].n * sizeof **layers);
+    if (!*layers)
+        return tc_fail(TC_ENOMEM, "out of memory for %zu layers", s->layers[i].n);
+    memcpy(*layers, s->layers[i].layers, s->layers[i].n * sizeof **layers);
+    *n = s->layers[i].n;
     return 0;
 }
 
