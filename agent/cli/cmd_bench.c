@@ -2,12 +2,12 @@
  * one device, writing ConvResults to a result file. Resumable: items the
  * file already holds for this device and policy are skipped. */
 #include "agent_id.h"
+#include "agent_devices.h"
 #include "allocator.h"
 #include "bench_opts.h"
 #include "bench_run.h"
 #include "commands.h"
 #include "convlist.h"
-#include "gpu_framework.h"
 #include "planner.h"
 
 #include "tc_cli.h"
@@ -94,15 +94,6 @@ typedef struct {
     unsigned long *batches; /* malloc'ed: the caller frees it */
     size_t n_batches;
 } s_what_t;
-
-/* Apply --allocator and ready the GPU framework for --device. */
-static int s_prepare(const tc_bench_flags_t *f)
-{
-    int rc;
-    if ((rc = tc_allocator_apply(f->allocator)) < 0)
-        return rc;
-    return tc_gpu_prepare(f->device);
-}
 
 /* Check the options and turn them into what to measure (w->batches, once
  * set, is the caller's to free): TC_EUSAGE / TC_EINVAL naming what is
@@ -295,7 +286,7 @@ int tc_cmd_bench(int argc, char **argv)
         tc_cli_result_free(&cli);
         return rc;
     }
-    if ((rc = s_prepare(f)) < 0) {
+    if ((rc = tc_agent_prepare(f->allocator, f->device)) < 0) {
         tc_cli_result_free(&cli);
         return rc;
     }

@@ -1,9 +1,9 @@
 /* agent bench-conv: benchmark one convolution on one device and print every
  * candidate algorithm with its statistics and the chosen one. */
+#include "agent_devices.h"
 #include "allocator.h"
 #include "bench_opts.h"
 #include "commands.h"
-#include "gpu_framework.h"
 #include "conv_bench.h"
 #include "conv_verify.h"
 
@@ -157,15 +157,6 @@ typedef struct {
     tc_conv_path_t path;
     tc_conv_config_t cfg;
 } s_plan_t;
-
-/* Apply --allocator and ready the GPU framework for --device. */
-static int s_prepare(const tc_bench_flags_t *f)
-{
-    int rc;
-    if ((rc = tc_allocator_apply(f->allocator)) < 0)
-        return rc;
-    return tc_gpu_prepare(f->device);
-}
 
 /* Check the options and turn them into the plan: TC_EUSAGE / TC_EINVAL
  * naming what is wrong. */
@@ -326,7 +317,7 @@ int tc_cmd_bench_conv(int argc, char **argv)
         tc_cli_result_free(&cli);
         return rc;
     }
-    if ((rc = s_prepare(f)) < 0) {
+    if ((rc = tc_agent_prepare(f->allocator, f->device)) < 0) {
         tc_cli_result_free(&cli);
         return rc;
     }

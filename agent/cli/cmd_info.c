@@ -1,7 +1,7 @@
 /* agent info: this machine's devices and the libraries the agent uses. */
 #include "agent_id.h"
+#include "agent_devices.h"
 #include "commands.h"
-#include "gpu_framework.h"
 
 #include "allocator.h"
 #include "device.h"
@@ -86,9 +86,9 @@ static void s_print_device(const char *spec, const Traincast__V1__Device *d)
 static int s_prepare(const char *format, const char *allocator, tc_format_t *fmt)
 {
     int rc;
-    if ((rc = tc_format_parse(format, fmt)) < 0 || (rc = tc_allocator_apply(allocator)) < 0)
+    if ((rc = tc_format_parse(format, fmt)) < 0)
         return rc;
-    return tc_gpu_prepare("any");
+    return tc_agent_prepare(allocator, "any");
 }
 
 /* This agent: the host it runs on, its os and its id. */

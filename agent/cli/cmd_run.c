@@ -2,9 +2,9 @@
  * send everything to the aggregator, in one go. What is measured is kept in
  * the state directory's results/ too, so running the same command again
  * measures only what is missing. */
+#include "agent_devices.h"
 #include "allocator.h"
 #include "commands.h"
-#include "gpu_framework.h"
 #include "session.h"
 
 #include "tc_cli.h"
@@ -50,16 +50,6 @@ typedef struct {
     bool no_bench, no_trace;
     double timeout_s;
 } s_run_args_t;
-
-/* Apply --allocator and ready the GPU framework, as every device may be
- * measured. */
-static int s_prepare(const char *allocator)
-{
-    int rc;
-    if ((rc = tc_allocator_apply(allocator)) < 0)
-        return rc;
-    return tc_gpu_prepare("any");
-}
 
 /* Parse --models and --batches (*names and *bs are the caller's to free)
  * and check the other options: TC_EUSAGE when they leave nothing to do or
@@ -207,7 +197,7 @@ int tc_cmd_run(int argc, char **argv)
         tc_cli_result_free(&cli);
         return rc;
     }
-    if ((rc = s_prepare(a.allocator)) < 0) {
+    if ((rc = tc_agent_prepare(a.allocator, "any")) < 0) {
         tc_cli_result_free(&cli);
         return rc;
     }

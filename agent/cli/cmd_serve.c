@@ -1,8 +1,8 @@
 /* agent serve: stay connected to the aggregator, run the jobs it sends and
  * deliver everything spooled. */
+#include "agent_devices.h"
 #include "allocator.h"
 #include "commands.h"
-#include "gpu_framework.h"
 #include "session.h"
 
 #include "tc_cli.h"
@@ -49,11 +49,7 @@ int tc_cmd_serve(int argc, char **argv)
         tc_cli_result_free(&cli);
         return rc;
     }
-    if ((rc = tc_allocator_apply(allocator)) < 0) {
-        tc_cli_result_free(&cli);
-        return rc;
-    }
-    if ((rc = tc_gpu_prepare("any")) < 0) {
+    if ((rc = tc_agent_prepare(allocator, "any")) < 0) {
         tc_cli_result_free(&cli);
         return rc;
     }

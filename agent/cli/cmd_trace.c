@@ -1,9 +1,9 @@
 /* agent trace: full-training traces through the real framework, one
  * TrainTrace per (model, batch), written to a result file. */
 #include "agent_id.h"
+#include "agent_devices.h"
 #include "allocator.h"
 #include "commands.h"
-#include "gpu_framework.h"
 
 #include "tc_cli.h"
 #include "tc_error.h"
@@ -209,9 +209,7 @@ int tc_cmd_trace(int argc, char **argv)
     tc_cli_result_t cli;
     int rc = tc_cli_parse(&spec, argc, argv, &cli);
     if (rc == 0 && !cli.help_shown)
-        rc = tc_allocator_apply(o.allocator);
-    if (rc == 0 && !cli.help_shown)
-        rc = tc_gpu_prepare(o.device);
+        rc = tc_agent_prepare(o.allocator, o.device);
     if (rc == 0 && !cli.help_shown)
         rc = s_run(&o);
     tc_cli_result_free(&cli);

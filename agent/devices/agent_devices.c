@@ -1,6 +1,8 @@
 #include "agent_devices.h"
 
+#include "allocator.h"
 #include "device.h"
+#include "gpu_framework.h"
 #include "tc_buf.h"
 #include "tc_error.h"
 #include "tc_log.h"
@@ -177,4 +179,10 @@ int tc_agent_devices_find(const tc_agent_devices_t *self, const char *uuid, cons
                      what, self->n ? tc_buf_str(&have) : "no device");
     tc_buf_free(&have);
     return rc;
+}
+
+int tc_agent_prepare(const char *allocator, const char *device_spec)
+{
+    int rc = tc_allocator_apply(allocator);
+    return rc < 0 ? rc : tc_gpu_prepare(device_spec);
 }

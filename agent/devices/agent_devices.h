@@ -24,6 +24,12 @@ typedef struct {
 
 typedef struct tc_agent_devices tc_agent_devices_t;
 
+/* Ready this process to measure on `device_spec` ("cpu", "cuda:I"; "any"
+ * when it may open every device): run under `allocator` (tc_allocator_apply,
+ * which may re-execute the program), then load the GPU framework's cuDNN
+ * (tc_gpu_prepare). Every command that measures calls it first. */
+int tc_agent_prepare(const char *allocator, const char *device_spec);
+
 /* List the devices. `device` NULL: the cpu and every GPU found (a GPU that
  * cannot be opened is left out with a warning); else only that one, and
  * failing to open it is an error (a GPU the build lacks CUDA for is listed
