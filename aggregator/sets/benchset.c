@@ -31,12 +31,6 @@ static void s_check(uint8_t type, const uint8_t *payload, size_t len, uint8_t ou
     memcpy(out, d, S_CHECK_LEN);
 }
 
-static void s_hex(const uint8_t d[32], char hex[65])
-{
-    for (int i = 0; i < 32; i++)
-        snprintf(hex + 2 * i, 3, "%02x", d[i]);
-}
-
 /* ---- writing ---- */
 
 struct tc_set_writer {
@@ -143,10 +137,8 @@ long long tc_set_writer_count(const tc_set_writer_t *self)
 
 int tc_set_writer_finish(tc_set_writer_t *self)
 {
-    uint8_t d[32];
     char hex[65], trailer[160];
-    tc_sha256_final(&self->sum, d);
-    s_hex(d, hex);
+    tc_sha256_final_hex(&self->sum, hex);
     int n = snprintf(trailer, sizeof trailer, "{\"records\": %lld, \"sha256\": \"%s\"}\n",
                      self->count, hex);
     int rc = s_record(self, S_TYPE_TRAILER, (const uint8_t *)trailer, (size_t)n);
@@ -453,10 +445,8 @@ static int s_trailer(tc_set_reader_t *r, const uint8_t *p, size_t n)
         return tc_fail(TC_EINVAL, "%s is not valid JSON (nothing was stored)", where);
     const tc_json_value_t *t = tc_json_root(doc);
     long long count = -1;
-    uint8_t d[32];
     char hex[65];
-    tc_sha256_final(&r->sum, d);
-    s_hex(d, hex);
+    tc_sha256_final_hex(&r->sum, hex);
     if (s_int(t, "records", &count) < 0 || count != r->envelopes ||
         count != r->header.records)
         rc = tc_fail(TC_EINVAL, "%s counts %lld records, but the header announced %lld and "
@@ -475,8 +465,7 @@ static int s_trailer(tc_set_reader_t *r, const uint8_t *p, size_t n)
     rc = s_read(r, &extra, 1, &got);
     if (rc == 0 && got)
         return tc_fail(TC_EINVAL, "%s: bytes follow the trailer (nothing was stored)", r->path);
-    tc_sha256_final(&r->whole, d);
-    s_hex(d, r->whole_hex);
+    tc_sha256_final_hex(&r->whole, r->whole_hex);
     r->done = true;
     return rc;
 }

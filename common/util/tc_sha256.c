@@ -21,12 +21,17 @@ void tc_sha256_final(tc_sha256_t *s, uint8_t digest[32])
     crypto_hash_sha256_final(s, digest);
 }
 
+void tc_sha256_final_hex(tc_sha256_t *s, char hex[65])
+{
+    uint8_t d[crypto_hash_sha256_BYTES];
+    tc_sha256_final(s, d);
+    sodium_bin2hex(hex, 65, d, sizeof d);
+}
+
 void tc_sha256_hex(const void *data, size_t len, char hex[65])
 {
     tc_sha256_t s;
-    uint8_t d[crypto_hash_sha256_BYTES];
     tc_sha256_init(&s);
     tc_sha256_update(&s, data, len);
-    tc_sha256_final(&s, d);
-    sodium_bin2hex(hex, 65, d, sizeof d);
+    tc_sha256_final_hex(&s, hex);
 }
