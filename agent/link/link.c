@@ -252,8 +252,11 @@ static void s_on_connected(tc_link_t *self, const char *addr)
     self->stats.connections++;
     self->last_rx_ms = now;
     self->warned_refused = false;
+    /* With several aggregators, one more joining is a connection, not a
+     * reconnection. */
     tc_log_info("%s aggregator %s (%zu message%s spooled)",
-                self->stats.connections > 1 ? "reconnected to" : "connected to",
+                self->stats.connections > 1 && self->peers_up == 1 ? "reconnected to"
+                                                                   : "connected to",
                 self->n_endpoints > 1 ? addr : self->endpoint, tc_spool_count(self->spool),
                 tc_spool_count(self->spool) == 1 ? "" : "s");
     /* Whatever was in flight may have been lost with the old connection. */
