@@ -40,7 +40,7 @@ done
 # pages.
 BUILD=(
     build-essential cmake pkg-config ca-certificates
-    libzmq3-dev libsodium-dev libjansson-dev libprotobuf-c-dev protobuf-c-compiler libonnx-dev
+    libzmq3-dev libsodium-dev libjansson-dev zlib1g-dev libprotobuf-c-dev protobuf-c-compiler libonnx-dev
     help2man
 )
 # The agent: oneDNN, PyTorch on CPU for the harness, and what its CPU device

@@ -2,11 +2,9 @@
 
 #include "bench_opts.h"
 #include "bench_run.h"
-#include "job_results.h"
 #include "planner.h"
 #include "tc_error.h"
 #include "tc_log.h"
-#include "tc_resultfile.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,7 +14,7 @@
 
 struct tc_bench_jobs {
     tc_bench_settings_t set;
-    char *results_dir; /* NULL: spool only */
+    bool keep_results; /* in the journal, by device and policy; resumed */
     unsigned results_per_message;
 };
 
@@ -26,8 +24,8 @@ typedef struct {
     Traincast__V1__Policy policy;
     tc_bench_item_t *items; /* to measure */
     size_t n_items;
-    size_t held;            /* items the result file holds already */
-    tc_job_results_t *results;
+    size_t held;            /* items measured before */
+    char name[256];         /* of its results in the journal; "": not kept */
 } s_task_t;
 
 int tc_bench_jobs_new(const tc_job_settings_t *settings, tc_bench_jobs_t **out)
@@ -43,8 +41,7 @@ int tc_bench_jobs_new(const tc_job_settings_t *settings, tc_bench_jobs_t **out)
         return tc_fail(TC_ENOMEM, "out of memory");
     self->results_per_message = settings->results_per_message;
     int rc = tc_bench_settings(&f, &self->set);
-    if (rc == 0 && settings->results_dir && !(self->results_dir = strdup(settings->results_dir)))
-        rc = tc_fail(TC_ENOMEM, "out of memory");
+    self->keep_results = settings->keep_results;
     if (rc < 0) {
         tc_bench_jobs_destroy(&self);
         return rc;
@@ -57,7 +54,6 @@ void tc_bench_jobs_destroy(tc_bench_jobs_t **self_p)
 {
     if (!self_p || !*self_p)
         return;
-    free((*self_p)->results_dir);
     free(*self_p);
     *self_p = NULL;
 }
@@ -67,7 +63,7 @@ Traincast__V1__Policy tc_bench_jobs_policy(const tc_bench_jobs_t *self)
     return self->set.policy;
 }
 
-/* ---- re-sending what a request asks for and the file holds ---- */
+/* ---- re-sending what a request asks for and was measured before ---- */
 
 typedef struct {
     tc_job_t *job;
@@ -110,6 +106,18 @@ static int s_resend_record(const tc_envelope_t *env, void *arg)
 
 /* ---- planning and running one device's share ---- */
 
+/* The results a job kept under a name, as a source of records. */
+typedef struct {
+    tc_job_t *job;
+    const char *name;
+} s_kept_t;
+
+static int s_kept_each(void *src, tc_resultfile_fn fn, void *arg)
+{
+    s_kept_t *k = src;
+    return tc_job_each_kept(k->job, k->name, fn, arg);
+}
+
 static int s_prepare(tc_bench_jobs_t *self, s_task_t *t, const tc_bench_item_t *items,
                      size_t n_items, bool resend, tc_job_t *job)
 {
@@ -121,41 +129,38 @@ static int s_prepare(tc_bench_jobs_t *self, s_task_t *t, const tc_bench_item_t *
         return tc_fail(TC_ENOMEM, "out of memory");
     memcpy(t->items, items, n_items * sizeof *items);
     t->n_items = n_items;
-    if (!self->results_dir)
+    if (!self->keep_results)
         return 0;
-    char name[256];
-    tc_job_results_name(name, sizeof name, "bench-%s-%s", ad->device->uuid,
+    tc_job_results_name(t->name, sizeof t->name, "bench-%s-%s", ad->device->uuid,
                         tc_policy_name(t->policy));
-    int rc = tc_job_results_open(job, self->results_dir, name, &t->results);
-    if (rc < 0)
-        return rc;
-    const char *path = tc_job_results_path(t->results);
+    s_kept_t kept = {.job = job, .name = t->name};
     tc_resume_t *resume = NULL;
-    if ((rc = tc_resume_load(path, ad->device->uuid, t->policy, &resume)) < 0)
+    int rc = tc_resume_collect(s_kept_each, &kept, ad->device->uuid, t->policy, &resume);
+    if (rc < 0)
         return rc;
     t->held = tc_resume_filter(resume, t->items, &t->n_items);
     tc_resume_destroy(&resume);
     if (resend && t->held) {
         s_resend_t r = {.job = job, .uuid = ad->device->uuid, .policy = t->policy,
                         .asked = items, .n_asked = n_items};
-        if ((rc = tc_resultfile_read(path, true, s_resend_record, &r, NULL)) < 0)
-            return tc_err_context(rc, "sending results of %s again", path);
-        tc_log_info("%s: %zu of the requested results were measured before; sent again", path,
-                    r.sent);
+        if ((rc = tc_job_each_kept(job, t->name, s_resend_record, &r)) < 0)
+            return tc_err_context(rc, "sending the results of %s again", t->name);
+        tc_log_info("%s: %zu of the requested results were measured before; sent again",
+                    t->name, r.sent);
     }
     return 0;
 }
 
 typedef struct {
     tc_job_t *job;
-    tc_job_results_t *results;
+    const char *name; /* of the results kept; "" delivers only */
     size_t base, total;
 } s_sink_t;
 
 static int s_emit(tc_envelope_t *env, void *arg)
 {
     s_sink_t *s = arg;
-    return s->results ? tc_job_results_append(s->results, env) : tc_job_emit_record(s->job, env);
+    return tc_job_keep(s->job, s->name, env);
 }
 
 static void s_progress(size_t done, size_t total, const char *what, void *arg)
@@ -191,7 +196,7 @@ static int s_run(tc_bench_jobs_t *self, s_task_t *t, size_t base, size_t total, 
                               .seed = S_SEED,
                               .agent_id = tc_job_agent_id(job),
                               .batch_results = self->results_per_message};
-    s_sink_t ss = {.job = job, .results = t->results, .base = base, .total = total};
+    s_sink_t ss = {.job = job, .name = t->name, .base = base, .total = total};
     const tc_bench_sink_t sink = {.emit = s_emit, .progress = s_progress,
                                   .cancelled = s_cancelled, .arg = &ss};
     tc_bench_report_t rep;
@@ -224,7 +229,6 @@ static int s_run_tasks(tc_bench_jobs_t *self, s_task_t *tasks, size_t n,
         base += tasks[i].n_items;
     }
     for (size_t i = 0; i < n; i++) {
-        tc_job_results_close(&tasks[i].results);
         free(tasks[i].items);
     }
     return rc;

@@ -3,14 +3,14 @@
  * `bench_models` one (every conv of some models at some batch sizes, for
  * `agent run`, as `agent bench --models` plans them). Items run on the
  * device layer through the bench runner; every ConvResults goes to the
- * spool as it is measured.
+ * journal as it is measured.
  *
- * With a results directory (the state directory's results/), each device
- * and policy has its result file there, bench-<device uuid>-<policy>.tcr
- * (agent/jobs/job_results.h): items it holds are not measured again. An item a
- * BenchRequest asks for that the file holds already is sent again under its
- * message id (the aggregator stores it once), so a request is answered even
- * when the store lost or never got the result. */
+ * With keep_results, each device and policy keeps its results in the
+ * journal as bench-<device uuid>-<policy> (tc_job_keep): items kept there
+ * are not measured again. An item a BenchRequest asks for that was kept
+ * before is sent again under its message id (the aggregator stores it
+ * once), so a request is answered even when the store lost or never got
+ * the result. */
 #ifndef TC_BENCH_JOBS_H
 #define TC_BENCH_JOBS_H
 

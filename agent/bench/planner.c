@@ -235,8 +235,8 @@ static int s_collect(const tc_envelope_t *env, void *arg)
     return 0;
 }
 
-int tc_resume_load(const char *path, const char *device_uuid, Traincast__V1__Policy policy,
-                   tc_resume_t **out)
+int tc_resume_collect(tc_records_fn each, void *src, const char *device_uuid,
+                      Traincast__V1__Policy policy, tc_resume_t **out)
 {
     *out = NULL;
     tc_resume_t *self = calloc(1, sizeof *self);
@@ -244,17 +244,30 @@ int tc_resume_load(const char *path, const char *device_uuid, Traincast__V1__Pol
         return tc_fail(TC_ENOMEM, "out of memory reading earlier results");
     self->uuid = device_uuid;
     self->policy = policy;
-    bool truncated = false;
-    int rc = tc_resultfile_read(path, true, s_collect, self, &truncated);
+    int rc = each(src, s_collect, self);
     if (rc < 0) {
         tc_resume_destroy(&self);
-        return tc_err_context(rc, "reading earlier results from %s", path);
+        return rc;
     }
     if (self->n)
         qsort(self->keys, self->n, sizeof *self->keys, s_key_cmp);
     self->uuid = NULL;
     *out = self;
     return 0;
+}
+
+/* A result file as a source of records (missing: none). */
+static int s_file_each(void *path, tc_resultfile_fn fn, void *arg)
+{
+    int rc = tc_resultfile_read(path, true, fn, arg, NULL);
+    return rc < 0 ? tc_err_context(rc, "reading earlier results from %s", (const char *)path)
+                  : rc;
+}
+
+int tc_resume_load(const char *path, const char *device_uuid, Traincast__V1__Policy policy,
+                   tc_resume_t **out)
+{
+    return tc_resume_collect(s_file_each, (void *)path, device_uuid, policy, out);
 }
 
 void tc_resume_destroy(tc_resume_t **self_p)

@@ -8,6 +8,7 @@
 #define TC_PLANNER_H
 
 #include "tc_model.h"
+#include "tc_resultfile.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -50,7 +51,7 @@ int tc_planner_build(const tc_planner_t *self, const unsigned long *batches, siz
                      const Traincast__V1__Direction *dirs, size_t n_dirs, tc_bench_item_t **items,
                      size_t *n_items, tc_plan_stats_t *stats);
 
-/* Results already in a result file. */
+/* Results measured before (in a result file, or kept in the journal). */
 typedef struct tc_resume tc_resume_t;
 
 /* Collect every (config, direction) that the file holds for the device with
@@ -58,6 +59,11 @@ typedef struct tc_resume tc_resume_t;
  * last record is ignored. */
 int tc_resume_load(const char *path, const char *device_uuid, Traincast__V1__Policy policy,
                    tc_resume_t **out);
+/* The same from any source of records: `each(src, fn, arg)` calls fn with
+ * every record (the results a job kept in the journal, tc_job_each_kept). */
+typedef int (*tc_records_fn)(void *src, tc_resultfile_fn fn, void *arg);
+int tc_resume_collect(tc_records_fn each, void *src, const char *device_uuid,
+                      Traincast__V1__Policy policy, tc_resume_t **out);
 void tc_resume_destroy(tc_resume_t **self_p);
 size_t tc_resume_count(const tc_resume_t *self);
 bool tc_resume_done(const tc_resume_t *self, const tc_conv_config_t *c,

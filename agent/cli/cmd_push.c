@@ -1,5 +1,5 @@
 /* agent push: send result files (agent bench / agent trace --out) to the
- * aggregator through the spool, keeping their message ids. */
+ * aggregator through the journal, keeping their message ids. */
 #include "commands.h"
 #include "session.h"
 
@@ -44,9 +44,9 @@ static int s_check(const tc_envelope_t *env, void *arg)
     return 0;
 }
 
-/* Check each result file named on the command line completely, then spool
- * its records (keeping their message ids); *total_added counts the newly
- * spooled ones. */
+/* Check each result file named on the command line completely, then put
+ * its records in the journal (keeping their message ids); *total_added
+ * counts those that wait to be sent now and did not before. */
 static int s_import_files(const tc_session_t *s, const tc_cli_result_t *cli, size_t *total_added)
 {
     int rc = 0;
@@ -55,8 +55,8 @@ static int s_import_files(const tc_session_t *s, const tc_cli_result_t *cli, siz
         bool truncated = false;
         TC_TRY(tc_resultfile_read(p.path, false, s_check, &p, &truncated));
         size_t added = 0;
-        TC_TRY(tc_spool_import(s->spool, p.path, p.agent_id, NULL, &added));
-        tc_log_info("%s: %zu record%s, %zu newly spooled%s", p.path, p.records,
+        TC_TRY(tc_journal_import(s->journal, p.path, p.agent_id, NULL, &added));
+        tc_log_info("%s: %zu record%s, %zu new to send%s", p.path, p.records,
                     p.records == 1 ? "" : "s", added,
                     truncated ? " (an incomplete last record was skipped)" : "");
         *total_added += added;
@@ -65,14 +65,14 @@ err:
     return rc;
 }
 
-/* What the spool held before sending. */
+/* What the journal held before sending. */
 typedef struct {
-    size_t pending;         /* messages spooled */
-    size_t added;           /* of them, newly spooled from the files */
-    size_t rejected_before; /* messages already in the spool's rejected/ */
+    size_t pending;         /* messages waiting */
+    size_t added;           /* of them, new from the files */
+    size_t rejected_before; /* messages refused before */
 } s_counts_t;
 
-/* Connect, send what is spooled and wait at most timeout_s (0: forever)
+/* Connect, send what waits in the journal and wait at most timeout_s (0: forever)
  * for the acknowledgements, then print what became of it. TC_EINVAL when
  * the aggregator rejected some of it. */
 static int s_send(tc_session_t *s, const tc_session_flags_t *f, double timeout_s,
@@ -83,21 +83,21 @@ static int s_send(tc_session_t *s, const tc_session_flags_t *f, double timeout_s
     rc = tc_link_drain(s->link, (int64_t)(timeout_s * 1000.0), stop, true);
     tc_link_stats_t st;
     tc_link_stats(s->link, &st);
-    printf("sent %zu spooled message%s (%zu new): %llu stored, %llu already stored, %llu "
-           "rejected, %zu still spooled\n",
+    printf("sent %zu waiting message%s (%zu new): %llu stored, %llu already stored, %llu "
+           "rejected, %zu still waiting\n",
            n->pending, n->pending == 1 ? "" : "s", n->added,
            (unsigned long long)(st.acked - st.duplicates), (unsigned long long)st.duplicates,
-           (unsigned long long)st.rejected, st.spooled);
+           (unsigned long long)st.rejected, st.waiting);
     if (rc < 0)
         goto err;
-    if (tc_spool_rejected_count(s->spool) > n->rejected_before)
+    if (tc_journal_rejected_count(s->journal) > n->rejected_before)
         TC_FAIL_GOTO(TC_EINVAL,
-                     "%zu message%s rejected by the aggregator; they are in %s/rejected with "
-                     "a .reason file each ('agent status' lists them)",
-                     tc_spool_rejected_count(s->spool) - n->rejected_before,
-                     tc_spool_rejected_count(s->spool) - n->rejected_before == 1 ? " was"
+                     "%zu message%s rejected by the aggregator; %s keeps them with the reason "
+                     "('agent status' lists them)",
+                     tc_journal_rejected_count(s->journal) - n->rejected_before,
+                     tc_journal_rejected_count(s->journal) - n->rejected_before == 1 ? " was"
                                                                                  : "s were",
-                     tc_spool_dir(s->spool));
+                     tc_journal_path(s->journal));
 err:
     return rc;
 }
@@ -110,19 +110,20 @@ int tc_cmd_push(int argc, char **argv)
     const tc_opt_t opts[] = {
         TC_SESSION_OPTS(f),
         {"requeue-rejected", TC_OPT_FLAG, &requeue, NULL,
-         "send again the messages the aggregator refused (STATE/spool/rejected, see 'agent "
-         "status'), once what made it refuse them is fixed"},
+         "send again the messages the aggregator refused (see 'agent status'), once what "
+         "made it refuse them is fixed"},
         {"timeout", TC_OPT_DOUBLE, &timeout_s, "SECONDS",
          "give up waiting for acknowledgements after this (default 300; 0: wait forever); "
-         "what is unsent stays spooled"},
+         "what is unsent stays in the journal"},
         {0},
     };
     const tc_cmd_spec_t spec = {
         .prog = "agent push",
         .summary = "Send result files written by 'agent bench --out' or 'agent trace --out' to "
-                   "the aggregator.\nEvery record is spooled first (keeping its message id, so "
-                   "pushing a file twice stores\nit once), then sent; the command ends when the "
-                   "spool is empty. Without FILE it sends\nwhat an earlier run left spooled.",
+                   "the aggregator.\nEvery record goes into the agent's journal first (keeping its "
+                   "message id, so pushing\na file twice stores it once), then is sent; the "
+                   "command ends when nothing waits.\nWithout FILE it sends what an earlier run "
+                   "left waiting.",
         .positional = "[FILE...]",
         .max_positional = -1,
         .config_file = true,
@@ -144,13 +145,13 @@ int tc_cmd_push(int argc, char **argv)
     TC_TRY(s_import_files(&s, &cli, &total_added));
     if (requeue) {
         size_t moved = 0;
-        TC_TRY(tc_spool_requeue_rejected(s.spool, &moved));
-        tc_log_info("%zu refused message%s back in the spool", moved, moved == 1 ? "" : "s");
+        TC_TRY(tc_journal_requeue_rejected(s.journal, &moved));
+        tc_log_info("%zu refused message%s waiting to be sent again", moved, moved == 1 ? "" : "s");
     }
-    size_t rejected_before = tc_spool_rejected_count(s.spool);
-    size_t pending = tc_spool_count(s.spool);
+    size_t rejected_before = tc_journal_rejected_count(s.journal);
+    size_t pending = tc_journal_waiting(s.journal);
     if (pending == 0) {
-        printf("nothing to send: the spool %s is empty\n", tc_spool_dir(s.spool));
+        printf("nothing to send: nothing waits in %s\n", tc_journal_path(s.journal));
         goto done;
     }
     s_counts_t n = {.pending = pending, .added = total_added, .rejected_before = rejected_before};

@@ -70,16 +70,14 @@ err:
 }
 
 /* The built-in job handlers (the caller's to release), keeping what they
- * measure in the state directory's results/; TC_EUNSUPPORTED when this
- * build lacks one the command needs. */
-static int s_handlers(const tc_job_settings_t *js, const tc_identity_t *identity,
-                      const s_run_args_t *a, tc_job_handlers_t *handlers)
+ * measure in the journal; TC_EUNSUPPORTED when this build lacks one the
+ * command needs. */
+static int s_handlers(const tc_job_settings_t *js, const s_run_args_t *a,
+                      tc_job_handlers_t *handlers)
 {
     int rc;
-    char results_dir[2200];
-    tc_identity_results_dir(identity, results_dir, sizeof results_dir);
     tc_job_settings_t settings = *js;
-    settings.results_dir = results_dir; /* the handlers keep a copy */
+    settings.keep_results = true;
     TC_TRY(tc_job_handlers_builtin(&settings, handlers));
     if (!a->no_bench && !handlers->bench_models)
         TC_FAIL_GOTO(TC_EUNSUPPORTED, "this agent build has no conv benchmark backend (agent "
@@ -122,7 +120,7 @@ static int s_run_jobs(tc_session_t *s, const tc_session_flags_t *f,
                       const tc_job_handlers_t *handlers, const Traincast__V1__TraceRequest *req,
                       const s_run_args_t *a, volatile sig_atomic_t *stop, tc_jobs_t **jobs)
 {
-    int rc = tc_jobs_new(handlers, s->spool, tc_identity_agent_id(s->identity), jobs);
+    int rc = tc_jobs_new(handlers, s->journal, tc_identity_agent_id(s->identity), jobs);
     if (rc == 0)
         rc = tc_session_connect(s, f, handlers, NULL, NULL);
     if (rc == 0 && !a->no_bench)
@@ -139,16 +137,16 @@ static int s_run_jobs(tc_session_t *s, const tc_session_flags_t *f,
     return rc;
 }
 
-/* Wait at most timeout_s for the acknowledgements of what is spooled and
+/* Wait at most timeout_s for the acknowledgements of what waits and
  * print what became of it; the wait's status. */
 static int s_deliver(tc_link_t *link, double timeout_s, volatile sig_atomic_t *stop)
 {
     int drc = tc_link_drain(link, (int64_t)(timeout_s * 1000.0), stop, true);
     tc_link_stats_t st;
     tc_link_stats(link, &st);
-    printf("results: %llu stored, %llu already stored, %llu rejected, %zu still spooled\n",
+    printf("results: %llu stored, %llu already stored, %llu rejected, %zu still waiting\n",
            (unsigned long long)(st.acked - st.duplicates), (unsigned long long)st.duplicates,
-           (unsigned long long)st.rejected, st.spooled);
+           (unsigned long long)st.rejected, st.waiting);
     return drc;
 }
 
@@ -177,9 +175,9 @@ int tc_cmd_run(int argc, char **argv)
     const tc_cmd_spec_t spec = {
         .prog = "agent run",
         .summary = "Benchmark every conv of the models at the batch sizes, trace their training, "
-                   "and send\nthe results to the aggregator as they are measured (each is "
-                   "spooled first).\nResults are kept in STATE/results/ as well: the same "
-                   "command again measures only what\nis missing (and sends nothing twice).",
+                   "and send\nthe results to the aggregator as they are measured. Results are "
+                   "kept in the agent's\njournal (STATE/journal): the same command again "
+                   "measures only what is missing\n(and sends nothing twice).",
         .max_positional = 0,
         .config_file = true,
         .opts = opts,
@@ -204,7 +202,7 @@ int tc_cmd_run(int argc, char **argv)
     volatile sig_atomic_t *stop = tc_session_stop_flag();
     TC_TRY(s_parse(&a, &names, &n_names, &bs, &n_bs));
     TC_TRY(tc_session_open(&f, &s));
-    TC_TRY(s_handlers(&js, s.identity, &a, &handlers));
+    TC_TRY(s_handlers(&js, &a, &handlers));
     Traincast__V1__TraceRequest req = TRAINCAST__V1__TRACE_REQUEST__INIT;
     TC_TRY(s_request(&a, names, n_names, bs, n_bs, &req));
     rc = s_run_jobs(&s, &f, &handlers, &req, &a, stop, &jobs);

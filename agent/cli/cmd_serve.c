@@ -1,5 +1,5 @@
 /* agent serve: stay connected to the aggregator, run the jobs it sends and
- * deliver everything spooled. */
+ * deliver everything waiting in the journal. */
 #include "agent_devices.h"
 #include "allocator.h"
 #include "commands.h"
@@ -32,10 +32,10 @@ int tc_cmd_serve(int argc, char **argv)
     const tc_cmd_spec_t spec = {
         .prog = "agent serve",
         .summary = "Stay connected to the aggregator: run the conv benchmark and trace jobs it "
-                   "sends,\nreport their progress, and deliver results (and anything spooled "
-                   "earlier).\nResults are kept in STATE/results/ too: what was measured before "
-                   "is not measured again.\nStops on SIGINT or SIGTERM; what is not yet "
-                   "acknowledged stays spooled.",
+                   "sends,\nreport their progress, and deliver results (and anything left "
+                   "waiting earlier).\nResults are kept in the agent's journal (STATE/journal): "
+                   "what was measured before\nis not measured again. Stops on SIGINT or "
+                   "SIGTERM; what is not yet acknowledged\nwaits in the journal.",
         .max_positional = 0,
         .config_file = true,
         .opts = opts,
@@ -55,14 +55,13 @@ int tc_cmd_serve(int argc, char **argv)
     }
     volatile sig_atomic_t *stop = tc_session_stop_flag();
     TC_TRY(tc_session_open(&f, &s));
-    char results_dir[2200];
-    tc_identity_results_dir(s.identity, results_dir, sizeof results_dir);
-    js.results_dir = results_dir;
+    js.keep_results = true;
     TC_TRY(tc_job_handlers_builtin(&js, &handlers));
-    TC_TRY(tc_jobs_new(&handlers, s.spool, tc_identity_agent_id(s.identity), &jobs));
+    TC_TRY(tc_jobs_new(&handlers, s.journal, tc_identity_agent_id(s.identity), &jobs));
     TC_TRY(tc_session_connect(&s, &f, &handlers, s_on_job, jobs));
-    tc_log_info("agent %s serving; %zu message%s spooled", tc_identity_agent_id(s.identity),
-                tc_spool_count(s.spool), tc_spool_count(s.spool) == 1 ? "" : "s");
+    tc_log_info("agent %s serving; %zu message%s waiting in the journal",
+                tc_identity_agent_id(s.identity),
+                tc_journal_waiting(s.journal), tc_journal_waiting(s.journal) == 1 ? "" : "s");
     rc = tc_session_serve(&s, jobs, stop);
 err:
     tc_jobs_destroy(&jobs);

@@ -1,9 +1,9 @@
 /* agent status: what this agent holds, read without disturbing a running
- * agent: its id and key, the messages waiting in its spool, and those the
+ * agent: its id and key, the messages waiting in its journal, and those the
  * aggregator refused for good, with the reason it gave. */
 #include "commands.h"
 #include "identity.h"
-#include "spool.h"
+#include "journal.h"
 
 #include "tc_buf.h"
 #include "tc_cli.h"
@@ -11,7 +11,6 @@
 #include "tc_table.h"
 #include "tc_zmq.h"
 
-#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -78,40 +77,18 @@ static int s_on_refused(void *arg, const char *id, const char *reason, const uin
     return 0;
 }
 
-/* Messages waiting in the spool, and the oldest one's id. */
-static size_t s_waiting(const char *spool, char oldest[TC_MSGID_LEN + 1])
-{
-    oldest[0] = '\0';
-    DIR *d = opendir(spool);
-    if (!d)
-        return 0;
-    size_t n = 0;
-    struct dirent *e;
-    while ((e = readdir(d)) != NULL) {
-        size_t len = strlen(e->d_name);
-        if (len != TC_MSGID_LEN + 4 || strcmp(e->d_name + TC_MSGID_LEN, ".msg") != 0)
-            continue;
-        n++;
-        if (!oldest[0] || strncmp(e->d_name, oldest, TC_MSGID_LEN) < 0) {
-            memcpy(oldest, e->d_name, TC_MSGID_LEN);
-            oldest[TC_MSGID_LEN] = '\0';
-        }
-    }
-    closedir(d);
-    return n;
-}
-
 /* What this agent holds, as read from its state directory. */
 typedef struct {
-    char dir[2048], spool[2200], id[TC_AGENT_ID_MAX + 1];
+    char dir[2048], journal[2200], id[TC_AGENT_ID_MAX + 1];
     char key[TC_KEY_Z85_LEN + 1], server_key[TC_KEY_Z85_LEN + 1];
-    size_t waiting;
-    char oldest[TC_MSGID_LEN + 1], when[40]; /* the oldest waiting message */
+    tc_journal_summary_t sum;
+    char when[40];  /* of the oldest waiting message */
+    bool old_layout; /* an older agent's results/ and spool/, not yet moved */
 } s_agent_t;
 
-/* Read the agent's id, its keys and its spool's waiting messages from the
- * state directory (--state, or the default). */
-static int s_read_agent(const char *state, s_agent_t *a)
+/* Read the agent's id, its keys and its journal (the refused messages go
+ * to `refused`) from the state directory (--state, or the default). */
+static int s_read_agent(const char *state, s_agent_t *a, s_refused_t *refused)
 {
     int rc;
     char path[2300];
@@ -129,10 +106,11 @@ static int s_read_agent(const char *state, s_agent_t *a)
     snprintf(path, sizeof path, "%s/aggregator.pub", a->dir);
     if (tc_pubkey_read(path, a->server_key) < 0)
         a->server_key[0] = '\0';
-    snprintf(a->spool, sizeof a->spool, "%s/spool", a->dir);
-    a->waiting = s_waiting(a->spool, a->oldest);
-    if (a->waiting)
-        s_time_text(s_msgid_ms(a->oldest), a->when, sizeof a->when);
+    snprintf(a->journal, sizeof a->journal, "%s/journal", a->dir);
+    TC_TRY(tc_journal_migrate(a->dir, a->id, true, &a->old_layout));
+    TC_TRY(tc_journal_summary(a->journal, &a->sum, s_on_refused, refused));
+    if (a->sum.waiting)
+        s_time_text(s_msgid_ms(a->sum.oldest), a->when, sizeof a->when);
 err:
     return rc;
 }
@@ -142,9 +120,9 @@ static int s_print_tables(const s_agent_t *a, tc_format_t fmt, tc_table_t *agent
                           tc_table_t *refused_t)
 {
     char n_waiting[32];
-    snprintf(n_waiting, sizeof n_waiting, "%zu", a->waiting);
+    snprintf(n_waiting, sizeof n_waiting, "%zu", a->sum.waiting);
     const char *row[] = {a->id, a->dir, *a->key ? a->key : NULL,
-                         *a->server_key ? "true" : "false", n_waiting, a->waiting ? a->when : NULL};
+                         *a->server_key ? "true" : "false", n_waiting, a->sum.waiting ? a->when : NULL};
     int rc = tc_table_add_row(agent_t, row);
     if (rc < 0)
         return rc;
@@ -152,22 +130,27 @@ static int s_print_tables(const s_agent_t *a, tc_format_t fmt, tc_table_t *agent
     return tc_table_print(stdout, fmt, tables, 2);
 }
 
-/* Print the agent, its spool and its refused messages as text. */
+/* Print the agent, its journal and its refused messages as text. */
 static void s_print_text(const s_agent_t *a, const s_refused_t *refused)
 {
     printf("agent     %s (state %s)\n", a->id, a->dir);
     printf("key       %s\n", *a->key ? a->key : "none: run 'agent keygen'");
     printf("          aggregator.pub %s\n",
            *a->server_key ? "present" : "missing: copy the aggregator's public key there");
-    if (a->waiting)
-        printf("spool     %zu message%s waiting, the oldest from %s\n", a->waiting,
-               a->waiting == 1 ? "" : "s", a->when);
+    if (a->old_layout)
+        printf("note      results/ and spool/ of an older agent are here: the next 'agent "
+               "push', 'run' or 'serve'\n          moves them into the journal (below: the "
+               "journal only)\n");
+    if (a->sum.waiting)
+        printf("journal   %zu message%s waiting, the oldest from %s (%zu kept in all)\n",
+               a->sum.waiting, a->sum.waiting == 1 ? "" : "s", a->when, a->sum.records);
     else
-        printf("spool     empty: everything was acknowledged\n");
+        printf("journal   nothing waiting: everything was acknowledged (%zu message%s kept)\n",
+               a->sum.records, a->sum.records == 1 ? "" : "s");
     if (refused->n) {
-        printf("refused   %zu message%s, kept in %s/rejected; fix the cause, then 'agent "
-               "push --requeue-rejected' sends them again\n",
-               refused->n, refused->n == 1 ? "" : "s", a->spool);
+        printf("refused   %zu message%s, kept in %s; fix the cause, then 'agent push "
+               "--requeue-rejected' sends them again\n",
+               refused->n, refused->n == 1 ? "" : "s", a->journal);
         fputs(tc_buf_str(&refused->table), stdout);
         if (refused->n > S_SHOW_REFUSED)
             printf("  ... and %zu more (--format csv or json lists them all)\n",
@@ -189,11 +172,11 @@ int tc_cmd_status(int argc, char **argv)
     };
     const tc_cmd_spec_t spec = {
         .prog = "agent status",
-        .summary = "Show this agent's id and key, the messages waiting in its spool, and those "
-                   "the aggregator\nrefused for good with the reason it gave (kept in "
-                   "STATE/spool/rejected; after fixing\nthe cause, 'agent push "
-                   "--requeue-rejected' sends them again). Reads the state directory\nwithout "
-                   "locking it, so it works next to a running agent.",
+        .summary = "Show this agent's id and key, the messages waiting in its journal, and "
+                   "those the\naggregator refused for good with the reason it gave (after "
+                   "fixing the cause, 'agent\npush --requeue-rejected' sends them again). "
+                   "Reads the state directory without\nlocking it, so it works next to a "
+                   "running agent.",
         .max_positional = 0,
         .opts = opts,
     };
@@ -212,8 +195,7 @@ int tc_cmd_status(int argc, char **argv)
     refused.rows = tc_table_new("refused", s_refused_cols, 4);
     if (!agent_t || !refused.rows)
         TC_FAIL_GOTO(TC_ENOMEM, "out of memory");
-    TC_TRY(s_read_agent(state, &a));
-    TC_TRY(tc_spool_each_rejected(a.spool, s_on_refused, &refused));
+    TC_TRY(s_read_agent(state, &a, &refused));
     TC_TRY(refused.rc);
     if (refused.table.failed)
         TC_FAIL_GOTO(TC_ENOMEM, "out of memory");

@@ -5,7 +5,9 @@
 #include "tc_progress.h"
 #include "tc_validate.h"
 
+#include <ctype.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,7 +32,7 @@ struct tc_job {
 
 struct tc_jobs {
     const tc_job_handlers_t *h;
-    tc_spool_t *spool;
+    tc_journal_t *journal;
     char *agent_id;
     pthread_mutex_t lock;
     pthread_t thread;
@@ -63,7 +65,7 @@ int tc_job_emit(tc_job_t *job, tc_envelope_t *env)
 {
     char id[TC_MSGID_LEN + 1];
     tc_envelope_stamp(env, job->owner->agent_id, id);
-    int rc = tc_spool_put_envelope(job->owner->spool, env);
+    int rc = tc_journal_put_envelope(job->owner->journal, env);
     env->message_id = NULL; /* id[] goes out of scope */
     env->agent_id = NULL;
     if (rc == 0)
@@ -71,37 +73,48 @@ int tc_job_emit(tc_job_t *job, tc_envelope_t *env)
     return rc;
 }
 
-int tc_job_emit_record(tc_job_t *job, const tc_envelope_t *env)
+int tc_job_keep(tc_job_t *job, const char *name, const tc_envelope_t *env)
 {
     tc_envelope_t copy = *env;
     if (!copy.agent_id || !*copy.agent_id)
         copy.agent_id = job->owner->agent_id;
     if (!tc_msgid_valid(copy.message_id))
         return tc_fail(TC_EINVAL, "internal: a result record without a valid message id");
-    uint8_t *buf = NULL;
-    size_t len = 0;
     bool added = false;
-    int rc = tc_envelope_pack(&copy, &buf, &len);
-    if (rc == 0)
-        rc = tc_spool_put(job->owner->spool, copy.message_id, buf, len, true, &added);
-    free(buf);
+    int rc = tc_journal_append(job->owner->journal, name, &copy, &added);
     if (rc == 0 && added)
         job->emitted++;
     return rc;
 }
 
-int tc_job_emit_file(tc_job_t *job, const char *path)
+int tc_job_emit_record(tc_job_t *job, const tc_envelope_t *env)
 {
-    return tc_job_emit_file_from(job, path, 0, NULL);
+    return tc_job_keep(job, "", env);
 }
 
-int tc_job_emit_file_from(tc_job_t *job, const char *path, size_t skip, size_t *records)
+int tc_job_each_kept(tc_job_t *job, const char *name, tc_resultfile_fn fn, void *arg)
+{
+    return tc_journal_each(job->owner->journal, name, fn, arg);
+}
+
+int tc_job_emit_file(tc_job_t *job, const char *path)
 {
     size_t added = 0;
-    int rc = tc_spool_import_from(job->owner->spool, path, skip, job->owner->agent_id, records,
-                                  &added);
+    int rc = tc_journal_import(job->owner->journal, path, job->owner->agent_id, NULL, &added);
     job->emitted += added;
     return rc;
+}
+
+void tc_job_results_name(char *out, size_t size, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(out, size, fmt, ap);
+    va_end(ap);
+    for (char *p = out; *p; p++) {
+        if (!isalnum((unsigned char)*p) && *p != '-' && *p != '.' && *p != '_')
+            *p = '_';
+    }
 }
 
 const char *tc_job_agent_id(const tc_job_t *job)
@@ -124,7 +137,7 @@ uint64_t tc_job_emitted(const tc_job_t *job)
     return job->emitted;
 }
 
-/* Spool a JobProgress for a remote job. `final_id` (may be NULL) gets its
+/* Put a JobProgress for a remote job in the journal. `final_id` (may be NULL) gets its
  * message id. */
 static int s_send_progress(tc_jobs_t *self, const char *job_id, Traincast__V1__JobState state,
                            uint32_t done, uint32_t total, const char *what,
@@ -143,11 +156,11 @@ static int s_send_progress(tc_jobs_t *self, const char *job_id, Traincast__V1__J
     env.job_progress = &p;
     char id[TC_MSGID_LEN + 1];
     tc_envelope_stamp(&env, self->agent_id, id);
-    int rc = tc_spool_put_envelope(self->spool, &env);
+    int rc = tc_journal_put_envelope(self->journal, &env);
     if (rc == 0 && final_id)
         memcpy(final_id, id, sizeof id);
     if (rc < 0)
-        tc_log_error("job %s: cannot spool its progress: %s", job_id, tc_errmsg());
+        tc_log_error("job %s: cannot keep its progress in the journal: %s", job_id, tc_errmsg());
     return rc;
 }
 
@@ -173,7 +186,7 @@ void tc_job_progress(tc_job_t *job, uint32_t done, uint32_t total, const char *w
 
 /* ---- the runner ---- */
 
-int tc_jobs_new(const tc_job_handlers_t *handlers, tc_spool_t *spool, const char *agent_id,
+int tc_jobs_new(const tc_job_handlers_t *handlers, tc_journal_t *journal, const char *agent_id,
                 tc_jobs_t **out)
 {
     *out = NULL;
@@ -183,7 +196,7 @@ int tc_jobs_new(const tc_job_handlers_t *handlers, tc_spool_t *spool, const char
         return tc_fail(TC_ENOMEM, "out of memory");
     }
     self->h = handlers;
-    self->spool = spool;
+    self->journal = journal;
     pthread_mutex_init(&self->lock, NULL);
     *out = self;
     return 0;
@@ -445,7 +458,7 @@ void tc_jobs_current(tc_jobs_t *self, char *out, size_t size)
     memcpy(id, running ? self->job->id : self->last_id, sizeof id);
     memcpy(fin, self->final_msg, sizeof fin);
     pthread_mutex_unlock(&self->lock);
-    if (!running && !(fin[0] && tc_spool_contains(self->spool, fin)))
+    if (!running && !(fin[0] && tc_journal_is_waiting(self->journal, fin)))
         id[0] = '\0';
     snprintf(out, size, "%s", id);
 }

@@ -4,13 +4,13 @@
  * The measuring code plugs in through tc_job_handlers_t, a table of
  * functions plus a context (agent/cli/jobs_builtin.c fills it with what this
  * build has). A handler runs on the job thread; it hands every result to
- * tc_job_emit, which puts it in the spool (so it survives a crash and is
- * sent by the link), and reports progress with tc_job_progress. It returns 0
+ * tc_job_emit or tc_job_keep, which put it in the journal (so it survives a
+ * crash and is sent by the link), and reports progress with tc_job_progress. It returns 0
  * or a negative TC_E* code after tc_fail(); the message becomes the job's
  * failure reason.
  *
  * For a job from the aggregator the runner reports JobProgress through the
- * spool: running when it starts, progress at most every few seconds, done or
+ * journal: running when it starts, progress at most every few seconds, done or
  * failed (with the reason) at the end. A job cancelled because the agent
  * stops gets no final word: the aggregator requeues it once the agent is
  * gone. One job runs at a time; a request that arrives while one runs is
@@ -18,7 +18,7 @@
 #ifndef TC_JOBS_H
 #define TC_JOBS_H
 
-#include "spool.h"
+#include "journal.h"
 #include "tc_wire.h"
 
 #include <stdbool.h>
@@ -28,20 +28,28 @@
 typedef struct tc_job tc_job_t;
 
 /* Stamp `env` (protocol version, a new message id, this agent's id, time)
- * and spool it. The caller owns the body; it is packed before returning.
+ * and put it in the journal. The caller owns the body; it is packed before returning.
  * Bodies: conv_results, train_trace, model_graph. */
 int tc_job_emit(tc_job_t *job, tc_envelope_t *env);
-/* Spool an envelope that is stamped already (a record of a result file),
- * keeping its message id; a missing agent id is filled in. A message id
- * that is spooled already is left alone. */
+/* Put an envelope that is stamped already (a record of a result file, or
+ * one the journal holds) in the journal to be delivered, keeping its
+ * message id; a missing agent id is filled in. A message waiting already is
+ * left alone; one delivered before is sent again. */
 int tc_job_emit_record(tc_job_t *job, const tc_envelope_t *env);
-/* Spool every record of a result file (what `agent bench --out` and `agent
- * trace --out` write), keeping its message id; a missing agent id is filled
- * in. For measuring code that writes result files. */
+/* Put every record of a result file (what `agent bench --out` and `agent
+ * trace --out` write) in the journal, keeping its message ids. */
 int tc_job_emit_file(tc_job_t *job, const char *path);
-/* The same for the records after the first `skip`; *records (may be NULL)
- * gets the number of records in the file. */
-int tc_job_emit_file_from(tc_job_t *job, const char *path, size_t skip, size_t *records);
+/* Keep a stamped envelope in the journal as a result of `name` (see
+ * tc_job_results_name) and deliver it: a later job resumes from the
+ * results of its name. */
+int tc_job_keep(tc_job_t *job, const char *name, const tc_envelope_t *env);
+/* Every result kept under `name`, in the order kept. */
+int tc_job_each_kept(tc_job_t *job, const char *name, tc_resultfile_fn fn, void *arg);
+/* The name of a handler's results from free text (a device uuid, a
+ * policy): letters, digits, '-', '.' and '_' kept, anything else replaced
+ * by '_'. */
+void tc_job_results_name(char *out, size_t size, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 /* Report that `done` of `total` items are finished; `what` (may be NULL)
  * names the current one. Cheap to call often. */
 void tc_job_progress(tc_job_t *job, uint32_t done, uint32_t total, const char *what);
@@ -80,10 +88,10 @@ typedef struct {
     double budget_ms;       /* measurement budget per conv item; 0: default */
     unsigned long max_reps; /* repetitions per conv item at most; 0: default */
     const char *runner;     /* trace runner command; NULL: the PyTorch harness */
-    /* Where the handlers keep their result files (STATE/results): what was
-     * measured is resumed from them. NULL: results only go to the spool
-     * and nothing is resumed. */
-    const char *results_dir;
+    /* Keep what the handlers measure in the journal under a name per
+     * device (tc_job_keep), and resume from it: the same job again measures
+     * nothing new. False: results are only delivered. */
+    bool keep_results;
     /* Conv results per message at most (0: TC_BENCH_BATCH_RESULTS); tests
      * that follow each result set 1. */
     unsigned results_per_message;
@@ -103,22 +111,22 @@ typedef enum {
     TC_JOB_TRACE = 3,        /* TraceRequest */
 } tc_job_kind_t;
 
-/* A runner for one job at a time. `handlers` and `spool` are borrowed. */
-int tc_jobs_new(const tc_job_handlers_t *handlers, tc_spool_t *spool, const char *agent_id,
+/* A runner for one job at a time. `handlers` and `journal` are borrowed. */
+int tc_jobs_new(const tc_job_handlers_t *handlers, tc_journal_t *journal, const char *agent_id,
                 tc_jobs_t **out);
 /* Cancel a running job, wait for it, free. Accepts NULL; nulls the pointer. */
 void tc_jobs_destroy(tc_jobs_t **self_p);
 
 /* Start a job from an aggregator's bench_request / trace_request. A request
  * that cannot run (busy, invalid, unsupported by this build) is answered with
- * a failed JobProgress. Returns 0 unless the spool fails. */
+ * a failed JobProgress. Returns 0 unless the journal fails. */
 int tc_jobs_submit(tc_jobs_t *self, const tc_envelope_t *env);
 /* Start a job from the command line (no JobProgress is sent; progress goes
  * to the terminal). TC_EINVAL when one is running. */
 int tc_jobs_submit_local(tc_jobs_t *self, tc_job_kind_t kind,
                          const Traincast__V1__TraceRequest *req);
 
-/* The id of the job running, or whose final JobProgress is still spooled
+/* The id of the job running, or whose final JobProgress still waits in the journal
  * (for heartbeats); "" when idle. */
 void tc_jobs_current(tc_jobs_t *self, char *out, size_t size);
 bool tc_jobs_busy(tc_jobs_t *self);

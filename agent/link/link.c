@@ -136,7 +136,7 @@ static int s_split_endpoints(tc_link_t *self)
     return 0;
 }
 
-int tc_link_new(const tc_link_opts_t *opts, tc_spool_t *spool, tc_link_t **out)
+int tc_link_new(const tc_link_opts_t *opts, tc_journal_t *journal, tc_link_t **out)
 {
     *out = NULL;
     if (!opts->endpoint || !*opts->endpoint)
@@ -166,7 +166,7 @@ int tc_link_new(const tc_link_opts_t *opts, tc_spool_t *spool, tc_link_t **out)
     if (!self->opts.max_message_bytes)
         self->opts.max_message_bytes = TC_MAX_MESSAGE_BYTES;
     self->opts.hello = NULL;
-    self->spool = spool;
+    self->journal = journal;
     self->endpoint = strdup(opts->endpoint);
     self->agent_id = strdup(opts->agent_id);
     self->flight = calloc(self->opts.window, sizeof *self->flight);
@@ -229,7 +229,7 @@ void tc_link_stats(tc_link_t *self, tc_link_stats_t *out)
 {
     *out = self->stats;
     out->in_flight = self->n_flight;
-    out->spooled = tc_spool_count(self->spool);
+    out->waiting = tc_journal_waiting(self->journal);
 }
 
 /* ---- connection events ---- */
@@ -254,11 +254,11 @@ static void s_on_connected(tc_link_t *self, const char *addr)
     self->warned_refused = false;
     /* With several aggregators, one more joining is a connection, not a
      * reconnection. */
-    tc_log_info("%s aggregator %s (%zu message%s spooled)",
+    tc_log_info("%s aggregator %s (%zu message%s waiting)",
                 self->stats.connections > 1 && self->peers_up == 1 ? "reconnected to"
                                                                    : "connected to",
-                self->n_endpoints > 1 ? addr : self->endpoint, tc_spool_count(self->spool),
-                tc_spool_count(self->spool) == 1 ? "" : "s");
+                self->n_endpoints > 1 ? addr : self->endpoint, tc_journal_waiting(self->journal),
+                tc_journal_waiting(self->journal) == 1 ? "" : "s");
     /* Whatever was in flight may have been lost with the old connection. */
     for (size_t i = 0; i < self->n_flight; i++)
         self->flight[i].due_ms = now;
@@ -376,33 +376,33 @@ int tc_link_drain(tc_link_t *self, int64_t timeout_ms, volatile sig_atomic_t *st
                   bool show_progress)
 {
     int64_t start = tc_link_now_ms();
-    size_t total = tc_spool_count(self->spool);
+    size_t total = tc_journal_waiting(self->journal);
     uint64_t base = self->stats.acked + self->stats.rejected;
     tc_progress_t *bar = show_progress && total ? tc_progress_new("sending", total) : NULL;
     int rc = 0;
-    while (tc_spool_count(self->spool) > 0) {
+    while (tc_journal_waiting(self->journal) > 0) {
         if (stop && *stop) {
-            rc = tc_fail(TC_EINTR, "interrupted with %zu messages still spooled in %s; they are "
-                                   "sent on the next start",
-                         tc_spool_count(self->spool), tc_spool_dir(self->spool));
+            rc = tc_fail(TC_EINTR, "interrupted with %zu messages still waiting in %s; they "
+                                   "are sent on the next start",
+                         tc_journal_waiting(self->journal), tc_journal_path(self->journal));
             break;
         }
         if (self->stats.auth_failures && !self->stats.connected) {
             rc = tc_fail(TC_ENET,
                          "aggregator %s refused the connection (key not allowlisted, wrong "
-                         "--server-key, or CURVE/--insecure mismatch); %zu messages stay "
-                         "spooled in %s",
-                         self->endpoint, tc_spool_count(self->spool), tc_spool_dir(self->spool));
+                         "--server-key, or CURVE/--insecure mismatch); %zu messages wait "
+                         "in %s",
+                         self->endpoint, tc_journal_waiting(self->journal), tc_journal_path(self->journal));
             break;
         }
         if (timeout_ms > 0 && tc_link_now_ms() - start > timeout_ms) {
             rc = tc_fail(TC_ETIMEOUT,
                          "%zu messages not yet acknowledged by aggregator %s after %lld s (%s); "
-                         "they stay spooled in %s and are sent on the next start",
-                         tc_spool_count(self->spool), self->endpoint,
+                         "they wait in %s and are sent on the next start",
+                         tc_journal_waiting(self->journal), self->endpoint,
                          (long long)(timeout_ms / 1000),
                          self->stats.connections ? "connected" : "never connected",
-                         tc_spool_dir(self->spool));
+                         tc_journal_path(self->journal));
             break;
         }
         if ((rc = tc_link_step(self, 200)) < 0)

@@ -1,12 +1,12 @@
 /* The agent's connection to the aggregator: a ZeroMQ DEALER socket that
- * delivers everything in the spool and keeps the session alive.
+ * delivers everything waiting in the journal and keeps the session alive.
  *
- * Delivery: up to `window` spooled messages are in flight at once, oldest
- * first. A message leaves the spool only when its Ack arrives; a permanent
- * Nack moves it to spool/rejected/; a message without an answer is sent again
+ * Delivery: up to `window` waiting messages are in flight at once, oldest
+ * first. A message stops waiting only when its Ack arrives; a permanent
+ * Nack marks it refused, with the reason; a message without an answer is sent again
  * after ack_timeout_ms, then after twice that, up to max_backoff_ms. On every
  * (re)connection a Hello goes out and all unacknowledged messages are sent
- * again. Heartbeats carry the spool backlog; an aggregator silent for three
+ * again. Heartbeats carry the backlog; an aggregator silent for three
  * heartbeat intervals gets a fresh connection.
  *
  * Several aggregators (`serve` processes on one database, the endpoint a
@@ -24,12 +24,12 @@
  * opened fails tc_link_new.
  *
  * A link is used from one thread; other threads hand it work through the
- * spool (thread-safe). Library code: nothing here exits or prints except
+ * journal (thread-safe). Library code: nothing here exits or prints except
  * through tc_log. */
 #ifndef TC_LINK_H
 #define TC_LINK_H
 
-#include "spool.h"
+#include "journal.h"
 #include "tc_zmq.h"
 
 #include <signal.h>
@@ -71,11 +71,11 @@ typedef struct {
     uint64_t auth_failures;     /* handshakes refused by the aggregator (ZAP) */
     uint64_t handshake_failures;/* other failed handshakes (mechanism mismatch, cut off) */
     size_t in_flight;
-    size_t spooled;
+    size_t waiting;
 } tc_link_stats_t;
 
-/* Create the socket and start connecting. `spool` is borrowed. */
-int tc_link_new(const tc_link_opts_t *opts, tc_spool_t *spool, tc_link_t **out);
+/* Create the socket and start connecting. `journal` is borrowed. */
+int tc_link_new(const tc_link_opts_t *opts, tc_journal_t *journal, tc_link_t **out);
 void tc_link_destroy(tc_link_t **self_p);
 
 /* Receive and send for up to `timeout_ms` (returns earlier once something
@@ -91,7 +91,7 @@ void tc_link_set_running_job(tc_link_t *self, const char *job_id);
 
 void tc_link_stats(tc_link_t *self, tc_link_stats_t *out);
 
-/* Step until the spool is empty. Fails with TC_ETIMEOUT after `timeout_ms`
+/* Step until nothing waits in the journal. Fails with TC_ETIMEOUT after `timeout_ms`
  * (<= 0: no limit), TC_EINTR when *stop becomes set, or TC_ENET as soon as
  * the aggregator refuses this agent's key. With `show_progress`, a progress
  * bar counts acknowledged messages. */

@@ -30,7 +30,7 @@ struct tc_link {
     char *agent_id;
     char server_key[TC_KEY_Z85_LEN + 1];
     tc_keypair_t keys;
-    tc_spool_t *spool;
+    tc_journal_t *journal;
     void *ctx;
     void *sock;
     void *mon;
@@ -54,7 +54,7 @@ struct tc_link {
 
 /* link_io.c */
 int tc_link_send_heartbeat(tc_link_t *self);
-/* Send what is due: the Hello, spooled messages up to the window. */
+/* Send what is due: the Hello, waiting messages up to the window. */
 int tc_link_pump(tc_link_t *self);
 /* Handle every message waiting on the socket. */
 int tc_link_receive(tc_link_t *self);

@@ -1,4 +1,4 @@
-/* The link's traffic: sending the Hello, heartbeats and spooled messages
+/* The link's traffic: sending the Hello, heartbeats and waiting messages
  * within the window, and the aggregator's answers (acks, nacks, jobs). */
 #include "link_internal.h"
 
@@ -74,7 +74,7 @@ static int s_send_hello(tc_link_t *self)
 int tc_link_send_heartbeat(tc_link_t *self)
 {
     Traincast__V1__Heartbeat hb = TRAINCAST__V1__HEARTBEAT__INIT;
-    size_t backlog = tc_spool_count(self->spool);
+    size_t backlog = tc_journal_waiting(self->journal);
     hb.spool_backlog = backlog > UINT32_MAX ? UINT32_MAX : (uint32_t)backlog;
     hb.uptime_s = (uint64_t)((tc_link_now_ms() - self->started_ms) / 1000);
     hb.running_job_id = self->running_job;
@@ -102,13 +102,13 @@ static void s_flight_drop(tc_link_t *self, const char *id)
     *f = self->flight[--self->n_flight];
 }
 
-/* Send one spooled message. Returns 1 sent, 0 later, <0 error. A message
+/* Send one waiting message. Returns 1 sent, 0 later, <0 error. A message
  * that cannot be read is rejected locally. */
-static int s_send_spooled(tc_link_t *self, tc_link_flight_t *f, int64_t now)
+static int s_send_waiting(tc_link_t *self, tc_link_flight_t *f, int64_t now)
 {
     uint8_t *buf = NULL;
     size_t len = 0;
-    int rc = tc_spool_read(self->spool, f->id, &buf, &len);
+    int rc = tc_journal_read(self->journal, f->id, &buf, &len);
     if (rc == TC_ENOTFOUND) {
         s_flight_drop(self, f->id);
         return 0;
@@ -119,9 +119,9 @@ static int s_send_spooled(tc_link_t *self, tc_link_flight_t *f, int64_t now)
     if (rc < 0) {
         char id[TC_MSGID_LEN + 1];
         memcpy(id, f->id, sizeof id);
-        tc_log_error("spool: message %s cannot be sent (%s); moving it to %s/rejected", id,
-                     tc_errmsg(), tc_spool_dir(self->spool));
-        tc_spool_reject(self->spool, id, tc_errmsg());
+        tc_log_error("message %s cannot be sent (%s); %s keeps it as refused", id,
+                     tc_errmsg(), tc_journal_path(self->journal));
+        tc_journal_reject(self->journal, id, tc_errmsg());
         s_flight_drop(self, id);
         self->stats.rejected++;
         return 0;
@@ -165,7 +165,7 @@ int tc_link_pump(tc_link_t *self)
     for (size_t i = 0; i < self->n_flight; i++) {
         if (self->flight[i].due_ms <= now) {
             size_t before = self->n_flight;
-            rc = s_send_spooled(self, &self->flight[i], now);
+            rc = s_send_waiting(self, &self->flight[i], now);
             if (rc < 0)
                 return rc;
             if (self->n_flight < before)
@@ -179,7 +179,7 @@ int tc_link_pump(tc_link_t *self)
     char(*ids)[TC_MSGID_LEN + 1] = malloc(want * sizeof *ids);
     if (!ids)
         return tc_fail(TC_ENOMEM, "out of memory");
-    size_t n = tc_spool_oldest(self->spool, ids, want);
+    size_t n = tc_journal_oldest(self->journal, ids, want);
     for (size_t i = 0; i < n && self->n_flight < self->opts.window; i++) {
         if (s_flight_find(self, ids[i]))
             continue;
@@ -187,7 +187,7 @@ int tc_link_pump(tc_link_t *self)
         memcpy(f->id, ids[i], sizeof f->id);
         f->sends = 0;
         f->backoff_ms = self->opts.ack_timeout_ms;
-        rc = s_send_spooled(self, f, now);
+        rc = s_send_waiting(self, f, now);
         if (rc < 0)
             break;
         if (rc == 0)
@@ -206,13 +206,13 @@ static void s_on_ack(tc_link_t *self, const Traincast__V1__Ack *ack)
         self->hello_pending = false;
         return;
     }
-    bool known = tc_spool_contains(self->spool, id);
+    bool known = tc_journal_is_waiting(self->journal, id);
     if (known)
         s_ack_log(self, s_flight_find(self, id), ack->duplicate ? "duplicate" : "stored");
     s_flight_drop(self, id);
     if (!known)
         return; /* a second ack for something already deleted */
-    if (tc_spool_remove(self->spool, id) < 0)
+    if (tc_journal_ack(self->journal, id) < 0)
         tc_log_warn("%s", tc_errmsg());
     self->stats.acked++;
     if (ack->duplicate)
@@ -233,13 +233,13 @@ static void s_on_nack(tc_link_t *self, const Traincast__V1__Nack *nack)
         return;
     }
     if (nack->permanent) {
-        tc_log_error("the aggregator rejected message %s for good: %s; moved to %s/rejected", id,
-                     why, tc_spool_dir(self->spool));
-        if (tc_spool_contains(self->spool, id))
+        tc_log_error("the aggregator rejected message %s for good: %s; %s keeps it as refused", id,
+                     why, tc_journal_path(self->journal));
+        if (tc_journal_is_waiting(self->journal, id))
             s_ack_log(self, s_flight_find(self, id), "rejected");
         s_flight_drop(self, id);
-        if (tc_spool_contains(self->spool, id)) {
-            if (tc_spool_reject(self->spool, id, why) < 0)
+        if (tc_journal_is_waiting(self->journal, id)) {
+            if (tc_journal_reject(self->journal, id, why) < 0)
                 tc_log_warn("%s", tc_errmsg());
             self->stats.rejected++;
         }

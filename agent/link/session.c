@@ -42,12 +42,14 @@ static unsigned s_ms(double seconds, const char *flag, int *rc)
 int tc_session_open(const tc_session_flags_t *flags, tc_session_t *out)
 {
     memset(out, 0, sizeof *out);
-    char dir[2048], spool_dir[2200];
+    char dir[2048], journal_dir[2200];
     tc_identity_default_dir(flags->state, dir, sizeof dir);
     int rc = tc_identity_open(dir, !flags->insecure, &out->identity);
+    if (rc == 0)
+        rc = tc_journal_migrate(dir, tc_identity_agent_id(out->identity), false, NULL);
     if (rc == 0) {
-        tc_identity_spool_dir(out->identity, spool_dir, sizeof spool_dir);
-        rc = tc_spool_open(spool_dir, &out->spool);
+        tc_identity_journal_dir(out->identity, journal_dir, sizeof journal_dir);
+        rc = tc_journal_open(journal_dir, &out->journal);
     }
     if (rc < 0)
         tc_session_close(out);
@@ -103,13 +105,13 @@ int tc_session_connect(tc_session_t *s, const tc_session_flags_t *flags,
         tc_log_warn("this agent announces no device (this build has no device backend), so the "
                     "aggregator has no job to send it");
     o.hello = &hello;
-    return tc_link_new(&o, s->spool, &s->link);
+    return tc_link_new(&o, s->journal, &s->link);
 }
 
 void tc_session_close(tc_session_t *s)
 {
     tc_link_destroy(&s->link);
-    tc_spool_destroy(&s->spool);
+    tc_journal_destroy(&s->journal);
     tc_identity_destroy(&s->identity);
 }
 
@@ -130,11 +132,11 @@ int tc_session_serve(tc_session_t *s, tc_jobs_t *jobs, volatile sig_atomic_t *st
     tc_jobs_cancel(jobs);
     while (tc_jobs_busy(jobs))
         tc_link_step(s->link, 100);
-    /* A moment to deliver the final progress; the rest stays spooled. */
+    /* A moment to deliver the final progress; the rest waits in the journal. */
     int64_t until = tc_link_now_ms() + 2000;
-    while (tc_spool_count(s->spool) > 0 && tc_link_now_ms() < until)
+    while (tc_journal_waiting(s->journal) > 0 && tc_link_now_ms() < until)
         tc_link_step(s->link, 100);
-    tc_log_info("%zu message%s left in the spool for the next start", tc_spool_count(s->spool),
-                tc_spool_count(s->spool) == 1 ? "" : "s");
+    tc_log_info("%zu message%s left in the journal for the next start",
+                tc_journal_waiting(s->journal), tc_journal_waiting(s->journal) == 1 ? "" : "s");
     return 0;
 }

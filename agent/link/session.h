@@ -1,5 +1,5 @@
 /* What `agent push`, `agent serve` and `agent run` share: the connection
- * flags, opening the state directory, spool and link, and stopping on
+ * flags, opening the state directory, journal and link, and stopping on
  * SIGINT / SIGTERM. */
 #ifndef TC_SESSION_H
 #define TC_SESSION_H
@@ -7,7 +7,7 @@
 #include "identity.h"
 #include "jobs.h"
 #include "link.h"
-#include "spool.h"
+#include "journal.h"
 
 #include <signal.h>
 #include <stdbool.h>
@@ -28,7 +28,7 @@ typedef struct {
      "the aggregator to send to, e.g. tcp://HOST:5555; several serve processes on one "         \
      "database: their endpoints separated by commas", true},                                     \
         {"state", TC_OPT_STR, &(f).state, "DIR",                                                   \
-         "state directory: agent id, keys, spool, results (default $TRAINCAST_AGENT_DIR "       \
+         "state directory: agent id, keys, journal (default $TRAINCAST_AGENT_DIR "       \
          "or ~/.traincast/agent)"},                                                                   \
         {"server-key", TC_OPT_STR, &(f).server_key, "FILE",                                        \
          "the aggregator's public key (default STATE/aggregator.pub)"},                            \
@@ -61,11 +61,12 @@ typedef struct {
 
 typedef struct {
     tc_identity_t *identity;
-    tc_spool_t *spool;
+    tc_journal_t *journal;
     tc_link_t *link; /* NULL until tc_session_connect */
 } tc_session_t;
 
-/* Open the state directory and its spool (no network yet). */
+/* Open the state directory and its journal, moving an older agent's
+ * results/ and spool/ into it once (no network yet). */
 int tc_session_open(const tc_session_flags_t *flags, tc_session_t *out);
 
 /* Connect to the aggregator. `handlers` (may be NULL) supply the devices of

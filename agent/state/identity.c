@@ -194,14 +194,9 @@ const tc_keypair_t *tc_identity_keys(const tc_identity_t *self)
     return self->have_keys ? &self->keys : NULL;
 }
 
-void tc_identity_spool_dir(const tc_identity_t *self, char *out, size_t size)
+void tc_identity_journal_dir(const tc_identity_t *self, char *out, size_t size)
 {
-    snprintf(out, size, "%s/spool", self->dir);
-}
-
-void tc_identity_results_dir(const tc_identity_t *self, char *out, size_t size)
-{
-    snprintf(out, size, "%s/results", self->dir);
+    snprintf(out, size, "%s/journal", self->dir);
 }
 
 int tc_identity_keygen(tc_identity_t *self, bool force)

@@ -5,9 +5,9 @@
  *   agent_id        one line, created on first use as "<host>-<6 random>"
  *   agent.key/.pub  this agent's key pair (agent keygen)
  *   aggregator.pub  the aggregator's public key (copied there by the operator)
- *   spool/          messages not yet acknowledged (agent/state/spool.h)
- *   results/        what `agent run` and `agent serve` measured, resumed from
- *                   (agent/jobs/job_results.h)
+ *   journal/        what the agent measured and what it has still to deliver
+ *                   (agent/state/journal.h); an older agent's results/ and
+ *                   spool/ are moved into it once (migrated-<date>/ keeps them)
  *   lock            held while a process uses the directory
  * One process at a time uses a state directory; a second one is refused. */
 #ifndef TC_IDENTITY_H
@@ -36,10 +36,8 @@ const char *tc_identity_dir(const tc_identity_t *self);
 const char *tc_identity_agent_id(const tc_identity_t *self);
 /* The key pair, or NULL when none was found. */
 const tc_keypair_t *tc_identity_keys(const tc_identity_t *self);
-/* Path of the spool directory inside the state directory. */
-void tc_identity_spool_dir(const tc_identity_t *self, char *out, size_t size);
-/* Path of the results directory inside the state directory. */
-void tc_identity_results_dir(const tc_identity_t *self, char *out, size_t size);
+/* Path of the journal directory inside the state directory. */
+void tc_identity_journal_dir(const tc_identity_t *self, char *out, size_t size);
 
 /* Generate and write agent.key / agent.pub (refusing to replace a key pair
  * unless `force`); reloads the identity's keys. */

@@ -1,9 +1,7 @@
 #include "trace_handler.h"
 
-#include "job_results.h"
 #include "tc_error.h"
 #include "tc_log.h"
-#include "tc_resultfile.h"
 #include "trace_plan.h"
 #include "trace_record.h"
 
@@ -19,7 +17,7 @@
 struct tc_trace_handler {
     char *runner;
     bool cudnn_benchmark;
-    char *results_dir;
+    bool keep_results;
 };
 
 int tc_trace_handler_new(const tc_job_settings_t *settings, tc_trace_handler_t **out)
@@ -33,9 +31,8 @@ int tc_trace_handler_new(const tc_job_settings_t *settings, tc_trace_handler_t *
     if (!self)
         return tc_fail(TC_ENOMEM, "out of memory");
     self->cudnn_benchmark = policy == TRAINCAST__V1__POLICY__POLICY_EXHAUSTIVE;
-    if ((settings && settings->runner && !(self->runner = strdup(settings->runner))) ||
-        (settings && settings->results_dir &&
-         !(self->results_dir = strdup(settings->results_dir)))) {
+    self->keep_results = settings && settings->keep_results;
+    if (settings && settings->runner && !(self->runner = strdup(settings->runner))) {
         tc_trace_handler_destroy(&self);
         return tc_fail(TC_ENOMEM, "out of memory");
     }
@@ -48,20 +45,19 @@ void tc_trace_handler_destroy(tc_trace_handler_t **self_p)
     if (!self_p || !*self_p)
         return;
     free((*self_p)->runner);
-    free((*self_p)->results_dir);
     free(*self_p);
     *self_p = NULL;
 }
 
 typedef struct {
     tc_job_t *job;
-    tc_job_results_t *results;
+    char name[256]; /* of the results kept in the journal; "": not kept */
 } s_sink_t;
 
 static int s_emit(tc_envelope_t *env, void *arg)
 {
     s_sink_t *s = arg;
-    return s->results ? tc_job_results_append(s->results, env) : tc_job_emit(s->job, env);
+    return *s->name ? tc_job_keep(s->job, s->name, env) : tc_job_emit(s->job, env);
 }
 
 static void s_progress(uint64_t done, uint64_t total, const char *what, void *arg)
@@ -74,7 +70,7 @@ static bool s_cancelled(void *arg)
     return tc_job_cancelled(((s_sink_t *)arg)->job);
 }
 
-/* Resume: what the result file holds is marked done in the plan. */
+/* Resume: what was kept before is marked done in the plan. */
 static int s_seen(const tc_envelope_t *env, void *arg)
 {
     if (env->body_case == TRAINCAST__V1__ENVELOPE__BODY_TRAIN_TRACE && env->train_trace)
@@ -109,19 +105,14 @@ static int s_resend(const tc_envelope_t *env, void *arg)
     return 0;
 }
 
-/* Open the device's result file, mark what it holds, and for a request
- * from the aggregator send those traces again. */
-static int s_resume(tc_trace_handler_t *self, const tc_agent_device_t *dev,
-                    tc_trace_plan_t *plan, tc_job_t *job, tc_job_results_t **results)
+/* Mark what the device's kept results hold as done and, for a request
+ * from the aggregator, send those traces again. */
+static int s_resume(const tc_agent_device_t *dev, tc_trace_plan_t *plan, tc_job_t *job,
+                    char *name, size_t size)
 {
-    char name[256];
-    tc_job_results_name(name, sizeof name, "trace-%s",
-                        dev->device ? dev->device->uuid : dev->spec);
-    int rc = tc_job_results_open(job, self->results_dir, name, results);
+    tc_job_results_name(name, size, "trace-%s", dev->device ? dev->device->uuid : dev->spec);
+    int rc = tc_job_each_kept(job, name, s_seen, plan);
     if (rc < 0)
-        return rc;
-    const char *path = tc_job_results_path(*results);
-    if ((rc = tc_resultfile_read(path, true, s_seen, plan, NULL)) < 0)
         return rc;
     size_t n = tc_trace_plan_count(plan), held = 0;
     bool *was = calloc(n + 1, sizeof *was);
@@ -130,12 +121,12 @@ static int s_resume(tc_trace_handler_t *self, const tc_agent_device_t *dev,
     for (size_t i = 0; i < n; i++)
         held += was[i] = tc_trace_plan_item(plan, i)->done;
     if (held)
-        tc_log_info("%s: %zu of %zu traces were measured before and are skipped", path, held, n);
+        tc_log_info("%s: %zu of %zu traces were measured before and are skipped", name, held, n);
     if (held && *tc_job_id(job)) {
         s_resend_t r = {.job = job, .plan = plan, .held = was};
-        rc = tc_resultfile_read(path, true, s_resend, &r, NULL);
+        rc = tc_job_each_kept(job, name, s_resend, &r);
         if (rc == 0)
-            tc_log_info("%s: %zu trace%s sent again for job %s", path, r.sent,
+            tc_log_info("%s: %zu trace%s sent again for job %s", name, r.sent,
                         r.sent == 1 ? "" : "s", tc_job_id(job));
     }
     free(was);
@@ -162,15 +153,14 @@ int tc_trace_handler_run(tc_trace_handler_t *self, const tc_agent_device_t *dev,
     s_sink_t ss = {.job = job};
     int rc = tc_trace_plan_new(&settings, req->models, req->n_models, req->batches,
                                req->n_batches, &plan);
-    if (rc == 0 && self->results_dir)
-        rc = s_resume(self, dev, plan, job, &ss.results);
+    if (rc == 0 && self->keep_results)
+        rc = s_resume(dev, plan, job, ss.name, sizeof ss.name);
     size_t measured = 0, failed = 0;
     if (rc == 0) {
         const tc_trace_sink_t sink = {.emit = s_emit, .progress = s_progress,
                                       .cancelled = s_cancelled, .arg = &ss};
         rc = tc_trace_plan_run(plan, &sink, &measured, &failed);
     }
-    tc_job_results_close(&ss.results);
     tc_trace_plan_destroy(&plan);
     if (rc == 0 && failed)
         tc_log_warn("trace job: %zu of %zu traces failed (sent with the reason)", failed,

@@ -1,12 +1,12 @@
 /* Trace jobs: the `trace` entry of the job handlers (agent/jobs/jobs.h), so
  * `agent run` and `agent serve` measure training traces the way `agent
- * trace` does, sending each TrainTrace through the spool as it finishes.
+ * trace` does, sending each TrainTrace through the journal as it finishes.
  *
- * With a results directory (the state directory's results/), each device
- * has its result file there, trace-<device uuid>.tcr (agent/jobs/job_results.h):
- * traces it holds (ok or out of memory) are not measured again. A trace a
- * TraceRequest asks for that the file holds already is sent again under its
- * message id (the aggregator stores it once). */
+ * With keep_results, each device's traces are kept in the journal as the
+ * results of trace-<device uuid> (tc_job_keep): traces kept there (ok or out
+ * of memory) are not measured again. A trace a TraceRequest asks for that
+ * was kept before is sent again under its message id (the aggregator stores
+ * it once). */
 #ifndef TC_TRACE_HANDLER_H
 #define TC_TRACE_HANDLER_H
 
@@ -16,8 +16,7 @@
 typedef struct tc_trace_handler tc_trace_handler_t;
 
 /* Settings: the runner command (NULL: the PyTorch harness), the policy
- * (exhaustive: train with cudnn.benchmark on) and the results directory;
- * copied. */
+ * (exhaustive: train with cudnn.benchmark on) and keep_results; copied. */
 int tc_trace_handler_new(const tc_job_settings_t *settings, tc_trace_handler_t **out);
 void tc_trace_handler_destroy(tc_trace_handler_t **self_p);
 

@@ -6,7 +6,7 @@
  * exactly once, each bad one is refused with its reason and kept by its
  * agent, and both store workers go on storing. Uses its own cluster so that
  * the suite's other tests are not disturbed. */
-#include "spool.h"
+#include "journal.h"
 #include "store.h"
 #include "tc_error.h"
 #include "tc_test.h"
@@ -70,10 +70,10 @@ static void s_spool_bad(const char *state, const tc_gen_opts_t *o, int kind, cha
     r->candidates[0]->algo = kind == 0 ? "bad\xff\xfe" : "poison";
     char path[1300];
     snprintf(path, sizeof path, "%s/spool", state);
-    tc_spool_t *spool = NULL;
-    cr_assert_eq(tc_spool_open(path, &spool), 0, "%s", tc_errmsg());
-    cr_assert_eq(tc_spool_put_envelope(spool, env), 0, "%s", tc_errmsg());
-    tc_spool_destroy(&spool);
+    tc_journal_t *spool = NULL;
+    cr_assert_eq(tc_journal_open(path, &spool), 0, "%s", tc_errmsg());
+    cr_assert_eq(tc_journal_put_envelope(spool, env), 0, "%s", tc_errmsg());
+    tc_journal_destroy(&spool);
     snprintf(id, size, "%s", env->message_id);
     r->candidates[0]->algo = old;
     tc_envelope_free(&env);

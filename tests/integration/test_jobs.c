@@ -93,7 +93,7 @@ static void s_agent_start(s_agent_t *a, tc_bed_t *bed, const char *state)
     a->h.devices = s_devices;
     a->h.bench = s_bench;
     cr_assert_eq(tc_session_open(&f, &a->s), 0, "%s", tc_errmsg());
-    cr_assert_eq(tc_jobs_new(&a->h, a->s.spool, tc_identity_agent_id(a->s.identity), &a->jobs),
+    cr_assert_eq(tc_jobs_new(&a->h, a->s.journal, tc_identity_agent_id(a->s.identity), &a->jobs),
                  0);
     cr_assert_eq(tc_session_connect(&a->s, &f, &a->h, s_on_job, a->jobs), 0, "%s",
                  tc_errmsg());

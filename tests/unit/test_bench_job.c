@@ -4,7 +4,7 @@
  * there, sent again when the aggregator asks for them, and a results file
  * that was not fully spooled (a crash) caught up. */
 #include "jobs.h"
-#include "spool.h"
+#include "journal.h"
 #include "tc_error.h"
 #include "tc_resultfile.h"
 #include "tc_test.h"
@@ -34,7 +34,7 @@ TestSuite(bench_job, .init = s_setup, .fini = s_teardown);
 
 typedef struct {
     tc_job_handlers_t h;
-    tc_spool_t *sp;
+    tc_journal_t *sp;
     tc_jobs_t *jobs;
     const Traincast__V1__Device *dev;
 } s_agent_t;
@@ -56,7 +56,7 @@ static void s_agent_with(s_agent_t *a, unsigned per_message)
     a->dev = devs[0];
     cr_assert_eq(a->dev->threads, 1);
     cr_assert(strstr(a->dev->name, "(1 thread)"), "a CPU with one thread: %s", a->dev->name);
-    cr_assert_eq(tc_spool_open(s_spool_dir, &a->sp), 0, "%s", tc_errmsg());
+    cr_assert_eq(tc_journal_open(s_spool_dir, &a->sp), 0, "%s", tc_errmsg());
     cr_assert_eq(tc_jobs_new(&a->h, a->sp, "agent-b", &a->jobs), 0, "%s", tc_errmsg());
 }
 
@@ -69,7 +69,7 @@ static void s_agent_free(s_agent_t *a)
 {
     tc_jobs_destroy(&a->jobs);
     tc_job_handlers_release(&a->h);
-    tc_spool_destroy(&a->sp);
+    tc_journal_destroy(&a->sp);
 }
 
 static int s_wait(tc_jobs_t *jobs, char *msg, size_t size)
@@ -87,19 +87,19 @@ static int s_wait(tc_jobs_t *jobs, char *msg, size_t size)
 /* The ConvResults message ids in the spool (sorted, as the spool lists
  * them); every one valid, from agent-b, on `uuid`. Returns the count and
  * removes all messages (as acknowledgements would) when `ack`. */
-static size_t s_spooled_results(tc_spool_t *sp, const char *uuid, char (*ids)[TC_MSGID_LEN + 1],
+static size_t s_spooled_results(tc_journal_t *sp, const char *uuid, char (*ids)[TC_MSGID_LEN + 1],
                                 size_t max, size_t *progress, bool ack)
 {
-    size_t total = tc_spool_count(sp), n = 0;
+    size_t total = tc_journal_waiting(sp), n = 0;
     char (*all)[TC_MSGID_LEN + 1] = calloc(total + 1, sizeof *all);
-    cr_assert_eq(tc_spool_oldest(sp, all, total), total);
+    cr_assert_eq(tc_journal_oldest(sp, all, total), total);
     if (progress)
         *progress = 0;
     for (size_t i = 0; i < total; i++) {
         uint8_t *data = NULL;
         size_t len = 0;
         tc_envelope_t *env = NULL;
-        cr_assert_eq(tc_spool_read(sp, all[i], &data, &len), 0);
+        cr_assert_eq(tc_journal_read(sp, all[i], &data, &len), 0);
         cr_assert_eq(tc_envelope_unpack(data, len, 0, &env), 0);
         cr_assert_eq(tc_validate_envelope(env), 0, "%s", tc_errmsg());
         cr_assert_str_eq(env->agent_id, "agent-b");
@@ -116,7 +116,7 @@ static size_t s_spooled_results(tc_spool_t *sp, const char *uuid, char (*ids)[TC
         tc_envelope_free(&env);
         free(data);
         if (ack)
-            tc_spool_remove(sp, all[i]);
+            tc_journal_ack(sp, all[i]);
     }
     free(all);
     return n;
@@ -277,7 +277,7 @@ Test(bench_job, models_are_resumed_and_an_unspooled_tail_is_caught_up, .timeout 
 
     /* The same job again measures and sends nothing. */
     cr_assert_eq(s_models_job(&a, msg, sizeof msg), 0, "%s", msg);
-    cr_assert_eq(tc_spool_count(a.sp), 0, "nothing new: nothing sent");
+    cr_assert_eq(tc_journal_waiting(a.sp), 0, "nothing new: nothing sent");
     s_read_file(uuid, &f);
     cr_assert_eq(f.n, 53);
 
@@ -331,15 +331,15 @@ Test(bench_job, results_go_out_several_per_message, .timeout = 180)
     s_request("job-batch", uuid, &buf, &len, &env);
     cr_assert_eq(tc_jobs_submit(a.jobs, env), 0, "%s", tc_errmsg());
     cr_assert_eq(s_wait(a.jobs, msg, sizeof msg), 0, "%s", msg);
-    size_t total = tc_spool_count(a.sp), messages = 0, results = 0;
+    size_t total = tc_journal_waiting(a.sp), messages = 0, results = 0;
     char (*all)[TC_MSGID_LEN + 1] = calloc(total + 1, sizeof *all);
-    cr_assert_eq(tc_spool_oldest(a.sp, all, total), total);
+    cr_assert_eq(tc_journal_oldest(a.sp, all, total), total);
     char seen[8][64];
     for (size_t i = 0; i < total; i++) {
         uint8_t *data = NULL;
         size_t n = 0;
         tc_envelope_t *e = NULL;
-        cr_assert_eq(tc_spool_read(a.sp, all[i], &data, &n), 0);
+        cr_assert_eq(tc_journal_read(a.sp, all[i], &data, &n), 0);
         cr_assert_eq(tc_envelope_unpack(data, n, 0, &e), 0);
         cr_assert_eq(tc_validate_envelope(e), 0, "%s", tc_errmsg());
         if (e->body_case == TRAINCAST__V1__ENVELOPE__BODY_CONV_RESULTS) {

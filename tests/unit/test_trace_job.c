@@ -2,7 +2,7 @@
  * handlers: the traces land in the spool as TrainTrace envelopes with the
  * model graph attached. Uses the fake runner, so no training happens. */
 #include "jobs.h"
-#include "spool.h"
+#include "journal.h"
 #include "tc_error.h"
 #include "tc_test.h"
 #include "tc_validate.h"
@@ -37,7 +37,7 @@ static int s_wait(tc_jobs_t *jobs, int *status, char *msg, size_t size)
     return 0;
 }
 
-static tc_jobs_t *s_jobs(const char *mode, tc_spool_t **sp, tc_job_handlers_t *h)
+static tc_jobs_t *s_jobs(const char *mode, tc_journal_t **sp, tc_job_handlers_t *h)
 {
     static char runner[700], spool_dir[300];
     char script[512];
@@ -47,7 +47,7 @@ static tc_jobs_t *s_jobs(const char *mode, tc_spool_t **sp, tc_job_handlers_t *h
     tc_job_settings_t js = {.device = "cpu", .runner = runner};
     cr_assert_eq(tc_job_handlers_builtin(&js, h), 0, "%s", tc_errmsg());
     cr_assert_not_null(h->trace, "this build traces");
-    cr_assert_eq(tc_spool_open(spool_dir, sp), 0, "%s", tc_errmsg());
+    cr_assert_eq(tc_journal_open(spool_dir, sp), 0, "%s", tc_errmsg());
     tc_jobs_t *jobs = NULL;
     cr_assert_eq(tc_jobs_new(h, *sp, "agent-t", &jobs), 0, "%s", tc_errmsg());
     return jobs;
@@ -55,7 +55,7 @@ static tc_jobs_t *s_jobs(const char *mode, tc_spool_t **sp, tc_job_handlers_t *h
 
 Test(trace_job, a_local_trace_job_spools_one_trace_per_model_and_batch, .timeout = 300)
 {
-    tc_spool_t *sp = NULL;
+    tc_journal_t *sp = NULL;
     tc_job_handlers_t h;
     tc_jobs_t *jobs = s_jobs("ok", &sp, &h);
     char *models[] = {"squeezenet1_1"};
@@ -74,15 +74,15 @@ Test(trace_job, a_local_trace_job_spools_one_trace_per_model_and_batch, .timeout
     char msg[1024];
     cr_assert(s_wait(jobs, &status, msg, sizeof msg), "the job did not end");
     cr_assert_eq(status, 0, "%s", msg);
-    cr_assert_eq(tc_spool_count(sp), 2);
+    cr_assert_eq(tc_journal_waiting(sp), 2);
 
     char ids[2][TC_MSGID_LEN + 1];
-    cr_assert_eq(tc_spool_oldest(sp, ids, 2), 2);
+    cr_assert_eq(tc_journal_oldest(sp, ids, 2), 2);
     for (int i = 0; i < 2; i++) {
         uint8_t *data = NULL;
         size_t len = 0;
         tc_envelope_t *env = NULL;
-        cr_assert_eq(tc_spool_read(sp, ids[i], &data, &len), 0);
+        cr_assert_eq(tc_journal_read(sp, ids[i], &data, &len), 0);
         cr_assert_eq(tc_envelope_unpack(data, len, 0, &env), 0);
         cr_assert_eq(tc_validate_envelope(env), 0, "%s", tc_errmsg());
         cr_assert_str_eq(env->agent_id, "agent-t");
@@ -101,7 +101,7 @@ Test(trace_job, a_local_trace_job_spools_one_trace_per_model_and_batch, .timeout
     }
     tc_jobs_destroy(&jobs);
     tc_job_handlers_release(&h);
-    tc_spool_destroy(&sp);
+    tc_journal_destroy(&sp);
 }
 
 /* Submit a one-trace job (model at batch 2) on `uuid` (may be NULL) that
@@ -109,7 +109,7 @@ Test(trace_job, a_local_trace_job_spools_one_trace_per_model_and_batch, .timeout
  * reach the spool. */
 static int s_failing_job(const char *model, const char *uuid, char *msg, size_t size)
 {
-    tc_spool_t *sp = NULL;
+    tc_journal_t *sp = NULL;
     tc_job_handlers_t h;
     tc_jobs_t *jobs = s_jobs("ok", &sp, &h);
     char *models[] = {(char *)model};
@@ -124,10 +124,10 @@ static int s_failing_job(const char *model, const char *uuid, char *msg, size_t 
     cr_assert_eq(tc_jobs_submit_local(jobs, TC_JOB_TRACE, &req), 0);
     int status = 0;
     cr_assert(s_wait(jobs, &status, msg, size), "the job did not end");
-    cr_assert_eq(tc_spool_count(sp), 0, "a failed job sends nothing");
+    cr_assert_eq(tc_journal_waiting(sp), 0, "a failed job sends nothing");
     tc_jobs_destroy(&jobs);
     tc_job_handlers_release(&h);
-    tc_spool_destroy(&sp);
+    tc_journal_destroy(&sp);
     return status;
 }
 
@@ -150,17 +150,17 @@ Test(trace_job, a_bad_model_fails_the_job_before_training, .timeout = 120)
 
 /* The TrainTrace messages in the spool: their ids (sorted) into ids[], all
  * removed afterwards when `ack`. Each is on `uuid` with `threads`. */
-static size_t s_spooled_traces(tc_spool_t *sp, const char *uuid, uint32_t threads,
+static size_t s_spooled_traces(tc_journal_t *sp, const char *uuid, uint32_t threads,
                                char (*ids)[TC_MSGID_LEN + 1], size_t max, bool ack)
 {
-    size_t total = tc_spool_count(sp), n = 0;
+    size_t total = tc_journal_waiting(sp), n = 0;
     char (*all)[TC_MSGID_LEN + 1] = calloc(total + 1, sizeof *all);
-    cr_assert_eq(tc_spool_oldest(sp, all, total), total);
+    cr_assert_eq(tc_journal_oldest(sp, all, total), total);
     for (size_t i = 0; i < total; i++) {
         uint8_t *data = NULL;
         size_t len = 0;
         tc_envelope_t *env = NULL;
-        cr_assert_eq(tc_spool_read(sp, all[i], &data, &len), 0);
+        cr_assert_eq(tc_journal_read(sp, all[i], &data, &len), 0);
         cr_assert_eq(tc_envelope_unpack(data, len, 0, &env), 0);
         if (env->body_case == TRAINCAST__V1__ENVELOPE__BODY_TRAIN_TRACE) {
             const Traincast__V1__TrainTrace *t = env->train_trace;
@@ -174,7 +174,7 @@ static size_t s_spooled_traces(tc_spool_t *sp, const char *uuid, uint32_t thread
         tc_envelope_free(&env);
         free(data);
         if (ack)
-            tc_spool_remove(sp, all[i]);
+            tc_journal_ack(sp, all[i]);
     }
     free(all);
     return n;
@@ -198,8 +198,8 @@ Test(trace_job, traces_use_the_cpu_thread_count_and_resume_from_the_results, .ti
     char uuid[128];
     snprintf(uuid, sizeof uuid, "%s", devs[0]->uuid);
     cr_assert_eq(devs[0]->threads, 1);
-    tc_spool_t *sp = NULL;
-    cr_assert_eq(tc_spool_open(spool_dir, &sp), 0);
+    tc_journal_t *sp = NULL;
+    cr_assert_eq(tc_journal_open(spool_dir, &sp), 0);
     tc_jobs_t *jobs = NULL;
     cr_assert_eq(tc_jobs_new(&h, sp, "agent-t", &jobs), 0);
 
@@ -226,7 +226,7 @@ Test(trace_job, traces_use_the_cpu_thread_count_and_resume_from_the_results, .ti
     cr_assert_eq(tc_jobs_submit_local(jobs, TC_JOB_TRACE, &req), 0);
     cr_assert(s_wait(jobs, &status, msg, sizeof msg));
     cr_assert_eq(status, 0, "%s", msg);
-    cr_assert_eq(tc_spool_count(sp), 0, "nothing traced or sent again");
+    cr_assert_eq(tc_journal_waiting(sp), 0, "nothing traced or sent again");
 
     /* The aggregator asks for them: the stored traces go out again. */
     req.job_id = "trace-job-1";
@@ -245,5 +245,5 @@ Test(trace_job, traces_use_the_cpu_thread_count_and_resume_from_the_results, .ti
         cr_assert_str_eq(again[i], first[i], "sent under the same message ids");
     tc_jobs_destroy(&jobs);
     tc_job_handlers_release(&h);
-    tc_spool_destroy(&sp);
+    tc_journal_destroy(&sp);
 }
