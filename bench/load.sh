@@ -16,7 +16,7 @@
 #   - peak resident memory (VmHWM) of the aggregator, read from /proc just
 #     before it is stopped, and of each agent (GNU time);
 #   - that nothing was lost or duplicated: conv_results rows = N x M, as many
-#     distinct message ids, each device with M rows, every spool empty,
+#     distinct message ids, each device with M rows, nothing left waiting,
 #     nothing rejected, every push exited 0, one ack per message;
 #   - per store worker (the aggregator queues an agent's messages on one
 #     worker, chosen by a hash of the agent id): its agents and last ack;
@@ -175,14 +175,17 @@ check "distinct message ids in conv_results" "$(sql "SELECT count(DISTINCT messa
 check "received_messages (conv_results)" "$(sql "SELECT count(*) FROM received_messages WHERE kind = 'conv_results'")" "$total"
 check "devices with exactly $results rows" \
     "$(sql "SELECT count(*) FROM (SELECT device_id FROM conv_results GROUP BY device_id HAVING count(*) = $results) d")" "$agents"
-spooled=0 rejected=0 bad_exit=0
+waiting=0 rejected=0 bad_exit=0
 for a in "${names[@]}"; do
-    spooled=$((spooled + $(find "$run/$a/state/spool" -maxdepth 1 -name '*.msg' | wc -l)))
-    rejected=$((rejected + $(find "$run/$a/state/spool/rejected" -maxdepth 1 -name '*.msg' 2>/dev/null | wc -l)))
+    # agent status --format csv: the agent table (its 5th column: waiting),
+    # a blank line, then the refused table (a header and one row each).
+    st=$("$agent" status --state "$run/$a/state" --format csv)
+    waiting=$((waiting + $(echo "$st" | awk -F, 'NR == 2 { print $5 }')))
+    rejected=$((rejected + $(echo "$st" | awk '/^message_id,/ { t = 1; next } t && NF { n++ } END { print n + 0 }')))
     [ "${push_status[$a]}" -eq 0 ] || bad_exit=$((bad_exit + 1))
 done
-check "messages left in the agents' spools" "$spooled" 0
-check "messages rejected (spool/rejected)" "$rejected" 0
+check "messages left waiting in the agents' journals" "$waiting" 0
+check "messages refused" "$rejected" 0
 check "\`agent push\` exits other than 0" "$bad_exit" 0
 : >"$run/acks.tsv"
 for a in "${names[@]}"; do
@@ -311,7 +314,7 @@ fs=$(df -T "$run" | awk 'NR == 2 { print $2 }')
     echo "| results stored | $total ($agents agents x $results) |"
     echo "| end to end, first send to last ack | $span s |"
     echo "| **results/s end to end** | **$rate** |"
-    echo "| wall time, all pushes started to all exited (spooling included) | $wall s |"
+    echo "| wall time, all pushes started to all exited (journaling included) | $wall s |"
     echo "| ack latency p50 / p90 / p99 / max | $lat_p50 / $lat_p90 / **$lat_p99** / $lat_max ms |"
     echo "| ack latency mean | $lat_mean ms |"
     echo "| messages sent more than once (ack timeout 10 s) | $resent (sends in all: $sends) |"
@@ -358,7 +361,7 @@ fs=$(df -T "$run" | awk 'NR == 2 { print $2 }')
     echo "## Per agent"
     echo
     echo "Times in seconds after the first send of all agents; latencies in ms; RSS of \`agent push\`;"
-    echo "wall time of the push including spooling its file."
+    echo "wall time of the push including putting its file in the journal."
     echo
     echo "| agent | worker | first send | last ack | results/s | $window / rate | p50 | p99 | resent | peak RSS (MiB) | wall (s) | exit |"
     echo "|---|---|---|---|---|---|---|---|---|---|---|---|"

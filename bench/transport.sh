@@ -9,7 +9,7 @@
 # the defaults, then --batch 1 to show what batching buys):
 #   A  `agent push` of a fresh result file of N ConvResults messages of K
 #      results each (default 256, as `agent bench` sends a fast stream):
-#      spooling, sending, storing and acknowledging, timed from start to
+#      journaling, sending, storing and acknowledging, timed from start to
 #      exit (the exit comes after the last acknowledgement, so after the
 #      last commit);
 #   B  the rows that A stored (conv_results and conv_algo_timings), exported

@@ -187,7 +187,7 @@ rc2=0; wait "${run_pids[1]}" || rc2=$?
 [ "$rc2" -eq 0 ] || fail "agent run in $ns2 exited $rc2"
 for n in 1 2; do
     grep "^results:" "$work/run-$n.log"
-    grep -qE '^results: [1-9][0-9]* stored, 0 already stored, 0 rejected, 0 still spooled' "$work/run-$n.log" \
+    grep -qE '^results: [1-9][0-9]* stored, 0 already stored, 0 rejected, 0 still waiting' "$work/run-$n.log" \
         || fail "agent $n did not deliver everything"
 done
 

@@ -68,7 +68,7 @@ Test(e2e, run_fit_then_predict_an_unseen_cnn_through_a_serving_agent, .timeout =
     int st = s_agent_run(&bed, state, log);
     s_slurp(log, text, sizeof text);
     cr_assert_eq(st, 0, "agent run failed:\n%s", text);
-    cr_assert(strstr(text, "0 rejected, 0 still spooled"), "%s", text);
+    cr_assert(strstr(text, "0 rejected, 0 still waiting"), "%s", text);
     /* One device: the cpu with one thread, in benchmarks and traces alike,
      * and every message from the state directory's agent id. */
     cr_assert_eq(tc_bed_count(&bed, "SELECT count(*) FROM devices"), 1);

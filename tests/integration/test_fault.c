@@ -51,8 +51,8 @@ static void s_id_for_worker(const char *prefix, unsigned worker, char *out, size
     cr_assert_fail("no agent id for worker %u", worker);
 }
 
-/* Put a bad copy of a generated message straight into the agent's spool
- * (the agent's own checks would refuse to spool it). Returns its id. */
+/* Put a bad copy of a generated message straight into the agent's journal
+ * (the agent's own checks would refuse to send it). Returns its id. */
 static void s_spool_bad(const char *state, const tc_gen_opts_t *o, int kind, char *id,
                         size_t size)
 {
@@ -69,11 +69,11 @@ static void s_spool_bad(const char *state, const tc_gen_opts_t *o, int kind, cha
      * refuses with a CHECK constraint (refused inside its transaction). */
     r->candidates[0]->algo = kind == 0 ? "bad\xff\xfe" : "poison";
     char path[1300];
-    snprintf(path, sizeof path, "%s/spool", state);
-    tc_journal_t *spool = NULL;
-    cr_assert_eq(tc_journal_open(path, &spool), 0, "%s", tc_errmsg());
-    cr_assert_eq(tc_journal_put_envelope(spool, env), 0, "%s", tc_errmsg());
-    tc_journal_destroy(&spool);
+    snprintf(path, sizeof path, "%s/journal", state);
+    tc_journal_t *journal = NULL;
+    cr_assert_eq(tc_journal_open(path, &journal), 0, "%s", tc_errmsg());
+    cr_assert_eq(tc_journal_put_envelope(journal, env), 0, "%s", tc_errmsg());
+    tc_journal_destroy(&journal);
     snprintf(id, size, "%s", env->message_id);
     r->candidates[0]->algo = old;
     tc_envelope_free(&env);
@@ -83,16 +83,6 @@ static bool s_alive(pid_t pid)
 {
     int st;
     return waitpid(pid, &st, WNOHANG) == 0;
-}
-
-static void s_read_file(const char *path, char *out, size_t size)
-{
-    out[0] = '\0';
-    FILE *f = fopen(path, "r");
-    cr_assert_not_null(f, "cannot read %s", path);
-    size_t n = fread(out, 1, size - 1, f);
-    out[n] = '\0';
-    fclose(f);
 }
 
 Test(fault, kill_outage_restart_while_down_and_bad_messages, .timeout = 900,
@@ -117,7 +107,7 @@ Test(fault, kill_outage_restart_while_down_and_bad_messages, .timeout = 900,
         snprintf(files[a], sizeof files[a], "%s/results-%s.bin", bed.dir, names[a]);
         snprintf(logs[a], sizeof logs[a], "%s/push-%s.log", bed.dir, names[a]);
     }
-    /* The bad messages are the oldest in agent a's spool: sent first, in
+    /* The bad messages are the oldest in agent a's journal: sent first, in
      * the first batch of a fresh worker connection. */
     char bad_utf8[TC_MSGID_LEN + 1], bad_db[TC_MSGID_LEN + 1];
     s_spool_bad(states[0], &gen[0], 0, bad_utf8, sizeof bad_utf8);
@@ -160,7 +150,7 @@ Test(fault, kill_outage_restart_while_down_and_bad_messages, .timeout = 900,
     cr_expect_eq(tc_test_wait(push[0], 600000), 2, "agent push fa (log %s)", logs[0]);
     /* (A message committed just before the kill, whose Ack was lost, counts
      * as "already stored" on its resend.) */
-    cr_expect(tc_test_file_contains(logs[0], "2 rejected, 0 still spooled"), "log %s", logs[0]);
+    cr_expect(tc_test_file_contains(logs[0], "2 rejected, 0 still waiting"), "log %s", logs[0]);
     cr_expect_eq(tc_test_wait(push[1], 600000), 0, "agent push fb failed (log %s)", logs[1]);
 
     /* Every good result exactly once, under its own agent. */
@@ -182,18 +172,14 @@ Test(fault, kill_outage_restart_while_down_and_bad_messages, .timeout = 900,
              "SELECT count(*) FROM received_messages WHERE message_id IN ('%s', '%s')",
              bad_utf8, bad_db);
     cr_expect_eq(tc_bed_count(&bed, sql), 0);
-    char path[1500], reason[4096];
-    snprintf(path, sizeof path, "%s/spool/rejected/%s.reason", states[0], bad_utf8);
-    s_read_file(path, reason, sizeof reason);
+    char reason[4096];
+    tc_bed_refused_reason(states[0], bad_utf8, reason, sizeof reason);
     cr_expect(strstr(reason, "algo: is not valid UTF-8"), "%s", reason);
-    snprintf(path, sizeof path, "%s/spool/rejected/%s.reason", states[0], bad_db);
-    s_read_file(path, reason, sizeof reason);
+    tc_bed_refused_reason(states[0], bad_db, reason, sizeof reason);
     cr_expect(strstr(reason, "test_no_poison"), "%s", reason);
     for (int a = 0; a < 2; a++) {
-        snprintf(path, sizeof path, "%s/spool", states[a]);
-        cr_expect_eq(tc_test_dir_count_suffix(path, ".msg"), 0, "agent %s", names[a]);
-        snprintf(path, sizeof path, "%s/spool/rejected", states[a]);
-        cr_expect_eq(tc_test_dir_count_suffix(path, ".msg"), a ? 0 : 2, "agent %s", names[a]);
+        cr_expect_eq(tc_bed_waiting(states[a]), 0, "agent %s", names[a]);
+        cr_expect_eq(tc_bed_refused(states[a]), a ? 0 : 2, "agent %s", names[a]);
     }
     cr_expect(!tc_test_file_contains(bed.server_log, "does not exist"),
               "a worker lost its staging tables (log %s)", bed.server_log);
@@ -226,8 +212,7 @@ Test(fault, kill_outage_restart_while_down_and_bad_messages, .timeout = 900,
     snprintf(sql, sizeof sql, "SELECT count(*) FROM received_messages WHERE message_id = '%s'",
              bad_db);
     cr_expect_eq(tc_bed_count(&bed, sql), 1, "the requeued message was stored");
-    snprintf(path, sizeof path, "%s/spool/rejected", states[0]);
-    cr_expect_eq(tc_test_dir_count_suffix(path, ".msg"), 1);
+    cr_expect_eq(tc_bed_refused(states[0]), 1);
     cr_expect_eq(tc_bed_stop_server(&bed, SIGTERM), 0, "log %s", bed.server_log);
     tc_bed_fini(&bed);
 }

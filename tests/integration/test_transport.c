@@ -46,14 +46,13 @@ Test(transport, three_agents_thousand_messages_each, .timeout = 400)
     cr_expect_eq(tc_bed_count(&bed, COUNT_MSGS), 3000);
     cr_expect_eq(tc_bed_count(&bed, "SELECT count(DISTINCT message_id) FROM conv_results"), 3000);
     for (int i = 0; i < 3; i++) {
-        char q[256], spool[1300];
+        char q[256];
         snprintf(q, sizeof q,
                  "SELECT count(*) FROM conv_results r JOIN devices d USING (device_id) "
                  "WHERE d.uuid = 'gen-dev-%d'",
                  i);
         cr_expect_eq(tc_bed_count(&bed, q), 1000, "device %d", i);
-        snprintf(spool, sizeof spool, "%s/spool", state[i]);
-        cr_expect_eq(tc_test_dir_count_suffix(spool, ".msg"), 0, "spool %d not empty", i);
+        cr_expect_eq(tc_bed_waiting(state[i]), 0, "agent %d has messages waiting", i);
     }
 
     /* Pushing the same file again stores nothing new: its ids are kept. */
@@ -105,9 +104,7 @@ static void s_restart_server_midstream(const char *name, int sig)
     cr_expect_eq(tc_bed_count(&bed, COUNT_CONV), 1500);
     cr_expect_eq(tc_bed_count(&bed, COUNT_MSGS), 1500);
     cr_expect_eq(tc_bed_count(&bed, "SELECT count(DISTINCT message_id) FROM conv_results"), 1500);
-    char spool[1300];
-    snprintf(spool, sizeof spool, "%s/spool", state);
-    cr_expect_eq(tc_test_dir_count_suffix(spool, ".msg"), 0);
+    cr_expect_eq(tc_bed_waiting(state), 0);
     tc_bed_fini(&bed);
 }
 
@@ -121,26 +118,25 @@ Test(transport, aggregator_sigterm_midstream, .timeout = 400)
     s_restart_server_midstream("srvterm", SIGTERM);
 }
 
-Test(transport, agent_sigkill_spool_survives, .timeout = 400)
+Test(transport, agent_sigkill_journal_survives, .timeout = 400)
 {
     tc_bed_t bed;
     tc_bed_init(&bed, "agentkill", NULL);
-    char state[1200], file[1200], log[1200], log2[1200], spool[1300];
+    char state[1200], file[1200], log[1200], log2[1200];
     tc_bed_agent(&bed, "a", true, state, sizeof state);
     tc_bed_start_server(&bed, NULL);
     snprintf(file, sizeof file, "%s/results.bin", bed.dir);
     snprintf(log, sizeof log, "%s/push.log", bed.dir);
     snprintf(log2, sizeof log2, "%s/push2.log", bed.dir);
-    snprintf(spool, sizeof spool, "%s/spool", state);
     s_gen(file, "a", "gen-dev-a", 1500);
     pid_t push = tc_bed_push(&bed, state, file, log, NULL);
     cr_assert_geq(tc_bed_wait_count(&bed, COUNT_CONV, 200, 120000), 200);
     cr_assert_eq(tc_test_stop(push, SIGKILL), 128 + SIGKILL);
     long long at_kill = tc_bed_count(&bed, COUNT_CONV);
-    int spooled = tc_test_dir_count_suffix(spool, ".msg");
+    int spooled = (int)tc_bed_waiting(state);
     cr_assert_lt(at_kill, 1500, "the stream ended before the kill; use more messages");
-    cr_expect_gt(spooled, 0, "the spool should hold what was not acknowledged");
-    cr_expect_geq(at_kill + spooled, 1500, "stored %lld + spooled %d: messages were lost",
+    cr_expect_gt(spooled, 0, "the journal should hold what was not acknowledged");
+    cr_expect_geq(at_kill + spooled, 1500, "stored %lld + waiting %d: messages were lost",
                   at_kill, spooled);
 
     /* A new process sends what the killed one left, without the file. */
@@ -148,7 +144,7 @@ Test(transport, agent_sigkill_spool_survives, .timeout = 400)
                  "second push failed (log %s)", log2);
     cr_expect_eq(tc_bed_count(&bed, COUNT_CONV), 1500);
     cr_expect_eq(tc_bed_count(&bed, COUNT_MSGS), 1500);
-    cr_expect_eq(tc_test_dir_count_suffix(spool, ".msg"), 0);
+    cr_expect_eq(tc_bed_waiting(state), 0);
     tc_bed_fini(&bed);
 }
 

@@ -2,6 +2,7 @@
 
 #include "tc_test.h"
 
+#include "journal.h"
 #include "store.h"
 #include "tc_error.h"
 
@@ -182,4 +183,52 @@ void tc_cluster_start(const char *name, char *pgdir, size_t pgsize, char *admin,
     char *last = strrchr(out, '\n');
     snprintf(admin, asize, "%s", last ? last + 1 : out);
     cr_assert(strncmp(admin, "postgresql://", 13) == 0, "unexpected pg-local output: %s", out);
+}
+
+typedef struct {
+    const char *id;
+    char *out;
+    size_t size;
+} s_reason_t;
+
+static int s_on_refused(void *arg, const char *id, const char *reason, const uint8_t *data,
+                        size_t len)
+{
+    (void)data;
+    (void)len;
+    s_reason_t *r = arg;
+    if (r->id && !strcmp(r->id, id))
+        snprintf(r->out, r->size, "%s", reason);
+    return 0;
+}
+
+static void s_summary(const char *state, tc_journal_summary_t *sum, s_reason_t *r)
+{
+    char dir[1200];
+    snprintf(dir, sizeof dir, "%s/journal", state);
+    cr_assert_eq(tc_journal_summary(dir, sum, s_on_refused, r), 0, "%s", tc_errmsg());
+}
+
+size_t tc_bed_waiting(const char *state)
+{
+    tc_journal_summary_t sum;
+    s_reason_t r = {0};
+    s_summary(state, &sum, &r);
+    return sum.waiting;
+}
+
+size_t tc_bed_refused(const char *state)
+{
+    tc_journal_summary_t sum;
+    s_reason_t r = {0};
+    s_summary(state, &sum, &r);
+    return sum.rejected;
+}
+
+void tc_bed_refused_reason(const char *state, const char *id, char *out, size_t size)
+{
+    tc_journal_summary_t sum;
+    s_reason_t r = {.id = id, .out = out, .size = size};
+    out[0] = '\0';
+    s_summary(state, &sum, &r);
 }

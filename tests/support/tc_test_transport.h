@@ -41,10 +41,17 @@ int tc_bed_stop_server(tc_bed_t *bed, int sig);
  * key; its key is added to the allowlist unless `allow` is false. */
 void tc_bed_agent(tc_bed_t *bed, const char *name, bool allow, char *state, size_t size);
 
-/* Start `agent push` for `state` with the given file (NULL: only the spool)
+/* Start `agent push` for `state` with the given file (NULL: only what waits)
  * and extra arguments (NULL-terminated, may be NULL), logging to `log`. */
 pid_t tc_bed_push(tc_bed_t *bed, const char *state, const char *file, const char *log,
                   const char *const *extra);
+
+/* The journal of the agent state directory `state`, read as `agent status`
+ * reads it: messages waiting, messages refused, and the reason given for
+ * refused message `id` ("" when it is not refused). */
+size_t tc_bed_waiting(const char *state);
+size_t tc_bed_refused(const char *state);
+void tc_bed_refused_reason(const char *state, const char *id, char *out, size_t size);
 
 /* Count from the bed's database. */
 long long tc_bed_count(tc_bed_t *bed, const char *sql);

@@ -1,8 +1,8 @@
 /* Conv benchmark jobs through the built-in job handlers (`agent serve` and
  * `agent run`): real oneDNN measurements on the cpu device with a tiny
- * budget, results in the spool and in the results directory, resumed from
- * there, sent again when the aggregator asks for them, and a results file
- * that was not fully spooled (a crash) caught up. */
+ * budget, results kept in the journal, resumed from there (also after a
+ * restart, and after a crash that tore the last one), and sent again when
+ * the aggregator asks for them. */
 #include "jobs.h"
 #include "journal.h"
 #include "tc_error.h"
@@ -14,15 +14,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
-static char s_dir[256], s_results[300], s_spool_dir[300];
+static char s_dir[256], s_journal_dir[300];
 
 static void s_setup(void)
 {
-    tc_test_scratch_dir("bench_job", "spool", s_dir, sizeof s_dir);
-    snprintf(s_results, sizeof s_results, "%s/results", s_dir);
-    snprintf(s_spool_dir, sizeof s_spool_dir, "%s/spool", s_dir);
+    tc_test_scratch_dir("bench_job", "journal", s_dir, sizeof s_dir);
+    snprintf(s_journal_dir, sizeof s_journal_dir, "%s/journal", s_dir);
 }
 
 static void s_teardown(void)
@@ -39,13 +39,13 @@ typedef struct {
     const Traincast__V1__Device *dev;
 } s_agent_t;
 
-/* per_message 1: the tests that follow each result through the spool and
- * the result file; 0: the default batching. */
+/* per_message 1: the tests that follow each result through the journal;
+ * 0: the default batching. */
 static void s_agent_with(s_agent_t *a, unsigned per_message)
 {
     memset(a, 0, sizeof *a);
     tc_job_settings_t js = {.device = "cpu", .threads = 1, .budget_ms = 5, .max_reps = 3,
-                            .results_dir = s_results, .results_per_message = per_message};
+                            .keep_results = true, .results_per_message = per_message};
     cr_assert_eq(tc_job_handlers_builtin(&js, &a->h), 0, "%s", tc_errmsg());
     cr_assert_not_null(a->h.bench);
     cr_assert_not_null(a->h.bench_models);
@@ -56,7 +56,7 @@ static void s_agent_with(s_agent_t *a, unsigned per_message)
     a->dev = devs[0];
     cr_assert_eq(a->dev->threads, 1);
     cr_assert(strstr(a->dev->name, "(1 thread)"), "a CPU with one thread: %s", a->dev->name);
-    cr_assert_eq(tc_journal_open(s_spool_dir, &a->sp), 0, "%s", tc_errmsg());
+    cr_assert_eq(tc_journal_open(s_journal_dir, &a->sp), 0, "%s", tc_errmsg());
     cr_assert_eq(tc_jobs_new(&a->h, a->sp, "agent-b", &a->jobs), 0, "%s", tc_errmsg());
 }
 
@@ -84,9 +84,9 @@ static int s_wait(tc_jobs_t *jobs, char *msg, size_t size)
     return 1;
 }
 
-/* The ConvResults message ids in the spool (sorted, as the spool lists
+/* The ConvResults message ids waiting in the journal (sorted, as it lists
  * them); every one valid, from agent-b, on `uuid`. Returns the count and
- * removes all messages (as acknowledgements would) when `ack`. */
+ * acknowledges all messages when `ack`. */
 static size_t s_spooled_results(tc_journal_t *sp, const char *uuid, char (*ids)[TC_MSGID_LEN + 1],
                                 size_t max, size_t *progress, bool ack)
 {
@@ -136,12 +136,13 @@ static int s_file_record(const tc_envelope_t *env, void *arg)
     return 0;
 }
 
-static void s_read_file(const char *uuid, s_file_t *f)
+/* The results the job kept for the device (delivered or not). */
+static void s_read_kept(s_agent_t *a, const char *uuid, s_file_t *f)
 {
-    char path[600];
-    snprintf(path, sizeof path, "%s/bench-%s-heuristic.tcr", s_results, uuid);
+    char name[600];
+    tc_job_results_name(name, sizeof name, "bench-%s-heuristic", uuid);
     memset(f, 0, sizeof *f);
-    cr_assert_eq(tc_resultfile_read(path, false, s_file_record, f, NULL), 0, "%s", tc_errmsg());
+    cr_assert_eq(tc_journal_each(a->sp, name, s_file_record, f), 0, "%s", tc_errmsg());
 }
 
 static int s_idcmp(const void *a, const void *b)
@@ -195,17 +196,17 @@ Test(bench_job, a_request_is_measured_once_and_answered_again_from_the_results, 
     cr_assert_eq(tc_jobs_submit(a.jobs, env), 0, "%s", tc_errmsg());
     char msg[1024];
     cr_assert_eq(s_wait(a.jobs, msg, sizeof msg), 0, "%s", msg);
-    /* 2 configs x 3 directions, each once, in the spool and the file. */
+    /* 2 configs x 3 directions, each once, delivered and kept. */
     char first[8][TC_MSGID_LEN + 1];
     size_t progress = 0;
     cr_assert_eq(s_spooled_results(a.sp, uuid, first, 8, &progress, true), 6);
     cr_assert_geq(progress, 2, "running and done are reported");
     s_file_t f;
-    s_read_file(uuid, &f);
+    s_read_kept(&a, uuid, &f);
     cr_assert_eq(f.n, 6);
     qsort(f.ids, f.n, sizeof f.ids[0], s_idcmp);
     for (int i = 0; i < 6; i++)
-        cr_assert_str_eq(first[i], f.ids[i], "the spool carries the file's message ids");
+        cr_assert_str_eq(first[i], f.ids[i], "what was sent is what was kept");
 
     /* Asked again (say the store lost them): nothing is measured, the same
      * messages are sent again. */
@@ -218,7 +219,7 @@ Test(bench_job, a_request_is_measured_once_and_answered_again_from_the_results, 
     cr_assert_eq(s_spooled_results(a.sp, uuid, again, 8, NULL, true), 6);
     for (int i = 0; i < 6; i++)
         cr_assert_str_eq(again[i], first[i]);
-    s_read_file(uuid, &f);
+    s_read_kept(&a, uuid, &f);
     cr_assert_eq(f.n, 6, "nothing measured twice");
 
     /* A request for a device this agent does not have fails. */
@@ -250,53 +251,47 @@ static int s_models_job(s_agent_t *a, char *msg, size_t size)
     return s_wait(a->jobs, msg, size);
 }
 
-static void s_write_mark(const char *uuid, const char *text)
-{
-    char path[700];
-    snprintf(path, sizeof path, "%s/bench-%s-heuristic.tcr.spooled", s_results, uuid);
-    FILE *m = fopen(path, "w");
-    cr_assert_not_null(m);
-    fputs(text, m);
-    fclose(m);
-}
-
-Test(bench_job, models_are_resumed_and_an_unspooled_tail_is_caught_up, .timeout = 180)
+Test(bench_job, models_are_resumed_and_a_result_torn_by_a_crash_is_measured_again,
+     .timeout = 240)
 {
     s_agent_t a;
     s_agent(&a);
     char uuid[128], msg[1024];
     snprintf(uuid, sizeof uuid, "%s", a.dev->uuid);
     /* squeezenet1_1 at 32 px, batch 1: 53 items (its first conv has no
-     * backward-data pass). */
+     * backward-data pass). A local job sends no progress: the journal
+     * ends with the last result. */
     cr_assert_eq(s_models_job(&a, msg, sizeof msg), 0, "%s", msg);
-    size_t n = s_spooled_results(a.sp, uuid, NULL, 0, NULL, true);
-    cr_assert_eq(n, 53);
+    cr_assert_eq(s_spooled_results(a.sp, uuid, NULL, 0, NULL, false), 53);
     s_file_t f;
-    s_read_file(uuid, &f);
+    s_read_kept(&a, uuid, &f);
     cr_assert_eq(f.n, 53);
 
     /* The same job again measures and sends nothing. */
     cr_assert_eq(s_models_job(&a, msg, sizeof msg), 0, "%s", msg);
-    cr_assert_eq(tc_journal_waiting(a.sp), 0, "nothing new: nothing sent");
-    s_read_file(uuid, &f);
+    cr_assert_eq(tc_journal_waiting(a.sp), 53, "nothing new");
+    s_read_kept(&a, uuid, &f);
     cr_assert_eq(f.n, 53);
+    char last[TC_MSGID_LEN + 1];
+    snprintf(last, sizeof last, "%s", f.ids[52]);
 
-    /* As after a crash between appending and spooling: the mark says 50. */
-    char mark[128];
-    snprintf(mark, sizeof mark, "50 %s\n", f.ids[49]);
-    s_write_mark(uuid, mark);
+    /* A crash in the middle of writing the last result: the next start
+     * cuts it off, and the job measures that one item again. */
+    s_agent_free(&a);
+    char log[400];
+    snprintf(log, sizeof log, "%s/log", s_journal_dir);
+    struct stat st;
+    cr_assert_eq(stat(log, &st), 0);
+    cr_assert_eq(truncate(log, st.st_size - 10), 0);
+    s_agent(&a);
+    s_read_kept(&a, uuid, &f);
+    cr_assert_eq(f.n, 52, "the torn result is gone");
+    cr_assert_eq(tc_journal_waiting(a.sp), 52);
     cr_assert_eq(s_models_job(&a, msg, sizeof msg), 0, "%s", msg);
-    char ids[4][TC_MSGID_LEN + 1];
-    cr_assert_eq(s_spooled_results(a.sp, uuid, ids, 4, NULL, true), 3);
-    for (int i = 0; i < 3; i++)
-        cr_assert_str_eq(ids[i], f.ids[50 + i], "the records after the mark, with their ids");
-
-    /* A mark that does not match the file: everything is spooled again. */
-    s_write_mark(uuid, "50 01ARZ3NDEKTSV4RRFFQ69G5FAV\n");
-    cr_assert_eq(s_models_job(&a, msg, sizeof msg), 0, "%s", msg);
+    s_read_kept(&a, uuid, &f);
+    cr_assert_eq(f.n, 53, "one item measured again");
+    cr_assert_str_neq(f.ids[52], last, "a new measurement, a new message id");
     cr_assert_eq(s_spooled_results(a.sp, uuid, NULL, 0, NULL, true), 53);
-    s_read_file(uuid, &f);
-    cr_assert_eq(f.n, 53, "still nothing measured twice");
     s_agent_free(&a);
 }
 

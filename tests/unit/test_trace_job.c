@@ -1,5 +1,5 @@
 /* Trace jobs (`agent run`, `agent serve`) through the built-in job
- * handlers: the traces land in the spool as TrainTrace envelopes with the
+ * handlers: the traces land in the journal as TrainTrace envelopes with the
  * model graph attached. Uses the fake runner, so no training happens. */
 #include "jobs.h"
 #include "journal.h"
@@ -17,7 +17,7 @@ static char s_dir[256];
 
 static void s_setup(void)
 {
-    tc_test_scratch_dir("trace_job", "spool", s_dir, sizeof s_dir);
+    tc_test_scratch_dir("trace_job", "journal", s_dir, sizeof s_dir);
 }
 
 static void s_teardown(void)
@@ -39,21 +39,21 @@ static int s_wait(tc_jobs_t *jobs, int *status, char *msg, size_t size)
 
 static tc_jobs_t *s_jobs(const char *mode, tc_journal_t **sp, tc_job_handlers_t *h)
 {
-    static char runner[700], spool_dir[300];
+    static char runner[700], journal_dir[300];
     char script[512];
     tc_test_source_path("tests/runners/fake_runner.sh", script, sizeof script);
     snprintf(runner, sizeof runner, "%s %s", script, mode);
-    snprintf(spool_dir, sizeof spool_dir, "%s/spool", s_dir);
+    snprintf(journal_dir, sizeof journal_dir, "%s/journal", s_dir);
     tc_job_settings_t js = {.device = "cpu", .runner = runner};
     cr_assert_eq(tc_job_handlers_builtin(&js, h), 0, "%s", tc_errmsg());
     cr_assert_not_null(h->trace, "this build traces");
-    cr_assert_eq(tc_journal_open(spool_dir, sp), 0, "%s", tc_errmsg());
+    cr_assert_eq(tc_journal_open(journal_dir, sp), 0, "%s", tc_errmsg());
     tc_jobs_t *jobs = NULL;
     cr_assert_eq(tc_jobs_new(h, *sp, "agent-t", &jobs), 0, "%s", tc_errmsg());
     return jobs;
 }
 
-Test(trace_job, a_local_trace_job_spools_one_trace_per_model_and_batch, .timeout = 300)
+Test(trace_job, a_local_trace_job_sends_one_trace_per_model_and_batch, .timeout = 300)
 {
     tc_journal_t *sp = NULL;
     tc_job_handlers_t h;
@@ -106,7 +106,7 @@ Test(trace_job, a_local_trace_job_spools_one_trace_per_model_and_batch, .timeout
 
 /* Submit a one-trace job (model at batch 2) on `uuid` (may be NULL) that
  * must fail: returns its status, with the message in msg. Nothing may
- * reach the spool. */
+ * reach the journal. */
 static int s_failing_job(const char *model, const char *uuid, char *msg, size_t size)
 {
     tc_journal_t *sp = NULL;
@@ -148,8 +148,8 @@ Test(trace_job, a_bad_model_fails_the_job_before_training, .timeout = 120)
     cr_assert(strstr(msg, "no_such_net"), "%s", msg);
 }
 
-/* The TrainTrace messages in the spool: their ids (sorted) into ids[], all
- * removed afterwards when `ack`. Each is on `uuid` with `threads`. */
+/* The TrainTrace messages waiting in the journal: their ids (sorted) into
+ * ids[], all acknowledged afterwards when `ack`. Each is on `uuid` with `threads`. */
 static size_t s_spooled_traces(tc_journal_t *sp, const char *uuid, uint32_t threads,
                                char (*ids)[TC_MSGID_LEN + 1], size_t max, bool ack)
 {
@@ -182,13 +182,12 @@ static size_t s_spooled_traces(tc_journal_t *sp, const char *uuid, uint32_t thre
 
 Test(trace_job, traces_use_the_cpu_thread_count_and_resume_from_the_results, .timeout = 300)
 {
-    char runner[700], script[512], spool_dir[300], results[300];
+    char runner[700], script[512], journal_dir[300];
     tc_test_source_path("tests/runners/fake_runner.sh", script, sizeof script);
     snprintf(runner, sizeof runner, "%s ok", script);
-    snprintf(spool_dir, sizeof spool_dir, "%s/spool", s_dir);
-    snprintf(results, sizeof results, "%s/results", s_dir);
+    snprintf(journal_dir, sizeof journal_dir, "%s/journal", s_dir);
     tc_job_settings_t js = {.device = "cpu", .threads = 1, .runner = runner,
-                            .results_dir = results};
+                            .keep_results = true};
     tc_job_handlers_t h;
     cr_assert_eq(tc_job_handlers_builtin(&js, &h), 0, "%s", tc_errmsg());
     Traincast__V1__Device *const *devs = NULL;
@@ -199,7 +198,7 @@ Test(trace_job, traces_use_the_cpu_thread_count_and_resume_from_the_results, .ti
     snprintf(uuid, sizeof uuid, "%s", devs[0]->uuid);
     cr_assert_eq(devs[0]->threads, 1);
     tc_journal_t *sp = NULL;
-    cr_assert_eq(tc_journal_open(spool_dir, &sp), 0);
+    cr_assert_eq(tc_journal_open(journal_dir, &sp), 0);
     tc_jobs_t *jobs = NULL;
     cr_assert_eq(tc_jobs_new(&h, sp, "agent-t", &jobs), 0);
 
@@ -222,7 +221,7 @@ Test(trace_job, traces_use_the_cpu_thread_count_and_resume_from_the_results, .ti
     char first[2][TC_MSGID_LEN + 1];
     cr_assert_eq(s_spooled_traces(sp, uuid, 1, first, 2, true), 2);
 
-    /* Again from the command line: both traces are in the results. */
+    /* Again from the command line: both traces were kept. */
     cr_assert_eq(tc_jobs_submit_local(jobs, TC_JOB_TRACE, &req), 0);
     cr_assert(s_wait(jobs, &status, msg, sizeof msg));
     cr_assert_eq(status, 0, "%s", msg);
