@@ -11,7 +11,7 @@ static const tc_command_t s_commands[] = {
     {"bench", tc_cmd_bench, "benchmark every conv of some models at some batch sizes"},
     {"keygen", tc_cmd_keygen, "create this agent's CURVE key pair"},
     {"push", tc_cmd_push, "send result files (bench/trace --out) to the aggregator"},
-    {"status", tc_cmd_status, "the spool: messages waiting, and those refused and why"},
+    {"status", tc_cmd_status, "the journal: messages waiting, and those refused and why"},
     {"serve", tc_cmd_serve, "stay connected and run the aggregator's jobs"},
     {"run", tc_cmd_run, "benchmark, trace and send in one go"},
     {"model", tc_cmd_model, "describe a CNN: layers, conv configs, non-conv features"},

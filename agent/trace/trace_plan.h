@@ -1,7 +1,7 @@
 /* A set of training traces to measure: models × batch sizes on one device,
  * with one runner and one set of training settings. Used by `agent trace`
  * (results to a file, resumable) and by trace jobs (`agent run`, `agent
- * serve`: results to the spool). Each finished trace is handed to a sink as
+ * serve`: results to the journal). Each finished trace is handed to a sink as
  * a validated TrainTrace envelope. */
 #ifndef TC_TRACE_PLAN_H
 #define TC_TRACE_PLAN_H

@@ -1,5 +1,5 @@
 /* aggregator status: agents, their devices (local or imported), when they
- * were last seen, their spool backlog, what is stored, and the job queue. */
+ * were last seen, their backlog (messages waiting in their journals), what is stored, and the job queue. */
 #include "commands.h"
 #include "store.h"
 #include "store_server.h"
@@ -99,7 +99,7 @@ int tc_cmd_status(int argc, char **argv)
     };
     const tc_cmd_spec_t spec = {
         .prog = "aggregator status",
-        .summary = "Show the agents (last seen, spool backlog, messages stored), the devices "
+        .summary = "Show the agents (last seen, backlog, messages stored), the devices "
                    "with what each\nhas measured and where it came from (an agent of this "
                    "fleet, or an imported set), totals\nstored, and the job queue.",
         .max_positional = 0,

@@ -161,7 +161,7 @@ static int s_wait_for_database(tc_server_t *s)
         }
         int64_t now = tc_server_now_ms();
         if (!waiting) {
-            tc_log_warn("waiting for the database: %s; agents keep their results spooled "
+            tc_log_warn("waiting for the database: %s; agents keep their results in their journals "
                         "until it is up",
                         tc_errmsg());
             waiting = true;
@@ -276,7 +276,7 @@ int tc_server_run(const tc_server_opts_t *opts)
         TC_TRY(tc_curve_check());
     }
     /* The schema must match before anything is accepted; while the
-     * database is unreachable, wait (agents keep their results spooled). */
+     * database is unreachable, wait (agents keep their results in their journals). */
     TC_TRY(s_wait_for_database(s));
     if (*s->o.stop)
         goto err;
