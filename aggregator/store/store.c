@@ -112,11 +112,14 @@ int tc_store_begin(tc_store_t *s)
 
 int tc_store_commit(tc_store_t *s)
 {
-    return tc_store_query(s, NULL, "COMMIT", "COMMIT", 0, NULL);
+    int rc = tc_store_query(s, NULL, "COMMIT", "COMMIT", 0, NULL);
+    tc_store_seen_settle(s, rc == 0);
+    return rc;
 }
 
 void tc_store_rollback(tc_store_t *s)
 {
+    tc_store_seen_settle(s, false);
     if (PQtransactionStatus(s->conn) == PQTRANS_IDLE)
         return;
     PGresult *res = PQexec(s->conn, "ROLLBACK");
@@ -144,6 +147,7 @@ void tc_store_msg_rollback(tc_store_t *s, int nested)
         tc_store_rollback(s);
         return;
     }
+    tc_store_seen_settle(s, false); /* what this message recorded, and more: only a cache */
     PGresult *res = PQexec(s->conn, "ROLLBACK TO SAVEPOINT tc_msg");
     PQclear(res);
     res = PQexec(s->conn, "RELEASE SAVEPOINT tc_msg");
@@ -180,6 +184,7 @@ static int s_connect(tc_store_t *self)
         PQfinish(self->conn);
     self->staged = 0;
     self->lookup_ready = 0;
+    self->n_seen = 0;
     self->conn = PQconnectdb(self->dsn);
     if (!self->conn)
         return tc_fail(TC_ENOMEM, "out of memory connecting to the database");

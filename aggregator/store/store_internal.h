@@ -7,6 +7,20 @@
 #include "tc_buf.h"
 
 #include <libpq-fe.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+/* An agent or device this connection recorded (store_seen.c). */
+typedef struct {
+    uint64_t key;     /* hash of what it is: "agent" or "device" and its id */
+    uint64_t details; /* hash of the values recorded */
+    char id[32];      /* the device's id */
+    int64_t at_ms;    /* when (monotonic) */
+    bool pending;     /* recorded in the open transaction, not yet committed */
+} tc_store_seen_t;
+#define TC_STORE_SEEN_MAX 64
+/* How long a recorded agent or device needs no new upsert. */
+#define TC_STORE_SEEN_MS 5000
 
 struct tc_store {
     PGconn *conn;
@@ -22,7 +36,34 @@ struct tc_store {
      * traced model once, not once per device. */
     struct tc_store_layers *layers;
     size_t n_layers;
+    /* Agents and devices recorded lately: their upsert locks the row until
+     * commit, so every message doing it made concurrent workers wait for
+     * each other; within TC_STORE_SEEN_MS of a committed upsert with the
+     * same values, a message skips it (last_seen is that fresh). */
+    tc_store_seen_t seen[TC_STORE_SEEN_MAX];
+    size_t n_seen;
 };
+
+/* FNV-1a of `text` (NULL hashes apart from "") continuing from `h` (0 to
+ * start), with a separator after it. */
+uint64_t tc_store_seen_hash(uint64_t h, const char *text);
+/* Whether `key` was recorded with `details` in a committed transaction less
+ * than TC_STORE_SEEN_MS ago (its id, when `id`, goes there). */
+bool tc_store_seen_get(tc_store_t *s, uint64_t key, uint64_t details, char id[32]);
+/* Note that `key` was just recorded with `details` (pending until commit). */
+void tc_store_seen_put(tc_store_t *s, uint64_t key, uint64_t details, const char *id);
+/* The open transaction committed (pending entries stand) or rolled back
+ * (they go). */
+void tc_store_seen_settle(tc_store_t *s, bool committed);
+
+/* Upsert the agent of a message (with its Hello's details when `h`), and
+ * a device by uuid, its id going to device_id as a decimal string
+ * (store_put.c). */
+int tc_store_put_agent(tc_store_t *s, const tc_envelope_t *env, const Traincast__V1__Hello *h);
+int tc_store_put_device(tc_store_t *s, const char *agent_id, const Traincast__V1__Device *d,
+                        char device_id[32]);
+/* Store the rows of a ConvResults message (store_put_conv.c). */
+int tc_store_put_conv_results(tc_store_t *s, const tc_envelope_t *env);
 
 /* Free the layer cache (store_model.c). */
 void tc_store_layers_clear(tc_store_t *s);

@@ -18,9 +18,10 @@ typedef Traincast__V1__Device device_t;
 #define CFG_COLS_DEF TC_SQL_CONV_KEY_DEFS
 #define CFG_JOIN(a, b) TC_SQL_CONV_KEY_EQ(a, b)
 
-/* Staging tables live for the connection and are emptied at each commit.
- * They are created outside any transaction (tc_store_begin calls this before
- * BEGIN), so that the rollback of a failed message cannot drop them. */
+/* The staging table of model convs lives for the connection and is emptied
+ * at each commit. It is created outside any transaction (tc_store_begin
+ * calls this before BEGIN), so that the rollback of a failed message cannot
+ * drop it. */
 int tc_store_staging(tc_store_t *s)
 {
     if (s->staged)
@@ -30,15 +31,6 @@ int tc_store_staging(tc_store_t *s)
                                "transaction (a bug: store through tc_store_put)");
     int rc = tc_store_exec(
         s,
-        "CREATE TEMP TABLE IF NOT EXISTS tc_stage_results (seq integer, " CFG_COLS_DEF
-        ", batch integer, direction text, policy text, algo text, algo_id integer, "
-        "median_ms double precision, min_ms double precision, max_ms double precision, "
-        "stddev_ms double precision, repetitions integer, workspace_bytes bigint, "
-        "measured_at timestamptz, samples_ms double precision[], sample_offsets_us bigint[], "
-        "route text, sm_clock_mhz integer, power_w double precision) ON COMMIT DELETE ROWS;"
-        "CREATE TEMP TABLE IF NOT EXISTS tc_stage_cands (seq integer, algo text, algo_id "
-        "integer, time_ms double precision, workspace_bytes bigint, status text, message text) "
-        "ON COMMIT DELETE ROWS;"
         "CREATE TEMP TABLE IF NOT EXISTS tc_stage_convs (" CFG_COLS_DEF
         ", first_layer boolean, multiplicity integer) ON COMMIT DELETE ROWS",
         NULL, 0);
@@ -47,12 +39,16 @@ int tc_store_staging(tc_store_t *s)
     return rc;
 }
 
-static int s_put_agent(tc_store_t *s, const tc_envelope_t *env, const Traincast__V1__Hello *h)
+int tc_store_put_agent(tc_store_t *s, const tc_envelope_t *env, const Traincast__V1__Hello *h)
 {
     if (s->import_id)
         return 0; /* an agent of another fleet: not one of ours */
+    uint64_t key = tc_store_seen_hash(tc_store_seen_hash(0, "agent"), env->agent_id);
+    if (!h && tc_store_seen_get(s, key, 0, NULL))
+        return 0;
     const char *params[] = {env->agent_id, h ? h->agent_name : NULL, h ? h->host : NULL,
                             h ? h->agent_version : NULL};
+    tc_store_seen_put(s, key, 0, NULL);
     return tc_store_query(s, NULL, "recording the agent",
                           "INSERT INTO agents (agent_id, name, host, version) "
                           "VALUES ($1, $2, $3, $4) ON CONFLICT (agent_id) DO UPDATE SET "
@@ -96,7 +92,7 @@ static int s_put_imported_device(tc_store_t *s, const device_t *d, const char *c
 }
 
 /* Upsert a device by uuid; its id goes to device_id (a decimal string). */
-static int s_put_device(tc_store_t *s, const char *agent_id, const device_t *d,
+int tc_store_put_device(tc_store_t *s, const char *agent_id, const device_t *d,
                         char device_id[32])
 {
     char idx[16], mp[16], thr[16], mem[32], clk[16], mclk[16];
@@ -122,6 +118,11 @@ static int s_put_device(tc_store_t *s, const char *agent_id, const device_t *d,
                             import_id};
     if (s->import_id)
         return s_put_imported_device(s, d, params, device_id);
+    uint64_t key = tc_store_seen_hash(tc_store_seen_hash(0, "device"), d->uuid), details = 0;
+    for (size_t i = 0; i < 18; i++)
+        details = tc_store_seen_hash(details, params[i]);
+    if (tc_store_seen_get(s, key, details, device_id))
+        return 0;
     PGresult *res = NULL;
     int rc = tc_store_query(
         s, &res, "recording the device",
@@ -143,79 +144,18 @@ static int s_put_device(tc_store_t *s, const char *agent_id, const device_t *d,
         return rc;
     snprintf(device_id, 32, "%s", PQgetvalue(res, 0, 0));
     PQclear(res);
+    tc_store_seen_put(s, key, details, device_id);
     return 0;
 }
 
 static int s_put_hello(tc_store_t *s, const tc_envelope_t *env)
 {
     const Traincast__V1__Hello *h = env->hello;
-    int rc = s_put_agent(s, env, h);
+    int rc = tc_store_put_agent(s, env, h);
     for (size_t i = 0; rc == 0 && i < h->n_devices; i++) {
         char id[32];
-        rc = s_put_device(s, env->agent_id, h->devices[i], id);
+        rc = tc_store_put_device(s, env->agent_id, h->devices[i], id);
     }
-    return rc;
-}
-
-static int s_put_conv_results(tc_store_t *s, const tc_envelope_t *env)
-{
-    const Traincast__V1__ConvResults *cr = env->conv_results;
-    char device_id[32];
-    int rc = s_put_agent(s, env, NULL);
-    if (rc == 0)
-        rc = s_put_device(s, env->agent_id, cr->device, device_id);
-    if (rc == 0)
-        rc = tc_store_staging(s);
-    if (rc < 0)
-        return rc;
-
-    tc_buf_t rows = {0}, cands = {0};
-    tc_rows_conv_results(cr, &rows, &cands);
-    rc = tc_store_copy(s, "staging conv results", "COPY tc_stage_results FROM STDIN", &rows);
-    if (rc == 0)
-        rc = tc_store_query(s, NULL, "recording conv configs",
-                            "INSERT INTO conv_configs (" CFG_COLS ") SELECT DISTINCT " CFG_COLS
-                            " FROM tc_stage_results ON CONFLICT DO NOTHING",
-                            0, NULL);
-    if (rc == 0) {
-        const char *params[] = {env->message_id, device_id, cr->backend,
-                                cr->device->library_version};
-        rc = tc_store_query(
-            s, NULL, "recording conv results",
-            "INSERT INTO conv_results (message_id, seq, device_id, config_id, batch, direction, "
-            "policy, backend, algo, algo_id, median_ms, min_ms, max_ms, stddev_ms, repetitions, "
-            "workspace_bytes, measured_at, samples_ms, sample_offsets_us, route, "
-            "library_version, sm_clock_mhz, power_w) "
-            "SELECT $1, st.seq, $2::bigint, cc.config_id, st.batch, st.direction, st.policy, "
-            "nullif($3, ''), st.algo, st.algo_id, st.median_ms, st.min_ms, st.max_ms, "
-            "st.stddev_ms, st.repetitions, st.workspace_bytes, st.measured_at, st.samples_ms, "
-            "st.sample_offsets_us, st.route, nullif($4, ''), st.sm_clock_mhz, st.power_w "
-            "FROM tc_stage_results st JOIN conv_configs cc ON " CFG_JOIN(
-                "cc", "st") " ORDER BY st.seq",
-            4, params);
-    }
-    if (rc == 0 && cands.len) {
-        rc = tc_store_copy(s, "staging algorithm timings", "COPY tc_stage_cands FROM STDIN",
-                           &cands);
-        const char *params[] = {env->message_id};
-        if (rc == 0)
-            rc = tc_store_query(
-                s, NULL, "recording algorithm timings",
-                "INSERT INTO conv_algo_timings (result_id, algo, algo_id, time_ms, "
-                "workspace_bytes, status, message) SELECT r.result_id, c.algo, c.algo_id, "
-                "c.time_ms, c.workspace_bytes, c.status, c.message FROM tc_stage_cands c "
-                "JOIN conv_results r ON r.message_id = $1 AND r.seq = c.seq",
-                1, params);
-    }
-    /* Emptied at commit, but several messages may share a transaction. */
-    if (rc == 0)
-        rc = tc_store_query(s, NULL, "clearing staged results", "DELETE FROM tc_stage_results",
-                            0, NULL);
-    if (rc == 0 && cands.len)
-        rc = tc_store_query(s, NULL, "clearing staged timings", "DELETE FROM tc_stage_cands", 0,
-                            NULL);
-    tc_buf_free(&rows);
-    tc_buf_free(&cands);
     return rc;
 }
 
@@ -298,9 +238,9 @@ static int s_put_model_graph(tc_store_t *s, const Traincast__V1__ModelGraph *g)
 static int s_put_trace_refs(tc_store_t *s, const tc_envelope_t *env, char device_id[32])
 {
     const Traincast__V1__TrainTrace *t = env->train_trace;
-    int rc = s_put_agent(s, env, NULL);
+    int rc = tc_store_put_agent(s, env, NULL);
     if (rc == 0)
-        rc = s_put_device(s, env->agent_id, t->device, device_id);
+        rc = tc_store_put_device(s, env->agent_id, t->device, device_id);
     if (rc == 0 && t->graph)
         rc = s_put_model_graph(s, t->graph);
     return rc;
@@ -536,10 +476,10 @@ int tc_store_put_from(tc_store_t *self, const tc_envelope_t *env, const char *ke
             rc = s_put_hello(self, env);
             break;
         case TRAINCAST__V1__ENVELOPE__BODY_CONV_RESULTS:
-            rc = s_put_conv_results(self, env);
+            rc = tc_store_put_conv_results(self, env);
             break;
         case TRAINCAST__V1__ENVELOPE__BODY_MODEL_GRAPH:
-            rc = s_put_agent(self, env, NULL);
+            rc = tc_store_put_agent(self, env, NULL);
             if (rc == 0)
                 rc = s_put_model_graph(self, env->model_graph);
             break;

@@ -119,15 +119,47 @@ void tc_copy_conv_key(tc_buf_t *b, const Traincast__V1__ConvConfig *c)
 #undef X
 }
 
-void tc_rows_conv_results(const Traincast__V1__ConvResults *cr, tc_buf_t *rows, tc_buf_t *cands)
+static void s_json_U32(tc_buf_t *b, const char *name, uint32_t v)
+{
+    tc_buf_printf(b, "\"%s\":%u,", name, v);
+}
+
+static void s_json_DTYPE(tc_buf_t *b, const char *name, Traincast__V1__DType v)
+{
+    tc_buf_printf(b, "\"%s\":\"%s\",", name, tc_dtype_name(v));
+}
+
+static void s_json_LAYOUT(tc_buf_t *b, const char *name, Traincast__V1__Layout v)
+{
+    tc_buf_printf(b, "\"%s\":\"%s\",", name, tc_layout_name(v));
+}
+
+static void s_json_BOOL(tc_buf_t *b, const char *name, protobuf_c_boolean v)
+{
+    tc_buf_printf(b, "\"%s\":%s,", name, v ? "true" : "false");
+}
+
+void tc_json_conv_key(tc_buf_t *b, const Traincast__V1__ConvConfig *c)
+{
+#define X(x, y, name, kind, first) s_json_##kind(b, #name, c->name);
+    TC_CONV_KEY(X, , )
+#undef X
+}
+
+void tc_rows_conv_results(const Traincast__V1__ConvResults *cr, const tc_rows_conv_ids_t *ids,
+                          tc_buf_t *rows, tc_buf_t *cands)
 {
     for (size_t i = 0; i < cr->n_results; i++) {
         const Traincast__V1__ConvResult *r = cr->results[i];
+        tc_copy_int(rows, ids->result_ids[i], 0);
+        tc_copy_text(rows, ids->message_id, 0);
         tc_copy_int(rows, (long long)i, 0);
-        tc_copy_conv_key(rows, r->config);
+        tc_copy_text(rows, ids->device_id, 0);
+        tc_copy_int(rows, ids->config_ids[i], 0);
         tc_copy_int(rows, r->config->n, 0);
         tc_copy_text(rows, tc_direction_name(r->direction), 0);
         tc_copy_text(rows, tc_policy_name(r->policy), 0);
+        tc_copy_text(rows, cr->backend && *cr->backend ? cr->backend : NULL, 0);
         tc_copy_text(rows, r->algo, 0);
         tc_copy_int(rows, r->algo_id, 0);
         tc_copy_double(rows, r->median_ms, 0);
@@ -141,6 +173,8 @@ void tc_rows_conv_results(const Traincast__V1__ConvResults *cr, tc_buf_t *rows, 
         tc_copy_int_array(rows, (const long long *)r->sample_offsets_us, r->n_sample_offsets_us,
                           0);
         tc_copy_text(rows, r->route && *r->route ? r->route : NULL, 0);
+        const char *lib = cr->device ? cr->device->library_version : NULL;
+        tc_copy_text(rows, lib && *lib ? lib : NULL, 0);
         if (r->sm_clock_mhz)
             tc_copy_int(rows, r->sm_clock_mhz, 0);
         else
@@ -151,7 +185,7 @@ void tc_rows_conv_results(const Traincast__V1__ConvResults *cr, tc_buf_t *rows, 
             tc_copy_text(rows, NULL, 1);
         for (size_t j = 0; j < r->n_candidates; j++) {
             const Traincast__V1__AlgoTiming *a = r->candidates[j];
-            tc_copy_int(cands, (long long)i, 0);
+            tc_copy_int(cands, ids->result_ids[i], 0);
             tc_copy_text(cands, a->algo, 0);
             tc_copy_int(cands, a->algo_id, 0);
             tc_copy_double(cands, a->time_ms, 0);

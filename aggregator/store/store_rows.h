@@ -14,8 +14,8 @@
 #include <stddef.h>
 
 /* Columns of each row kind, for checks. */
-#define TC_ROWS_RESULT_COLS (1 + TC_CONV_KEY_FIELDS + 17) /* tc_stage_results */
-#define TC_ROWS_CAND_COLS 7     /* tc_stage_cands */
+#define TC_ROWS_RESULT_COLS 24 /* conv_results (TC_ROWS_RESULT_COLUMNS) */
+#define TC_ROWS_CAND_COLS 7     /* conv_algo_timings (TC_ROWS_CAND_COLUMNS) */
 #define TC_ROWS_LAYER_COLS 10   /* model_layers */
 #define TC_ROWS_CONV_COLS (TC_CONV_KEY_FIELDS + 2)       /* tc_stage_convs */
 #define TC_ROWS_ITER_COLS 6     /* trace_iterations */
@@ -37,10 +37,31 @@ void tc_copy_conv_key(tc_buf_t *b, const Traincast__V1__ConvConfig *c);
 /* Format a unix-microsecond time for a timestamptz parameter. */
 void tc_store_time_param(long long us, char *buf, size_t size);
 
-/* A ConvResults' results (one row each, numbered by `seq`) and their
- * candidate algorithms (keyed by the same seq). */
-void tc_rows_conv_results(const Traincast__V1__ConvResults *cr, tc_buf_t *results,
-                          tc_buf_t *cands);
+/* The columns of those rows, for the COPY statements. */
+#define TC_ROWS_RESULT_COLUMNS                                                                     \
+    "result_id, message_id, seq, device_id, config_id, batch, direction, policy, backend, algo, " \
+    "algo_id, median_ms, min_ms, max_ms, stddev_ms, repetitions, workspace_bytes, measured_at, "   \
+    "samples_ms, sample_offsets_us, route, library_version, sm_clock_mhz, power_w"
+#define TC_ROWS_CAND_COLUMNS                                                                       \
+    "result_id, algo, algo_id, time_ms, workspace_bytes, status, message"
+
+/* What the store resolved for a ConvResults: the message and device, and
+ * per result (in message order) its new result id and its config's id. */
+typedef struct {
+    const char *message_id;
+    const char *device_id;
+    const long long *result_ids;
+    const long long *config_ids;
+} tc_rows_conv_ids_t;
+
+/* A ConvResults' rows of conv_results (one per result, `seq` its position)
+ * and of conv_algo_timings (its candidate algorithms), ready to COPY into
+ * the tables themselves. */
+void tc_rows_conv_results(const Traincast__V1__ConvResults *cr, const tc_rows_conv_ids_t *ids,
+                          tc_buf_t *results, tc_buf_t *cands);
+/* The conv key's members as JSON object members, each followed by a comma
+ * ("c":64,...,"bias":false,), for json_populate_recordset. */
+void tc_json_conv_key(tc_buf_t *b, const Traincast__V1__ConvConfig *c);
 /* A trace's settings as a JSON object of strings (for the jsonb column) and
  * as the canonical key fits group by: "name=value" in the trace's order
  * (sorted by name, as validated), joined by "; ". */

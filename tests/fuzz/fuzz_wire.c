@@ -63,11 +63,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (tc_validate_envelope(env) == 0) {
         tc_buf_t a = {0}, b = {0};
         switch (env->body_case) {
-        case TRAINCAST__V1__ENVELOPE__BODY_CONV_RESULTS:
-            tc_rows_conv_results(env->conv_results, &a, &b);
+        case TRAINCAST__V1__ENVELOPE__BODY_CONV_RESULTS: {
+            size_t n = env->conv_results->n_results;
+            long long *ids = calloc(n ? n : 1, sizeof *ids);
+            if (!ids)
+                abort();
+            const tc_rows_conv_ids_t rid = {.message_id = env->message_id, .device_id = "1",
+                                            .result_ids = ids, .config_ids = ids};
+            tc_rows_conv_results(env->conv_results, &rid, &a, &b);
             s_check_rows(&a, TC_ROWS_RESULT_COLS, "conv results");
             s_check_rows(&b, TC_ROWS_CAND_COLS, "candidates");
+            free(ids);
             break;
+        }
         case TRAINCAST__V1__ENVELOPE__BODY_MODEL_GRAPH:
             tc_rows_model_graph(env->model_graph, &a, &b);
             s_check_rows(&a, TC_ROWS_LAYER_COLS, "layers");

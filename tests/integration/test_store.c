@@ -188,6 +188,40 @@ Test(store, conv_results_round_trip)
     cr_assert_eq(s_count("SELECT count(*) FROM best_conv_time"), 5);
 }
 
+/* A device first recorded in a batch that is rolled back is recorded again
+ * by the next message (the connection remembers recent agents and devices
+ * only once their transaction committed), and a device seen lately is not
+ * recorded anew by every message. */
+Test(store, a_device_of_a_rolled_back_batch_is_recorded_again)
+{
+    cr_assert_eq(tc_store_batch_begin(s_store), 0, "%s", tc_errmsg());
+    tc_envelope_t *first = tc_test_envelope("agent-rb");
+    first->body_case = TRAINCAST__V1__ENVELOPE__BODY_CONV_RESULTS;
+    first->conv_results = tc_test_conv_results("uuid-rolled-back", 2);
+    s_put_ok(first, TC_STORE_STORED);
+    tc_store_batch_rollback(s_store);
+    cr_assert_eq(s_count("SELECT count(*) FROM devices WHERE uuid = 'uuid-rolled-back'"), 0);
+
+    for (int i = 0; i < 3; i++) {
+        tc_envelope_t *env = tc_test_envelope("agent-rb");
+        env->body_case = TRAINCAST__V1__ENVELOPE__BODY_CONV_RESULTS;
+        env->conv_results = tc_test_conv_results("uuid-rolled-back", 2);
+        s_put_ok(env, TC_STORE_STORED);
+    }
+    cr_assert_eq(s_count("SELECT count(*) FROM devices WHERE uuid = 'uuid-rolled-back'"), 1);
+    cr_assert_eq(s_count("SELECT count(*) FROM agents WHERE agent_id = 'agent-rb'"), 1);
+    cr_assert_eq(s_count("SELECT count(*) FROM conv_results r JOIN devices d USING (device_id) "
+                         "WHERE d.uuid = 'uuid-rolled-back'"),
+                 6);
+    /* Changed details are recorded at once (a new name: an update). */
+    tc_envelope_t *renamed = tc_test_envelope("agent-rb");
+    renamed->body_case = TRAINCAST__V1__ENVELOPE__BODY_CONV_RESULTS;
+    renamed->conv_results = tc_test_conv_results("uuid-rolled-back", 1);
+    renamed->conv_results->device->name = "renamed device";
+    s_put_ok(renamed, TC_STORE_STORED);
+    cr_assert_eq(s_count("SELECT count(*) FROM devices WHERE name = 'renamed device'"), 1);
+}
+
 Test(store, model_graph_round_trip)
 {
     tc_envelope_t *env = tc_test_envelope("agent-1");
