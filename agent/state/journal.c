@@ -51,17 +51,27 @@ static void s_slot_insert(tc_journal_t *self, size_t idx)
     self->slots[i] = (uint32_t)(idx + 1);
 }
 
+/* Room for one more element in the array *p of *cap elements of `size`
+ * bytes holding n (doubling, from `first`). */
+static int s_grow(tc_journal_t *self, void **p, size_t *cap, size_t n, size_t size, size_t first)
+{
+    if (n < *cap)
+        return 0;
+    size_t nc = *cap ? *cap * 2 : first;
+    void *np = realloc(*p, nc * size);
+    if (!np)
+        return tc_fail(TC_ENOMEM, "out of memory indexing %s", self->path);
+    *p = np;
+    *cap = nc;
+    return 0;
+}
+
 /* Room for one more entry (and its slot). */
 static int s_reserve(tc_journal_t *self)
 {
-    if (self->n == self->cap) {
-        size_t nc = self->cap ? self->cap * 2 : 1024;
-        tc_jentry_t *ne = realloc(self->e, nc * sizeof *ne);
-        if (!ne)
-            return tc_fail(TC_ENOMEM, "out of memory indexing %s", self->path);
-        self->e = ne;
-        self->cap = nc;
-    }
+    int rc = s_grow(self, (void **)&self->e, &self->cap, self->n, sizeof *self->e, 1024);
+    if (rc < 0)
+        return rc;
     if ((self->n + 1) * 2 > self->n_slots) {
         size_t ns = self->n_slots ? self->n_slots * 2 : 4096;
         uint32_t *slots = calloc(ns, sizeof *slots);
@@ -126,14 +136,10 @@ static int s_set_state(tc_journal_t *self, tc_jentry_t *e, uint8_t state)
         self->n_wait--;
     }
     if (state == TC_JSTATE_WAITING && !found) {
-        if (self->n_wait == self->cap_wait) {
-            size_t nc = self->cap_wait ? self->cap_wait * 2 : 256;
-            uint32_t *nw = realloc(self->wait, nc * sizeof *nw);
-            if (!nw)
-                return tc_fail(TC_ENOMEM, "out of memory indexing %s", self->path);
-            self->wait = nw;
-            self->cap_wait = nc;
-        }
+        int rc = s_grow(self, (void **)&self->wait, &self->cap_wait, self->n_wait,
+                        sizeof *self->wait, 256);
+        if (rc < 0)
+            return rc;
         memmove(self->wait + at + 1, self->wait + at, (self->n_wait - at) * sizeof *self->wait);
         self->wait[at] = (uint32_t)(e - self->e);
         self->n_wait++;
