@@ -67,6 +67,7 @@ make_db() {
     key="devices=$devices batches=$batches convs=$(sha256sum <"$repo/tests/data/cnn_set.convs" | cut -c1-16) gen=4"
     if [ "$fresh" -eq 0 ] && [ "$(psql -X -tA "$dsn" -c "SELECT key FROM bench_predict_meta" 2>/dev/null)" = "$key" ]; then
         log "reusing database $name ($key)"
+        "$aggregator" migrate --db "$dsn" >/dev/null # a database of an older schema: brought up to date
     else
         local t0
         t0=$(bench_now)

@@ -61,6 +61,11 @@ typedef struct {
     uint32_t payload_len;
 } tc_jrecord_t;
 
+/* The entry of `id`, or NULL (caller holds the lock). */
+tc_jentry_t *tc_journal_find(const tc_journal_t *self, const char *id);
+/* Flush the log and write the cursor (caller holds the lock). */
+void tc_journal_write_cursor(tc_journal_t *self);
+
 /* Apply one record to the index. */
 int tc_journal_apply(tc_journal_t *self, const tc_jrecord_t *r);
 
