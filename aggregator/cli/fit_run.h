@@ -31,7 +31,8 @@ typedef struct {
          "fraction of the measured time) (default: both)"},                                   \
         {"candidates", TC_OPT_STR, &(c)->candidates, "LIST",                                  \
          "features that forward selection may use (default: total.one, nonconv.layers, "      \
-         "conv.layers, bn.elems, memory.elems, total.params, gemm.flops)"},                   \
+         "conv.layers, bn.elems, act.elems, pool.elems, eltwise.elems, concat.elems, "        \
+         "total.params, gemm.flops, conv.ms)"},                                               \
         {"features", TC_OPT_STR, &(c)->features, "LIST",                                      \
          "use exactly these features, without selection (instead of --candidates)"},          \
         {"stat", TC_OPT_STR, &(c)->stat, "S",                                                 \

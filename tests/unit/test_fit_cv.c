@@ -5,6 +5,8 @@
 #include "predict.h"
 
 #include "tc_error.h"
+#include "tc_test.h"
+#include "tc_test_proc.h"
 #include "tc_test_rng.h"
 
 #include <criterion/criterion.h>
@@ -371,4 +373,24 @@ Test(fit_interval, paired_ratio_interval_cancels_shared_error, .timeout = 10)
     rb[5] = 0;
     cr_assert_eq(tc_predict_ratio_interval(ra, rb, 79, &qlo, &qhi, &pairs), 0);
     cr_expect_eq(pairs, (size_t)79 - 2, "unusable pairs are skipped");
+}
+
+/* `--help` names the default candidates the fit really uses. */
+Test(fit_features, help_lists_the_default_candidates, .timeout = 30)
+{
+    char bin[1024], cmd[1200], out[16384];
+    tc_test_binary("aggregator", bin, sizeof bin);
+    snprintf(cmd, sizeof cmd, "%s fit --help 2>&1", bin);
+    cr_assert_eq(tc_test_run(cmd, out, sizeof out), 0, "%s", out);
+    const char *line = strstr(out, "--candidates");
+    cr_assert_not_null(line, "%s", out);
+    const char *end = strstr(line, "--features");
+    cr_assert_not_null(end);
+    const char *const *names = NULL;
+    size_t n = tc_fit_default_candidates(&names);
+    char help[4096];
+    snprintf(help, sizeof help, "%.*s", (int)(end - line), line);
+    for (size_t i = 0; i < n; i++)
+        cr_expect(strstr(help, names[i]) != NULL, "--help does not name %s: %s", names[i], help);
+    cr_expect(strstr(help, "memory.elems") == NULL, "memory.elems is not a default: %s", help);
 }
