@@ -100,19 +100,39 @@ static int s_frame_put(tc_journal_t *self, tc_buf_t *b, const char *name, const 
     return 0;
 }
 
-static int s_put_named(tc_journal_t *self, const char *name, const char *id, const uint8_t *data,
-                       size_t len, bool *added)
+/* Put n messages as results of `name` with one write and one flush;
+ * *count gets how many wait now and did not before. */
+static int s_put_batch(tc_journal_t *self, const char *name, size_t n, const char *const *ids,
+                       const uint8_t *const *data, const size_t *lens, size_t *count)
 {
-    bool add = false;
     tc_buf_t b = {0};
+    int rc = 0;
+    *count = 0;
     pthread_mutex_lock(&self->lock);
-    int rc = s_frame_put(self, &b, name, id, data, len, &add);
+    for (size_t i = 0; rc == 0 && i < n; i++) {
+        bool add = false, repeated = false;
+        for (size_t j = 0; j < i && !repeated; j++)
+            repeated = !strcmp(ids[j], ids[i]);
+        if (!repeated)
+            rc = s_frame_put(self, &b, name, ids[i], data[i], lens[i], &add);
+        *count += add;
+    }
     if (rc == 0)
         rc = s_commit(self, &b, true);
     pthread_mutex_unlock(&self->lock);
     tc_buf_free(&b);
+    if (rc < 0)
+        *count = 0;
+    return rc;
+}
+
+static int s_put_named(tc_journal_t *self, const char *name, const char *id, const uint8_t *data,
+                       size_t len, bool *added)
+{
+    size_t count = 0;
+    int rc = s_put_batch(self, name, 1, &id, &data, &len, &count);
     if (added)
-        *added = rc == 0 && add;
+        *added = count == 1;
     return rc;
 }
 
@@ -126,23 +146,9 @@ int tc_journal_put_many(tc_journal_t *self, size_t n, const char *const *ids,
                         const uint8_t *const *data, const size_t *lens, size_t *added)
 {
     size_t count = 0;
-    tc_buf_t b = {0};
-    int rc = 0;
-    pthread_mutex_lock(&self->lock);
-    for (size_t i = 0; rc == 0 && i < n; i++) {
-        bool add = false, repeated = false;
-        for (size_t j = 0; j < i && !repeated; j++)
-            repeated = !strcmp(ids[j], ids[i]);
-        if (!repeated)
-            rc = s_frame_put(self, &b, "", ids[i], data[i], lens[i], &add);
-        count += add;
-    }
-    if (rc == 0)
-        rc = s_commit(self, &b, true);
-    pthread_mutex_unlock(&self->lock);
-    tc_buf_free(&b);
+    int rc = s_put_batch(self, "", n, ids, data, lens, &count);
     if (added)
-        *added = rc == 0 ? count : 0;
+        *added = count;
     return rc;
 }
 
