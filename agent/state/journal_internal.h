@@ -88,6 +88,13 @@ int tc_journal_migrate_put(tc_journal_t *self, const char *name, const char *id,
 /* Flush the log to disk. */
 int tc_journal_sync(tc_journal_t *self);
 
+/* Parse a record's body prefix: `have` bytes of a `body_len`-byte body at
+ * log offset `body_off`. False when it is not a well-formed record. */
+bool tc_journal_parse(const uint8_t *p, size_t have, uint32_t body_len, uint64_t body_off,
+                      tc_jrecord_t *r);
+/* A little-endian u32 (the frame's length and CRC). */
+uint32_t tc_journal_u32(const uint8_t *p);
+
 /* pread all of [off, off + len). */
 int tc_journal_pread(const tc_journal_t *self, void *buf, size_t len, uint64_t off);
 

@@ -46,19 +46,11 @@ static int s_apply_written(tc_journal_t *self, const tc_buf_t *b)
     int rc = 0;
     while (rc == 0 && at < b->len) {
         const uint8_t *h = (const uint8_t *)b->data + at;
-        uint32_t len = (uint32_t)h[0] | (uint32_t)h[1] << 8 | (uint32_t)h[2] << 16 |
-                       (uint32_t)h[3] << 24;
-        const uint8_t *p = h + TC_JOURNAL_HEAD;
-        tc_jrecord_t r = {.type = (char)p[0], .frame = self->end + at, .name = ""};
-        memcpy(r.id, p + 1, TC_MSGID_LEN);
-        size_t pre = 1 + TC_MSGID_LEN;
-        if (r.type == TC_JREC_RESULT) {
-            r.name_len = (size_t)p[pre] | (size_t)p[pre + 1] << 8;
-            r.name = (const char *)p + pre + 2;
-            pre += 2 + r.name_len;
-        }
-        r.payload_off = r.frame + TC_JOURNAL_HEAD + pre;
-        r.payload_len = len - (uint32_t)pre;
+        uint32_t len = tc_journal_u32(h);
+        tc_jrecord_t r = {.frame = self->end + at};
+        if (!tc_journal_parse(h + TC_JOURNAL_HEAD, len, len, r.frame + TC_JOURNAL_HEAD, &r))
+            return tc_fail(TC_EINVAL, "internal: a record framed for %s does not parse",
+                           self->path);
         rc = tc_journal_apply(self, &r);
         at += TC_JOURNAL_HEAD + len;
     }
@@ -78,7 +70,7 @@ static int s_commit(tc_journal_t *self, const tc_buf_t *b, bool sync)
 }
 
 /* Frame what putting `id` needs (an R, a Q or nothing) into `b`; caller
- * holds the lock. `seen` holds the ids framed before in this batch. */
+ * holds the lock. */
 static int s_frame_put(tc_journal_t *self, tc_buf_t *b, const char *name, const char *id,
                        const uint8_t *data, size_t len, bool *added)
 {

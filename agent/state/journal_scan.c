@@ -17,7 +17,7 @@ static void s_put_u32(uint8_t *p, uint32_t v)
     p[3] = (uint8_t)(v >> 24);
 }
 
-static uint32_t s_get_u32(const uint8_t *p)
+uint32_t tc_journal_u32(const uint8_t *p)
 {
     return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }
@@ -46,23 +46,6 @@ void tc_journal_frame(tc_buf_t *b, char type, const char *id, const char *name,
     s_put_u32(h + 4, (uint32_t)crc32(0L, h + TC_JOURNAL_HEAD, (uInt)body));
 }
 
-int tc_journal_pread(const tc_journal_t *self, void *buf, size_t len, uint64_t off)
-{
-    size_t done = 0;
-    while (done < len) {
-        ssize_t r = pread(self->fd, (char *)buf + done, len - done, (off_t)(off + done));
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r < 0)
-            return tc_fail(TC_EIO, "reading %s: %s", self->path, strerror(errno));
-        if (r == 0)
-            return tc_fail(TC_EIO, "reading %s: it ends at byte %llu, inside a record",
-                           self->path, (unsigned long long)(off + done));
-        done += (size_t)r;
-    }
-    return 0;
-}
-
 /* Read up to `len` bytes at `off`; *got gets how many (short at the end). */
 static int s_pread_some(const tc_journal_t *self, uint8_t *buf, size_t len, uint64_t off,
                         size_t *got)
@@ -81,9 +64,17 @@ static int s_pread_some(const tc_journal_t *self, uint8_t *buf, size_t len, uint
     return 0;
 }
 
-/* Parse a record's body prefix (`have` bytes of a `body_len`-byte body at
- * `body_off`). False when it is not a well-formed record. */
-static bool s_parse(const uint8_t *p, size_t have, uint32_t body_len, uint64_t body_off,
+int tc_journal_pread(const tc_journal_t *self, void *buf, size_t len, uint64_t off)
+{
+    size_t got = 0;
+    int rc = s_pread_some(self, buf, len, off, &got);
+    if (rc == 0 && got < len)
+        rc = tc_fail(TC_EIO, "reading %s: it ends at byte %llu, inside a record", self->path,
+                     (unsigned long long)(off + got));
+    return rc;
+}
+
+bool tc_journal_parse(const uint8_t *p, size_t have, uint32_t body_len, uint64_t body_off,
                     tc_jrecord_t *r)
 {
     if (have < 1 + TC_MSGID_LEN)
@@ -138,7 +129,7 @@ int tc_journal_scan(tc_journal_t *self, uint64_t size, uint64_t verify_from, uin
         size_t got;
         if ((rc = s_pread_some(self, head, sizeof head, pos, &got)) < 0)
             break;
-        uint32_t len = got >= TC_JOURNAL_HEAD ? s_get_u32(head) : 0;
+        uint32_t len = got >= TC_JOURNAL_HEAD ? tc_journal_u32(head) : 0;
         if (got < TC_JOURNAL_HEAD || len < 1 + TC_MSGID_LEN || len > max_body ||
             pos + TC_JOURNAL_HEAD + len > size) {
             *damaged = true;
@@ -158,7 +149,7 @@ int tc_journal_scan(tc_journal_t *self, uint64_t size, uint64_t verify_from, uin
             }
             if ((rc = tc_journal_pread(self, body, len, pos + TC_JOURNAL_HEAD)) < 0)
                 break;
-            if ((uint32_t)crc32(0L, body, len) != s_get_u32(head + 4)) {
+            if ((uint32_t)crc32(0L, body, len) != tc_journal_u32(head + 4)) {
                 *damaged = true;
                 break;
             }
@@ -166,7 +157,7 @@ int tc_journal_scan(tc_journal_t *self, uint64_t size, uint64_t verify_from, uin
             have = len;
         }
         tc_jrecord_t r = {.frame = pos};
-        if (!s_parse(p, have, len, pos + TC_JOURNAL_HEAD, &r)) {
+        if (!tc_journal_parse(p, have, len, pos + TC_JOURNAL_HEAD, &r)) {
             *damaged = true;
             break;
         }
