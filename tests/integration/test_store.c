@@ -43,6 +43,15 @@ static void s_put_ok(tc_envelope_t *env, tc_store_outcome_t want)
     cr_assert_eq(out, want);
 }
 
+/* A ConvResults message of `agent` with n results on the device `uuid`. */
+static tc_envelope_t *s_conv_results_env(const char *agent, const char *uuid, size_t n)
+{
+    tc_envelope_t *env = tc_test_envelope(agent);
+    env->body_case = TRAINCAST__V1__ENVELOPE__BODY_CONV_RESULTS;
+    env->conv_results = tc_test_conv_results(uuid, n);
+    return env;
+}
+
 TestSuite(store, .init = s_setup, .fini = s_teardown, .timeout = 120);
 
 Test(store, migrate_twice_is_noop)
@@ -130,9 +139,7 @@ Test(store, hello_round_trip)
  * name and its results. */
 Test(store, a_changed_device_is_a_new_row_and_the_old_one_stays)
 {
-    tc_envelope_t *env = tc_test_envelope("agent-1");
-    env->body_case = TRAINCAST__V1__ENVELOPE__BODY_CONV_RESULTS;
-    env->conv_results = tc_test_conv_results("uuid-glibc", 2);
+    tc_envelope_t *env = s_conv_results_env("agent-1", "uuid-glibc", 2);
     env->conv_results->device->name =
         "Test CPU (2 threads) [glibc 2.36 | reference BLAS 3.11.0 | pytorch 1.13.0a0]";
     s_put_ok(env, TC_STORE_STORED);
@@ -156,9 +163,7 @@ Test(store, a_changed_device_is_a_new_row_and_the_old_one_stays)
 
 Test(store, conv_results_round_trip)
 {
-    tc_envelope_t *env = tc_test_envelope("agent-1");
-    env->body_case = TRAINCAST__V1__ENVELOPE__BODY_CONV_RESULTS;
-    env->conv_results = tc_test_conv_results("uuid-conv", 5);
+    tc_envelope_t *env = s_conv_results_env("agent-1", "uuid-conv", 5);
     s_put_ok(env, TC_STORE_STORED);
     cr_assert_eq(s_count("SELECT count(*) FROM conv_results"), 5);
     cr_assert_eq(s_count("SELECT count(*) FROM conv_configs"), 5);
@@ -179,9 +184,7 @@ Test(store, conv_results_round_trip)
                  0);
     cr_assert_str_eq(v, "gemm:ref/skipped/heuristic policy\tstops at the first fit");
     /* The same configs again in another message reuse the config rows. */
-    tc_envelope_t *again = tc_test_envelope("agent-1");
-    again->body_case = TRAINCAST__V1__ENVELOPE__BODY_CONV_RESULTS;
-    again->conv_results = tc_test_conv_results("uuid-conv", 5);
+    tc_envelope_t *again = s_conv_results_env("agent-1", "uuid-conv", 5);
     s_put_ok(again, TC_STORE_STORED);
     cr_assert_eq(s_count("SELECT count(*) FROM conv_configs"), 5);
     cr_assert_eq(s_count("SELECT count(*) FROM conv_results"), 10);
@@ -195,17 +198,13 @@ Test(store, conv_results_round_trip)
 Test(store, a_device_of_a_rolled_back_batch_is_recorded_again)
 {
     cr_assert_eq(tc_store_batch_begin(s_store), 0, "%s", tc_errmsg());
-    tc_envelope_t *first = tc_test_envelope("agent-rb");
-    first->body_case = TRAINCAST__V1__ENVELOPE__BODY_CONV_RESULTS;
-    first->conv_results = tc_test_conv_results("uuid-rolled-back", 2);
+    tc_envelope_t *first = s_conv_results_env("agent-rb", "uuid-rolled-back", 2);
     s_put_ok(first, TC_STORE_STORED);
     tc_store_batch_rollback(s_store);
     cr_assert_eq(s_count("SELECT count(*) FROM devices WHERE uuid = 'uuid-rolled-back'"), 0);
 
     for (int i = 0; i < 3; i++) {
-        tc_envelope_t *env = tc_test_envelope("agent-rb");
-        env->body_case = TRAINCAST__V1__ENVELOPE__BODY_CONV_RESULTS;
-        env->conv_results = tc_test_conv_results("uuid-rolled-back", 2);
+        tc_envelope_t *env = s_conv_results_env("agent-rb", "uuid-rolled-back", 2);
         s_put_ok(env, TC_STORE_STORED);
     }
     cr_assert_eq(s_count("SELECT count(*) FROM devices WHERE uuid = 'uuid-rolled-back'"), 1);
@@ -214,9 +213,7 @@ Test(store, a_device_of_a_rolled_back_batch_is_recorded_again)
                          "WHERE d.uuid = 'uuid-rolled-back'"),
                  6);
     /* Changed details are recorded at once (a new name: an update). */
-    tc_envelope_t *renamed = tc_test_envelope("agent-rb");
-    renamed->body_case = TRAINCAST__V1__ENVELOPE__BODY_CONV_RESULTS;
-    renamed->conv_results = tc_test_conv_results("uuid-rolled-back", 1);
+    tc_envelope_t *renamed = s_conv_results_env("agent-rb", "uuid-rolled-back", 1);
     renamed->conv_results->device->name = "renamed device";
     s_put_ok(renamed, TC_STORE_STORED);
     cr_assert_eq(s_count("SELECT count(*) FROM devices WHERE name = 'renamed device'"), 1);
@@ -277,9 +274,7 @@ Test(store, oom_trace_is_stored_with_reason)
 
 Test(store, duplicate_message_id_stores_nothing)
 {
-    tc_envelope_t *env = tc_test_envelope("agent-1");
-    env->body_case = TRAINCAST__V1__ENVELOPE__BODY_CONV_RESULTS;
-    env->conv_results = tc_test_conv_results("uuid-dup", 3);
+    tc_envelope_t *env = s_conv_results_env("agent-1", "uuid-dup", 3);
     s_put_ok(env, TC_STORE_STORED);
     s_put_ok(env, TC_STORE_DUPLICATE);
     cr_assert_eq(s_count("SELECT count(*) FROM conv_results"), 3);
@@ -309,10 +304,7 @@ static void s_expect_rejected(tc_envelope_t *env, const char *field)
 
 static tc_envelope_t *s_conv_env(void)
 {
-    tc_envelope_t *env = tc_test_envelope("agent-1");
-    env->body_case = TRAINCAST__V1__ENVELOPE__BODY_CONV_RESULTS;
-    env->conv_results = tc_test_conv_results("uuid-bad", 4);
-    return env;
+    return s_conv_results_env("agent-1", "uuid-bad", 4);
 }
 
 static tc_envelope_t *s_trace_env(void)
