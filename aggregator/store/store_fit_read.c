@@ -49,7 +49,8 @@ _Static_assert(TC_FIT_RECENT == 5, "TC_SQL_CONV_STAT takes the 5 most recent ben
     "  LEFT JOIN conv_configs bc ON " TC_SQL_CONV_KEY_EQ_NOT_DTYPE("bc", "c")                 \
     "    AND bc.dtype = CASE WHEN $5 <> '' THEN $5 ELSE $4 END), "                             \
     "joined AS (SELECT n.*, l.median_ms FROM need n LEFT JOIN LATERAL "                        \
-    TC_SQL_CONV_STAT("$1", "$8", "$6", "$11", "n.bench_config", "n.batch", "n.direction")     \
+    TC_SQL_CONV_STAT("$1", "$8", "$6", "$11", "n.bench_config", "ARRAY[n.batch]",            \
+                     "n.direction")                                                             \
     " l ON true) "
 
 static char *s_dup(const char *v)

@@ -103,28 +103,34 @@ void tc_store_msg_rollback(tc_store_t *s, int nested);
  * transaction. */
 int tc_store_bind_key(tc_store_t *s, const char *agent_id, const char *key);
 
-/* The time of one conv measurement (config, batch, direction) on a device
+/* The time of a conv measurement (config, batch, direction) on a device
  * name under a policy: the fit's statistic (tc_fit_stat_t by name: median,
  * p10, min) over its repeats: its TC_FIT_RECENT (5) most recent benchmarks
  * taken within 6 hours of the newest (older ones are superseded), each
  * benchmark's own median; on a GPU only benchmarks measured with cuDNN
- * `libv` count (NULL or "": any). A subquery of one row (median_ms,
- * stddev_ms), or none when nothing was measured. The arguments are SQL expressions
- * (parameters or columns). The one definition fit and predict both use. */
-#define TC_SQL_CONV_STAT(dev, policy, libv, stat, config, batch, dir)                            \
-    "(SELECT CASE (" stat ")::text WHEN 'min' THEN min(x.median_ms) "                           \
+ * `libv` count (NULL or "": any). The one definition fit and predict both
+ * use. A subquery with one row (batch, median_ms, stddev_ms) for each batch
+ * of the integer array `batches` that was measured, none for the others:
+ * one index scan serves every batch of a config, where a look-up per batch
+ * costs an executor loop each (predict asks for 10 batches at once). The
+ * arguments are SQL expressions (parameters or columns). */
+#define TC_SQL_CONV_STAT(dev, policy, libv, stat, config, batches, dir)                          \
+    "(SELECT x.batch, CASE (" stat ")::text WHEN 'min' THEN min(x.median_ms) "                  \
     "  WHEN 'p10' THEN percentile_cont(0.1) WITHIN GROUP (ORDER BY x.median_ms) "                \
     "  ELSE percentile_cont(0.5) WITHIN GROUP (ORDER BY x.median_ms) END AS median_ms, "         \
     "  percentile_cont(0.5) WITHIN GROUP (ORDER BY x.stddev_ms) AS stddev_ms "                   \
-    "  FROM (SELECT r.median_ms, r.stddev_ms, r.measured_at, "                                   \
-    "    max(r.measured_at) OVER () AS newest FROM conv_results r JOIN devices d "               \
+    "  FROM (SELECT r.batch, r.median_ms, r.stddev_ms, r.measured_at, "                          \
+    "    row_number() OVER (PARTITION BY r.batch "                                               \
+    "      ORDER BY r.measured_at DESC NULLS LAST, r.result_id DESC) AS recent, "                \
+    "    max(r.measured_at) OVER (PARTITION BY r.batch) AS newest "                              \
+    "    FROM conv_results r JOIN devices d "                                                    \
     "    USING (device_id) WHERE d.name = " dev " AND r.policy = " policy                        \
     "    AND (coalesce(" libv ", '') = '' OR d.kind <> 'cuda' OR r.library_version = " libv ") "  \
-    "    AND r.config_id = " config " AND r.batch = " batch " AND r.direction = " dir            \
-    "    ORDER BY r.measured_at DESC NULLS LAST, r.result_id DESC LIMIT 5) x "                   \
-    "  WHERE x.newest IS NULL OR x.measured_at IS NULL "                                         \
-    "    OR x.measured_at >= x.newest - interval '6 hours' "                                     \
-    "  HAVING count(*) > 0)"
+    "    AND r.config_id = " config " AND r.batch = ANY (" batches ") "                          \
+    "    AND r.direction = " dir ") x "                                                          \
+    "  WHERE x.recent <= 5 AND (x.newest IS NULL OR x.measured_at IS NULL "                      \
+    "    OR x.measured_at >= x.newest - interval '6 hours') "                                    \
+    "  GROUP BY x.batch)"
 
 /* A point's measured time from trace_summary `ts` by the same statistic. */
 #define TC_SQL_TRACE_STAT(stat)                                                                  \

@@ -143,20 +143,135 @@ int tc_store_device_classes(tc_store_t *s, tc_device_class_t **out, size_t *n)
 }
 
 /* The lookup staging table lives for the connection (emptied at each
- * commit), so a predict creates it once. Created outside a transaction. */
+ * commit), so a predict creates it once. Created outside a transaction.
+ * One row per group: the batches of one (set, config, direction). */
 static int s_lookup_table(tc_store_t *s)
 {
     if (s->lookup_ready)
         return 0;
     int rc = tc_store_exec(s,
-                           "CREATE TEMP TABLE IF NOT EXISTS tc_lookup (set_idx integer, idx "
-                           "integer, device text, policy text, library_version text, stat "
-                           "text, " TC_SQL_CONV_KEY_DEFS ", batch integer, direction text) "
+                           "CREATE TEMP TABLE IF NOT EXISTS tc_lookup_groups (grp integer, "
+                           "device text, policy text, library_version text, stat text, "
+                           TC_SQL_CONV_KEY_DEFS ", batches integer[], direction text) "
                            "ON COMMIT DELETE ROWS",
                            NULL, 0);
     if (rc == 0)
         s->lookup_ready = 1;
     return rc;
+}
+
+/* One look-up item, by its set and index. */
+typedef struct {
+    const tc_conv_lookup_set_t *set;
+    size_t set_idx, idx;
+} s_ref_t;
+
+/* The order that puts the batches of one (set, config, direction) next to
+ * each other: set, the config without its batch, direction, batch. */
+static int s_ref_cmp(const void *pa, const void *pb)
+{
+    const s_ref_t *a = pa, *b = pb;
+    if (a->set_idx != b->set_idx)
+        return a->set_idx < b->set_idx ? -1 : 1;
+    const tc_conv_lookup_t *x = &a->set->items[a->idx], *y = &b->set->items[b->idx];
+    tc_conv_config_t cx = x->config, cy = y->config;
+    cx.n = cy.n = 0;
+    int c = tc_conv_config_cmp(&cx, &cy);
+    if (c)
+        return c;
+    if (x->direction != y->direction)
+        return x->direction < y->direction ? -1 : 1;
+    return x->config.n < y->config.n ? -1 : x->config.n > y->config.n;
+}
+
+static bool s_same_group(const s_ref_t *a, const s_ref_t *b)
+{
+    if (a->set_idx != b->set_idx)
+        return false;
+    const tc_conv_lookup_t *x = &a->set->items[a->idx], *y = &b->set->items[b->idx];
+    tc_conv_config_t cx = x->config, cy = y->config;
+    cx.n = cy.n = 0;
+    return tc_conv_config_cmp(&cx, &cy) == 0 && x->direction == y->direction;
+}
+
+/* Look-ups grouped: refs sorted by s_ref_cmp, group[g] the first ref of
+ * group g (group[n_groups] = n), each group's distinct batches. */
+typedef struct {
+    s_ref_t *refs;
+    size_t n, n_groups;
+    size_t *group;
+} s_groups_t;
+
+static void s_groups_free(s_groups_t *g)
+{
+    free(g->refs);
+    free(g->group);
+}
+
+static int s_group(tc_conv_lookup_set_t *sets, size_t n_sets, size_t total, s_groups_t *g)
+{
+    g->refs = calloc(total, sizeof *g->refs);
+    g->group = calloc(total + 1, sizeof *g->group);
+    if (!g->refs || !g->group)
+        return tc_fail(TC_ENOMEM, "out of memory");
+    for (size_t k = 0; k < n_sets; k++)
+        for (size_t i = 0; i < sets[k].n; i++)
+            g->refs[g->n++] = (s_ref_t){&sets[k], k, i};
+    qsort(g->refs, g->n, sizeof *g->refs, s_ref_cmp);
+    for (size_t i = 0; i < g->n; i++)
+        if (i == 0 || !s_same_group(&g->refs[i - 1], &g->refs[i]))
+            g->group[g->n_groups++] = i;
+    g->group[g->n_groups] = g->n;
+    return 0;
+}
+
+/* The staging rows: one per group, its batches as an array. */
+static int s_group_rows(const s_groups_t *g, tc_buf_t *rows)
+{
+    long long *batches = calloc(g->n + 1, sizeof *batches);
+    if (!batches)
+        return tc_fail(TC_ENOMEM, "out of memory");
+    for (size_t gi = 0; gi < g->n_groups; gi++) {
+        const s_ref_t *first = &g->refs[g->group[gi]];
+        const tc_conv_lookup_set_t *set = first->set;
+        const tc_conv_lookup_t *it = &set->items[first->idx];
+        Traincast__V1__ConvConfig key = TRAINCAST__V1__CONV_CONFIG__INIT;
+        tc_conv_config_to_proto(&it->config, &key);
+        tc_copy_int(rows, (long long)gi, 0);
+        tc_copy_text(rows, set->device, 0);
+        tc_copy_text(rows, set->policy, 0);
+        tc_copy_text(rows,
+                     set->library_version && *set->library_version ? set->library_version : NULL,
+                     0);
+        tc_copy_text(rows, tc_fit_stat_name(set->stat), 0);
+        tc_copy_conv_key(rows, &key);
+        size_t nb = 0;
+        for (size_t i = g->group[gi]; i < g->group[gi + 1]; i++) {
+            long long n = set->items[g->refs[i].idx].config.n;
+            if (nb == 0 || batches[nb - 1] != n) /* asked twice: looked up once */
+                batches[nb++] = n;
+        }
+        tc_copy_int_array(rows, batches, nb, 0);
+        tc_copy_text(rows, tc_direction_name(it->direction), 1);
+    }
+    free(batches);
+    return 0;
+}
+
+/* Store one result row (group, batch, median, stddev) in every item of the
+ * group asked at that batch. */
+static void s_group_fill(const s_groups_t *g, size_t gi, unsigned batch, double median,
+                         double stddev)
+{
+    for (size_t i = g->group[gi]; i < g->group[gi + 1]; i++) {
+        tc_conv_lookup_set_t *set = (tc_conv_lookup_set_t *)g->refs[i].set;
+        tc_conv_lookup_t *it = &set->items[g->refs[i].idx];
+        if (it->config.n != batch || !isnan(it->median_ms))
+            continue;
+        it->median_ms = median;
+        it->stddev_ms = stddev;
+        set->missing--;
+    }
 }
 
 int tc_store_conv_lookup(tc_store_t *s, tc_conv_lookup_set_t *sets, size_t n_sets)
@@ -170,53 +285,36 @@ int tc_store_conv_lookup(tc_store_t *s, tc_conv_lookup_set_t *sets, size_t n_set
     }
     if (total == 0)
         return 0;
+    s_groups_t g = {0};
     tc_buf_t rows = {0};
-    for (size_t k = 0; k < n_sets; k++) {
-        const tc_conv_lookup_set_t *set = &sets[k];
-        for (size_t i = 0; i < set->n; i++) {
-            const tc_conv_lookup_t *it = &set->items[i];
-            Traincast__V1__ConvConfig key = TRAINCAST__V1__CONV_CONFIG__INIT;
-            tc_conv_config_to_proto(&it->config, &key);
-            tc_copy_int(&rows, (long long)k, 0);
-            tc_copy_int(&rows, (long long)i, 0);
-            tc_copy_text(&rows, set->device, 0);
-            tc_copy_text(&rows, set->policy, 0);
-            tc_copy_text(&rows,
-                         set->library_version && *set->library_version ? set->library_version
-                                                                       : NULL,
-                         0);
-            tc_copy_text(&rows, tc_fit_stat_name(set->stat), 0);
-            tc_copy_conv_key(&rows, &key);
-            tc_copy_int(&rows, it->config.n, 0);
-            tc_copy_text(&rows, tc_direction_name(it->direction), 1);
-        }
-    }
-    int rc = s_lookup_table(s);
+    int rc = s_group(sets, n_sets, total, &g);
+    if (rc == 0)
+        rc = s_group_rows(&g, &rows);
+    if (rc == 0)
+        rc = s_lookup_table(s);
     /* A plain BEGIN: a look-up needs none of the ingest staging tables
      * tc_store_begin makes. */
     if (rc == 0)
         rc = tc_store_query(s, NULL, "BEGIN", "BEGIN", 0, NULL);
     if (rc == 0)
-        rc = tc_store_copy(s, "staging conv lookups", "COPY tc_lookup FROM STDIN", &rows);
+        rc = tc_store_copy(s, "staging conv lookups", "COPY tc_lookup_groups FROM STDIN", &rows);
     PGresult *res = NULL;
     if (rc == 0)
         rc = tc_store_query(
             s, &res, "looking up conv benchmarks",
-            "SELECT q.set_idx, q.idx, l.median_ms, l.stddev_ms FROM tc_lookup q "
+            "SELECT q.grp, l.batch, l.median_ms, l.stddev_ms FROM tc_lookup_groups q "
             "JOIN conv_configs cc ON " TC_SQL_CONV_KEY_EQ("cc", "q") " "
             "JOIN LATERAL " TC_SQL_CONV_STAT("q.device", "q.policy", "q.library_version",
-                                             "q.stat", "cc.config_id", "q.batch",
+                                             "q.stat", "cc.config_id", "q.batches",
                                              "q.direction") " l ON true",
             0, NULL);
     if (rc == 0) {
         for (int i = 0; i < PQntuples(res); i++) {
-            long k = atol(PQgetvalue(res, i, 0)), idx = atol(PQgetvalue(res, i, 1));
-            if (k < 0 || (size_t)k >= n_sets || idx < 0 || (size_t)idx >= sets[k].n)
+            long gi = atol(PQgetvalue(res, i, 0));
+            if (gi < 0 || (size_t)gi >= g.n_groups)
                 continue;
-            tc_conv_lookup_t *it = &sets[k].items[idx];
-            it->median_ms = strtod(PQgetvalue(res, i, 2), NULL);
-            it->stddev_ms = strtod(PQgetvalue(res, i, 3), NULL);
-            sets[k].missing--;
+            s_group_fill(&g, (size_t)gi, (unsigned)atol(PQgetvalue(res, i, 1)),
+                         strtod(PQgetvalue(res, i, 2), NULL), strtod(PQgetvalue(res, i, 3), NULL));
         }
         PQclear(res);
         rc = tc_store_commit(s);
@@ -224,6 +322,7 @@ int tc_store_conv_lookup(tc_store_t *s, tc_conv_lookup_set_t *sets, size_t n_set
     if (rc < 0)
         tc_store_rollback(s);
     tc_buf_free(&rows);
+    s_groups_free(&g);
     return rc;
 }
 

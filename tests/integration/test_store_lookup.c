@@ -1,0 +1,117 @@
+/* Predict's conv look-up (tc_store_conv_lookup) against a real server: the
+ * statistic of TC_SQL_CONV_STAT over the most recent benchmarks, every batch
+ * of a config answered by one group, items asked twice, devices apart. */
+#include "store.h"
+#include "store_model.h"
+#include "tc_error.h"
+#include "tc_test.h"
+
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+static tc_store_t *s_store;
+
+static void s_sql(const char *sql)
+{
+    cr_assert_eq(tc_store_exec(s_store, sql, NULL, 0), 0, "%s: %s", sql, tc_errmsg());
+}
+
+/* Two CPU devices, one config (c8 8x8 k8 3x3 p1) and results:
+ *   "cpu A" fwd batch 4: seven benchmarks, hourly; the five most recent are
+ *           3, 5, 9, 4, 8 ms (median 5); the two oldest 100 ms (not counted);
+ *   "cpu A" fwd batch 8: 20 ms now and 1 ms ten hours ago (superseded);
+ *   "cpu A" bwd_data batch 4: 7 ms;
+ *   "cpu B" fwd batch 4: 2 ms.
+ * Nothing at batch 16. */
+static void s_setup(void)
+{
+    char dsn[1024];
+    tc_test_fresh_db("store_lookup", dsn, sizeof dsn);
+    cr_assert_eq(tc_store_open(dsn, &s_store), 0, "%s", tc_errmsg());
+    int applied = 0;
+    cr_assert_eq(tc_store_migrate(s_store, &applied), 0, "%s", tc_errmsg());
+    s_sql("INSERT INTO devices (device_id, uuid, kind, name) VALUES "
+          "(1, 'u-a', 'cpu', 'cpu A'), (2, 'u-b', 'cpu', 'cpu B')");
+    s_sql("INSERT INTO conv_configs (config_id, c, h, w, k, r, s, pad_h, pad_w, stride_h, "
+          "stride_w, dilation_h, dilation_w, groups, dtype, layout, bias) VALUES "
+          "(1, 8, 8, 8, 8, 3, 3, 1, 1, 1, 1, 1, 1, 1, 'fp32', 'nchw', false)");
+    s_sql("INSERT INTO conv_results (message_id, seq, device_id, config_id, batch, direction, "
+          "policy, algo, median_ms, min_ms, max_ms, stddev_ms, repetitions, measured_at) "
+          "SELECT 'm', row_number() OVER (), d, 1, b, dir, 'heuristic', 'x', ms, ms, ms, "
+          "ms / 10, 5, now() - make_interval(hours => age) FROM (VALUES "
+          "(1, 4, 'fwd', 100.0, 6), (1, 4, 'fwd', 100.0, 5), (1, 4, 'fwd', 3.0, 4), "
+          "(1, 4, 'fwd', 5.0, 3), (1, 4, 'fwd', 9.0, 2), (1, 4, 'fwd', 4.0, 1), "
+          "(1, 4, 'fwd', 8.0, 0), (1, 8, 'fwd', 20.0, 0), (1, 8, 'fwd', 1.0, 10), "
+          "(1, 4, 'bwd_data', 7.0, 0), (2, 4, 'fwd', 2.0, 0)) "
+          "AS v (d, b, dir, ms, age)");
+}
+
+static void s_teardown(void)
+{
+    tc_store_destroy(&s_store);
+}
+
+TestSuite(store_lookup, .init = s_setup, .fini = s_teardown, .timeout = 120);
+
+static tc_conv_lookup_t s_item(unsigned batch, Traincast__V1__Direction dir)
+{
+    tc_conv_lookup_t it = {0};
+    it.config = tc_conv_config_default();
+    it.config.n = batch;
+    it.config.c = it.config.k = it.config.h = it.config.w = 8;
+    it.config.r = it.config.s = 3;
+    it.config.pad_h = it.config.pad_w = 1;
+    it.direction = dir;
+    return it;
+}
+
+#define FWD TRAINCAST__V1__DIRECTION__DIRECTION_FWD
+#define BWD_DATA TRAINCAST__V1__DIRECTION__DIRECTION_BWD_DATA
+
+Test(store_lookup, the_statistic_of_the_recent_benchmarks_for_every_batch_and_device)
+{
+    /* Out of order, one item asked twice, one never measured. */
+    tc_conv_lookup_t a[] = {s_item(16, FWD), s_item(8, FWD), s_item(4, BWD_DATA),
+                            s_item(4, FWD), s_item(8, FWD)};
+    tc_conv_lookup_t b[] = {s_item(4, FWD), s_item(4, BWD_DATA)};
+    tc_conv_lookup_set_t sets[] = {
+        {.device = "cpu A", .policy = "heuristic", .stat = TC_FIT_STAT_MEDIAN, .items = a, .n = 5},
+        {.device = "cpu B", .policy = "heuristic", .stat = TC_FIT_STAT_MEDIAN, .items = b, .n = 2},
+    };
+    cr_assert_eq(tc_store_conv_lookup(s_store, sets, 2), 0, "%s", tc_errmsg());
+    cr_assert(isnan(a[0].median_ms), "batch 16 was never measured");
+    cr_assert_float_eq(a[1].median_ms, 20.0, 1e-9, "the benchmark 10 h older is superseded");
+    cr_assert_float_eq(a[4].median_ms, 20.0, 1e-9, "the item asked twice is answered twice");
+    cr_assert_float_eq(a[2].median_ms, 7.0, 1e-9);
+    cr_assert_float_eq(a[3].median_ms, 5.0, 1e-9, "median of the five most recent");
+    cr_assert_float_eq(a[3].stddev_ms, 0.5, 1e-9);
+    cr_assert_eq(sets[0].missing, 1);
+    cr_assert_float_eq(b[0].median_ms, 2.0, 1e-9, "cpu B's own benchmark");
+    cr_assert(isnan(b[1].median_ms));
+    cr_assert_eq(sets[1].missing, 1);
+}
+
+Test(store_lookup, min_and_p10_follow_the_fit_statistic)
+{
+    tc_conv_lookup_t lo[] = {s_item(4, FWD)}, p10[] = {s_item(4, FWD)};
+    tc_conv_lookup_set_t sets[] = {
+        {.device = "cpu A", .policy = "heuristic", .stat = TC_FIT_STAT_MIN, .items = lo, .n = 1},
+        {.device = "cpu A", .policy = "heuristic", .stat = TC_FIT_STAT_P10, .items = p10, .n = 1},
+    };
+    cr_assert_eq(tc_store_conv_lookup(s_store, sets, 2), 0, "%s", tc_errmsg());
+    cr_assert_float_eq(lo[0].median_ms, 3.0, 1e-9, "the smallest of the five, not the 100s");
+    /* percentile_cont(0.1) of 3, 4, 5, 8, 9: 3 + 0.4 * (4 - 3). */
+    cr_assert_float_eq(p10[0].median_ms, 3.4, 1e-9);
+}
+
+Test(store_lookup, another_policy_finds_nothing)
+{
+    tc_conv_lookup_t a[] = {s_item(4, FWD)};
+    tc_conv_lookup_set_t set = {
+        .device = "cpu A", .policy = "exhaustive", .stat = TC_FIT_STAT_MEDIAN, .items = a, .n = 1};
+    cr_assert_eq(tc_store_conv_lookup(s_store, &set, 1), 0, "%s", tc_errmsg());
+    cr_assert(isnan(a[0].median_ms));
+    cr_assert_eq(set.missing, 1);
+}
