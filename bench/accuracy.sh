@@ -25,6 +25,15 @@
 # spread, interval coverage and width, the baseline (the published method's
 # form), and a predicted-vs-measured chart.
 #
+# --outside LIST adds CNNs that stay out of the study: measured the same way,
+# in the same rounds (their own result files and agent states), but only
+# their conv benchmarks go into the study's database. The fit on the study's
+# CNNs then predicts each of them from its structure (torchvision's ONNX
+# export) and those benchmarks alone, `aggregator predict --model
+# torchvision:NAME`, and the report compares that with their measured traces
+# (stored in a second database, `outside`, in the same PostgreSQL): the
+# check on CNNs the study never saw.
+#
 # Resumable: everything lives in --dir; a second run skips the CNNs already
 # measured (and those that failed, unless --retry-failed), resends what is
 # stored (stored once) and fits again. --fresh starts over. --analyze-only
@@ -32,6 +41,7 @@
 #
 # Options (defaults in brackets):
 #   --models LIST        CNNs [the CNN set: every model of tests/data/cnn_set.convs]
+#   --outside LIST       CNNs predicted by the study's fit, never fitted on [none]
 #   --batches LIST       batch sizes [2,4,8,16,32]
 #   --input-sizes LIST   image sizes [112] (--input-size PX: one size)
 #   --threads LIST       one cpu device per thread count [1,<all logical CPUs>]
@@ -58,6 +68,7 @@ build=${BUILD_DIR:-$repo/build}
 . "$repo/bench/lib.sh"
 
 models=
+outside=
 batches=2,4,8,16,32
 input_sizes=112
 threads_list=1,$(nproc)
@@ -80,6 +91,7 @@ fresh=0
 while [ $# -gt 0 ]; do
     case "$1" in
     --models) models=$2; shift ;;
+    --outside) outside=$2; shift ;;
     --batches) batches=$2; shift ;;
     --input-size|--input-sizes) input_sizes=$2; shift ;;
     --rounds) rounds=$2; shift ;;
@@ -117,6 +129,15 @@ done
     || { echo "accuracy: $bench_python cannot import torch and torchvision; the traces need PyTorch (set TRAINCAST_PYTHON)" >&2; exit 2; }
 [ -n "$models" ] || models=$(sed -n 's/^model torchvision://p' "$repo/tests/data/cnn_set.convs" | paste -sd,)
 IFS=, read -r -a model_list <<<"$models"
+outside_list=()
+[ -z "$outside" ] || IFS=, read -r -a outside_list <<<"$outside"
+declare -A is_outside=()
+for m in "${outside_list[@]}"; do
+    for s in "${model_list[@]}"; do
+        [ "$m" != "$s" ] || { echo "accuracy: --outside: $m is one of the study's CNNs (--models); a CNN is either fitted on or predicted, not both" >&2; exit 2; }
+    done
+    is_outside[$m]=1
+done
 # Devices as keys (t1, t2: a cpu with that many threads; g0: cuda:0) and the
 # agent flags that select each.
 if [ -z "$devices_list" ]; then
@@ -185,10 +206,14 @@ bench_monitor_start "$dir/logs/load-$started.txt"
 # that agent's id, which its key alone may send (docs/transport.md).
 # One result file per kind, device and round: a round's conv benchmarks are
 # deduplicated across the CNNs of that round, and every round measures again.
+# A CNN outside the study keeps its results apart: outside-KIND-... files
+# and outside-agent-DEVICE states.
 device_file() { echo "$dir/$1-$2-r$3.tcr"; }  # KIND DEVICE_KEY ROUND
-n_models=${#model_list[@]}
+outside_file() { echo "$dir/outside-$1-$2-r$3.tcr"; }
+all_models=("${model_list[@]}" "${outside_list[@]}")
+n_models=${#all_models[@]}
 i=0
-for m in "${model_list[@]}"; do
+for m in "${all_models[@]}"; do
     i=$((i + 1))
     [ "$analyze_only" -eq 0 ] || break
     if grep -qx "$m" "$dir/done"; then continue; fi
@@ -203,6 +228,9 @@ for m in "${model_list[@]}"; do
     fi
     sed -i "/^$m	/d" "$dir/failed"
     failed=
+    file=device_file
+    prefix=
+    if [ -n "${is_outside[$m]:-}" ]; then file=outside_file; prefix=outside-; fi
     for r in $(seq 1 "$rounds"); do
         for t in "${device_keys[@]}"; do
             for px in "${size_list[@]}"; do
@@ -211,7 +239,7 @@ for m in "${model_list[@]}"; do
                 t0=$(date +%s)
                 if ! TRAINCAST_PROGRESS=plain "$agent" bench --models "torchvision:$m" --input-size "$px" \
                     --batches "$batches" ${device_flags[$t]} --budget-ms "$bench_budget" --max-reps "$max_reps" \
-                    --state "$dir/agent-$t" --out "$(device_file bench "$t" "$r")" >"$dir/logs/bench-$tag.out" 2>"$dir/logs/bench-$tag.err"; then
+                    --state "$dir/${prefix}agent-$t" --out "$($file bench "$t" "$r")" >"$dir/logs/bench-$tag.out" 2>"$dir/logs/bench-$tag.err"; then
                     failed="$(grep -m1 'error' "$dir/logs/bench-$tag.err" || echo "agent bench: $(tail -n 1 "$dir/logs/bench-$tag.err")")"
                     break 3
                 fi
@@ -220,7 +248,7 @@ for m in "${model_list[@]}"; do
                 st=0
                 TRAINCAST_PROGRESS=plain "$agent" trace --models "$m" --batches "$batches" --input-size "$px" \
                     ${device_flags[$t]} --warmup "$warmup" --iters "$iters" --repeat 1 \
-                    --timeout "$trace_timeout" --state "$dir/agent-$t" --out "$(device_file trace "$t" "$r")" \
+                    --timeout "$trace_timeout" --state "$dir/${prefix}agent-$t" --out "$($file trace "$t" "$r")" \
                     >"$dir/logs/trace-$tag.out" 2>"$dir/logs/trace-$tag.err" || st=$?
                 t2=$(date +%s)
                 printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$m" "$t" "$t0" "$t1" "$t2" "$r" "$px" >>"$dir/timeline.tsv"
@@ -249,29 +277,57 @@ load_measure=$(bench_monitor_stop)
 dsn=$("$repo/deploy/pg-local.sh" start "$dir/pg" | tail -n 1)
 "$aggregator" migrate --db "$dsn" >/dev/null
 [ -f "$dir/aggregator/aggregator.key" ] || "$aggregator" keygen --keys "$dir/aggregator" >/dev/null
-endpoint=tcp://127.0.0.1:$(bench_free_port)
-"$aggregator" serve --listen "$endpoint" --db "$dsn" --keys "$dir/aggregator" >>"$dir/logs/aggregator.log" 2>&1 &
-server_pid=$!
+# Every agent state that measured (the study's and the outside CNNs') gets
+# its key and the aggregator's, and is allowed, before the servers start.
 for t in "${device_keys[@]}"; do
-    state=$dir/agent-$t
-    [ -f "$state/agent.key" ] || "$agent" keygen --state "$state" >/dev/null
-    cp "$dir/aggregator/aggregator.pub" "$state/aggregator.pub"
-    grep -qxF "$(cat "$state/agent.pub")" "$dir/aggregator/allowlist" \
-        || { cat "$state/agent.pub" >>"$dir/aggregator/allowlist"; kill -HUP "$server_pid"; }
-done
-sleep 1
-kill -0 "$server_pid" 2>/dev/null || { tail -n 20 "$dir/logs/aggregator.log" >&2; log "aggregator serve did not start"; exit 1; }
-for t in "${device_keys[@]}"; do
-    files=()
-    for r in $(seq 1 "$rounds"); do
-        for kind in bench trace; do [ -s "$(device_file "$kind" "$t" "$r")" ] && files+=("$(device_file "$kind" "$t" "$r")"); done
+    for state in "$dir/agent-$t" "$dir/outside-agent-$t"; do
+        [ "$state" = "$dir/agent-$t" ] || [ "${#outside_list[@]}" -gt 0 ] || continue
+        [ -f "$state/agent.key" ] || "$agent" keygen --state "$state" >/dev/null
+        cp "$dir/aggregator/aggregator.pub" "$state/aggregator.pub"
+        grep -qxF "$(cat "$state/agent.pub")" "$dir/aggregator/allowlist" 2>/dev/null \
+            || cat "$state/agent.pub" >>"$dir/aggregator/allowlist"
     done
-    [ "${#files[@]}" -gt 0 ] || continue
-    log "agent push (${device_flags[$t]#--device }): ${files[*]}"
-    TRAINCAST_PROGRESS=plain "$agent" push --aggregator "$endpoint" --state "$dir/agent-$t" --timeout 900 "${files[@]}" \
-        >>"$dir/logs/push.log" 2>&1 || { tail -n 20 "$dir/logs/push.log" >&2; log "agent push failed"; exit 1; }
 done
-kill -TERM "$server_pid"; wait "$server_pid" || true; server_pid=
+# serve_start DSN: `aggregator serve` into DSN on a free port (serve_pid, endpoint).
+serve_start() {
+    endpoint=tcp://127.0.0.1:$(bench_free_port)
+    "$aggregator" serve --listen "$endpoint" --db "$1" --keys "$dir/aggregator" >>"$dir/logs/aggregator.log" 2>&1 &
+    server_pid=$!
+    sleep 1
+    kill -0 "$server_pid" 2>/dev/null || { tail -n 20 "$dir/logs/aggregator.log" >&2; log "aggregator serve did not start"; exit 1; }
+}
+serve_stop() { kill -TERM "$server_pid"; wait "$server_pid" || true; server_pid=; }
+# push STATE KIND... with FILE_FUNCTION: every round's result files of those kinds.
+push() {
+    local state=$1 file=$2 t=$3 files=() r kind
+    shift 3
+    for r in $(seq 1 "$rounds"); do
+        for kind in "$@"; do [ -s "$($file "$kind" "$t" "$r")" ] && files+=("$($file "$kind" "$t" "$r")"); done
+    done
+    [ "${#files[@]}" -gt 0 ] || return 0
+    log "agent push (${device_flags[$t]#--device }): ${files[*]}"
+    TRAINCAST_PROGRESS=plain "$agent" push --aggregator "$endpoint" --state "$state" --timeout 900 "${files[@]}" \
+        >>"$dir/logs/push.log" 2>&1 || { tail -n 20 "$dir/logs/push.log" >&2; log "agent push failed"; exit 1; }
+}
+serve_start "$dsn"
+for t in "${device_keys[@]}"; do
+    push "$dir/agent-$t" device_file "$t" bench trace
+    # The outside CNNs' conv benchmarks only: their traces never reach the fit.
+    [ "${#outside_list[@]}" -eq 0 ] || push "$dir/outside-agent-$t" outside_file "$t" bench
+done
+serve_stop
+if [ "${#outside_list[@]}" -gt 0 ]; then
+    # Their measured times, in a database of their own.
+    outside_dsn=${dsn%/*}/outside
+    psql -X -q "$dsn" -tA -c "SELECT 1 FROM pg_database WHERE datname = 'outside'" | grep -q 1 \
+        || psql -X -q "$dsn" -c "CREATE DATABASE outside" >/dev/null
+    "$aggregator" migrate --db "$outside_dsn" >/dev/null
+    serve_start "$outside_dsn"
+    for t in "${device_keys[@]}"; do push "$dir/outside-agent-$t" outside_file "$t" trace; done
+    serve_stop
+    leaked=$(psql -X -tA "$dsn" -c "SELECT count(*) FROM traces WHERE model_id LIKE ANY (SELECT 'torchvision:' || m || '@%' FROM unnest(string_to_array('$outside', ',')) m)")
+    [ "$leaked" -eq 0 ] || { log "$leaked traces of an --outside CNN reached the study's database; the check would not be blind"; exit 1; }
+fi
 
 log "aggregator fit"
 fit_st=0
@@ -332,6 +388,29 @@ psql -X -q -tA -F$'\t' "$dsn" -c "
            (SELECT count(*) FROM conv_results r JOIN devices d2 USING (device_id) WHERE d2.name = d.name)
     FROM traces t JOIN devices d USING (device_id) GROUP BY d.name ORDER BY d.name" >"$dir/stored.tsv"
 
+# The outside CNNs: predicted by the fit on the study's CNNs from their ONNX
+# export and conv benchmarks, and measured (the median of their rounds).
+outside_args=()
+if [ "${#outside_list[@]}" -gt 0 ] && [ "$fit_st" -eq 0 ]; then
+    for m in "${outside_list[@]}"; do
+        grep -qx "$m" "$dir/done" || { log "outside CNN $m was not measured; not predicted"; continue; }
+        for px in "${size_list[@]}"; do
+            log "aggregator predict (outside the study: $m, $px px)"
+            st=0
+            TRAINCAST_PROGRESS=plain "$aggregator" predict --db "$dsn" --model "torchvision:$m" --input-size "$px" \
+                --batch "$batches" --gpu all --wait 0 --no-store --format csv \
+                >"$dir/outside-pred-$m-$px.csv" 2>"$dir/logs/outside-pred-$m-$px.err" || st=$?
+            # 3: some rows could not be predicted; each row says why.
+            [ "$st" -eq 0 ] || [ "$st" -eq 3 ] || log "aggregator predict ($m, $px px) failed (exit $st): $(tail -n 1 "$dir/logs/outside-pred-$m-$px.err")"
+            outside_args+=(--outside-pred "$dir/outside-pred-$m-$px.csv")
+        done
+    done
+    psql -X -q -tA -F$'\t' "$outside_dsn" -c "
+        SELECT device, model_id, batch, traces, median_ms, spread_between_traces
+        FROM trace_summary ORDER BY 2, 1, 3" >"$dir/outside-truth.tsv"
+    outside_args+=(--outside-truth "$dir/outside-truth.tsv")
+fi
+
 # Held-out predictions of the main analysis, for the chart.
 rm -f "$dir/points.tsv"
 if [ -s "$dir/validate-main.json" ]; then
@@ -358,7 +437,7 @@ total_s=$(( $(date +%s) - started ))
 "$bench_python" "$repo/bench/accuracy_report.py" "${validate_args[@]}" \
     --validate-status "$val_st" --validate-err "$dir/logs/validate-main.err" \
     --op-times "$dir/op_times.tsv" --stored "$dir/stored.tsv" --timeline "$dir/timeline.tsv" \
-    --done "$dir/done" --failed "$dir/failed" --requested "$models" \
+    --done "$dir/done" --failed "$dir/failed" --requested "$models" --outside "$outside" "${outside_args[@]}" \
     --settings "$settings" --measure-s "$measure_s" --total-s "$total_s" --load "$load_measure" \
     --plot "$plot" --plot-link "$plot_link" --plot-note "$plot_note" --repo "$repo" --out "$out"
 log "wrote $out${plot_note:+ ($plot_note)}"

@@ -6,15 +6,17 @@ out one CNN; family; batch; p10 and min statistics; class features; the
 baseline form), the profiler's time per op class, what the database holds
 per device, and the study's bookkeeping (CNNs done and failed, the timeline
 of benchmarks and traces). Every figure is computed from the held-out
-predictions the JSON carries, per device and input size."""
+predictions the JSON carries, per device and input size. With --outside, also the CNNs kept out of the
+study: `aggregator predict` of each (its CSV) against its measured traces."""
 import argparse
+import csv
 import json
 import math
 import os
 import re
 import statistics
 
-GOALS = {"cnn": 5.0, "family": 8.0, "batch": 5.0}
+GOALS = {"cnn": 5.0, "family": 8.0, "batch": 5.0, "outside": 10.0}
 SPREAD_FACTOR = 1.5
 COVERAGE = (90.0, 98.0)
 
@@ -119,8 +121,10 @@ def main():
                     help="NAME=FILE: the validate JSON of one analysis (main, family, ...)")
     for name in ("validate-err", "op-times", "stored", "timeline", "done", "failed",
                  "requested", "settings", "load", "plot", "plot-link", "plot-note", "repo",
-                 "out"):
+                 "out", "outside", "outside-truth"):
         ap.add_argument("--" + name, default="")
+    ap.add_argument("--outside-pred", action="append", default=[],
+                    help="an outside CNN's `aggregator predict --format csv`")
     for name in ("validate-status", "measure-s", "total-s"):
         ap.add_argument("--" + name, type=int, default=0)
     a = ap.parse_args()
@@ -133,7 +137,8 @@ def main():
                 docs[name] = json.load(f)
 
     requested = [m for m in a.requested.split(",") if m]
-    done = [r[0] for r in read_tsv(a.done)]
+    outside = [m for m in a.outside.split(",") if m]
+    done = [r[0] for r in read_tsv(a.done) if r[0] not in outside]
     failed = read_tsv(a.failed)
     settings = dict(kv.split("=", 1) for kv in a.settings.split())
     lines = []
@@ -149,7 +154,8 @@ def main():
          settings.get("rounds"), settings.get("warmup"), settings.get("iters"),
          settings.get("bench_budget"), settings.get("max_reps")))
     w("")
-    left = [m for m in requested if m not in done and m not in [f[0] for f in failed]]
+    left = [m for m in requested + outside
+            if m not in done + outside_done(a) and m not in [f[0] for f in failed]]
     if failed:
         w("Failed: " + "; ".join("%s (%s)" % (f[0], f[1] if len(f) > 1 else "?") for f in failed)
           + ".")
@@ -190,6 +196,8 @@ def main():
         report_ranking(w, docs["main"])
         report_op_times(w, read_tsv(a.op_times))
         report_per_cnn(w, docs)
+    if outside:
+        report_outside(w, outside, a.outside_pred, read_tsv(a.outside_truth))
 
     if a.plot_note:
         w("No chart: %s." % a.plot_note)
@@ -323,6 +331,80 @@ def report_accuracy(w, docs):
                 s = stats([p for p in bat[k][1] if p["batch"] == b])
                 cells.append(pct(s["mape"]) if s else "–")
             w("| %d | %s |" % (b, " | ".join(cells)))
+        w("")
+
+
+def outside_done(a):
+    outside = [m for m in a.outside.split(",") if m]
+    return [r[0] for r in read_tsv(a.done) if r[0] in outside]
+
+
+def report_outside(w, outside, pred_files, truth_rows):
+    """CNNs the study never fitted on, predicted from their ONNX export and
+    conv benchmarks by the fit on the study's CNNs, against the median of
+    their measured rounds."""
+    truth = {}
+    for r in truth_rows:  # device, model_id, batch, traces, median_ms, spread
+        truth[(r[0], r[1], int(r[2]))] = (float(r[4]), float(r[5]) if r[5] else None)
+    rows, unpredicted = [], []
+    for path in pred_files:
+        if not os.path.exists(path):
+            continue
+        with open(path) as f:
+            for p in csv.DictReader(f):
+                key = (p["device"], p["model"], int(p["batch"]))
+                if p["status"] != "ok":
+                    unpredicted.append("%s at batch %s on %s: %s (%s)"
+                                       % (p["model"], p["batch"], short_device(p["device"]),
+                                          p["status"], p.get("reason", "")))
+                    continue
+                if key not in truth:
+                    unpredicted.append("%s at batch %s on %s: no measured time"
+                                       % (p["model"], p["batch"], short_device(p["device"])))
+                    continue
+                m, sp = truth[key]
+                rows.append({"device": p["device"], "model_id": p["model"],
+                             "cnn": re.sub(r"^torchvision:|@\d+$", "", p["model"]),
+                             "batch": key[2], "measured_ms": m,
+                             "held_out_ms": float(p["iteration_ms"]),
+                             "lo_ms": float(p["lo_ms"]) if p["lo_ms"] else None,
+                             "hi_ms": float(p["hi_ms"]) if p["hi_ms"] else None,
+                             "spread_between": sp})
+    w("## CNNs outside the study's set")
+    w("")
+    w("CNNs measured in the same rounds but never fitted on: only their conv benchmarks went "
+      "into the study's database, and the fit on the study's CNNs predicted each from its "
+      "structure (torchvision's ONNX export) and those benchmarks (`aggregator predict --model "
+      "torchvision:NAME`), against the median of their measured rounds. Goal: MAPE ≤ %.0f %%."
+      % GOALS["outside"])
+    w("")
+    if not rows:
+        w("No outside CNN was predicted%s." % (": " + "; ".join(unpredicted[:5])
+                                                if unpredicted else ""))
+        w("")
+        return
+    devices = sorted({r["device"] for r in rows})
+    w("| CNN | px | " + " | ".join("%s: MAPE (max)" % short_device(d) for d in devices)
+      + " | coverage | spread between rounds |")
+    w("|---|---:|" + "---:|" * len(devices) + "---:|---:|")
+    groups = sorted({(r["cnn"], size_of(r["model_id"])) for r in rows})
+    for label, sel in [(g, lambda r, g=g: (r["cnn"], size_of(r["model_id"])) == g)
+                       for g in groups] + [(("**all**", None), lambda r: True)]:
+        pts = [r for r in rows if sel(r)]
+        cells = []
+        for d in devices:
+            s = stats([r for r in pts if r["device"] == d])
+            cells.append("%s (%s)" % (pct(s["mape"]), pct(s["max"])) if s else "–")
+        s = stats(pts)
+        w("| %s | %s | %s | %s | %s |" % (label[0], label[1] or "–", " | ".join(cells),
+                                         pct(s["coverage"]) if s else "–", pct(spread(pts))))
+    w("")
+    missing = [m for m in outside if m not in {r["cnn"] for r in rows}]
+    if missing:
+        w("Not predicted: %s." % ", ".join(missing))
+        w("")
+    if unpredicted:
+        w("Rows without a prediction: %s." % "; ".join(unpredicted[:10]))
         w("")
 
 

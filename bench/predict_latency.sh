@@ -106,7 +106,7 @@ predict() { # DB -> seconds; checks the output
     t0=$(bench_now)
     local rc=0
     TRAINCAST_LOG=warn "$aggregator" predict --db "$dsn" --gpu all --model "$model" --batch "$batch" \
-        --wait 0 --no-store --format csv >"$work/predict-$1.csv" 2>"$work/predict-$1.err" || rc=$?
+        --extrapolate 0 --wait 0 --no-store --format csv >"$work/predict-$1.csv" 2>"$work/predict-$1.err" || rc=$?
     # 3: some rows were not predicted (each says why); still a timed answer.
     [ "$rc" -eq 0 ] || [ "$rc" -eq 3 ] \
         || { cat "$work/predict-$1.err" >&2; log "aggregator predict failed on $1"; exit 1; }
@@ -127,6 +127,7 @@ for r in $(seq "$runs"); do
     log "run $r: large $(printf %.3f "$a") s, small $(printf %.3f "$b") s"
 done
 rows=$(grep -c 'Synthetic GPU' "$work/predict-bench_predict_large.csv")
+predicted=$(grep -c '^"[^"]*","Synthetic GPU [0-9]*",ok,' "$work/predict-bench_predict_large.csv" || true)
 
 # Where the time goes: one more run on A with every statement's duration in
 # the server log (PGOPTIONS reaches predict's libpq connection).
@@ -134,7 +135,7 @@ serverlog=$(dirname "$(readlink -f "$pgdir/data")")/server.log
 mark=$(wc -l <"$serverlog")
 t0=$(bench_now)
 PGOPTIONS="-c log_min_duration_statement=0" TRAINCAST_LOG=warn "$aggregator" predict \
-    --db "$base/bench_predict_large" --gpu all --model "$model" --batch "$batch" --wait 0 \
+    --db "$base/bench_predict_large" --gpu all --model "$model" --batch "$batch" --extrapolate 0 --wait 0 \
     --no-store --format csv >/dev/null 2>&1 || true
 profiled=$(echo "$(bench_now) - $t0" | bc -l)
 tail -n +"$((mark + 1))" "$serverlog" | awk '
@@ -151,9 +152,10 @@ med_b=$(cut -f3 "$work/times.tsv" | bench_median)
 ratio=$(awk -F'\t' '{ print $2 / $3 }' "$work/times.tsv" | bench_median)
 
 {
-    echo "Latency of \`aggregator predict --gpu all --model $(basename "$model") --batch $batch --wait 0 --format csv\`"
+    echo "Latency of \`aggregator predict --gpu all --model $(basename "$model") --batch $batch --extrapolate 0 --wait 0 --format csv\`"
     echo "(the whole command: process start, import of the model, conv look-ups, fits, memory"
-    echo "model, output) for $devices device classes with fits; $rows result rows. One warm-up"
+    echo "model, output) for $devices device classes with fits; $rows result rows, $predicted of them"
+    echo "predicted (--extrapolate 0: every batch is predicted, so every conv is looked up). One warm-up"
     echo "run per database, then $runs timed runs each, interleaved A B A B."
     echo
     echo "| database | conv results | device classes | fits | size on disk | median (s) | min (s) | max (s) |"

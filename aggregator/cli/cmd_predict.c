@@ -101,16 +101,27 @@ static int s_select_devices(tc_store_t *s, const char *gpu, tc_pred_device_t **o
 }
 
 /* Each device's latest fit of the request's kind, its routing warning and
- * its training power; a device without a fit gets its no_fit rows. */
+ * its training power, one statement each for all devices; a device without
+ * a fit gets its no_fit rows. */
 static int s_load_fits(tc_store_t *store, const tc_pred_request_t *req, tc_pred_device_t *devs,
                        size_t n_devs)
 {
+    const char **names = calloc(n_devs + 1, sizeof *names);
+    tc_fit_t *fits = calloc(n_devs + 1, sizeof *fits);
+    bool *found = calloc(n_devs + 1, sizeof *found);
+    char **warnings = calloc(n_devs + 1, sizeof *warnings);
+    tc_power_query_t *power = calloc(n_devs + 1, sizeof *power);
+    size_t *which = calloc(n_devs + 1, sizeof *which), k = 0;
     int rc = 0;
+    if (!names || !fits || !found || !warnings || !power || !which)
+        TC_FAIL_GOTO(TC_ENOMEM, "out of memory");
+    for (size_t i = 0; i < n_devs; i++)
+        names[i] = devs[i].device.name;
+    TC_TRY(tc_store_fit_latest_each(store, names, n_devs, req->framework, NULL, req->dtype,
+                                    req->amp, fits, found));
     for (size_t i = 0; i < n_devs; i++) {
         tc_pred_device_t *d = &devs[i];
-        rc = tc_store_fit_latest(store, d->device.name, req->framework, NULL, req->dtype,
-                                 req->amp, &d->fit);
-        if (rc == TC_ENOTFOUND) {
+        if (!found[i]) {
             d->status = TC_PRED_NO_FIT;
             snprintf(d->note, sizeof d->note,
                      "no fit: trace models on it with 'agent trace' or 'agent run', then run "
@@ -118,16 +129,31 @@ static int s_load_fits(tc_store_t *store, const tc_pred_request_t *req, tc_pred_
             TC_TRY(tc_predict_no_fit(req, d));
             continue;
         }
-        if (rc < 0)
-            goto err;
-        TC_TRY(tc_store_routing_warning(store, d->device.name, d->warning, sizeof d->warning));
-        TC_TRY(tc_store_device_power(store, d->device.name, d->fit.framework, d->fit.dtype,
-                                     d->fit.amp, &d->watts, d->energy_source,
-                                     sizeof d->energy_source));
+        d->fit = fits[i];
+        names[k] = d->device.name;
+        warnings[k] = d->warning;
+        power[k] = (tc_power_query_t){.device = d->device.name,
+                                      .framework = d->fit.framework,
+                                      .dtype = d->fit.dtype,
+                                      .amp = d->fit.amp};
+        which[k++] = i;
+    }
+    TC_TRY(tc_store_routing_warnings(store, names, k, warnings, sizeof devs[0].warning));
+    TC_TRY(tc_store_device_power_each(store, power, k));
+    for (size_t j = 0; j < k; j++) {
+        tc_pred_device_t *d = &devs[which[j]];
+        d->watts = power[j].watts;
+        snprintf(d->energy_source, sizeof d->energy_source, "%s", power[j].source);
         if (*d->warning)
             tc_log_warn("%s: %s", d->device.name, d->warning);
     }
 err:
+    free(names);
+    free(fits);
+    free(found);
+    free(warnings);
+    free(power);
+    free(which);
     return rc;
 }
 
@@ -137,12 +163,12 @@ static int s_predict_devices(tc_store_t *store, const tc_pred_request_t *req,
                              tc_pred_device_t *devs, size_t n_devs)
 {
     int rc = 0;
+    TC_TRY(tc_predict_prepare_all(store, req, devs, n_devs));
     for (size_t i = 0; i < n_devs; i++) {
         tc_pred_device_t *d = &devs[i];
         if (d->status != TC_PRED_OK)
             continue;
         TC_TRY(tc_predict_device(store, req, d));
-        TC_TRY(tc_predict_unseen_classes(store, req->model, d));
         if (*d->unseen)
             tc_log_warn("%s has layers of classes the fit of %s never saw (%s): its prediction "
                         "there extrapolates; trace a CNN with such layers on that device and "

@@ -43,6 +43,9 @@ static int s_build_lookups(const tc_pred_request_t *req, tc_pred_device_t *d)
         tc_dtype_parse(d->fit.dtype, &dtype);
     size_t k = 0;
     for (size_t b = 0; b < req->n_batches; b++) {
+        /* A batch the fit does not reach is not predicted: not looked up. */
+        char why[8];
+        bool skip = s_out_of_range(req, d, (unsigned)req->batches[b], why, sizeof why);
         for (size_t j = 0; j < tc_model_conv_count(m); j++) {
             const tc_conv_usage_t *u = tc_model_conv(m, j);
             Traincast__V1__Direction dirs[TC_CONV_STEP_MAX_DIRS];
@@ -53,6 +56,7 @@ static int s_build_lookups(const tc_pred_request_t *req, tc_pred_device_t *d)
                 l->config.n = (uint32_t)req->batches[b];
                 l->config.dtype = dtype;
                 l->direction = dirs[dir];
+                l->skip = skip;
             }
         }
     }
@@ -71,7 +75,7 @@ static void s_unreached_not_missing(const tc_pred_request_t *req, tc_pred_device
         for (size_t i = b * per; i < (b + 1) * per; i++) {
             if (!isfinite(d->lookups[i].median_ms)) {
                 d->lookups[i].median_ms = d->lookups[i].stddev_ms = 0;
-                d->missing--;
+                d->missing -= !d->lookups[i].skip;
             }
         }
     }
@@ -194,9 +198,13 @@ int tc_predict_device(tc_store_t *s, const tc_pred_request_t *req, tc_pred_devic
     if (prc < 0)
         return prc;
 
-    tc_mem_point_t *mem = NULL;
-    size_t n_mem = 0;
-    int rc = tc_store_memory_points(s, d->device.name, &mem, &n_mem);
+    int rc = 0;
+    if (!d->mem_loaded) {
+        rc = tc_store_memory_points(s, d->device.name, &d->mem, &d->n_mem);
+        d->mem_loaded = rc == 0;
+    }
+    const tc_mem_point_t *mem = d->mem;
+    size_t n_mem = d->n_mem;
     if (rc == 0)
         rc = tc_memory_fit(mem, n_mem, (double)d->device.memory_bytes, &d->memory);
     double t = tc_fit_t_quantile(0.975, d->fit.dof);
@@ -277,7 +285,6 @@ int tc_predict_device(tc_store_t *s, const tc_pred_request_t *req, tc_pred_devic
         p->peak_bytes = tc_memory_predict(&d->memory, &f);
         p->fits = tc_memory_fits(&d->memory, mem, n_mem, tc_model_id(m), p->batch, p->peak_bytes);
     }
-    free(mem);
     return rc;
 }
 
@@ -330,13 +337,13 @@ int tc_predict_record(tc_store_t *s, const char *request_id, const tc_pred_reque
     return rc;
 }
 
-int tc_predict_unseen_classes(tc_store_t *s, const tc_model_t *m, tc_pred_device_t *d)
+/* d->unseen from the classes its fit saw ("bn,act,..."; "" a fit without
+ * stored models: nothing to compare with). */
+static void s_unseen(const tc_model_t *m, const char *seen, tc_pred_device_t *d)
 {
     d->unseen[0] = '\0';
-    char seen[1024];
-    int rc = tc_store_fit_classes(s, d->fit.fit_id, seen, sizeof seen);
-    if (rc < 0 || !*seen)
-        return rc; /* a fit without stored models: nothing to compare with */
+    if (!*seen)
+        return;
     tc_features_t f;
     tc_model_features(m, 1, &f);
     size_t len = 0;
@@ -355,7 +362,62 @@ int tc_predict_unseen_classes(tc_store_t *s, const tc_model_t *m, tc_pred_device
                                     len ? ", " : "", name, f.cls[c].layers,
                                     f.cls[c].layers == 1 ? "" : "s");
     }
-    return 0;
+}
+
+int tc_predict_unseen_classes(tc_store_t *s, const tc_model_t *m, tc_pred_device_t *d)
+{
+    char seen[1024], *buf = seen;
+    int rc = tc_store_fit_classes_each(s, &d->fit.fit_id, 1, &buf, sizeof seen);
+    if (rc == 0)
+        s_unseen(m, seen, d);
+    return rc;
+}
+
+int tc_predict_prepare_all(tc_store_t *s, const tc_pred_request_t *req, tc_pred_device_t *devs,
+                           size_t n)
+{
+    const char **names = calloc(n + 1, sizeof *names);
+    long long *fit_ids = calloc(n + 1, sizeof *fit_ids);
+    tc_mem_point_t **mem = calloc(n + 1, sizeof *mem);
+    size_t *n_mem = calloc(n + 1, sizeof *n_mem), *which = calloc(n + 1, sizeof *which);
+    char **seen = calloc(n + 1, sizeof *seen);
+    char *seen_text = calloc(n + 1, 1024);
+    int rc = names && fit_ids && mem && n_mem && which && seen && seen_text
+                 ? 0
+                 : tc_fail(TC_ENOMEM, "out of memory");
+    size_t k = 0;
+    for (size_t i = 0; rc == 0 && i < n; i++) {
+        if (devs[i].status != TC_PRED_OK)
+            continue;
+        names[k] = devs[i].device.name;
+        fit_ids[k] = devs[i].fit.fit_id;
+        seen[k] = seen_text + k * 1024;
+        which[k++] = i;
+    }
+    if (rc == 0)
+        rc = tc_store_memory_points_each(s, names, k, mem, n_mem);
+    if (rc == 0)
+        rc = tc_store_fit_classes_each(s, fit_ids, k, seen, 1024);
+    for (size_t j = 0; j < k && mem; j++) {
+        tc_pred_device_t *d = &devs[which[j]];
+        if (rc == 0) {
+            free(d->mem);
+            d->mem = mem[j];
+            d->n_mem = n_mem[j];
+            d->mem_loaded = true;
+            s_unseen(req->model, seen[j], d);
+        } else {
+            free(mem[j]);
+        }
+    }
+    free(names);
+    free(fit_ids);
+    free(mem);
+    free(n_mem);
+    free(which);
+    free(seen);
+    free(seen_text);
+    return rc;
 }
 
 static int s_cmp_double(const void *a, const void *b)
@@ -478,6 +540,10 @@ void tc_pred_device_free(tc_pred_device_t *d)
 {
     free(d->lookups);
     free(d->points);
+    free(d->mem);
+    d->mem = NULL;
+    d->n_mem = 0;
+    d->mem_loaded = false;
     d->lookups = NULL;
     d->points = NULL;
     d->n_lookups = d->n_points = 0;

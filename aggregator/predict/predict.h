@@ -68,6 +68,9 @@ typedef struct {
     tc_conv_lookup_t *lookups; /* owned: every conv measurement the model needs */
     size_t n_lookups;
     tc_memory_model_t memory;
+    tc_mem_point_t *mem;  /* owned: the traces the memory model learns from */
+    size_t n_mem;
+    bool mem_loaded;      /* mem read (tc_predict_prepare_all or tc_predict_device) */
     tc_pred_point_t *points; /* owned, one per batch */
     size_t n_points;
     /* Layer classes of the model that no CNN of the device's fit had, e.g.
@@ -113,7 +116,14 @@ int tc_predict_lookup_all(tc_store_t *s, const tc_pred_request_t *req, tc_pred_d
 /* The same for one device with a fit. */
 int tc_predict_lookup(tc_store_t *s, const tc_pred_request_t *req, tc_pred_device_t *d);
 
-/* Compute the points of a device with a fit and its lookups: each batch
+/* What every device with a fit needs from the store besides its conv
+ * look-ups, for all of them at once: the traces of its memory model and
+ * the op classes its fit never saw (d->unseen). */
+int tc_predict_prepare_all(tc_store_t *s, const tc_pred_request_t *req, tc_pred_device_t *devs,
+                           size_t n);
+
+/* Compute the points of a device with a fit and its lookups (its memory
+ * traces read here unless tc_predict_prepare_all did): each batch
  * whose conv benchmarks are all there and that lies in the fit's range
  * (req->extrapolate) is predicted; the others get their status and reason. */
 int tc_predict_device(tc_store_t *s, const tc_pred_request_t *req, tc_pred_device_t *d);
@@ -129,7 +139,8 @@ void tc_predict_count(const tc_pred_device_t *devs, size_t n, size_t *ok, size_t
 int tc_predict_record(tc_store_t *s, const char *request_id, const tc_pred_request_t *req,
                       const tc_pred_device_t *devs, size_t n, size_t *stored);
 
-/* Name the op classes of the model that the device's fit never saw. */
+/* Name the op classes of the model that the device's fit never saw (one
+ * device; tc_predict_prepare_all does it for all). */
 int tc_predict_unseen_classes(tc_store_t *s, const tc_model_t *m, tc_pred_device_t *d);
 
 /* The pure part of a paired comparison: from the held-out ratios measured /

@@ -183,7 +183,6 @@ static int s_connect(tc_store_t *self)
     if (self->conn)
         PQfinish(self->conn);
     self->staged = 0;
-    self->lookup_ready = 0;
     self->n_seen = 0;
     self->conn = PQconnectdb(self->dsn);
     if (!self->conn)

@@ -244,8 +244,9 @@ static long s_split_doubles(const char *text, double *v, size_t max)
     return (long)n;
 }
 
-#define FIT_COLUMNS                                                                             \
-    "SELECT fit_id, (extract(epoch FROM fitted_at) * 1000000)::bigint, device, framework, "    \
+#define FIT_COLUMNS "SELECT " FIT_COLUMN_LIST
+#define FIT_COLUMN_LIST                                                                         \
+    "fit_id, (extract(epoch FROM fitted_at) * 1000000)::bigint, device, framework, "    \
     "coalesce(policy, ''), dtype, conv_policy, form, weighting, array_to_string(features, ','), " \
     "array_to_string(coefficients, ','), array_to_string(covariance, ','), rse, dof, "         \
     "coalesce(ridge_lambda, 0), n_points, n_cnns, (SELECT min(b) FROM unnest(batches) b), "    \
@@ -253,27 +254,28 @@ static long s_split_doubles(const char *text, double *v, size_t max)
     "cv_median_ape, cv_max_ape, selection_mape, conv_only_mape, stat, interval_lo, "         \
     "interval_hi, amp, library_version, settings FROM fits "
 
-static double s_col(PGresult *res, int col)
+static double s_col(PGresult *res, int row, int col)
 {
-    return PQgetisnull(res, 0, col) ? NAN : strtod(PQgetvalue(res, 0, col), NULL);
+    return PQgetisnull(res, row, col) ? NAN : strtod(PQgetvalue(res, row, col), NULL);
 }
 
-static int s_parse_fit(PGresult *res, tc_fit_t *out)
+/* Row `row` of a FIT_COLUMNS result. */
+static int s_parse_fit(PGresult *res, int row, tc_fit_t *out)
 {
     memset(out, 0, sizeof *out);
-    out->fit_id = strtoll(PQgetvalue(res, 0, 0), NULL, 10);
-    out->fitted_at_us = strtoll(PQgetvalue(res, 0, 1), NULL, 10);
-    snprintf(out->device, sizeof out->device, "%s", PQgetvalue(res, 0, 2));
-    snprintf(out->framework, sizeof out->framework, "%s", PQgetvalue(res, 0, 3));
-    snprintf(out->policy, sizeof out->policy, "%s", PQgetvalue(res, 0, 4));
-    snprintf(out->dtype, sizeof out->dtype, "%s", PQgetvalue(res, 0, 5));
-    snprintf(out->conv_policy, sizeof out->conv_policy, "%s", PQgetvalue(res, 0, 6));
-    int rc = tc_fit_form_parse(PQgetvalue(res, 0, 7), &out->form);
+    out->fit_id = strtoll(PQgetvalue(res, row, 0), NULL, 10);
+    out->fitted_at_us = strtoll(PQgetvalue(res, row, 1), NULL, 10);
+    snprintf(out->device, sizeof out->device, "%s", PQgetvalue(res, row, 2));
+    snprintf(out->framework, sizeof out->framework, "%s", PQgetvalue(res, row, 3));
+    snprintf(out->policy, sizeof out->policy, "%s", PQgetvalue(res, row, 4));
+    snprintf(out->dtype, sizeof out->dtype, "%s", PQgetvalue(res, row, 5));
+    snprintf(out->conv_policy, sizeof out->conv_policy, "%s", PQgetvalue(res, row, 6));
+    int rc = tc_fit_form_parse(PQgetvalue(res, row, 7), &out->form);
     if (rc == 0)
-        rc = tc_fit_weighting_parse(PQgetvalue(res, 0, 8), &out->weighting);
+        rc = tc_fit_weighting_parse(PQgetvalue(res, row, 8), &out->weighting);
     if (rc < 0)
         return tc_err_context(rc, "fit %lld", out->fit_id);
-    const char *f = PQgetvalue(res, 0, 9);
+    const char *f = PQgetvalue(res, row, 9);
     while (*f) {
         const char *end = strchr(f, ',');
         size_t len = end ? (size_t)(end - f) : strlen(f);
@@ -285,62 +287,90 @@ static int s_parse_fit(PGresult *res, tc_fit_t *out)
         out->p++;
         f = end ? end + 1 : f + len;
     }
-    long nc = s_split_doubles(PQgetvalue(res, 0, 10), out->coef, TC_FIT_MAX_FEATURES);
-    long ncov = s_split_doubles(PQgetvalue(res, 0, 11), out->cov,
+    long nc = s_split_doubles(PQgetvalue(res, row, 10), out->coef, TC_FIT_MAX_FEATURES);
+    long ncov = s_split_doubles(PQgetvalue(res, row, 11), out->cov,
                                 TC_FIT_MAX_FEATURES * TC_FIT_MAX_FEATURES);
     if (nc != (long)out->p || ncov != (long)(out->p * out->p))
         return tc_fail(TC_EINVAL, "fit %lld: %zu features but %ld coefficients and %ld "
                                   "covariance entries",
                        out->fit_id, out->p, nc, ncov);
-    out->rse = s_col(res, 12);
-    out->dof = s_col(res, 13);
-    out->lambda = s_col(res, 14);
-    out->n_points = (size_t)atol(PQgetvalue(res, 0, 15));
-    out->n_cnns = (size_t)atol(PQgetvalue(res, 0, 16));
-    out->batch_min = (unsigned)atol(PQgetvalue(res, 0, 17));
-    out->batch_max = (unsigned)atol(PQgetvalue(res, 0, 18));
-    out->excluded_oom = (size_t)atol(PQgetvalue(res, 0, 19));
-    out->excluded_failed = (size_t)atol(PQgetvalue(res, 0, 20));
-    out->cv_mape = s_col(res, 21);
-    out->cv_median_ape = s_col(res, 22);
-    out->cv_max_ape = s_col(res, 23);
-    out->selection_mape = s_col(res, 24);
-    out->conv_only_mape = s_col(res, 25);
-    if (tc_fit_stat_parse(PQgetvalue(res, 0, 26), &out->stat) < 0)
+    out->rse = s_col(res, row, 12);
+    out->dof = s_col(res, row, 13);
+    out->lambda = s_col(res, row, 14);
+    out->n_points = (size_t)atol(PQgetvalue(res, row, 15));
+    out->n_cnns = (size_t)atol(PQgetvalue(res, row, 16));
+    out->batch_min = (unsigned)atol(PQgetvalue(res, row, 17));
+    out->batch_max = (unsigned)atol(PQgetvalue(res, row, 18));
+    out->excluded_oom = (size_t)atol(PQgetvalue(res, row, 19));
+    out->excluded_failed = (size_t)atol(PQgetvalue(res, row, 20));
+    out->cv_mape = s_col(res, row, 21);
+    out->cv_median_ape = s_col(res, row, 22);
+    out->cv_max_ape = s_col(res, row, 23);
+    out->selection_mape = s_col(res, row, 24);
+    out->conv_only_mape = s_col(res, row, 25);
+    if (tc_fit_stat_parse(PQgetvalue(res, row, 26), &out->stat) < 0)
         return tc_err_context(TC_EINVAL, "fit %lld", out->fit_id);
-    out->interval_lo = s_col(res, 27);
-    out->interval_hi = s_col(res, 28);
-    snprintf(out->amp, sizeof out->amp, "%s", PQgetvalue(res, 0, 29));
-    snprintf(out->library_version, sizeof out->library_version, "%s", PQgetvalue(res, 0, 30));
-    snprintf(out->settings, sizeof out->settings, "%s", PQgetvalue(res, 0, 31));
+    out->interval_lo = s_col(res, row, 27);
+    out->interval_hi = s_col(res, row, 28);
+    snprintf(out->amp, sizeof out->amp, "%s", PQgetvalue(res, row, 29));
+    snprintf(out->library_version, sizeof out->library_version, "%s", PQgetvalue(res, row, 30));
+    snprintf(out->settings, sizeof out->settings, "%s", PQgetvalue(res, row, 31));
     return 0;
+}
+
+/* The index of `name` in devices[0..n), or n. */
+static size_t s_index_of(const char *const *devices, size_t n, const char *name)
+{
+    size_t i = 0;
+    while (i < n && strcmp(devices[i], name) != 0)
+        i++;
+    return i;
+}
+
+int tc_store_fit_latest_each(tc_store_t *s, const char *const *devices, size_t n,
+                             const char *framework, const char *policy, const char *dtype,
+                             const char *amp, tc_fit_t *fits, bool *found)
+{
+    for (size_t i = 0; i < n; i++)
+        found[i] = false;
+    if (n == 0)
+        return 0;
+    tc_buf_t names = {0};
+    tc_store_text_array(&names, devices, n);
+    const char *params[] = {names.data, framework, policy, dtype, amp};
+    PGresult *res = NULL;
+    int rc = tc_store_query(s, &res, "reading the latest fits",
+                            "SELECT DISTINCT ON (device) " FIT_COLUMN_LIST
+                            "WHERE device = ANY ($1::text[]) "
+                            "AND ($2::text IS NULL OR framework = $2) "
+                            "AND ($3::text IS NULL OR policy IS NOT DISTINCT FROM nullif($3, '')) "
+                            "AND ($4::text IS NULL OR dtype = $4) "
+                            "AND ($5::text IS NULL OR amp = $5) "
+                            "ORDER BY device, fitted_at DESC, fit_id DESC",
+                            5, params);
+    tc_buf_free(&names);
+    for (int r = 0; rc == 0 && r < PQntuples(res); r++) {
+        size_t i = s_index_of(devices, n, PQgetvalue(res, r, 2));
+        if (i < n && !found[i]) {
+            rc = s_parse_fit(res, r, &fits[i]);
+            found[i] = rc == 0;
+        }
+    }
+    PQclear(res);
+    return rc;
 }
 
 int tc_store_fit_latest(tc_store_t *s, const char *device, const char *framework,
                         const char *policy, const char *dtype, const char *amp, tc_fit_t *out)
 {
-    const char *params[] = {device, framework, policy, dtype, amp};
-    PGresult *res = NULL;
-    int rc = tc_store_query(s, &res, "reading the latest fit",
-                            FIT_COLUMNS
-                            "WHERE device = $1 AND ($2::text IS NULL OR framework = $2) "
-                            "AND ($3::text IS NULL OR policy IS NOT DISTINCT FROM nullif($3, '')) "
-                            "AND ($4::text IS NULL OR dtype = $4) "
-                            "AND ($5::text IS NULL OR amp = $5) "
-                            "ORDER BY fitted_at DESC, fit_id DESC LIMIT 1",
-                            5, params);
-    if (rc < 0)
-        return rc;
-    if (PQntuples(res) == 0) {
-        PQclear(res);
+    bool found = false;
+    int rc = tc_store_fit_latest_each(s, &device, 1, framework, policy, dtype, amp, out, &found);
+    if (rc == 0 && !found)
         return tc_fail(TC_ENOTFOUND, "no fit for device '%s'%s%s%s%s%s%s: run 'aggregator fit "
                                      "--device %s' first",
                        device, framework ? " with framework " : "", framework ? framework : "",
                        dtype ? ", dtype " : "", dtype ? dtype : "",
                        amp ? (*amp ? ", amp " : ", without amp") : "", amp ? amp : "", device);
-    }
-    rc = s_parse_fit(res, out);
-    PQclear(res);
     return rc;
 }
 
@@ -357,28 +387,41 @@ int tc_store_fit_get(tc_store_t *s, long long fit_id, tc_fit_t *out)
         PQclear(res);
         return tc_fail(TC_ENOTFOUND, "no fit with id %lld", fit_id);
     }
-    rc = s_parse_fit(res, out);
+    rc = s_parse_fit(res, 0, out);
     PQclear(res);
     return rc;
 }
 
-int tc_store_fit_classes(tc_store_t *s, long long fit_id, char *buf, size_t size)
+int tc_store_fit_classes_each(tc_store_t *s, const long long *fit_ids, size_t n, char **bufs,
+                              size_t size)
 {
-    char id[24];
-    snprintf(id, sizeof id, "%lld", fit_id);
-    const char *params[] = {id};
+    for (size_t i = 0; i < n; i++)
+        bufs[i][0] = '\0';
+    if (n == 0)
+        return 0;
+    tc_buf_t ids = {0};
+    tc_buf_putc(&ids, '{');
+    for (size_t i = 0; i < n; i++)
+        tc_buf_printf(&ids, i ? ",%lld" : "%lld", fit_ids[i]);
+    tc_buf_putc(&ids, '}');
+    const char *params[] = {ids.data};
     PGresult *res = NULL;
-    buf[0] = '\0';
-    int rc = tc_store_query(s, &res, "reading the classes a fit was trained on",
-                            "SELECT coalesce(string_agg(DISTINCT l.op_class, ',' ORDER BY "
-                            "l.op_class), '') FROM fits f JOIN model_layers l "
-                            "ON l.model_id = ANY (f.models) WHERE f.fit_id = $1",
+    int rc = tc_store_query(s, &res, "reading the classes the fits were trained on",
+                            "SELECT f.fit_id, string_agg(DISTINCT l.op_class, ',' ORDER BY "
+                            "l.op_class) FROM fits f JOIN model_layers l "
+                            "ON l.model_id = ANY (f.models) WHERE f.fit_id = ANY ($1::bigint[]) "
+                            "GROUP BY f.fit_id",
                             1, params);
-    if (rc < 0)
-        return rc;
-    snprintf(buf, size, "%s", PQgetvalue(res, 0, 0));
+    tc_buf_free(&ids);
+    for (int r = 0; rc == 0 && r < PQntuples(res); r++) {
+        long long id = strtoll(PQgetvalue(res, r, 0), NULL, 10);
+        for (size_t i = 0; i < n; i++) {
+            if (fit_ids[i] == id)
+                snprintf(bufs[i], size, "%s", PQgetvalue(res, r, 1));
+        }
+    }
     PQclear(res);
-    return 0;
+    return rc;
 }
 
 int tc_store_fit_paired_ratios(tc_store_t *s, long long fit_a, long long fit_b, double **ra,
@@ -419,23 +462,37 @@ int tc_store_fit_paired_ratios(tc_store_t *s, long long fit_a, long long fit_b, 
     return 0;
 }
 
+int tc_store_routing_warnings(tc_store_t *s, const char *const *devices, size_t n, char **bufs,
+                              size_t size)
+{
+    for (size_t i = 0; i < n; i++)
+        bufs[i][0] = '\0';
+    if (n == 0)
+        return 0;
+    tc_buf_t names = {0};
+    tc_store_text_array(&names, devices, n);
+    const char *params[] = {names.data};
+    PGresult *res = NULL;
+    int rc = tc_store_query(s, &res, "reading the devices' conv routing",
+                            "SELECT name, string_agg(DISTINCT coalesce(framework, "
+                            "'an unknown framework') || ' (' || routing || ')', ', ') "
+                            "FROM devices WHERE name = ANY ($1::text[]) "
+                            "AND routing LIKE '%unverified%' GROUP BY name",
+                            1, params);
+    tc_buf_free(&names);
+    for (int r = 0; rc == 0 && r < PQntuples(res); r++) {
+        size_t i = s_index_of(devices, n, PQgetvalue(res, r, 0));
+        if (i < n)
+            snprintf(bufs[i], size, "conv routing unverified for %s: the agent times each conv "
+                                    "where the newest checked rule sends it, which this version "
+                                    "may not (docs/CONV-BENCH.md)",
+                     PQgetvalue(res, r, 1));
+    }
+    PQclear(res);
+    return rc;
+}
+
 int tc_store_routing_warning(tc_store_t *s, const char *device, char *buf, size_t size)
 {
-    const char *params[] = {device};
-    PGresult *res = NULL;
-    buf[0] = '\0';
-    int rc = tc_store_query(s, &res, "reading the device's conv routing",
-                            "SELECT coalesce(string_agg(DISTINCT coalesce(framework, "
-                            "'an unknown framework') || ' (' || routing || ')', ', '), '') "
-                            "FROM devices WHERE name = $1 AND routing LIKE '%unverified%'",
-                            1, params);
-    if (rc < 0)
-        return rc;
-    if (*PQgetvalue(res, 0, 0))
-        snprintf(buf, size, "conv routing unverified for %s: the agent times each conv where "
-                            "the newest checked rule sends it, which this version may not "
-                            "(docs/CONV-BENCH.md)",
-                 PQgetvalue(res, 0, 0));
-    PQclear(res);
-    return 0;
+    return tc_store_routing_warnings(s, &device, 1, &buf, size);
 }

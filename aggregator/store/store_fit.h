@@ -38,15 +38,25 @@ int tc_store_fit_put(tc_store_t *s, tc_fit_t *fit, const tc_fit_group_t *g, cons
  * message naming the command that makes one. */
 int tc_store_fit_latest(tc_store_t *s, const char *device, const char *framework,
                         const char *policy, const char *dtype, const char *amp, tc_fit_t *out);
+/* The same for every device name of devices[0..n) in one statement:
+ * fits[i] filled and found[i] true where device i has such a fit. */
+int tc_store_fit_latest_each(tc_store_t *s, const char *const *devices, size_t n,
+                             const char *framework, const char *policy, const char *dtype,
+                             const char *amp, tc_fit_t *fits, bool *found);
 
 /* What every prediction for device name `device` must say ("" nothing):
  * that some of its devices follow a conv routing rule that was not checked
  * for their framework's version. */
 int tc_store_routing_warning(tc_store_t *s, const char *device, char *buf, size_t size);
+/* The same for devices[0..n) in one statement, into bufs[i] (each `size`). */
+int tc_store_routing_warnings(tc_store_t *s, const char *const *devices, size_t n, char **bufs,
+                              size_t size);
 
-/* The op classes of the models fit `fit_id` was trained on, as one string
- * "bn,act,pool,..." into buf. */
-int tc_store_fit_classes(tc_store_t *s, long long fit_id, char *buf, size_t size);
+/* The op classes of the models each fit fit_ids[i] was trained on, as one
+ * string "bn,act,pool,..." into bufs[i] (each `size`; "" for a fit without
+ * stored models). One statement. */
+int tc_store_fit_classes_each(tc_store_t *s, const long long *fit_ids, size_t n, char **bufs,
+                              size_t size);
 
 /* The held-out ratios measured / predicted of two fits at the (model,
  * batch) points both were trained on and predicted held out: ra[i], rb[i]

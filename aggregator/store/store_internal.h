@@ -26,7 +26,6 @@ struct tc_store {
     PGconn *conn;
     char *dsn;
     int staged; /* temp staging tables created on this connection */
-    int lookup_ready; /* the conv lookup table too (store_model.c) */
     /* While importing a benchmark set (store_set.c): its imports row. Then
      * messages create no agents, and a device is inserted with this import
      * id when its uuid is new and left as it is otherwise. 0 otherwise. */

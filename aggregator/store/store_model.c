@@ -12,48 +12,85 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int s_read_layers(tc_store_t *s, const char *model_id, tc_layer_summary_t **layers,
-                         size_t *n)
-{
-    *layers = NULL;
-    *n = 0;
-    const char *p[] = {model_id};
-    PGresult *res = NULL;
-    int rc = tc_store_query(s, &res, "reading model layers",
-                            "SELECT op_class, params, flops, elems_in, elems_out "
-                            "FROM model_layers WHERE model_id = $1 ORDER BY idx",
-                            1, p);
-    if (rc < 0)
-        return rc;
-    size_t rows = (size_t)PQntuples(res);
-    if (rows == 0) {
-        PQclear(res);
-        return tc_fail(TC_ENOTFOUND, "model '%s' has no stored layers", model_id);
-    }
-    tc_layer_summary_t *l = calloc(rows, sizeof *l);
-    if (!l) {
-        PQclear(res);
-        return tc_fail(TC_ENOMEM, "out of memory for %zu layers", rows);
-    }
-    for (size_t i = 0; i < rows; i++) {
-        int c = tc_op_class_parse(PQgetvalue(res, (int)i, 0));
-        l[i].op_class = c < 0 ? TC_OPC_OTHER : (tc_op_class_t)c;
-        l[i].params = strtoull(PQgetvalue(res, (int)i, 1), NULL, 10);
-        l[i].flops = strtod(PQgetvalue(res, (int)i, 2), NULL);
-        l[i].elems_in = strtoull(PQgetvalue(res, (int)i, 3), NULL, 10);
-        l[i].elems_out = strtoull(PQgetvalue(res, (int)i, 4), NULL, 10);
-    }
-    PQclear(res);
-    *layers = l;
-    *n = rows;
-    return 0;
-}
-
 struct tc_store_layers {
     char *model_id;
     tc_layer_summary_t *layers;
     size_t n;
 };
+
+/* The cache entry of a model, or s->n_layers. */
+static size_t s_cached(const tc_store_t *s, const char *model_id)
+{
+    size_t i = 0;
+    while (i < s->n_layers && strcmp(s->layers[i].model_id, model_id) != 0)
+        i++;
+    return i;
+}
+
+/* Rows [from, to) of a layer read (model_id, op_class, params, flops,
+ * elems_in, elems_out) as one model's layers, into the cache. */
+static int s_cache_add(tc_store_t *s, PGresult *res, int from, int to)
+{
+    size_t rows = (size_t)(to - from);
+    tc_layer_summary_t *l = calloc(rows, sizeof *l);
+    char *id = strdup(PQgetvalue(res, from, 0));
+    struct tc_store_layers *grown = l && id ? realloc(s->layers, (s->n_layers + 1) * sizeof *grown)
+                                            : NULL;
+    if (!grown) {
+        free(l);
+        free(id);
+        return tc_fail(TC_ENOMEM, "out of memory for %zu layers", rows);
+    }
+    s->layers = grown;
+    for (size_t i = 0; i < rows; i++) {
+        int r = from + (int)i;
+        int c = tc_op_class_parse(PQgetvalue(res, r, 1));
+        l[i].op_class = c < 0 ? TC_OPC_OTHER : (tc_op_class_t)c;
+        l[i].params = strtoull(PQgetvalue(res, r, 2), NULL, 10);
+        l[i].flops = strtod(PQgetvalue(res, r, 3), NULL);
+        l[i].elems_in = strtoull(PQgetvalue(res, r, 4), NULL, 10);
+        l[i].elems_out = strtoull(PQgetvalue(res, r, 5), NULL, 10);
+    }
+    s->layers[s->n_layers++] = (struct tc_store_layers){.model_id = id, .layers = l, .n = rows};
+    return 0;
+}
+
+/* Read the layers of every model of ids[0..n) not cached yet, in one
+ * statement. A model without stored layers stays uncached. */
+static int s_cache_models(tc_store_t *s, const char *const *ids, size_t n)
+{
+    const char **want = calloc(n + 1, sizeof *want);
+    if (!want)
+        return tc_fail(TC_ENOMEM, "out of memory");
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        if (s_cached(s, ids[i]) == s->n_layers)
+            want[k++] = ids[i];
+    int rc = 0;
+    if (k > 0) {
+        tc_buf_t arr = {0};
+        tc_store_text_array(&arr, want, k);
+        const char *p[] = {arr.data};
+        PGresult *res = NULL;
+        rc = tc_store_query(s, &res, "reading model layers",
+                            "SELECT model_id, op_class, params, flops, elems_in, elems_out "
+                            "FROM model_layers WHERE model_id = ANY ($1::text[]) "
+                            "ORDER BY model_id, idx",
+                            1, p);
+        tc_buf_free(&arr);
+        int rows = rc == 0 ? PQntuples(res) : 0;
+        for (int from = 0, to; rc == 0 && from < rows; from = to) {
+            to = from + 1;
+            while (to < rows && !strcmp(PQgetvalue(res, to, 0), PQgetvalue(res, from, 0)))
+                to++;
+            if (s_cached(s, PQgetvalue(res, from, 0)) == s->n_layers)
+                rc = s_cache_add(s, res, from, to);
+        }
+        PQclear(res);
+    }
+    free(want);
+    return rc;
+}
 
 void tc_store_layers_clear(tc_store_t *s)
 {
@@ -71,27 +108,12 @@ int tc_store_model_layers(tc_store_t *s, const char *model_id, tc_layer_summary_
 {
     *layers = NULL;
     *n = 0;
-    size_t i = 0;
-    while (i < s->n_layers && strcmp(s->layers[i].model_id, model_id) != 0)
-        i++;
-    if (i == s->n_layers) {
-        tc_layer_summary_t *l = NULL;
-        size_t rows = 0;
-        int rc = s_read_layers(s, model_id, &l, &rows);
-        if (rc < 0)
-            return rc;
-        struct tc_store_layers *grown = realloc(s->layers, (s->n_layers + 1) * sizeof *grown);
-        char *id = strdup(model_id);
-        if (!grown || !id) {
-            if (grown)
-                s->layers = grown;
-            free(id);
-            free(l);
-            return tc_fail(TC_ENOMEM, "out of memory");
-        }
-        s->layers = grown;
-        s->layers[s->n_layers++] = (struct tc_store_layers){.model_id = id, .layers = l, .n = rows};
-    }
+    int rc = s_cache_models(s, &model_id, 1);
+    if (rc < 0)
+        return rc;
+    size_t i = s_cached(s, model_id);
+    if (i == s->n_layers)
+        return tc_fail(TC_ENOTFOUND, "model '%s' has no stored layers", model_id);
     /* The caller owns its copy. */
     *layers = malloc(s->layers[i].n * sizeof **layers);
     if (!*layers)
@@ -140,24 +162,6 @@ int tc_store_device_classes(tc_store_t *s, tc_device_class_t **out, size_t *n)
     *out = v;
     *n = rows;
     return 0;
-}
-
-/* The lookup staging table lives for the connection (emptied at each
- * commit), so a predict creates it once. Created outside a transaction.
- * One row per group: the batches of one (set, config, direction). */
-static int s_lookup_table(tc_store_t *s)
-{
-    if (s->lookup_ready)
-        return 0;
-    int rc = tc_store_exec(s,
-                           "CREATE TEMP TABLE IF NOT EXISTS tc_lookup_groups (grp integer, "
-                           "device text, policy text, library_version text, stat text, "
-                           TC_SQL_CONV_KEY_DEFS ", batches integer[], direction text) "
-                           "ON COMMIT DELETE ROWS",
-                           NULL, 0);
-    if (rc == 0)
-        s->lookup_ready = 1;
-    return rc;
 }
 
 /* One look-up item, by its set and index. */
@@ -216,7 +220,8 @@ static int s_group(tc_conv_lookup_set_t *sets, size_t n_sets, size_t total, s_gr
         return tc_fail(TC_ENOMEM, "out of memory");
     for (size_t k = 0; k < n_sets; k++)
         for (size_t i = 0; i < sets[k].n; i++)
-            g->refs[g->n++] = (s_ref_t){&sets[k], k, i};
+            if (!sets[k].items[i].skip)
+                g->refs[g->n++] = (s_ref_t){&sets[k], k, i};
     qsort(g->refs, g->n, sizeof *g->refs, s_ref_cmp);
     for (size_t i = 0; i < g->n; i++)
         if (i == 0 || !s_same_group(&g->refs[i - 1], &g->refs[i]))
@@ -225,38 +230,49 @@ static int s_group(tc_conv_lookup_set_t *sets, size_t n_sets, size_t total, s_gr
     return 0;
 }
 
-/* The staging rows: one per group, its batches as an array. */
-static int s_group_rows(const s_groups_t *g, tc_buf_t *rows)
+/* The groups as one JSON array, a row each (s_lookup_sql's columns). */
+static int s_group_json(const s_groups_t *g, tc_buf_t *json)
 {
-    long long *batches = calloc(g->n + 1, sizeof *batches);
-    if (!batches)
-        return tc_fail(TC_ENOMEM, "out of memory");
+    tc_buf_putc(json, '[');
     for (size_t gi = 0; gi < g->n_groups; gi++) {
         const s_ref_t *first = &g->refs[g->group[gi]];
         const tc_conv_lookup_set_t *set = first->set;
         const tc_conv_lookup_t *it = &set->items[first->idx];
         Traincast__V1__ConvConfig key = TRAINCAST__V1__CONV_CONFIG__INIT;
         tc_conv_config_to_proto(&it->config, &key);
-        tc_copy_int(rows, (long long)gi, 0);
-        tc_copy_text(rows, set->device, 0);
-        tc_copy_text(rows, set->policy, 0);
-        tc_copy_text(rows,
-                     set->library_version && *set->library_version ? set->library_version : NULL,
-                     0);
-        tc_copy_text(rows, tc_fit_stat_name(set->stat), 0);
-        tc_copy_conv_key(rows, &key);
-        size_t nb = 0;
+        tc_buf_printf(json, "%s{\"grp\":%zu,\"device\":", gi ? "," : "", gi);
+        tc_buf_json_str(json, set->device);
+        tc_buf_puts(json, ",\"policy\":");
+        tc_buf_json_str(json, set->policy);
+        tc_buf_puts(json, ",\"library_version\":");
+        tc_buf_json_str(json, set->library_version ? set->library_version : "");
+        tc_buf_printf(json, ",\"stat\":\"%s\",\"direction\":\"%s\",",
+                      tc_fit_stat_name(set->stat), tc_direction_name(it->direction));
+        tc_json_conv_key(json, &key);
+        tc_buf_puts(json, "\"batches\":[");
+        unsigned last = 0;
         for (size_t i = g->group[gi]; i < g->group[gi + 1]; i++) {
-            long long n = set->items[g->refs[i].idx].config.n;
-            if (nb == 0 || batches[nb - 1] != n) /* asked twice: looked up once */
-                batches[nb++] = n;
+            unsigned n = set->items[g->refs[i].idx].config.n;
+            if (i > g->group[gi] && n == last)
+                continue; /* asked twice: looked up once */
+            tc_buf_printf(json, i > g->group[gi] ? ",%u" : "%u", n);
+            last = n;
         }
-        tc_copy_int_array(rows, batches, nb, 0);
-        tc_copy_text(rows, tc_direction_name(it->direction), 1);
+        tc_buf_puts(json, "]}");
     }
-    free(batches);
-    return 0;
+    tc_buf_putc(json, ']');
+    return json->failed ? tc_fail(TC_ENOMEM, "out of memory for %zu conv look-ups", g->n) : 0;
 }
+
+/* Every group's statistic per batch: one statement, the groups a JSON
+ * parameter (no staging table, no transaction of its own). */
+static const char s_lookup_sql[] =
+    "SELECT q.grp, l.batch, l.median_ms, l.stddev_ms FROM json_to_recordset($1::json) "
+    "AS q (grp integer, device text, policy text, library_version text, stat text, "
+    "direction text, " TC_SQL_CONV_KEY_DEFS ", batches integer[]) "
+    "JOIN conv_configs cc ON " TC_SQL_CONV_KEY_EQ("cc", "q") " "
+    "JOIN LATERAL " TC_SQL_CONV_STAT("q.device", "q.policy", "q.library_version", "q.stat",
+                                     "cc.config_id", "q.batches", "q.direction") " l ON true";
 
 /* Store one result row (group, batch, median, stddev) in every item of the
  * group asked at that batch. */
@@ -278,102 +294,109 @@ int tc_store_conv_lookup(tc_store_t *s, tc_conv_lookup_set_t *sets, size_t n_set
 {
     size_t total = 0;
     for (size_t k = 0; k < n_sets; k++) {
-        sets[k].missing = sets[k].n;
-        for (size_t i = 0; i < sets[k].n; i++)
+        sets[k].missing = 0;
+        for (size_t i = 0; i < sets[k].n; i++) {
             sets[k].items[i].median_ms = sets[k].items[i].stddev_ms = NAN;
-        total += sets[k].n;
+            sets[k].missing += !sets[k].items[i].skip;
+        }
+        total += sets[k].missing;
     }
     if (total == 0)
         return 0;
     s_groups_t g = {0};
-    tc_buf_t rows = {0};
+    tc_buf_t json = {0};
     int rc = s_group(sets, n_sets, total, &g);
     if (rc == 0)
-        rc = s_group_rows(&g, &rows);
-    if (rc == 0)
-        rc = s_lookup_table(s);
-    /* A plain BEGIN: a look-up needs none of the ingest staging tables
-     * tc_store_begin makes. */
-    if (rc == 0)
-        rc = tc_store_query(s, NULL, "BEGIN", "BEGIN", 0, NULL);
-    if (rc == 0)
-        rc = tc_store_copy(s, "staging conv lookups", "COPY tc_lookup_groups FROM STDIN", &rows);
+        rc = s_group_json(&g, &json);
     PGresult *res = NULL;
+    const char *params[] = {json.data};
     if (rc == 0)
-        rc = tc_store_query(
-            s, &res, "looking up conv benchmarks",
-            "SELECT q.grp, l.batch, l.median_ms, l.stddev_ms FROM tc_lookup_groups q "
-            "JOIN conv_configs cc ON " TC_SQL_CONV_KEY_EQ("cc", "q") " "
-            "JOIN LATERAL " TC_SQL_CONV_STAT("q.device", "q.policy", "q.library_version",
-                                             "q.stat", "cc.config_id", "q.batches",
-                                             "q.direction") " l ON true",
-            0, NULL);
-    if (rc == 0) {
-        for (int i = 0; i < PQntuples(res); i++) {
-            long gi = atol(PQgetvalue(res, i, 0));
-            if (gi < 0 || (size_t)gi >= g.n_groups)
-                continue;
+        rc = tc_store_query(s, &res, "looking up conv benchmarks", s_lookup_sql, 1, params);
+    for (int i = 0; rc == 0 && i < PQntuples(res); i++) {
+        long gi = atol(PQgetvalue(res, i, 0));
+        if (gi >= 0 && (size_t)gi < g.n_groups)
             s_group_fill(&g, (size_t)gi, (unsigned)atol(PQgetvalue(res, i, 1)),
                          strtod(PQgetvalue(res, i, 2), NULL), strtod(PQgetvalue(res, i, 3), NULL));
-        }
-        PQclear(res);
-        rc = tc_store_commit(s);
     }
-    if (rc < 0)
-        tc_store_rollback(s);
-    tc_buf_free(&rows);
+    PQclear(res);
+    tc_buf_free(&json);
     s_groups_free(&g);
+    return rc;
+}
+
+int tc_store_memory_points_each(tc_store_t *s, const char *const *devices, size_t n,
+                                tc_mem_point_t **out, size_t *n_out)
+{
+    for (size_t i = 0; i < n; i++) {
+        out[i] = NULL;
+        n_out[i] = 0;
+    }
+    if (n == 0)
+        return 0;
+    tc_buf_t names = {0};
+    tc_store_text_array(&names, devices, n);
+    const char *p[] = {names.data};
+    PGresult *res = NULL;
+    int rc = tc_store_query(
+        s, &res, "reading trace memory",
+        "SELECT d.name, t.model_id, t.batch, t.peak_memory_bytes, t.status = 'oom' "
+        "FROM traces t JOIN devices d USING (device_id) "
+        "WHERE d.name = ANY ($1::text[]) "
+        "AND ((t.status = 'ok' AND t.peak_memory_bytes > 0) OR t.status = 'oom') "
+        "AND EXISTS (SELECT 1 FROM model_layers ml WHERE ml.model_id = t.model_id) "
+        "ORDER BY d.name, t.model_id, t.batch",
+        1, p);
+    tc_buf_free(&names);
+    if (rc < 0)
+        return rc;
+    int rows = PQntuples(res);
+    /* Every model's layers in one read; then each device's points. */
+    const char **ids = calloc((size_t)rows + 1, sizeof *ids);
+    rc = ids ? 0 : tc_fail(TC_ENOMEM, "out of memory");
+    for (int r = 0; rc == 0 && r < rows; r++)
+        ids[r] = PQgetvalue(res, r, 1);
+    if (rc == 0)
+        rc = s_cache_models(s, ids, (size_t)rows);
+    free(ids);
+    for (int from = 0, to; rc == 0 && from < rows; from = to) {
+        to = from + 1;
+        while (to < rows && !strcmp(PQgetvalue(res, to, 0), PQgetvalue(res, from, 0)))
+            to++;
+        size_t i = 0;
+        while (i < n && strcmp(devices[i], PQgetvalue(res, from, 0)) != 0)
+            i++;
+        if (i == n || out[i])
+            continue;
+        tc_mem_point_t *v = calloc((size_t)(to - from) + 1, sizeof *v);
+        if (!v) {
+            rc = tc_fail(TC_ENOMEM, "out of memory");
+            break;
+        }
+        out[i] = v;
+        for (int r = from; r < to; r++, v++) {
+            snprintf(v->model_id, sizeof v->model_id, "%s", PQgetvalue(res, r, 1));
+            v->batch = (unsigned)atoi(PQgetvalue(res, r, 2));
+            v->peak_bytes = PQgetisnull(res, r, 3) ? NAN : strtod(PQgetvalue(res, r, 3), NULL);
+            v->oom = PQgetvalue(res, r, 4)[0] == 't';
+            size_t c = s_cached(s, v->model_id);
+            if (c < s->n_layers)
+                tc_features_from_layers(s->layers[c].layers, s->layers[c].n, v->batch,
+                                        &v->features);
+        }
+        n_out[i] = (size_t)(to - from);
+    }
+    PQclear(res);
+    if (rc < 0) {
+        for (size_t i = 0; i < n; i++) {
+            free(out[i]);
+            out[i] = NULL;
+            n_out[i] = 0;
+        }
+    }
     return rc;
 }
 
 int tc_store_memory_points(tc_store_t *s, const char *device, tc_mem_point_t **out, size_t *n)
 {
-    *out = NULL;
-    *n = 0;
-    const char *p[] = {device};
-    PGresult *res = NULL;
-    int rc = tc_store_query(
-        s, &res, "reading trace memory",
-        "SELECT t.model_id, t.batch, t.peak_memory_bytes, t.status = 'oom' "
-        "FROM traces t JOIN devices d USING (device_id) "
-        "WHERE d.name = $1 AND ((t.status = 'ok' AND t.peak_memory_bytes > 0) OR t.status = 'oom') "
-        "AND EXISTS (SELECT 1 FROM model_layers ml WHERE ml.model_id = t.model_id) "
-        "ORDER BY t.model_id, t.batch",
-        1, p);
-    if (rc < 0)
-        return rc;
-    size_t rows = (size_t)PQntuples(res);
-    tc_mem_point_t *v = calloc(rows + 1, sizeof *v);
-    if (!v) {
-        PQclear(res);
-        return tc_fail(TC_ENOMEM, "out of memory");
-    }
-    for (size_t i = 0; i < rows; i++) {
-        snprintf(v[i].model_id, sizeof v[i].model_id, "%s", PQgetvalue(res, (int)i, 0));
-        v[i].batch = (unsigned)atoi(PQgetvalue(res, (int)i, 1));
-        v[i].peak_bytes = PQgetisnull(res, (int)i, 2) ? NAN : strtod(PQgetvalue(res, (int)i, 2), NULL);
-        v[i].oom = PQgetvalue(res, (int)i, 3)[0] == 't';
-    }
-    PQclear(res);
-    tc_layer_summary_t *layers = NULL;
-    size_t n_layers = 0;
-    const char *loaded = NULL;
-    for (size_t i = 0; i < rows && rc == 0; i++) {
-        if (!loaded || strcmp(loaded, v[i].model_id) != 0) {
-            free(layers);
-            layers = NULL;
-            rc = tc_store_model_layers(s, v[i].model_id, &layers, &n_layers);
-            loaded = v[i].model_id;
-        }
-        if (rc == 0)
-            tc_features_from_layers(layers, n_layers, v[i].batch, &v[i].features);
-    }
-    free(layers);
-    if (rc < 0) {
-        free(v);
-        return rc;
-    }
-    *out = v;
-    *n = rows;
-    return 0;
+    return tc_store_memory_points_each(s, &device, 1, out, n);
 }

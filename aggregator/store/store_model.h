@@ -32,10 +32,12 @@ typedef struct {
 int tc_store_device_classes(tc_store_t *s, tc_device_class_t **out, size_t *n);
 
 /* One conv measurement to look up: the latest benchmark of a device name for
- * (config with n = batch, direction, policy). Outputs are NaN when missing. */
+ * (config with n = batch, direction, policy). Outputs are NaN when missing
+ * (and for an item marked skip, which is not looked up nor counted). */
 typedef struct {
     tc_conv_config_t config;
     Traincast__V1__Direction direction;
+    bool skip;         /* not needed: leave it out */
     double median_ms;  /* out */
     double stddev_ms;  /* out */
 } tc_conv_lookup_t;
@@ -48,7 +50,7 @@ typedef struct {
     tc_fit_stat_t stat;
     tc_conv_lookup_t *items;
     size_t n;
-    size_t missing; /* out: how many were not found */
+    size_t missing; /* out: how many (not skipped) were not found */
 } tc_conv_lookup_set_t;
 
 /* Fill median_ms/stddev_ms of every item of every set, exactly as the fit
@@ -69,5 +71,9 @@ typedef struct {
 /* Every ok trace with a recorded peak memory and every out-of-memory trace
  * of a device name whose model graph is stored. *out is malloc'ed. */
 int tc_store_memory_points(tc_store_t *s, const char *device, tc_mem_point_t **out, size_t *n);
+/* The same for every device name of devices[0..n) in one statement (and one
+ * for the layers of their models): out[i], n_out[i] (malloc'ed). */
+int tc_store_memory_points_each(tc_store_t *s, const char *const *devices, size_t n,
+                                tc_mem_point_t **out, size_t *n_out);
 
 #endif

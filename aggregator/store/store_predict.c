@@ -57,25 +57,45 @@ int tc_store_predictions_put(tc_store_t *s, const char *request_id,
     return rc;
 }
 
-int tc_store_device_power(tc_store_t *s, const char *device, const char *framework,
-                          const char *dtype, const char *amp, double *watts, char *source,
-                          size_t size)
+int tc_store_device_power_each(tc_store_t *s, tc_power_query_t *q, size_t n)
 {
-    *watts = NAN;
-    if (size)
-        source[0] = '\0';
-    const char *params[] = {device, framework && *framework ? framework : NULL,
-                            dtype && *dtype ? dtype : NULL, amp};
+    if (n == 0)
+        return 0;
+    const char **v = calloc(4 * n, sizeof *v);
+    if (!v)
+        return tc_fail(TC_ENOMEM, "out of memory");
+    for (size_t i = 0; i < n; i++) {
+        q[i].watts = NAN;
+        q[i].source[0] = '\0';
+        v[i] = q[i].device;
+        v[n + i] = q[i].framework;
+        v[2 * n + i] = q[i].dtype;
+        v[3 * n + i] = q[i].amp;
+    }
+    tc_buf_t arr[4] = {{0}};
+    for (int k = 0; k < 4; k++)
+        tc_store_text_array(&arr[k], v + (size_t)k * n, n);
+    free(v);
+    const char *params[] = {arr[0].data, arr[1].data, arr[2].data, arr[3].data};
     PGresult *res = NULL;
-    int rc = tc_store_query(s, &res, "reading the device's training power",
-                            "SELECT watts, energy_source FROM device_training_power WHERE "
-                            "device = $1 AND ($2::text IS NULL OR framework = $2) AND "
-                            "($3::text IS NULL OR dtype = $3) AND ($4::text IS NULL OR amp = $4) "
-                            "ORDER BY traces DESC LIMIT 1",
+    int rc = tc_store_query(s, &res, "reading the devices' training power",
+                            "SELECT q.i, p.watts, p.energy_source FROM unnest($1::text[], "
+                            "$2::text[], $3::text[], $4::text[]) WITH ORDINALITY "
+                            "AS q (device, framework, dtype, amp, i) CROSS JOIN LATERAL "
+                            "(SELECT watts, energy_source FROM device_training_power p WHERE "
+                            "p.device = q.device AND (q.framework = '' OR p.framework = "
+                            "q.framework) AND (q.dtype = '' OR p.dtype = q.dtype) AND "
+                            "p.amp = q.amp ORDER BY p.traces DESC LIMIT 1) p "
+                            "WHERE p.watts IS NOT NULL",
                             4, params);
-    if (rc == 0 && PQntuples(res) == 1 && !PQgetisnull(res, 0, 0)) {
-        *watts = strtod(PQgetvalue(res, 0, 0), NULL);
-        snprintf(source, size, "%s", PQgetvalue(res, 0, 1));
+    for (int k = 0; k < 4; k++)
+        tc_buf_free(&arr[k]);
+    for (int r = 0; rc == 0 && r < PQntuples(res); r++) {
+        long i = atol(PQgetvalue(res, r, 0)) - 1;
+        if (i < 0 || (size_t)i >= n)
+            continue;
+        q[i].watts = strtod(PQgetvalue(res, r, 1), NULL);
+        snprintf(q[i].source, sizeof q[i].source, "%s", PQgetvalue(res, r, 2));
     }
     PQclear(res);
     return rc;

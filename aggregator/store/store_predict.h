@@ -27,11 +27,17 @@ int tc_store_predictions_put(tc_store_t *s, const char *request_id,
                              const tc_store_prediction_t *rows, size_t n, size_t *stored);
 
 /* The mean power of a device class while training (view
- * device_training_power) for traces of this framework, dtype and AMP mode
- * (NULL or "": any framework or dtype; amp NULL: any): *watts, and the
- * counter in `source`; *watts NaN when none of its traces measured energy. */
-int tc_store_device_power(tc_store_t *s, const char *device, const char *framework,
-                          const char *dtype, const char *amp, double *watts, char *source,
-                          size_t size);
+ * device_training_power) for traces of a framework, dtype and AMP mode. */
+typedef struct {
+    const char *device;    /* in */
+    const char *framework; /* in: NULL or "": any */
+    const char *dtype;     /* in: NULL or "": any */
+    const char *amp;       /* in: "" without AMP */
+    double watts;          /* out: NaN when none of its traces measured energy */
+    char source[16];       /* out: the counter ("nvml", "rapl"; "" none) */
+} tc_power_query_t;
+
+/* Every query of q[0..n) in one statement. */
+int tc_store_device_power_each(tc_store_t *s, tc_power_query_t *q, size_t n);
 
 #endif

@@ -106,6 +106,18 @@ Test(store_lookup, min_and_p10_follow_the_fit_statistic)
     cr_assert_float_eq(p10[0].median_ms, 3.4, 1e-9);
 }
 
+Test(store_lookup, a_skipped_item_is_neither_looked_up_nor_missing)
+{
+    tc_conv_lookup_t a[] = {s_item(4, FWD), s_item(8, FWD)};
+    a[1].skip = true;
+    tc_conv_lookup_set_t set = {
+        .device = "cpu A", .policy = "heuristic", .stat = TC_FIT_STAT_MEDIAN, .items = a, .n = 2};
+    cr_assert_eq(tc_store_conv_lookup(s_store, &set, 1), 0, "%s", tc_errmsg());
+    cr_assert_float_eq(a[0].median_ms, 5.0, 1e-9);
+    cr_assert(isnan(a[1].median_ms), "measured, but skipped");
+    cr_assert_eq(set.missing, 0);
+}
+
 Test(store_lookup, another_policy_finds_nothing)
 {
     tc_conv_lookup_t a[] = {s_item(4, FWD)};
