@@ -2,6 +2,7 @@
 
 #include "hostinfo.h"
 #include "identity.h"
+#include "tc_hash.h"
 
 #include <ctype.h>
 #include <stdint.h>
@@ -23,11 +24,7 @@ void tc_agent_id_machine(char *buf, size_t size)
     }
     if (!seed[0])
         snprintf(seed, sizeof seed, "%s", host);
-    uint32_t h = 2166136261u;
-    for (const char *s = seed; *s; s++) {
-        h ^= (unsigned char)*s;
-        h *= 16777619u;
-    }
+    uint32_t h = tc_fnv1a32_str(seed);
     /* Keep the host part readable and free of separators. */
     for (char *p = host; *p; p++)
         if (!isalnum((unsigned char)*p) && *p != '-' && *p != '.')

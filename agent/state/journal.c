@@ -3,6 +3,7 @@
 #include "journal_internal.h"
 
 #include "tc_error.h"
+#include "tc_hash.h"
 #include "tc_log.h"
 #include "tc_paths.h"
 
@@ -19,10 +20,7 @@
 
 static uint32_t s_hash(const char *id)
 {
-    uint32_t h = 2166136261u;
-    for (size_t i = 0; i < TC_MSGID_LEN; i++)
-        h = (h ^ (uint8_t)id[i]) * 16777619u;
-    return h;
+    return tc_fnv1a32(TC_FNV32_INIT, id, TC_MSGID_LEN);
 }
 
 /* The entry of `id`, or NULL. */

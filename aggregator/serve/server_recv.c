@@ -6,6 +6,7 @@
 #include "server_loop.h"
 
 #include "tc_error.h"
+#include "tc_hash.h"
 #include "tc_log.h"
 #include "tc_zmq.h"
 
@@ -16,10 +17,7 @@
 
 static unsigned s_hash(const char *id)
 {
-    unsigned h = 2166136261u;
-    for (const char *p = id; *p; p++)
-        h = (h ^ (unsigned char)*p) * 16777619u;
-    return h % TC_IDSET_BUCKETS;
+    return tc_fnv1a32_str(id) % TC_IDSET_BUCKETS;
 }
 
 static bool s_idset_has(tc_idset_t *s, const char *id)

@@ -6,6 +6,7 @@
 
 #include "store.h"
 #include "tc_error.h"
+#include "tc_hash.h"
 #include "tc_log.h"
 
 #include <pthread.h>
@@ -316,10 +317,7 @@ int tc_workers_start(void *ctx, const char *dsn, unsigned n, unsigned batch,
 
 void tc_workers_push(tc_workers_t *self, tc_work_t *w)
 {
-    unsigned h = 2166136261u;
-    for (const char *p = w->env->agent_id; p && *p; p++)
-        h = (h ^ (unsigned char)*p) * 16777619u;
-    s_worker_t *me = &self->workers[h % self->n];
+    s_worker_t *me = &self->workers[tc_fnv1a32_str(w->env->agent_id) % self->n];
     w->next = NULL;
     pthread_mutex_lock(&self->lock);
     if (me->tail)

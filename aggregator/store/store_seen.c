@@ -1,5 +1,6 @@
 /* Agents and devices a connection recorded lately (store_internal.h). */
 #include "store_internal.h"
+#include "tc_hash.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -14,11 +15,8 @@ static int64_t s_now_ms(void)
 
 uint64_t tc_store_seen_hash(uint64_t h, const char *text)
 {
-    if (!h)
-        h = 14695981039346656037ull;
-    for (const unsigned char *p = (const unsigned char *)(text ? text : "\x01"); *p; p++)
-        h = (h ^ *p) * 1099511628211ull;
-    return (h ^ 0xff) * 1099511628211ull; /* a separator: "ab","c" is not "a","bc" */
+    h = tc_fnv1a64_str(h ? h : TC_FNV64_INIT, text ? text : "\x01");
+    return tc_fnv1a64_byte(h, 0xff); /* a separator: "ab","c" is not "a","bc" */
 }
 
 bool tc_store_seen_get(tc_store_t *s, uint64_t key, uint64_t details, char id[32])

@@ -4,6 +4,7 @@
 #include "tc_graph.h"
 
 #include "tc_error.h"
+#include "tc_hash.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -80,10 +81,7 @@ int64_t tc_value_elems(const tc_value_t *v)
 
 static uint64_t s_hash(const char *s)
 {
-    uint64_t h = 1469598103934665603ull;
-    for (; *s; s++)
-        h = (h ^ (uint8_t)*s) * 1099511628211ull;
-    return h;
+    return tc_fnv1a64_str(TC_FNV64_INIT, s);
 }
 
 int tc_graph_value(const tc_graph_t *g, const char *name)

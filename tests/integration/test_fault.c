@@ -9,6 +9,7 @@
 #include "journal.h"
 #include "store.h"
 #include "tc_error.h"
+#include "tc_hash.h"
 #include "tc_test.h"
 #include "tc_test_gen.h"
 #include "tc_test_transport.h"
@@ -34,10 +35,7 @@ static void s_stop_cluster(void)
 /* The store worker an agent id goes to (server_workers.c: FNV-1a % n). */
 static unsigned s_worker_of(const char *agent_id, unsigned n)
 {
-    unsigned h = 2166136261u;
-    for (const char *p = agent_id; *p; p++)
-        h = (h ^ (unsigned char)*p) * 16777619u;
-    return h % n;
+    return tc_fnv1a32_str(agent_id) % n;
 }
 
 /* An agent id of the form PREFIX-N that lands on store worker `worker` of 2. */
