@@ -125,8 +125,6 @@ plotter=$build/bench/tc-plot-accuracy
 for b in "$agent" "$aggregator" "$plotter"; do
     [ -x "$b" ] || { echo "accuracy: $b is missing; build first (cmake -S . -B build && cmake --build build)" >&2; exit 2; }
 done
-"$bench_python" -c 'import torch, torchvision' 2>/dev/null \
-    || { echo "accuracy: $bench_python cannot import torch and torchvision; the traces need PyTorch (set TRAINCAST_PYTHON)" >&2; exit 2; }
 [ -n "$models" ] || models=$(sed -n 's/^model torchvision://p' "$repo/tests/data/cnn_set.convs" | paste -sd,)
 IFS=, read -r -a model_list <<<"$models"
 outside_list=()
@@ -138,6 +136,8 @@ for m in "${outside_list[@]}"; do
     done
     is_outside[$m]=1
 done
+"$bench_python" -c 'import torch, torchvision' 2>/dev/null \
+    || { echo "accuracy: $bench_python cannot import torch and torchvision; the traces need PyTorch (set TRAINCAST_PYTHON)" >&2; exit 2; }
 # Devices as keys (t1, t2: a cpu with that many threads; g0: cuda:0) and the
 # agent flags that select each.
 if [ -z "$devices_list" ]; then

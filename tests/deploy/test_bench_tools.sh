@@ -7,7 +7,9 @@
 #   - tc-plot-accuracy draws a chart from points, counts predictions <= 0
 #     that a log axis cannot show, and refuses bad input with exit 2;
 #   - deploy/bench.sh lists its benchmarks and refuses unknown ones;
-#   - bench/load.sh prints its header with --help and refuses bad options.
+#   - bench/load.sh prints its header with --help and refuses bad options;
+#   - bench/accuracy.sh refuses a CNN both fitted on and predicted (--outside),
+#     and its report scores the outside CNNs' predictions against their traces.
 set -uo pipefail
 
 build=${1:?usage: test_bench_tools.sh BUILD_DIR}
@@ -71,6 +73,32 @@ out=$(TRAINCAST_BUILD_DIR=$build "$repo/bench/load.sh" --agents 0 2>&1)
 out=$(TRAINCAST_BUILD_DIR=$build "$repo/bench/load.sh" --nosuch 2>&1)
 [ $? -eq 2 ] && grep -q "unknown option '--nosuch'" <<<"$out" && ok "load.sh unknown option refused" \
     || fail "load.sh --nosuch: $out"
+
+# bench/accuracy.sh --outside: a CNN is fitted on or predicted, never both.
+out=$(BUILD_DIR=$build "$repo/bench/accuracy.sh" --models resnet18,vgg11 --outside vgg11 --dir "$tmp/acc" 2>&1)
+[ $? -eq 2 ] && grep -q -- '--outside: vgg11 is one of the study' <<<"$out" && ok "accuracy.sh --outside overlap refused" \
+    || fail "accuracy.sh --outside overlap: $out"
+
+# The report's outside section: two devices, one CNN at two batches; the
+# truth of one point is 10 % below its prediction and outside its interval.
+dev1='cpu A [stack]'
+dev2='cpu B [stack]'
+{
+    echo 'model,device,status,batch,iteration_ms,lo_ms,hi_ms,conv_ms,nonconv_ms,images_per_s,epoch_s,cost_per_epoch,peak_memory_bytes,fits,nonconv_clamped,reason'
+    echo "\"torchvision:mnasnet0_75@112\",\"$dev1\",ok,2,110,102,120,,,,,,,,,"
+    echo "\"torchvision:mnasnet0_75@112\",\"$dev1\",ok,4,200,190,210,,,,,,,,,"
+    echo "\"torchvision:mnasnet0_75@112\",\"$dev2\",ok,2,55,50,60,,,,,,,,,"
+    echo "\"torchvision:mnasnet0_75@112\",\"$dev2\",missing_benchmarks,4,,,,,,,,,,,,\"lacks 3 of the 52 conv benchmarks at batch 4\""
+} >"$tmp/pred.csv"
+printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$dev1" torchvision:mnasnet0_75@112 2 3 100 0.05 \
+    "$dev1" torchvision:mnasnet0_75@112 4 3 200 0.1 "$dev2" torchvision:mnasnet0_75@112 2 3 55 0.2 >"$tmp/truth.tsv"
+python3 "$repo/bench/accuracy_report.py" --outside mnasnet0_75 --outside-pred "$tmp/pred.csv" \
+    --outside-truth "$tmp/truth.tsv" --out "$tmp/report.md" >/dev/null 2>&1
+all=$(grep '^| \*\*all\*\*' "$tmp/report.md" 2>/dev/null)
+# cpu A: APE 10 % and 0 % -> 5.0 % (max 10.0 %); cpu B: 0 %; 2 of 3 inside.
+grep -q '| 5.0 % (10.0 %) | 0.0 % (0.0 %) | 66.7 % |' <<<"$all" \
+    && grep -q 'missing_benchmarks (lacks 3 of the 52' "$tmp/report.md" \
+    && ok "accuracy report scores the outside CNNs" || fail "accuracy report outside section: $(cat "$tmp/report.md" 2>&1)"
 
 [ "$failures" -eq 0 ] || { echo "$failures check(s) failed"; exit 1; }
 echo "all checks passed"
