@@ -209,6 +209,17 @@ static void s_summary(const char *state, tc_journal_summary_t *sum, s_reason_t *
     cr_assert_eq(tc_journal_summary(dir, sum, s_on_refused, r), 0, "%s", tc_errmsg());
 }
 
+tc_envelope_t *tc_test_journal_envelope(tc_journal_t *j, const char *id)
+{
+    uint8_t *data = NULL;
+    size_t len = 0;
+    tc_envelope_t *env = NULL;
+    cr_assert_eq(tc_journal_read(j, id, &data, &len), 0, "reading %s: %s", id, tc_errmsg());
+    cr_assert_eq(tc_envelope_unpack(data, len, 0, &env), 0, "unpacking %s: %s", id, tc_errmsg());
+    free(data);
+    return env;
+}
+
 size_t tc_bed_waiting(const char *state)
 {
     tc_journal_summary_t sum;

@@ -4,7 +4,9 @@
 #ifndef TC_TEST_TRANSPORT_H
 #define TC_TEST_TRANSPORT_H
 
+#include "journal.h"
 #include "tc_test_proc.h"
+#include "tc_wire.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -52,6 +54,10 @@ pid_t tc_bed_push(tc_bed_t *bed, const char *state, const char *file, const char
 size_t tc_bed_waiting(const char *state);
 size_t tc_bed_refused(const char *state);
 void tc_bed_refused_reason(const char *state, const char *id, char *out, size_t size);
+
+/* Message `id` of an open journal, read and unpacked (asserting both);
+ * free with tc_envelope_free. */
+tc_envelope_t *tc_test_journal_envelope(tc_journal_t *j, const char *id);
 
 /* Count from the bed's database. */
 long long tc_bed_count(tc_bed_t *bed, const char *sql);

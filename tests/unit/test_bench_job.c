@@ -8,6 +8,7 @@
 #include "tc_error.h"
 #include "tc_resultfile.h"
 #include "tc_test.h"
+#include "tc_test_transport.h"
 #include "tc_validate.h"
 
 #include <criterion/criterion.h>
@@ -96,11 +97,7 @@ static size_t s_spooled_results(tc_journal_t *sp, const char *uuid, char (*ids)[
     if (progress)
         *progress = 0;
     for (size_t i = 0; i < total; i++) {
-        uint8_t *data = NULL;
-        size_t len = 0;
-        tc_envelope_t *env = NULL;
-        cr_assert_eq(tc_journal_read(sp, all[i], &data, &len), 0);
-        cr_assert_eq(tc_envelope_unpack(data, len, 0, &env), 0);
+        tc_envelope_t *env = tc_test_journal_envelope(sp, all[i]);
         cr_assert_eq(tc_validate_envelope(env), 0, "%s", tc_errmsg());
         cr_assert_str_eq(env->agent_id, "agent-b");
         if (env->body_case == TRAINCAST__V1__ENVELOPE__BODY_CONV_RESULTS) {
@@ -114,7 +111,6 @@ static size_t s_spooled_results(tc_journal_t *sp, const char *uuid, char (*ids)[
             (*progress)++;
         }
         tc_envelope_free(&env);
-        free(data);
         if (ack)
             tc_journal_ack(sp, all[i]);
     }
@@ -331,11 +327,7 @@ Test(bench_job, results_go_out_several_per_message, .timeout = 180)
     cr_assert_eq(tc_journal_oldest(a.sp, all, total), total);
     char seen[8][64];
     for (size_t i = 0; i < total; i++) {
-        uint8_t *data = NULL;
-        size_t n = 0;
-        tc_envelope_t *e = NULL;
-        cr_assert_eq(tc_journal_read(a.sp, all[i], &data, &n), 0);
-        cr_assert_eq(tc_envelope_unpack(data, n, 0, &e), 0);
+        tc_envelope_t *e = tc_test_journal_envelope(a.sp, all[i]);
         cr_assert_eq(tc_validate_envelope(e), 0, "%s", tc_errmsg());
         if (e->body_case == TRAINCAST__V1__ENVELOPE__BODY_CONV_RESULTS) {
             messages++;
@@ -350,7 +342,6 @@ Test(bench_job, results_go_out_several_per_message, .timeout = 180)
             }
         }
         tc_envelope_free(&e);
-        free(data);
     }
     free(all);
     cr_assert_eq(results, 6, "2 configs x 3 directions");

@@ -3,6 +3,7 @@
  * journal. */
 #include "tc_test_gen.h"
 #include "tc_test_proc.h"
+#include "tc_test_transport.h"
 
 #include "jobs.h"
 #include "journal.h"
@@ -63,15 +64,10 @@ Test(jobs_runner, local_job_keeps_file_records_and_their_ids, .timeout = 60)
     /* The records keep the file's ids and get this agent's id. */
     char ids[7][TC_MSGID_LEN + 1];
     cr_assert_eq(tc_journal_oldest(sp, ids, 7), 7);
-    uint8_t *data = NULL;
-    size_t len = 0;
-    tc_envelope_t *env = NULL;
-    cr_assert_eq(tc_journal_read(sp, ids[0], &data, &len), 0);
-    cr_assert_eq(tc_envelope_unpack(data, len, 0, &env), 0);
+    tc_envelope_t *env = tc_test_journal_envelope(sp, ids[0]);
     cr_expect_str_eq(env->agent_id, "agent-x");
     cr_expect_eq(env->body_case, TRAINCAST__V1__ENVELOPE__BODY_CONV_RESULTS);
     tc_envelope_free(&env);
-    free(data);
 
     /* A trace job this runner has no handler for fails with the reason. */
     cr_assert_eq(tc_jobs_submit_local(jobs, TC_JOB_TRACE, &req), 0);
@@ -114,17 +110,12 @@ Test(jobs_runner, remote_job_reports_progress_through_the_journal, .timeout = 60
     cr_expect_str_eq(current, "job-1");
     char ids[2][TC_MSGID_LEN + 1];
     cr_assert_eq(tc_journal_oldest(sp, ids, 2), 2);
-    uint8_t *data = NULL;
-    size_t len = 0;
-    tc_envelope_t *p = NULL;
-    cr_assert_eq(tc_journal_read(sp, ids[1], &data, &len), 0);
-    cr_assert_eq(tc_envelope_unpack(data, len, 0, &p), 0);
+    tc_envelope_t *p = tc_test_journal_envelope(sp, ids[1]);
     cr_expect_eq(p->body_case, TRAINCAST__V1__ENVELOPE__BODY_JOB_PROGRESS);
     cr_expect_eq(p->job_progress->state, TRAINCAST__V1__JOB_STATE__JOB_STATE_FAILED);
     cr_expect(strstr(p->job_progress->message, "no conv benchmark") != NULL, "%s",
               p->job_progress->message);
     tc_envelope_free(&p);
-    free(data);
     for (int i = 0; i < 2; i++)
         tc_journal_ack(sp, ids[i]);
     tc_jobs_current(jobs, current, sizeof current);

@@ -1,6 +1,7 @@
 /* The agent's journal and identity, without a network. */
 #include "tc_test_gen.h"
 #include "tc_test_proc.h"
+#include "tc_test_transport.h"
 
 #include "identity.h"
 #include "jobs.h"
@@ -351,15 +352,10 @@ Test(journal, import_result_file_in_chunks_keeps_ids, .timeout = 60)
     cr_expect_eq(tc_journal_waiting(sp), 600);
     char first[1][TC_MSGID_LEN + 1];
     cr_assert_eq(tc_journal_oldest(sp, first, 1), 1);
-    uint8_t *data = NULL;
-    size_t len = 0;
-    tc_envelope_t *env = NULL;
-    cr_assert_eq(tc_journal_read(sp, first[0], &data, &len), 0);
-    cr_assert_eq(tc_envelope_unpack(data, len, 0, &env), 0);
+    tc_envelope_t *env = tc_test_journal_envelope(sp, first[0]);
     cr_expect_str_eq(env->message_id, first[0]);
     cr_expect_str_eq(env->agent_id, "importer");
     tc_envelope_free(&env);
-    free(data);
     tc_journal_destroy(&sp);
 }
 

@@ -5,6 +5,7 @@
 #include "journal.h"
 #include "tc_error.h"
 #include "tc_test.h"
+#include "tc_test_transport.h"
 #include "tc_validate.h"
 
 #include <criterion/criterion.h>
@@ -79,11 +80,7 @@ Test(trace_job, a_local_trace_job_sends_one_trace_per_model_and_batch, .timeout 
     char ids[2][TC_MSGID_LEN + 1];
     cr_assert_eq(tc_journal_oldest(sp, ids, 2), 2);
     for (int i = 0; i < 2; i++) {
-        uint8_t *data = NULL;
-        size_t len = 0;
-        tc_envelope_t *env = NULL;
-        cr_assert_eq(tc_journal_read(sp, ids[i], &data, &len), 0);
-        cr_assert_eq(tc_envelope_unpack(data, len, 0, &env), 0);
+        tc_envelope_t *env = tc_test_journal_envelope(sp, ids[i]);
         cr_assert_eq(tc_validate_envelope(env), 0, "%s", tc_errmsg());
         cr_assert_str_eq(env->agent_id, "agent-t");
         const Traincast__V1__TrainTrace *t = env->train_trace;
@@ -97,7 +94,6 @@ Test(trace_job, a_local_trace_job_sends_one_trace_per_model_and_batch, .timeout 
         cr_assert_str_eq(t->graph->model_id, t->model_id);
         cr_assert_gt(t->graph->n_layers, 10);
         tc_envelope_free(&env);
-        free(data);
     }
     tc_jobs_destroy(&jobs);
     tc_job_handlers_release(&h);
@@ -157,11 +153,7 @@ static size_t s_spooled_traces(tc_journal_t *sp, const char *uuid, uint32_t thre
     char (*all)[TC_MSGID_LEN + 1] = calloc(total + 1, sizeof *all);
     cr_assert_eq(tc_journal_oldest(sp, all, total), total);
     for (size_t i = 0; i < total; i++) {
-        uint8_t *data = NULL;
-        size_t len = 0;
-        tc_envelope_t *env = NULL;
-        cr_assert_eq(tc_journal_read(sp, all[i], &data, &len), 0);
-        cr_assert_eq(tc_envelope_unpack(data, len, 0, &env), 0);
+        tc_envelope_t *env = tc_test_journal_envelope(sp, all[i]);
         if (env->body_case == TRAINCAST__V1__ENVELOPE__BODY_TRAIN_TRACE) {
             const Traincast__V1__TrainTrace *t = env->train_trace;
             cr_assert_str_eq(t->device->uuid, uuid, "traces and benchmarks share the device");
@@ -172,7 +164,6 @@ static size_t s_spooled_traces(tc_journal_t *sp, const char *uuid, uint32_t thre
             n++;
         }
         tc_envelope_free(&env);
-        free(data);
         if (ack)
             tc_journal_ack(sp, all[i]);
     }
