@@ -53,9 +53,10 @@ typedef struct {
     size_t missing; /* out: how many (not skipped) were not found */
 } tc_conv_lookup_set_t;
 
-/* Fill median_ms/stddev_ms of every item of every set, exactly as the fit
- * summed them (TC_SQL_CONV_STAT): one COPY and one statement for all
- * devices. */
+/* Fill median_ms/stddev_ms of every item of every set (but the skipped),
+ * exactly as the fit summed them (TC_SQL_CONV_STAT): one statement for all
+ * devices, the items grouped by (device, config, direction) with their
+ * batches in one array, sent as one JSON parameter. */
 int tc_store_conv_lookup(tc_store_t *s, tc_conv_lookup_set_t *sets, size_t n_sets);
 
 /* A trace's peak memory with the model's features at its batch, for the
