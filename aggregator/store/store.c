@@ -69,6 +69,22 @@ int tc_store_fail(tc_store_t *s, PGresult *res, const char *what, const char *fi
                       *code_text ? " (SQLSTATE " : "", code_text, *code_text ? ")" : "");
 }
 
+size_t tc_store_name_index(const char *const *names, size_t n, const char *name)
+{
+    size_t i = 0;
+    while (i < n && strcmp(names[i], name) != 0)
+        i++;
+    return i;
+}
+
+int tc_store_run_end(PGresult *res, int from, int col)
+{
+    int rows = PQntuples(res), to = from + 1;
+    while (to < rows && !strcmp(PQgetvalue(res, to, col), PQgetvalue(res, from, col)))
+        to++;
+    return to;
+}
+
 void tc_store_text_array(tc_buf_t *b, const char *const *v, size_t n)
 {
     tc_buf_putc(b, '{');

@@ -318,15 +318,6 @@ static int s_parse_fit(PGresult *res, int row, tc_fit_t *out)
     return 0;
 }
 
-/* The index of `name` in devices[0..n), or n. */
-static size_t s_index_of(const char *const *devices, size_t n, const char *name)
-{
-    size_t i = 0;
-    while (i < n && strcmp(devices[i], name) != 0)
-        i++;
-    return i;
-}
-
 int tc_store_fit_latest_each(tc_store_t *s, const char *const *devices, size_t n,
                              const char *framework, const char *policy, const char *dtype,
                              const char *amp, tc_fit_t *fits, bool *found)
@@ -350,7 +341,7 @@ int tc_store_fit_latest_each(tc_store_t *s, const char *const *devices, size_t n
                             5, params);
     tc_buf_free(&names);
     for (int r = 0; rc == 0 && r < PQntuples(res); r++) {
-        size_t i = s_index_of(devices, n, PQgetvalue(res, r, 2));
+        size_t i = tc_store_name_index(devices, n, PQgetvalue(res, r, 2));
         if (i < n && !found[i]) {
             rc = s_parse_fit(res, r, &fits[i]);
             found[i] = rc == 0;
@@ -481,7 +472,7 @@ int tc_store_routing_warnings(tc_store_t *s, const char *const *devices, size_t 
                             1, params);
     tc_buf_free(&names);
     for (int r = 0; rc == 0 && r < PQntuples(res); r++) {
-        size_t i = s_index_of(devices, n, PQgetvalue(res, r, 0));
+        size_t i = tc_store_name_index(devices, n, PQgetvalue(res, r, 0));
         if (i < n)
             snprintf(bufs[i], size, "conv routing unverified for %s: the agent times each conv "
                                     "where the newest checked rule sends it, which this version "

@@ -72,6 +72,13 @@ void tc_store_layers_clear(tc_store_t *s);
 int tc_store_fail(tc_store_t *s, PGresult *res, const char *what, const char *file, int line);
 #define TC_STORE_FAIL(s, res, what) tc_store_fail((s), (res), (what), __FILE__, __LINE__)
 
+/* The index of `name` in names[0..n), or n. */
+size_t tc_store_name_index(const char *const *names, size_t n, const char *name);
+
+/* The end of the run of rows from `from` on that share column `col`'s
+ * value (a result ordered by that column). */
+int tc_store_run_end(PGresult *res, int from, int col);
+
 /* Append a text[] literal of `v` to `b`: {"a","b"} with " and \ escaped
  * (a NULL entry reads as ""). */
 void tc_store_text_array(tc_buf_t *b, const char *const *v, size_t n);

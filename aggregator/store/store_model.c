@@ -80,9 +80,7 @@ static int s_cache_models(tc_store_t *s, const char *const *ids, size_t n)
         tc_buf_free(&arr);
         int rows = rc == 0 ? PQntuples(res) : 0;
         for (int from = 0, to; rc == 0 && from < rows; from = to) {
-            to = from + 1;
-            while (to < rows && !strcmp(PQgetvalue(res, to, 0), PQgetvalue(res, from, 0)))
-                to++;
+            to = tc_store_run_end(res, from, 0);
             if (s_cached(s, PQgetvalue(res, from, 0)) == s->n_layers)
                 rc = s_cache_add(s, res, from, to);
         }
@@ -170,32 +168,30 @@ typedef struct {
     size_t set_idx, idx;
 } s_ref_t;
 
-/* The order that puts the batches of one (set, config, direction) next to
- * each other: set, the config without its batch, direction, batch. */
-static int s_ref_cmp(const void *pa, const void *pb)
+/* The group key of a look-up: set, the config without its batch, direction. */
+static int s_group_cmp(const s_ref_t *a, const s_ref_t *b)
 {
-    const s_ref_t *a = pa, *b = pb;
     if (a->set_idx != b->set_idx)
         return a->set_idx < b->set_idx ? -1 : 1;
     const tc_conv_lookup_t *x = &a->set->items[a->idx], *y = &b->set->items[b->idx];
     tc_conv_config_t cx = x->config, cy = y->config;
     cx.n = cy.n = 0;
     int c = tc_conv_config_cmp(&cx, &cy);
-    if (c)
+    if (c || x->direction == y->direction)
         return c;
-    if (x->direction != y->direction)
-        return x->direction < y->direction ? -1 : 1;
-    return x->config.n < y->config.n ? -1 : x->config.n > y->config.n;
+    return x->direction < y->direction ? -1 : 1;
 }
 
-static bool s_same_group(const s_ref_t *a, const s_ref_t *b)
+/* The order that puts the batches of one group next to each other: the
+ * group key, then the batch. */
+static int s_ref_cmp(const void *pa, const void *pb)
 {
-    if (a->set_idx != b->set_idx)
-        return false;
-    const tc_conv_lookup_t *x = &a->set->items[a->idx], *y = &b->set->items[b->idx];
-    tc_conv_config_t cx = x->config, cy = y->config;
-    cx.n = cy.n = 0;
-    return tc_conv_config_cmp(&cx, &cy) == 0 && x->direction == y->direction;
+    const s_ref_t *a = pa, *b = pb;
+    int c = s_group_cmp(a, b);
+    if (c)
+        return c;
+    uint32_t na = a->set->items[a->idx].config.n, nb = b->set->items[b->idx].config.n;
+    return na < nb ? -1 : na > nb;
 }
 
 /* Look-ups grouped: refs sorted by s_ref_cmp, group[g] the first ref of
@@ -224,7 +220,7 @@ static int s_group(tc_conv_lookup_set_t *sets, size_t n_sets, size_t total, s_gr
                 g->refs[g->n++] = (s_ref_t){&sets[k], k, i};
     qsort(g->refs, g->n, sizeof *g->refs, s_ref_cmp);
     for (size_t i = 0; i < g->n; i++)
-        if (i == 0 || !s_same_group(&g->refs[i - 1], &g->refs[i]))
+        if (i == 0 || s_group_cmp(&g->refs[i - 1], &g->refs[i]) != 0)
             g->group[g->n_groups++] = i;
     g->group[g->n_groups] = g->n;
     return 0;
@@ -359,12 +355,8 @@ int tc_store_memory_points_each(tc_store_t *s, const char *const *devices, size_
         rc = s_cache_models(s, ids, (size_t)rows);
     free(ids);
     for (int from = 0, to; rc == 0 && from < rows; from = to) {
-        to = from + 1;
-        while (to < rows && !strcmp(PQgetvalue(res, to, 0), PQgetvalue(res, from, 0)))
-            to++;
-        size_t i = 0;
-        while (i < n && strcmp(devices[i], PQgetvalue(res, from, 0)) != 0)
-            i++;
+        to = tc_store_run_end(res, from, 0);
+        size_t i = tc_store_name_index(devices, n, PQgetvalue(res, from, 0));
         if (i == n || out[i])
             continue;
         tc_mem_point_t *v = calloc((size_t)(to - from) + 1, sizeof *v);

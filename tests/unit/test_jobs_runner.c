@@ -26,6 +26,23 @@ static int s_bench_models(void *ctx, const Traincast__V1__TraceRequest *req, tc_
     return rc;
 }
 
+/* A fresh directory `name` with a result file of n generated records of
+ * `agent` (into `file`, the file jobs emit) and an open journal beside it. */
+static tc_journal_t *s_setup(const char *name, const char *agent, size_t n, char *file,
+                             size_t size)
+{
+    char dir[1200];
+    tc_test_tmpdir(name, dir, sizeof dir);
+    snprintf(file, size, "%s/results.bin", dir);
+    tc_gen_opts_t o = tc_gen_defaults(agent);
+    cr_assert_eq(tc_gen_write(file, &o, 0, n), 0);
+    s_file_to_emit = file;
+    strcat(dir, "/journal");
+    tc_journal_t *sp = NULL;
+    cr_assert_eq(tc_journal_open(dir, &sp), 0);
+    return sp;
+}
+
 static int s_wait_result(tc_jobs_t *jobs, int *status, char *msg, size_t size)
 {
     for (int i = 0; i < 500; i++) {
@@ -38,15 +55,8 @@ static int s_wait_result(tc_jobs_t *jobs, int *status, char *msg, size_t size)
 
 Test(jobs_runner, local_job_keeps_file_records_and_their_ids, .timeout = 60)
 {
-    char dir[1200], file[1300];
-    tc_test_tmpdir("jobs-runner", dir, sizeof dir);
-    snprintf(file, sizeof file, "%s/results.bin", dir);
-    tc_gen_opts_t o = tc_gen_defaults("");
-    cr_assert_eq(tc_gen_write(file, &o, 0, 7), 0);
-    s_file_to_emit = file;
-    strcat(dir, "/journal");
-    tc_journal_t *sp = NULL;
-    cr_assert_eq(tc_journal_open(dir, &sp), 0);
+    char file[1300];
+    tc_journal_t *sp = s_setup("jobs-runner", "", 7, file, sizeof file);
     tc_job_handlers_t h = {.bench_models = s_bench_models};
     tc_jobs_t *jobs = NULL;
     cr_assert_eq(tc_jobs_new(&h, sp, "agent-x", &jobs), 0);
@@ -80,15 +90,8 @@ Test(jobs_runner, local_job_keeps_file_records_and_their_ids, .timeout = 60)
 
 Test(jobs_runner, remote_job_reports_progress_through_the_journal, .timeout = 60)
 {
-    char dir[1200], file[1300];
-    tc_test_tmpdir("jobs-remote", dir, sizeof dir);
-    snprintf(file, sizeof file, "%s/results.bin", dir);
-    tc_gen_opts_t o = tc_gen_defaults("agent-y");
-    cr_assert_eq(tc_gen_write(file, &o, 0, 3), 0);
-    s_file_to_emit = file;
-    strcat(dir, "/journal");
-    tc_journal_t *sp = NULL;
-    cr_assert_eq(tc_journal_open(dir, &sp), 0);
+    char file[1300];
+    tc_journal_t *sp = s_setup("jobs-remote", "agent-y", 3, file, sizeof file);
     tc_job_handlers_t h = {0}; /* no bench backend: the job fails */
     tc_jobs_t *jobs = NULL;
     cr_assert_eq(tc_jobs_new(&h, sp, "agent-y", &jobs), 0);
