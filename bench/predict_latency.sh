@@ -141,9 +141,10 @@ profiled=$(echo "$(bench_now) - $t0" | bc -l)
 tail -n +"$((mark + 1))" "$serverlog" | awk '
     /duration: [0-9.]+ ms/ {
         match($0, /duration: [0-9.]+ ms/); d = substr($0, RSTART + 10, RLENGTH - 13) + 0
-        s = $0; sub(/.*duration: [0-9.]+ ms +/, "", s); sub(/^(statement|execute [^:]*|parse [^:]*|bind [^:]*): /, "", s)
+        s = $0; sub(/.*duration: [0-9.]+ ms +/, "", s); step = s; sub(/ .*/, "", step)
+        sub(/^(statement|execute [^:]*|parse [^:]*|bind [^:]*): /, "", s)
         gsub(/[ \t]+/, " ", s); total += d; n++
-        if (d > 1) printf "%.1f\t%s\n", d, substr(s, 1, 110)
+        if (d > 1) printf "%.1f\t%s\t%s\n", d, step, substr(s, 1, 110)
     }
     END { printf "%.1f\tTOTAL %d statements\n", total, n > "/dev/stderr" }' 2>"$work/sql-total.txt" \
     | sort -t$'\t' -k1,1 -g -r | head -n 5 >"$work/sql-top.tsv"
@@ -172,11 +173,13 @@ ratio=$(awk -F'\t' '{ print $2 / $3 }' "$work/times.tsv" | bench_median)
     echo
     read -r sql_ms _ sql_n _ <"$work/sql-total.txt" || true
     printf 'Where the time goes (one more run on A, %.3f s, with the server logging every statement:\n' "$profiled"
-    printf '%s statements, %.0f ms of server time in all). Statements over 1 ms, slowest first:\n' "${sql_n:-?}" "${sql_ms:-0}"
+    printf '%s logged steps (parse, bind, execute), %.0f ms of server time in all). The conv look-up\n' "${sql_n:-?}" "${sql_ms:-0}"
+    echo "of 10 devices is split in two halves that run at the same time on two connections, so server"
+    echo "time adds up to more than the wall time it takes. Steps over 1 ms, slowest first:"
     echo
-    echo "| ms | statement (start) |"
-    echo "|---:|---|"
-    awk -F'\t' '{ s = $2; gsub(/\|/, "\\|", s); printf "| %s | `%s` |\n", $1, s }' "$work/sql-top.tsv"
+    echo "| ms | step | statement (start) |"
+    echo "|---:|---|---|"
+    awk -F'\t' '{ s = $3; gsub(/\|/, "\\|", s); printf "| %s | %s | `%s` |\n", $1, $2, s }' "$work/sql-top.tsv"
 } >"$out"
 log "wrote $out"
 cat "$out"

@@ -302,6 +302,8 @@ int tc_cmd_predict(int argc, char **argv)
     TC_TRY(tc_store_open(tc_default_dsn(db), &store));
     TC_TRY(tc_store_check_schema(store));
     TC_TRY(s_select_devices(store, gpu, &devs, &n_devs));
+    if (n_devs > 1) /* their conv look-ups are split over two connections */
+        tc_store_side_begin(store);
     if (prices)
         TC_TRY(s_read_prices(prices, devs, n_devs));
 

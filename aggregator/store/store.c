@@ -53,16 +53,21 @@ int tc_store_error_code(const char *sqlstate, bool connected)
 
 int tc_store_fail(tc_store_t *s, PGresult *res, const char *what, const char *file, int line)
 {
+    return tc_store_fail_conn(s->conn, res, what, file, line);
+}
+
+int tc_store_fail_conn(PGconn *conn, PGresult *res, const char *what, const char *file, int line)
+{
     const char *state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
     const char *msg = res ? PQresultErrorMessage(res) : NULL;
     if (!msg || !*msg)
-        msg = PQerrorMessage(s->conn);
+        msg = PQerrorMessage(conn);
     char text[1024];
     s_one_line(text, sizeof text, msg && *msg ? msg : "no message from libpq");
     char code_text[8] = "";
     if (state)
         snprintf(code_text, sizeof code_text, "%s", state);
-    int code = tc_store_error_code(state, s->conn && PQstatus(s->conn) == CONNECTION_OK);
+    int code = tc_store_error_code(state, conn && PQstatus(conn) == CONNECTION_OK);
     if (res)
         PQclear(res);
     return tc_fail_at(code, file, line, "database: %s failed: %s%s%s%s", what, text,
@@ -198,6 +203,8 @@ static int s_connect(tc_store_t *self)
 {
     if (self->conn)
         PQfinish(self->conn);
+    tc_store_side_end(self);
+    self->side_failed = false;
     self->staged = 0;
     self->n_seen = 0;
     self->conn = PQconnectdb(self->dsn);
@@ -251,6 +258,7 @@ void tc_store_destroy(tc_store_t **self_p)
     tc_store_t *self = *self_p;
     if (self->conn)
         PQfinish(self->conn);
+    tc_store_side_end(self);
     tc_store_layers_clear(self);
     free(self->dsn);
     free(self);

@@ -39,6 +39,12 @@ int tc_store_open(const char *dsn, tc_store_t **out);
 /* Close and free. Accepts NULL; nulls the pointer. */
 void tc_store_destroy(tc_store_t **self_p);
 
+/* Start opening, in the background, the second connection that large conv
+ * look-ups (tc_store_conv_lookup) split onto, so that its start overlaps
+ * the caller's other work. Optional: a look-up that needs it opens it
+ * itself; one that cannot is run on the store's own connection. */
+void tc_store_side_begin(tc_store_t *s);
+
 /* Reconnect if the connection was lost. Returns 0 when usable. */
 int tc_store_ensure_connected(tc_store_t *self);
 

@@ -398,10 +398,11 @@ int tc_store_fit_classes_each(tc_store_t *s, const long long *fit_ids, size_t n,
     const char *params[] = {ids.data};
     PGresult *res = NULL;
     int rc = tc_store_query(s, &res, "reading the classes the fits were trained on",
-                            "SELECT f.fit_id, string_agg(DISTINCT l.op_class, ',' ORDER BY "
-                            "l.op_class) FROM fits f JOIN model_layers l "
-                            "ON l.model_id = ANY (f.models) WHERE f.fit_id = ANY ($1::bigint[]) "
-                            "GROUP BY f.fit_id",
+                            "SELECT f.fit_id, c.classes FROM fits f CROSS JOIN LATERAL "
+                            "(SELECT string_agg(k.op_class, ',' ORDER BY k.op_class) AS classes "
+                            "FROM (SELECT DISTINCT l.op_class FROM model_layers l "
+                            "WHERE l.model_id = ANY (f.models)) k) c "
+                            "WHERE f.fit_id = ANY ($1::bigint[]) AND c.classes IS NOT NULL",
                             1, params);
     tc_buf_free(&ids);
     for (int r = 0; rc == 0 && r < PQntuples(res); r++) {

@@ -7,6 +7,7 @@
 #include "tc_buf.h"
 
 #include <libpq-fe.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -24,6 +25,12 @@ typedef struct {
 
 struct tc_store {
     PGconn *conn;
+    /* A second connection for statements split in two (store_pair.c):
+     * opened by a thread (side_tid, while side_thread) into side_opening,
+     * then kept in side; side_failed when it could not be opened. */
+    PGconn *side, *side_opening;
+    pthread_t side_tid;
+    bool side_thread, side_failed;
     char *dsn;
     int staged; /* temp staging tables created on this connection */
     /* While importing a benchmark set (store_set.c): its imports row. Then
@@ -70,6 +77,7 @@ void tc_store_layers_clear(tc_store_t *s);
 /* Turn a failed result (or connection) into a status with a message naming
  * `what`, classed by tc_store_error_code (store.h). Clears `res`. */
 int tc_store_fail(tc_store_t *s, PGresult *res, const char *what, const char *file, int line);
+int tc_store_fail_conn(PGconn *conn, PGresult *res, const char *what, const char *file, int line);
 #define TC_STORE_FAIL(s, res, what) tc_store_fail((s), (res), (what), __FILE__, __LINE__)
 
 /* The index of `name` in names[0..n), or n. */
@@ -142,6 +150,16 @@ int tc_store_bind_key(tc_store_t *s, const char *agent_id, const char *key);
 #define TC_SQL_TRACE_STAT(stat)                                                                  \
     "CASE (" stat ")::text WHEN 'min' THEN ts.min_ms WHEN 'p10' THEN ts.p10_ms "                  \
     "ELSE ts.median_ms END"
+
+/* Run `sql` (one parameter) twice at once: with params[0] on the store's
+ * connection and params[1] on a second one, their results to out[0] and
+ * out[1]. The second connection is opened on first use and kept; inside a
+ * transaction, or when it cannot be opened, both run on the store's own
+ * connection, one after the other. On failure nothing is returned. */
+int tc_store_query_pair(tc_store_t *s, const char *what, const char *sql, const char *params[2],
+                        PGresult *out[2]);
+/* Close the second connection (waiting for its thread, if opening). */
+void tc_store_side_end(tc_store_t *s);
 
 /* COPY ... FROM STDIN with the rows in `rows` (text format). */
 int tc_store_copy(tc_store_t *s, const char *what, const char *copy_sql, const tc_buf_t *rows);

@@ -174,9 +174,7 @@ static int s_group_cmp(const s_ref_t *a, const s_ref_t *b)
     if (a->set_idx != b->set_idx)
         return a->set_idx < b->set_idx ? -1 : 1;
     const tc_conv_lookup_t *x = &a->set->items[a->idx], *y = &b->set->items[b->idx];
-    tc_conv_config_t cx = x->config, cy = y->config;
-    cx.n = cy.n = 0;
-    int c = tc_conv_config_cmp(&cx, &cy);
+    int c = tc_conv_key_cmp(&x->config, &y->config);
     if (c || x->direction == y->direction)
         return c;
     return x->direction < y->direction ? -1 : 1;
@@ -226,17 +224,17 @@ static int s_group(tc_conv_lookup_set_t *sets, size_t n_sets, size_t total, s_gr
     return 0;
 }
 
-/* The groups as one JSON array, a row each (s_lookup_sql's columns). */
-static int s_group_json(const s_groups_t *g, tc_buf_t *json)
+/* Groups [from, to) as one JSON array, a row each (s_lookup_sql's columns). */
+static int s_group_json(const s_groups_t *g, size_t from, size_t to, tc_buf_t *json)
 {
     tc_buf_putc(json, '[');
-    for (size_t gi = 0; gi < g->n_groups; gi++) {
+    for (size_t gi = from; gi < to; gi++) {
         const s_ref_t *first = &g->refs[g->group[gi]];
         const tc_conv_lookup_set_t *set = first->set;
         const tc_conv_lookup_t *it = &set->items[first->idx];
         Traincast__V1__ConvConfig key = TRAINCAST__V1__CONV_CONFIG__INIT;
         tc_conv_config_to_proto(&it->config, &key);
-        tc_buf_printf(json, "%s{\"grp\":%zu,\"device\":", gi ? "," : "", gi);
+        tc_buf_printf(json, "%s{\"grp\":%zu,\"device\":", gi > from ? "," : "", gi);
         tc_buf_json_str(json, set->device);
         tc_buf_puts(json, ",\"policy\":");
         tc_buf_json_str(json, set->policy);
@@ -259,6 +257,11 @@ static int s_group_json(const s_groups_t *g, tc_buf_t *json)
     tc_buf_putc(json, ']');
     return json->failed ? tc_fail(TC_ENOMEM, "out of memory for %zu conv look-ups", g->n) : 0;
 }
+
+/* From this many groups on, the look-up is split over two connections
+ * (tc_store_query_pair): each half is about 2 ms of server time per 100
+ * groups, a second connection about 2 ms to open. */
+enum { S_SPLIT_GROUPS = 128 };
 
 /* Every group's statistic per batch: one statement, the groups a JSON
  * parameter (no staging table, no transaction of its own). */
@@ -300,22 +303,30 @@ int tc_store_conv_lookup(tc_store_t *s, tc_conv_lookup_set_t *sets, size_t n_set
     if (total == 0)
         return 0;
     s_groups_t g = {0};
-    tc_buf_t json = {0};
+    tc_buf_t json[2] = {{0}};
     int rc = s_group(sets, n_sets, total, &g);
+    size_t half = g.n_groups >= S_SPLIT_GROUPS ? g.n_groups / 2 : g.n_groups;
     if (rc == 0)
-        rc = s_group_json(&g, &json);
-    PGresult *res = NULL;
-    const char *params[] = {json.data};
-    if (rc == 0)
-        rc = tc_store_query(s, &res, "looking up conv benchmarks", s_lookup_sql, 1, params);
-    for (int i = 0; rc == 0 && i < PQntuples(res); i++) {
-        long gi = atol(PQgetvalue(res, i, 0));
-        if (gi >= 0 && (size_t)gi < g.n_groups)
-            s_group_fill(&g, (size_t)gi, (unsigned)atol(PQgetvalue(res, i, 1)),
-                         strtod(PQgetvalue(res, i, 2), NULL), strtod(PQgetvalue(res, i, 3), NULL));
+        rc = s_group_json(&g, 0, half, &json[0]);
+    if (rc == 0 && half < g.n_groups)
+        rc = s_group_json(&g, half, g.n_groups, &json[1]);
+    PGresult *res[2] = {NULL, NULL};
+    const char *params[2] = {json[0].data, json[1].data};
+    if (rc == 0 && half < g.n_groups)
+        rc = tc_store_query_pair(s, "looking up conv benchmarks", s_lookup_sql, params, res);
+    else if (rc == 0)
+        rc = tc_store_query(s, &res[0], "looking up conv benchmarks", s_lookup_sql, 1, params);
+    for (int k = 0; k < 2; k++) {
+        for (int i = 0; rc == 0 && res[k] && i < PQntuples(res[k]); i++) {
+            long gi = atol(PQgetvalue(res[k], i, 0));
+            if (gi >= 0 && (size_t)gi < g.n_groups)
+                s_group_fill(&g, (size_t)gi, (unsigned)atol(PQgetvalue(res[k], i, 1)),
+                             strtod(PQgetvalue(res[k], i, 2), NULL),
+                             strtod(PQgetvalue(res[k], i, 3), NULL));
+        }
+        PQclear(res[k]);
+        tc_buf_free(&json[k]);
     }
-    PQclear(res);
-    tc_buf_free(&json);
     s_groups_free(&g);
     return rc;
 }

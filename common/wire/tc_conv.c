@@ -71,6 +71,11 @@ int tc_conv_config_cmp(const tc_conv_config_t *a, const tc_conv_config_t *b)
 {
     if (a->n != b->n)
         return a->n < b->n ? -1 : 1;
+    return tc_conv_key_cmp(a, b);
+}
+
+int tc_conv_key_cmp(const tc_conv_config_t *a, const tc_conv_config_t *b)
+{
 #define X(x, y, name, kind, first)                                            \
     if (a->name != b->name)                                                   \
         return a->name < b->name ? -1 : 1;

@@ -9,6 +9,7 @@
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static tc_store_t *s_store;
@@ -126,4 +127,70 @@ Test(store_lookup, another_policy_finds_nothing)
     cr_assert_eq(tc_store_conv_lookup(s_store, &set, 1), 0, "%s", tc_errmsg());
     cr_assert(isnan(a[0].median_ms));
     cr_assert_eq(set.missing, 1);
+}
+
+/* 200 more configs (k = 101..300), each measured once for "cpu A", fwd at
+ * batch 4, in k - 100 ms. */
+static void s_many_configs(void)
+{
+    s_sql("INSERT INTO conv_configs (config_id, c, h, w, k, r, s, pad_h, pad_w, stride_h, "
+          "stride_w, dilation_h, dilation_w, groups, dtype, layout, bias) "
+          "SELECT i + 1, 8, 8, 8, 100 + i, 3, 3, 1, 1, 1, 1, 1, 1, 1, 'fp32', 'nchw', false "
+          "FROM generate_series(1, 200) i");
+    s_sql("INSERT INTO conv_results (message_id, seq, device_id, config_id, batch, direction, "
+          "policy, algo, median_ms, min_ms, max_ms, stddev_ms, repetitions, measured_at) "
+          "SELECT 'many', i, 1, i + 1, 4, 'fwd', 'heuristic', 'x', i, i, i, 0, 5, now() "
+          "FROM generate_series(1, 200) i");
+}
+
+/* Look up the 200 configs of s_many_configs and the first config's two
+ * directions (202 groups), checking every answer; returns how many
+ * connections of the store's database are open afterwards. */
+static long s_look_up_many(void)
+{
+    tc_conv_lookup_t items[202];
+    for (unsigned i = 0; i < 200; i++) {
+        items[i] = s_item(4, FWD);
+        items[i].config.k = 101 + i;
+    }
+    items[200] = s_item(4, FWD);
+    items[201] = s_item(4, BWD_DATA);
+    tc_conv_lookup_set_t set = {.device = "cpu A", .policy = "heuristic",
+                                .stat = TC_FIT_STAT_MEDIAN, .items = items, .n = 202};
+    cr_assert_eq(tc_store_conv_lookup(s_store, &set, 1), 0, "%s", tc_errmsg());
+    for (unsigned i = 0; i < 200; i++)
+        cr_assert_float_eq(items[i].median_ms, i + 1.0, 1e-9, "config k%u", 101 + i);
+    cr_assert_float_eq(items[200].median_ms, 5.0, 1e-9);
+    cr_assert_float_eq(items[201].median_ms, 7.0, 1e-9);
+    cr_assert_eq(set.missing, 0);
+    char n[32];
+    cr_assert_eq(tc_store_exec(s_store,
+                               "SELECT count(*) FROM pg_stat_activity "
+                               "WHERE datname = current_database()",
+                               n, sizeof n),
+                 0, "%s", tc_errmsg());
+    return atol(n);
+}
+
+Test(store_lookup, a_large_look_up_is_split_over_two_connections_and_answers_every_item)
+{
+    s_many_configs();
+    cr_assert_eq(s_look_up_many(), 2, "the store's connection and its second one");
+    cr_assert_eq(s_look_up_many(), 2, "the second connection is kept, not opened again");
+}
+
+Test(store_lookup, inside_a_transaction_a_large_look_up_sees_its_own_rows)
+{
+    s_sql("BEGIN");
+    s_many_configs(); /* not committed: a second connection would not see them */
+    cr_assert_eq(s_look_up_many(), 1, "one connection inside a transaction");
+    s_sql("ROLLBACK");
+}
+
+Test(store_lookup, a_second_connection_begun_early_is_used)
+{
+    s_many_configs();
+    tc_store_side_begin(s_store);
+    tc_store_side_begin(s_store); /* once */
+    cr_assert_eq(s_look_up_many(), 2);
 }

@@ -1,0 +1,168 @@
+/* One statement run on two connections at once (tc_store_query_pair): the
+ * store's own and a second one, opened by a thread of its own
+ * (tc_store_side_begin) so that its start overlaps other work, and kept
+ * until the store is destroyed. The statements themselves are sent and read
+ * with libpq's asynchronous calls and poll(2) on the calling thread. */
+#include "store_internal.h"
+
+#include "tc_error.h"
+#include "tc_log.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <string.h>
+
+static void *s_side_open(void *arg)
+{
+    tc_store_t *s = arg;
+    const char *keys[] = {"dbname", "application_name", NULL};
+    const char *vals[] = {s->dsn, "traincast", NULL};
+    s->side_opening = PQconnectdbParams(keys, vals, 1);
+    return NULL;
+}
+
+void tc_store_side_begin(tc_store_t *s)
+{
+    if (s->side || s->side_thread || s->side_failed)
+        return;
+    if (pthread_create(&s->side_tid, NULL, s_side_open, s) == 0)
+        s->side_thread = true;
+}
+
+/* The side connection, once its thread is done; NULL when it could not be
+ * opened (then statements run on one connection). */
+static PGconn *s_side(tc_store_t *s)
+{
+    tc_store_side_begin(s);
+    if (s->side_thread) {
+        pthread_join(s->side_tid, NULL);
+        s->side_thread = false;
+        s->side = s->side_opening;
+        s->side_opening = NULL;
+        if (s->side && PQstatus(s->side) != CONNECTION_OK) {
+            tc_log_debug("a second database connection could not be opened (%s); statements "
+                         "run on one",
+                         PQerrorMessage(s->side));
+            PQfinish(s->side);
+            s->side = NULL;
+            s->side_failed = true;
+        }
+    }
+    return s->side;
+}
+
+void tc_store_side_end(tc_store_t *s)
+{
+    if (s->side_thread) {
+        pthread_join(s->side_tid, NULL);
+        s->side_thread = false;
+        s->side = s->side_opening;
+        s->side_opening = NULL;
+    }
+    PQfinish(s->side);
+    s->side = NULL;
+}
+
+/* One connection's share: `res` its first result, `rc` its failure. */
+typedef struct {
+    PGconn *conn;
+    bool done;
+    PGresult *res;
+    int rc;
+} s_leg_t;
+
+static void s_leg_fail(s_leg_t *l, PGresult *res, const char *what)
+{
+    if (l->rc == 0)
+        l->rc = tc_store_fail_conn(l->conn, res, what, __FILE__, __LINE__);
+    else
+        PQclear(res);
+}
+
+static void s_leg_send(s_leg_t *l, const char *what, const char *sql, const char *param)
+{
+    const char *params[] = {param};
+    if (!PQsendQueryParams(l->conn, sql, 1, NULL, params, NULL, NULL, 0)) {
+        s_leg_fail(l, NULL, what);
+        l->done = true;
+    }
+}
+
+/* Read what arrived; the leg is done when libpq has no more results. */
+static void s_leg_read(s_leg_t *l, const char *what)
+{
+    if (!PQconsumeInput(l->conn)) {
+        s_leg_fail(l, NULL, what);
+        l->done = true;
+        return;
+    }
+    while (!l->done && !PQisBusy(l->conn)) {
+        PGresult *r = PQgetResult(l->conn);
+        if (!r)
+            l->done = true;
+        else if (PQresultStatus(r) != PGRES_TUPLES_OK && PQresultStatus(r) != PGRES_COMMAND_OK)
+            s_leg_fail(l, r, what);
+        else if (!l->res)
+            l->res = r;
+        else
+            PQclear(r);
+    }
+}
+
+/* Read both legs until both are done. */
+static int s_read_both(s_leg_t legs[2], const char *what)
+{
+    while (!legs[0].done || !legs[1].done) {
+        struct pollfd fds[2];
+        s_leg_t *of[2];
+        nfds_t n = 0;
+        for (int i = 0; i < 2; i++)
+            if (!legs[i].done) {
+                fds[n] = (struct pollfd){.fd = PQsocket(legs[i].conn), .events = POLLIN};
+                of[n++] = &legs[i];
+            }
+        if (poll(fds, n, -1) < 0) {
+            if (errno == EINTR)
+                continue;
+            int rc = tc_fail(TC_EIO, "database: %s: waiting for the server: %s", what,
+                             strerror(errno));
+            for (int i = 0; i < 2; i++) /* the connections stay usable */
+                for (PGresult *r; !legs[i].done && (r = PQgetResult(legs[i].conn));)
+                    PQclear(r);
+            return rc;
+        }
+        for (nfds_t k = 0; k < n; k++)
+            if (fds[k].revents)
+                s_leg_read(of[k], what);
+    }
+    return legs[0].rc ? legs[0].rc : legs[1].rc;
+}
+
+int tc_store_query_pair(tc_store_t *s, const char *what, const char *sql, const char *params[2],
+                        PGresult *out[2])
+{
+    out[0] = out[1] = NULL;
+    /* Inside a transaction the second connection would not see its data. */
+    PGconn *side = PQtransactionStatus(s->conn) == PQTRANS_IDLE ? s_side(s) : NULL;
+    if (!side) {
+        int rc = tc_store_query(s, &out[0], what, sql, 1, &params[0]);
+        if (rc == 0 && (rc = tc_store_query(s, &out[1], what, sql, 1, &params[1])) < 0) {
+            PQclear(out[0]);
+            out[0] = NULL;
+        }
+        return rc;
+    }
+    s_leg_t legs[2] = {{.conn = s->conn}, {.conn = side}};
+    s_leg_send(&legs[0], what, sql, params[0]);
+    s_leg_send(&legs[1], what, sql, params[1]);
+    int rc = s_read_both(legs, what);
+    for (int i = 0; i < 2; i++) {
+        if (rc == 0)
+            out[i] = legs[i].res;
+        else
+            PQclear(legs[i].res);
+    }
+    if (rc < 0 && PQstatus(side) != CONNECTION_OK)
+        tc_store_side_end(s); /* opened again next time */
+    return rc;
+}
