@@ -193,43 +193,161 @@ static void s_record(tc_store_t *store, const tc_pred_request_t *req,
                     request_id);
 }
 
+/* What the command line asked for. */
+typedef struct {
+    const char *db, *gpu, *model_spec, *batch_text, *prices;
+    const char *format, *plot, *plot_metric;
+    const char *framework, *dtype, *amp;
+    unsigned long input_size, wait_s;
+    double dataset, extrapolate;
+    bool allow_unknown, no_store;
+} s_args_t;
+
+/* The options' values checked; the output format and batch list parsed. */
+static int s_check_args(const s_args_t *a, tc_pred_format_t *fmt, unsigned long **batches,
+                        size_t *n_batches)
+{
+    Traincast__V1__DType dtype;
+    if (tc_pred_format_parse(a->format, fmt) < 0)
+        return tc_fail(TC_EUSAGE, "--format must be table, csv or json (got '%s')", a->format);
+    if (strcmp(a->plot_metric, "iteration") && strcmp(a->plot_metric, "epoch"))
+        return tc_fail(TC_EUSAGE, "--plot-metric must be iteration or epoch (got '%s')",
+                       a->plot_metric);
+    if (!(a->dataset >= 1))
+        return tc_fail(TC_EUSAGE, "--dataset-size must be at least 1 (got %g)", a->dataset);
+    if (!(a->extrapolate == 0 || (a->extrapolate >= 1 && isfinite(a->extrapolate))))
+        return tc_fail(TC_EUSAGE, "--extrapolate must be 0 (any batch) or a factor of at least 1 "
+                                  "(got %g)",
+                       a->extrapolate);
+    int rc = tc_dtype_parse(a->dtype, &dtype);
+    if (rc < 0)
+        return rc;
+    if (strcmp(a->amp, "none") && strcmp(a->amp, "fp16") && strcmp(a->amp, "bf16"))
+        return tc_fail(TC_EUSAGE, "--amp must be none, fp16 or bf16 (got '%s')", a->amp);
+    if (a->plot) {
+        const char *ext = strrchr(a->plot, '.');
+        if (!ext || (strcasecmp(ext, ".svg") && strcasecmp(ext, ".png")))
+            return tc_fail(TC_EUSAGE, "--plot %s: the file name must end in .svg or .png",
+                           a->plot);
+    }
+    return tc_parse_uint_list(a->batch_text, "--batch", 1, TC_MAX_BATCH, batches, n_batches);
+}
+
+/* Load the model the user named; anything wrong with it is bad input. */
+static int s_load_model(const s_args_t *a, tc_model_t **model)
+{
+    tc_model_opts_t mopts = {.allow_unknown = a->allow_unknown,
+                             .input_size = (uint32_t)a->input_size};
+    int rc = tc_model_load_spec(a->model_spec, &mopts, model);
+    if (rc < 0) {
+        tc_err_context(rc, "--model %s", a->model_spec);
+        rc = rc == TC_ENOMEM || rc == TC_EIO || rc == TC_ECHILD ? rc : TC_EINVAL;
+    }
+    return rc;
+}
+
+/* Predict every device's rows, print them, plot and record them; 3 when
+ * some rows could not be predicted. */
+static int s_run(const s_args_t *a, tc_pred_format_t fmt, const unsigned long *batches,
+                 size_t n_batches)
+{
+    tc_model_t *model = NULL;
+    tc_store_t *store = NULL;
+    tc_pred_device_t *devs = NULL;
+    size_t n_devs = 0;
+    tc_pred_compare_t *cmps = NULL;
+    size_t n_cmps = 0;
+    int rc = 0;
+    TC_TRY(s_load_model(a, &model));
+    TC_TRY(tc_store_open(tc_default_dsn(a->db), &store));
+    TC_TRY(tc_store_check_schema(store));
+    TC_TRY(s_select_devices(store, a->gpu, &devs, &n_devs));
+    if (n_devs > 1) /* their conv look-ups are split over two connections */
+        tc_store_side_begin(store);
+    if (a->prices)
+        TC_TRY(s_read_prices(a->prices, devs, n_devs));
+
+    tc_pred_request_t req = {.model = model,
+                             .batches = batches,
+                             .n_batches = n_batches,
+                             .dataset_size = a->dataset,
+                             .framework = a->framework,
+                             .dtype = a->dtype,
+                             .amp = strcmp(a->amp, "none") ? a->amp : "",
+                             .input_size = (uint32_t)a->input_size,
+                             .extrapolate = a->extrapolate};
+    TC_TRY(s_load_fits(store, &req, devs, n_devs));
+    TC_TRY(tc_predict_lookup_all(store, &req, devs, n_devs, NULL));
+    TC_TRY(tc_predict_fill_missing(store, &req, devs, n_devs, (unsigned)a->wait_s,
+                                   a->model_spec));
+    TC_TRY(s_predict_devices(store, &req, devs, n_devs));
+    TC_TRY(tc_predict_compare(store, devs, n_devs, &cmps, &n_cmps));
+    size_t ok = 0, not_ok = 0;
+    tc_predict_count(devs, n_devs, &ok, &not_ok);
+
+    TC_TRY(tc_pred_print(stdout, fmt, model, &req, devs, n_devs, cmps, n_cmps));
+    fflush(stdout);
+    if (a->plot && ok)
+        TC_TRY(tc_pred_plot(a->plot, strcmp(a->plot_metric, "epoch") == 0, model, devs, n_devs));
+    else if (a->plot)
+        tc_log_warn("--plot %s: no row could be predicted, so there is nothing to draw", a->plot);
+    if (!a->no_store && ok)
+        s_record(store, &req, devs, n_devs);
+    if (not_ok) {
+        fprintf(stderr, "aggregator predict: %zu of %zu rows could not be predicted (each "
+                        "says why above); exit status 3\n",
+                not_ok, ok + not_ok);
+        rc = 3;
+    }
+err:
+    for (size_t i = 0; i < n_devs; i++)
+        tc_pred_device_free(&devs[i]);
+    free(devs);
+    free(cmps);
+    tc_store_destroy(&store);
+    tc_model_destroy(&model);
+    return rc;
+}
+
 int tc_cmd_predict(int argc, char **argv)
 {
-    const char *db = NULL, *gpu = NULL, *model_spec = NULL, *batch_text = NULL, *prices = NULL;
-    const char *format = "table", *plot = NULL, *plot_metric = "iteration";
-    const char *framework = "pytorch", *dtype = "fp32", *amp = "none";
-    unsigned long input_size = 0, wait_s = 300;
-    double dataset = 1281167, extrapolate = 2;
-    bool allow_unknown = false, no_store = false;
+    s_args_t a = {.format = "table",
+                  .plot_metric = "iteration",
+                  .framework = "pytorch",
+                  .dtype = "fp32",
+                  .amp = "none",
+                  .wait_s = 300,
+                  .dataset = 1281167,
+                  .extrapolate = 2};
     const tc_opt_t opts[] = {
-        {"gpu", TC_OPT_STR, &gpu, "all|NAME,...", "device classes to compare", true},
-        {"model", TC_OPT_STR, &model_spec, "SPEC",
+        {"gpu", TC_OPT_STR, &a.gpu, "all|NAME,...", "device classes to compare", true},
+        {"model", TC_OPT_STR, &a.model_spec, "SPEC",
          "torchvision:NAME or FILE.onnx (never-traced models are predicted from structure)",
          true},
-        {"batch", TC_OPT_STR, &batch_text, "LIST",
+        {"batch", TC_OPT_STR, &a.batch_text, "LIST",
          "batch sizes: 8,16,32 or 8..512 (powers of two) or 8..64:8", true},
-        {"input-size", TC_OPT_UINT, &input_size, "PX", "input height and width (default: the model's)"},
-        {"dataset-size", TC_OPT_DOUBLE, &dataset, "N", "images per epoch (default: 1281167, ImageNet)"},
-        {"prices", TC_OPT_STR, &prices, "FILE", "'DEVICE NAME = PRICE' per device-hour, one per line"},
-        {"format", TC_OPT_STR, &format, "table|csv|json", "output format (default: table)"},
-        {"plot", TC_OPT_STR, &plot, "FILE.svg|FILE.png", "write a chart of the predictions"},
-        {"plot-metric", TC_OPT_STR, &plot_metric, "iteration|epoch",
+        {"input-size", TC_OPT_UINT, &a.input_size, "PX", "input height and width (default: the model's)"},
+        {"dataset-size", TC_OPT_DOUBLE, &a.dataset, "N", "images per epoch (default: 1281167, ImageNet)"},
+        {"prices", TC_OPT_STR, &a.prices, "FILE", "'DEVICE NAME = PRICE' per device-hour, one per line"},
+        {"format", TC_OPT_STR, &a.format, "table|csv|json", "output format (default: table)"},
+        {"plot", TC_OPT_STR, &a.plot, "FILE.svg|FILE.png", "write a chart of the predictions"},
+        {"plot-metric", TC_OPT_STR, &a.plot_metric, "iteration|epoch",
          "what the chart shows against batch size (default: iteration)"},
-        {"framework", TC_OPT_STR, &framework, "NAME", "framework whose fits to use (default: pytorch)"},
-        {"dtype", TC_OPT_STR, &dtype, "fp32|fp32_strict|tf32|fp16|bf16",
+        {"framework", TC_OPT_STR, &a.framework, "NAME", "framework whose fits to use (default: pytorch)"},
+        {"dtype", TC_OPT_STR, &a.dtype, "fp32|fp32_strict|tf32|fp16|bf16",
          "data type of the fits (default: fp32, PyTorch's defaults)"},
-        {"amp", TC_OPT_STR, &amp, "none|fp16|bf16",
+        {"amp", TC_OPT_STR, &a.amp, "none|fp16|bf16",
          "automatic mixed precision of the fits (default: none)"},
-        {"wait", TC_OPT_UINT, &wait_s, "SECONDS",
+        {"wait", TC_OPT_UINT, &a.wait_s, "SECONDS",
          "how long to wait for agents to benchmark missing convs (default: 300; 0: do not ask)"},
-        {"extrapolate", TC_OPT_DOUBLE, &extrapolate, "F",
+        {"extrapolate", TC_OPT_DOUBLE, &a.extrapolate, "F",
          "predict batches down to the fit's smallest / F and up to its largest * F (default: "
          "2; 0: any); the others are out_of_range"},
-        {"allow-unknown", TC_OPT_FLAG, &allow_unknown, NULL,
+        {"allow-unknown", TC_OPT_FLAG, &a.allow_unknown, NULL,
          "treat ONNX ops traincast does not know as element-wise layers"},
-        {"no-store", TC_OPT_FLAG, &no_store, NULL,
+        {"no-store", TC_OPT_FLAG, &a.no_store, NULL,
          "do not record the predictions in the database (table predictions)"},
-        TC_DB_OPT(&db),
+        TC_DB_OPT(&a.db),
         {0},
     };
     const tc_cmd_spec_t spec = {
@@ -255,96 +373,12 @@ int tc_cmd_predict(int argc, char **argv)
         tc_cli_result_free(&cli);
         return rc;
     }
-
     tc_pred_format_t fmt;
     unsigned long *batches = NULL;
     size_t n_batches = 0;
-    tc_model_t *model = NULL;
-    tc_store_t *store = NULL;
-    tc_pred_device_t *devs = NULL;
-    size_t n_devs = 0;
-    tc_pred_compare_t *cmps = NULL;
-    size_t n_cmps = 0;
-    Traincast__V1__DType dtype_v;
-
-    if (tc_pred_format_parse(format, &fmt) < 0)
-        TC_FAIL_GOTO(TC_EUSAGE, "--format must be table, csv or json (got '%s')", format);
-    if (strcmp(plot_metric, "iteration") && strcmp(plot_metric, "epoch"))
-        TC_FAIL_GOTO(TC_EUSAGE, "--plot-metric must be iteration or epoch (got '%s')",
-                     plot_metric);
-    if (!(dataset >= 1))
-        TC_FAIL_GOTO(TC_EUSAGE, "--dataset-size must be at least 1 (got %g)", dataset);
-    if (!(extrapolate == 0 || (extrapolate >= 1 && isfinite(extrapolate))))
-        TC_FAIL_GOTO(TC_EUSAGE, "--extrapolate must be 0 (any batch) or a factor of at least 1 "
-                                "(got %g)",
-                     extrapolate);
-    TC_TRY(tc_dtype_parse(dtype, &dtype_v));
-    if (strcmp(amp, "none") && strcmp(amp, "fp16") && strcmp(amp, "bf16"))
-        TC_FAIL_GOTO(TC_EUSAGE, "--amp must be none, fp16 or bf16 (got '%s')", amp);
-    const char *amp_key = strcmp(amp, "none") ? amp : "";
-    TC_TRY(tc_parse_uint_list(batch_text, "--batch", 1, TC_MAX_BATCH, &batches,
-                              &n_batches));
-    if (plot) {
-        const char *ext = strrchr(plot, '.');
-        if (!ext || (strcasecmp(ext, ".svg") && strcasecmp(ext, ".png")))
-            TC_FAIL_GOTO(TC_EUSAGE, "--plot %s: the file name must end in .svg or .png", plot);
-    }
-
-    tc_model_opts_t mopts = {.allow_unknown = allow_unknown, .input_size = (uint32_t)input_size};
-    rc = tc_model_load_spec(model_spec, &mopts, &model);
-    if (rc < 0) {
-        tc_err_context(rc, "--model %s", model_spec);
-        /* Anything wrong with the model the user named is bad input. */
-        rc = rc == TC_ENOMEM || rc == TC_EIO || rc == TC_ECHILD ? rc : TC_EINVAL;
-        goto err;
-    }
-
-    TC_TRY(tc_store_open(tc_default_dsn(db), &store));
-    TC_TRY(tc_store_check_schema(store));
-    TC_TRY(s_select_devices(store, gpu, &devs, &n_devs));
-    if (n_devs > 1) /* their conv look-ups are split over two connections */
-        tc_store_side_begin(store);
-    if (prices)
-        TC_TRY(s_read_prices(prices, devs, n_devs));
-
-    tc_pred_request_t req = {.model = model,
-                             .batches = batches,
-                             .n_batches = n_batches,
-                             .dataset_size = dataset,
-                             .framework = framework,
-                             .dtype = dtype,
-                             .amp = amp_key,
-                             .input_size = (uint32_t)input_size,
-                             .extrapolate = extrapolate};
-    TC_TRY(s_load_fits(store, &req, devs, n_devs));
-    TC_TRY(tc_predict_lookup_all(store, &req, devs, n_devs, NULL));
-    TC_TRY(tc_predict_fill_missing(store, &req, devs, n_devs, (unsigned)wait_s, model_spec));
-    TC_TRY(s_predict_devices(store, &req, devs, n_devs));
-    TC_TRY(tc_predict_compare(store, devs, n_devs, &cmps, &n_cmps));
-    size_t ok = 0, not_ok = 0;
-    tc_predict_count(devs, n_devs, &ok, &not_ok);
-
-    TC_TRY(tc_pred_print(stdout, fmt, model, &req, devs, n_devs, cmps, n_cmps));
-    fflush(stdout);
-    if (plot && ok)
-        TC_TRY(tc_pred_plot(plot, strcmp(plot_metric, "epoch") == 0, model, devs, n_devs));
-    else if (plot)
-        tc_log_warn("--plot %s: no row could be predicted, so there is nothing to draw", plot);
-    if (!no_store && ok)
-        s_record(store, &req, devs, n_devs);
-    if (not_ok) {
-        fprintf(stderr, "aggregator predict: %zu of %zu rows could not be predicted (each "
-                        "says why above); exit status 3\n",
-                not_ok, ok + not_ok);
-        rc = 3;
-    }
-err:
-    for (size_t i = 0; i < n_devs; i++)
-        tc_pred_device_free(&devs[i]);
-    free(devs);
-    free(cmps);
-    tc_store_destroy(&store);
-    tc_model_destroy(&model);
+    rc = s_check_args(&a, &fmt, &batches, &n_batches);
+    if (rc == 0)
+        rc = s_run(&a, fmt, batches, n_batches);
     free(batches);
     tc_cli_result_free(&cli);
     return rc;
