@@ -244,10 +244,9 @@ static void s_close(tc_server_t *s)
     s->mon = s->router = s->done = NULL;
 }
 
-int tc_server_run(const tc_server_opts_t *opts)
+/* The options with their defaults filled in, and the rate limits. */
+static int s_init(tc_server_t *s, const tc_server_opts_t *opts)
 {
-    tc_server_t srv;
-    tc_server_t *s = &srv;
     memset(s, 0, sizeof *s);
     s->o = *opts;
     s->refusal_lines = (tc_ratelimit_t){.burst = S_LOG_BURST, .window_ms = 60000};
@@ -262,11 +261,16 @@ int tc_server_run(const tc_server_opts_t *opts)
         s->o.queue_limit = S_DEFAULT_QUEUE_LIMIT;
     if (!s->o.max_message_bytes)
         s->o.max_message_bytes = TC_MAX_MESSAGE_BYTES;
-    int rc = 0;
     s->inflight = calloc(1, sizeof *s->inflight);
-    if (!s->inflight)
-        return tc_fail(TC_ENOMEM, "out of memory");
+    return s->inflight ? 0 : tc_fail(TC_ENOMEM, "out of memory");
+}
 
+/* Security, the database, the job dispatcher, the store workers and the
+ * agents' socket, in that order. Stops early (0) when asked to stop while
+ * waiting for the database. */
+static int s_start(tc_server_t *s)
+{
+    int rc = 0;
     if (s->o.insecure) {
         tc_log_warn("INSECURE MODE (--insecure): no encryption and no authentication; ANY "
                     "program that reaches %s can store data here. Use it only for a local demo "
@@ -279,7 +283,7 @@ int tc_server_run(const tc_server_opts_t *opts)
      * database is unreachable, wait (agents keep their results in their journals). */
     TC_TRY(s_wait_for_database(s));
     if (*s->o.stop)
-        goto err;
+        return 0;
     TC_TRY(tc_dispatch_new(s->o.dsn, s->o.heartbeat_ms, &s->dispatch));
     s->ctx = zmq_ctx_new();
     if (!s->ctx)
@@ -299,8 +303,15 @@ int tc_server_run(const tc_server_opts_t *opts)
                 "only after commit",
                 s->o.workers, s->o.workers == 1 ? "" : "s", s->o.batch,
                 s->o.batch == 1 ? "" : "s");
-    s->next_stats_ms = tc_server_now_ms() + S_STATS_EVERY_MS;
+err:
+    return rc;
+}
 
+/* Serve until asked to stop: agents' messages, committed batches, socket
+ * events, jobs, statistics; SIGHUP reloads the allowlist. */
+static int s_loop(tc_server_t *s)
+{
+    s->next_stats_ms = tc_server_now_ms() + S_STATS_EVERY_MS;
     while (!*s->o.stop) {
         if (s->o.reload && *s->o.reload) {
             *s->o.reload = 0;
@@ -315,10 +326,8 @@ int tc_server_run(const tc_server_opts_t *opts)
                                    {s->mon, 0, ZMQ_POLLIN, 0},
                                    {NULL, fd, ZMQ_POLLIN, 0}};
         int n = zmq_poll(items, fd >= 0 ? 4 : 3, 200);
-        if (n < 0 && zmq_errno() != EINTR) {
-            rc = tc_zmq_fail("zmq_poll", __FILE__, __LINE__);
-            break;
-        }
+        if (n < 0 && zmq_errno() != EINTR)
+            return tc_zmq_fail("zmq_poll", __FILE__, __LINE__);
         s_events(s);
         tc_server_receive(s);
         tc_server_collect(s, ZMQ_DONTWAIT);
@@ -327,9 +336,14 @@ int tc_server_run(const tc_server_opts_t *opts)
         tc_dispatch_tick(s->dispatch, s->router);
         s_stats(s, false);
     }
-
     tc_log_info("stopping: finishing the transactions in progress");
-err:
+    return 0;
+}
+
+/* Stop the workers (acknowledging what they committed), close and free
+ * whatever s_start opened. */
+static void s_stop(tc_server_t *s)
+{
     if (s->workers) {
         tc_work_t *left = tc_workers_stop(&s->workers);
         size_t dropped = 0;
@@ -356,6 +370,18 @@ err:
     tc_dispatch_destroy(&s->dispatch);
     tc_idset_clear(s->inflight);
     free(s->inflight);
+}
+
+int tc_server_run(const tc_server_opts_t *opts)
+{
+    tc_server_t srv;
+    int rc = s_init(&srv, opts);
+    if (rc < 0)
+        return rc;
+    rc = s_start(&srv);
+    if (rc == 0 && !*srv.o.stop)
+        rc = s_loop(&srv);
+    s_stop(&srv);
     if (rc == 0)
         tc_log_info("stopped");
     return rc;
