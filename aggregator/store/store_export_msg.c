@@ -424,6 +424,89 @@ int tc_store_export_conv_message(tc_store_t *s, PGresult *msgs, int m, tc_store_
     return rc;
 }
 
+/* A trace row's own columns (from 4) and its device's (from 26). */
+static void s_trace_fields(s_pool_t *pool, PGresult *tr, int t, Traincast__V1__TrainTrace *x)
+{
+    x->framework = s_str(pool, s_v(tr, t, 4));
+    x->framework_version = s_str(pool, s_v(tr, t, 5));
+    x->library_version = s_str(pool, s_v(tr, t, 6));
+    x->model_id = s_str(pool, s_v(tr, t, 7));
+    x->batch = (uint32_t)tc_store_ll(tr, t, 8);
+    x->input_size = (uint32_t)tc_store_ll(tr, t, 9);
+    tc_dtype_parse(PQgetvalue(tr, t, 10), &x->dtype);
+    x->amp = s_str(pool, s_v(tr, t, 11));
+    x->optimizer = s_str(pool, s_v(tr, t, 12));
+    if (s_v(tr, t, 13))
+        tc_policy_parse(PQgetvalue(tr, t, 13), &x->policy);
+    x->threads = (uint32_t)tc_store_ll(tr, t, 14);
+    x->warmup = (uint32_t)tc_store_ll(tr, t, 15);
+    x->iters = (uint32_t)tc_store_ll(tr, t, 16);
+    x->repeats = (uint32_t)tc_store_ll(tr, t, 17);
+    x->median_ms = s_d(tr, t, 18);
+    x->spread = s_d(tr, t, 19);
+    x->peak_memory_bytes = (uint64_t)tc_store_ll(tr, t, 20);
+    x->status = (Traincast__V1__TraceStatus)s_enum(s_trace_status_name, PQgetvalue(tr, t, 21));
+    x->reason = s_str(pool, s_v(tr, t, 22));
+    x->runner = s_str(pool, s_v(tr, t, 23));
+    x->started_at_us = tc_store_ll(tr, t, 24);
+    x->device = s_device(pool, tr, t, 26);
+    x->sm_clock_mhz = (uint32_t)tc_store_ll(tr, t, 26 + TC_SQL_DEVICE_NCOLS);
+    x->power_w = s_d(tr, t, 26 + TC_SQL_DEVICE_NCOLS + 1);
+    x->energy_j = s_d(tr, t, 26 + TC_SQL_DEVICE_NCOLS + 2);
+    x->energy_source = s_str(pool, s_v(tr, t, 26 + TC_SQL_DEVICE_NCOLS + 3));
+    x->energy_absent = s_str(pool, s_v(tr, t, 26 + TC_SQL_DEVICE_NCOLS + 4));
+}
+
+/* A trace's settings, iterations and op-class times from their reads. */
+static void s_trace_settings(s_pool_t *pool, PGresult *sets, Traincast__V1__TrainTrace *x)
+{
+    x->n_settings = (size_t)PQntuples(sets);
+    x->settings = s_alloc(pool, (x->n_settings + 1) * sizeof *x->settings);
+    for (size_t i = 0; x->settings && i < x->n_settings; i++) {
+        Traincast__V1__Setting *st = s_alloc(pool, sizeof *st);
+        if (!st)
+            break;
+        traincast__v1__setting__init(st);
+        st->name = s_str(pool, s_v(sets, (int)i, 0));
+        st->value = s_str(pool, s_v(sets, (int)i, 1));
+        x->settings[i] = st;
+    }
+}
+
+static void s_trace_iterations(s_pool_t *pool, PGresult *its, Traincast__V1__TrainTrace *x)
+{
+    x->n_iterations = (size_t)PQntuples(its);
+    x->iterations = s_alloc(pool, (x->n_iterations + 1) * sizeof *x->iterations);
+    for (size_t i = 0; x->iterations && i < x->n_iterations; i++) {
+        Traincast__V1__Iteration *it = s_alloc(pool, sizeof *it);
+        if (!it)
+            break;
+        traincast__v1__iteration__init(it);
+        int r = (int)i;
+        it->repeat = (uint32_t)tc_store_ll(its, r, 0);
+        it->index = (uint32_t)tc_store_ll(its, r, 1);
+        it->ms = s_d(its, r, 2);
+        it->at_us = tc_store_ll(its, r, 3);
+        it->warmup = PQgetvalue(its, r, 4)[0] == 't';
+        x->iterations[i] = it;
+    }
+}
+
+static void s_trace_op_times(s_pool_t *pool, PGresult *ops, Traincast__V1__TrainTrace *x)
+{
+    x->n_op_times = (size_t)PQntuples(ops);
+    x->op_times = s_alloc(pool, (x->n_op_times + 1) * sizeof *x->op_times);
+    for (size_t i = 0; x->op_times && i < x->n_op_times; i++) {
+        Traincast__V1__OpClassTime *o = s_alloc(pool, sizeof *o);
+        if (!o)
+            break;
+        traincast__v1__op_class_time__init(o);
+        o->op_class = s_str(pool, s_v(ops, (int)i, 0));
+        o->ms = s_d(ops, (int)i, 1);
+        x->op_times[i] = o;
+    }
+}
+
 int tc_store_export_trace(tc_store_t *s, PGresult *tr, int t, tc_store_envelope_fn fn, void *arg)
 {
     s_pool_t pool = {0};
@@ -451,71 +534,10 @@ int tc_store_export_trace(tc_store_t *s, PGresult *tr, int t, tc_store_envelope_
         traincast__v1__train_trace__init(x);
         /* Columns: trace_id, message_id, agent_id, sent_at_us, then the
          * trace's own from 4, the device's from 26. */
-        x->framework = s_str(&pool, s_v(tr, t, 4));
-        x->framework_version = s_str(&pool, s_v(tr, t, 5));
-        x->library_version = s_str(&pool, s_v(tr, t, 6));
-        x->model_id = s_str(&pool, s_v(tr, t, 7));
-        x->batch = (uint32_t)tc_store_ll(tr, t, 8);
-        x->input_size = (uint32_t)tc_store_ll(tr, t, 9);
-        tc_dtype_parse(PQgetvalue(tr, t, 10), &x->dtype);
-        x->amp = s_str(&pool, s_v(tr, t, 11));
-        x->optimizer = s_str(&pool, s_v(tr, t, 12));
-        if (s_v(tr, t, 13))
-            tc_policy_parse(PQgetvalue(tr, t, 13), &x->policy);
-        x->threads = (uint32_t)tc_store_ll(tr, t, 14);
-        x->warmup = (uint32_t)tc_store_ll(tr, t, 15);
-        x->iters = (uint32_t)tc_store_ll(tr, t, 16);
-        x->repeats = (uint32_t)tc_store_ll(tr, t, 17);
-        x->median_ms = s_d(tr, t, 18);
-        x->spread = s_d(tr, t, 19);
-        x->peak_memory_bytes = (uint64_t)tc_store_ll(tr, t, 20);
-        x->status = (Traincast__V1__TraceStatus)s_enum(s_trace_status_name, PQgetvalue(tr, t, 21));
-        x->reason = s_str(&pool, s_v(tr, t, 22));
-        x->runner = s_str(&pool, s_v(tr, t, 23));
-        x->started_at_us = tc_store_ll(tr, t, 24);
-        x->device = s_device(&pool, tr, t, 26);
-        x->sm_clock_mhz = (uint32_t)tc_store_ll(tr, t, 26 + TC_SQL_DEVICE_NCOLS);
-        x->power_w = s_d(tr, t, 26 + TC_SQL_DEVICE_NCOLS + 1);
-        x->energy_j = s_d(tr, t, 26 + TC_SQL_DEVICE_NCOLS + 2);
-        x->energy_source = s_str(&pool, s_v(tr, t, 26 + TC_SQL_DEVICE_NCOLS + 3));
-        x->energy_absent = s_str(&pool, s_v(tr, t, 26 + TC_SQL_DEVICE_NCOLS + 4));
-        x->n_settings = (size_t)PQntuples(sets);
-        x->settings = s_alloc(&pool, (x->n_settings + 1) * sizeof *x->settings);
-        for (size_t i = 0; x->settings && i < x->n_settings; i++) {
-            Traincast__V1__Setting *st = s_alloc(&pool, sizeof *st);
-            if (!st)
-                break;
-            traincast__v1__setting__init(st);
-            st->name = s_str(&pool, s_v(sets, (int)i, 0));
-            st->value = s_str(&pool, s_v(sets, (int)i, 1));
-            x->settings[i] = st;
-        }
-        x->n_iterations = (size_t)PQntuples(its);
-        x->iterations = s_alloc(&pool, (x->n_iterations + 1) * sizeof *x->iterations);
-        for (size_t i = 0; x->iterations && i < x->n_iterations; i++) {
-            Traincast__V1__Iteration *it = s_alloc(&pool, sizeof *it);
-            if (!it)
-                break;
-            traincast__v1__iteration__init(it);
-            int r = (int)i;
-            it->repeat = (uint32_t)tc_store_ll(its, r, 0);
-            it->index = (uint32_t)tc_store_ll(its, r, 1);
-            it->ms = s_d(its, r, 2);
-            it->at_us = tc_store_ll(its, r, 3);
-            it->warmup = PQgetvalue(its, r, 4)[0] == 't';
-            x->iterations[i] = it;
-        }
-        x->n_op_times = (size_t)PQntuples(ops);
-        x->op_times = s_alloc(&pool, (x->n_op_times + 1) * sizeof *x->op_times);
-        for (size_t i = 0; x->op_times && i < x->n_op_times; i++) {
-            Traincast__V1__OpClassTime *o = s_alloc(&pool, sizeof *o);
-            if (!o)
-                break;
-            traincast__v1__op_class_time__init(o);
-            o->op_class = s_str(&pool, s_v(ops, (int)i, 0));
-            o->ms = s_d(ops, (int)i, 1);
-            x->op_times[i] = o;
-        }
+        s_trace_fields(&pool, tr, t, x);
+        s_trace_settings(&pool, sets, x);
+        s_trace_iterations(&pool, its, x);
+        s_trace_op_times(&pool, ops, x);
         env->message_id = s_str(&pool, PQgetvalue(tr, t, 1));
         env->agent_id = s_str(&pool, PQgetvalue(tr, t, 2));
         env->sent_at_us = tc_store_ll(tr, t, 3);
