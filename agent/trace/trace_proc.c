@@ -176,9 +176,18 @@ static void s_kill_and_reap(pid_t pid, bool reaped, tc_proc_result_t *res)
     }
 }
 
-int tc_proc_run(const tc_proc_spec_t *spec, tc_proc_result_t *res)
+/* A child being run: its process (group), its output pipes, its times. */
+typedef struct {
+    pid_t pid;
+    struct pollfd fds[2]; /* stdout, stderr; fd -1 once closed */
+    double start, deadline, drain_until;
+    bool reaped;
+    int status;
+} s_run_t;
+
+/* Start the child with its stdout and stderr on pipes. */
+static int s_spawn(const tc_proc_spec_t *spec, s_run_t *c)
 {
-    memset(res, 0, sizeof *res);
     int out_p[2] = {-1, -1}, err_p[2] = {-1, -1};
     char **env = s_env(spec->env_add);
     if (!env)
@@ -192,100 +201,124 @@ int tc_proc_run(const tc_proc_spec_t *spec, tc_proc_result_t *res)
         free(env);
         return tc_fail(TC_EIO, "cannot create pipes for %s: %s", spec->argv[0], strerror(e));
     }
-    double start = s_now();
-    pid_t pid = fork();
-    if (pid < 0) {
+    c->start = s_now();
+    c->deadline = c->start + spec->timeout_s;
+    c->pid = fork();
+    if (c->pid < 0) {
         int e = errno;
         close(out_p[0]), close(out_p[1]), close(err_p[0]), close(err_p[1]);
         free(env);
         return tc_fail(TC_EIO, "cannot start %s: fork: %s", spec->argv[0], strerror(e));
     }
-    if (pid == 0)
+    if (c->pid == 0)
         s_child(spec, env, out_p[1], err_p[1]);
     free(env);
-    setpgid(pid, pid); /* also done in the child; whichever runs first wins */
+    setpgid(c->pid, c->pid); /* also done in the child; whichever runs first wins */
     close(out_p[1]);
     close(err_p[1]);
+    c->fds[0] = (struct pollfd){out_p[0], POLLIN, 0};
+    c->fds[1] = (struct pollfd){err_p[0], POLLIN, 0};
+    return 0;
+}
 
-    struct pollfd fds[2] = {{out_p[0], POLLIN, 0}, {err_p[0], POLLIN, 0}};
-    double deadline = start + spec->timeout_s, drain_until = 0;
-    bool reaped = false;
-    int status, rc = 0;
+/* Read what is ready on the pipes: stdout to the spec's callback (which
+ * may stop the run), stderr to the result's tail. */
+static void s_read_ready(const tc_proc_spec_t *spec, s_run_t *c, tc_proc_result_t *res)
+{
     char buf[65536];
-    while (fds[0].fd >= 0 || fds[1].fd >= 0) {
-        if (s_stop_asked(spec)) {
-            rc = tc_fail(TC_EINTR, "interrupted while %s was running; it was stopped",
-                         spec->argv[0]);
-            break;
+    for (int i = 0; i < 2 && !res->stopped; i++) {
+        struct pollfd *f = &c->fds[i];
+        if (f->fd < 0 || !(f->revents & (POLLIN | POLLHUP | POLLERR)))
+            continue;
+        ssize_t got = read(f->fd, buf, sizeof buf);
+        if (got < 0 && (errno == EINTR || errno == EAGAIN))
+            continue;
+        if (got <= 0) {
+            close(f->fd);
+            f->fd = -1;
+        } else if (i == 1) {
+            s_tail_append(res->stderr_tail, buf, (size_t)got);
+        } else if (spec->on_stdout(buf, (size_t)got, spec->arg) < 0) {
+            res->stopped = true;
         }
+    }
+}
+
+/* Read the child's output until both pipes close, the deadline passes, the
+ * callback stops it, or a stop is asked; reap it when it exits. */
+static int s_pump(const tc_proc_spec_t *spec, s_run_t *c, tc_proc_result_t *res)
+{
+    while (c->fds[0].fd >= 0 || c->fds[1].fd >= 0) {
+        if (s_stop_asked(spec))
+            return tc_fail(TC_EINTR, "interrupted while %s was running; it was stopped",
+                           spec->argv[0]);
         double now = s_now();
-        if (now >= deadline) {
+        if (now >= c->deadline) {
             res->timed_out = true;
-            break;
+            return 0;
         }
-        if (reaped && now >= drain_until)
-            break; /* a grandchild holds the pipes open; the group is killed below */
-        double wait_s = (reaped ? drain_until : deadline) - now;
+        if (c->reaped && now >= c->drain_until)
+            return 0; /* a grandchild holds the pipes open; the group is killed later */
+        double wait_s = (c->reaped ? c->drain_until : c->deadline) - now;
         int wait_ms = wait_s * 1000 < POLL_MS ? (int)(wait_s * 1000) + 1 : POLL_MS;
-        int n = poll(fds, 2, wait_ms);
-        if (n < 0 && errno != EINTR) {
-            rc = tc_fail(TC_EIO, "poll on %s's output: %s", spec->argv[0], strerror(errno));
-            break;
-        }
-        for (int i = 0; n > 0 && i < 2; i++) {
-            if (fds[i].fd < 0 || !(fds[i].revents & (POLLIN | POLLHUP | POLLERR)))
-                continue;
-            ssize_t got = read(fds[i].fd, buf, sizeof buf);
-            if (got < 0 && (errno == EINTR || errno == EAGAIN))
-                continue;
-            if (got <= 0) {
-                close(fds[i].fd);
-                fds[i].fd = -1;
-                continue;
-            }
-            if (i == 1) {
-                s_tail_append(res->stderr_tail, buf, (size_t)got);
-            } else if (spec->on_stdout(buf, (size_t)got, spec->arg) < 0) {
-                res->stopped = true;
-                break;
-            }
-        }
+        int n = poll(c->fds, 2, wait_ms);
+        if (n < 0 && errno != EINTR)
+            return tc_fail(TC_EIO, "poll on %s's output: %s", spec->argv[0], strerror(errno));
+        if (n > 0)
+            s_read_ready(spec, c, res);
         if (res->stopped)
-            break;
-        if (!reaped && s_wait(pid, &status, WNOHANG, res) == pid) {
-            reaped = true;
-            s_record_status(res, status);
-            drain_until = s_now() + DRAIN_S;
+            return 0;
+        if (!c->reaped && s_wait(c->pid, &c->status, WNOHANG, res) == c->pid) {
+            c->reaped = true;
+            s_record_status(res, c->status);
+            c->drain_until = s_now() + DRAIN_S;
         }
     }
-    for (int i = 0; i < 2; i++) {
-        if (fds[i].fd >= 0)
-            close(fds[i].fd);
-    }
-    /* Wait for a child that closed its output but has not exited yet, up to
-     * the deadline. */
-    while (!reaped && rc == 0 && !res->timed_out && !res->stopped) {
-        pid_t r = s_wait(pid, &status, WNOHANG, res);
-        if (r == pid) {
-            reaped = true;
-            s_record_status(res, status);
+    return 0;
+}
+
+/* Wait for a child that closed its output but has not exited yet, up to
+ * the deadline. */
+static int s_await(const tc_proc_spec_t *spec, s_run_t *c, tc_proc_result_t *res)
+{
+    while (!c->reaped && !res->timed_out && !res->stopped) {
+        if (s_wait(c->pid, &c->status, WNOHANG, res) == c->pid) {
+            c->reaped = true;
+            s_record_status(res, c->status);
         } else if (s_stop_asked(spec)) {
-            rc = tc_fail(TC_EINTR, "interrupted while %s was running; it was stopped",
-                         spec->argv[0]);
-        } else if (s_now() >= deadline) {
+            return tc_fail(TC_EINTR, "interrupted while %s was running; it was stopped",
+                           spec->argv[0]);
+        } else if (s_now() >= c->deadline) {
             res->timed_out = true;
         } else {
             nanosleep(&(struct timespec){0, 10 * 1000 * 1000}, NULL);
         }
     }
-    if (!reaped) {
-        s_kill_and_reap(pid, false, res);
+    return 0;
+}
+
+int tc_proc_run(const tc_proc_spec_t *spec, tc_proc_result_t *res)
+{
+    memset(res, 0, sizeof *res);
+    s_run_t c = {.fds = {{-1, 0, 0}, {-1, 0, 0}}};
+    int rc = s_spawn(spec, &c);
+    if (rc < 0)
+        return rc;
+    rc = s_pump(spec, &c, res);
+    for (int i = 0; i < 2; i++) {
+        if (c.fds[i].fd >= 0)
+            close(c.fds[i].fd);
+    }
+    if (rc == 0)
+        rc = s_await(spec, &c, res);
+    if (!c.reaped) {
+        s_kill_and_reap(c.pid, false, res);
         if (res->timed_out || res->stopped || rc < 0)
             res->exited = false; /* its end is ours, not its own */
     } else {
-        kill(-pid, SIGKILL); /* whatever it left behind in its group */
+        kill(-c.pid, SIGKILL); /* whatever it left behind in its group */
     }
-    res->wall_s = s_now() - start;
+    res->wall_s = s_now() - c.start;
     return rc;
 }
 
