@@ -457,53 +457,55 @@ static void s_trace_fields(s_pool_t *pool, PGresult *tr, int t, Traincast__V1__T
     x->energy_absent = s_str(pool, s_v(tr, t, 26 + TC_SQL_DEVICE_NCOLS + 4));
 }
 
+/* `n` initialised messages of `desc` in a NULL-terminated array, all from
+ * the pool; NULL (and the pool failed) when out of memory. */
+static void **s_messages(s_pool_t *pool, const ProtobufCMessageDescriptor *desc, size_t n)
+{
+    void **v = s_alloc(pool, (n + 1) * sizeof *v);
+    for (size_t i = 0; v && i < n; i++) {
+        if (!(v[i] = s_alloc(pool, desc->sizeof_message)))
+            return NULL;
+        protobuf_c_message_init(desc, v[i]);
+    }
+    return v;
+}
+
 /* A trace's settings, iterations and op-class times from their reads. */
 static void s_trace_settings(s_pool_t *pool, PGresult *sets, Traincast__V1__TrainTrace *x)
 {
     x->n_settings = (size_t)PQntuples(sets);
-    x->settings = s_alloc(pool, (x->n_settings + 1) * sizeof *x->settings);
+    x->settings = (Traincast__V1__Setting **)s_messages(
+        pool, &traincast__v1__setting__descriptor, x->n_settings);
     for (size_t i = 0; x->settings && i < x->n_settings; i++) {
-        Traincast__V1__Setting *st = s_alloc(pool, sizeof *st);
-        if (!st)
-            break;
-        traincast__v1__setting__init(st);
-        st->name = s_str(pool, s_v(sets, (int)i, 0));
-        st->value = s_str(pool, s_v(sets, (int)i, 1));
-        x->settings[i] = st;
+        x->settings[i]->name = s_str(pool, s_v(sets, (int)i, 0));
+        x->settings[i]->value = s_str(pool, s_v(sets, (int)i, 1));
     }
 }
 
 static void s_trace_iterations(s_pool_t *pool, PGresult *its, Traincast__V1__TrainTrace *x)
 {
     x->n_iterations = (size_t)PQntuples(its);
-    x->iterations = s_alloc(pool, (x->n_iterations + 1) * sizeof *x->iterations);
+    x->iterations = (Traincast__V1__Iteration **)s_messages(
+        pool, &traincast__v1__iteration__descriptor, x->n_iterations);
     for (size_t i = 0; x->iterations && i < x->n_iterations; i++) {
-        Traincast__V1__Iteration *it = s_alloc(pool, sizeof *it);
-        if (!it)
-            break;
-        traincast__v1__iteration__init(it);
+        Traincast__V1__Iteration *it = x->iterations[i];
         int r = (int)i;
         it->repeat = (uint32_t)tc_store_ll(its, r, 0);
         it->index = (uint32_t)tc_store_ll(its, r, 1);
         it->ms = s_d(its, r, 2);
         it->at_us = tc_store_ll(its, r, 3);
         it->warmup = PQgetvalue(its, r, 4)[0] == 't';
-        x->iterations[i] = it;
     }
 }
 
 static void s_trace_op_times(s_pool_t *pool, PGresult *ops, Traincast__V1__TrainTrace *x)
 {
     x->n_op_times = (size_t)PQntuples(ops);
-    x->op_times = s_alloc(pool, (x->n_op_times + 1) * sizeof *x->op_times);
+    x->op_times = (Traincast__V1__OpClassTime **)s_messages(
+        pool, &traincast__v1__op_class_time__descriptor, x->n_op_times);
     for (size_t i = 0; x->op_times && i < x->n_op_times; i++) {
-        Traincast__V1__OpClassTime *o = s_alloc(pool, sizeof *o);
-        if (!o)
-            break;
-        traincast__v1__op_class_time__init(o);
-        o->op_class = s_str(pool, s_v(ops, (int)i, 0));
-        o->ms = s_d(ops, (int)i, 1);
-        x->op_times[i] = o;
+        x->op_times[i]->op_class = s_str(pool, s_v(ops, (int)i, 0));
+        x->op_times[i]->ms = s_d(ops, (int)i, 1);
     }
 }
 
