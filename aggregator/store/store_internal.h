@@ -155,7 +155,9 @@ int tc_store_bind_key(tc_store_t *s, const char *agent_id, const char *key);
  * connection and params[1] on a second one, their results to out[0] and
  * out[1]. The second connection is opened on first use and kept; inside a
  * transaction, or when it cannot be opened, both run on the store's own
- * connection, one after the other. On failure nothing is returned. */
+ * connection, one after the other, and a second connection lost on the way
+ * has its share run there too (a new one opens next time). On failure
+ * nothing is returned. */
 int tc_store_query_pair(tc_store_t *s, const char *what, const char *sql, const char *params[2],
                         PGresult *out[2]);
 /* Close the second connection (waiting for its thread, if opening). */

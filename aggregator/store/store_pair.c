@@ -33,6 +33,8 @@ void tc_store_side_begin(tc_store_t *s)
  * opened (then statements run on one connection). */
 static PGconn *s_side(tc_store_t *s)
 {
+    if (s->side && PQstatus(s->side) != CONNECTION_OK)
+        tc_store_side_end(s); /* known lost: open a new one */
     tc_store_side_begin(s);
     if (s->side_thread) {
         pthread_join(s->side_tid, NULL);
@@ -138,31 +140,50 @@ static int s_read_both(s_leg_t legs[2], const char *what)
     return legs[0].rc ? legs[0].rc : legs[1].rc;
 }
 
+/* Both shares on the store's connection, one after the other. */
+static int s_query_both(tc_store_t *s, const char *what, const char *sql, const char *params[2],
+                        PGresult *out[2])
+{
+    int rc = tc_store_query(s, &out[0], what, sql, 1, &params[0]);
+    if (rc == 0 && (rc = tc_store_query(s, &out[1], what, sql, 1, &params[1])) < 0) {
+        PQclear(out[0]);
+        out[0] = NULL;
+    }
+    return rc;
+}
+
 int tc_store_query_pair(tc_store_t *s, const char *what, const char *sql, const char *params[2],
                         PGresult *out[2])
 {
     out[0] = out[1] = NULL;
     /* Inside a transaction the second connection would not see its data. */
     PGconn *side = PQtransactionStatus(s->conn) == PQTRANS_IDLE ? s_side(s) : NULL;
-    if (!side) {
-        int rc = tc_store_query(s, &out[0], what, sql, 1, &params[0]);
-        if (rc == 0 && (rc = tc_store_query(s, &out[1], what, sql, 1, &params[1])) < 0) {
+    if (!side)
+        return s_query_both(s, what, sql, params, out);
+    s_leg_t legs[2] = {{.conn = s->conn}, {.conn = side}};
+    s_leg_send(&legs[0], what, sql, params[0]);
+    s_leg_send(&legs[1], what, sql, params[1]);
+    int rc = s_read_both(legs, what);
+    if (rc < 0 && legs[0].rc == 0 && PQstatus(side) != CONNECTION_OK) {
+        /* The second connection was lost (its server process ended): its
+         * share runs on the store's own, and a new one opens next time. */
+        tc_log_debug("%s: the second connection was lost (%s); its share runs on the first",
+                     what, tc_errmsg());
+        tc_store_side_end(s);
+        PQclear(legs[1].res);
+        out[0] = legs[0].res;
+        rc = tc_store_query(s, &out[1], what, sql, 1, &params[1]);
+        if (rc < 0) {
             PQclear(out[0]);
             out[0] = NULL;
         }
         return rc;
     }
-    s_leg_t legs[2] = {{.conn = s->conn}, {.conn = side}};
-    s_leg_send(&legs[0], what, sql, params[0]);
-    s_leg_send(&legs[1], what, sql, params[1]);
-    int rc = s_read_both(legs, what);
     for (int i = 0; i < 2; i++) {
         if (rc == 0)
             out[i] = legs[i].res;
         else
             PQclear(legs[i].res);
     }
-    if (rc < 0 && PQstatus(side) != CONNECTION_OK)
-        tc_store_side_end(s); /* opened again next time */
     return rc;
 }

@@ -194,3 +194,14 @@ Test(store_lookup, a_second_connection_begun_early_is_used)
     tc_store_side_begin(s_store); /* once */
     cr_assert_eq(s_look_up_many(), 2);
 }
+
+Test(store_lookup, a_lost_second_connection_is_replaced_without_an_error)
+{
+    s_many_configs();
+    cr_assert_eq(s_look_up_many(), 2);
+    /* End the second connection's server process, as a restart would. */
+    s_sql("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+          "WHERE datname = current_database() AND pid <> pg_backend_pid()");
+    cr_assert_eq(s_look_up_many(), 1, "its share ran on the store's connection");
+    cr_assert_eq(s_look_up_many(), 2, "and the next look-up opened a new one");
+}
