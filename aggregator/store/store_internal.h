@@ -26,9 +26,9 @@ typedef struct {
 struct tc_store {
     PGconn *conn;
     /* A second connection for statements split in two (store_pair.c):
-     * opened by a thread (side_tid, while side_thread) into side_opening,
+     * opened by a thread (side_tid, while side_thread) that returns it,
      * then kept in side; side_failed when it could not be opened. */
-    PGconn *side, *side_opening;
+    PGconn *side;
     pthread_t side_tid;
     bool side_thread, side_failed;
     char *dsn;

@@ -14,11 +14,10 @@
 
 static void *s_side_open(void *arg)
 {
-    tc_store_t *s = arg;
+    const tc_store_t *s = arg;
     const char *keys[] = {"dbname", "application_name", NULL};
     const char *vals[] = {s->dsn, "traincast", NULL};
-    s->side_opening = PQconnectdbParams(keys, vals, 1);
-    return NULL;
+    return PQconnectdbParams(keys, vals, 1);
 }
 
 void tc_store_side_begin(tc_store_t *s)
@@ -29,6 +28,18 @@ void tc_store_side_begin(tc_store_t *s)
         s->side_thread = true;
 }
 
+/* Wait for the opening thread, if any: what it opened becomes the side
+ * connection. */
+static void s_side_join(tc_store_t *s)
+{
+    if (!s->side_thread)
+        return;
+    void *conn = NULL;
+    pthread_join(s->side_tid, &conn);
+    s->side_thread = false;
+    s->side = conn;
+}
+
 /* The side connection, once its thread is done; NULL when it could not be
  * opened (then statements run on one connection). */
 static PGconn *s_side(tc_store_t *s)
@@ -36,31 +47,21 @@ static PGconn *s_side(tc_store_t *s)
     if (s->side && PQstatus(s->side) != CONNECTION_OK)
         tc_store_side_end(s); /* known lost: open a new one */
     tc_store_side_begin(s);
-    if (s->side_thread) {
-        pthread_join(s->side_tid, NULL);
-        s->side_thread = false;
-        s->side = s->side_opening;
-        s->side_opening = NULL;
-        if (s->side && PQstatus(s->side) != CONNECTION_OK) {
-            tc_log_debug("a second database connection could not be opened (%s); statements "
-                         "run on one",
-                         PQerrorMessage(s->side));
-            PQfinish(s->side);
-            s->side = NULL;
-            s->side_failed = true;
-        }
+    s_side_join(s);
+    if (s->side && PQstatus(s->side) != CONNECTION_OK) {
+        tc_log_debug("a second database connection could not be opened (%s); statements run "
+                     "on one",
+                     PQerrorMessage(s->side));
+        PQfinish(s->side);
+        s->side = NULL;
+        s->side_failed = true;
     }
     return s->side;
 }
 
 void tc_store_side_end(tc_store_t *s)
 {
-    if (s->side_thread) {
-        pthread_join(s->side_tid, NULL);
-        s->side_thread = false;
-        s->side = s->side_opening;
-        s->side_opening = NULL;
-    }
+    s_side_join(s);
     PQfinish(s->side);
     s->side = NULL;
 }
@@ -140,12 +141,13 @@ static int s_read_both(s_leg_t legs[2], const char *what)
     return legs[0].rc ? legs[0].rc : legs[1].rc;
 }
 
-/* Both shares on the store's connection, one after the other. */
-static int s_query_both(tc_store_t *s, const char *what, const char *sql, const char *params[2],
-                        PGresult *out[2])
+/* The second share on the store's connection, the first's result already
+ * in out[0]; on failure neither is returned. */
+static int s_second_here(tc_store_t *s, const char *what, const char *sql,
+                         const char *params[2], PGresult *out[2])
 {
-    int rc = tc_store_query(s, &out[0], what, sql, 1, &params[0]);
-    if (rc == 0 && (rc = tc_store_query(s, &out[1], what, sql, 1, &params[1])) < 0) {
+    int rc = tc_store_query(s, &out[1], what, sql, 1, &params[1]);
+    if (rc < 0) {
         PQclear(out[0]);
         out[0] = NULL;
     }
@@ -158,8 +160,10 @@ int tc_store_query_pair(tc_store_t *s, const char *what, const char *sql, const 
     out[0] = out[1] = NULL;
     /* Inside a transaction the second connection would not see its data. */
     PGconn *side = PQtransactionStatus(s->conn) == PQTRANS_IDLE ? s_side(s) : NULL;
-    if (!side)
-        return s_query_both(s, what, sql, params, out);
+    if (!side) {
+        int rc = tc_store_query(s, &out[0], what, sql, 1, &params[0]);
+        return rc < 0 ? rc : s_second_here(s, what, sql, params, out);
+    }
     s_leg_t legs[2] = {{.conn = s->conn}, {.conn = side}};
     s_leg_send(&legs[0], what, sql, params[0]);
     s_leg_send(&legs[1], what, sql, params[1]);
@@ -172,12 +176,7 @@ int tc_store_query_pair(tc_store_t *s, const char *what, const char *sql, const 
         tc_store_side_end(s);
         PQclear(legs[1].res);
         out[0] = legs[0].res;
-        rc = tc_store_query(s, &out[1], what, sql, 1, &params[1]);
-        if (rc < 0) {
-            PQclear(out[0]);
-            out[0] = NULL;
-        }
-        return rc;
+        return s_second_here(s, what, sql, params, out);
     }
     for (int i = 0; i < 2; i++) {
         if (rc == 0)
