@@ -272,10 +272,13 @@ typedef struct {
  * group of d->cnn, which may number families or batch sizes instead: see
  * tc_fit_data_regroup), run tc_fit_select on the others only, fit the
  * chosen spec on them and predict the held-out one. out->ms[i] gets the
- * predicted total time; out->lo_ms/hi_ms its interval, from the
- * leave-one-out predictions of the fold's spec within the fold's training
- * data (tc_fit_interval), so that the held-out truth never shapes its own
- * interval. chosen (may be NULL) gets each fold's spec. `progress` (may be
+ * predicted total time; out->lo_ms/hi_ms its interval, from the held-out
+ * predictions of the other groups (tc_fit_interval over their ratios
+ * measured / held-out): calibrated on errors of the whole procedure,
+ * selection included, and never on the group's own ratio. (The fold
+ * spec's own leave-one-out errors, used before, are optimistic: the spec
+ * was chosen for making them small.) chosen (may be NULL) gets each fold's
+ * spec. `progress` (may be
  * NULL) is called after each fold. Needs at least 4 groups. */
 typedef void (*tc_fit_progress_fn)(size_t done, size_t total, void *ctx);
 int tc_fit_nested_loco(const tc_fit_data_t *d, const tc_fit_select_opts_t *o,

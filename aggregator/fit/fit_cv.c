@@ -290,6 +290,30 @@ done:
     return rc;
 }
 
+/* Each group's interval from the held-out ratios of the other groups
+ * (cross-validation calibration): its own truth never counts as a score. */
+static int s_nested_intervals(const tc_fit_data_t *d, const double *pred, bool *rows,
+                              const tc_fit_held_out_t *out)
+{
+    for (size_t c = 0; c < d->n_cnns; c++) {
+        for (size_t i = 0; i < d->n; i++)
+            rows[i] = d->cnn[i] != c;
+        double lo, hi;
+        int rc = tc_fit_interval(d->measured, pred, rows, d->n, TC_FIT_ALPHA, &lo, &hi);
+        if (rc < 0)
+            return rc;
+        for (size_t i = 0; i < d->n; i++) {
+            if (d->cnn[i] != c)
+                continue;
+            if (out->lo_ms)
+                out->lo_ms[i] = pred[i] * lo;
+            if (out->hi_ms)
+                out->hi_ms[i] = pred[i] * hi;
+        }
+    }
+    return 0;
+}
+
 int tc_fit_nested_loco(const tc_fit_data_t *d, const tc_fit_select_opts_t *o,
                        const tc_fit_held_out_t *out, tc_fit_spec_t *chosen,
                        tc_fit_fold_fn on_fold, tc_fit_progress_fn progress, void *ctx)
@@ -300,16 +324,15 @@ int tc_fit_nested_loco(const tc_fit_data_t *d, const tc_fit_select_opts_t *o,
                                   "there are %zu: trace more on this device",
                        tc_fit_holdout_unit(d->grouped_by, true), d->n_cnns);
     bool *train = calloc(d->n + 1, sizeof *train);
-    double *inner_pred = calloc(d->n + 1, sizeof *inner_pred);
-    if (!train || !inner_pred) {
+    double *pred = calloc(d->n + 1, sizeof *pred);
+    if (!train || !pred) {
         free(train);
-        free(inner_pred);
+        free(pred);
         return tc_fail(TC_ENOMEM, "out of memory");
     }
     int rc = 0;
     for (size_t i = 0; i < d->n; i++) {
-        if (out->ms)
-            out->ms[i] = NAN;
+        pred[i] = NAN;
         if (out->lo_ms)
             out->lo_ms[i] = NAN;
         if (out->hi_ms)
@@ -326,35 +349,24 @@ int tc_fit_nested_loco(const tc_fit_data_t *d, const tc_fit_select_opts_t *o,
         rc = tc_fit_select(d, train, o, &spec, &inner);
         if (rc == 0)
             rc = tc_fit_spec_solve(d, &spec, train, &sol);
-        /* The fold's interval: how its spec does on the groups it knows. */
-        double lo = NAN, hi = NAN;
-        if (rc == 0 && (out->lo_ms || out->hi_ms)) {
-            rc = tc_fit_loco(d, &spec, train, inner_pred, NULL, NULL);
-            if (rc == 0)
-                rc = tc_fit_interval(d->measured, inner_pred, train, d->n, TC_FIT_ALPHA, &lo,
-                                     &hi);
-        }
         if (rc < 0) {
             tc_err_context(rc, "fold without %s", d->cnn_names[c]);
             break;
         }
         for (size_t i = 0; i < d->n; i++) {
-            if (d->cnn[i] != c)
-                continue;
-            double p = tc_fit_spec_predict(d, &spec, &sol, i);
-            if (out->ms)
-                out->ms[i] = p;
-            if (out->lo_ms)
-                out->lo_ms[i] = p * lo;
-            if (out->hi_ms)
-                out->hi_ms[i] = p * hi;
+            if (d->cnn[i] == c)
+                pred[i] = tc_fit_spec_predict(d, &spec, &sol, i);
         }
         if (chosen)
             chosen[c] = spec;
         if (progress)
             progress(c + 1, d->n_cnns, ctx);
     }
+    if (rc == 0 && (out->lo_ms || out->hi_ms))
+        rc = s_nested_intervals(d, pred, train, out);
+    if (out->ms)
+        memcpy(out->ms, pred, d->n * sizeof *pred);
     free(train);
-    free(inner_pred);
+    free(pred);
     return rc;
 }
