@@ -187,10 +187,19 @@ static void s_print_table(FILE *out, const tc_model_t *model, const tc_pred_requ
     for (size_t i = 0; i < n; i++) {
         if (devs[i].status != TC_PRED_OK)
             continue;
-        fprintf(out, "fit of %s: %s, leave-one-CNN-out MAPE %.1f %% over %zu CNNs, "
-                     "batches %u..%u\n",
-                devs[i].device.name, tc_fit_form_name(devs[i].fit.form), devs[i].fit.cv_mape,
-                devs[i].fit.n_cnns, devs[i].fit.batch_min, devs[i].fit.batch_max);
+        const tc_fit_t *f = &devs[i].fit;
+        if (isfinite(f->cv_mape))
+            fprintf(out, "fit of %s: %s, leave-one-CNN-out MAPE %.1f %% over %zu CNNs, "
+                         "batches %u..%u\n",
+                    devs[i].device.name, tc_fit_form_name(f->form), f->cv_mape, f->n_cnns,
+                    f->batch_min, f->batch_max);
+        else
+            fprintf(out, "fit of %s: %s over %zu CNNs, batches %u..%u; not validated (fitted "
+                         "with --no-validate or on fewer than 4 CNNs), so its error is unknown "
+                         "and its interval reads narrower than its errors: run aggregator fit "
+                         "without --no-validate\n",
+                    devs[i].device.name, tc_fit_form_name(f->form), f->n_cnns, f->batch_min,
+                    f->batch_max);
         if (*devs[i].unseen)
             fprintf(out, "  warning: layers of classes this fit never saw: %s; the prediction "
                          "extrapolates there\n",

@@ -146,6 +146,14 @@ Test(cli, formats_share_their_column_names, .timeout = 600)
     s_same_columns(fits, json, NULL);
     const char *coefs = s_line(csv, "fit_id,device,feature,coefficient,se");
     cr_assert_not_null(coefs, "%s", csv);
+    /* predict with the fits just stored without the nested run says so. */
+    cr_assert_eq(s_run(env, "predict --gpu all --model tests/data/resnet18.onnx --batch 8 "
+                            "--no-store",
+                       table, sizeof table),
+                 0, "%s", table);
+    cr_assert(strstr(table, "fit of Fast Device: ") && strstr(table, "not validated") &&
+                  !strstr(table, "nan"),
+              "%s", table);
     cr_assert_eq(s_run(env, "fit --format xml", csv, sizeof csv), 2, "%s", csv);
     cr_assert(strstr(csv, "--format must be table, csv or json (got 'xml')"), "%s", csv);
 
