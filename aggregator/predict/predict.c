@@ -190,6 +190,97 @@ static bool s_out_of_range(const tc_pred_request_t *req, const tc_pred_device_t 
     return true;
 }
 
+/* The conv sum of one batch from its looked-up benchmarks (lookups from k
+ * on) and its variance. Each lookup is one measured conv; a layer used
+ * `multiplicity` times costs that many calls of the same measured time. */
+static void s_conv_sum(const tc_model_t *m, const tc_pred_device_t *d, size_t k, double *conv,
+                       double *conv_var)
+{
+    *conv = *conv_var = 0;
+    for (size_t j = 0; j < tc_model_conv_count(m); j++) {
+        const tc_conv_usage_t *u = tc_model_conv(m, j);
+        Traincast__V1__Direction dirs[TC_CONV_STEP_MAX_DIRS];
+        size_t nd = tc_conv_step_directions(u->first_layer, dirs);
+        double ms[TC_CONV_STEP_MAX_DIRS] = {0};
+        for (size_t dir = 0; dir < nd; dir++, k++) {
+            const tc_conv_lookup_t *l = &d->lookups[k];
+            ms[dir] = l->median_ms;
+            double sd = isfinite(l->stddev_ms) ? l->stddev_ms : 0;
+            *conv_var += (u->multiplicity * sd) * (u->multiplicity * sd);
+        }
+        *conv += tc_conv_step_ms(u->first_layer, u->multiplicity, ms);
+    }
+}
+
+/* A point the fit cannot predict: outside its batch range (unless
+ * extrapolating), or lacking conv benchmarks. */
+static bool s_unpredictable(const tc_pred_request_t *req, const tc_pred_device_t *d,
+                            tc_pred_point_t *p, size_t k, size_t per)
+{
+    size_t lacking = 0;
+    for (size_t i = 0; i < per && k + i < d->n_lookups; i++)
+        lacking += !isfinite(d->lookups[k + i].median_ms);
+    if (s_out_of_range(req, d, p->batch, p->reason, sizeof p->reason)) {
+        p->status = TC_PT_OUT_OF_RANGE;
+        return true;
+    }
+    if (lacking) {
+        p->status = TC_PT_MISSING;
+        snprintf(p->reason, sizeof p->reason, "lacks %zu of the %zu conv benchmarks at batch %u",
+                 lacking, per, p->batch);
+        return true;
+    }
+    return false;
+}
+
+/* The point's two columns from the conv sum and the fit's prediction. A
+ * factor on the conv sum (the feature conv.ms) belongs with the convs: the
+ * conv column shows the corrected sum, the other column what the rest of
+ * the fit adds. Nothing takes negative time: a fit extrapolated below zero
+ * is shown at zero and flagged, never passed off as a prediction. */
+static void s_split(const tc_fit_t *fit, tc_pred_point_t *p, double conv, double nonconv)
+{
+    double factor_ms = 0;
+    for (size_t j = 0; j < fit->p; j++) {
+        if (!strcmp(fit->features[j], "conv.ms"))
+            factor_ms = fit->coef[j] * conv;
+    }
+    p->conv_bench_ms = conv;
+    p->conv_ms = conv + factor_ms;
+    nonconv -= factor_ms;
+    p->clamped = p->conv_ms < 0 || nonconv < 0;
+    if (p->conv_ms < 0)
+        p->conv_ms = 0;
+    if (nonconv < 0)
+        nonconv = 0;
+    p->nonconv_ms = nonconv;
+    p->total_ms = p->conv_ms + nonconv;
+}
+
+/* The interval, throughput, epoch time, cost, energy and memory of a point
+ * whose times are set; sd_ms its standard deviation, t the fit's quantile. */
+static void s_derive(const tc_pred_request_t *req, const tc_pred_device_t *d,
+                     const tc_features_t *f, double t, tc_pred_point_t *p)
+{
+    if (isfinite(d->fit.interval_lo) && isfinite(d->fit.interval_hi)) {
+        /* Calibrated on how far this device's model missed CNNs it had not
+         * seen (fit_interval.c). */
+        p->lo_ms = p->total_ms * d->fit.interval_lo;
+        p->hi_ms = p->total_ms * d->fit.interval_hi;
+    } else {
+        p->lo_ms = fmax(p->total_ms - t * p->sd_ms, 0);
+        p->hi_ms = p->total_ms + t * p->sd_ms;
+    }
+    p->images_per_s = p->total_ms > 0 ? p->batch / (p->total_ms / 1000.0) : NAN;
+    double iters = ceil(req->dataset_size / p->batch);
+    p->epoch_s = iters * p->total_ms / 1000.0;
+    p->cost = isfinite(d->price) ? p->epoch_s / 3600.0 * d->price : NAN;
+    p->energy_kj = isfinite(d->watts) ? p->epoch_s * d->watts / 1000.0 : NAN;
+    p->peak_bytes = tc_memory_predict(&d->memory, f);
+    p->fits = tc_memory_fits(&d->memory, d->mem, d->n_mem, tc_model_id(req->model), p->batch,
+                             p->peak_bytes);
+}
+
 int tc_predict_device(tc_store_t *s, const tc_pred_request_t *req, tc_pred_device_t *d)
 {
     const tc_model_t *m = req->model;
@@ -203,87 +294,26 @@ int tc_predict_device(tc_store_t *s, const tc_pred_request_t *req, tc_pred_devic
         rc = tc_store_memory_points(s, d->device.name, &d->mem, &d->n_mem);
         d->mem_loaded = rc == 0;
     }
-    const tc_mem_point_t *mem = d->mem;
-    size_t n_mem = d->n_mem;
     if (rc == 0)
-        rc = tc_memory_fit(mem, n_mem, (double)d->device.memory_bytes, &d->memory);
+        rc = tc_memory_fit(d->mem, d->n_mem, (double)d->device.memory_bytes, &d->memory);
     double t = tc_fit_t_quantile(0.975, d->fit.dof);
 
     for (size_t b = 0; rc == 0 && b < req->n_batches; b++) {
         tc_pred_point_t *p = &d->points[b];
-        size_t k = b * per, lacking = 0;
-        for (size_t i = 0; i < per && k + i < d->n_lookups; i++)
-            lacking += !isfinite(d->lookups[k + i].median_ms);
-        if (s_out_of_range(req, d, p->batch, p->reason, sizeof p->reason)) {
-            p->status = TC_PT_OUT_OF_RANGE;
+        if (s_unpredictable(req, d, p, b * per, per))
             continue;
-        }
-        if (lacking) {
-            p->status = TC_PT_MISSING;
-            snprintf(p->reason, sizeof p->reason,
-                     "lacks %zu of the %zu conv benchmarks at batch %u", lacking, per, p->batch);
-            continue;
-        }
-        /* Each lookup is one measured conv; a layer used `multiplicity`
-         * times costs that many calls of the same measured time. */
-        double conv = 0, conv_var = 0;
-        for (size_t j = 0; j < tc_model_conv_count(m); j++) {
-            const tc_conv_usage_t *u = tc_model_conv(m, j);
-            Traincast__V1__Direction dirs[TC_CONV_STEP_MAX_DIRS];
-            size_t nd = tc_conv_step_directions(u->first_layer, dirs);
-            double ms[TC_CONV_STEP_MAX_DIRS] = {0};
-            for (size_t dir = 0; dir < nd; dir++, k++) {
-                const tc_conv_lookup_t *l = &d->lookups[k];
-                ms[dir] = l->median_ms;
-                double sd = isfinite(l->stddev_ms) ? l->stddev_ms : 0;
-                conv_var += (u->multiplicity * sd) * (u->multiplicity * sd);
-            }
-            conv += tc_conv_step_ms(u->first_layer, u->multiplicity, ms);
-        }
+        double conv, conv_var;
+        s_conv_sum(m, d, b * per, &conv, &conv_var);
         tc_features_t f;
         tc_model_features(m, p->batch, &f);
         double nonconv = NAN, var = NAN;
         rc = tc_fit_predict(&d->fit, &f, conv, &nonconv, &var);
         if (rc < 0)
             break;
-        /* A factor on the conv sum (the feature conv.ms) belongs with the
-         * convs: the conv column shows the corrected sum, the other column
-         * what the rest of the fit adds. Nothing takes negative time: a fit
-         * extrapolated below zero is shown at zero and flagged, never passed
-         * off as a prediction. */
-        double factor_ms = 0;
-        for (size_t j = 0; j < d->fit.p; j++) {
-            if (!strcmp(d->fit.features[j], "conv.ms"))
-                factor_ms = d->fit.coef[j] * conv;
-        }
-        p->conv_bench_ms = conv;
-        p->conv_ms = conv + factor_ms;
-        nonconv -= factor_ms;
-        p->clamped = p->conv_ms < 0 || nonconv < 0;
-        if (p->conv_ms < 0)
-            p->conv_ms = 0;
-        if (nonconv < 0)
-            nonconv = 0;
+        s_split(&d->fit, p, conv, nonconv);
         p->conv_sd_ms = sqrt(conv_var);
-        p->nonconv_ms = nonconv;
-        p->total_ms = p->conv_ms + nonconv;
         p->sd_ms = sqrt(var + conv_var);
-        if (isfinite(d->fit.interval_lo) && isfinite(d->fit.interval_hi)) {
-            /* Calibrated on how far this device's model missed CNNs it had
-             * not seen (fit_interval.c). */
-            p->lo_ms = p->total_ms * d->fit.interval_lo;
-            p->hi_ms = p->total_ms * d->fit.interval_hi;
-        } else {
-            p->lo_ms = fmax(p->total_ms - t * p->sd_ms, 0);
-            p->hi_ms = p->total_ms + t * p->sd_ms;
-        }
-        p->images_per_s = p->total_ms > 0 ? p->batch / (p->total_ms / 1000.0) : NAN;
-        double iters = ceil(req->dataset_size / p->batch);
-        p->epoch_s = iters * p->total_ms / 1000.0;
-        p->cost = isfinite(d->price) ? p->epoch_s / 3600.0 * d->price : NAN;
-        p->energy_kj = isfinite(d->watts) ? p->epoch_s * d->watts / 1000.0 : NAN;
-        p->peak_bytes = tc_memory_predict(&d->memory, &f);
-        p->fits = tc_memory_fits(&d->memory, mem, n_mem, tc_model_id(m), p->batch, p->peak_bytes);
+        s_derive(req, d, &f, t, p);
     }
     return rc;
 }
