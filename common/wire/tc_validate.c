@@ -248,6 +248,89 @@ static int s_iteration(const Traincast__V1__Iteration *it, const char *path)
     return 0;
 }
 
+/* A trace's clock, power and energy, and the counter that measured it. */
+static int s_trace_energy(const Traincast__V1__TrainTrace *t, const char *path)
+{
+    CHECK(tc_field_uint(path, "sm_clock_mhz", t->sm_clock_mhz, 0, TC_MAX_MHZ));
+    CHECK(tc_field_range(path, "power_w", t->power_w, true, TC_MAX_WATTS));
+    CHECK(tc_field_range(path, "energy_j", t->energy_j, true, TC_MAX_ENERGY_J));
+    CHECK(tc_field_name(path, "energy_source", t->energy_source, 0));
+    CHECK(tc_field_text(path, "energy_absent", t->energy_absent));
+    if (t->energy_source && *t->energy_source && strcmp(t->energy_source, "nvml") &&
+        strcmp(t->energy_source, "rapl"))
+        return tc_field_bad(path, "energy_source",
+                            "must be \"nvml\", \"rapl\" or empty (got \"%s\")", t->energy_source);
+    if (t->energy_j > 0 && !(t->energy_source && *t->energy_source))
+        return tc_field_bad(path, "energy_j",
+                            "needs an energy_source saying which counter measured it");
+    return 0;
+}
+
+/* The settings a trace ran with: named, sorted by name, each once. */
+static int s_trace_settings(const Traincast__V1__TrainTrace *t, const char *path)
+{
+    char sub[PATH_MAX_LEN];
+    if (t->n_settings > TC_MAX_SETTINGS)
+        return tc_field_bad(path, "settings", "has %zu items, more than the limit of %u",
+                            t->n_settings, TC_MAX_SETTINGS);
+    for (size_t i = 0; i < t->n_settings; i++) {
+        snprintf(sub, sizeof sub, "%s.settings[%zu]", path, i);
+        if (!t->settings[i])
+            return tc_field_bad(sub, "", "is missing");
+        CHECK(tc_field_name(sub, "name", t->settings[i]->name, 1));
+        CHECK(tc_field_name(sub, "value", t->settings[i]->value, 0));
+        if (i > 0 && strcmp(t->settings[i - 1]->name, t->settings[i]->name) >= 0)
+            return tc_field_bad(sub, "name",
+                                "'%s' is out of order or repeated (settings are sorted by "
+                                "name, each once)",
+                                t->settings[i]->name);
+    }
+    return 0;
+}
+
+/* Its status and iterations: an ok trace has a timed iteration, a median
+ * and a spread; any other says why. */
+static int s_trace_outcome(const Traincast__V1__TrainTrace *t, const char *path)
+{
+    char sub[PATH_MAX_LEN];
+    if (tc_trace_status_name(t->status)[0] == 'u')
+        return tc_field_bad(path, "status", "must be ok, oom or failed (got %d)", (int)t->status);
+    CHECK(tc_field_count(path, "iterations", t->n_iterations));
+    if (t->status == TRAINCAST__V1__TRACE_STATUS__TRACE_STATUS_OK) {
+        size_t timed = 0;
+        for (size_t i = 0; i < t->n_iterations; i++)
+            timed += t->iterations[i] && !t->iterations[i]->warmup;
+        if (timed == 0)
+            return tc_field_bad(path, "iterations",
+                                "an ok trace needs at least one timed iteration");
+        CHECK(tc_field_pos(path, "median_ms", t->median_ms));
+        CHECK(tc_field_range(path, "spread", t->spread, true, TC_MAX_SPREAD));
+    } else if (!t->reason || !*t->reason) {
+        return tc_field_bad(path, "reason", "must say why a trace is %s",
+                            tc_trace_status_name(t->status));
+    }
+    for (size_t i = 0; i < t->n_iterations; i++) {
+        snprintf(sub, sizeof sub, "%s.iterations[%zu]", path, i);
+        CHECK(s_iteration(t->iterations[i], sub));
+    }
+    return 0;
+}
+
+/* The profiler's time per op class. */
+static int s_trace_op_times(const Traincast__V1__TrainTrace *t, const char *path)
+{
+    char sub[PATH_MAX_LEN];
+    CHECK(tc_field_count(path, "op_times", t->n_op_times));
+    for (size_t i = 0; i < t->n_op_times; i++) {
+        snprintf(sub, sizeof sub, "%s.op_times[%zu]", path, i);
+        if (!t->op_times[i])
+            return tc_field_bad(sub, "", "is missing");
+        CHECK(tc_field_name(sub, "op_class", t->op_times[i]->op_class, 1));
+        CHECK(tc_field_nonneg(sub, "ms", t->op_times[i]->ms));
+    }
+    return 0;
+}
+
 int tc_validate_train_trace(const Traincast__V1__TrainTrace *t, const char *path)
 {
     char sub[PATH_MAX_LEN];
@@ -277,62 +360,10 @@ int tc_validate_train_trace(const Traincast__V1__TrainTrace *t, const char *path
     CHECK(tc_field_uint(path, "threads", t->threads, 0, TC_MAX_UNITS));
     CHECK(tc_field_uint(path, "peak_memory_bytes", t->peak_memory_bytes, 0, TC_MAX_BYTES));
     CHECK(tc_field_time(path, "started_at_us", t->started_at_us));
-    CHECK(tc_field_uint(path, "sm_clock_mhz", t->sm_clock_mhz, 0, TC_MAX_MHZ));
-    CHECK(tc_field_range(path, "power_w", t->power_w, true, TC_MAX_WATTS));
-    CHECK(tc_field_range(path, "energy_j", t->energy_j, true, TC_MAX_ENERGY_J));
-    CHECK(tc_field_name(path, "energy_source", t->energy_source, 0));
-    CHECK(tc_field_text(path, "energy_absent", t->energy_absent));
-    if (t->energy_source && *t->energy_source && strcmp(t->energy_source, "nvml") &&
-        strcmp(t->energy_source, "rapl"))
-        return tc_field_bad(path, "energy_source",
-                            "must be \"nvml\", \"rapl\" or empty (got \"%s\")", t->energy_source);
-    if (t->energy_j > 0 && !(t->energy_source && *t->energy_source))
-        return tc_field_bad(path, "energy_j",
-                            "needs an energy_source saying which counter measured it");
-    if (t->n_settings > TC_MAX_SETTINGS)
-        return tc_field_bad(path, "settings", "has %zu items, more than the limit of %u",
-                            t->n_settings, TC_MAX_SETTINGS);
-    for (size_t i = 0; i < t->n_settings; i++) {
-        snprintf(sub, sizeof sub, "%s.settings[%zu]", path, i);
-        if (!t->settings[i])
-            return tc_field_bad(sub, "", "is missing");
-        CHECK(tc_field_name(sub, "name", t->settings[i]->name, 1));
-        CHECK(tc_field_name(sub, "value", t->settings[i]->value, 0));
-        if (i > 0 && strcmp(t->settings[i - 1]->name, t->settings[i]->name) >= 0)
-            return tc_field_bad(sub, "name",
-                                "'%s' is out of order or repeated (settings are sorted by "
-                                "name, each once)",
-                                t->settings[i]->name);
-    }
-    if (tc_trace_status_name(t->status)[0] == 'u')
-        return tc_field_bad(path, "status", "must be ok, oom or failed (got %d)", (int)t->status);
-    CHECK(tc_field_count(path, "iterations", t->n_iterations));
-    int ok = t->status == TRAINCAST__V1__TRACE_STATUS__TRACE_STATUS_OK;
-    if (ok) {
-        size_t timed = 0;
-        for (size_t i = 0; i < t->n_iterations; i++)
-            timed += t->iterations[i] && !t->iterations[i]->warmup;
-        if (timed == 0)
-            return tc_field_bad(path, "iterations",
-                                "an ok trace needs at least one timed iteration");
-        CHECK(tc_field_pos(path, "median_ms", t->median_ms));
-        CHECK(tc_field_range(path, "spread", t->spread, true, TC_MAX_SPREAD));
-    } else if (!t->reason || !*t->reason) {
-        return tc_field_bad(path, "reason", "must say why a trace is %s",
-                            tc_trace_status_name(t->status));
-    }
-    for (size_t i = 0; i < t->n_iterations; i++) {
-        snprintf(sub, sizeof sub, "%s.iterations[%zu]", path, i);
-        CHECK(s_iteration(t->iterations[i], sub));
-    }
-    CHECK(tc_field_count(path, "op_times", t->n_op_times));
-    for (size_t i = 0; i < t->n_op_times; i++) {
-        snprintf(sub, sizeof sub, "%s.op_times[%zu]", path, i);
-        if (!t->op_times[i])
-            return tc_field_bad(sub, "", "is missing");
-        CHECK(tc_field_name(sub, "op_class", t->op_times[i]->op_class, 1));
-        CHECK(tc_field_nonneg(sub, "ms", t->op_times[i]->ms));
-    }
+    CHECK(s_trace_energy(t, path));
+    CHECK(s_trace_settings(t, path));
+    CHECK(s_trace_outcome(t, path));
+    CHECK(s_trace_op_times(t, path));
     if (t->graph) {
         snprintf(sub, sizeof sub, "%s.graph", path);
         CHECK(tc_validate_model_graph(t->graph, sub));
