@@ -262,7 +262,9 @@ static int s_run(const s_args_t *a, tc_pred_format_t fmt, const unsigned long *b
     TC_TRY(tc_store_open(tc_default_dsn(a->db), &store));
     TC_TRY(tc_store_check_schema(store));
     TC_TRY(s_select_devices(store, a->gpu, &devs, &n_devs));
-    if (n_devs > 1) /* their conv look-ups are split over two connections */
+    /* A look-up large enough to be split over two connections: the second
+     * one opens while the fits are read. */
+    if (tc_store_lookup_splits(n_devs * tc_predict_lookups_per_batch(model)))
         tc_store_side_begin(store);
     if (a->prices)
         TC_TRY(s_read_prices(a->prices, devs, n_devs));

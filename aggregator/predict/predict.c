@@ -13,7 +13,7 @@
 
 /* Lookups are laid out batch-major: for batch i, conv usage j, each
  * direction of its step time (tc_conv_step.h) in that rule's order. */
-static size_t s_per_batch(const tc_model_t *m)
+size_t tc_predict_lookups_per_batch(const tc_model_t *m)
 {
     size_t n = 0;
     Traincast__V1__Direction dirs[TC_CONV_STEP_MAX_DIRS];
@@ -29,7 +29,7 @@ static bool s_out_of_range(const tc_pred_request_t *req, const tc_pred_device_t 
 static int s_build_lookups(const tc_pred_request_t *req, tc_pred_device_t *d)
 {
     const tc_model_t *m = req->model;
-    size_t total = s_per_batch(m) * req->n_batches;
+    size_t total = tc_predict_lookups_per_batch(m) * req->n_batches;
     free(d->lookups);
     d->lookups = calloc(total ? total : 1, sizeof *d->lookups);
     if (!d->lookups)
@@ -67,7 +67,7 @@ static int s_build_lookups(const tc_pred_request_t *req, tc_pred_device_t *d)
  * its convs are not missing (nobody is asked to benchmark them). */
 static void s_unreached_not_missing(const tc_pred_request_t *req, tc_pred_device_t *d)
 {
-    size_t per = s_per_batch(req->model);
+    size_t per = tc_predict_lookups_per_batch(req->model);
     for (size_t b = 0; b < req->n_batches; b++) {
         char why[8];
         if (!s_out_of_range(req, d, (unsigned)req->batches[b], why, sizeof why))
@@ -284,7 +284,7 @@ static void s_derive(const tc_pred_request_t *req, const tc_pred_device_t *d,
 int tc_predict_device(tc_store_t *s, const tc_pred_request_t *req, tc_pred_device_t *d)
 {
     const tc_model_t *m = req->model;
-    size_t per = s_per_batch(m);
+    size_t per = tc_predict_lookups_per_batch(m);
     int prc = s_points(req, d);
     if (prc < 0)
         return prc;

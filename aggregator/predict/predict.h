@@ -108,6 +108,10 @@ typedef struct {
     double extrapolate;
 } tc_pred_request_t;
 
+/* How many conv look-ups a model needs per batch on one device: one per
+ * distinct conv and direction its training step runs. */
+size_t tc_predict_lookups_per_batch(const tc_model_t *m);
+
 /* Build the conv lookups a model needs at every batch on every device with a
  * fit (of those with only[i] set, when `only` is not NULL), into each
  * d->lookups, and fetch them all in one statement; sets each d->missing. */

@@ -264,6 +264,11 @@ static int s_group_json(const s_groups_t *g, size_t from, size_t to, tc_buf_t *j
  * opened it earlier). */
 enum { S_SPLIT_GROUPS = 128 };
 
+bool tc_store_lookup_splits(size_t n_groups)
+{
+    return n_groups >= S_SPLIT_GROUPS;
+}
+
 /* Every group's statistic per batch: one statement, the groups a JSON
  * parameter (no staging table, no transaction of its own). */
 static const char s_lookup_sql[] =
@@ -306,7 +311,7 @@ int tc_store_conv_lookup(tc_store_t *s, tc_conv_lookup_set_t *sets, size_t n_set
     s_groups_t g = {0};
     tc_buf_t json[2] = {{0}};
     int rc = s_group(sets, n_sets, total, &g);
-    size_t half = g.n_groups >= S_SPLIT_GROUPS ? g.n_groups / 2 : g.n_groups;
+    size_t half = tc_store_lookup_splits(g.n_groups) ? g.n_groups / 2 : g.n_groups;
     if (rc == 0)
         rc = s_group_json(&g, 0, half, &json[0]);
     if (rc == 0 && half < g.n_groups)

@@ -58,6 +58,10 @@ typedef struct {
  * devices, the items grouped by (device, config, direction) with their
  * batches in one array, sent as one JSON parameter. */
 int tc_store_conv_lookup(tc_store_t *s, tc_conv_lookup_set_t *sets, size_t n_sets);
+/* Whether a look-up of this many (device, config, direction) groups is
+ * split over two connections (then tc_store_side_begin is worth calling
+ * early). */
+bool tc_store_lookup_splits(size_t n_groups);
 
 /* A trace's peak memory with the model's features at its batch, for the
  * memory model. */
