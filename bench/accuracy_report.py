@@ -408,9 +408,22 @@ def report_outside(w, outside, pred_files, truth_rows):
         w("")
 
 
+def paired_quantiles(qs):
+    """Split-conformal 2.5 % and 97.5 % quantiles (as predict's
+    tc_predict_ratio_interval); None with too few."""
+    qs = sorted(qs)
+    m = len(qs)
+    k_lo, k_hi = math.floor((m + 1) * 0.025), math.ceil((m + 1) * 0.975)
+    if m == 0 or k_lo < 1 or k_hi > m:
+        return None
+    return qs[k_lo - 1], qs[k_hi - 1]
+
+
 def report_ranking(w, doc):
     """Two devices told apart: at each point both predicted (held out), the
-    predicted ratio against the measured one."""
+    predicted ratio against the measured one; by their two intervals, and by
+    the paired ratio interval predict uses, calibrated for each CNN on the
+    other CNNs' points."""
     devs = doc.get("devices", [])
     if len(devs) < 2:
         return
@@ -418,21 +431,26 @@ def report_ranking(w, doc):
     w("")
     w("For each pair of devices, at every (CNN, batch) both predicted held out: is the faster "
       "device predicted faster, and, where the predictions differ by more than 10 %, are the two "
-      "95 % intervals apart?")
+      "95 % intervals apart? *Paired* is how `predict` decides: the interval of the ratio of "
+      "the two times, from how the two devices' held-out errors on the same CNNs moved together "
+      "(here each CNN's from the other CNNs' points): the share of the points differing by more "
+      "than 10 % that it tells apart, and how many of all the points it tells apart it ranks "
+      "right.")
     w("")
     w("| devices | points | measured ratio, median | ranked right | differ > 10 % | of those "
-      "ranked right | of those with intervals apart |")
-    w("|---|---:|---:|---:|---:|---:|---:|")
+      "ranked right | of those with intervals apart | of those told apart, paired | told apart "
+      "(paired), ranked right |")
+    w("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     for i in range(len(devs)):
         for j in range(i + 1, len(devs)):
             a = {(p["model_id"], p["batch"]): p for p in devs[i].get("points", [])}
             b = {(p["model_id"], p["batch"]): p for p in devs[j].get("points", [])}
-            n = right = far = far_right = apart = 0
+            keys = [k for k in a.keys() & b.keys()
+                    if all(finite(x.get("held_out_ms")) for x in (a[k], b[k]))]
+            n = right = far = far_right = apart = far_told = told = told_right = 0
             ratios = []
-            for k in a.keys() & b.keys():
+            for k in keys:
                 pa, pb = a[k], b[k]
-                if not all(finite(x.get("held_out_ms")) for x in (pa, pb)):
-                    continue
                 n += 1
                 ratios.append(pa["measured_ms"] / pb["measured_ms"])
                 ok = (pa["held_out_ms"] < pb["held_out_ms"]) == \
@@ -444,12 +462,25 @@ def report_ranking(w, doc):
                     far_right += ok
                     if all(finite(x.get("lo_ms")) and finite(x.get("hi_ms")) for x in (pa, pb)):
                         apart += pa["hi_ms"] < pb["lo_ms"] or pb["hi_ms"] < pa["lo_ms"]
+                # Paired: slow / fast as predicted; q = (true ratio) / (predicted
+                # ratio) at the other CNNs' points.
+                slow, fast = (a, b) if pa["held_out_ms"] > pb["held_out_ms"] else (b, a)
+                qs = [(slow[o]["measured_ms"] / slow[o]["held_out_ms"]) /
+                      (fast[o]["measured_ms"] / fast[o]["held_out_ms"])
+                      for o in keys if a[o]["held_out_group"] != pa["held_out_group"]]
+                q = paired_quantiles(qs)
+                if q and slow[k]["held_out_ms"] / fast[k]["held_out_ms"] * q[0] > 1.0:
+                    told += 1
+                    told_right += ok
+                    far_told += abs(r - 1) > 0.10
             if n:
-                w("| %s / %s | %d | %.2f | %s | %d | %s | %s |"
+                w("| %s / %s | %d | %.2f | %s | %d | %s | %s | %s | %s |"
                   % (short_device(devs[i]["device"]), short_device(devs[j]["device"]), n,
                      statistics.median(ratios), pct(100.0 * right / n), far,
                      pct(100.0 * far_right / far) if far else "–",
-                     pct(100.0 * apart / far) if far else "–"))
+                     pct(100.0 * apart / far) if far else "–",
+                     pct(100.0 * far_told / far) if far else "–",
+                     "%s of %d" % (pct(100.0 * told_right / told), told) if told else "–"))
     w("")
 
 

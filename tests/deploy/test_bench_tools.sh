@@ -100,5 +100,27 @@ grep -q '| 5.0 % (10.0 %) | 0.0 % (0.0 %) | 66.7 % |' <<<"$all" \
     && grep -q 'missing_benchmarks (lacks 3 of the 52' "$tmp/report.md" \
     && ok "accuracy report scores the outside CNNs" || fail "accuracy report outside section: $(cat "$tmp/report.md" 2>&1)"
 
+# The report's ranking section: 81 CNNs, device B predicted and measured
+# twice as slow as A but for two CNNs measured faster on B. The paired
+# interval of each CNN comes from the other 80 (the 2nd smallest and the 79th
+# of their ratios): all 81 told apart, the two odd ones ranked wrong. Were a
+# CNN's own ratio in its calibration, the odd ones would not be told apart.
+python3 - "$tmp/validate.json" <<'PY'
+import json, sys
+devs = []
+for name, mult in (("cpu A [stack]", 1), ("cpu B [stack]", 2)):
+    pts = [{"model_id": "torchvision:cnn%d@112" % c, "cnn": "cnn%d" % c, "family": "cnn%d" % c,
+            "held_out_group": "cnn%d" % c, "batch": 8, "traces": 3,
+            "measured_ms": 90.0 if (mult == 2 and c in (7, 8)) else 100.0 * mult, "conv_ms": 10,
+            "held_out_ms": 100.0 * mult, "lo_ms": 95.0 * mult, "hi_ms": 105.0 * mult,
+            "spread_between": 0.01} for c in range(81)]
+    devs.append({"device": name, "points": pts})
+json.dump({"devices": devs}, open(sys.argv[1], "w"))
+PY
+python3 "$repo/bench/accuracy_report.py" --validate "main=$tmp/validate.json" --out "$tmp/rank.md" >/dev/null 2>&1
+grep -q '^| cpu A / cpu B | 81 | 0.50 | 97.5 % | 81 | 97.5 % | 100.0 % | 100.0 % | 97.5 % of 81 |' "$tmp/rank.md" \
+    && ok "accuracy report tells devices apart by the paired ratio" \
+    || fail "accuracy report ranking section: $(grep -A4 'Telling' "$tmp/rank.md" 2>&1)"
+
 [ "$failures" -eq 0 ] || { echo "$failures check(s) failed"; exit 1; }
 echo "all checks passed"
