@@ -32,6 +32,7 @@ struct tc_work {
     char key[TC_KEY_Z85_LEN + 1]; /* the sender's CURVE key; "" without CURVE */
     tc_work_outcome_t outcome;
     bool job_terminal;            /* a JobProgress that finished its job */
+    bool ordered;                 /* counted in its agent's order (server_workers.c) */
     char reason[1024];
     tc_work_t *next;
 };
@@ -45,8 +46,13 @@ typedef struct tc_workers tc_workers_t;
  * pointer) to the PULL socket bound at `done_endpoint` on `ctx`. */
 int tc_workers_start(void *ctx, const char *dsn, unsigned n, unsigned batch,
                      const char *done_endpoint, tc_workers_t **out);
-/* Queue work (never blocks). */
+/* Queue work (never blocks): conv results to the least busy worker, any
+ * other message once all its agent sent before it is done (held until
+ * then). The server loop's thread only, as tc_workers_done. */
 void tc_workers_push(tc_workers_t *self, tc_work_t *w);
+/* A pushed item came back done (stored, refused, deferred or dropped): its
+ * agent's held messages that may go now are handed out. */
+void tc_workers_done(tc_workers_t *self, const tc_work_t *w);
 size_t tc_workers_queued(tc_workers_t *self);
 /* Messages waiting because the database is unavailable (0 when it is up). */
 bool tc_workers_db_down(tc_workers_t *self);

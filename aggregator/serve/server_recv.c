@@ -287,6 +287,8 @@ void tc_server_receive(tc_server_t *s)
 
 static void s_finish(tc_server_t *s, tc_work_t *w)
 {
+    if (s->workers) /* NULL once stopped: the last results are only answered */
+        tc_workers_done(s->workers, w);
     const tc_envelope_t *env = w->env;
     bool heartbeat = env->body_case == TRAINCAST__V1__ENVELOPE__BODY_HEARTBEAT;
     if (!heartbeat)

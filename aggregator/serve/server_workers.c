@@ -21,9 +21,28 @@
 #define S_BACKOFF_MIN_MS 100
 #define S_BACKOFF_MAX_MS 2000
 
-/* Each worker has its own queue; an agent's messages always go to the same
- * worker, so workers rarely wait on each other's row locks (an agent's
- * device row) and an agent's messages are stored in the order they came. */
+/* Each worker has its own queue. An agent's conv results go to the least
+ * busy worker: each ConvResults message stands alone (its agent, device and
+ * configs are upserted with it), so several of one agent's are stored at
+ * once on several connections. Every other message of an agent (job
+ * progress, traces, model graphs, hello, heartbeats) goes to the agent's own
+ * worker once everything the agent sent before it has been stored, and
+ * what the agent sends after it waits for it to be handed out: so job
+ * progress is stored after the results of its job, a trace after its model
+ * graph, as when one worker took all of an agent's messages in order.
+ * The per-agent order (s_order_t) belongs to the server loop's thread: push
+ * and done are called there only. */
+/* One agent's messages handed out and not yet done, and those waiting for
+ * them to be done. */
+typedef struct s_order {
+    struct s_order *next;
+    char *agent_id;
+    size_t outstanding;
+    tc_work_t *held, *held_tail;
+} s_order_t;
+
+#define S_ORDER_BUCKETS 1024u
+
 typedef struct {
     struct tc_workers *pool;
     pthread_t thread;
@@ -46,6 +65,8 @@ struct tc_workers {
     atomic_llong down_since_ms;
     s_worker_t *workers;
     unsigned n;
+    s_order_t *order[S_ORDER_BUCKETS]; /* the server loop's only */
+    size_t held;                       /* under lock */
 };
 
 int64_t tc_server_now_ms(void)
@@ -315,11 +336,25 @@ int tc_workers_start(void *ctx, const char *dsn, unsigned n, unsigned batch,
     return 0;
 }
 
-void tc_workers_push(tc_workers_t *self, tc_work_t *w)
+static bool s_alone(const tc_work_t *w)
 {
-    s_worker_t *me = &self->workers[tc_fnv1a32_str(w->env->agent_id) % self->n];
+    return w->env->body_case == TRAINCAST__V1__ENVELOPE__BODY_CONV_RESULTS;
+}
+
+/* Hand one item to a worker: conv results to the one with the shortest
+ * queue, anything else to its agent's own. */
+static void s_hand_out(tc_workers_t *self, tc_work_t *w)
+{
     w->next = NULL;
     pthread_mutex_lock(&self->lock);
+    unsigned home = tc_fnv1a32_str(w->env->agent_id) % self->n, pick = home;
+    if (s_alone(w)) {
+        for (unsigned i = 0; i < self->n; i++) {
+            if (self->workers[i].queued < self->workers[pick].queued)
+                pick = i;
+        }
+    }
+    s_worker_t *me = &self->workers[pick];
     if (me->tail)
         me->tail->next = w;
     else
@@ -331,10 +366,84 @@ void tc_workers_push(tc_workers_t *self, tc_work_t *w)
     pthread_mutex_unlock(&self->lock);
 }
 
+static s_order_t **s_order_slot(tc_workers_t *self, const char *agent_id)
+{
+    s_order_t **slot = &self->order[tc_fnv1a32_str(agent_id) % S_ORDER_BUCKETS];
+    while (*slot && strcmp((*slot)->agent_id, agent_id) != 0)
+        slot = &(*slot)->next;
+    return slot;
+}
+
+static void s_hold(tc_workers_t *self, s_order_t *o, tc_work_t *w)
+{
+    w->next = NULL;
+    if (o->held_tail)
+        o->held_tail->next = w;
+    else
+        o->held = w;
+    o->held_tail = w;
+    pthread_mutex_lock(&self->lock);
+    self->held++;
+    pthread_mutex_unlock(&self->lock);
+}
+
+/* Hand out the agent's held messages that may go now: conv results at
+ * once, anything else when nothing of the agent's is outstanding. */
+static void s_release(tc_workers_t *self, s_order_t *o)
+{
+    while (o->held && (s_alone(o->held) || o->outstanding == 0)) {
+        tc_work_t *w = o->held;
+        o->held = w->next;
+        if (!o->held)
+            o->held_tail = NULL;
+        pthread_mutex_lock(&self->lock);
+        self->held--;
+        pthread_mutex_unlock(&self->lock);
+        o->outstanding++;
+        w->ordered = true;
+        s_hand_out(self, w);
+    }
+}
+
+void tc_workers_push(tc_workers_t *self, tc_work_t *w)
+{
+    s_order_t **slot = s_order_slot(self, w->env->agent_id);
+    if (!*slot) {
+        s_order_t *o = calloc(1, sizeof *o);
+        if (o)
+            o->agent_id = strdup(w->env->agent_id);
+        if (!o || !o->agent_id) { /* no memory to track it: its agent's worker keeps the order */
+            free(o);
+            s_hand_out(self, w);
+            return;
+        }
+        *slot = o;
+    }
+    s_hold(self, *slot, w);
+    s_release(self, *slot);
+}
+
+void tc_workers_done(tc_workers_t *self, const tc_work_t *w)
+{
+    if (!w->ordered)
+        return; /* handed out untracked */
+    s_order_t **slot = s_order_slot(self, w->env->agent_id);
+    s_order_t *o = *slot;
+    if (!o || o->outstanding == 0)
+        return;
+    o->outstanding--;
+    s_release(self, o);
+    if (o->outstanding == 0 && !o->held) {
+        *slot = o->next;
+        free(o->agent_id);
+        free(o);
+    }
+}
+
 size_t tc_workers_queued(tc_workers_t *self)
 {
     pthread_mutex_lock(&self->lock);
-    size_t n = self->queued;
+    size_t n = self->queued + self->held;
     pthread_mutex_unlock(&self->lock);
     return n;
 }
@@ -363,6 +472,18 @@ tc_work_t *tc_workers_stop(tc_workers_t **self_p)
         if (me->tail) {
             me->tail->next = left;
             left = me->head;
+        }
+    }
+    for (unsigned b = 0; b < S_ORDER_BUCKETS; b++) {
+        while (self->order[b]) {
+            s_order_t *o = self->order[b];
+            self->order[b] = o->next;
+            if (o->held_tail) {
+                o->held_tail->next = left;
+                left = o->held;
+            }
+            free(o->agent_id);
+            free(o);
         }
     }
     pthread_mutex_destroy(&self->lock);
