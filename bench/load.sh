@@ -335,9 +335,10 @@ fs=$(df -T "$run" | awk 'NR == 2 { print $2 }')
     echo
     echo "## Store workers"
     echo
-    echo "The aggregator stores an agent's messages always on the same worker (FNV-1a hash of the agent"
-    echo "id modulo --workers, aggregator/serve/server_workers.c), so a worker that drew more agents finishes"
-    echo "later while the others idle, and the last ack of all comes from the busiest worker."
+    echo "The aggregator stores an agent's messages on its own worker (FNV-1a hash of the agent id modulo"
+    echo "--workers, aggregator/serve/server_workers.c); only conv results waiting there spill to an idle"
+    echo "worker, so a worker that drew more agents still tends to finish later, and the last ack of all"
+    echo "comes from the busiest worker."
     echo
     echo "| worker | agents | last ack (s after the first send) | results/s |"
     echo "|---|---|---|---|"

@@ -33,6 +33,7 @@ struct tc_work {
     tc_work_outcome_t outcome;
     bool job_terminal;            /* a JobProgress that finished its job */
     bool ordered;                 /* counted in its agent's order (server_workers.c) */
+    bool spilled;                 /* away from its agent's worker: stored alone */
     char reason[1024];
     tc_work_t *next;
 };

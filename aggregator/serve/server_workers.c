@@ -21,8 +21,9 @@
 #define S_BACKOFF_MIN_MS 100
 #define S_BACKOFF_MAX_MS 2000
 
-/* Each worker has its own queue. An agent's conv results go to the least
- * busy worker: each ConvResults message stands alone (its agent, device and
+/* Each worker has its own queue. An agent's conv results go to its own
+ * worker unless that one is behind, then to the least busy: each
+ * ConvResults message stands alone (its agent, device and
  * configs are upserted with it), so several of one agent's are stored at
  * once on several connections. Every other message of an agent (job
  * progress, traces, model graphs, hello, heartbeats) goes to the agent's own
@@ -42,6 +43,9 @@ typedef struct s_order {
 } s_order_t;
 
 #define S_ORDER_BUCKETS 1024u
+/* Conv results leave their agent's worker, for an idle one, when this
+ * many wait there. */
+#define S_SPILL_AT 2u
 
 typedef struct {
     struct tc_workers *pool;
@@ -133,6 +137,8 @@ static void s_one_line(char *text)
 
 static bool s_batchable(const tc_work_t *w)
 {
+    if (w->spilled)
+        return false;
     switch (w->env->body_case) {
     case TRAINCAST__V1__ENVELOPE__BODY_CONV_RESULTS:
     case TRAINCAST__V1__ENVELOPE__BODY_MODEL_GRAPH:
@@ -349,9 +355,19 @@ static void s_hand_out(tc_workers_t *self, tc_work_t *w)
     pthread_mutex_lock(&self->lock);
     unsigned home = tc_fnv1a32_str(w->env->agent_id) % self->n, pick = home;
     if (s_alone(w)) {
+        unsigned least = home;
         for (unsigned i = 0; i < self->n; i++) {
-            if (self->workers[i].queued < self->workers[pick].queued)
-                pick = i;
+            if (self->workers[i].queued < self->workers[least].queued)
+                least = i;
+        }
+        /* Away from home only when home is behind and another worker idles;
+         * such a message is stored in a transaction of its own, so that it
+         * never holds other agents' rows while it waits on its own agent's
+         * (which its home worker's batch may hold): the agent's own worker
+         * keeps its rows and recently-seen upserts on one connection. */
+        if (self->workers[least].queued == 0 && self->workers[home].queued >= S_SPILL_AT) {
+            pick = least;
+            w->spilled = true;
         }
     }
     s_worker_t *me = &self->workers[pick];
