@@ -221,17 +221,6 @@ int tc_fit_analyze(const tc_fit_group_t *g, const tc_fit_plan_t *plan, tc_fit_ne
     for (size_t i = 0; i < n; i++)
         out->fitted[i] = tc_fit_spec_predict(d, &out->spec, &out->sol, i);
     tc_fit_ape(d->measured, d->conv, NULL, n, &out->conv_only);
-    /* The interval predict will use without the nested run: how this spec
-     * does on CNNs it has not seen, over every CNN. */
-    double ilo = NAN, ihi = NAN;
-    rc = tc_fit_loco(d, &out->spec, NULL, out->loco, NULL, NULL);
-    if (rc == 0)
-        rc = tc_fit_interval(d->measured, out->loco, NULL, n, TC_FIT_ALPHA, &ilo, &ihi);
-    if (rc < 0) {
-        tc_err_context(rc, "%s: the prediction interval", label);
-        goto err;
-    }
-
     if (nested == TC_FIT_NESTED_IF_POSSIBLE && d->n_cnns < 4) {
         tc_log_warn("%s: only %zu CNNs; leave-one-out of the model choice needs 4, so no "
                     "cv error is stored",
@@ -253,17 +242,25 @@ int tc_fit_analyze(const tc_fit_group_t *g, const tc_fit_plan_t *plan, tc_fit_ne
         }
         out->nested = true;
         tc_fit_ape(d->measured, out->held_out, NULL, n, &out->cv);
-        /* The interval predict will use: the errors of the whole procedure
-         * on CNNs it had not seen, rather than the chosen spec's own
-         * leave-one-out (chosen for being small, so too narrow). */
-        rc = tc_fit_interval(d->measured, out->held_out, NULL, n, TC_FIT_ALPHA, &ilo, &ihi);
-        if (rc < 0) {
-            tc_err_context(rc, "%s: the prediction interval", label);
-            goto err;
-        }
         s_coverage(d, out);
     } else {
         out->cv.mape = out->cv.median = out->cv.max = NAN;
+    }
+    /* The interval predict will use: the errors of the whole procedure on
+     * CNNs it had not seen (the nested run); without that run, the chosen
+     * spec's own leave-one-out over every CNN, which reads narrower
+     * (selection chose the spec for making those errors small). */
+    double ilo = NAN, ihi = NAN;
+    const double *held = out->held_out;
+    if (!out->nested) {
+        rc = tc_fit_loco(d, &out->spec, NULL, out->loco, NULL, NULL);
+        held = out->loco;
+    }
+    if (rc == 0)
+        rc = tc_fit_interval(d->measured, held, NULL, n, TC_FIT_ALPHA, &ilo, &ihi);
+    if (rc < 0) {
+        tc_err_context(rc, "%s: the prediction interval", label);
+        goto err;
     }
 
     tc_fit_t *fit = &out->fit;

@@ -278,8 +278,8 @@ typedef struct {
  * selection included, and never on the group's own ratio. (The fold
  * spec's own leave-one-out errors, used before, are optimistic: the spec
  * was chosen for making them small.) chosen (may be NULL) gets each fold's
- * spec. `progress` (may be
- * NULL) is called after each fold. Needs at least 4 groups. */
+ * spec. `progress` (may be NULL) is called after each fold. Needs at least
+ * 4 groups. */
 typedef void (*tc_fit_progress_fn)(size_t done, size_t total, void *ctx);
 int tc_fit_nested_loco(const tc_fit_data_t *d, const tc_fit_select_opts_t *o,
                        const tc_fit_held_out_t *out, tc_fit_spec_t *chosen,
