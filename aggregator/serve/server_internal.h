@@ -47,9 +47,11 @@ typedef struct tc_workers tc_workers_t;
  * pointer) to the PULL socket bound at `done_endpoint` on `ctx`. */
 int tc_workers_start(void *ctx, const char *dsn, unsigned n, unsigned batch,
                      const char *done_endpoint, tc_workers_t **out);
-/* Queue work (never blocks): conv results to the least busy worker, any
- * other message once all its agent sent before it is done (held until
- * then). The server loop's thread only, as tc_workers_done. */
+/* Queue work (never blocks): to its agent's worker (conv results to an
+ * idle one when that worker is behind), any message but conv results once
+ * all its agent sent before it is done, and nothing ahead of what its agent
+ * sent before (held until then). The server loop's thread only, as
+ * tc_workers_done. */
 void tc_workers_push(tc_workers_t *self, tc_work_t *w);
 /* A pushed item came back done (stored, refused, deferred or dropped): its
  * agent's held messages that may go now are handed out. */

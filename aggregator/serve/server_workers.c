@@ -22,10 +22,10 @@
 #define S_BACKOFF_MAX_MS 2000
 
 /* Each worker has its own queue. An agent's conv results go to its own
- * worker unless that one is behind, then to the least busy: each
- * ConvResults message stands alone (its agent, device and
- * configs are upserted with it), so several of one agent's are stored at
- * once on several connections. Every other message of an agent (job
+ * worker unless that one is behind, then to an idle one: each ConvResults
+ * message stands alone (its agent, device and configs are upserted with
+ * it), so several of one agent's are stored at once on several
+ * connections. Every other message of an agent (job
  * progress, traces, model graphs, hello, heartbeats) goes to the agent's own
  * worker once everything the agent sent before it has been stored, and
  * what the agent sends after it waits for it to be handed out: so job
@@ -33,6 +33,7 @@
  * graph, as when one worker took all of an agent's messages in order.
  * The per-agent order (s_order_t) belongs to the server loop's thread: push
  * and done are called there only. */
+
 /* One agent's messages handed out and not yet done, and those waiting for
  * them to be done. */
 typedef struct s_order {
@@ -347,27 +348,24 @@ static bool s_alone(const tc_work_t *w)
     return w->env->body_case == TRAINCAST__V1__ENVELOPE__BODY_CONV_RESULTS;
 }
 
-/* Hand one item to a worker: conv results to the one with the shortest
- * queue, anything else to its agent's own. */
+/* Hand one item to a worker: its agent's own, but conv results to an idle
+ * one when S_SPILL_AT wait at home. */
 static void s_hand_out(tc_workers_t *self, tc_work_t *w)
 {
     w->next = NULL;
     pthread_mutex_lock(&self->lock);
     unsigned home = tc_fnv1a32_str(w->env->agent_id) % self->n, pick = home;
-    if (s_alone(w)) {
-        unsigned least = home;
-        for (unsigned i = 0; i < self->n; i++) {
-            if (self->workers[i].queued < self->workers[least].queued)
-                least = i;
-        }
-        /* Away from home only when home is behind and another worker idles;
-         * such a message is stored in a transaction of its own, so that it
-         * never holds other agents' rows while it waits on its own agent's
-         * (which its home worker's batch may hold): the agent's own worker
-         * keeps its rows and recently-seen upserts on one connection. */
-        if (self->workers[least].queued == 0 && self->workers[home].queued >= S_SPILL_AT) {
-            pick = least;
-            w->spilled = true;
+    /* Away from home only when home is behind and another worker idles;
+     * such a message is stored in a transaction of its own, so that it
+     * never holds other agents' rows while it waits on its own agent's
+     * (which its home worker's batch may hold): the agent's own worker
+     * keeps its rows and recently-seen upserts on one connection. */
+    if (s_alone(w) && self->workers[home].queued >= S_SPILL_AT) {
+        for (unsigned i = 0; i < self->n && pick == home; i++) {
+            if (self->workers[i].queued == 0) {
+                pick = i;
+                w->spilled = true;
+            }
         }
     }
     s_worker_t *me = &self->workers[pick];
@@ -424,6 +422,12 @@ static void s_release(tc_workers_t *self, s_order_t *o)
 void tc_workers_push(tc_workers_t *self, tc_work_t *w)
 {
     s_order_t **slot = s_order_slot(self, w->env->agent_id);
+    if (*slot && !(*slot)->held && (s_alone(w) || (*slot)->outstanding == 0)) {
+        (*slot)->outstanding++; /* may go now: nothing of its agent's waits */
+        w->ordered = true;
+        s_hand_out(self, w);
+        return;
+    }
     if (!*slot) {
         s_order_t *o = calloc(1, sizeof *o);
         if (o)
