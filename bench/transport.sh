@@ -18,12 +18,19 @@
 #      (foreign keys aside), timed the same way.
 # Rounds interleave A and B (A B A B ...) so that drift of a shared machine
 # hits both; the ratio is taken per round, and the median reported.
+# Each round also counts the CPU time the machine spent on A and on B (all
+# processes: user, system and interrupts, from /proc/stat), and for A how
+# much of it the agent, the aggregator and the aggregator's database
+# backends used: on a machine with few CPUs, end to end is bound by its
+# CPU time, the raw COPY (one backend) by one CPU.
 #
 # Needs a build (build/ or $TRAINCAST_BUILD_DIR). Uses its own throwaway
 # PostgreSQL cluster under the build directory; nothing else is touched.
 set -euo pipefail
 
 repo=$(cd "$(dirname "$0")/.." && pwd)
+# shellcheck source=bench/lib.sh
+. "$repo/bench/lib.sh"
 build=${TRAINCAST_BUILD_DIR:-$repo/build}
 messages=80
 per_message=256
@@ -38,7 +45,7 @@ while [ $# -gt 0 ]; do
     --rounds) rounds=$2; shift 2 ;;
     --serve) serve_configs=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
-    -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,27p' "$0"; exit 0 ;;
     *) echo "bench/transport.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
     esac
 done
@@ -49,6 +56,7 @@ gen=$build/bench/tc-gen-results
 for b in "$agent" "$aggregator" "$gen"; do
     [ -x "$b" ] || { echo "bench/transport.sh: $b is missing; build first (deploy/setup.sh)" >&2; exit 2; }
 done
+bench_require_time
 
 work=$build/bench-transport
 pgdir=$work/pg
@@ -66,6 +74,19 @@ trap cleanup EXIT
 now() { date +%s.%N; }
 median() { sort -g | awk '{a[NR] = $1} END {print NR % 2 ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2}'; }
 log() { echo "transport bench: $*" >&2; }
+hz=$(getconf CLK_TCK)
+# CPU seconds the machine has spent working (user, nice, system, irq,
+# softirq of all CPUs; not idle, I/O wait or time stolen by the host).
+cpu_used() { awk -v hz="$hz" '/^cpu / {printf "%.2f\n", ($2 + $3 + $4 + $7 + $8) / hz}' /proc/stat; }
+# CPU seconds (user + system) used so far by the processes PID...
+pid_cpu() {
+    local p t=0
+    for p in "$@"; do
+        # after the ") " that ends the command name: utime and stime are the 12th and 13th fields
+        t=$((t + $(sed 's/.*) //' "/proc/$p/stat" 2>/dev/null | awk '{print $12 + $13}' || echo 0)))
+    done
+    awk -v t="$t" -v hz="$hz" 'BEGIN {printf "%.2f\n", t / hz}'
+}
 
 admin=$("$repo/deploy/pg-local.sh" start "$pgdir" | tail -n 1)
 db=bench_transport
@@ -118,10 +139,18 @@ for r in $(seq "$rounds"); do
         "$gen" --out "$file" --messages "$messages" --results "$per_message" --agent bench \
             --device bench-cpu --uuid "$uuid"
         start_server "$cfg"
+        c0=$(cpu_used)
         t0=$(now)
-        "$agent" push --aggregator "$endpoint" --state "$run/agent" --timeout 0 "$file" \
+        /usr/bin/time -f '%U %S' -o "$run/agent.time" \
+            "$agent" push --aggregator "$endpoint" --state "$run/agent" --timeout 0 "$file" \
             >>"$run/push.log" 2>&1
         t1=$(now)
+        c1=$(cpu_used)
+        agent_cpu=$(awk '{printf "%.2f", $1 + $2}' "$run/agent.time")
+        server_cpu=$(pid_cpu "$server_pid")
+        # The aggregator's connections (their backends end with it).
+        mapfile -t backends < <(pgrep -f "^postgres: [^ ]+ $db " || true)
+        db_cpu=$(pid_cpu "${backends[@]}")
         stop_server
         stored=$(psql -X -tA "$dsn" -c "SELECT count(*) FROM conv_results r JOIN devices d USING (device_id) WHERE d.uuid = '$uuid'")
         [ "$stored" = "$total" ] || { log "round $r: stored $stored of $total"; exit 1; }
@@ -130,12 +159,16 @@ for r in $(seq "$rounds"); do
         # B: the same rows, raw COPY (exported first, untimed).
         psql -X -q "$dsn" -c "\\copy (SELECT $cols FROM conv_results WHERE device_id = (SELECT device_id FROM devices WHERE uuid = '$uuid')) TO '$run/rows.copy'"
         psql -X -q "$dsn" -c "\\copy (SELECT t.* FROM conv_algo_timings t JOIN conv_results r USING (result_id) JOIN devices d USING (device_id) WHERE d.uuid = '$uuid') TO '$run/timings.copy'"
+        k0=$(cpu_used)
         t0=$(now)
         psql -X -q -1 "$dsn" -c "\\copy bench_copy_results ($cols) FROM '$run/rows.copy'" \
             -c "\\copy bench_copy_timings FROM '$run/timings.copy'"
         t1=$(now)
+        k1=$(cpu_used)
         copy=$(echo "$t1 - $t0" | bc -l)
-        printf '%s\t%s\t%s\t%s\t%s\n' "$r" "$cfg" "$total" "$e2e" "$copy" >>"$results"
+        printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$r" "$cfg" "$total" "$e2e" "$copy" \
+            "$(echo "$c1 - $c0" | bc -l)" "$agent_cpu" "$server_cpu" "$db_cpu" \
+            "$(echo "$k1 - $k0" | bc -l)" >>"$results"
         log "round $r, aggregator '$cfg': end to end $(printf %.2f "$e2e") s, COPY $(printf %.3f "$copy") s"
         rm -f "$file"
     done
@@ -165,9 +198,9 @@ fs=$(df -T "$run" | awk 'NR == 2 {print $2}')
     echo
     echo "## Rounds"
     echo
-    echo "| round | aggregator options | end to end (s) | results/s | COPY (s) | results/s | ratio |"
-    echo "|---|---|---|---|---|---|---|"
-    awk -F'\t' '{printf "| %s | %s | %.2f | %.0f | %.3f | %.0f | %.1f |\n", $1, $2, $4, $3/$4, $5, $3/$5, $4/$5}' "$results"
+    echo "| round | aggregator options | end to end (s) | results/s | COPY (s) | results/s | ratio | CPU s end to end (agent / aggregator / its database backends) | CPU s COPY |"
+    echo "|---|---|---|---|---|---|---|---|---|"
+    awk -F'\t' '{printf "| %s | %s | %.2f | %.0f | %.3f | %.0f | %.1f | %.2f (%.2f / %.2f / %.2f) | %.2f |\n", $1, $2, $4, $3/$4, $5, $3/$5, $4/$5, $6, $7, $8, $9, $10}' "$results"
     echo
     echo "## Medians"
     echo
@@ -178,6 +211,21 @@ fs=$(df -T "$run" | awk 'NR == 2 {print $2}')
         k=$(awk -F'\t' -v c="$c" '$2 == c {print $3 / $5}' "$results" | median)
         q=$(awk -F'\t' -v c="$c" '$2 == c {print $4 / $5}' "$results" | median)
         printf '| %s | %.0f | %.0f | %.1f |\n' "$c" "$e" "$k" "$q"
+    done
+    echo
+    echo "## CPU time"
+    echo
+    echo "CPU seconds the machine spent per 10 000 results stored (medians of the rounds), and how busy"
+    echo "its $(nproc) CPUs were while it ran (CPU time / (wall time x CPUs)):"
+    echo
+    echo "| aggregator options | end to end | of it agent | aggregator | database backends | COPY | end to end / COPY | CPUs busy, end to end | CPUs busy, COPY |"
+    echo "|---|---|---|---|---|---|---|---|---|"
+    for c in "${configs[@]}"; do
+        col() { awk -F'\t' -v c="$c" -v f="$1" '$2 == c {print $f * 10000 / $3}' "$results" | median; }
+        busy() { awk -F'\t' -v c="$c" -v f="$1" -v w="$2" -v n="$(nproc)" '$2 == c {print 100 * $f / ($w * n)}' "$results" | median; }
+        q=$(awk -F'\t' -v c="$c" '$2 == c && $10 > 0 {print $6 / $10}' "$results" | median)
+        printf '| %s | %.2f | %.2f | %.2f | %.2f | %.2f | %.1f | %.0f %% | %.0f %% |\n' "$c" "$(col 6)" \
+            "$(col 7)" "$(col 8)" "$(col 9)" "$(col 10)" "${q:-0}" "$(busy 6 4)" "$(busy 10 5)"
     done
 } >"$out"
 log "wrote $out"
