@@ -53,6 +53,8 @@ int tc_store_error_code(const char *sqlstate, bool connected)
 
 int tc_store_fail(tc_store_t *s, PGresult *res, const char *what, const char *file, int line)
 {
+    const char *state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
+    snprintf(s->sqlstate, sizeof s->sqlstate, "%s", state ? state : "");
     return tc_store_fail_conn(s->conn, res, what, file, line);
 }
 
@@ -135,12 +137,14 @@ int tc_store_commit(tc_store_t *s)
 {
     int rc = tc_store_query(s, NULL, "COMMIT", "COMMIT", 0, NULL);
     tc_store_seen_settle(s, rc == 0);
+    tc_store_config_ids_settle(s, rc == 0);
     return rc;
 }
 
 void tc_store_rollback(tc_store_t *s)
 {
     tc_store_seen_settle(s, false);
+    tc_store_config_ids_settle(s, false);
     if (PQtransactionStatus(s->conn) == PQTRANS_IDLE)
         return;
     PGresult *res = PQexec(s->conn, "ROLLBACK");
@@ -168,7 +172,9 @@ void tc_store_msg_rollback(tc_store_t *s, int nested)
         tc_store_rollback(s);
         return;
     }
-    tc_store_seen_settle(s, false); /* what this message recorded, and more: only a cache */
+    /* what this message recorded, and more: only caches */
+    tc_store_seen_settle(s, false);
+    tc_store_config_ids_settle(s, false);
     PGresult *res = PQexec(s->conn, "ROLLBACK TO SAVEPOINT tc_msg");
     PQclear(res);
     res = PQexec(s->conn, "RELEASE SAVEPOINT tc_msg");
@@ -207,6 +213,7 @@ static int s_connect(tc_store_t *self)
     self->side_failed = false;
     self->staged = 0;
     self->n_seen = 0;
+    tc_store_config_ids_clear(self);
     self->conn = PQconnectdb(self->dsn);
     if (!self->conn)
         return tc_fail(TC_ENOMEM, "out of memory connecting to the database");
@@ -260,6 +267,7 @@ void tc_store_destroy(tc_store_t **self_p)
         PQfinish(self->conn);
     tc_store_side_end(self);
     tc_store_layers_clear(self);
+    tc_store_config_ids_free(self);
     free(self->dsn);
     free(self);
     *self_p = NULL;

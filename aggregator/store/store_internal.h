@@ -5,6 +5,7 @@
 #include "store.h"
 #include "store_rows.h"
 #include "tc_buf.h"
+#include "tc_conv.h"
 
 #include <libpq-fe.h>
 #include <pthread.h>
@@ -48,7 +49,23 @@ struct tc_store {
      * same values, a message skips it (last_seen is that fresh). */
     tc_store_seen_t seen[TC_STORE_SEEN_MAX];
     size_t n_seen;
+    /* Conv config ids resolved on this connection (store_config_ids.c). */
+    struct tc_store_config_ids *config_ids;
+    /* The SQLSTATE of the last statement that failed (TC_STORE_FAIL). */
+    char sqlstate[6];
 };
+
+/* The id of the conv config `key` (its batch ignored) as resolved on this
+ * connection, committed or in the open transaction; 0 when not known. */
+long long tc_store_config_id_get(const tc_store_t *s, const tc_conv_config_t *key);
+/* Note the id of `key`, resolved in the open transaction. */
+void tc_store_config_id_put(tc_store_t *s, const tc_conv_config_t *key, long long id);
+/* The open transaction (or a message's savepoint) ended: the ids it
+ * resolved are kept when it committed, dropped when it was rolled back. */
+void tc_store_config_ids_settle(tc_store_t *s, bool committed);
+/* Forget every id (a new connection, or a statement that failed with them). */
+void tc_store_config_ids_clear(tc_store_t *s);
+void tc_store_config_ids_free(tc_store_t *s);
 
 /* FNV-1a of `text` (NULL hashes apart from "") continuing from `h` (0 to
  * start), with a separator after it. */

@@ -7,6 +7,7 @@
 #include "tc_conv.h"
 #include "tc_error.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -27,6 +28,7 @@ static const char s_configs_sql[] =
 /* The distinct configs of a message and, per result, which one it has. */
 typedef struct {
     const Traincast__V1__ConvConfig **cfg; /* first result with each config */
+    tc_conv_config_t *key;                 /* its key (batch 0) */
     size_t n;
     size_t *of;                            /* per result: index into cfg */
     long long *config_id;                  /* per distinct config */
@@ -35,6 +37,7 @@ typedef struct {
 static void s_configs_free(s_configs_t *c)
 {
     free(c->cfg);
+    free(c->key);
     free(c->of);
     free(c->config_id);
 }
@@ -42,28 +45,25 @@ static void s_configs_free(s_configs_t *c)
 static int s_distinct(const Traincast__V1__ConvResults *cr, s_configs_t *c)
 {
     size_t n = cr->n_results ? cr->n_results : 1;
-    tc_conv_config_t *keys = calloc(n, sizeof *keys);
+    c->key = calloc(n, sizeof *c->key);
     c->cfg = calloc(n, sizeof *c->cfg);
     c->of = calloc(n, sizeof *c->of);
     c->config_id = calloc(n, sizeof *c->config_id);
-    if (!keys || !c->cfg || !c->of || !c->config_id) {
-        free(keys);
+    if (!c->key || !c->cfg || !c->of || !c->config_id)
         return tc_fail(TC_ENOMEM, "out of memory");
-    }
     for (size_t i = 0; i < cr->n_results; i++) {
         tc_conv_config_t k;
         tc_conv_config_from_proto(cr->results[i]->config, &k);
         k.n = 0; /* the batch is not part of the key */
         size_t j = 0;
-        while (j < c->n && tc_conv_config_cmp(&keys[j], &k) != 0)
+        while (j < c->n && tc_conv_config_cmp(&c->key[j], &k) != 0)
             j++;
         if (j == c->n) {
-            keys[c->n] = k;
+            c->key[c->n] = k;
             c->cfg[c->n++] = cr->results[i]->config;
         }
         c->of[i] = j;
     }
-    free(keys);
     return 0;
 }
 
@@ -77,16 +77,25 @@ static void s_take_ids(s_configs_t *c, PGresult *res)
     }
 }
 
+/* The configs' ids: those this connection knows, then the others from the
+ * database (inserting the new ones). */
 static int s_resolve_configs(tc_store_t *s, s_configs_t *c)
 {
     tc_buf_t json = {0};
+    size_t unknown = 0;
     tc_buf_putc(&json, '[');
     for (size_t i = 0; i < c->n; i++) {
-        tc_buf_printf(&json, "%s{", i ? "," : "");
+        if ((c->config_id[i] = tc_store_config_id_get(s, &c->key[i])) != 0)
+            continue;
+        tc_buf_printf(&json, "%s{", unknown++ ? "," : "");
         tc_json_conv_key(&json, c->cfg[i]);
         tc_buf_printf(&json, "\"config_id\":%zu}", i);
     }
     tc_buf_putc(&json, ']');
+    if (!unknown) {
+        tc_buf_free(&json);
+        return 0;
+    }
     if (json.failed) {
         tc_buf_free(&json);
         return tc_fail(TC_ENOMEM, "out of memory");
@@ -118,6 +127,8 @@ static int s_resolve_configs(tc_store_t *s, s_configs_t *c)
             if (c->config_id[i] == 0)
                 rc = tc_fail(TC_EDB, "database: a conv config could not be read back");
     }
+    for (size_t i = 0; rc == 0 && i < c->n; i++)
+        tc_store_config_id_put(s, &c->key[i], c->config_id[i]);
     tc_buf_free(&json);
     return rc;
 }
@@ -152,6 +163,7 @@ int tc_store_put_conv_results(tc_store_t *s, const tc_envelope_t *env)
     long long *result_ids = calloc(cr->n_results ? cr->n_results : 1, sizeof *result_ids);
     long long *config_ids = calloc(cr->n_results ? cr->n_results : 1, sizeof *config_ids);
     int rc = result_ids && config_ids ? 0 : tc_fail(TC_ENOMEM, "out of memory");
+    s->sqlstate[0] = '\0';
     if (rc == 0)
         rc = tc_store_put_agent(s, env, NULL);
     if (rc == 0)
@@ -177,6 +189,19 @@ int tc_store_put_conv_results(tc_store_t *s, const tc_envelope_t *env)
         rc = tc_store_copy(s, "recording algorithm timings",
                            "COPY conv_algo_timings (" TC_ROWS_CAND_COLUMNS ") FROM STDIN",
                            &cands);
+    /* A foreign key that failed points at a config or device row deleted
+     * since this connection learned its id (by hand: traincast deletes
+     * neither): the ids are forgotten and the message is tried again (an
+     * outage's answer), not refused. */
+    if (rc < 0 && !strcmp(s->sqlstate, "23503")) {
+        tc_store_config_ids_clear(s);
+        s->n_seen = 0;
+        char why[1024];
+        snprintf(why, sizeof why, "%s", tc_errmsg());
+        rc = tc_fail(TC_EDB, "%s (a conv config or device known from before is gone: trying "
+                             "again)",
+                     why);
+    }
     tc_buf_free(&rows);
     tc_buf_free(&cands);
     s_configs_free(&cfg);

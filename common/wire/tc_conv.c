@@ -1,6 +1,7 @@
 #include "tc_conv.h"
 
 #include "tc_error.h"
+#include "tc_hash.h"
 #include "tc_wire.h"
 
 #include <stdio.h>
@@ -82,6 +83,19 @@ int tc_conv_key_cmp(const tc_conv_config_t *a, const tc_conv_config_t *b)
     TC_CONV_KEY(X, , )
 #undef X
     return 0;
+}
+
+uint64_t tc_conv_key_hash(const tc_conv_config_t *c)
+{
+    uint64_t h = TC_FNV64_INIT;
+    uint32_t v;
+#define X(x, y, name, kind, first)                                            \
+    v = (uint32_t)c->name;                                                    \
+    for (int i = 0; i < 4; i++)                                               \
+        h = tc_fnv1a64_byte(h, (unsigned char)(v >> (8 * i)));
+    TC_CONV_KEY(X, , )
+#undef X
+    return h;
 }
 
 void tc_conv_config_label(const tc_conv_config_t *c, char *buf, size_t size)

@@ -38,6 +38,9 @@ int tc_conv_config_check(const tc_conv_config_t *c);
 int tc_conv_config_cmp(const tc_conv_config_t *a, const tc_conv_config_t *b);
 /* The same order, the batch left out: the conv key's fields alone. */
 int tc_conv_key_cmp(const tc_conv_config_t *a, const tc_conv_config_t *b);
+/* A hash of the conv key's fields alone (the batch left out), equal for
+ * configs that tc_conv_key_cmp finds equal. */
+uint64_t tc_conv_key_hash(const tc_conv_config_t *c);
 
 /* A short readable label: "n32 c64 56x56 k64 3x3/1 p1" (+ " g32", " d2",
  * " +bias"). */

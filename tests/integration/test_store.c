@@ -219,6 +219,55 @@ Test(store, a_device_of_a_rolled_back_batch_is_recorded_again)
     cr_assert_eq(s_count("SELECT count(*) FROM devices WHERE name = 'renamed device'"), 1);
 }
 
+/* A connection remembers the conv configs' ids it resolved, but only once
+ * their transaction committed: configs first inserted in a batch that is
+ * rolled back are inserted again by the next message (with a remembered
+ * id the results' foreign key would refuse them). */
+Test(store, a_config_of_a_rolled_back_batch_is_recorded_again)
+{
+    cr_assert_eq(tc_store_batch_begin(s_store), 0, "%s", tc_errmsg());
+    s_put_ok(s_conv_results_env("agent-cfg", "uuid-cfg", 3), TC_STORE_STORED);
+    tc_store_batch_rollback(s_store);
+    cr_assert_eq(s_count("SELECT count(*) FROM conv_configs"), 0);
+
+    s_put_ok(s_conv_results_env("agent-cfg", "uuid-cfg", 3), TC_STORE_STORED);
+    s_put_ok(s_conv_results_env("agent-cfg", "uuid-cfg", 3), TC_STORE_STORED);
+    cr_assert_eq(s_count("SELECT count(*) FROM conv_configs"), 3);
+    cr_assert_eq(s_count("SELECT count(DISTINCT config_id) FROM conv_results"), 3);
+    cr_assert_eq(s_count("SELECT count(*) FROM conv_results"), 6);
+
+    /* Many configs (the connection's table grows), the second time all
+     * known: each result still points at its own config. */
+    s_put_ok(s_conv_results_env("agent-cfg", "uuid-cfg", 600), TC_STORE_STORED);
+    s_put_ok(s_conv_results_env("agent-cfg", "uuid-cfg", 600), TC_STORE_STORED);
+    cr_assert_eq(s_count("SELECT count(*) FROM conv_configs"), 600);
+    cr_assert_eq(s_count("SELECT count(*) FROM conv_results"), 1206);
+    cr_assert_eq(s_count("SELECT count(*) FROM conv_results JOIN conv_configs USING (config_id) "
+                         "WHERE c <> 16 + seq"),
+                 0);
+}
+
+/* A config deleted by hand after the connection learned its id: the next
+ * message with it fails as an outage would (to be tried again, not
+ * refused), and the retry records the config anew. */
+Test(store, a_config_deleted_by_hand_is_looked_up_again)
+{
+    s_put_ok(s_conv_results_env("agent-del", "uuid-del", 2), TC_STORE_STORED);
+    cr_assert_eq(tc_store_exec(s_store,
+                               "DELETE FROM conv_algo_timings; DELETE FROM conv_results; "
+                               "DELETE FROM conv_configs",
+                               NULL, 0),
+                 0, "%s", tc_errmsg());
+    tc_envelope_t *env = s_conv_results_env("agent-del", "uuid-del", 2);
+    tc_store_outcome_t out;
+    int rc = tc_store_put(s_store, env, &out);
+    cr_assert_eq(rc, TC_EDB, "want a retry, got %d: %s", rc, tc_errmsg());
+    cr_assert(strstr(tc_errmsg(), "trying again"), "%s", tc_errmsg());
+    s_put_ok(env, TC_STORE_STORED);
+    cr_assert_eq(s_count("SELECT count(*) FROM conv_configs"), 2);
+    cr_assert_eq(s_count("SELECT count(*) FROM conv_results"), 2);
+}
+
 Test(store, model_graph_round_trip)
 {
     tc_envelope_t *env = tc_test_envelope("agent-1");
