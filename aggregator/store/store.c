@@ -107,12 +107,8 @@ void tc_store_text_array(tc_buf_t *b, const char *const *v, size_t n)
     tc_buf_putc(b, '}');
 }
 
-int tc_store_query(tc_store_t *s, PGresult **out, const char *what, const char *sql, int nparams,
-                   const char *const *params)
+static int s_result(tc_store_t *s, PGresult *res, PGresult **out, const char *what)
 {
-    if (out)
-        *out = NULL;
-    PGresult *res = PQexecParams(s->conn, sql, nparams, NULL, params, NULL, NULL, 0);
     ExecStatusType st = res ? PQresultStatus(res) : PGRES_FATAL_ERROR;
     if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK)
         return TC_STORE_FAIL(s, res, what);
@@ -121,6 +117,36 @@ int tc_store_query(tc_store_t *s, PGresult **out, const char *what, const char *
     else
         PQclear(res);
     return 0;
+}
+
+int tc_store_query(tc_store_t *s, PGresult **out, const char *what, const char *sql, int nparams,
+                   const char *const *params)
+{
+    if (out)
+        *out = NULL;
+    return s_result(s, PQexecParams(s->conn, sql, nparams, NULL, params, NULL, NULL, 0), out,
+                    what);
+}
+
+int tc_store_query_prepared(tc_store_t *s, PGresult **out, const char *what, const char *sql,
+                            int nparams, const char *const *params)
+{
+    unsigned i = 0;
+    while (i < s->n_prepared && s->prepared[i] != sql)
+        i++;
+    if (i == TC_STORE_PREPARED_MAX)
+        return tc_store_query(s, out, what, sql, nparams, params);
+    if (out)
+        *out = NULL;
+    char name[32];
+    snprintf(name, sizeof name, "tc_%u", i);
+    if (i == s->n_prepared) {
+        int rc = s_result(s, PQprepare(s->conn, name, sql, nparams, NULL), NULL, what);
+        if (rc < 0)
+            return rc;
+        s->prepared[s->n_prepared++] = sql;
+    }
+    return s_result(s, PQexecPrepared(s->conn, name, nparams, params, NULL, NULL, 0), out, what);
 }
 
 int tc_store_begin(tc_store_t *s)
@@ -214,6 +240,7 @@ static int s_connect(tc_store_t *self)
     self->staged = 0;
     self->n_seen = 0;
     tc_store_config_ids_clear(self);
+    self->n_prepared = 0;
     self->conn = PQconnectdb(self->dsn);
     if (!self->conn)
         return tc_fail(TC_ENOMEM, "out of memory connecting to the database");

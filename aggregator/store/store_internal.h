@@ -23,6 +23,8 @@ typedef struct {
 #define TC_STORE_SEEN_MAX 64
 /* How long a recorded agent or device needs no new upsert. */
 #define TC_STORE_SEEN_MS 5000
+/* Statements a connection keeps prepared, at most. */
+#define TC_STORE_PREPARED_MAX 16
 
 struct tc_store {
     PGconn *conn;
@@ -53,6 +55,10 @@ struct tc_store {
     struct tc_store_config_ids *config_ids;
     /* The SQLSTATE of the last statement that failed (TC_STORE_FAIL). */
     char sqlstate[6];
+    /* Statements prepared on this connection (tc_store_query_prepared):
+     * the n_prepared first, named "tc_<index>". */
+    const char *prepared[TC_STORE_PREPARED_MAX];
+    unsigned n_prepared;
 };
 
 /* The id of the conv config `key` (its batch ignored) as resolved on this
@@ -112,6 +118,11 @@ void tc_store_text_array(tc_buf_t *b, const char *const *v, size_t n);
  * success *out holds the result (caller PQclear()s) unless out is NULL. */
 int tc_store_query(tc_store_t *s, PGresult **out, const char *what, const char *sql, int nparams,
                    const char *const *params);
+/* The same for a statement run with every message: prepared on the
+ * connection the first time (parsed and planned once, not per call). `sql`
+ * must be a string literal: its address names the statement. */
+int tc_store_query_prepared(tc_store_t *s, PGresult **out, const char *what, const char *sql,
+                            int nparams, const char *const *params);
 
 /* Create this connection's temp staging tables unless done already. Outside
  * any transaction only. */

@@ -49,13 +49,14 @@ int tc_store_put_agent(tc_store_t *s, const tc_envelope_t *env, const Traincast_
     const char *params[] = {env->agent_id, h ? h->agent_name : NULL, h ? h->host : NULL,
                             h ? h->agent_version : NULL};
     tc_store_seen_put(s, key, 0, NULL);
-    return tc_store_query(s, NULL, "recording the agent",
-                          "INSERT INTO agents (agent_id, name, host, version) "
-                          "VALUES ($1, $2, $3, $4) ON CONFLICT (agent_id) DO UPDATE SET "
-                          "last_seen = now(), name = coalesce(EXCLUDED.name, agents.name), "
-                          "host = coalesce(EXCLUDED.host, agents.host), "
-                          "version = coalesce(EXCLUDED.version, agents.version)",
-                          4, params);
+    return tc_store_query_prepared(
+        s, NULL, "recording the agent",
+        "INSERT INTO agents (agent_id, name, host, version) "
+        "VALUES ($1, $2, $3, $4) ON CONFLICT (agent_id) DO UPDATE SET "
+        "last_seen = now(), name = coalesce(EXCLUDED.name, agents.name), "
+        "host = coalesce(EXCLUDED.host, agents.host), "
+        "version = coalesce(EXCLUDED.version, agents.version)",
+        4, params);
 }
 
 /* The columns of a device row as s_put_device's parameters give them. */
@@ -124,7 +125,7 @@ int tc_store_put_device(tc_store_t *s, const char *agent_id, const device_t *d,
     if (tc_store_seen_get(s, key, details, device_id))
         return 0;
     PGresult *res = NULL;
-    int rc = tc_store_query(
+    int rc = tc_store_query_prepared(
         s, &res, "recording the device",
         "INSERT INTO devices (" S_DEVICE_COLUMNS ") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, "
         "$9, $10, $11, $12, $13, $14, $15, $16, $17, $18) "
@@ -396,7 +397,7 @@ int tc_store_bind_key(tc_store_t *s, const char *agent_id, const char *key)
         /* A concurrent first use may commit between the insert and the
          * statement's snapshot: then neither part sees a row, and the next
          * statement (a new snapshot) does. */
-        int rc = tc_store_query(
+        int rc = tc_store_query_prepared(
             s, &res, "checking the agent's key",
             "WITH ins AS (INSERT INTO agent_keys (agent_id, public_key) VALUES ($1, $2) "
             "ON CONFLICT (agent_id) DO NOTHING RETURNING public_key, registered_at) "
@@ -458,11 +459,11 @@ int tc_store_put_from(tc_store_t *self, const tc_envelope_t *env, const char *ke
                             env->sent_at_us > 0 ? sent : NULL};
     PGresult *res = NULL;
     if (rc == 0)
-        rc = tc_store_query(self, &res, "recording the message id",
-                            "INSERT INTO received_messages (message_id, agent_id, kind, sent_at) "
-                            "VALUES ($1, $2, $3, $4) ON CONFLICT (message_id) DO NOTHING "
-                            "RETURNING 1",
-                            4, params);
+        rc = tc_store_query_prepared(
+            self, &res, "recording the message id",
+            "INSERT INTO received_messages (message_id, agent_id, kind, sent_at) "
+            "VALUES ($1, $2, $3, $4) ON CONFLICT (message_id) DO NOTHING RETURNING 1",
+            4, params);
     if (rc == 0 && PQntuples(res) == 0) {
         PQclear(res);
         tc_store_msg_rollback(self, nested);

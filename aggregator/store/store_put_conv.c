@@ -102,7 +102,8 @@ static int s_resolve_configs(tc_store_t *s, s_configs_t *c)
     }
     const char *params[] = {json.data};
     PGresult *res = NULL;
-    int rc = tc_store_query(s, &res, "recording conv configs", s_configs_sql, 1, params);
+    int rc = tc_store_query_prepared(s, &res, "recording conv configs", s_configs_sql, 1,
+                                     params);
     if (rc == 0) {
         s_take_ids(c, res);
         PQclear(res);
@@ -140,10 +141,11 @@ static int s_result_ids(tc_store_t *s, size_t n, long long *ids)
     snprintf(count, sizeof count, "%zu", n);
     const char *params[] = {count};
     PGresult *res = NULL;
-    int rc = tc_store_query(s, &res, "numbering conv results",
-                            "SELECT nextval(pg_get_serial_sequence('conv_results', 'result_id')) "
-                            "FROM generate_series(1, $1::integer)",
-                            1, params);
+    int rc = tc_store_query_prepared(
+        s, &res, "numbering conv results",
+        "SELECT nextval(pg_get_serial_sequence('conv_results', 'result_id')) "
+        "FROM generate_series(1, $1::integer)",
+        1, params);
     if (rc < 0)
         return rc;
     if ((size_t)PQntuples(res) != n)

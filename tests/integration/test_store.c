@@ -494,9 +494,13 @@ Test(store, error_classes)
     cr_assert_eq(tc_store_error_code("54000", true), TC_EINVAL);
 }
 
-/* The connection dies under the store: an outage (retry), not a refusal. */
+/* The connection dies under the store: an outage (retry), not a refusal;
+ * the new connection prepares its statements again (those of the old one
+ * went with it: had it not, the message after the reconnect would be
+ * refused). */
 Test(store, lost_connection_is_an_outage)
 {
+    s_put_ok(s_conv_env(), TC_STORE_STORED); /* statements prepared on this connection */
     char pid[32];
     cr_assert_eq(tc_store_exec(s_store, "SELECT pg_backend_pid()", pid, sizeof pid), 0);
     char dsn[1024];
