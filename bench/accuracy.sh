@@ -382,6 +382,17 @@ psql -X -q -tA -F$'\t' "$dsn" -c "
     FROM trace_op_times o JOIN traces t USING (trace_id) JOIN devices d USING (device_id)
     WHERE t.status = 'ok'
     GROUP BY d.name, o.op_class ORDER BY d.name, 3 DESC" >"$dir/op_times.tsv"
+# Each traced step's time per op class, and each CNN's layers per class: how
+# well every class follows its feature (the report's class table).
+psql -X -q -tA -F$'\t' "$dsn" -c "
+    SELECT d.name, t.model_id, t.batch, t.trace_id, t.median_ms, o.op_class, o.ms
+    FROM trace_op_times o JOIN traces t USING (trace_id) JOIN devices d USING (device_id)
+    WHERE t.status = 'ok' AND t.median_ms > 0" >"$dir/op_points.tsv"
+psql -X -q -tA -F$'\t' "$dsn" -c "
+    SELECT l.model_id, l.op_class, count(*), sum(l.params), sum(l.flops), sum(l.elems_in + l.elems_out),
+           sum(l.elems_out)
+    FROM model_layers l WHERE l.model_id IN (SELECT model_id FROM traces)
+    GROUP BY 1, 2" >"$dir/class_layers.tsv"
 psql -X -q -tA -F$'\t' "$dsn" -c "
     SELECT d.name, count(DISTINCT t.model_id), count(*) FILTER (WHERE t.status = 'ok'),
            count(*) FILTER (WHERE t.status <> 'ok'),
@@ -436,7 +447,8 @@ fi
 total_s=$(( $(date +%s) - started ))
 "$bench_python" "$repo/bench/accuracy_report.py" "${validate_args[@]}" \
     --validate-status "$val_st" --validate-err "$dir/logs/validate-main.err" \
-    --op-times "$dir/op_times.tsv" --stored "$dir/stored.tsv" --timeline "$dir/timeline.tsv" \
+    --op-times "$dir/op_times.tsv" --op-points "$dir/op_points.tsv" \
+    --class-layers "$dir/class_layers.tsv" --stored "$dir/stored.tsv" --timeline "$dir/timeline.tsv" \
     --done "$dir/done" --failed "$dir/failed" --requested "$models" --outside "$outside" "${outside_args[@]}" \
     --settings "$settings" --measure-s "$measure_s" --total-s "$total_s" --load "$load_measure" \
     --plot "$plot" --plot-link "$plot_link" --plot-note "$plot_note" --repo "$repo" --out "$out"

@@ -110,6 +110,11 @@ def devices_text(settings):
     return ", ".join(out)
 
 
+def cnn_name(model_id):
+    """torchvision:resnet18@112 -> resnet18"""
+    return re.sub(r"^torchvision:|@\d+$", "", model_id)
+
+
 def short_device(name):
     """The device name without its bracketed software stack, for narrow tables."""
     return re.sub(r"\s*\[.*\]\s*$", "", name)
@@ -119,7 +124,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--validate", action="append", default=[],
                     help="NAME=FILE: the validate JSON of one analysis (main, family, ...)")
-    for name in ("validate-err", "op-times", "stored", "timeline", "done", "failed",
+    for name in ("validate-err", "op-times", "op-points", "class-layers", "stored", "timeline", "done", "failed",
                  "requested", "settings", "load", "plot", "plot-link", "plot-note", "repo",
                  "out", "outside", "outside-truth"):
         ap.add_argument("--" + name, default="")
@@ -195,6 +200,7 @@ def main():
         report_accuracy(w, docs)
         report_ranking(w, docs["main"])
         report_op_times(w, read_tsv(a.op_times))
+        report_class_fit(w, read_tsv(a.op_points), read_tsv(a.class_layers))
         report_per_cnn(w, docs)
     if outside:
         report_outside(w, outside, a.outside_pred, read_tsv(a.outside_truth))
@@ -364,7 +370,7 @@ def report_outside(w, outside, pred_files, truth_rows):
                     continue
                 m, sp = truth[key]
                 rows.append({"device": p["device"], "model_id": p["model"],
-                             "cnn": re.sub(r"^torchvision:|@\d+$", "", p["model"]),
+                             "cnn": cnn_name(p["model"]),
                              "batch": key[2], "measured_ms": m,
                              "held_out_ms": float(p["iteration_ms"]),
                              "lo_ms": float(p["lo_ms"]) if p["lo_ms"] else None,
@@ -510,6 +516,113 @@ def report_op_times(w, rows):
             cells.append(pct(100.0 * ms / totals[d]) if totals[d] else "–")
         w("| %s | %s |" % (c, " | ".join(cells)))
     w("")
+
+
+# The classes the regression stands for, each with the feature that follows
+# it: (op class, feature, how the feature is read from the class's layers).
+CLASS_FEATURES = [
+    ("bn", "bn.elems", "elems"),
+    ("gemm", "gemm.flops", "flops"),
+    ("other", "total.layers + total.params", None),
+    ("pool", "pool.elems", "elems"),
+    ("pool", "pool.elems_out", "elems_out"),
+    ("act", "act.elems", "elems"),
+    ("concat", "concat.elems", "elems"),
+    ("eltwise", "eltwise.elems", "elems"),
+]
+
+
+def fit_two(rows):
+    """Non-negative a, b minimising the relative error of a*f1 + b*f2 over
+    rows of (f1, f2, y), y > 0."""
+    def solve(use):
+        s11 = s12 = s22 = t1 = t2 = 0.0
+        for f1, f2, y in rows:
+            x1, x2 = (f1 / y if use[0] else 0.0), (f2 / y if use[1] else 0.0)
+            s11 += x1 * x1; s12 += x1 * x2; s22 += x2 * x2; t1 += x1; t2 += x2
+        det = s11 * s22 - s12 * s12
+        if use[0] and use[1]:
+            return ((t1 * s22 - t2 * s12) / det, (t2 * s11 - t1 * s12) / det) if det > 0 else None
+        if use[0]:
+            return (t1 / s11, 0.0) if s11 > 0 else None
+        return (0.0, t2 / s22) if s22 > 0 else None
+
+    def loss(c):
+        return sum(((c[0] * f1 + c[1] * f2) - y) ** 2 / (y * y) for f1, f2, y in rows)
+
+    both = solve((True, True))
+    if both and both[0] >= 0 and both[1] >= 0:
+        return both
+    singles = [c for c in (solve((True, False)), solve((False, True))) if c and min(c) >= 0]
+    return min(singles, key=loss) if singles else (0.0, 0.0)
+
+
+def report_class_fit(w, points, layers):
+    """How well each op class's profiled time follows its feature, CNN by
+    CNN held out: what regressing that class costs the prediction."""
+    if not points or not layers:
+        return
+    lay, total = {}, {}
+    for model, cls, n, params, flops, elems, elems_out in layers:
+        q = {"layers": float(n), "params": float(params), "flops": float(flops),
+             "elems": float(elems), "elems_out": float(elems_out)}
+        lay[(model, cls)] = q
+        t = total.setdefault(model, {"layers": 0.0, "params": 0.0})
+        t["layers"] += q["layers"]
+        t["params"] += q["params"]
+    steps, times = {}, {}
+    for dev, model, batch, trace, step_ms, cls, ms in points:
+        key = (dev, model, int(batch))
+        steps.setdefault(key, {})[trace] = float(step_ms)
+        times.setdefault(key + (cls,), {})[trace] = float(ms)
+    w("## How well each op class follows its feature")
+    w("")
+    w("Each class's time in the profiled steps (the median of the rounds) regressed on its feature "
+      "and its layer count (for `other`, the framework's per-op and optimizer time: every layer "
+      "and every parameter), non-negative, relative error, one CNN held out at a time. *Own "
+      "error*: the median error of the held-out class times; *adds*: the mean error it adds to "
+      "the step, as a share of the step. A class that adds little is regressed well enough; the "
+      "ones that add most are what timing the class with the vendor library, as the convs are, "
+      "could buy at most.")
+    w("")
+    for dev in sorted({k[0] for k in steps}):
+        keys = sorted(k for k in steps if k[0] == dev)
+        step = {k: statistics.median(steps[k].values()) for k in keys}
+        cnns = sorted({k[1] for k in keys})
+        w("%s (%d CNNs):" % (short_device(dev), len(cnns)))
+        w("")
+        w("| op class | share of the step | feature | own error | adds | most, CNN |")
+        w("|---|---:|---|---:|---:|---|")
+        for cls, feature, quantity in CLASS_FEATURES:
+            rows = []
+            for k in keys:
+                per = times.get(k + (cls,), {})
+                y = statistics.median(per.get(t, 0.0) for t in steps[k])
+                if quantity:
+                    q = lay.get((k[1], cls), {})
+                    f1, f2 = q.get(quantity, 0.0) * k[2], q.get("layers", 0.0)
+                else:
+                    f1, f2 = total.get(k[1], {}).get("layers", 0.0), total.get(k[1], {}).get("params", 0.0)
+                rows.append((k[1], f1, f2, y, step[k]))
+            own, adds, per_cnn = [], [], {}
+            for cnn in cnns:
+                a, b = fit_two([(f1, f2, y) for m, f1, f2, y, _ in rows if m != cnn and y > 0])
+                for m, f1, f2, y, st in rows:
+                    if m != cnn:
+                        continue
+                    err = abs(a * f1 + b * f2 - y)
+                    if y > 0:
+                        own.append(err / y)
+                    adds.append(err / st)
+                    per_cnn.setdefault(cnn, []).append(err / st)
+            share = statistics.mean(r[3] / r[4] for r in rows)
+            worst = max(per_cnn, key=lambda c: statistics.mean(per_cnn[c]))
+            w("| %s | %s | `%s` | %s | %s | %s (%s) |" % (
+                cls, pct(100.0 * share), feature,
+                pct(100.0 * statistics.median(own)) if own else "–",
+                pct(100.0 * statistics.mean(adds)), cnn_name(worst),
+                pct(100.0 * statistics.mean(per_cnn[worst]))))
+        w("")
 
 
 def report_per_cnn(w, docs):
