@@ -80,10 +80,12 @@ hz=$(getconf CLK_TCK)
 cpu_used() { awk -v hz="$hz" '/^cpu / {printf "%.2f\n", ($2 + $3 + $4 + $7 + $8) / hz}' /proc/stat; }
 # CPU seconds (user + system) used so far by the processes PID...
 pid_cpu() {
-    local p t=0
+    local p v t=0
     for p in "$@"; do
-        # after the ") " that ends the command name: utime and stime are the 12th and 13th fields
-        t=$((t + $(sed 's/.*) //' "/proc/$p/stat" 2>/dev/null | awk '{print $12 + $13}' || echo 0)))
+        # after the ") " that ends the command name: utime and stime are the 12th and 13th
+        # fields (nothing when the process has gone meanwhile)
+        v=$(sed 's/.*) //' "/proc/$p/stat" 2>/dev/null | awk '{print $12 + $13}')
+        t=$((t + ${v:-0}))
     done
     awk -v t="$t" -v hz="$hz" 'BEGIN {printf "%.2f\n", t / hz}'
 }
