@@ -518,17 +518,19 @@ def report_op_times(w, rows):
     w("")
 
 
-# The classes the regression stands for, each with the feature that follows
-# it: (op class, feature, how the feature is read from the class's layers).
+# The classes the regression stands for, each with features that follow it:
+# (op class, the features' names, the class's quantity that scales with the
+# batch, the one that does not). None: every layer and every parameter.
 CLASS_FEATURES = [
-    ("bn", "bn.elems", "elems"),
-    ("gemm", "gemm.flops", "flops"),
-    ("other", "total.layers + total.params", None),
-    ("pool", "pool.elems", "elems"),
-    ("pool", "pool.elems_out", "elems_out"),
-    ("act", "act.elems", "elems"),
-    ("concat", "concat.elems", "elems"),
-    ("eltwise", "eltwise.elems", "elems"),
+    ("bn", "bn.elems", "elems", "layers"),
+    ("gemm", "gemm.flops", "flops", "layers"),
+    ("gemm", "gemm.flops + gemm.params", "flops", "params"),
+    ("other", "total.layers + total.params", None, None),
+    ("pool", "pool.elems", "elems", "layers"),
+    ("pool", "pool.elems_out", "elems_out", "layers"),
+    ("act", "act.elems", "elems", "layers"),
+    ("concat", "concat.elems", "elems", "layers"),
+    ("eltwise", "eltwise.elems", "elems", "layers"),
 ]
 
 
@@ -578,8 +580,9 @@ def report_class_fit(w, points, layers):
     w("## How well each op class follows its feature")
     w("")
     w("Each class's time in the profiled steps (the median of the rounds) regressed on its feature "
-      "and its layer count (for `other`, the framework's per-op and optimizer time: every layer "
-      "and every parameter), non-negative, relative error, one CNN held out at a time. *Own "
+      "and its layer count (or the second feature named; for `other`, the framework's per-op and "
+      "optimizer time: every layer and every parameter), non-negative, relative error, one CNN "
+      "held out at a time. *Own "
       "error*: the median error of the held-out class times; *adds*: the mean error it adds to "
       "the step, as a share of the step. A class that adds little is regressed well enough; the "
       "ones that add most are what timing the class with the vendor library, as the convs are, "
@@ -593,14 +596,14 @@ def report_class_fit(w, points, layers):
         w("")
         w("| op class | share of the step | feature | own error | adds | most, CNN |")
         w("|---|---:|---|---:|---:|---|")
-        for cls, feature, quantity in CLASS_FEATURES:
+        for cls, feature, scaled, fixed in CLASS_FEATURES:
             rows = []
             for k in keys:
                 per = times.get(k + (cls,), {})
                 y = statistics.median(per.get(t, 0.0) for t in steps[k])
-                if quantity:
+                if scaled:
                     q = lay.get((k[1], cls), {})
-                    f1, f2 = q.get(quantity, 0.0) * k[2], q.get("layers", 0.0)
+                    f1, f2 = q.get(scaled, 0.0) * k[2], q.get(fixed, 0.0)
                 else:
                     f1, f2 = total.get(k[1], {}).get("layers", 0.0), total.get(k[1], {}).get("params", 0.0)
                 rows.append((k[1], f1, f2, y, step[k]))
