@@ -15,7 +15,8 @@
 #   B  the rows that A stored (conv_results and conv_algo_timings), exported
 #      beforehand, loaded with one COPY each in one transaction into copies
 #      of the two tables with the same columns, indexes and constraints
-#      (foreign keys aside), timed the same way.
+#      (the reference checks of conv results aside: neither foreign keys nor
+#      their triggers), timed the same way.
 # Rounds interleave A and B (A B A B ...) so that drift of a shared machine
 # hits both; the ratio is taken per round, and the median reported.
 # Each round also counts the CPU time the machine spent on A and on B (all

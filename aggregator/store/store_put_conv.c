@@ -191,10 +191,11 @@ int tc_store_put_conv_results(tc_store_t *s, const tc_envelope_t *env)
         rc = tc_store_copy(s, "recording algorithm timings",
                            "COPY conv_algo_timings (" TC_ROWS_CAND_COLUMNS ") FROM STDIN",
                            &cands);
-    /* A foreign key that failed points at a config or device row deleted
-     * since this connection learned its id (by hand: traincast deletes
-     * neither): the ids are forgotten and the message is tried again (an
-     * outage's answer), not refused. */
+    /* A reference check that failed (SQLSTATE 23503, the foreign keys of
+     * schema/010_batched_references.sql) points at a config or device row
+     * deleted since this connection learned its id (by hand: traincast
+     * deletes neither): the ids are forgotten and the message is tried again
+     * (an outage's answer), not refused. */
     if (rc < 0 && !strcmp(s->sqlstate, "23503")) {
         tc_store_config_ids_clear(s);
         s->n_seen = 0;

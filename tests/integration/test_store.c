@@ -222,7 +222,7 @@ Test(store, a_device_of_a_rolled_back_batch_is_recorded_again)
 /* A connection remembers the conv configs' ids it resolved, but only once
  * their transaction committed: configs first inserted in a batch that is
  * rolled back are inserted again by the next message (with a remembered
- * id the results' foreign key would refuse them). */
+ * id the results' reference check would refuse them). */
 Test(store, a_config_of_a_rolled_back_batch_is_recorded_again)
 {
     cr_assert_eq(tc_store_batch_begin(s_store), 0, "%s", tc_errmsg());
