@@ -16,7 +16,9 @@
 #      beforehand, loaded with one COPY each in one transaction into copies
 #      of the two tables with the same columns, indexes and constraints
 #      (the reference checks of conv results aside: neither foreign keys nor
-#      their triggers), timed the same way.
+#      their triggers), timed the same way: once in COPY's text format (the
+#      yardstick, "raw COPY"), once in its binary format (what the
+#      aggregator sends for these two tables) into a second pair of copies.
 # Rounds interleave A and B (A B A B ...) so that drift of a shared machine
 # hits both; the ratio is taken per round, and the median reported.
 # Each round also counts the CPU time the machine spent on A and on B (all
@@ -99,6 +101,8 @@ dsn=${admin%/*}/$db
 psql -X -q "$dsn" <<'SQL'
 CREATE TABLE bench_copy_results (LIKE conv_results INCLUDING DEFAULTS INCLUDING CONSTRAINTS INCLUDING INDEXES);
 CREATE TABLE bench_copy_timings (LIKE conv_algo_timings INCLUDING DEFAULTS INCLUDING CONSTRAINTS INCLUDING INDEXES);
+CREATE TABLE bench_bin_results (LIKE conv_results INCLUDING DEFAULTS INCLUDING CONSTRAINTS INCLUDING INDEXES);
+CREATE TABLE bench_bin_timings (LIKE conv_algo_timings INCLUDING DEFAULTS INCLUDING CONSTRAINTS INCLUDING INDEXES);
 SQL
 
 "$aggregator" keygen --keys "$run/keys" >/dev/null
@@ -162,6 +166,8 @@ for r in $(seq "$rounds"); do
         # B: the same rows, raw COPY (exported first, untimed).
         psql -X -q "$dsn" -c "\\copy (SELECT $cols FROM conv_results WHERE device_id = (SELECT device_id FROM devices WHERE uuid = '$uuid')) TO '$run/rows.copy'"
         psql -X -q "$dsn" -c "\\copy (SELECT t.* FROM conv_algo_timings t JOIN conv_results r USING (result_id) JOIN devices d USING (device_id) WHERE d.uuid = '$uuid') TO '$run/timings.copy'"
+        psql -X -q "$dsn" -c "\\copy (SELECT $cols FROM conv_results WHERE device_id = (SELECT device_id FROM devices WHERE uuid = '$uuid')) TO '$run/rows.bin' WITH (FORMAT binary)"
+        psql -X -q "$dsn" -c "\\copy (SELECT t.* FROM conv_algo_timings t JOIN conv_results r USING (result_id) JOIN devices d USING (device_id) WHERE d.uuid = '$uuid') TO '$run/timings.bin' WITH (FORMAT binary)"
         k0=$(cpu_used)
         t0=$(now)
         psql -X -q -1 "$dsn" -c "\\copy bench_copy_results ($cols) FROM '$run/rows.copy'" \
@@ -169,10 +175,15 @@ for r in $(seq "$rounds"); do
         t1=$(now)
         k1=$(cpu_used)
         copy=$(echo "$t1 - $t0" | bc -l)
-        printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$r" "$cfg" "$total" "$e2e" "$copy" \
+        t0=$(now)
+        psql -X -q -1 "$dsn" -c "\\copy bench_bin_results ($cols) FROM '$run/rows.bin' WITH (FORMAT binary)" \
+            -c "\\copy bench_bin_timings FROM '$run/timings.bin' WITH (FORMAT binary)"
+        t1=$(now)
+        copy_bin=$(echo "$t1 - $t0" | bc -l)
+        printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$r" "$cfg" "$total" "$e2e" "$copy" \
             "$(echo "$c1 - $c0" | bc -l)" "$agent_cpu" "$server_cpu" "$db_cpu" \
-            "$(echo "$k1 - $k0" | bc -l)" >>"$results"
-        log "round $r, aggregator '$cfg': end to end $(printf %.2f "$e2e") s, COPY $(printf %.3f "$copy") s"
+            "$(echo "$k1 - $k0" | bc -l)" "$copy_bin" >>"$results"
+        log "round $r, aggregator '$cfg': end to end $(printf %.2f "$e2e") s, COPY $(printf %.3f "$copy") s, binary COPY $(printf %.3f "$copy_bin") s"
         rm -f "$file"
     done
 done
@@ -190,7 +201,9 @@ fs=$(df -T "$run" | awk 'NR == 2 {print $2}')
     echo "per second through agent -> ZeroMQ (CURVE) -> aggregator -> PostgreSQL, against a raw COPY of"
     echo "the same rows into the same database, interleaved A B A B in one run; each round's ratio is"
     echo "COPY rate / end-to-end rate. $per_message conv results per message (\`agent bench\` sends up to"
-    echo "256 per message, or what it measured within 0.5 s)."
+    echo "256 per message, or what it measured within 0.5 s). The raw COPY is in COPY's text format;"
+    echo "the same rows by binary COPY (the format the aggregator sends conv results in) are the last"
+    echo "columns."
     echo
     echo "## Machine"
     echo
@@ -201,19 +214,21 @@ fs=$(df -T "$run" | awk 'NR == 2 {print $2}')
     echo
     echo "## Rounds"
     echo
-    echo "| round | aggregator options | end to end (s) | results/s | COPY (s) | results/s | ratio | CPU s end to end (agent / aggregator / its database backends) | CPU s COPY |"
-    echo "|---|---|---|---|---|---|---|---|---|"
-    awk -F'\t' '{printf "| %s | %s | %.2f | %.0f | %.3f | %.0f | %.1f | %.2f (%.2f / %.2f / %.2f) | %.2f |\n", $1, $2, $4, $3/$4, $5, $3/$5, $4/$5, $6, $7, $8, $9, $10}' "$results"
+    echo "| round | aggregator options | end to end (s) | results/s | COPY (s) | results/s | ratio | CPU s end to end (agent / aggregator / its database backends) | CPU s COPY | binary COPY (s) | ratio to it |"
+    echo "|---|---|---|---|---|---|---|---|---|---|---|"
+    awk -F'\t' '{printf "| %s | %s | %.2f | %.0f | %.3f | %.0f | %.1f | %.2f (%.2f / %.2f / %.2f) | %.2f | %.3f | %.1f |\n", $1, $2, $4, $3/$4, $5, $3/$5, $4/$5, $6, $7, $8, $9, $10, $11, $4/$11}' "$results"
     echo
     echo "## Medians"
     echo
-    echo "| aggregator options | end to end results/s | COPY results/s | COPY / end to end |"
-    echo "|---|---|---|---|"
+    echo "| aggregator options | end to end results/s | COPY results/s | COPY / end to end | binary COPY results/s | binary COPY / end to end |"
+    echo "|---|---|---|---|---|---|"
     for c in "${configs[@]}"; do
         e=$(awk -F'\t' -v c="$c" '$2 == c {print $3 / $4}' "$results" | median)
         k=$(awk -F'\t' -v c="$c" '$2 == c {print $3 / $5}' "$results" | median)
         q=$(awk -F'\t' -v c="$c" '$2 == c {print $4 / $5}' "$results" | median)
-        printf '| %s | %.0f | %.0f | %.1f |\n' "$c" "$e" "$k" "$q"
+        kb=$(awk -F'\t' -v c="$c" '$2 == c {print $3 / $11}' "$results" | median)
+        qb=$(awk -F'\t' -v c="$c" '$2 == c {print $4 / $11}' "$results" | median)
+        printf '| %s | %.0f | %.0f | %.1f | %.0f | %.1f |\n' "$c" "$e" "$k" "$q" "$kb" "$qb"
     done
     echo
     echo "## CPU time"

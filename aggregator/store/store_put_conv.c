@@ -7,6 +7,7 @@
 #include "tc_conv.h"
 #include "tc_error.h"
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -156,6 +157,16 @@ static int s_result_ids(tc_store_t *s, size_t n, long long *ids)
     return rc;
 }
 
+/* Whether any result carries algorithm timings (the timings' COPY is
+ * skipped otherwise). */
+static bool s_has_candidates(const Traincast__V1__ConvResults *cr)
+{
+    for (size_t i = 0; i < cr->n_results; i++)
+        if (cr->results[i]->n_candidates)
+            return true;
+    return false;
+}
+
 int tc_store_put_conv_results(tc_store_t *s, const tc_envelope_t *env)
 {
     const Traincast__V1__ConvResults *cr = env->conv_results;
@@ -185,11 +196,13 @@ int tc_store_put_conv_results(tc_store_t *s, const tc_envelope_t *env)
                                         .config_ids = config_ids};
         tc_rows_conv_results(cr, &ids, &rows, &cands);
         rc = tc_store_copy(s, "recording conv results",
-                           "COPY conv_results (" TC_ROWS_RESULT_COLUMNS ") FROM STDIN", &rows);
+                           "COPY conv_results (" TC_ROWS_RESULT_COLUMNS ") FROM STDIN (FORMAT binary)",
+                           &rows);
     }
-    if (rc == 0 && cands.len)
+    if (rc == 0 && s_has_candidates(cr))
         rc = tc_store_copy(s, "recording algorithm timings",
-                           "COPY conv_algo_timings (" TC_ROWS_CAND_COLUMNS ") FROM STDIN",
+                           "COPY conv_algo_timings (" TC_ROWS_CAND_COLUMNS
+                           ") FROM STDIN (FORMAT binary)",
                            &cands);
     /* A reference check that failed (SQLSTATE 23503, the foreign keys of
      * schema/010_batched_references.sql) points at a config or device row

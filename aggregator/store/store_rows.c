@@ -146,56 +146,6 @@ void tc_json_conv_key(tc_buf_t *b, const Traincast__V1__ConvConfig *c)
 #undef X
 }
 
-void tc_rows_conv_results(const Traincast__V1__ConvResults *cr, const tc_rows_conv_ids_t *ids,
-                          tc_buf_t *rows, tc_buf_t *cands)
-{
-    for (size_t i = 0; i < cr->n_results; i++) {
-        const Traincast__V1__ConvResult *r = cr->results[i];
-        tc_copy_int(rows, ids->result_ids[i], 0);
-        tc_copy_text(rows, ids->message_id, 0);
-        tc_copy_int(rows, (long long)i, 0);
-        tc_copy_text(rows, ids->device_id, 0);
-        tc_copy_int(rows, ids->config_ids[i], 0);
-        tc_copy_int(rows, r->config->n, 0);
-        tc_copy_text(rows, tc_direction_name(r->direction), 0);
-        tc_copy_text(rows, tc_policy_name(r->policy), 0);
-        tc_copy_text(rows, cr->backend && *cr->backend ? cr->backend : NULL, 0);
-        tc_copy_text(rows, r->algo, 0);
-        tc_copy_int(rows, r->algo_id, 0);
-        tc_copy_double(rows, r->median_ms, 0);
-        tc_copy_double(rows, r->min_ms, 0);
-        tc_copy_double(rows, r->max_ms, 0);
-        tc_copy_double(rows, r->stddev_ms, 0);
-        tc_copy_int(rows, r->repetitions, 0);
-        tc_copy_int(rows, (long long)r->workspace_bytes, 0);
-        tc_copy_time_us(rows, r->measured_at_us, 0);
-        tc_copy_double_array(rows, r->samples_ms, r->n_samples_ms, 0);
-        tc_copy_int_array(rows, (const long long *)r->sample_offsets_us, r->n_sample_offsets_us,
-                          0);
-        tc_copy_text(rows, r->route && *r->route ? r->route : NULL, 0);
-        const char *lib = cr->device ? cr->device->library_version : NULL;
-        tc_copy_text(rows, lib && *lib ? lib : NULL, 0);
-        if (r->sm_clock_mhz)
-            tc_copy_int(rows, r->sm_clock_mhz, 0);
-        else
-            tc_copy_text(rows, NULL, 0);
-        if (r->power_w > 0)
-            tc_copy_double(rows, r->power_w, 1);
-        else
-            tc_copy_text(rows, NULL, 1);
-        for (size_t j = 0; j < r->n_candidates; j++) {
-            const Traincast__V1__AlgoTiming *a = r->candidates[j];
-            tc_copy_int(cands, ids->result_ids[i], 0);
-            tc_copy_text(cands, a->algo, 0);
-            tc_copy_int(cands, a->algo_id, 0);
-            tc_copy_double(cands, a->time_ms, 0);
-            tc_copy_int(cands, (long long)a->workspace_bytes, 0);
-            tc_copy_text(cands, tc_algo_status_name(a->status), 0);
-            tc_copy_text(cands, a->message && *a->message ? a->message : NULL, 1);
-        }
-    }
-}
-
 void tc_rows_model_graph(const Traincast__V1__ModelGraph *g, tc_buf_t *layers, tc_buf_t *convs)
 {
     for (size_t i = 0; i < g->n_layers; i++) {

@@ -15,6 +15,28 @@
 #include <string.h>
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
+/* A binary COPY buffer is one whole stream of `want` rows of `cols`
+ * columns, each field's length within it. */
+static void s_check_binary(const tc_buf_t *b, int cols, size_t want, const char *what)
+{
+    if (b->failed)
+        return;
+    size_t rows = 0;
+    if (tc_bin_check(b, cols, &rows) < 0 || rows != want) {
+        fprintf(stderr, "%s: not a binary COPY stream of %zu rows of %d columns\n", what, want,
+                cols);
+        abort();
+    }
+}
+
+static size_t s_candidates(const Traincast__V1__ConvResults *cr)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < cr->n_results; i++)
+        n += cr->results[i]->n_candidates;
+    return n;
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
@@ -71,8 +93,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             const tc_rows_conv_ids_t rid = {.message_id = env->message_id, .device_id = "1",
                                             .result_ids = ids, .config_ids = ids};
             tc_rows_conv_results(env->conv_results, &rid, &a, &b);
-            s_check_rows(&a, TC_ROWS_RESULT_COLS, "conv results");
-            s_check_rows(&b, TC_ROWS_CAND_COLS, "candidates");
+            s_check_binary(&a, TC_ROWS_RESULT_COLS, n, "conv results");
+            s_check_binary(&b, TC_ROWS_CAND_COLS, s_candidates(env->conv_results),
+                           "candidates");
             free(ids);
             break;
         }

@@ -191,6 +191,54 @@ Test(store, conv_results_round_trip)
     cr_assert_eq(s_count("SELECT count(*) FROM best_conv_time"), 5);
 }
 
+/* Every column of conv_results and conv_algo_timings reads back as sent
+ * (they go in by binary COPY: store_rows_bin.c), NULLs and empty arrays
+ * included. */
+Test(store, every_column_of_a_conv_result_reads_back_as_sent)
+{
+    tc_envelope_t *env = s_conv_results_env("agent-cols", "uuid-cols", 3);
+    Traincast__V1__ConvResult **r = env->conv_results->results;
+    r[0]->route = strdup("mkldnn");
+    r[0]->sm_clock_mhz = 1410;
+    r[0]->power_w = 250.5;
+    r[0]->sample_offsets_us[0] = 5000000000; /* more than 32 bits */
+    r[1]->n_samples_ms = 0;                /* no samples kept */
+    r[1]->n_sample_offsets_us = 0;
+    r[2]->n_sample_offsets_us = 0; /* samples without offsets */
+    r[2]->measured_at_us = 0;      /* time not known */
+    r[2]->stddev_ms = 0.1 + 0.2;   /* a double that needs all 17 digits */
+    s_put_ok(env, TC_STORE_STORED);
+    static const char *const want[] = {
+        "(0,8,fwd,heuristic,onednn,jit:avx2,1,1.5,1,2,0.25,3,4096,\"2023-11-14 22:13:20\","
+        "\"{1,1.5,2}\",\"{5000000000,1000,2500}\",mkldnn,2.6.3,1410,250.5)",
+        "(1,8,bwd_data,heuristic,onednn,jit:avx2,1,2.5,2,3,0.25,3,4096,"
+        "\"2023-11-14 22:13:20.000001\",{},{},,2.6.3,,)",
+        "(2,8,bwd_filter,heuristic,onednn,jit:avx2,1,3.5,3,4,0.30000000000000004,3,4096,,"
+        "\"{3,3.5,4}\",{},,2.6.3,,)",
+    };
+    for (int i = 0; i < 3; i++) {
+        char sql[512], v[512];
+        snprintf(sql, sizeof sql,
+                 "SELECT (seq, batch, direction, policy, backend, algo, algo_id, median_ms, "
+                 "min_ms, max_ms, stddev_ms, repetitions, workspace_bytes, measured_at AT TIME "
+                 "ZONE 'UTC', samples_ms, sample_offsets_us, route, library_version, "
+                 "sm_clock_mhz, power_w)::text FROM conv_results WHERE seq = %d",
+                 i);
+        cr_assert_eq(tc_store_exec(s_store, sql, v, sizeof v), 0, "%s", tc_errmsg());
+        cr_assert_str_eq(v, want[i]);
+    }
+    char v[512];
+    cr_assert_eq(tc_store_exec(s_store,
+                               "SELECT string_agg((t.algo, t.algo_id, t.time_ms, "
+                               "t.workspace_bytes, t.status, t.message)::text, ' ' ORDER BY "
+                               "t.algo_id) FROM conv_algo_timings t JOIN conv_results r "
+                               "USING (result_id) WHERE r.seq = 0",
+                               v, sizeof v),
+                 0, "%s", tc_errmsg());
+    cr_assert_str_eq(v, "(jit:avx2,0,1.5,0,ok,) (gemm:ref,1,0,0,skipped,\"heuristic "
+                        "policy\tstops at the first fit\")");
+}
+
 /* A device first recorded in a batch that is rolled back is recorded again
  * by the next message (the connection remembers recent agents and devices
  * only once their transaction committed), and a device seen lately is not
