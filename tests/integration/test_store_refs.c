@@ -5,6 +5,7 @@
 #include "tc_error.h"
 #include "tc_test.h"
 #include "tc_test_msg.h"
+#include "tc_test_synth.h"
 
 #include <criterion/criterion.h>
 #include <stdio.h>
@@ -12,7 +13,6 @@
 #include <string.h>
 
 static tc_store_t *s_store;
-static char s_dsn[1024];
 
 /* A copy of stored result 0 under a new message id with one column set
  * to VALUE: the statement a writer with a wrong id would run. */
@@ -26,10 +26,7 @@ static char s_dsn[1024];
 
 static void s_setup(void)
 {
-    tc_test_fresh_db("store_refs", s_dsn, sizeof s_dsn);
-    cr_assert_eq(tc_store_open(s_dsn, &s_store), 0, "%s", tc_errmsg());
-    int applied = 0;
-    cr_assert_eq(tc_store_migrate(s_store, &applied), 0, "%s", tc_errmsg());
+    s_store = tc_synth_fresh_db("store_refs");
     /* 3 results of one device, 2 algorithm timings each. */
     tc_envelope_t *env = tc_test_envelope("agent-refs");
     env->body_case = TRAINCAST__V1__ENVELOPE__BODY_CONV_RESULTS;
@@ -46,9 +43,7 @@ static void s_teardown(void)
 
 static long s_count(const char *sql)
 {
-    char v[64];
-    cr_assert_eq(tc_store_exec(s_store, sql, v, sizeof v), 0, "%s: %s", sql, tc_errmsg());
-    return strtol(v, NULL, 10);
+    return tc_synth_count(s_store, sql);
 }
 
 /* SQL fails as a foreign key would, naming `detail`; nothing of it stays. */
@@ -147,7 +142,7 @@ Test(store_refs, a_device_being_written_to_is_not_deleted_under_the_writer)
     cr_assert_eq(tc_store_exec(s_store, sql, NULL, 0), 0, "%s", tc_errmsg());
 
     tc_store_t *other = NULL;
-    cr_assert_eq(tc_store_open(s_dsn, &other), 0, "%s", tc_errmsg());
+    cr_assert_eq(tc_store_open(getenv("TRAINCAST_DB"), &other), 0, "%s", tc_errmsg());
     snprintf(sql, sizeof sql,
              "SET lock_timeout = '300ms'; DELETE FROM devices WHERE device_id = %s", dev);
     cr_assert_neq(tc_store_exec(other, sql, NULL, 0), 0, "the device went under the writer");

@@ -312,6 +312,13 @@ tc_store_t *tc_synth_fresh_db(const char *name)
     return st;
 }
 
+long tc_synth_count(tc_store_t *st, const char *sql)
+{
+    char v[64];
+    cr_assert_eq(tc_store_exec(st, sql, v, sizeof v), 0, "%s: %s", sql, tc_errmsg());
+    return strtol(v, NULL, 10);
+}
+
 int tc_synth_aggregator(const char *args, char *out, size_t size)
 {
     char cmd[2048];

@@ -50,6 +50,9 @@ void tc_synth_populate(tc_store_t *st);
 /* A fresh, migrated database `name` (also TRAINCAST_DB for the commands
  * the test runs) and a store on it. */
 tc_store_t *tc_synth_fresh_db(const char *name);
+/* The first value SQL answers on `st`, as a number (the test fails when
+ * the statement does). */
+long tc_synth_count(tc_store_t *st, const char *sql);
 /* Run `aggregator ARGS`, its output into `out`; the exit status. */
 int tc_synth_aggregator(const char *args, char *out, size_t size);
 
