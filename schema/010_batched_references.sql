@@ -35,7 +35,7 @@ ALTER TABLE conv_results DROP CONSTRAINT conv_results_device_id_fkey,
 -- at the connection's first call, perhaps on empty tables, the parents are always reached by
 -- their key's index (enable_seqscan off), never by a scan that grows with the table.
 CREATE FUNCTION tc_check_references() RETURNS trigger
-LANGUAGE plpgsql SECURITY DEFINER SET search_path FROM CURRENT SET enable_seqscan = off AS $$
+LANGUAGE plpgsql SECURITY DEFINER SET enable_seqscan = off AS $$
 DECLARE
     short_device bigint := 0;
     short_config bigint := 0;
@@ -85,7 +85,7 @@ $$;
 -- No row of old_rows may still be referred to by table TG_ARGV[0] through its column
 -- TG_ARGV[1] (the deleted table's key of the same name).
 CREATE FUNCTION tc_refuse_referenced_delete() RETURNS trigger
-LANGUAGE plpgsql SECURITY DEFINER SET search_path FROM CURRENT AS $$
+LANGUAGE plpgsql SECURITY DEFINER AS $$
 DECLARE
     child text := TG_ARGV[0];
     col   text := TG_ARGV[1];
@@ -108,7 +108,7 @@ $$;
 
 -- TRUNCATE of a table that table TG_ARGV[0] refers to, while that table has rows.
 CREATE FUNCTION tc_refuse_referenced_truncate() RETURNS trigger
-LANGUAGE plpgsql SECURITY DEFINER SET search_path FROM CURRENT AS $$
+LANGUAGE plpgsql SECURITY DEFINER AS $$
 DECLARE
     has_rows boolean;
 BEGIN
@@ -135,7 +135,7 @@ $$;
 
 -- The timings of deleted results go with them.
 CREATE FUNCTION tc_delete_result_timings() RETURNS trigger
-LANGUAGE plpgsql SECURITY DEFINER SET search_path FROM CURRENT AS $$
+LANGUAGE plpgsql SECURITY DEFINER AS $$
 BEGIN
     DELETE FROM conv_algo_timings t USING old_rows o WHERE t.result_id = o.result_id;
     RETURN NULL;
@@ -143,10 +143,24 @@ END
 $$;
 
 CREATE FUNCTION tc_truncate_result_timings() RETURNS trigger
-LANGUAGE plpgsql SECURITY DEFINER SET search_path FROM CURRENT AS $$
+LANGUAGE plpgsql SECURITY DEFINER AS $$
 BEGIN
     TRUNCATE conv_algo_timings;
     RETURN NULL;
+END
+$$;
+
+-- The functions that run as the owner find the tables in this schema and temporary tables
+-- last, so that no one calling them can put a table of the same name in their way.
+DO $$
+DECLARE
+    f text;
+BEGIN
+    FOREACH f IN ARRAY ARRAY['tc_check_references()', 'tc_refuse_referenced_delete()',
+                             'tc_refuse_referenced_truncate()', 'tc_delete_result_timings()',
+                             'tc_truncate_result_timings()'] LOOP
+        EXECUTE format('ALTER FUNCTION %s SET search_path = %I, pg_temp', f, current_schema());
+    END LOOP;
 END
 $$;
 
