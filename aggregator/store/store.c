@@ -171,6 +171,7 @@ void tc_store_rollback(tc_store_t *s)
 {
     tc_store_seen_settle(s, false);
     tc_store_config_ids_settle(s, false);
+    tc_store_conv_drop(s);
     if (PQtransactionStatus(s->conn) == PQTRANS_IDLE)
         return;
     PGresult *res = PQexec(s->conn, "ROLLBACK");
@@ -180,8 +181,11 @@ void tc_store_rollback(tc_store_t *s)
 int tc_store_msg_begin(tc_store_t *s, int *nested)
 {
     *nested = PQtransactionStatus(s->conn) == PQTRANS_INTRANS;
-    if (*nested)
+    if (*nested) {
+        s->conv_rows_mark = s->conv_rows.len;
+        s->conv_cands_mark = s->conv_cands.len;
         return tc_store_query(s, NULL, "SAVEPOINT", "SAVEPOINT tc_msg", 0, NULL);
+    }
     return tc_store_begin(s);
 }
 
@@ -201,23 +205,31 @@ void tc_store_msg_rollback(tc_store_t *s, int nested)
     /* what this message recorded, and more: only caches */
     tc_store_seen_settle(s, false);
     tc_store_config_ids_settle(s, false);
+    /* the rows it left for the batch's COPY */
+    tc_buf_truncate(&s->conv_rows, s->conv_rows_mark);
+    tc_buf_truncate(&s->conv_cands, s->conv_cands_mark);
     PGresult *res = PQexec(s->conn, "ROLLBACK TO SAVEPOINT tc_msg");
     PQclear(res);
     res = PQexec(s->conn, "RELEASE SAVEPOINT tc_msg");
     PQclear(res);
 }
 
-int tc_store_copy(tc_store_t *s, const char *what, const char *copy_sql, const tc_buf_t *rows)
+/* COPY_SQL fed with the n buffers of `parts`, one after the other. */
+static int s_copy(tc_store_t *s, const char *what, const char *copy_sql, const tc_buf_t *const *parts,
+                  size_t n)
 {
-    if (rows->failed)
-        return tc_fail(TC_ENOMEM, "out of memory building rows for %s", what);
+    for (size_t i = 0; i < n; i++)
+        if (parts[i]->failed)
+            return tc_fail(TC_ENOMEM, "out of memory building rows for %s", what);
     PGresult *res = PQexec(s->conn, copy_sql);
     if (!res || PQresultStatus(res) != PGRES_COPY_IN)
         return TC_STORE_FAIL(s, res, what);
     PQclear(res);
-    if (rows->len && PQputCopyData(s->conn, rows->data, (int)rows->len) != 1) {
-        PQputCopyEnd(s->conn, "client failed");
-        return TC_STORE_FAIL(s, PQgetResult(s->conn), what);
+    for (size_t i = 0; i < n; i++) {
+        if (parts[i]->len && PQputCopyData(s->conn, parts[i]->data, (int)parts[i]->len) != 1) {
+            PQputCopyEnd(s->conn, "client failed");
+            return TC_STORE_FAIL(s, PQgetResult(s->conn), what);
+        }
     }
     if (PQputCopyEnd(s->conn, NULL) != 1)
         return TC_STORE_FAIL(s, PQgetResult(s->conn), what);
@@ -231,6 +243,25 @@ int tc_store_copy(tc_store_t *s, const char *what, const char *copy_sql, const t
     return rc;
 }
 
+int tc_store_copy(tc_store_t *s, const char *what, const char *copy_sql, const tc_buf_t *rows)
+{
+    const tc_buf_t *parts[] = {rows};
+    return s_copy(s, what, copy_sql, parts, 1);
+}
+
+int tc_store_copy_binary(tc_store_t *s, const char *what, const char *copy_sql,
+                         const tc_buf_t *rows)
+{
+    tc_buf_t head = {0}, tail = {0};
+    tc_bin_begin(&head);
+    tc_bin_end(&tail);
+    const tc_buf_t *parts[] = {&head, rows, &tail};
+    int rc = s_copy(s, what, copy_sql, parts, 3);
+    tc_buf_free(&head);
+    tc_buf_free(&tail);
+    return rc;
+}
+
 static int s_connect(tc_store_t *self)
 {
     if (self->conn)
@@ -241,6 +272,8 @@ static int s_connect(tc_store_t *self)
     self->n_seen = 0;
     tc_store_config_ids_clear(self);
     self->n_prepared = 0;
+    self->defer_conv = false;
+    tc_store_conv_drop(self);
     self->conn = PQconnectdb(self->dsn);
     if (!self->conn)
         return tc_fail(TC_ENOMEM, "out of memory connecting to the database");
@@ -295,6 +328,7 @@ void tc_store_destroy(tc_store_t **self_p)
     tc_store_side_end(self);
     tc_store_layers_clear(self);
     tc_store_config_ids_free(self);
+    tc_store_conv_drop(self);
     free(self->dsn);
     free(self);
     *self_p = NULL;

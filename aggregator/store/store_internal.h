@@ -59,6 +59,14 @@ struct tc_store {
      * the n_prepared first, named "tc_<index>". */
     const char *prepared[TC_STORE_PREPARED_MAX];
     unsigned n_prepared;
+    /* While a batch is open (tc_store_batch_begin): the binary rows of the
+     * conv results and algorithm timings of its messages, COPYed together
+     * when it commits (tc_store_conv_flush) instead of two COPYs per
+     * message; and where the current message's rows begin, so that a
+     * message rolled back alone takes its rows with it. */
+    bool defer_conv;
+    tc_buf_t conv_rows, conv_cands;
+    size_t conv_rows_mark, conv_cands_mark;
 };
 
 /* The id of the conv config `key` (its batch ignored) as resolved on this
@@ -191,7 +199,17 @@ int tc_store_query_pair(tc_store_t *s, const char *what, const char *sql, const 
 /* Close the second connection (waiting for its thread, if opening). */
 void tc_store_side_end(tc_store_t *s);
 
+/* COPY the conv results and timings the open batch deferred, and forget
+ * them (also when the COPY fails). */
+int tc_store_conv_flush(tc_store_t *s);
+/* Forget them without storing (a rollback, a lost connection). */
+void tc_store_conv_drop(tc_store_t *s);
+
 /* COPY ... FROM STDIN with the rows in `rows` (text format). */
 int tc_store_copy(tc_store_t *s, const char *what, const char *copy_sql, const tc_buf_t *rows);
+/* The same with rows in COPY's binary format (tc_rows_conv_results): the
+ * stream's header and trailer are sent around them. */
+int tc_store_copy_binary(tc_store_t *s, const char *what, const char *copy_sql,
+                         const tc_buf_t *rows);
 
 #endif

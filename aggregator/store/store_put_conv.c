@@ -7,7 +7,6 @@
 #include "tc_conv.h"
 #include "tc_error.h"
 
-#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -157,14 +156,50 @@ static int s_result_ids(tc_store_t *s, size_t n, long long *ids)
     return rc;
 }
 
-/* Whether any result carries algorithm timings (the timings' COPY is
- * skipped otherwise). */
-static bool s_has_candidates(const Traincast__V1__ConvResults *cr)
+/* COPY rows of conv results and of their algorithm timings (binary rows,
+ * tc_rows_conv_results). */
+static int s_copy(tc_store_t *s, const tc_buf_t *rows, const tc_buf_t *cands)
 {
-    for (size_t i = 0; i < cr->n_results; i++)
-        if (cr->results[i]->n_candidates)
-            return true;
-    return false;
+    int rc = 0;
+    if (rows->len)
+        rc = tc_store_copy_binary(s, "recording conv results",
+                                  "COPY conv_results (" TC_ROWS_RESULT_COLUMNS
+                                  ") FROM STDIN (FORMAT binary)",
+                                  rows);
+    if (rc == 0 && cands->len)
+        rc = tc_store_copy_binary(s, "recording algorithm timings",
+                                  "COPY conv_algo_timings (" TC_ROWS_CAND_COLUMNS
+                                  ") FROM STDIN (FORMAT binary)",
+                                  cands);
+    /* A reference check that failed (SQLSTATE 23503, the foreign keys of
+     * schema/010_batched_references.sql) points at a config or device row
+     * deleted since this connection learned its id (by hand: traincast
+     * deletes neither): the ids are forgotten and the message is tried again
+     * (an outage's answer), not refused. */
+    if (rc < 0 && !strcmp(s->sqlstate, "23503")) {
+        tc_store_config_ids_clear(s);
+        s->n_seen = 0;
+        char why[1024];
+        snprintf(why, sizeof why, "%s", tc_errmsg());
+        rc = tc_fail(TC_EDB, "%s (a conv config or device known from before is gone: trying "
+                             "again)",
+                     why);
+    }
+    return rc;
+}
+
+int tc_store_conv_flush(tc_store_t *s)
+{
+    int rc = s_copy(s, &s->conv_rows, &s->conv_cands);
+    tc_store_conv_drop(s);
+    return rc;
+}
+
+void tc_store_conv_drop(tc_store_t *s)
+{
+    tc_buf_free(&s->conv_rows);
+    tc_buf_free(&s->conv_cands);
+    s->conv_rows_mark = s->conv_cands_mark = 0;
 }
 
 int tc_store_put_conv_results(tc_store_t *s, const tc_envelope_t *env)
@@ -194,29 +229,15 @@ int tc_store_put_conv_results(tc_store_t *s, const tc_envelope_t *env)
                                         .device_id = device_id,
                                         .result_ids = result_ids,
                                         .config_ids = config_ids};
-        tc_rows_conv_results(cr, &ids, &rows, &cands);
-        rc = tc_store_copy(s, "recording conv results",
-                           "COPY conv_results (" TC_ROWS_RESULT_COLUMNS ") FROM STDIN (FORMAT binary)",
-                           &rows);
-    }
-    if (rc == 0 && s_has_candidates(cr))
-        rc = tc_store_copy(s, "recording algorithm timings",
-                           "COPY conv_algo_timings (" TC_ROWS_CAND_COLUMNS
-                           ") FROM STDIN (FORMAT binary)",
-                           &cands);
-    /* A reference check that failed (SQLSTATE 23503, the foreign keys of
-     * schema/010_batched_references.sql) points at a config or device row
-     * deleted since this connection learned its id (by hand: traincast
-     * deletes neither): the ids are forgotten and the message is tried again
-     * (an outage's answer), not refused. */
-    if (rc < 0 && !strcmp(s->sqlstate, "23503")) {
-        tc_store_config_ids_clear(s);
-        s->n_seen = 0;
-        char why[1024];
-        snprintf(why, sizeof why, "%s", tc_errmsg());
-        rc = tc_fail(TC_EDB, "%s (a conv config or device known from before is gone: trying "
-                             "again)",
-                     why);
+        if (s->defer_conv) {
+            /* In a batch: stored with the batch's others when it commits. */
+            tc_rows_conv_results(cr, &ids, &s->conv_rows, &s->conv_cands);
+            if (s->conv_rows.failed || s->conv_cands.failed)
+                rc = tc_fail(TC_ENOMEM, "out of memory building the rows of conv results");
+        } else {
+            tc_rows_conv_results(cr, &ids, &rows, &cands);
+            rc = s_copy(s, &rows, &cands);
+        }
     }
     tc_buf_free(&rows);
     tc_buf_free(&cands);

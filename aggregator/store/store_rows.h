@@ -56,22 +56,23 @@ typedef struct {
 } tc_rows_conv_ids_t;
 
 /* A ConvResults' rows of conv_results (one per result, `seq` its position)
- * and of conv_algo_timings (its candidate algorithms), each buffer a whole
- * binary COPY stream (header, rows, trailer: store_rows_bin.c) for
- * `COPY ... FROM STDIN (FORMAT binary)` into the tables themselves. Binary,
- * unlike the other rows: these are the bulk of what is stored, and their
- * numbers then need no printing here nor parsing in the server. */
+ * and of conv_algo_timings (its candidate algorithms), appended in COPY's
+ * binary format (store_rows_bin.c): the rows only, so that the rows of
+ * several messages can go in one `COPY ... FROM STDIN (FORMAT binary)`
+ * between tc_bin_begin's header and tc_bin_end's trailer. Binary, unlike
+ * the other rows: these are the bulk of what is stored, and their numbers
+ * then need no printing here nor parsing in the server. */
 void tc_rows_conv_results(const Traincast__V1__ConvResults *cr, const tc_rows_conv_ids_t *ids,
                           tc_buf_t *results, tc_buf_t *cands);
 
-/* The binary COPY stream's signature, its header (signature, flags,
- * extension length) and trailer. */
+/* The binary COPY stream's signature (with the literal's terminating NUL:
+ * 11 bytes), its header (signature, flags, extension length) and trailer. */
 #define TC_BIN_SIGNATURE "PGCOPY\n\377\r\n"
 #define TC_BIN_SIGNATURE_LEN 11
 void tc_bin_begin(tc_buf_t *b);
 void tc_bin_end(tc_buf_t *b);
-/* Whether `b` is one whole binary COPY stream of rows of `cols` columns
- * (0, with the number of rows) or not (-1). */
+/* Whether `b` holds binary COPY rows of `cols` columns and nothing else (0,
+ * with the number of rows) or not (-1). */
 int tc_bin_check(const tc_buf_t *b, int cols, size_t *rows);
 /* The conv key's members as JSON object members, each followed by a comma
  * ("c":64,...,"bias":false,), for json_populate_recordset. */

@@ -205,34 +205,22 @@ void tc_rows_conv_results(const Traincast__V1__ConvResults *cr, const tc_rows_co
                           tc_buf_t *rows, tc_buf_t *cands)
 {
     long long device_id = strtoll(ids->device_id, NULL, 10);
-    tc_bin_begin(rows);
-    tc_bin_begin(cands);
     for (size_t i = 0; i < cr->n_results; i++) {
         s_result_row(rows, cr, i, ids, device_id);
         const Traincast__V1__ConvResult *r = cr->results[i];
         for (size_t j = 0; j < r->n_candidates; j++)
             s_cand_row(cands, ids->result_ids[i], r->candidates[j]);
     }
-    tc_bin_end(rows);
-    tc_bin_end(cands);
 }
 
 int tc_bin_check(const tc_buf_t *b, int cols, size_t *rows)
 {
     const unsigned char *p = (const unsigned char *)b->data, *end = p + b->len;
     *rows = 0;
-    if (b->len < TC_BIN_SIGNATURE_LEN + 8 || memcmp(p, TC_BIN_SIGNATURE, TC_BIN_SIGNATURE_LEN))
-        return -1;
-    p += TC_BIN_SIGNATURE_LEN + 8;
-    for (;;) {
-        if (end - p < 2)
+    while (p < end) {
+        if (end - p < 2 || (int16_t)((p[0] << 8) | p[1]) != cols)
             return -1;
-        int16_t n = (int16_t)((p[0] << 8) | p[1]);
         p += 2;
-        if (n == -1)
-            return p == end ? 0 : -1;
-        if (n != cols)
-            return -1;
         for (int c = 0; c < cols; c++) {
             if (end - p < 4)
                 return -1;
@@ -246,4 +234,5 @@ int tc_bin_check(const tc_buf_t *b, int cols, size_t *rows)
         }
         ++*rows;
     }
+    return 0;
 }

@@ -251,16 +251,21 @@ int tc_store_job_requeue(tc_store_t *self, const char *job_id, const char *why,
 
 int tc_store_batch_begin(tc_store_t *self)
 {
-    return tc_store_begin(self);
+    int rc = tc_store_begin(self);
+    self->defer_conv = rc == 0;
+    return rc;
 }
 
 int tc_store_batch_commit(tc_store_t *self)
 {
-    return tc_store_commit(self);
+    self->defer_conv = false;
+    int rc = tc_store_conv_flush(self);
+    return rc < 0 ? rc : tc_store_commit(self);
 }
 
 void tc_store_batch_rollback(tc_store_t *self)
 {
+    self->defer_conv = false;
     tc_store_rollback(self);
 }
 

@@ -81,7 +81,12 @@ int tc_store_job_wait(tc_store_t *self, const char *const *job_ids, size_t n, in
 /* Several messages in one transaction: between batch_begin and
  * batch_commit, tc_store_put and tc_store_job_progress write each message
  * under a savepoint (a message that fails is undone alone) and nothing is
- * durable before batch_commit returns 0. After a TC_EDB failure call
+ * durable before batch_commit returns 0. The rows of the batch's conv
+ * results and their timings are written by batch_commit, in one COPY each
+ * for the whole batch; should that COPY refuse a row for its content
+ * (TC_EINVAL: a constraint added by hand, say), no message can be told
+ * from the others: store them again one at a time (without a batch), so
+ * that only the one that carried the row is refused. After a failure call
  * batch_rollback: none of the batch was stored. */
 int tc_store_batch_begin(tc_store_t *self);
 int tc_store_batch_commit(tc_store_t *self);

@@ -110,6 +110,14 @@ void tc_buf_reset(tc_buf_t *b)
         b->data[0] = '\0';
 }
 
+void tc_buf_truncate(tc_buf_t *b, size_t len)
+{
+    if (len >= b->len)
+        return;
+    b->len = len;
+    b->data[len] = '\0';
+}
+
 void tc_buf_free(tc_buf_t *b)
 {
     free(b->data);

@@ -24,6 +24,8 @@ void tc_buf_json_str(tc_buf_t *b, const char *s);
 /* Append a double as JSON (null for NaN and infinities). */
 void tc_buf_json_num(tc_buf_t *b, double v);
 void tc_buf_reset(tc_buf_t *b);
+/* Drop what was appended after the first `len` bytes (no-op when shorter). */
+void tc_buf_truncate(tc_buf_t *b, size_t len);
 void tc_buf_free(tc_buf_t *b);
 /* The text so far ("" when empty). */
 const char *tc_buf_str(const tc_buf_t *b);

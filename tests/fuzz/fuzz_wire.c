@@ -15,15 +15,15 @@
 #include <string.h>
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
-/* A binary COPY buffer is one whole stream of `want` rows of `cols`
- * columns, each field's length within it. */
+/* A binary COPY buffer holds `want` rows of `cols` columns and nothing
+ * else, each field's length within it. */
 static void s_check_binary(const tc_buf_t *b, int cols, size_t want, const char *what)
 {
     if (b->failed)
         return;
     size_t rows = 0;
     if (tc_bin_check(b, cols, &rows) < 0 || rows != want) {
-        fprintf(stderr, "%s: not a binary COPY stream of %zu rows of %d columns\n", what, want,
+        fprintf(stderr, "%s: not %zu binary COPY rows of %d columns\n", what, want,
                 cols);
         abort();
     }

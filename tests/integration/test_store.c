@@ -488,10 +488,12 @@ Test(store, rejects_invalid_utf8_without_storing)
     s_put_ok(s_conv_env(), TC_STORE_STORED);
 }
 
-/* A message the database refuses for its content, first in a batch on a
- * fresh connection (so its savepoint is where the staging tables would be
- * made): it is refused alone, and the rest of the batch, and every later
- * batch on the same connection, are stored. */
+/* A message the database refuses for its content, in a batch on a fresh
+ * connection: the batch's conv results go in one COPY when it commits, so
+ * the commit is what refuses it (TC_EINVAL, naming the constraint) and
+ * nothing of the batch is kept; stored again one at a time, as the serve
+ * workers then do, it is refused alone and the others are stored; and
+ * later batches on the same connection are stored. */
 Test(store, refused_message_does_not_stall_the_connection)
 {
     cr_assert_eq(tc_store_exec(s_store,
@@ -505,24 +507,48 @@ Test(store, refused_message_does_not_stall_the_connection)
     cr_assert_eq(tc_store_open(dsn, &fresh), 0, "%s", tc_errmsg());
     tc_store_outcome_t out;
     for (int round = 0; round < 2; round++) {
+        tc_envelope_t *msgs[4];
+        for (int i = 0; i < 4; i++)
+            msgs[i] = s_conv_env();
+        Traincast__V1__AlgoTiming *poisoned = msgs[round]->conv_results->results[0]->candidates[0];
+        free(poisoned->algo);
+        poisoned->algo = strdup("poison");
+
         cr_assert_eq(tc_store_batch_begin(fresh), 0, "%s", tc_errmsg());
-        tc_envelope_t *bad = s_conv_env();
-        bad->conv_results->results[0]->candidates[0]->algo = "poison";
-        int rc = tc_store_put(fresh, bad, &out);
+        for (int i = 0; i < 4; i++)
+            cr_assert_eq(tc_store_put(fresh, msgs[i], &out), 0, "round %d, message %d: %s",
+                         round, i, tc_errmsg());
+        int rc = tc_store_batch_commit(fresh);
         cr_assert_eq(rc, TC_EINVAL, "round %d: want a refusal, got %d: %s", round, rc,
                      tc_errmsg());
         cr_assert(strstr(tc_errmsg(), "test_no_poison") && strstr(tc_errmsg(), "23514"), "%s",
                   tc_errmsg());
-        for (int i = 0; i < 3; i++) {
-            rc = tc_store_put(fresh, s_conv_env(), &out);
-            cr_assert_eq(rc, 0, "round %d, message %d after the refused one: %s", round, i,
-                         tc_errmsg());
+        tc_store_batch_rollback(fresh);
+        cr_assert_eq(s_count("SELECT count(*) FROM received_messages"), 3 * round);
+
+        for (int i = 0; i < 4; i++) {
+            rc = tc_store_put(fresh, msgs[i], &out);
+            if (i == round) {
+                cr_assert_eq(rc, TC_EINVAL, "round %d: want a refusal, got %d", round, rc);
+                cr_assert(strstr(tc_errmsg(), "test_no_poison"), "%s", tc_errmsg());
+            } else {
+                cr_assert_eq(rc, 0, "round %d, message %d: %s", round, i, tc_errmsg());
+            }
+            tc_envelope_free(&msgs[i]);
         }
-        cr_assert_eq(tc_store_batch_commit(fresh), 0, "%s", tc_errmsg());
     }
+    /* A batch of good messages on the same connection. */
+    cr_assert_eq(tc_store_batch_begin(fresh), 0, "%s", tc_errmsg());
+    for (int i = 0; i < 3; i++) {
+        tc_envelope_t *env = s_conv_env();
+        cr_assert_eq(tc_store_put(fresh, env, &out), 0, "%s", tc_errmsg());
+        tc_envelope_free(&env);
+    }
+    cr_assert_eq(tc_store_batch_commit(fresh), 0, "%s", tc_errmsg());
     tc_store_destroy(&fresh);
-    cr_assert_eq(s_count("SELECT count(*) FROM received_messages"), 6);
-    cr_assert_eq(s_count("SELECT count(*) FROM conv_results"), 24);
+    cr_assert_eq(s_count("SELECT count(*) FROM received_messages"), 9);
+    cr_assert_eq(s_count("SELECT count(*) FROM conv_results"), 9 * 4);
+    cr_assert_eq(s_count("SELECT count(*) FROM conv_algo_timings WHERE algo = 'poison'"), 0);
 }
 
 Test(store, error_classes)
