@@ -237,7 +237,7 @@ static void s_process(s_worker_t *me, tc_store_t **store_p, tc_work_t *list)
         if (rc == TC_EINVAL && batch) {
             /* The batch's COPY refused a row for its content: one message at a
              * time, so that only the one that carried it is refused. */
-            tc_log_debug("worker %d: the batch's conv results were refused (%s); storing its "
+            tc_log_info("worker %d: the batch's conv results were refused (%s); storing its "
                          "messages one at a time",
                          me->index, list->reason);
             batch = false;
