@@ -144,6 +144,19 @@ static void s_many_configs(void)
           "FROM generate_series(1, 200) i");
 }
 
+/* Client connections to the test's database (autovacuum workers aside). */
+static long s_connections(void)
+{
+    char n[32];
+    cr_assert_eq(tc_store_exec(s_store,
+                               "SELECT count(*) FROM pg_stat_activity "
+                               "WHERE datname = current_database() "
+                               "AND backend_type = 'client backend'",
+                               n, sizeof n),
+                 0, "%s", tc_errmsg());
+    return atol(n);
+}
+
 /* Look up the 200 configs of s_many_configs and the first config's two
  * directions (202 groups), checking every answer; returns how many
  * connections of the store's database are open afterwards. */
@@ -164,14 +177,7 @@ static long s_look_up_many(void)
     cr_assert_float_eq(items[200].median_ms, 5.0, 1e-9);
     cr_assert_float_eq(items[201].median_ms, 7.0, 1e-9);
     cr_assert_eq(set.missing, 0);
-    char n[32];
-    cr_assert_eq(tc_store_exec(s_store,
-                               "SELECT count(*) FROM pg_stat_activity "
-                               "WHERE datname = current_database() "
-                               "AND backend_type = 'client backend'",
-                               n, sizeof n),
-                 0, "%s", tc_errmsg());
-    return atol(n);
+    return s_connections();
 }
 
 Test(store_lookup, a_large_look_up_is_split_over_two_connections_and_answers_every_item)
@@ -207,19 +213,12 @@ Test(store_lookup, a_lost_second_connection_is_replaced_without_an_error)
           "AND backend_type = 'client backend'");
     /* pg_terminate_backend only signals: wait until the process has gone,
      * or the next look-up may still be answered by it. */
-    char n[32] = "";
-    for (int i = 0; i < 100; i++) {
-        cr_assert_eq(tc_store_exec(s_store,
-                                   "SELECT count(*) FROM pg_stat_activity "
-                                   "WHERE datname = current_database() "
-                                   "AND backend_type = 'client backend'",
-                                   n, sizeof n),
-                     0, "%s", tc_errmsg());
-        if (atol(n) == 1)
-            break;
+    long n = s_connections();
+    for (int i = 0; i < 100 && n != 1; i++) {
         usleep(50 * 1000);
+        n = s_connections();
     }
-    cr_assert_eq(atol(n), 1, "the second connection's process did not end");
+    cr_assert_eq(n, 1, "the second connection's process did not end");
     cr_assert_eq(s_look_up_many(), 1, "its share ran on the store's connection");
     cr_assert_eq(s_look_up_many(), 2, "and the next look-up opened a new one");
 }
