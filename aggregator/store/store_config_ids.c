@@ -18,6 +18,7 @@ struct tc_store_config_ids {
         bool pending;
     } *slot;
     size_t cap, n; /* cap: a power of two, at least twice n */
+    size_t pending; /* slots with pending set: settling has work only then */
 };
 
 static struct s_slot *s_find(const struct tc_store_config_ids *t, const tc_conv_config_t *key)
@@ -41,6 +42,8 @@ static bool s_resize(struct tc_store_config_ids *t, size_t cap, bool keep_pendin
     }
     t->cap = cap;
     t->n = 0;
+    if (!keep_pending)
+        t->pending = 0;
     for (size_t i = 0; i < old_cap; i++) {
         if (!old[i].id || (old[i].pending && !keep_pending))
             continue;
@@ -79,6 +82,8 @@ void tc_store_config_id_put(tc_store_t *s, const tc_conv_config_t *key, long lon
         return; /* known and committed already */
     if (!e->id)
         t->n++;
+    if (!e->pending)
+        t->pending++;
     e->key = k;
     e->id = id;
     e->pending = true;
@@ -87,11 +92,15 @@ void tc_store_config_id_put(tc_store_t *s, const tc_conv_config_t *key, long lon
 void tc_store_config_ids_settle(tc_store_t *s, bool committed)
 {
     struct tc_store_config_ids *t = s->config_ids;
-    if (!t || !t->cap)
+    /* Every commit and every message's rollback (a duplicate message, say)
+     * comes here: the table is walked only when the transaction resolved
+     * ids of its own. */
+    if (!t || !t->pending)
         return;
     if (committed) {
         for (size_t i = 0; i < t->cap; i++)
             t->slot[i].pending = false;
+        t->pending = 0;
     } else if (!s_resize(t, t->cap, false)) {
         tc_store_config_ids_clear(s);
     }
