@@ -53,6 +53,29 @@ typedef enum {
     TC_FIT_STAT_COUNT
 } tc_fit_stat_t;
 #define TC_FIT_RECENT 5
+#define TC_FIT_SUPERSEDED_US (6 * 3600 * INT64_C(1000000)) /* older than the newest by this */
+
+/* One benchmark of a conv measurement (config, batch, direction) on a
+ * device: its own median over its repetitions, its standard deviation (NaN:
+ * not recorded), when it was measured (microseconds on any fixed epoch;
+ * TC_FIT_TIME_UNKNOWN: not recorded) and the id it was stored under. */
+typedef struct {
+    double median_ms, stddev_ms;
+    int64_t measured_us;
+    int64_t id;
+} tc_fit_repeat_t;
+#define TC_FIT_TIME_UNKNOWN INT64_MIN
+
+/* The time of a conv measurement from its benchmarks: the one rule that fit
+ * and predict both apply (fit_stat.c). Its TC_FIT_RECENT most recent
+ * benchmarks (by measured time, unknown times last, then the later stored
+ * first), less those measured more than 6 hours before the newest (a later
+ * run supersedes them); of those `stat` of the medians and the median of
+ * the standard deviations that were recorded. Percentiles interpolate
+ * between the two nearest ranks as SQL's percentile_cont does. Reorders
+ * r[0..n); *median_ms is NaN when n is 0, *stddev_ms when none is recorded. */
+void tc_fit_conv_time(tc_fit_repeat_t *r, size_t n, tc_fit_stat_t stat, double *median_ms,
+                      double *stddev_ms);
 
 const char *tc_fit_stat_name(tc_fit_stat_t s); /* median, p10, min */
 int tc_fit_stat_parse(const char *s, tc_fit_stat_t *out);

@@ -128,6 +128,15 @@ int tc_store_query(tc_store_t *s, PGresult **out, const char *what, const char *
                     what);
 }
 
+int tc_store_query_binary(tc_store_t *s, PGresult **out, const char *what, const char *sql,
+                          int nparams, const char *const *params)
+{
+    if (out)
+        *out = NULL;
+    return s_result(s, PQexecParams(s->conn, sql, nparams, NULL, params, NULL, NULL, 1), out,
+                    what);
+}
+
 int tc_store_query_prepared(tc_store_t *s, PGresult **out, const char *what, const char *sql,
                             int nparams, const char *const *params)
 {

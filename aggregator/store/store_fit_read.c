@@ -12,6 +12,7 @@
 #include "tc_wire.h"
 #include "tc_log.h"
 
+#include <endian.h>
 #include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -31,27 +32,26 @@
     "AND t.policy IS NOT DISTINCT FROM $3 AND t.dtype = $4 AND coalesce(t.amp, '') = $5 "      \
     "AND " LIBRARY_KEY("t", "d") " = $6 AND t.settings_key = $7"
 
-/* Every conv measurement a group's points need, with its time on the device
- * name by the fit's statistic ($11; NULL when never measured). A model's
- * config is matched to a benchmarked config of the same shape, layout and
- * bias in the dtype the convs ran in: the AMP mode's under AMP, else the
- * traces' dtype. On a GPU only benchmarks measured with the traces' cuDNN
- * count. */
-_Static_assert(TC_FIT_RECENT == 5, "TC_SQL_CONV_STAT takes the 5 most recent benchmarks");
+/* Every conv measurement a group's points need (need.i numbers them): a
+ * model's config is matched to a benchmarked config of the same shape,
+ * layout and bias in the dtype the convs ran in: the AMP mode's under AMP,
+ * else the traces' dtype. CONV_REPEATS gives each its benchmarks (none when
+ * never measured), which tc_fit_conv_time takes its time from; on a GPU only
+ * benchmarks measured with the traces' cuDNN count. */
 #define CONV_NEEDS_CTE                                                                          \
     "WITH pts AS (SELECT DISTINCT t.model_id, t.batch " GROUP_TRACES " AND t.status = 'ok'), " \
-    "need AS (SELECT p.model_id, p.batch, mc.config_id AS model_config, mc.multiplicity, "     \
+    "need AS (SELECT (row_number() OVER ())::int4 AS i, p.model_id, p.batch, "                 \
+    "  mc.config_id AS model_config, mc.multiplicity, "                                        \
     "  dir.direction, bc.config_id AS bench_config FROM pts p "                                \
     "  JOIN model_convs mc ON mc.model_id = p.model_id "                                       \
     "  JOIN conv_configs c ON c.config_id = mc.config_id "                                     \
     "  CROSS JOIN LATERAL unnest(CASE WHEN mc.first_layer "                                    \
     "    THEN $9::text[] ELSE $10::text[] END) AS dir(direction) "                              \
     "  LEFT JOIN conv_configs bc ON " TC_SQL_CONV_KEY_EQ_NOT_DTYPE("bc", "c")                 \
-    "    AND bc.dtype = CASE WHEN $5 <> '' THEN $5 ELSE $4 END), "                             \
-    "joined AS (SELECT n.*, l.median_ms FROM need n LEFT JOIN LATERAL "                        \
-    TC_SQL_CONV_STAT("$1", "$8", "$6", "$11", "n.bench_config", "ARRAY[n.batch]",            \
-                     "n.direction")                                                             \
-    " l ON true) "
+    "    AND bc.dtype = CASE WHEN $5 <> '' THEN $5 ELSE $4 END) "
+#define CONV_REPEATS                                                                            \
+    TC_SQL_CONV_REPEATS("$1", "$8", "$6", "n.bench_config", "ARRAY[n.batch]", "n.direction")
+#define CONV_PARAMS 10
 
 static char *s_dup(const char *v)
 {
@@ -260,14 +260,14 @@ static int s_missing_convs(tc_store_t *s, const char *const *params, const tc_fi
     int rc = tc_store_query(
         s, &res, "counting missing conv benchmarks",
         CONV_NEEDS_CTE
-        "SELECT count(DISTINCT j.model_config), count(*), "
-        "array_to_string(array_agg(DISTINCT coalesce(m.name, j.model_id) "
-        "  ORDER BY coalesce(m.name, j.model_id)), ','), "
-        "array_to_string(array_agg(DISTINCT j.batch ORDER BY j.batch), ','), "
+        "SELECT count(DISTINCT n.model_config), count(*), "
+        "array_to_string(array_agg(DISTINCT coalesce(m.name, n.model_id) "
+        "  ORDER BY coalesce(m.name, n.model_id)), ','), "
+        "array_to_string(array_agg(DISTINCT n.batch ORDER BY n.batch), ','), "
         "array_to_string(array_agg(DISTINCT m.input_h ORDER BY m.input_h), ',') "
-        "FROM joined j LEFT JOIN models m ON m.model_id = j.model_id "
-        "WHERE j.median_ms IS NULL",
-        11, params);
+        "FROM need n LEFT JOIN models m ON m.model_id = n.model_id "
+        "WHERE NOT EXISTS (SELECT 1 FROM " CONV_REPEATS " l)",
+        CONV_PARAMS, params);
     if (rc < 0)
         return rc;
     /* The models' convs depend on their input size: name it when it is one. */
@@ -314,29 +314,49 @@ static int s_missing_convs(tc_store_t *s, const char *const *params, const tc_fi
     return rc;
 }
 
+/* Summing a group's conv times per point (tc_store_repeats_fn): the rows
+ * carry the point's model (column 6) and the conv's multiplicity (7). */
+typedef struct {
+    tc_fit_group_t *g;
+    const PGresult *res;
+    long missing;
+} s_sums_t;
+
+static void s_add_conv(void *ctx, long need, unsigned batch, int row, tc_fit_repeat_t *r,
+                       size_t n)
+{
+    (void)need;
+    s_sums_t *sums = ctx;
+    if (n == 0) {
+        sums->missing++;
+        return;
+    }
+    tc_fit_point_t *pt = s_find_point(sums->g, PQgetvalue(sums->res, row, 6), batch);
+    double ms, sd;
+    tc_fit_conv_time(r, n, sums->g->stat, &ms, &sd);
+    uint32_t mult;
+    memcpy(&mult, PQgetvalue(sums->res, row, 7), sizeof mult);
+    if (pt)
+        pt->conv_ms += (double)(int32_t)be32toh(mult) * ms;
+}
+
 static int s_read_conv_sums(tc_store_t *s, const char *const *params, tc_fit_group_t *g)
 {
     PGresult *res = NULL;
-    int rc = tc_store_query(s, &res, "summing conv benchmarks",
-                            CONV_NEEDS_CTE
-                            "SELECT model_id, batch, sum(multiplicity * median_ms), "
-                            "count(*) FILTER (WHERE median_ms IS NULL) "
-                            "FROM joined GROUP BY model_id, batch",
-                            11, params);
+    int rc = tc_store_query_binary(s, &res, "reading conv benchmarks",
+                                   CONV_NEEDS_CTE
+                                   "SELECT n.i, n.batch, l.median_ms, l.stddev_ms, "
+                                   "l.measured_at, l.result_id, n.model_id, n.multiplicity "
+                                   "FROM need n LEFT JOIN LATERAL " CONV_REPEATS " l ON true",
+                                   CONV_PARAMS, params);
     if (rc < 0)
         return rc;
-    long missing = 0;
-    for (int i = 0; i < PQntuples(res); i++) {
-        missing += atol(PQgetvalue(res, i, 3));
-        tc_fit_point_t *pt =
-            s_find_point(g, PQgetvalue(res, i, 0), (unsigned)atoi(PQgetvalue(res, i, 1)));
-        if (pt)
-            pt->conv_ms = s_getd(res, i, 2);
-    }
+    s_sums_t sums = {.g = g, .res = res};
+    rc = tc_store_conv_repeats(res, s_add_conv, &sums);
     PQclear(res);
-    if (missing)
+    if (rc == 0 && sums.missing)
         return s_missing_convs(s, params, g);
-    return 0;
+    return rc;
 }
 
 static int s_read_features(tc_store_t *s, tc_fit_group_t *g)
@@ -380,10 +400,9 @@ static int s_read_group(tc_store_t *s, tc_fit_group_t *g)
     s_step_dirs(true, first_dirs, sizeof first_dirs);
     s_step_dirs(false, other_dirs, sizeof other_dirs);
     const char *stat = tc_fit_stat_name(g->stat);
-    const char *params[] = {g->device,      g->framework,       *g->policy ? g->policy : NULL,
-                            g->dtype,       g->amp,             g->library_version,
-                            g->settings,    g->conv_policy,     first_dirs,
-                            other_dirs,     stat};
+    const char *params[CONV_PARAMS] = {
+        g->device,   g->framework,   *g->policy ? g->policy : NULL, g->dtype,   g->amp,
+        g->library_version, g->settings, g->conv_policy, first_dirs, other_dirs};
     const char *point_params[] = {params[0], params[1], params[2], params[3],
                                   params[4], params[5], params[6], stat};
     int rc = s_read_points(s, point_params, g);

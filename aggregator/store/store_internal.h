@@ -3,6 +3,7 @@
 #define TC_STORE_INTERNAL_H
 
 #include "store.h"
+#include "fit.h"
 #include "store_rows.h"
 #include "tc_buf.h"
 #include "tc_conv.h"
@@ -153,47 +154,51 @@ void tc_store_msg_rollback(tc_store_t *s, int nested);
  * transaction. */
 int tc_store_bind_key(tc_store_t *s, const char *agent_id, const char *key);
 
-/* The time of a conv measurement (config, batch, direction) on a device
- * name under a policy: the fit's statistic (tc_fit_stat_t by name: median,
- * p10, min) over its repeats: its TC_FIT_RECENT (5) most recent benchmarks
- * taken within 6 hours of the newest (older ones are superseded), each
- * benchmark's own median; on a GPU only benchmarks measured with cuDNN
- * `libv` count (NULL or "": any). The one definition fit and predict both
- * use. A subquery with one row (batch, median_ms, stddev_ms) for each batch
- * of the integer array `batches` that was measured, none for the others:
- * one index scan serves every batch of a config, where a look-up per batch
- * costs an executor loop each (predict asks for 10 batches at once). The
- * arguments are SQL expressions (parameters or columns). */
-#define TC_SQL_CONV_STAT(dev, policy, libv, stat, config, batches, dir)                          \
-    "(SELECT x.batch, CASE (" stat ")::text WHEN 'min' THEN min(x.median_ms) "                  \
-    "  WHEN 'p10' THEN percentile_cont(0.1) WITHIN GROUP (ORDER BY x.median_ms) "                \
-    "  ELSE percentile_cont(0.5) WITHIN GROUP (ORDER BY x.median_ms) END AS median_ms, "         \
-    "  percentile_cont(0.5) WITHIN GROUP (ORDER BY x.stddev_ms) AS stddev_ms "                   \
-    "  FROM (SELECT r.batch, r.median_ms, r.stddev_ms, r.measured_at, "                          \
-    "    row_number() OVER (PARTITION BY r.batch "                                               \
-    "      ORDER BY r.measured_at DESC NULLS LAST, r.result_id DESC) AS recent, "                \
-    "    max(r.measured_at) OVER (PARTITION BY r.batch) AS newest "                              \
-    "    FROM conv_results r JOIN devices d "                                                    \
-    "    USING (device_id) WHERE d.name = " dev " AND r.policy = " policy                        \
-    "    AND (coalesce(" libv ", '') = '' OR d.kind <> 'cuda' OR r.library_version = " libv ") "  \
-    "    AND r.config_id = " config " AND r.batch = ANY (" batches ") "                          \
-    "    AND r.direction = " dir ") x "                                                          \
-    "  WHERE x.recent <= 5 AND (x.newest IS NULL OR x.measured_at IS NULL "                      \
-    "    OR x.measured_at >= x.newest - interval '6 hours') "                                    \
-    "  GROUP BY x.batch)"
+/* The benchmarks of a conv measurement (config, batch, direction) on a
+ * device name under a policy, which its time is taken from by
+ * tc_fit_conv_time (the rule fit and predict share): on a GPU only those
+ * measured with cuDNN `libv` (NULL or "": any). A subquery with one row
+ * (batch, median_ms, stddev_ms, measured_at, result_id) per benchmark at
+ * each batch of the integer array `batches`: one index scan serves every
+ * batch of a config, where a look-up per batch costs an executor loop each
+ * (predict asks for 10 batches at once). The arguments are SQL expressions
+ * (parameters or columns). Read in binary by tc_store_conv_repeats. */
+#define TC_SQL_CONV_REPEATS(dev, policy, libv, config, batches, dir)                              \
+    "(SELECT r.batch, r.median_ms, r.stddev_ms, r.measured_at, r.result_id "                     \
+    "  FROM conv_results r JOIN devices d USING (device_id) "                                     \
+    "  WHERE d.name = " dev " AND r.policy = " policy                                            \
+    "  AND (coalesce(" libv ", '') = '' OR d.kind <> 'cuda' OR r.library_version = " libv ") "  \
+    "  AND r.config_id = " config " AND r.batch = ANY (" batches ") "                           \
+    "  AND r.direction = " dir ")"
+
+/* Rows (grp int4, batch int4, then TC_SQL_CONV_REPEATS's median_ms,
+ * stddev_ms, measured_at, result_id; any columns after) in binary format
+ * (tc_store_query_binary), grouped: `each` is called once per distinct
+ * (grp, batch), in ascending order, with its benchmarks r[0..n) (which it
+ * may reorder) and the index of one of its rows (for the columns after). A
+ * row without a result_id (an outer join that found none) is no benchmark:
+ * its (grp, batch) is called with n = 0. TC_ENOMEM, or 0. */
+typedef void (*tc_store_repeats_fn)(void *ctx, long grp, unsigned batch, int row,
+                                    tc_fit_repeat_t *r, size_t n);
+int tc_store_conv_repeats(const PGresult *res, tc_store_repeats_fn each, void *ctx);
 
 /* A point's measured time from trace_summary `ts` by the same statistic. */
 #define TC_SQL_TRACE_STAT(stat)                                                                  \
     "CASE (" stat ")::text WHEN 'min' THEN ts.min_ms WHEN 'p10' THEN ts.p10_ms "                  \
     "ELSE ts.median_ms END"
 
+/* tc_store_query with the result in binary format (each type's send
+ * format, in network byte order). */
+int tc_store_query_binary(tc_store_t *s, PGresult **out, const char *what, const char *sql,
+                          int nparams, const char *const *params);
+
 /* Run `sql` (one parameter) twice at once: with params[0] on the store's
  * connection and params[1] on a second one, their results to out[0] and
  * out[1]. The second connection is opened on first use and kept; inside a
  * transaction, or when it cannot be opened, both run on the store's own
  * connection, one after the other, and a second connection lost on the way
- * has its share run there too (a new one opens next time). On failure
- * nothing is returned. */
+ * has its share run there too (a new one opens next time). Results are in
+ * binary format (tc_store_query_binary). On failure nothing is returned. */
 int tc_store_query_pair(tc_store_t *s, const char *what, const char *sql, const char *params[2],
                         PGresult *out[2]);
 /* Close the second connection (waiting for its thread, if opening). */

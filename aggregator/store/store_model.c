@@ -240,8 +240,7 @@ static int s_group_json(const s_groups_t *g, size_t from, size_t to, tc_buf_t *j
         tc_buf_json_str(json, set->policy);
         tc_buf_puts(json, ",\"library_version\":");
         tc_buf_json_str(json, set->library_version ? set->library_version : "");
-        tc_buf_printf(json, ",\"stat\":\"%s\",\"direction\":\"%s\",",
-                      tc_fit_stat_name(set->stat), tc_direction_name(it->direction));
+        tc_buf_printf(json, ",\"direction\":\"%s\",", tc_direction_name(it->direction));
         tc_json_conv_key(json, &key);
         tc_buf_puts(json, "\"batches\":[");
         unsigned last = 0;
@@ -269,21 +268,31 @@ bool tc_store_lookup_splits(size_t n_groups)
     return n_groups >= S_SPLIT_GROUPS;
 }
 
-/* Every group's statistic per batch: one statement, the groups a JSON
- * parameter (no staging table, no transaction of its own). */
+/* Every group's benchmarks per batch: one statement, the groups a JSON
+ * parameter (no staging table, no transaction of its own); the statistic is
+ * taken here (tc_fit_conv_time), which costs the server half the time of
+ * taking it there (a sort and two window functions per group). */
 static const char s_lookup_sql[] =
-    "SELECT q.grp, l.batch, l.median_ms, l.stddev_ms FROM json_to_recordset($1::json) "
-    "AS q (grp integer, device text, policy text, library_version text, stat text, "
+    "SELECT q.grp, l.batch, l.median_ms, l.stddev_ms, l.measured_at, l.result_id "
+    "FROM json_to_recordset($1::json) "
+    "AS q (grp integer, device text, policy text, library_version text, "
     "direction text, " TC_SQL_CONV_KEY_DEFS ", batches integer[]) "
     "JOIN conv_configs cc ON " TC_SQL_CONV_KEY_EQ("cc", "q") " "
-    "JOIN LATERAL " TC_SQL_CONV_STAT("q.device", "q.policy", "q.library_version", "q.stat",
-                                     "cc.config_id", "q.batches", "q.direction") " l ON true";
+    "JOIN LATERAL " TC_SQL_CONV_REPEATS("q.device", "q.policy", "q.library_version",
+                                        "cc.config_id", "q.batches", "q.direction") " l ON true";
 
-/* Store one result row (group, batch, median, stddev) in every item of the
- * group asked at that batch. */
-static void s_group_fill(const s_groups_t *g, size_t gi, unsigned batch, double median,
-                         double stddev)
+/* Store a group's time at one batch in every item of the group asked at
+ * that batch (tc_store_repeats_fn). */
+static void s_group_fill(void *ctx, long gi, unsigned batch, int row, tc_fit_repeat_t *r,
+                         size_t n)
 {
+    (void)row;
+    const s_groups_t *g = ctx;
+    if (gi < 0 || (size_t)gi >= g->n_groups || n == 0)
+        return;
+    const tc_conv_lookup_set_t *first = g->refs[g->group[gi]].set;
+    double median, stddev;
+    tc_fit_conv_time(r, n, first->stat, &median, &stddev);
     for (size_t i = g->group[gi]; i < g->group[gi + 1]; i++) {
         tc_conv_lookup_set_t *set = (tc_conv_lookup_set_t *)g->refs[i].set;
         tc_conv_lookup_t *it = &set->items[g->refs[i].idx];
@@ -321,15 +330,11 @@ int tc_store_conv_lookup(tc_store_t *s, tc_conv_lookup_set_t *sets, size_t n_set
     if (rc == 0 && half < g.n_groups)
         rc = tc_store_query_pair(s, "looking up conv benchmarks", s_lookup_sql, params, res);
     else if (rc == 0)
-        rc = tc_store_query(s, &res[0], "looking up conv benchmarks", s_lookup_sql, 1, params);
+        rc = tc_store_query_binary(s, &res[0], "looking up conv benchmarks", s_lookup_sql, 1,
+                                   params);
     for (int k = 0; k < 2; k++) {
-        for (int i = 0; rc == 0 && res[k] && i < PQntuples(res[k]); i++) {
-            long gi = atol(PQgetvalue(res[k], i, 0));
-            if (gi >= 0 && (size_t)gi < g.n_groups)
-                s_group_fill(&g, (size_t)gi, (unsigned)atol(PQgetvalue(res[k], i, 1)),
-                             strtod(PQgetvalue(res[k], i, 2), NULL),
-                             strtod(PQgetvalue(res[k], i, 3), NULL));
-        }
+        if (rc == 0 && res[k])
+            rc = tc_store_conv_repeats(res[k], s_group_fill, &g);
         PQclear(res[k]);
         tc_buf_free(&json[k]);
     }

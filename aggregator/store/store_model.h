@@ -54,7 +54,7 @@ typedef struct {
 } tc_conv_lookup_set_t;
 
 /* Fill median_ms/stddev_ms of every item of every set (but the skipped),
- * exactly as the fit summed them (TC_SQL_CONV_STAT): one statement for all
+ * by the rule the fit sums them with (tc_fit_conv_time): one statement for all
  * devices, the items grouped by (device, config, direction) with their
  * batches in one array, sent as one JSON parameter. */
 int tc_store_conv_lookup(tc_store_t *s, tc_conv_lookup_set_t *sets, size_t n_sets);

@@ -85,7 +85,7 @@ static void s_leg_fail(s_leg_t *l, PGresult *res, const char *what)
 static void s_leg_send(s_leg_t *l, const char *what, const char *sql, const char *param)
 {
     const char *params[] = {param};
-    if (!PQsendQueryParams(l->conn, sql, 1, NULL, params, NULL, NULL, 0)) {
+    if (!PQsendQueryParams(l->conn, sql, 1, NULL, params, NULL, NULL, 1)) {
         s_leg_fail(l, NULL, what);
         l->done = true;
     }
@@ -146,7 +146,7 @@ static int s_read_both(s_leg_t legs[2], const char *what)
 static int s_second_here(tc_store_t *s, const char *what, const char *sql,
                          const char *params[2], PGresult *out[2])
 {
-    int rc = tc_store_query(s, &out[1], what, sql, 1, &params[1]);
+    int rc = tc_store_query_binary(s, &out[1], what, sql, 1, &params[1]);
     if (rc < 0) {
         PQclear(out[0]);
         out[0] = NULL;
@@ -161,7 +161,7 @@ int tc_store_query_pair(tc_store_t *s, const char *what, const char *sql, const 
     /* Inside a transaction the second connection would not see its data. */
     PGconn *side = PQtransactionStatus(s->conn) == PQTRANS_IDLE ? s_side(s) : NULL;
     if (!side) {
-        int rc = tc_store_query(s, &out[0], what, sql, 1, &params[0]);
+        int rc = tc_store_query_binary(s, &out[0], what, sql, 1, &params[0]);
         return rc < 0 ? rc : s_second_here(s, what, sql, params, out);
     }
     s_leg_t legs[2] = {{.conn = s->conn}, {.conn = side}};

@@ -1,5 +1,6 @@
 /* Predict's conv look-up (tc_store_conv_lookup) against a real server: the
- * statistic of TC_SQL_CONV_STAT over the most recent benchmarks, every batch
+ * statistic of tc_fit_conv_time over the most recent benchmarks, exactly as
+ * PostgreSQL's percentile_cont takes it, every batch
  * of a config answered by one group, items asked twice, devices apart. */
 #include "store.h"
 #include "store_model.h"
@@ -129,6 +130,74 @@ Test(store_lookup, another_policy_finds_nothing)
     cr_assert(isnan(a[0].median_ms));
     cr_assert_eq(set.missing, 1);
 }
+
+/* The statistic as PostgreSQL computes it (percentile_cont and window
+ * functions, the SQL form the look-up once had): the reference the look-up's
+ * own (tc_fit_conv_time) must meet exactly, on random benchmarks with ties
+ * in time and unknown times, at batches 32..71. */
+Test(store_lookup, the_statistic_is_exactly_the_one_postgresql_computes)
+{
+    s_sql("SELECT setseed(0.42)");
+    s_sql("INSERT INTO conv_results (message_id, seq, device_id, config_id, batch, direction, "
+          "policy, algo, median_ms, min_ms, max_ms, stddev_ms, repetitions, measured_at) "
+          "SELECT 'rand', row_number() OVER (), 1, 1, b, 'fwd', 'heuristic', 'x', ms, ms, ms, "
+          "sd, 5, at FROM (SELECT b, 0.1 + random() * 10 AS ms, "
+          "  random() AS sd, "
+          "  CASE WHEN random() < 0.15 THEN NULL ELSE timestamptz '2026-01-01 00:00Z' "
+          "    + make_interval(hours => floor(random() * 12)::int) END AS at "
+          "  FROM generate_series(32, 71) b "
+          "  CROSS JOIN LATERAL generate_series(1, 1 + floor(random() * 9)::int + 0 * b) i) v");
+    /* Per batch "batch min p10 median stddev" (NaN: no spread), ';'-joined,
+     * each double in its shortest exact form. */
+    char ref[8192];
+    cr_assert_eq(tc_store_exec(s_store,
+                               "SELECT string_agg(concat_ws(' ', batch, lo, p10, p50, "
+                               "  coalesce(sd::text, 'NaN')), ';' ORDER BY batch) "
+                               "FROM (SELECT x.batch, min(x.median_ms) AS lo, "
+                               "percentile_cont(0.1) WITHIN GROUP (ORDER BY x.median_ms) AS p10, "
+                               "percentile_cont(0.5) WITHIN GROUP (ORDER BY x.median_ms) AS p50, "
+                               "percentile_cont(0.5) WITHIN GROUP (ORDER BY x.stddev_ms) AS sd "
+                               "FROM (SELECT r.batch, r.median_ms, r.stddev_ms, r.measured_at, "
+                               "  row_number() OVER (PARTITION BY r.batch "
+                               "  ORDER BY r.measured_at DESC NULLS LAST, r.result_id DESC) "
+                               "  AS recent, max(r.measured_at) OVER (PARTITION BY r.batch) "
+                               "  AS newest FROM conv_results r WHERE r.device_id = 1 "
+                               "  AND r.config_id = 1 AND r.direction = 'fwd' "
+                               "  AND r.batch >= 32) x "
+                               "WHERE x.recent <= 5 AND (x.newest IS NULL "
+                               "  OR x.measured_at IS NULL "
+                               "  OR x.measured_at >= x.newest - interval '6 hours') "
+                               "GROUP BY x.batch) s",
+                               ref, sizeof ref),
+                 0, "%s", tc_errmsg());
+    enum { N = 40 };
+    tc_conv_lookup_t items[TC_FIT_STAT_COUNT][N];
+    tc_conv_lookup_set_t sets[TC_FIT_STAT_COUNT];
+    for (int k = 0; k < TC_FIT_STAT_COUNT; k++) {
+        for (unsigned b = 0; b < N; b++)
+            items[k][b] = s_item(32 + b, FWD);
+        sets[k] = (tc_conv_lookup_set_t){.device = "cpu A", .policy = "heuristic",
+                                         .stat = (tc_fit_stat_t)k, .items = items[k], .n = N};
+    }
+    cr_assert_eq(tc_store_conv_lookup(s_store, sets, TC_FIT_STAT_COUNT), 0, "%s", tc_errmsg());
+    const char *p = ref;
+    for (unsigned b = 0; b < N; b++) {
+        char *end;
+        long batch = strtol(p, &end, 10);
+        double lo = strtod(end, &end), p10 = strtod(end, &end), p50 = strtod(end, &end);
+        double sd = strtod(end, &end);
+        cr_assert_eq(batch, 32 + (long)b, "the reference answers every batch: %s", ref);
+        cr_assert_eq(items[TC_FIT_STAT_MIN][b].median_ms, lo, "batch %ld min", batch);
+        cr_assert_eq(items[TC_FIT_STAT_P10][b].median_ms, p10, "batch %ld p10: %.17g, %.17g",
+                     batch, items[TC_FIT_STAT_P10][b].median_ms, p10);
+        cr_assert_eq(items[TC_FIT_STAT_MEDIAN][b].median_ms, p50, "batch %ld median", batch);
+        double got = items[TC_FIT_STAT_MEDIAN][b].stddev_ms;
+        cr_assert(got == sd || (isnan(got) && isnan(sd)), "batch %ld spread: %.17g, %.17g",
+                  batch, got, sd);
+        p = *end == ';' ? end + 1 : end;
+    }
+}
+
 
 /* 200 more configs (k = 101..300), each measured once for "cpu A", fwd at
  * batch 4, in k - 100 ms. */
