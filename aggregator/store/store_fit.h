@@ -14,8 +14,8 @@
  * none: every device name with traces), one group per device name,
  * framework, policy and dtype as the traces were taken. For each successful
  * (model, batch): `stat` of its traces' medians, their spreads, the sum of
- * the conv benchmarks of the device name at that batch (each conv by `stat`
- * over its most recent benchmarks, TC_SQL_CONV_STAT, as predict looks them
+ * the conv benchmarks of the device name at that batch (each conv's time by
+ * tc_fit_conv_time under `stat` from its benchmarks, as predict looks them
  * up; the directions of tc_conv_step.h; times multiplicity; configs matched
  * by shape and layout with the traces' dtype) and the model's non-conv
  * features. Points whose traces all failed or ran out of memory are listed
