@@ -66,10 +66,13 @@ void tc_store_side_end(tc_store_t *s)
     s->side = NULL;
 }
 
-/* One connection's share: `res` its first result, `rc` its failure. */
+/* One connection's share: `res` its first result, `rc` its failure;
+ * `sending` while libpq still holds part of the statement (the connection
+ * is nonblocking until it is done, so that neither share waits for the
+ * other's to be sent: a large parameter fills the socket's buffer). */
 typedef struct {
     PGconn *conn;
-    bool done;
+    bool done, sending;
     PGresult *res;
     int rc;
 } s_leg_t;
@@ -82,13 +85,27 @@ static void s_leg_fail(s_leg_t *l, PGresult *res, const char *what)
         PQclear(res);
 }
 
-static void s_leg_send(s_leg_t *l, const char *what, const char *sql, const char *param)
+/* Send what libpq still holds: done, or wait for the socket. */
+static void s_leg_flush(s_leg_t *l, const char *what)
 {
-    const char *params[] = {param};
-    if (!PQsendQueryParams(l->conn, sql, 1, NULL, params, NULL, NULL, 1)) {
+    int r = PQflush(l->conn);
+    if (r < 0) {
         s_leg_fail(l, NULL, what);
         l->done = true;
     }
+    l->sending = r == 1;
+}
+
+static void s_leg_send(s_leg_t *l, const char *what, const char *sql, const char *param)
+{
+    const char *params[] = {param};
+    if (PQsetnonblocking(l->conn, 1) != 0 ||
+        !PQsendQueryParams(l->conn, sql, 1, NULL, params, NULL, NULL, 1)) {
+        s_leg_fail(l, NULL, what);
+        l->done = true;
+        return;
+    }
+    s_leg_flush(l, what);
 }
 
 /* Read what arrived; the leg is done when libpq has no more results. */
@@ -112,32 +129,45 @@ static void s_leg_read(s_leg_t *l, const char *what)
     }
 }
 
-/* Read both legs until both are done. */
+/* Send and read both legs until both are done; the connections are
+ * blocking again afterwards. */
 static int s_read_both(s_leg_t legs[2], const char *what)
 {
-    while (!legs[0].done || !legs[1].done) {
+    int rc = 0;
+    while (rc == 0 && (!legs[0].done || !legs[1].done)) {
         struct pollfd fds[2];
         s_leg_t *of[2];
         nfds_t n = 0;
         for (int i = 0; i < 2; i++)
             if (!legs[i].done) {
-                fds[n] = (struct pollfd){.fd = PQsocket(legs[i].conn), .events = POLLIN};
+                short ev = (short)(POLLIN | (legs[i].sending ? POLLOUT : 0));
+                fds[n] = (struct pollfd){.fd = PQsocket(legs[i].conn), .events = ev};
                 of[n++] = &legs[i];
             }
         if (poll(fds, n, -1) < 0) {
             if (errno == EINTR)
                 continue;
-            int rc = tc_fail(TC_EIO, "database: %s: waiting for the server: %s", what,
-                             strerror(errno));
-            for (int i = 0; i < 2; i++) /* the connections stay usable */
-                for (PGresult *r; !legs[i].done && (r = PQgetResult(legs[i].conn));)
-                    PQclear(r);
-            return rc;
+            rc = tc_fail(TC_EIO, "database: %s: waiting for the server: %s", what,
+                         strerror(errno));
+            break;
         }
-        for (nfds_t k = 0; k < n; k++)
-            if (fds[k].revents)
+        for (nfds_t k = 0; k < n; k++) {
+            if (!fds[k].revents)
+                continue;
+            if (fds[k].revents & (POLLIN | POLLERR | POLLHUP))
                 s_leg_read(of[k], what);
+            if (of[k]->sending && !of[k]->done)
+                s_leg_flush(of[k], what);
+        }
     }
+    for (int i = 0; i < 2; i++) {
+        if (rc < 0) /* the connections stay usable */
+            for (PGresult *r; !legs[i].done && (r = PQgetResult(legs[i].conn));)
+                PQclear(r);
+        PQsetnonblocking(legs[i].conn, 0);
+    }
+    if (rc < 0)
+        return rc;
     return legs[0].rc ? legs[0].rc : legs[1].rc;
 }
 
