@@ -13,7 +13,8 @@
 # Six CNNs are traced on every device and `aggregator fit` fits every device.
 # A second database holds the same at the 10 power-of-two batch sizes only
 # (0.19 million results), so the runs compare two database sizes A B A B:
-# one untimed warm-up each, then N timed runs each (default 5), interleaved.
+# one untimed warm-up each, then N timed runs each (default 15: a single run
+# varies by 20 % and more on a shared 2-CPU machine), interleaved.
 # The predicted model (default resnet50, never traced) comes from its
 # committed ONNX export, so no PyTorch is needed.
 #
@@ -25,7 +26,7 @@ repo=$(cd "$(dirname "$0")/.." && pwd)
 build=${BUILD_DIR:-$repo/build}
 # shellcheck source=bench/lib.sh
 . "$repo/bench/lib.sh"
-runs=5
+runs=15
 model=$repo/tests/data/resnet50.onnx
 batch=1..512
 devices=10
