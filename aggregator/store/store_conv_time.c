@@ -19,7 +19,7 @@ static int64_t s_int8(const PGresult *res, int row, int col)
     return (int64_t)be64toh(v);
 }
 
-static int32_t s_int4(const PGresult *res, int row, int col)
+int32_t tc_store_bin_int4(const PGresult *res, int row, int col)
 {
     uint32_t v;
     memcpy(&v, PQgetvalue(res, row, col), sizeof v);
@@ -70,8 +70,8 @@ int tc_store_conv_repeats(const PGresult *res, tc_store_repeats_fn each, void *c
     }
     for (int i = 0; i < n; i++) {
         s_row_t *w = &rows[i];
-        w->grp = s_int4(res, i, S_GRP);
-        w->batch = s_int4(res, i, S_BATCH);
+        w->grp = tc_store_bin_int4(res, i, S_GRP);
+        w->batch = tc_store_bin_int4(res, i, S_BATCH);
         w->row = i;
         w->none = PQgetisnull(res, i, S_ID);
         if (w->none)

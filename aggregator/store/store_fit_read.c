@@ -12,7 +12,6 @@
 #include "tc_wire.h"
 #include "tc_log.h"
 
-#include <endian.h>
 #include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -334,10 +333,8 @@ static void s_add_conv(void *ctx, long need, unsigned batch, int row, tc_fit_rep
     tc_fit_point_t *pt = s_find_point(sums->g, PQgetvalue(sums->res, row, 6), batch);
     double ms, sd;
     tc_fit_conv_time(r, n, sums->g->stat, &ms, &sd);
-    uint32_t mult;
-    memcpy(&mult, PQgetvalue(sums->res, row, 7), sizeof mult);
     if (pt)
-        pt->conv_ms += (double)(int32_t)be32toh(mult) * ms;
+        pt->conv_ms += tc_store_bin_int4(sums->res, row, 7) * ms;
 }
 
 static int s_read_conv_sums(tc_store_t *s, const char *const *params, tc_fit_group_t *g)

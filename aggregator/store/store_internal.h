@@ -181,6 +181,8 @@ int tc_store_bind_key(tc_store_t *s, const char *agent_id, const char *key);
 typedef void (*tc_store_repeats_fn)(void *ctx, long grp, unsigned batch, int row,
                                     tc_fit_repeat_t *r, size_t n);
 int tc_store_conv_repeats(const PGresult *res, tc_store_repeats_fn each, void *ctx);
+/* An int4 of a binary-format result (not NULL). */
+int32_t tc_store_bin_int4(const PGresult *res, int row, int col);
 
 /* A point's measured time from trace_summary `ts` by the same statistic. */
 #define TC_SQL_TRACE_STAT(stat)                                                                  \

@@ -87,18 +87,6 @@ static void s_float8(tc_buf_t *b, double v)
     s_be64(b, s_double_bits(v));
 }
 
-/* NULL or empty is NULL. */
-static void s_text_or_null(tc_buf_t *b, const char *v)
-{
-    if (!v || !*v) {
-        s_null(b);
-        return;
-    }
-    size_t n = strlen(v);
-    s_be32(b, (int32_t)n);
-    tc_buf_append(b, v, n);
-}
-
 /* NULL is NULL, empty is empty. */
 static void s_text(tc_buf_t *b, const char *v)
 {
@@ -109,6 +97,12 @@ static void s_text(tc_buf_t *b, const char *v)
     size_t n = strlen(v);
     s_be32(b, (int32_t)n);
     tc_buf_append(b, v, n);
+}
+
+/* NULL or empty is NULL. */
+static void s_text_or_null(tc_buf_t *b, const char *v)
+{
+    s_text(b, v && *v ? v : NULL);
 }
 
 /* A unix-microsecond time; 0 (or less) is NULL. */

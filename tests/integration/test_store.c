@@ -5,6 +5,7 @@
 #include "tc_error.h"
 #include "tc_test.h"
 #include "tc_test_msg.h"
+#include "tc_test_synth.h"
 
 #include <criterion/criterion.h>
 #include <math.h>
@@ -30,9 +31,7 @@ static void s_teardown(void)
 
 static long s_count(const char *sql)
 {
-    char v[64];
-    cr_assert_eq(tc_store_exec(s_store, sql, v, sizeof v), 0, "%s: %s", sql, tc_errmsg());
-    return strtol(v, NULL, 10);
+    return tc_synth_count(s_store, sql);
 }
 
 static void s_put_ok(tc_envelope_t *env, tc_store_outcome_t want)

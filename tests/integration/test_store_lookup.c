@@ -6,6 +6,7 @@
 #include "store_model.h"
 #include "tc_error.h"
 #include "tc_test.h"
+#include "tc_test_synth.h"
 
 #include <criterion/criterion.h>
 #include <math.h>
@@ -216,14 +217,9 @@ static void s_many_configs(void)
 /* Client connections to the test's database (autovacuum workers aside). */
 static long s_connections(void)
 {
-    char n[32];
-    cr_assert_eq(tc_store_exec(s_store,
-                               "SELECT count(*) FROM pg_stat_activity "
-                               "WHERE datname = current_database() "
-                               "AND backend_type = 'client backend'",
-                               n, sizeof n),
-                 0, "%s", tc_errmsg());
-    return atol(n);
+    return tc_synth_count(s_store, "SELECT count(*) FROM pg_stat_activity "
+                                   "WHERE datname = current_database() "
+                                   "AND backend_type = 'client backend'");
 }
 
 /* Look up the 200 configs of s_many_configs and the first config's two
