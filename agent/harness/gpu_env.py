@@ -9,14 +9,18 @@ As a module (the trace runner imports it):
   apply_dtype(torch, d) the conv and matmul precision flags for a traincast
                         dtype: fp32 leaves PyTorch's defaults, fp32_strict
                         turns TF32 off, tf32 turns it on
+  loaded_libraries()    the CUDA libraries (cuDNN, cuBLAS, cuBLASLt, NVRTC,
+                        the CUDA runtime) mapped into this process
   cudnn_library()       the libcudnn mapped into this process
+  Spin(torch, device)   a kernel that keeps the GPU busy for a given time
   Nvml(index)           SM clock and board power through libnvidia-ml
 
 As a program:
   gpu_env.py --probe [--device cuda:I]
       one JSON line {"type": "probe", ...}: the framework version, whether
-      it sees the GPU, the cuDNN it loads (version and directory), the
-      device's compute capability and the conv settings; exit 0. Without
+      it sees the GPU, the cuDNN it loads (version and directory), the CUDA
+      libraries it loaded ("libraries": {"cudnn": PATH, "nvrtc": PATH, ...}),
+      the device's compute capability and the conv settings; exit 0. Without
       PyTorch an {"type": "error"} line and exit 1.
   gpu_env.py --serve --device cuda:I|cpu
       PyTorch runs convolutions for the agent (agent/devices/fw_conv.h): one JSON
@@ -34,8 +38,9 @@ As a program:
       ...). "run" calls the op PyTorch's autograd calls for that direction
       (aten::convolution, aten::convolution_backward with the direction's
       output mask) once: on a GPU between CUDA events, after a spin kernel
-      that keeps the GPU busy while the host enqueues (no launch overhead in
-      the sample), with the inputs rotated through copies that together
+      of SPIN_MS that keeps the GPU busy while the host enqueues (no launch
+      overhead in the sample: convolution_backward alone spends tens of
+      microseconds on the host), with the inputs rotated through copies that together
       exceed the L2 cache. Any failure answers {"type": "error", "message"}.
 """
 
@@ -117,17 +122,36 @@ def apply_dtype(torch, dtype):
     torch.backends.cuda.matmul.allow_tf32 = allow
 
 
-def cudnn_library():
-    """The libcudnn.so* mapped into this process ('' when none is)."""
+# The CUDA libraries PyTorch loads that decide which cuDNN engines can run
+# (runtime-compiled engines need NVRTC, some need cuBLASLt), by the prefix
+# of their file names: the agent loads the same files (cuda_libs.c).
+CUDA_LIBRARIES = (("cudnn", "libcudnn.so"), ("cublasLt", "libcublasLt.so"),
+                  ("cublas", "libcublas.so"), ("nvrtc", "libnvrtc.so"),
+                  ("cudart", "libcudart.so"))
+
+
+def loaded_libraries():
+    """{name: real path} of the CUDA_LIBRARIES mapped into this process."""
+    found = {}
     try:
         with open("/proc/self/maps") as f:
             for line in f:
                 parts = line.split(None, 5)
-                if len(parts) == 6 and os.path.basename(parts[5].strip()).startswith("libcudnn.so"):
-                    return os.path.realpath(parts[5].strip())
+                if len(parts) < 6:
+                    continue
+                path = parts[5].strip()
+                base = os.path.basename(path)
+                for name, prefix in CUDA_LIBRARIES:
+                    if name not in found and base.startswith(prefix):
+                        found[name] = os.path.realpath(path)
     except OSError:
         pass
-    return ""
+    return found
+
+
+def cudnn_library():
+    """The libcudnn.so* mapped into this process ('' when none is)."""
+    return loaded_libraries().get("cudnn", "")
 
 
 def cudnn_version(torch):
@@ -196,8 +220,38 @@ def select_backend(torch, x, w, b, conv):
     return name.split(".")[-1]
 
 
+# How long the GPU is kept busy before each timed call: well past the host
+# time of enqueuing one op and its two events (tens of microseconds for
+# aten::convolution_backward, more on a busy host).
+SPIN_MS = 1.0
+
+
+class Spin:
+    """torch.cuda._sleep for at least `ms` milliseconds of GPU time: the
+    cycles per millisecond are measured once (the clock under load is not
+    the one the device reports), then every call spins that long."""
+
+    def __init__(self, torch, device, ms=SPIN_MS):
+        self.torch = torch
+        self.cycles = 0
+        probe = 1 << 20
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        with torch.cuda.device(device):
+            torch.cuda._sleep(probe)  # warm-up: clocks up, module loaded
+            rates = []
+            for _ in range(3):
+                start.record()
+                torch.cuda._sleep(probe)
+                end.record()
+                end.synchronize()
+                rates.append(probe / max(start.elapsed_time(end), 1e-3))
+        self.cycles = int(math.ceil(max(rates) * ms))
+
+    def __call__(self):
+        self.torch.cuda._sleep(self.cycles)
+
+
 class Server:
-    SPIN_CYCLES = 100000   # about 50 us at 2 GHz: longer than enqueuing one op
 
     def __init__(self, torch, device):
         self.torch = torch
@@ -208,6 +262,7 @@ class Server:
             torch.cuda.set_device(self.dev)
             props = torch.cuda.get_device_properties(self.dev)
             self.l2 = getattr(props, "L2_cache_size", 0) or 64 << 20
+            self.spin = Spin(torch, self.dev)
         else:
             self.l2 = 0
 
@@ -321,7 +376,7 @@ class Server:
         p["next"] = (p["next"] + 1) % len(p["sets"])
         if self.cuda:
             start, end = p["events"]
-            self.torch.cuda._sleep(self.SPIN_CYCLES)
+            self.spin()
             start.record()
             out = p["op"](s)
             end.record()
@@ -418,13 +473,14 @@ def _probe(a):
             major, minor = torch.cuda.get_device_capability(index)
             cc = "%d.%d" % (major, minor)
             torch.backends.cudnn.version()
-    path = cudnn_library() if number else ""
+    libs = loaded_libraries() if cuda else {}
+    path = libs.get("cudnn", "") if number else ""
     out.write(json.dumps({
         "type": "probe", "framework": "pytorch", "framework_version": torch.__version__,
         "cuda": cuda, "cuda_version": torch.version.cuda or "",
         "cudnn_version": version, "cudnn_number": number,
         "cudnn_path": path, "cudnn_dir": os.path.dirname(path) if path else "",
-        "compute_capability": cc, "settings": conv_settings(torch),
+        "libraries": libs, "compute_capability": cc, "settings": conv_settings(torch),
     }) + "\n")
     return 0
 

@@ -217,12 +217,35 @@ def op_class(name):
     return None
 
 
+def _device_us(ev):
+    """An op's own time on the GPU in microseconds: the kernels it launched
+    less those of its child ops (self_device_time_total; 1.13 calls it
+    self_cuda_time_total)."""
+    us = getattr(ev, "self_device_time_total", None)
+    return ev.self_cuda_time_total if us is None else us
+
+
+def _is_cpu_op(ev):
+    """True for an op the framework ran on the host (the profiler's
+    FunctionEvents of device type CPU); False for a GPU kernel or memcpy,
+    which the profiler also lists as an event of its own."""
+    kind = getattr(ev, "device_type", None)
+    return kind is None or getattr(kind, "name", str(kind)).upper().endswith("CPU")
+
+
 def op_class_times(events, cuda):
-    """Self time per op class (ms). An event's time goes to the class of its
-    outermost ancestor that has one (aten::linear's transpose is gemm time),
-    else its own, else "other"."""
+    """Self time per op class (ms). On a GPU: the device time of each host
+    op's own kernels, counted once, through the host op that launched them
+    (the kernel events the profiler also lists are skipped: counted as well,
+    every kernel would count twice, under its own name: "other" for most,
+    "conv" for PyTorch's depthwise kernels, whatever op launched them). On
+    a CPU: each op's self CPU time. An op's time goes to the class of its
+    outermost ancestor that has one (aten::linear's transpose is gemm
+    time), else its own, else "other"."""
     totals = {}
     for ev in events:
+        if not _is_cpu_op(ev):
+            continue
         chain = []
         e = ev
         while e is not None:
@@ -233,7 +256,7 @@ def op_class_times(events, cuda):
             cls = op_class(e.name)
             if cls:
                 break
-        us = ev.self_cuda_time_total if cuda else ev.self_cpu_time_total
+        us = _device_us(ev) if cuda else ev.self_cpu_time_total
         if us > 0:
             totals[cls or "other"] = totals.get(cls or "other", 0.0) + us / 1000.0
     return totals
