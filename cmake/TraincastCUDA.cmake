@@ -1,5 +1,8 @@
-# TRAINCAST_CUDA=AUTO builds the CUDA backend when the toolkit, cuDNN and
-# cuBLAS are found; ON makes their absence a configure error; OFF skips it.
+# TRAINCAST_CUDA=AUTO builds the CUDA backend when the toolkit and cuDNN's
+# headers are found; ON makes their absence a configure error; OFF skips it.
+# The backend links the CUDA runtime statically and loads cuDNN at run time
+# (agent/devices/cuda/cuda_libs.c): the agent has no load-time dependency on
+# either, so it starts where the only cuDNN is the one PyTorch ships.
 set(TC_HAVE_CUDA OFF)
 set(TC_HAVE_CUDA_TEXT "off (TRAINCAST_CUDA=OFF)")
 string(TOUPPER "${TRAINCAST_CUDA}" _tc_cuda_mode)
@@ -25,17 +28,13 @@ if(NOT _tc_cuda_mode STREQUAL "OFF")
     get_filename_component(_tc_cuda_root ${_tc_cuda_bin} DIRECTORY)
     set(CUDAToolkit_ROOT ${_tc_cuda_root})
     find_package(CUDAToolkit QUIET)
-    if(NOT CUDAToolkit_FOUND)
-      list(APPEND _tc_missing "the CUDA Toolkit libraries (cudart)")
-    elseif(NOT TARGET CUDA::cublas)
-      list(APPEND _tc_missing "cuBLAS")
+    if(NOT CUDAToolkit_FOUND OR NOT TARGET CUDA::cudart_static)
+      list(APPEND _tc_missing "the CUDA Toolkit libraries (cudart_static)")
     endif()
     find_path(TC_CUDNN_INCLUDE cudnn.h HINTS ${_tc_cuda_root}/include ${CUDAToolkit_INCLUDE_DIRS}
               PATHS /usr/include /usr/include/x86_64-linux-gnu)
-    find_library(TC_CUDNN_LIBRARY cudnn HINTS ${_tc_cuda_root}/lib64 ${_tc_cuda_root}/lib
-                 ${CUDAToolkit_LIBRARY_DIR} PATHS /usr/lib/x86_64-linux-gnu)
-    if(NOT TC_CUDNN_INCLUDE OR NOT TC_CUDNN_LIBRARY)
-      list(APPEND _tc_missing "cuDNN (cudnn.h and libcudnn)")
+    if(NOT TC_CUDNN_INCLUDE)
+      list(APPEND _tc_missing "cuDNN's headers (cudnn.h)")
     endif()
   endif()
 
@@ -54,6 +53,8 @@ if(NOT _tc_cuda_mode STREQUAL "OFF")
     enable_language(CUDA)
     set(CMAKE_CUDA_STANDARD 17)
     set(TC_HAVE_CUDA ON)
-    set(TC_HAVE_CUDA_TEXT "on (CUDA ${CUDAToolkit_VERSION}, cuDNN ${TC_CUDNN_LIBRARY})")
+    file(STRINGS ${TC_CUDNN_INCLUDE}/cudnn_version.h _tc_cudnn_major REGEX "define CUDNN_MAJOR ")
+    string(REGEX REPLACE ".*CUDNN_MAJOR +([0-9]+).*" "\\1" _tc_cudnn_major "${_tc_cudnn_major}")
+    set(TC_HAVE_CUDA_TEXT "on (CUDA ${CUDAToolkit_VERSION}, static runtime; cuDNN ${_tc_cudnn_major} headers in ${TC_CUDNN_INCLUDE}, the library loaded at run time)")
   endif()
 endif()

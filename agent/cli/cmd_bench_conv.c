@@ -317,7 +317,7 @@ int tc_cmd_bench_conv(int argc, char **argv)
         tc_cli_result_free(&cli);
         return rc;
     }
-    if ((rc = tc_agent_prepare(f->allocator, f->device)) < 0) {
+    if ((rc = tc_agent_prepare(f->allocator)) < 0) {
         tc_cli_result_free(&cli);
         return rc;
     }

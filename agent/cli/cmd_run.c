@@ -195,7 +195,7 @@ int tc_cmd_run(int argc, char **argv)
         tc_cli_result_free(&cli);
         return rc;
     }
-    if ((rc = tc_agent_prepare(a.allocator, "any")) < 0) {
+    if ((rc = tc_agent_prepare(a.allocator)) < 0) {
         tc_cli_result_free(&cli);
         return rc;
     }

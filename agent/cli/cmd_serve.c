@@ -49,7 +49,7 @@ int tc_cmd_serve(int argc, char **argv)
         tc_cli_result_free(&cli);
         return rc;
     }
-    if ((rc = tc_agent_prepare(allocator, "any")) < 0) {
+    if ((rc = tc_agent_prepare(allocator)) < 0) {
         tc_cli_result_free(&cli);
         return rc;
     }

@@ -209,7 +209,7 @@ int tc_cmd_trace(int argc, char **argv)
     tc_cli_result_t cli;
     int rc = tc_cli_parse(&spec, argc, argv, &cli);
     if (rc == 0 && !cli.help_shown)
-        rc = tc_agent_prepare(o.allocator, o.device);
+        rc = tc_agent_prepare(o.allocator);
     if (rc == 0 && !cli.help_shown)
         rc = s_run(&o);
     tc_cli_result_free(&cli);

@@ -181,8 +181,4 @@ int tc_agent_devices_find(const tc_agent_devices_t *self, const char *uuid, cons
     return rc;
 }
 
-int tc_agent_prepare(const char *allocator, const char *device_spec)
-{
-    int rc = tc_allocator_apply(allocator);
-    return rc < 0 ? rc : tc_gpu_prepare(device_spec);
-}
+int tc_agent_prepare(const char *allocator) { return tc_allocator_apply(allocator); }

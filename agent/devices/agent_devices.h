@@ -24,11 +24,11 @@ typedef struct {
 
 typedef struct tc_agent_devices tc_agent_devices_t;
 
-/* Ready this process to measure on `device_spec` ("cpu", "cuda:I"; "any"
- * when it may open every device): run under `allocator` (tc_allocator_apply,
- * which may re-execute the program), then load the GPU framework's cuDNN
- * (tc_gpu_prepare). Every command that measures calls it first. */
-int tc_agent_prepare(const char *allocator, const char *device_spec);
+/* Ready this process to measure: run under `allocator` (tc_allocator_apply,
+ * which may re-execute the program). Every command that measures calls it
+ * first. A GPU loads its libraries when it is first opened
+ * (agent/devices/cuda/cuda_libs.c). */
+int tc_agent_prepare(const char *allocator);
 
 /* List the devices. `device` NULL: the cpu and every GPU found (a GPU that
  * cannot be opened is left out with a warning); else only that one, and

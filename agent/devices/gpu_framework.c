@@ -1,7 +1,5 @@
 #include "gpu_framework.h"
 
-#include "allocator.h"
-#include "device.h"
 
 #include "tc_error.h"
 #include "tc_json.h"
@@ -9,7 +7,6 @@
 #include "tc_paths.h"
 #include "tc_run.h"
 
-#include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,11 +14,9 @@
 #include <unistd.h>
 
 #define S_PROBE_ENV "TRAINCAST_GPU_FRAMEWORK_PROBE"
-#define S_REEXEC_ENV "TRAINCAST_CUDNN_REEXEC"
 
 static tc_gpu_framework_t s_info;
 static pthread_once_t s_once = PTHREAD_ONCE_INIT;
-static char s_answer[16384]; /* the probe's JSON line, for a restarted process */
 
 static void s_copy(char *dst, size_t size, const tc_json_value_t *o, const char *key)
 {
@@ -55,6 +50,11 @@ static void s_parse(const char *line)
     s_copy(f->version, sizeof f->version, root, "framework_version");
     s_copy(f->cudnn_version, sizeof f->cudnn_version, root, "cudnn_version");
     s_copy(f->cudnn_dir, sizeof f->cudnn_dir, root, "cudnn_dir");
+    s_copy(f->cudnn_path, sizeof f->cudnn_path, root, "cudnn_path");
+    const tc_json_value_t *libs = tc_json_get(root, "libraries");
+    s_copy(f->nvrtc_path, sizeof f->nvrtc_path, libs, "nvrtc");
+    s_copy(f->cublaslt_path, sizeof f->cublaslt_path, libs, "cublasLt");
+    s_copy(f->cublas_path, sizeof f->cublas_path, libs, "cublas");
     f->cuda = tc_json_bool(tc_json_get(root, "cuda"));
     int64_t n = 0;
     f->cudnn_number = tc_json_int(tc_json_get(root, "cudnn_number"), &n) ? (long)n : 0;
@@ -63,13 +63,14 @@ static void s_parse(const char *line)
     f->deterministic = s_setting_true(set, "torch.backends.cudnn.deterministic", false) ||
                        s_setting_true(set, "torch.are_deterministic_algorithms_enabled", false);
     f->benchmark = s_setting_true(set, "torch.backends.cudnn.benchmark", false);
+    const char *override = tc_json_string(tc_json_get(set, "env.NVIDIA_TF32_OVERRIDE"));
+    f->allow_tf32 = s_setting_true(set, "torch.backends.cudnn.allow_tf32", true) &&
+                    !(override && !strcmp(override, "0"));
     const char *limit = tc_json_string(tc_json_get(set, "torch.backends.cudnn.benchmark_limit"));
     f->benchmark_limit = limit ? atoi(limit) : 0;
     f->found = *f->framework && *f->version;
     if (!f->found)
         snprintf(f->why, sizeof f->why, "the framework probe named no framework");
-    else
-        snprintf(s_answer, sizeof s_answer, "%s", line);
     tc_json_destroy(&doc);
 }
 
@@ -134,88 +135,23 @@ void tc_gpu_loaded_cudnn(char *buf, unsigned long size)
     fclose(f);
 }
 
-/* Whether `path` lies in directory `dir` (both made canonical). */
-static bool s_in_dir(const char *path, const char *dir)
+int tc_cudnn_source(const char *framework_path, const char *choice, tc_cudnn_source_t *out,
+                    bool *fallback)
 {
-    char *rp = realpath(path, NULL), *rd = realpath(dir, NULL);
-    bool in = false;
-    if (rp && rd) {
-        size_t n = strlen(rd);
-        in = strncmp(rp, rd, n) == 0 && rp[n] == '/' && !strchr(rp + n + 1, '/');
+    *fallback = false;
+    if (choice && *choice == '/') {
+        *out = TC_CUDNN_FILE;
+        return 0;
     }
-    free(rp);
-    free(rd);
-    return in;
-}
-
-tc_cudnn_action_t tc_cudnn_action(const char *loaded, const char *framework_dir,
-                                  const char *choice, bool restarted)
-{
-    bool want_system = choice && !strcmp(choice, "system");
-    if (!framework_dir || !*framework_dir)
-        return TC_CUDNN_WARN; /* no framework cuDNN to load: the system's */
-    if (loaded && *loaded && s_in_dir(loaded, framework_dir))
-        return TC_CUDNN_KEEP;
-    if (want_system || restarted)
-        return TC_CUDNN_WARN;
-    return TC_CUDNN_REEXEC;
-}
-
-int tc_gpu_use_framework_cudnn(void)
-{
-    const tc_gpu_framework_t *f = tc_gpu_framework_probe();
-    char loaded[1024];
-    tc_gpu_loaded_cudnn(loaded, sizeof loaded);
-    const char *choice = getenv("TRAINCAST_CUDNN");
     if (choice && *choice && strcmp(choice, "system") && strcmp(choice, "framework"))
-        return tc_fail(TC_EUSAGE, "TRAINCAST_CUDNN must be framework (the default) or system "
-                                  "(got '%s')",
+        return tc_fail(TC_EUSAGE, "TRAINCAST_CUDNN must be framework (the default), system or "
+                                  "the absolute path of a libcudnn file (got '%s')",
                        choice);
-    bool restarted = getenv(S_REEXEC_ENV) != NULL;
-    switch (tc_cudnn_action(loaded, f->found && f->cuda ? f->cudnn_dir : "", choice, restarted)) {
-    case TC_CUDNN_KEEP:
+    if (choice && !strcmp(choice, "system")) {
+        *out = TC_CUDNN_SYSTEM;
         return 0;
-    case TC_CUDNN_WARN:
-        if (!f->found || !f->cuda || !f->cudnn_dir[0])
-            tc_log_warn("measuring with the system's cuDNN%s%s: PyTorch's could not be found "
-                        "(%s)",
-                        *loaded ? " " : "", loaded,
-                        !f->found  ? f->why
-                        : !f->cuda ? "its torch.cuda.is_available() is False"
-                                   : "it reports no cuDNN library");
-        else
-            tc_log_warn("measuring with the system's cuDNN %s, not PyTorch's in %s (%s)", loaded,
-                        f->cudnn_dir,
-                        restarted ? "started again with it first in LD_LIBRARY_PATH, the system's "
-                                    "still loaded"
-                                  : "TRAINCAST_CUDNN=system");
-        return 0;
-    default:
-        break;
     }
-    char **argv = tc_process_argv();
-    if (!argv)
-        return 0; /* linked into another program: it keeps its libraries */
-    const char *old = getenv("LD_LIBRARY_PATH");
-    char path[4096];
-    snprintf(path, sizeof path, "%s%s%s", f->cudnn_dir, old && *old ? ":" : "", old ? old : "");
-    setenv("LD_LIBRARY_PATH", path, 1);
-    setenv(S_REEXEC_ENV, f->cudnn_dir, 1);
-    setenv(S_PROBE_ENV, s_answer, 1);
-    tc_log_debug("re-executing with PyTorch's cuDNN from %s", f->cudnn_dir);
-    fflush(stdout);
-    fflush(stderr);
-    execv("/proc/self/exe", argv);
-    return tc_fail(TC_EIO, "could not start again with PyTorch's cuDNN (%s): %s", f->cudnn_dir,
-                   strerror(errno));
-}
-
-int tc_gpu_prepare(const char *device_spec)
-{
-    if (!device_spec || (strncmp(device_spec, "cuda", 4) != 0 && strcmp(device_spec, "any") != 0))
-        return 0;
-    unsigned count = 0;
-    char why[256];
-    tc_backend_cuda.enumerate(&count, why, sizeof why);
-    return count ? tc_gpu_use_framework_cudnn() : 0;
+    *out = framework_path && *framework_path ? TC_CUDNN_FRAMEWORK : TC_CUDNN_SYSTEM;
+    *fallback = *out == TC_CUDNN_SYSTEM;
+    return 0;
 }

@@ -1,5 +1,7 @@
 #include "gpu_route.h"
 
+#include "tc_error.h"
+
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -290,4 +292,59 @@ int tc_gpu_route_from_backend(const char *name)
         if (!strcmp(s_names[i].backend, base))
             return (int)s_names[i].route;
     return -1;
+}
+
+int tc_gpu_conv_math(Traincast__V1__DType dtype, bool allow_tf32, int cc_major,
+                     tc_gpu_conv_math_t *out)
+{
+    bool ampere = cc_major >= 8;
+    out->allow_tf32 = false;
+    out->math = TC_GPU_MATH_DEFAULT;
+    switch (dtype) {
+    case TRAINCAST__V1__DTYPE__DTYPE_FP32:
+        out->allow_tf32 = allow_tf32;
+        out->math = allow_tf32 ? TC_GPU_MATH_DEFAULT : TC_GPU_MATH_FMA;
+        return 0;
+    case TRAINCAST__V1__DTYPE__DTYPE_FP32_STRICT:
+        out->math = TC_GPU_MATH_FMA;
+        return 0;
+    case TRAINCAST__V1__DTYPE__DTYPE_TF32:
+        if (!ampere)
+            return tc_fail(TC_EUNSUPPORTED, "tf32 needs compute capability 8.0 or newer (this GPU "
+                                            "is %d.x): use --dtype fp32",
+                           cc_major);
+        out->allow_tf32 = true;
+        return 0;
+    case TRAINCAST__V1__DTYPE__DTYPE_FP16:
+        out->math = TC_GPU_MATH_TENSOR_OP;
+        return 0;
+    case TRAINCAST__V1__DTYPE__DTYPE_BF16:
+        if (!ampere)
+            return tc_fail(TC_EUNSUPPORTED, "bf16 convolutions need compute capability 8.0 or "
+                                            "newer (this GPU is %d.x)",
+                           cc_major);
+        out->math = TC_GPU_MATH_TENSOR_OP;
+        return 0;
+    default:
+        return tc_fail(TC_EINVAL, "conv config: unknown dtype %d", (int)dtype);
+    }
+}
+
+tc_gpu_plan_failure_t tc_gpu_plan_failure(int status)
+{
+    switch (status) {
+    case 1001: /* NOT_INITIALIZED */
+    case 1002: /* SUBLIBRARY_VERSION_MISMATCH */
+    case 1008: /* SUBLIBRARY_LOADING_FAILED */
+    case 3005: /* NOT_SUPPORTED_INCOMPATIBLE_CUDA_DRIVER */
+    case 3006: /* NOT_SUPPORTED_INCOMPATIBLE_CUDART */
+    case 3008: /* NOT_SUPPORTED_RUNTIME_PREREQUISITE_MISSING (NVRTC, cuBLASLt) */
+    case 3009: /* NOT_SUPPORTED_SUBLIBRARY_UNAVAILABLE */
+    case 4001: /* INTERNAL_ERROR_COMPILATION_FAILED (runtime compilation) */
+        return TC_GPU_PLAN_ENVIRONMENT;
+    default:
+        /* The NOT_SUPPORTED category (3000-3999): the engine cannot run this
+         * conv here, in training neither. */
+        return status / 1000 * 1000 == 3000 ? TC_GPU_PLAN_SKIP : TC_GPU_PLAN_ERROR;
+    }
 }

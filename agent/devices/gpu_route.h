@@ -69,6 +69,7 @@ typedef struct {
     bool cudnn_enabled;   /* torch.backends.cudnn.enabled */
     bool deterministic;   /* cudnn.deterministic or torch.use_deterministic_algorithms */
     bool v8_api;          /* tc_gpu_v8_api() */
+    bool allow_tf32;      /* torch.backends.cudnn.allow_tf32 (and no NVIDIA_TF32_OVERRIDE=0) */
 } tc_gpu_settings_t;
 
 /* The rule for a framework and version ("pytorch", "2.11.0+cu128"). A
@@ -84,6 +85,39 @@ bool tc_gpu_v8_api(const tc_gpu_rule_t *rule, const char *enabled_env, const cha
 /* The route of conv `c` (n set). */
 tc_gpu_route_t tc_gpu_route_conv(const tc_gpu_rule_t *rule, const tc_gpu_settings_t *s,
                                  const tc_conv_config_t *c);
+
+/* The math of a cuDNN conv of `dtype`, as PyTorch sets it (Descriptors.h,
+ * ConvolutionDescriptor::set; Conv_v8.cpp's filterEngineConfigs): fp32
+ * may use TF32 tensor cores exactly when `allow_tf32` (the probed
+ * torch.backends.cudnn.allow_tf32: default math, and the v8 API keeps its
+ * tensor-core engines), else FMA math and no tensor-core engine; fp32_strict
+ * never, tf32 always (it needs compute capability 8.0); fp16 tensor-op
+ * math; bf16 (compute capability 8.0) tensor-op math. TC_EUNSUPPORTED,
+ * with the reason, for a dtype this GPU lacks; TC_EINVAL for an unknown one. */
+typedef enum { TC_GPU_MATH_DEFAULT = 0, TC_GPU_MATH_FMA, TC_GPU_MATH_TENSOR_OP } tc_gpu_math_t;
+typedef struct {
+    tc_gpu_math_t math;
+    bool allow_tf32;      /* tensor-core engines allowed for fp32 data */
+} tc_gpu_conv_math_t;
+int tc_gpu_conv_math(Traincast__V1__DType dtype, bool allow_tf32, int cc_major,
+                     tc_gpu_conv_math_t *out);
+
+/* What a cuDNN status from building an execution plan (v8 API) means for
+ * timing the conv as PyTorch runs it. PyTorch (Conv_v8.cpp, try_configs)
+ * skips a configuration whose plan does not build and runs the next one:
+ * where the engine does not support the conv on this GPU (cuDNN's
+ * NOT_SUPPORTED statuses: shape, layout, padding, shared memory, arch...)
+ * the agent skips it too (TC_GPU_PLAN_SKIP). Where the failure comes from
+ * this process's environment (a sub-library or NVRTC that did not load, a
+ * runtime compilation that failed, a driver or runtime cuDNN finds
+ * incompatible) the same engine builds in training, so timing the next one
+ * would time another engine than PyTorch's: TC_GPU_PLAN_ENVIRONMENT, and
+ * the conv is reported as failed. Anything else (bad parameters, internal
+ * errors) is TC_GPU_PLAN_ERROR: also a failure. `status` is a
+ * cudnnStatus_t of cuDNN 9 (cudnn_graph.h; cuda_conv_v8.c checks the
+ * numbers at compile time). */
+typedef enum { TC_GPU_PLAN_SKIP = 0, TC_GPU_PLAN_ENVIRONMENT, TC_GPU_PLAN_ERROR } tc_gpu_plan_failure_t;
+tc_gpu_plan_failure_t tc_gpu_plan_failure(int status);
 
 /* "cudnn", "native-depthwise", "native", "native-dilated". */
 const char *tc_gpu_route_name(tc_gpu_route_t r);

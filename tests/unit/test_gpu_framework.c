@@ -1,8 +1,9 @@
 /* The GPU device measures with the cuDNN PyTorch loads (agent/
- * gpu_framework.h): the decision to start the agent again with the
- * framework's cuDNN directory first, over the cases a machine presents;
- * the probe of the framework (here a CPU-only PyTorch: no CUDA, no cuDNN);
- * and that preparing for a GPU does nothing on a machine without one. */
+ * gpu_framework.h, agent/devices/cuda/cuda_libs.c): which file to load,
+ * over the cases a machine presents; the probe of the framework (here a
+ * CPU-only PyTorch: no CUDA, no cuDNN, TF32 allowed by default); and the
+ * library line of `agent info`, for a cuDNN that loads and for one that
+ * does not. */
 #include "device.h"
 #include "gpu_framework.h"
 
@@ -54,29 +55,38 @@ static void s_teardown(void)
 
 TestSuite(gpu_framework, .init = s_setup, .fini = s_teardown);
 
-Test(gpu_framework, which_cudnn_to_measure_with)
+Test(gpu_framework, which_cudnn_to_load)
 {
-    /* The system's is loaded, PyTorch has its own: start again with it. */
-    cr_expect_eq(tc_cudnn_action(s_system_lib, s_torch, NULL, false), TC_CUDNN_REEXEC);
-    cr_expect_eq(tc_cudnn_action(s_system_lib, s_torch, "framework", false), TC_CUDNN_REEXEC);
-    /* Already PyTorch's (also through another path to the same directory). */
-    cr_expect_eq(tc_cudnn_action(s_torch_lib, s_torch, NULL, false), TC_CUDNN_KEEP);
-    char dotted[512];
-    snprintf(dotted, sizeof dotted, "%s/../lib/libcudnn.so.9", s_torch);
-    cr_expect_eq(tc_cudnn_action(dotted, s_torch, NULL, true), TC_CUDNN_KEEP);
-    /* Started again and still the system's: warn instead of looping. */
-    cr_expect_eq(tc_cudnn_action(s_system_lib, s_torch, NULL, true), TC_CUDNN_WARN);
-    /* Asked for the system's, or PyTorch has none: warn. */
-    cr_expect_eq(tc_cudnn_action(s_system_lib, s_torch, "system", false), TC_CUDNN_WARN);
-    cr_expect_eq(tc_cudnn_action(s_system_lib, "", NULL, false), TC_CUDNN_WARN);
-    cr_expect_eq(tc_cudnn_action(s_system_lib, NULL, NULL, false), TC_CUDNN_WARN);
-    /* A library in a subdirectory of the framework's is not its own. */
-    char sub[512], sub_lib[600];
-    snprintf(sub, sizeof sub, "%s/old", s_torch);
-    cr_assert_eq(mkdir(sub, 0700), 0);
-    snprintf(sub_lib, sizeof sub_lib, "%s/libcudnn.so.9", sub);
-    s_touch(sub_lib);
-    cr_expect_eq(tc_cudnn_action(sub_lib, s_torch, NULL, false), TC_CUDNN_REEXEC);
+    tc_cudnn_source_t src = TC_CUDNN_FILE;
+    bool fallback = true;
+    /* PyTorch has its own: that file, by default or when asked. */
+    cr_expect_eq(tc_cudnn_source(s_torch_lib, NULL, &src, &fallback), 0);
+    cr_expect_eq(src, TC_CUDNN_FRAMEWORK);
+    cr_expect_not(fallback);
+    cr_expect_eq(tc_cudnn_source(s_torch_lib, "", &src, &fallback), 0);
+    cr_expect_eq(src, TC_CUDNN_FRAMEWORK);
+    cr_expect_eq(tc_cudnn_source(s_torch_lib, "framework", &src, &fallback), 0);
+    cr_expect_eq(src, TC_CUDNN_FRAMEWORK);
+    /* Asked for the system's: the loader's search, not a fallback. */
+    cr_expect_eq(tc_cudnn_source(s_torch_lib, "system", &src, &fallback), 0);
+    cr_expect_eq(src, TC_CUDNN_SYSTEM);
+    cr_expect_not(fallback);
+    /* PyTorch has none (CPU-only, or no PyTorch): the system's, said. */
+    cr_expect_eq(tc_cudnn_source("", NULL, &src, &fallback), 0);
+    cr_expect_eq(src, TC_CUDNN_SYSTEM);
+    cr_expect(fallback);
+    cr_expect_eq(tc_cudnn_source(NULL, "framework", &src, &fallback), 0);
+    cr_expect_eq(src, TC_CUDNN_SYSTEM);
+    cr_expect(fallback);
+    /* A file named: that one, whatever PyTorch has. */
+    cr_expect_eq(tc_cudnn_source(s_torch_lib, s_system_lib, &src, &fallback), 0);
+    cr_expect_eq(src, TC_CUDNN_FILE);
+    cr_expect_not(fallback);
+    /* Anything else is refused with the choices named. */
+    cr_expect_eq(tc_cudnn_source(s_torch_lib, "pytorch", &src, &fallback), TC_EUSAGE);
+    cr_expect(strstr(tc_errmsg(), "TRAINCAST_CUDNN must be framework") != NULL, "%s",
+              tc_errmsg());
+    cr_expect_eq(tc_cudnn_source(s_torch_lib, "lib/libcudnn.so.9", &src, &fallback), TC_EUSAGE);
 }
 
 Test(gpu_framework, probe_of_a_cpu_only_pytorch, .timeout = 120)
@@ -94,19 +104,51 @@ Test(gpu_framework, probe_of_a_cpu_only_pytorch, .timeout = 120)
     cr_expect(f->cudnn_enabled);
     cr_expect_not(f->deterministic);
     cr_expect_not(f->benchmark);
+    cr_expect(f->allow_tf32);
+    cr_expect_str_eq(f->cudnn_path, "");
+    cr_expect_str_eq(f->nvrtc_path, "");
 }
 
-Test(gpu_framework, preparing_without_a_gpu_does_nothing, .timeout = 120)
+/* `agent info`'s line for the CUDA library: the cuDNN loaded at run time
+ * and where from, or why none could be. */
+static void s_versions(char *buf, size_t size)
 {
-    /* A CPU device never restarts the program; neither does a machine
-     * without a GPU (this call would not return if it did). */
-    cr_expect_eq(tc_gpu_prepare("cpu"), 0);
-    cr_expect_eq(tc_gpu_prepare(NULL), 0);
-    unsigned count = 0;
-    char why[256];
-    tc_backend_cuda.enumerate(&count, why, sizeof why);
-    if (count)
-        cr_skip_test("this machine has a GPU");
-    cr_expect_eq(tc_gpu_prepare("cuda:0"), 0, "%s", tc_errmsg());
-    cr_expect_eq(tc_gpu_prepare("any"), 0, "%s", tc_errmsg());
+    tc_backend_cuda.versions(buf, size);
+    if (strstr(buf, "built without CUDA"))
+        cr_skip_test("this agent was built without CUDA");
+}
+
+Test(gpu_framework, cudnn_is_loaded_at_run_time_and_named, .timeout = 120)
+{
+    char v[4096];
+    s_versions(v, sizeof v);
+    if (strstr(v, "cuDNN not loaded"))
+        cr_skip_test("no cuDNN on this machine: %s", v);
+    /* A version, the file's path, and whose it is. */
+    cr_expect(strncmp(v, "cuDNN ", 6) == 0 && strstr(v, "/libcudnn.so") &&
+                  (strstr(v, "PyTorch's") || strstr(v, "the system's")),
+              "%s", v);
+    cr_expect(strstr(v, "CUDA runtime") != NULL, "%s", v);
+}
+
+Test(gpu_framework, a_cudnn_that_cannot_load_is_named, .timeout = 120)
+{
+    char path[400];
+    snprintf(path, sizeof path, "%s/libcudnn.so.9", s_system); /* an empty file */
+    setenv("TRAINCAST_CUDNN", path, 1);
+    char v[4096];
+    s_versions(v, sizeof v);
+    cr_expect(strstr(v, "cuDNN not loaded (cannot load cuDNN (") && strstr(v, path) &&
+                  strstr(v, "set TRAINCAST_CUDNN to a libcudnn file that loads"),
+              "%s", v);
+}
+
+Test(gpu_framework, a_bad_cudnn_choice_is_named, .timeout = 120)
+{
+    setenv("TRAINCAST_CUDNN", "newest", 1);
+    char v[4096];
+    s_versions(v, sizeof v);
+    cr_expect(strstr(v, "TRAINCAST_CUDNN must be framework (the default), system or the "
+                        "absolute path") != NULL,
+              "%s", v);
 }

@@ -7,6 +7,8 @@
  * rule with PyTorch's own choice on a GPU. */
 #include "gpu_route.h"
 
+#include "tc_error.h"
+
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <string.h>
@@ -167,4 +169,54 @@ Test(gpu_route, backend_names)
     cr_expect_eq(tc_gpu_route_from_backend(NULL), -1);
     for (int r = TC_GPU_ROUTE_CUDNN; r <= TC_GPU_ROUTE_NATIVE_DILATED; r++)
         cr_expect_eq(tc_gpu_route_from_backend(tc_gpu_route_backend((tc_gpu_route_t)r)), r);
+}
+
+/* The math of a cuDNN conv follows PyTorch's TF32 setting as probed: fp32
+ * uses TF32 tensor cores only where torch.backends.cudnn.allow_tf32 is on
+ * (the default), FMA math otherwise; the explicit dtypes are fixed. */
+Test(gpu_route, conv_math_follows_the_probed_tf32_setting)
+{
+    tc_gpu_conv_math_t m;
+    const Traincast__V1__DType fp32 = TRAINCAST__V1__DTYPE__DTYPE_FP32;
+    cr_assert_eq(tc_gpu_conv_math(fp32, true, 9, &m), 0);
+    cr_expect(m.allow_tf32);
+    cr_expect_eq(m.math, TC_GPU_MATH_DEFAULT);
+    /* A user who turns TF32 off (or NVIDIA_TF32_OVERRIDE=0): full fp32. */
+    cr_assert_eq(tc_gpu_conv_math(fp32, false, 9, &m), 0);
+    cr_expect_not(m.allow_tf32);
+    cr_expect_eq(m.math, TC_GPU_MATH_FMA);
+    cr_assert_eq(tc_gpu_conv_math(fp32, false, 7, &m), 0);
+    cr_expect_eq(m.math, TC_GPU_MATH_FMA);
+    /* fp32_strict never, tf32 always, whatever the setting. */
+    cr_assert_eq(tc_gpu_conv_math(TRAINCAST__V1__DTYPE__DTYPE_FP32_STRICT, true, 9, &m), 0);
+    cr_expect_not(m.allow_tf32);
+    cr_expect_eq(m.math, TC_GPU_MATH_FMA);
+    cr_assert_eq(tc_gpu_conv_math(TRAINCAST__V1__DTYPE__DTYPE_TF32, false, 8, &m), 0);
+    cr_expect(m.allow_tf32);
+    cr_expect_eq(m.math, TC_GPU_MATH_DEFAULT);
+    cr_expect_eq(tc_gpu_conv_math(TRAINCAST__V1__DTYPE__DTYPE_TF32, true, 7, &m), TC_EUNSUPPORTED);
+    /* Half precision on tensor ops; bf16 needs compute capability 8.0. */
+    cr_assert_eq(tc_gpu_conv_math(TRAINCAST__V1__DTYPE__DTYPE_FP16, false, 7, &m), 0);
+    cr_expect_eq(m.math, TC_GPU_MATH_TENSOR_OP);
+    cr_assert_eq(tc_gpu_conv_math(TRAINCAST__V1__DTYPE__DTYPE_BF16, true, 9, &m), 0);
+    cr_expect_eq(m.math, TC_GPU_MATH_TENSOR_OP);
+    cr_expect_eq(tc_gpu_conv_math(TRAINCAST__V1__DTYPE__DTYPE_BF16, true, 7, &m), TC_EUNSUPPORTED);
+    cr_expect_eq(tc_gpu_conv_math((Traincast__V1__DType)99, true, 9, &m), TC_EINVAL);
+}
+
+/* A plan that does not build is skipped as PyTorch skips it only where the
+ * engine cannot run the conv; a failure of this process's environment (a
+ * library that did not load, a runtime compilation) fails the conv, since
+ * training would run that engine. */
+Test(gpu_route, plan_build_failures)
+{
+    const int skip[] = {3000, 3001, 3002, 3003, 3004, 3007, 3010, 3011, 3012, 3014};
+    for (size_t i = 0; i < sizeof skip / sizeof skip[0]; i++)
+        cr_expect_eq(tc_gpu_plan_failure(skip[i]), TC_GPU_PLAN_SKIP, "status %d", skip[i]);
+    const int env[] = {1001, 1002, 1008, 3005, 3006, 3008, 3009, 4001};
+    for (size_t i = 0; i < sizeof env / sizeof env[0]; i++)
+        cr_expect_eq(tc_gpu_plan_failure(env[i]), TC_GPU_PLAN_ENVIRONMENT, "status %d", env[i]);
+    const int err[] = {2000, 2002, 4000, 4003, 4004, 5000, 1003};
+    for (size_t i = 0; i < sizeof err / sizeof err[0]; i++)
+        cr_expect_eq(tc_gpu_plan_failure(err[i]), TC_GPU_PLAN_ERROR, "status %d", err[i]);
 }

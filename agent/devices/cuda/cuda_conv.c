@@ -18,10 +18,12 @@
  * output.add_(bias)) and its gradient reduced after backward-filter
  * (grad_output.sum({0, 2, 3})), both inside the timed region.
  *
- * Timing: a spin kernel of about 100 us is enqueued first, so the GPU is
+ * Timing: a spin kernel of about 1 ms is enqueued first, so the GPU is
  * busy while the host enqueues the start event, the library call(s) and the
- * stop event; the events then bracket GPU time only, back to back as in
- * training, with no launch overhead in the sample. */
+ * stop event (the graph API builds a variant pack per call); the events
+ * then bracket GPU time only, back to back as in training, with no launch
+ * overhead in the sample. PyTorch's side of the same comparison (the
+ * framework helper, bench/gpu_conv_check.py) spins as long. */
 #include "cuda_internal.h"
 
 #include "tc_log.h"
@@ -35,7 +37,7 @@
 #define DIR_BWD_FILTER TRAINCAST__V1__DIRECTION__DIRECTION_BWD_FILTER
 
 /* The spin before each timed call, in microseconds of SM clock. */
-#define S_SPIN_US 100
+#define S_SPIN_US 1000
 
 /* A plan of any route: a cuDNN one, or one the framework runs. */
 typedef struct {
@@ -107,47 +109,32 @@ void tc_cuda_plan_destroy(void *plan)
     free(w);
 }
 
-/* The dtype's cuDNN types, or TC_EUNSUPPORTED when this GPU lacks them. */
+/* The dtype's cuDNN types and math (tc_gpu_conv_math: TF32 for fp32 as
+ * the probed PyTorch allows it), or TC_EUNSUPPORTED when this GPU lacks
+ * them. */
 static int s_types(tc_cuda_plan_t *p)
 {
     const tc_cuda_ctx_t *d = p->dev;
-    bool ampere = d->cc_major >= 8;
-    p->allow_tf32 = false;
+    tc_gpu_conv_math_t m;
+    int rc = tc_gpu_conv_math(p->spec.config.dtype, d->settings.allow_tf32, d->cc_major, &m);
+    if (rc < 0)
+        return tc_err_context(rc, "%s (compute capability %s)", d->name, d->cc);
+    p->allow_tf32 = m.allow_tf32;
+    p->math = m.math == TC_GPU_MATH_FMA         ? CUDNN_FMA_MATH
+              : m.math == TC_GPU_MATH_TENSOR_OP ? CUDNN_TENSOR_OP_MATH
+                                                : CUDNN_DEFAULT_MATH;
     switch (p->spec.config.dtype) {
-    case TRAINCAST__V1__DTYPE__DTYPE_FP32:
-        /* PyTorch's default, torch.backends.cudnn.allow_tf32 = True: cuDNN's
-         * default math, TF32 tensor cores on compute capability 8.0 and up. */
-        p->data_type = CUDNN_DATA_FLOAT, p->elem = 4, p->fill_kind = 0;
-        p->math = CUDNN_DEFAULT_MATH, p->allow_tf32 = true;
-        return 0;
-    case TRAINCAST__V1__DTYPE__DTYPE_FP32_STRICT:
-        /* allow_tf32 = False: FMA math (Conv_v7.cpp), no tensor-core engines (v8). */
-        p->data_type = CUDNN_DATA_FLOAT, p->elem = 4, p->fill_kind = 0;
-        p->math = CUDNN_FMA_MATH;
-        return 0;
-    case TRAINCAST__V1__DTYPE__DTYPE_TF32:
-        if (!ampere)
-            return tc_fail(TC_EUNSUPPORTED, "tf32 needs compute capability 8.0 or newer; %s is "
-                                            "%s: use --dtype fp32",
-                           d->name, d->cc);
-        p->data_type = CUDNN_DATA_FLOAT, p->elem = 4, p->fill_kind = 0;
-        p->math = CUDNN_DEFAULT_MATH, p->allow_tf32 = true;
-        return 0;
     case TRAINCAST__V1__DTYPE__DTYPE_FP16:
         p->data_type = CUDNN_DATA_HALF, p->elem = 2, p->fill_kind = 1;
-        p->math = CUDNN_TENSOR_OP_MATH;
-        return 0;
+        break;
     case TRAINCAST__V1__DTYPE__DTYPE_BF16:
-        if (!ampere)
-            return tc_fail(TC_EUNSUPPORTED, "bf16 convolutions need compute capability 8.0 or "
-                                            "newer; %s is %s",
-                           d->name, d->cc);
         p->data_type = CUDNN_DATA_BFLOAT16, p->elem = 2, p->fill_kind = 2;
-        p->math = CUDNN_TENSOR_OP_MATH;
-        return 0;
-    default:
-        return tc_fail(TC_EINVAL, "conv config: unknown dtype %d", (int)p->spec.config.dtype);
+        break;
+    default: /* fp32, fp32_strict, tf32 */
+        p->data_type = CUDNN_DATA_FLOAT, p->elem = 4, p->fill_kind = 0;
+        break;
     }
+    return 0;
 }
 
 static int s_alloc(tc_cuda_plan_t *p, void **buf, tc_tensor_t t, bool input, uint64_t seed)

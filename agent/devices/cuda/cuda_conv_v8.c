@@ -8,14 +8,17 @@
  *   strides, aligned as PyTorch's getAlignment() finds its allocations
  *   (16 bytes in 1.13, 32 in 2.x), a convolution descriptor computing in
  *   fp32 (also for fp16 and bf16), alpha 1 and beta 0;
- * - heuristic mode (cudnn.benchmark=False, run_single_conv): the engine
- *   configurations of the instant heuristics (mode B with
- *   TORCH_CUDNN_USE_HEURISTIC_MODE_B=1), then those of the fallback list,
- *   each filtered as filterEngineConfigs does (no down-converting engine;
- *   no tensor-core engine for fp32 when TF32 is not allowed; no
- *   non-deterministic one in deterministic mode). PyTorch runs the first
- *   whose execution plan builds and whose workspace it can allocate: the
- *   heuristic policy times that one;
+ * - heuristic mode (cudnn.benchmark=False, run_single_conv with
+ *   try_configs): the engine configurations of the instant heuristics
+ *   (mode B with TORCH_CUDNN_USE_HEURISTIC_MODE_B=1), each filtered as
+ *   filterEngineConfigs does (no down-converting engine; no tensor-core
+ *   engine for fp32 when TF32 is not allowed; no non-deterministic one in
+ *   deterministic mode), built in order until one builds and its workspace
+ *   can be allocated; only when none does, the same with the fallback list.
+ *   The heuristic policy times that one; the configurations after it are
+ *   listed unbuilt. A plan that fails to build for a reason of this process
+ *   (a library not loaded, a runtime compilation: tc_gpu_plan_failure)
+ *   fails the conv instead of letting the next engine stand in;
  * - benchmark mode (get_plans_from_find): the plans of both lists, timed up
  *   to torch.backends.cudnn.benchmark_limit of them (10 by default) and
  *   the fastest kept: the exhaustive policy times those and marks the rest
@@ -39,6 +42,16 @@
 #define S_MAX_KNOBS 32
 
 typedef cudnnBackendDescriptor_t s_desc_t;
+
+/* tc_gpu_plan_failure (gpu_route.c, free of CUDA headers) numbers cuDNN's
+ * statuses itself. */
+_Static_assert(CUDNN_STATUS_NOT_SUPPORTED == 3000 &&
+                   CUDNN_STATUS_NOT_SUPPORTED_RUNTIME_PREREQUISITE_MISSING == 3008 &&
+                   CUDNN_STATUS_NOT_SUPPORTED_SUBLIBRARY_UNAVAILABLE == 3009 &&
+                   CUDNN_STATUS_SUBLIBRARY_LOADING_FAILED == 1008 &&
+                   CUDNN_STATUS_INTERNAL_ERROR_COMPILATION_FAILED == 4001 &&
+                   CUDNN_STATUS_NOT_SUPPORTED_INCOMPATIBLE_CUDART == 3006,
+               "cuDNN's status numbers moved: update tc_gpu_plan_failure");
 
 struct tc_cuda_v8 {
     s_desc_t x, y, w, conv, op, graph;
@@ -302,8 +315,13 @@ static const char *s_filtered(const tc_cuda_plan_t *p,
     return NULL;
 }
 
-/* One candidate per configuration: its execution plan and workspace. */
-static int s_candidate(tc_cuda_plan_t *p, s_desc_t cfg, const char *list, uint64_t limit)
+/* One candidate per configuration: its execution plan and workspace. A
+ * plan that does not build is listed as not supported when the engine
+ * cannot run the conv (PyTorch skips it too); when it failed for a reason of
+ * this process (tc_gpu_plan_failure), the conv fails: PyTorch would run
+ * that engine, and timing the next one would time another. */
+static int s_candidate(tc_cuda_plan_t *p, s_desc_t cfg, const char *list, size_t rank,
+                       uint64_t limit)
 {
     int rc = 0;
     tc_cuda_cand_t c;
@@ -331,9 +349,15 @@ static int s_candidate(tc_cuda_plan_t *p, s_desc_t cfg, const char *list, uint64
     if (st != CUDNN_STATUS_SUCCESS) {
         char m[160] = "";
         cudnnGetLastErrorString(m, sizeof m);
+        s_destroy(&plan);
+        if (tc_gpu_plan_failure((int)st) != TC_GPU_PLAN_SKIP)
+            return tc_fail(TC_ELIB,
+                           "cuDNN engine %s (number %zu of the %s list), which PyTorch would "
+                           "run, does not build here: %s%s%s; not timing another engine in its "
+                           "place (`agent info` lists the cuDNN, NVRTC and cuBLAS files loaded)",
+                           tag, rank + 1, list, cudnnGetErrorString(st), *m ? ": " : "", m);
         snprintf(c.info.message, sizeof c.info.message, "no execution plan (%s list): %s%s%s",
                  list, cudnnGetErrorString(st), *m ? ": " : "", m);
-        s_destroy(&plan);
         return tc_cuda_cand_add(p, &c, st, limit);
     }
     int64_t ws = 0, n = 0;
@@ -350,6 +374,41 @@ static int s_candidate(tc_cuda_plan_t *p, s_desc_t cfg, const char *list, uint64
 err:
     s_destroy(&plan);
     return rc;
+}
+
+/* The candidates of configurations [from, to) of one list. `first_only`
+ * (cudnn.benchmark off): PyTorch builds them in order and runs the first
+ * that builds and whose workspace it can allocate, so the rest are listed
+ * unbuilt. `*found`: one of them can run. */
+static int s_list(tc_cuda_plan_t *p, struct tc_cuda_v8 *v, size_t from, size_t to,
+                  const char *list, uint64_t limit, bool first_only, bool *found)
+{
+    for (size_t i = from; i < to; i++) {
+        if (first_only && *found) {
+            tc_cuda_cand_t c;
+            memset(&c, 0, sizeof c);
+            bool notes[CUDNN_NUMERICAL_NOTE_TYPE_COUNT];
+            int64_t index = -1;
+            int rc = s_engine(v->cfgs[i], &index, notes, c.info.name, sizeof c.info.name);
+            if (rc < 0)
+                return rc;
+            c.algo = (int)index;
+            c.info.id = (int32_t)index;
+            c.info.status = TRAINCAST__V1__ALGO_STATUS__ALGO_STATUS_SKIPPED;
+            snprintf(c.info.message, sizeof c.info.message,
+                     "not built: PyTorch runs the first configuration that builds (%s list)",
+                     list);
+            if ((rc = tc_cuda_cand_add(p, &c, CUDNN_STATUS_SUCCESS, UINT64_MAX)) < 0)
+                return rc;
+            continue;
+        }
+        int rc = s_candidate(p, v->cfgs[i], list, i - from, limit);
+        if (rc < 0)
+            return rc;
+        if (p->cands[p->n_cands - 1].info.status == TRAINCAST__V1__ALGO_STATUS__ALGO_STATUS_OK)
+            *found = true;
+    }
+    return 0;
 }
 
 int tc_cuda_v8_list(tc_cuda_plan_t *p, uint64_t limit)
@@ -372,9 +431,15 @@ int tc_cuda_v8_list(tc_cuda_plan_t *p, uint64_t limit)
                                       : CUDNN_HEUR_MODE_INSTANT;
     TC_TRY(s_heuristics(v, heur));
     size_t n_heur = v->n_cfgs;
-    TC_TRY(s_heuristics(v, CUDNN_HEUR_MODE_FALLBACK));
-    for (size_t i = 0; i < v->n_cfgs; i++)
-        TC_TRY(s_candidate(p, v->cfgs[i], i < n_heur ? "heuristics" : "fallback", limit));
+    bool found = false;
+    TC_TRY(s_list(p, v, 0, n_heur, "heuristics", limit, !exhaustive, &found));
+    /* run_single_conv asks for the fallback list only when no configuration
+     * of the heuristics ran (so an error there cannot stop a conv the first
+     * list runs); get_plans_from_find takes both lists. */
+    if (exhaustive || !found) {
+        TC_TRY(s_heuristics(v, CUDNN_HEUR_MODE_FALLBACK));
+        TC_TRY(s_list(p, v, n_heur, v->n_cfgs, "fallback", limit, !exhaustive, &found));
+    }
     if (exhaustive && p->dev->benchmark_limit > 0) {
         /* time_sorted_plan times the first benchmark_limit plans. */
         int timed = 0;

@@ -71,15 +71,22 @@ static void s_versions(char *buf, size_t size)
     int rt = 0, drv = 0;
     cudaRuntimeGetVersion(&rt);
     cudaError_t e = cudaDriverGetVersion(&drv);
-    char driver[32], cudnn[32], path[1024];
+    char driver[32], cudnn[1600];
     if (e == cudaSuccess && drv > 0)
         snprintf(driver, sizeof driver, "%d.%d", drv / 1000, drv % 1000 / 10);
     else
         snprintf(driver, sizeof driver, "none");
-    s_cudnn_version((long)cudnnGetVersion(), cudnn, sizeof cudnn);
-    tc_gpu_loaded_cudnn(path, sizeof path);
-    snprintf(buf, size, "cuDNN %s%s%s%s, CUDA runtime %d.%d, driver %s", cudnn,
-             *path ? " (" : "", path, *path ? ")" : "", rt / 1000, rt % 1000 / 10, driver);
+    const tc_cuda_libs_t *l = NULL;
+    if (tc_cuda_libs_load(&l) == 0) {
+        char v[32];
+        s_cudnn_version(l->version, v, sizeof v);
+        snprintf(cudnn, sizeof cudnn, "cuDNN %s (%s, %s%s%s)", v, l->path, l->whose,
+                 l->preloaded[0] ? "; with " : "", l->preloaded);
+    } else {
+        snprintf(cudnn, sizeof cudnn, "cuDNN not loaded (%s)", l->why);
+    }
+    snprintf(buf, size, "%s, CUDA runtime %d.%d (static), driver %s", cudnn, rt / 1000,
+             rt % 1000 / 10, driver);
 }
 
 int tc_cuda_activate(const tc_cuda_ctx_t *ctx)
@@ -166,6 +173,9 @@ static void s_framework(tc_cuda_ctx_t *ctx)
     ctx->settings.cc_major = ctx->cc_major;
     ctx->settings.cudnn_enabled = f->found ? f->cudnn_enabled : true;
     ctx->settings.deterministic = f->found && f->deterministic;
+    /* PyTorch's default (True) where there is no framework to ask. */
+    const char *override = getenv("NVIDIA_TF32_OVERRIDE");
+    ctx->settings.allow_tf32 = f->found ? f->allow_tf32 : !(override && !strcmp(override, "0"));
     ctx->v8 = tc_gpu_v8_api(&ctx->rule, getenv("TORCH_CUDNN_V8_API_ENABLED"),
                             getenv("TORCH_CUDNN_V8_API_DISABLED"));
     ctx->settings.v8_api = ctx->v8;
@@ -173,16 +183,12 @@ static void s_framework(tc_cuda_ctx_t *ctx)
     ctx->benchmark_limit = f->found && f->benchmark_limit > 0 ? f->benchmark_limit
                            : f->found && ctx->rule.major >= 2 ? 10
                                                               : 0;
-    if (f->found && f->cuda && f->cudnn_number && f->cudnn_number != ctx->library_number) {
-        char path[1024];
-        tc_gpu_loaded_cudnn(path, sizeof path);
-        tc_log_warn("%s: the agent measures with cuDNN %s (%s) while %s loads cuDNN %s (%s): "
-                    "its benchmarks and the framework's traces are kept apart by cuDNN version "
-                    "and will not be fitted together; run the agent where it can load the "
-                    "framework's cuDNN",
-                    ctx->name, ctx->library_version, *path ? path : "the system's",
-                    ctx->framework, f->cudnn_version, f->cudnn_dir);
-    }
+    if (f->found && f->cuda && f->cudnn_number && f->cudnn_number != ctx->library_number)
+        tc_log_warn("%s: the agent measures with cuDNN %s while %s loads cuDNN %s (%s): its "
+                    "benchmarks and the framework's traces are kept apart by cuDNN version and "
+                    "will not be fitted together",
+                    ctx->name, ctx->library_version, ctx->framework, f->cudnn_version,
+                    f->cudnn_path);
 }
 
 static int s_open(unsigned index, unsigned threads, void **out)
@@ -198,6 +204,9 @@ static int s_open(unsigned index, unsigned threads, void **out)
     if (index >= count)
         return tc_fail(TC_ENODEV, "cuda:%u: this machine has %u GPU%s (cuda:0%s)", index, count,
                        count == 1 ? "" : "s", count > 1 ? " and up" : "");
+    const tc_cuda_libs_t *libs = NULL;
+    if ((rc = tc_cuda_libs_load(&libs)) < 0)
+        return tc_err_context(rc, "opening cuda:%u", index);
     tc_cuda_ctx_t *ctx = calloc(1, sizeof *ctx);
     if (!ctx)
         return tc_fail(TC_ENOMEM, "out of memory opening cuda:%u", index);

@@ -45,6 +45,26 @@
 
 typedef struct tc_nvml tc_nvml_t;
 
+/* ---- cuDNN and the libraries loaded with it (cuda_libs.c) ------------------ */
+
+typedef struct {
+    int rc;                 /* 0 loaded, else why not (in `why`) */
+    char why[1024];
+    void *handle;
+    char path[1024];        /* the libcudnn loaded (its real path) */
+    bool framework;         /* it is the file PyTorch loads */
+    const char *whose;      /* "PyTorch's", "the system's" or "TRAINCAST_CUDNN's" */
+    long version;           /* cudnnGetVersion() */
+    char preloaded[3200];   /* "NVRTC PATH, cuBLASLt PATH, ..." loaded before it */
+} tc_cuda_libs_t;
+
+/* Load cuDNN once per process (thread-safe): the file PyTorch loads, with
+ * the CUDA libraries it loads alongside, unless TRAINCAST_CUDNN says
+ * otherwise. `out` always points at the outcome; a failure also returns
+ * its reason (tc_errmsg). No cuDNN function may be called before this
+ * succeeded. */
+int tc_cuda_libs_load(const tc_cuda_libs_t **out);
+
 /* The opened GPU. */
 typedef struct {
     int index;
