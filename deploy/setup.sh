@@ -55,8 +55,9 @@ AGENT=(
 AGGREGATOR=(libpq-dev postgresql-client libgsl-dev libplplot-dev plplot-driver-cairo)
 # Tests, demo and benchmarks: the embedded PostgreSQL server, Criterion,
 # clang for the fuzz targets, iproute2 for network namespaces, GNU time for
-# bench/memory.sh, git.
-DEV=(git postgresql libcriterion-dev clang libclang-rt-14-dev iproute2 procps time)
+# bench/memory.sh, git, patchelf for the relocatable agent bundle
+# (deploy/package.sh --bundle).
+DEV=(git postgresql libcriterion-dev clang libclang-rt-14-dev iproute2 procps time patchelf)
 
 case "$role" in
 agent) PACKAGES=("${BUILD[@]}" "${AGENT[@]}"); roles=(-DTRAINCAST_AGENT=ON -DTRAINCAST_AGGREGATOR=OFF) ;;

@@ -146,11 +146,25 @@ static bool s_active(const s_alloc_t *a)
     return true; /* system: whatever is there */
 }
 
-/* The library's path in the dynamic linker's usual directories (those of
- * this process's libc first), or "" if it is not installed. */
+/* The library's path: next to this program in ../lib (a relocatable bundle,
+ * deploy/package.sh --bundle), else in the dynamic linker's usual
+ * directories (those of this process's libc first), or "" if it is not
+ * installed. */
 static void s_locate(const char *file, char *out, size_t size)
 {
     out[0] = '\0';
+    char exe[1024], bundled[1200];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n > 0) {
+        exe[n] = '\0';
+        snprintf(bundled, sizeof bundled, "%s/../lib/%s", dirname(exe), file);
+        if (access(bundled, R_OK) == 0) {
+            char *real = realpath(bundled, NULL);
+            snprintf(out, size, "%s", real ? real : bundled);
+            free(real);
+            return;
+        }
+    }
     char libc[1024] = "";
     Dl_info info;
     int (*fn)(const char *) = puts;
