@@ -114,7 +114,7 @@ static int s_libraries(tc_table_t *t, bool text)
 {
     int rc = 0;
     for (const tc_backend_iface_t *const *b = tc_backends(); rc == 0 && *b; b++) {
-        char v[256];
+        char v[4096];
         (*b)->versions(v, sizeof v);
         if (text)
             printf("  %-7s %s\n", (*b)->kind, v);

@@ -12,5 +12,6 @@ int tc_cmd_run(int argc, char **argv);
 int tc_cmd_model(int argc, char **argv); /* cmd_model.c */
 int tc_cmd_trace(int argc, char **argv);
 int tc_cmd_status(int argc, char **argv);
+int tc_cmd_routes(int argc, char **argv);
 
 #endif

@@ -16,6 +16,7 @@ static const tc_command_t s_commands[] = {
     {"run", tc_cmd_run, "benchmark, trace and send in one go"},
     {"model", tc_cmd_model, "describe a CNN: layers, conv configs, non-conv features"},
     {"trace", tc_cmd_trace, "train models through the real framework and record iteration times"},
+    {"routes", tc_cmd_routes, "compare the GPU conv routing with the installed PyTorch's own"},
     {0},
 };
 
