@@ -1,40 +1,48 @@
 #!/usr/bin/env python3
 """bench/gpu_conv_check.py: does the agent time what PyTorch computes on a GPU?
 
-Two figures, for deploy/gpu-check.sh (which runs this on a GPU, or on the
-CPU device in its rehearsal):
+The parts of deploy/gpu-check.sh's conv check, each run on its own so that
+one that fails or runs out of time costs only its own figures. Every part
+appends one JSON line per result to --jsonl as soon as that result is
+known (nothing is held back to the end), and a failing item is written as
+such ("status": "failed" with the error) while the rest go on.
 
-1. Conv by conv. A dozen convs of the CNN set (3x3, 1x1, 7x7 stride 2,
-   depthwise 3x3 and 5x5 and 7x7, grouped, layers with a bias) at one batch,
-   in fp32 as PyTorch computes it by default and under AMP (fp16 convs):
-     A  the agent's benchmark of each direction (`agent bench --convs
-        --json`, on the path PyTorch takes, cuDNN or its own kernels, with
-        the heuristic policy PyTorch uses with cudnn.benchmark off);
-     B  PyTorch's own call of the same conv: aten::convolution for the
-        forward, aten::convolution_backward for the input gradient only
-        (backward-data) or the weight and bias gradients only
-        (backward-filter), the ops autograd calls, each timed between CUDA
-        events after a spin, its inputs rotated through copies larger than
-        the L2 cache, the median of --reps calls (the same timing discipline
-        as the agent's, so that the ratio compares what runs, not how it is
-        timed); also the mean of the same calls back to back, for scale.
-   The ratio A/B per conv and direction, and their median and spread.
+  facts     what the machine runs: the GPU and driver (nvidia-smi), PyTorch,
+            CUDA, cuDNN, the TF32 flags of convs and matmuls, the CUDA
+            libraries PyTorch loaded, and what `agent info` says it loaded.
+  convs     a dozen convs of the CNN set (3x3, 1x1, 7x7 stride 2, depthwise
+            3x3, 5x5 and 7x7, grouped, layers with a bias) at one batch and
+            one dtype (fp32 as PyTorch computes it by default; fp16 as AMP
+            runs convs), per direction:
+              A  the agent's benchmark (`agent bench --convs --json`: the
+                 path PyTorch takes, cuDNN or its own kernels, with the
+                 heuristic policy PyTorch uses with cudnn.benchmark off);
+              B  PyTorch's own call of the same op: aten::convolution for
+                 the forward, aten::convolution_backward with the direction's
+                 output mask for backward-data and backward-filter, timed as
+                 the agent times (a spin of about 1 ms before each call so no
+                 host overhead is in the sample, CUDA events, inputs rotated
+                 through copies larger than twice the L2 cache), the median
+                 of --reps calls; also the mean of the same calls back to back.
+            A line per conv and direction with A, B and A/B.
+  numerics  `agent bench-conv --verify` on small convs of each kind (cuDNN in
+            fp32, fp16, bf16 and channels-last, PyTorch's own depthwise
+            kernels): the chosen algorithm's output against the naive
+            reference. A line per conv.
+  step      one training step of --model: the agent's conv benchmarks summed
+            as the predictor sums them (forward, backward-filter, and
+            backward-data but for the first conv, times multiplicity)
+            against the conv time PyTorch's profiler attributes to a traced
+            step (agent/harness/trace_runner.py --profile 1), fp32 or AMP.
+  report    the Markdown report of whatever lines --jsonl holds (to --out or
+            stdout), with the medians and shares of A/B against the goal.
 
-2. One training step. The model's predicted conv time (the agent's
-   benchmarks summed with common/wire/tc_conv_step.h's rule: forward,
-   backward-filter, and backward-data except for the first conv, times
-   multiplicity) against the conv time PyTorch's profiler attributes to a
-   traced step (agent/harness/trace_runner.py --profile 1), in fp32 and
-   under AMP.
-
-Writes a Markdown section (--report) and every figure as JSON (--json).
-Exit status 0 when everything ran (the figures are reported, not judged),
-1 when something failed.
-
-usage: gpu_conv_check.py --agent AGENT --device cuda:0|cpu --work DIR
-         [--batch 32] [--model resnet18] [--input-size 224] [--scale 1]
-         [--amp fp16|none] [--budget-ms 300] [--reps 30] [--threads N]
-         [--report FILE.md] [--json FILE.json]
+usage: gpu_conv_check.py facts|convs|numerics|step|report --jsonl FILE
+         [--agent AGENT] [--device cuda:0|cpu] [--work DIR] [--dtype fp32|fp16|bf16]
+         [--amp fp16|bf16|none] [--batch 32] [--model resnet18] [--input-size 224]
+         [--scale 1] [--budget-ms 300] [--reps 30] [--threads N] [--out FILE]
+Exit status: 0 when the part ran (its items are reported, not judged, and
+some may have failed), 1 when it could not run at all, 2 on bad usage.
 """
 
 import argparse
@@ -46,8 +54,20 @@ import subprocess
 import sys
 import time
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-HARNESS = os.path.join(REPO, "agent", "harness")
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def harness_dir():
+    """The agent's harness: $TRAINCAST_HARNESS_DIR, the bundle's
+    share/traincast/harness beside this file, or the source tree's."""
+    for d in (os.environ.get("TRAINCAST_HARNESS_DIR"), os.path.join(HERE, "..", "harness"),
+              os.path.join(HERE, "..", "agent", "harness")):
+        if d and os.path.exists(os.path.join(d, "trace_runner.py")):
+            return os.path.abspath(d)
+    return os.path.join(HERE, "..", "agent", "harness")
+
+
+HARNESS = harness_dir()
 sys.path.insert(0, HARNESS)
 
 # (name, c, h, k, r, stride, pad, groups, bias, first): h = w.
@@ -65,6 +85,18 @@ CONVS = [
     ("alexnet 3x3 +bias", 384, 13, 256, 3, 1, 1, 1, True, False),
     ("squeezenet 1x1 +bias", 64, 55, 16, 1, 1, 0, 1, True, False),
 ]
+# Small convs for the numerics part: (name, c, h, k, r, stride, pad, groups,
+# bias, dtype, layout); the reference runs on the CPU.
+NUMERICS = [
+    ("3x3", 16, 14, 32, 3, 1, 1, 1, False, "fp32", "nchw"),
+    ("3x3", 16, 14, 32, 3, 1, 1, 1, False, "fp16", "nchw"),
+    ("3x3", 16, 14, 32, 3, 1, 1, 1, False, "bf16", "nchw"),
+    ("3x3 channels-last", 16, 14, 32, 3, 1, 1, 1, False, "fp16", "nhwc"),
+    ("1x1/2", 32, 14, 16, 1, 2, 0, 1, False, "fp32", "nchw"),
+    ("7x7/2 stem +bias", 3, 32, 16, 7, 2, 3, 1, True, "fp32", "nchw"),
+    ("grouped 3x3", 32, 14, 32, 3, 1, 1, 4, False, "fp16", "nchw"),
+    ("depthwise 3x3", 32, 14, 32, 3, 1, 1, 32, False, "fp32", "nchw"),
+]
 DIRS = ("fwd", "bwd_data", "bwd_filter")
 KEYS = ("c", "h", "w", "k", "r", "s", "pad_h", "pad_w", "stride_h", "stride_w", "dilation_h",
         "dilation_w", "groups", "bias")
@@ -75,14 +107,34 @@ def log(msg):
     sys.stderr.flush()
 
 
-def run(cmd, timeout):
+class Lines:
+    """The --jsonl file: each line appended and flushed at once."""
+
+    def __init__(self, path):
+        self.f = open(path, "a")
+
+    def put(self, obj):
+        obj.setdefault("at", time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
+        self.f.write(json.dumps(obj, allow_nan=False) + "\n")
+        self.f.flush()
+        os.fsync(self.f.fileno())
+
+
+def run(cmd, timeout, ok=(0,)):
+    """(status, stdout, stderr) of a command; raises on a timeout."""
     log(" ".join(cmd))
     p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                        timeout=timeout)
-    if p.returncode != 0:
-        raise RuntimeError("%s exited %d: %s" % (cmd[0], p.returncode,
-                                                 (p.stderr or p.stdout)[-800:]))
-    return p.stdout
+    if p.returncode not in ok:
+        raise RuntimeError("%s exited %d: %s" % (os.path.basename(cmd[0]), p.returncode,
+                                                 tail(p.stderr or p.stdout)))
+    return p.returncode, p.stdout, p.stderr
+
+
+def tail(text, n=600):
+    text = (text or "").strip()
+    lines = [x for x in text.splitlines() if x.strip()]
+    return " | ".join(lines[-3:])[-n:]
 
 
 def key_of(d):
@@ -102,38 +154,27 @@ def conv_dict(conv, n):
             "groups": groups, "bias": bias}
 
 
-def agent_bench(a, convs, dtype, tag):
-    """The agent's time per (conv key, direction) in ms, and its routes."""
-    path = os.path.join(a.work, "dozen.convs")
-    with open(path, "w") as f:
-        f.write("model gpu-check\n")
-        for conv in convs:
-            name, c, h, k, r, stride, pad, groups, bias, first = conv
-            f.write("%d %d %d %d %d %d %d %d %d %d 1 1 %d 1 %d %d\n"
-                    % (c, h, h, k, r, r, pad, pad, stride, stride, groups, int(first),
-                       int(bias)))
-    out = os.path.join(a.work, "agent-%s.jsonl" % tag)
-    tcr = os.path.join(a.work, "agent-%s.tcr" % tag)
-    for p in (out, tcr):
-        if os.path.exists(p):
-            os.unlink(p)
-    cmd = [a.agent, "bench", "--convs", path, "--batches", str(a.batch), "--device", a.device,
-           "--dtype", dtype, "--budget-ms", str(a.budget_ms), "--out", tcr, "--json", out]
-    if a.device == "cpu":
-        cmd += ["--threads", str(a.threads)]
-    run(cmd, 1800)
-    return read_jsonl(out)
+def device_args(a):
+    return ["--device", a.device] + (["--threads", str(a.threads)] if a.device == "cpu" else [])
 
 
-def read_jsonl(path):
-    times, routes = {}, {}
-    with open(path) as f:
-        for line in f:
-            d = json.loads(line)
-            key = (key_of(d), d["direction"])
-            times[key] = d["median_ms"]
-            routes[key] = (d["route"], d["algo"], d.get("sm_clock_mhz", 0), d.get("power_w", 0))
-    return times, routes
+def read_agent_jsonl(path):
+    """The agent's --json lines so far: {(key, direction): line}."""
+    out = {}
+    if os.path.exists(path):
+        with open(path) as f:
+            for line in f:
+                try:
+                    d = json.loads(line)
+                except ValueError:
+                    continue  # a line the agent was writing when it stopped
+                out[(key_of(d), d["direction"])] = d
+    return out
+
+
+def spin_for(torch, device):
+    import gpu_env
+    return gpu_env.Spin(torch, device)
 
 
 class Timer:
@@ -147,6 +188,7 @@ class Timer:
         if self.cuda:
             props = torch.cuda.get_device_properties(self.dev)
             self.l2 = getattr(props, "L2_cache_size", 0) or 64 << 20
+            self.spin = spin_for(torch, self.dev)
 
     def time(self, d, direction, dtype, reps):
         t = self.torch
@@ -181,7 +223,7 @@ class Timer:
             t.cuda.synchronize()
             start, end = t.cuda.Event(enable_timing=True), t.cuda.Event(enable_timing=True)
             for i in range(reps):
-                t.cuda._sleep(100000)
+                self.spin()
                 start.record()
                 call(sets[i % copies])
                 end.record()
@@ -202,180 +244,362 @@ class Timer:
             for i in range(reps):
                 call(sets[i % copies])
             back_to_back = (time.perf_counter() - t0) * 1e3 / reps
+        del sets, x, w, b, y
+        if self.cuda:
+            t.cuda.empty_cache()
         return statistics.median(samples), back_to_back
 
 
-def conv_by_conv(a, torch, convs, dtype, tag):
-    agent_t, routes = agent_bench(a, convs, dtype, tag)
-    timer = Timer(torch, a.device)
-    rows = []
+def part_facts(a, out):
+    """One line: the machine, PyTorch and its settings, the libraries."""
+    import gpu_env
+    facts = {"part": "facts", "device": a.device}
+    try:
+        q = "index,name,uuid,driver_version,memory.total,compute_cap,clocks.max.sm"
+        _, smi, _ = run(["nvidia-smi", "--query-gpu=" + q, "--format=csv,noheader"], 60)
+        facts["nvidia_smi"] = smi.strip().splitlines()
+    except (OSError, RuntimeError, subprocess.TimeoutExpired) as e:
+        facts["nvidia_smi_error"] = str(e)
+    import torch
+    facts["torch"] = torch.__version__
+    facts["cuda"] = torch.version.cuda or ""
+    facts["cuda_available"] = torch.cuda.is_available()
+    if facts["cuda_available"] and a.device.startswith("cuda"):
+        dev = torch.device(a.device)
+        facts["gpu"] = torch.cuda.get_device_name(dev)
+        facts["compute_capability"] = "%d.%d" % torch.cuda.get_device_capability(dev)
+        facts["cudnn"] = gpu_env.cudnn_version(torch)[0]
+        # A conv makes PyTorch load cuDNN and what it needs.
+        x = torch.randn(2, 8, 16, 16, device=dev)
+        torch.nn.functional.conv2d(x, torch.randn(8, 8, 3, 3, device=dev)).sum().item()
+        facts["libraries"] = gpu_env.loaded_libraries()
+    s = gpu_env.conv_settings(torch)
+    facts["tf32"] = {k: v for k, v in s.items() if "tf32" in k.lower() or "precision" in k
+                     or k == "env.NVIDIA_TF32_OVERRIDE"}
+    facts["settings"] = {k: v for k, v in s.items() if v != ""}
+    if a.agent:
+        try:
+            _, info, _ = run([a.agent, "info"], 300)
+            facts["agent_info"] = info.strip().splitlines()
+        except (OSError, RuntimeError, subprocess.TimeoutExpired) as e:
+            facts["agent_info_error"] = str(e)
+    out.put(facts)
+    return 0
+
+
+def part_convs(a, out):
+    """A line per conv and direction: the agent's time against PyTorch's."""
+    import torch
+    if a.device == "cpu":
+        torch.set_num_threads(a.threads)
+    tag = a.dtype
+    convs = [scaled(c, a.scale) for c in CONVS]
+    path = os.path.join(a.work, "dozen.convs")
+    with open(path, "w") as f:
+        f.write("model gpu-check\n")
+        for name, c, h, k, r, stride, pad, groups, bias, first in convs:
+            f.write("%d %d %d %d %d %d %d %d %d %d 1 1 %d 1 %d %d\n"
+                    % (c, h, h, k, r, r, pad, pad, stride, stride, groups, int(first),
+                       int(bias)))
+    jsonl = os.path.join(a.work, "agent-%s.jsonl" % tag)
+    tcr = os.path.join(a.work, "agent-%s.tcr" % tag)
+    for p in (jsonl, tcr):
+        if os.path.exists(p):
+            os.unlink(p)
+    agent_error = ""
+    try:
+        run([a.agent, "bench", "--convs", path, "--batches", str(a.batch), "--dtype", a.dtype,
+             "--budget-ms", str(a.budget_ms), "--out", tcr, "--json", jsonl] + device_args(a),
+            a.timeout)
+    except (RuntimeError, subprocess.TimeoutExpired, OSError) as e:
+        agent_error = str(e)  # what it measured before stopping still counts
+        log("the agent stopped: %s" % agent_error)
+    agent = read_agent_jsonl(jsonl)
+    timer = None
     for conv in convs:
         d = conv_dict(conv, a.batch)
         for direction in DIRS:
             if direction == "bwd_data" and conv[9]:
                 continue  # the first conv needs no input gradient
-            key = (key_of(d), direction)
-            if key not in agent_t:
-                raise RuntimeError("the agent has no %s %s for %s" % (dtype, direction, conv[0]))
-            torch_ms, b2b = timer.time(d, direction, dtype, a.reps)
-            route, algo, mhz, watts = routes[key]
-            rows.append({"conv": conv[0], "direction": direction, "dtype": dtype, "mode": tag,
-                         "agent_ms": agent_t[key], "torch_ms": torch_ms,
-                         "torch_back_to_back_ms": b2b, "ratio": agent_t[key] / torch_ms,
-                         "route": route, "algo": algo, "sm_clock_mhz": mhz, "power_w": watts})
-    return rows
-
-
-def summary(rows):
-    r = sorted(x["ratio"] for x in rows)
-    if not r:
-        return {}
-    within = sum(1 for x in r if 0.90 <= x <= 1.10)
-    return {"n": len(r), "median": statistics.median(r), "min": r[0], "max": r[-1],
-            "within_10pct": within / len(r)}
-
-
-def traced_step(a, amp):
-    """Predicted conv sum of a.model against the profiler's conv time of a
-    traced step, fp32 (amp None) or under AMP."""
-    tag = "amp-" + amp if amp else "fp32"
-    spec = "torchvision:" + a.model
-    describe = json.loads(run([a.agent, "model", "describe", spec, "--batch", str(a.batch),
-                               "--input-size", str(a.input_size), "--format", "json"], 900))
-    out = os.path.join(a.work, "model-%s.jsonl" % tag)
-    tcr = os.path.join(a.work, "model-%s.tcr" % tag)
-    for p in (out, tcr):
-        if os.path.exists(p):
-            os.unlink(p)
-    cmd = [a.agent, "bench", "--models", spec, "--input-size", str(a.input_size), "--batches",
-           str(a.batch), "--device", a.device, "--dtype", amp or "fp32", "--budget-ms",
-           str(a.budget_ms), "--out", tcr, "--json", out]
-    if a.device == "cpu":
-        cmd += ["--threads", str(a.threads)]
-    run(cmd, 3600)
-    times, _ = read_jsonl(out)
-    conv_sum = 0.0
-    for u in describe["convs"]:
-        c = dict(u["config"])
-        key = key_of(c)
-        for direction in DIRS:
-            if direction == "bwd_data" and u["first_layer"]:
+            row = {"part": "conv", "conv": conv[0], "direction": direction, "dtype": a.dtype,
+                   "batch": a.batch, "config": d}
+            got = agent.get((key_of(d), direction))
+            if got is None:
+                row.update(status="failed", error="the agent has no result: " +
+                           (agent_error or "see its warnings in the log"))
+                out.put(row)
                 continue
-            if (key, direction) not in times:
-                raise RuntimeError("no benchmark of %s %s" % (key, direction))
-            conv_sum += u["multiplicity"] * times[(key, direction)]
-    trace = [sys.executable, os.path.join(HARNESS, "trace_runner.py"), "--model", a.model,
-             "--batch", str(a.batch), "--input-size", str(a.input_size), "--device", a.device,
-             "--warmup", "3", "--iters", "5", "--profile", "1", "--allocator", "system"]
-    if amp:
-        trace += ["--amp", amp]
-    if a.device == "cpu":
-        trace += ["--threads", str(a.threads)]
-    lines = [json.loads(x) for x in run(trace, 1800).splitlines() if x.strip()]
-    iters = [x["ms"] for x in lines if x.get("type") == "iter" and not x["warmup"]]
-    footer = [x for x in lines if x.get("type") == "footer"][0]
-    prof_conv = footer.get("op_times_ms", {}).get("conv", 0.0)
-    return {"mode": tag, "model": a.model, "batch": a.batch, "input_size": a.input_size,
-            "iteration_ms": statistics.median(iters), "conv_sum_ms": conv_sum,
-            "profiler_conv_ms": prof_conv,
-            "ratio": conv_sum / prof_conv if prof_conv > 0 else None,
-            "sm_clock_mhz": footer.get("sm_clock_mhz"), "power_w": footer.get("power_w")}
+            row.update(agent_ms=got["median_ms"], route=got.get("route", ""),
+                       algo=got.get("algo", ""), sm_clock_mhz=got.get("sm_clock_mhz", 0),
+                       power_w=got.get("power_w", 0))
+            try:
+                if timer is None:
+                    timer = Timer(torch, a.device)
+                torch_ms, b2b = timer.time(d, direction, a.dtype, a.reps)
+                row.update(status="ok", torch_ms=torch_ms, torch_back_to_back_ms=b2b,
+                           ratio=got["median_ms"] / torch_ms)
+            except Exception as e:  # noqa: BLE001 - one conv's failure is its row
+                row.update(status="failed", error="PyTorch's call: %s: %s"
+                           % (type(e).__name__, str(e).splitlines()[0][:300] if str(e) else ""))
+                if a.device.startswith("cuda"):
+                    torch.cuda.empty_cache()
+            out.put(row)
+    return 0
 
+
+def part_numerics(a, out):
+    """A line per small conv: the chosen algorithm's output against the
+    reference, every direction."""
+    cc = 0
+    if a.device.startswith("cuda"):
+        import torch
+        cc = torch.cuda.get_device_capability(torch.device(a.device))[0]
+    for name, c, h, k, r, stride, pad, groups, bias, dtype, layout in NUMERICS:
+        row = {"part": "numerics", "conv": name, "dtype": dtype, "layout": layout}
+        if dtype != "fp32" and a.device == "cpu":
+            continue  # the CPU device computes fp32 only
+        if dtype == "bf16" and cc < 8:
+            row.update(status="skipped", error="bf16 convs need compute capability 8.0")
+            out.put(row)
+            continue
+        cmd = [a.agent, "bench-conv", "--n", "2", "--c", str(c), "--h", str(h), "--w", str(h),
+               "--k", str(k), "--r", str(r), "--s", str(r), "--pad", str(pad), "--stride",
+               str(stride), "--groups", str(groups), "--dtype", dtype, "--layout", layout,
+               "--budget-ms", "20", "--max-reps", "5", "--verify"] + device_args(a)
+        if bias:
+            cmd.append("--bias")
+        try:
+            st, text, err = run(cmd, 300, ok=(0, 1))
+            verified = [ln for ln in text.splitlines() if "verified:" in ln]
+            routes = sorted({ln.split("route:")[1].strip() for ln in text.splitlines()
+                             if "route:" in ln})
+            if st == 0 and len(verified) == 3:
+                row.update(status="ok", checked=sum(int(v.split()[1]) for v in verified),
+                           route=",".join(routes))
+            else:
+                row.update(status="wrong" if "wrong results" in err else "failed",
+                           route=",".join(routes), error=tail(err or text))
+        except (RuntimeError, subprocess.TimeoutExpired, OSError) as e:
+            row.update(status="failed", error=str(e))
+        out.put(row)
+    return 0
+
+
+def part_step(a, out):
+    """One line: the model's predicted conv sum against the profiler's conv
+    time of a traced step."""
+    amp = None if a.amp == "none" else a.amp
+    tag = "amp-" + amp if amp else "fp32"
+    row = {"part": "step", "mode": tag, "model": a.model, "batch": a.batch,
+           "input_size": a.input_size}
+    try:
+        spec = "torchvision:" + a.model
+        _, text, _ = run([a.agent, "model", "describe", spec, "--batch", str(a.batch),
+                          "--input-size", str(a.input_size), "--format", "json"], 900)
+        describe = json.loads(text)
+        jsonl = os.path.join(a.work, "model-%s.jsonl" % tag)
+        tcr = os.path.join(a.work, "model-%s.tcr" % tag)
+        for p in (jsonl, tcr):
+            if os.path.exists(p):
+                os.unlink(p)
+        try:
+            run([a.agent, "bench", "--models", spec, "--input-size", str(a.input_size),
+                 "--batches", str(a.batch), "--dtype", amp or "fp32", "--budget-ms",
+                 str(a.budget_ms), "--out", tcr, "--json", jsonl] + device_args(a), a.timeout)
+        except (RuntimeError, subprocess.TimeoutExpired) as e:
+            log("the agent stopped: %s" % e)
+        times = read_agent_jsonl(jsonl)
+        conv_sum, missing = 0.0, 0
+        for u in describe["convs"]:
+            key = key_of(dict(u["config"]))
+            for direction in DIRS:
+                if direction == "bwd_data" and u["first_layer"]:
+                    continue
+                got = times.get((key, direction))
+                if got is None:
+                    missing += 1
+                else:
+                    conv_sum += u["multiplicity"] * got["median_ms"]
+        trace = [sys.executable, os.path.join(HARNESS, "trace_runner.py"), "--model", a.model,
+                 "--batch", str(a.batch), "--input-size", str(a.input_size), "--device",
+                 a.device, "--warmup", "3", "--iters", "5", "--profile", "1", "--allocator",
+                 "system"]
+        if amp:
+            trace += ["--amp", amp]
+        if a.device == "cpu":
+            trace += ["--threads", str(a.threads)]
+        _, text, _ = run(trace, a.timeout)
+        lines = [json.loads(x) for x in text.splitlines() if x.strip()]
+        iters = [x["ms"] for x in lines if x.get("type") == "iter" and not x["warmup"]]
+        footer = [x for x in lines if x.get("type") == "footer"][0]
+        ops = footer.get("op_times_ms", {})
+        prof_conv = ops.get("conv", 0.0)
+        row.update(status="ok" if not missing else "partial", iteration_ms=statistics.median(iters),
+                   conv_sum_ms=conv_sum, missing_items=missing, profiler_conv_ms=prof_conv,
+                   profiler_ops_ms=ops,
+                   ratio=conv_sum / prof_conv if prof_conv > 0 and not missing else None,
+                   sm_clock_mhz=footer.get("sm_clock_mhz"), power_w=footer.get("power_w"))
+    except Exception as e:  # noqa: BLE001 - reported as the part's line
+        row.update(status="failed", error="%s: %s" % (type(e).__name__, tail(str(e))))
+    out.put(row)
+    return 0
+
+
+# ---- the report -------------------------------------------------------------------------
 
 def fmt(v, digits=3):
     return "–" if v is None else ("%.*f" % (digits, v))
 
 
-def report(a, rows, steps, sums, env):
-    out = []
-    out.append("## Conv by conv: the agent against PyTorch's own call")
-    out.append("")
-    out.append("Device %s, %s; batch %d%s. A = the agent's median per direction (`agent bench`, "
-               "heuristic policy, on the path PyTorch takes); B = PyTorch's own call of the same "
-               "op (aten::convolution / aten::convolution_backward), timed the same way (%s), "
-               "median of %d calls; B2B = the mean of the same calls back to back."
-               % (a.device, env, a.batch, " (sizes / %d)" % a.scale if a.scale > 1 else "",
-                  "wall clock per call" if a.device == "cpu"
-                  else "a spin, CUDA events, inputs rotated past L2", a.reps))
-    out.append("")
-    out.append("| conv | direction | mode | route | algorithm | A ms | B ms | B2B ms | A/B |")
-    out.append("|---|---|---|---|---|---:|---:|---:|---:|")
-    for r in rows:
-        out.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s |"
-                   % (r["conv"], r["direction"], r["mode"], r["route"], r["algo"][:40],
-                      fmt(r["agent_ms"], 4), fmt(r["torch_ms"], 4),
-                      fmt(r["torch_back_to_back_ms"], 4), fmt(r["ratio"])))
-    out.append("")
-    for mode, s in sums.items():
-        if s:
-            out.append("A/B over %d %s conv directions: median %.3f (range %.3f to %.3f), %.0f %% "
-                       "within 0.90-1.10 (goal: median 0.95-1.05, 90 %% within 0.90-1.10)."
-                       % (s["n"], mode, s["median"], s["min"], s["max"],
-                          100 * s["within_10pct"]))
-    out.append("")
-    out.append("## One training step: predicted conv sum against the profiler")
-    out.append("")
-    out.append("| model | batch | mode | iteration ms | conv sum ms (agent) | profiler conv ms | "
-               "sum / profiler | SM MHz | W |")
-    out.append("|---|---:|---|---:|---:|---:|---:|---:|---:|")
-    for s in steps:
-        out.append("| %s | %d | %s | %s | %s | %s | %s | %s | %s |"
-                   % (s["model"], s["batch"], s["mode"], fmt(s["iteration_ms"], 2),
-                      fmt(s["conv_sum_ms"], 2), fmt(s["profiler_conv_ms"], 2), fmt(s["ratio"]),
-                      fmt(s["sm_clock_mhz"], 0), fmt(s["power_w"], 0)))
-    out.append("")
-    out.append("Goal: the conv sum within 5 % of the profiler's conv time. The profiler also "
-               "counts the framework's work around each conv and its own cost per op.")
+def summary(rows):
+    r = sorted(x["ratio"] for x in rows if x.get("status") == "ok")
+    if not r:
+        return None
+    return {"n": len(r), "median": statistics.median(r), "min": r[0], "max": r[-1],
+            "within_15pct": sum(1 for x in r if 0.85 <= x <= 1.15) / len(r),
+            "within_10pct": sum(1 for x in r if 0.90 <= x <= 1.10) / len(r)}
+
+
+def report(rows):
+    out = ["## The conv check", ""]
+    facts = [r for r in rows if r.get("part") == "facts"]
+    if facts:
+        f = facts[-1]
+        out += ["### Facts", ""]
+        for line in f.get("nvidia_smi", []):
+            out.append("- nvidia-smi: %s" % line)
+        out.append("- PyTorch %s, CUDA %s, cuDNN %s, %s (compute capability %s)"
+                   % (f.get("torch"), f.get("cuda") or "–", f.get("cudnn") or "–",
+                      f.get("gpu", f.get("device")), f.get("compute_capability", "–")))
+        out.append("- TF32: " + ", ".join("%s=%s" % kv for kv in sorted(f.get("tf32", {}).items())
+                                          if kv[1] != ""))
+        for name, path in sorted(f.get("libraries", {}).items()):
+            out.append("- PyTorch loaded %s: %s" % (name, path))
+        for line in f.get("agent_info", []):
+            if line.strip().startswith(("cuda", "cpu ")) and ("cuDNN" in line or "oneDNN" in line):
+                out.append("- agent info: %s" % line.strip())
+        out.append("")
+    convs = [r for r in rows if r.get("part") == "conv"]
+    if convs:
+        out += ["### Conv by conv: the agent against PyTorch's own call", "",
+                "A = the agent's median per direction (`agent bench`, heuristic policy, on the "
+                "path PyTorch takes); B = PyTorch's own call of the same op "
+                "(aten::convolution / aten::convolution_backward), timed the same way (a spin "
+                "of about 1 ms, CUDA events, inputs rotated past L2), median of the calls; "
+                "B2B = the mean of the same calls back to back.", "",
+                "| conv | direction | dtype | route | algorithm | A ms | B ms | B2B ms | A/B |",
+                "|---|---|---|---|---|---:|---:|---:|---:|"]
+        for r in convs:
+            if r.get("status") == "ok":
+                out.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s |"
+                           % (r["conv"], r["direction"], r["dtype"], r.get("route", ""),
+                              r.get("algo", "")[:40], fmt(r["agent_ms"], 4),
+                              fmt(r["torch_ms"], 4), fmt(r.get("torch_back_to_back_ms"), 4),
+                              fmt(r["ratio"])))
+            else:
+                out.append("| %s | %s | %s | %s | FAILED: %s | | | | |"
+                           % (r["conv"], r["direction"], r["dtype"], r.get("route", ""),
+                              r.get("error", "")[:200].replace("|", "/")))
+        out.append("")
+        for dtype in sorted({r["dtype"] for r in convs}):
+            sub = [r for r in convs if r["dtype"] == dtype]
+            s = summary(sub)
+            failed = sum(1 for r in sub if r.get("status") != "ok")
+            if s:
+                out.append("A/B over %d %s conv directions%s: median %.3f (range %.3f to %.3f), "
+                           "%.0f %% within 0.85-1.15, %.0f %% within 0.90-1.10 (goal: median "
+                           "0.95-1.05, 90 %% within 0.85-1.15)."
+                           % (s["n"], dtype, " (%d failed)" % failed if failed else "",
+                              s["median"], s["min"], s["max"], 100 * s["within_15pct"],
+                              100 * s["within_10pct"]))
+            else:
+                out.append("No %s conv direction was measured on both sides (%d failed)."
+                           % (dtype, failed))
+        out.append("")
+    num = [r for r in rows if r.get("part") == "numerics"]
+    if num:
+        out += ["### cuDNN numerics (`agent bench-conv --verify`)", "",
+                "| conv | dtype | layout | route | result |", "|---|---|---|---|---|"]
+        for r in num:
+            res = ("%d values match the reference" % r["checked"] if r.get("status") == "ok"
+                   else "%s: %s" % (r.get("status"), r.get("error", "")[:200].replace("|", "/")))
+            out.append("| %s | %s | %s | %s | %s |" % (r["conv"], r["dtype"], r["layout"],
+                                                      r.get("route", ""), res))
+        out.append("")
+    steps = [r for r in rows if r.get("part") == "step"]
+    if steps:
+        out += ["### One training step: predicted conv sum against the profiler", "",
+                "| model | batch | mode | iteration ms | conv sum ms (agent) | profiler conv ms | "
+                "sum / profiler | SM MHz | W |", "|---|---:|---|---:|---:|---:|---:|---:|---:|"]
+        for s in steps:
+            if s.get("status") == "failed":
+                out.append("| %s | %d | %s | FAILED: %s | | | | | |"
+                           % (s["model"], s["batch"], s["mode"],
+                              s.get("error", "")[:200].replace("|", "/")))
+                continue
+            out.append("| %s | %d | %s | %s | %s%s | %s | %s | %s | %s |"
+                       % (s["model"], s["batch"], s["mode"], fmt(s["iteration_ms"], 2),
+                          fmt(s["conv_sum_ms"], 2),
+                          " (%d items missing)" % s["missing_items"] if s["missing_items"] else "",
+                          fmt(s["profiler_conv_ms"], 2), fmt(s["ratio"]),
+                          fmt(s.get("sm_clock_mhz"), 0), fmt(s.get("power_w"), 0)))
+        out.append("")
+        out.append("Goal: the conv sum within 5 % of the profiler's conv time (the profiler's "
+                   "conv time is the device time of the kernels the conv ops launched, each "
+                   "counted once).")
     return "\n".join(out) + "\n"
+
+
+def part_report(a):
+    rows = []
+    if os.path.exists(a.jsonl):
+        with open(a.jsonl) as f:
+            for line in f:
+                try:
+                    rows.append(json.loads(line))
+                except ValueError:
+                    pass  # a line cut by a kill
+    text = report(rows)
+    if a.out:
+        with open(a.out, "w") as f:
+            f.write(text)
+    else:
+        sys.stdout.write(text)
+    return 0
 
 
 def main(argv):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--agent", required=True)
-    p.add_argument("--device", required=True)
-    p.add_argument("--work", required=True)
+    p.add_argument("part", choices=["facts", "convs", "numerics", "step", "report"])
+    p.add_argument("--jsonl", required=True)
+    p.add_argument("--agent")
+    p.add_argument("--device", default="cuda:0")
+    p.add_argument("--work", default=".")
+    p.add_argument("--dtype", default="fp32", choices=["fp32", "fp16", "bf16"])
+    p.add_argument("--amp", default="none", choices=["fp16", "bf16", "none"])
     p.add_argument("--batch", type=int, default=32)
     p.add_argument("--model", default="resnet18")
     p.add_argument("--input-size", type=int, default=224)
     p.add_argument("--scale", type=int, default=1, help="divide the convs' sizes by this")
-    p.add_argument("--amp", default="fp16", choices=["fp16", "bf16", "none"])
     p.add_argument("--budget-ms", type=float, default=300)
     p.add_argument("--reps", type=int, default=30)
     p.add_argument("--threads", type=int, default=1)
-    p.add_argument("--report")
-    p.add_argument("--json")
+    p.add_argument("--timeout", type=float, default=600, help="seconds for one agent call")
+    p.add_argument("--out")
     a = p.parse_args(argv)
-    a.amp = None if a.amp == "none" else a.amp
+    if a.part == "report":
+        return part_report(a)
+    if a.part != "facts" and not a.agent:
+        p.error("--agent is needed for the %s part" % a.part)
     os.makedirs(a.work, exist_ok=True)
-    import torch
-    if a.device == "cpu":
-        torch.set_num_threads(a.threads)
-    elif not torch.cuda.is_available():
-        log("PyTorch sees no CUDA device")
-        return 1
-    env = "PyTorch %s" % torch.__version__
-    if a.device != "cpu":
-        env += ", cuDNN %s, %s" % (torch.backends.cudnn.version(),
-                                   torch.cuda.get_device_name(torch.device(a.device)))
-    convs = [scaled(c, a.scale) for c in CONVS]
-    rows = conv_by_conv(a, torch, convs, "fp32", "fp32")
-    sums = {"fp32": summary(rows)}
-    steps = [traced_step(a, None)]
-    if a.amp and a.device != "cpu":
-        amp_rows = conv_by_conv(a, torch, convs, a.amp, "amp")
-        sums["AMP " + a.amp] = summary(amp_rows)
-        rows += amp_rows
-        steps.append(traced_step(a, a.amp))
-    text = report(a, rows, steps, sums, env)
-    if a.report:
-        with open(a.report, "w") as f:
-            f.write(text)
-    if a.json:
-        with open(a.json, "w") as f:
-            json.dump({"environment": env, "convs": rows, "summary": sums, "steps": steps}, f,
-                      indent=1)
-    sys.stdout.write(text)
-    return 0
+    if a.device.startswith("cuda"):
+        import torch
+        if not torch.cuda.is_available():
+            log("PyTorch sees no CUDA device (torch.cuda.is_available() is False)")
+            return 1
+    out = Lines(a.jsonl)
+    return {"facts": part_facts, "convs": part_convs, "numerics": part_numerics,
+            "step": part_step}[a.part](a, out)
 
 
 if __name__ == "__main__":

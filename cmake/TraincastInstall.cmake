@@ -56,7 +56,7 @@ if(TRAINCAST_AGENT)
   install(FILES ${TC_INSTALL_HARNESS} DESTINATION ${CMAKE_INSTALL_DATADIR}/traincast/harness
           COMPONENT agent)
   file(GLOB TC_INSTALL_MODELS CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/tests/data/*.onnx)
-  install(FILES ${TC_INSTALL_MODELS} DESTINATION ${CMAKE_INSTALL_DATADIR}/traincast/models
+  install(FILES ${TC_INSTALL_MODELS} ${CMAKE_SOURCE_DIR}/tests/data/cnn_set.convs DESTINATION ${CMAKE_INSTALL_DATADIR}/traincast/models
           COMPONENT agent)
   tc_install_deploy_file(deploy/systemd/traincast-agent@.service agent ${TC_UNIT_DIR})
   tc_install_deploy_file(deploy/config/agent.conf agent ${CMAKE_INSTALL_DATADIR}/traincast/deploy)

@@ -1,48 +1,56 @@
 #!/usr/bin/env bash
 # gpu-check.sh [options]
 #
-# Validates everything GPU-specific of traincast on a fresh NVIDIA machine in
-# one go (about 10 minutes), with no network: the NVIDIA driver, PyTorch with
-# CUDA and the Debian packages of deploy/setup.sh must already be there.
+# Checks everything GPU-specific of traincast on an NVIDIA machine with no
+# network. Two ways to run it:
 #
-#   1. preflight: nvidia-smi sees a GPU, a Python whose torch sees it, tools
-#   2. build with -DTRAINCAST_CUDA=ON into BUILD_DIR; the GPU tests (ctest -L
-#      gpu: cuDNN convs against the reference, a GPU trace) when Criterion is
-#      installed
-#   3. agent info lists the GPU with its driver, CUDA and cuDNN versions
-#   4. an embedded PostgreSQL (deploy/pg-local.sh in WORK/pg), aggregator serve
-#   5. cuDNN conv benchmarks of the CNNs (traced ones and the held-out one) at
-#      the batch sizes, under both policies (heuristic, exhaustive)
-#   6. PyTorch GPU traces of the traced CNNs, cudnn.benchmark off and on (to
-#      match the two policies), with the profiler's time per op class
-#   7. agent push, aggregator fit, aggregator validate (leave-one-CNN-out)
-#   8. aggregator predict --gpu all for the held-out CNN (never traced)
-#   9. the summed conv benchmarks of each trace against the profiler's conv time
-#  10. conv faithfulness (bench/gpu_conv_check.py): a dozen convs of the CNN set
-#      (3x3, 1x1, 7x7 stride 2, depthwise, grouped, with a bias) at batch 32, in fp32
-#      as PyTorch computes it by default and under AMP fp16: the agent's time per
-#      direction against PyTorch's own call of the same conv; and one traced training
-#      step (resnet18) against the agent's predicted conv sum
+# --conv-check (the first visit to a GPU; about 6 minutes, planned to end
+# within --minutes, 8 by default): needs the NVIDIA driver and a Python
+# whose PyTorch sees the GPU, nothing else: no PostgreSQL, no aggregator, no
+# build when it runs from the relocatable bundle (deploy/package.sh
+# --bundle), as any user. In order:
+#   1 facts         the GPU, driver, PyTorch, CUDA, cuDNN, the TF32 flags, the
+#                   CUDA libraries PyTorch loaded and those the agent loaded
+#   2 routes        agent routes: the agent's conv routing against PyTorch's
+#                   own choice for every conv of the CNN set
+#   3 convs fp32    a dozen convs of the CNN set at batch 32: the agent's time
+#   4 convs AMP     per direction against PyTorch's own call (fp32 as PyTorch
+#                   computes it by default, then fp16 as AMP runs convs)
+#   5 numerics      agent bench-conv --verify on small convs of each kind
+#   6 step fp32     one profiled training step of --conv-model: the agent's
+#   7 step AMP      summed conv times against the profiler's conv time
+# Every result is appended to WORK/results.jsonl as it completes; a conv
+# that fails is recorded as failed and the rest go on; a step that runs out
+# of its time is cut and the next one starts. The report (WORK/report.md)
+# is written from whatever completed, also when the check is interrupted.
 #
-# --conv-check runs steps 1, 2 (with the routing test against PyTorch only), 3 and
-# 10: the prepared check of what the agent times, in about 5 minutes of GPU time.
+# Without --conv-check (from a source tree with the Debian packages of
+# deploy/setup.sh, about 10 minutes): build with CUDA (the GPU tests when
+# Criterion is there), agent info, an embedded PostgreSQL and aggregator
+# serve, conv benchmarks of --models and --held-out under both policies,
+# PyTorch traces (cudnn.benchmark off and on), push, fit, validate,
+# predict --gpu all for the held-out CNN, the summed benchmarks against the
+# profiler per trace, then the conv check's convs and steps.
 #
-# It writes one Markdown report (--report, default WORK/report.md) and exits 0
-# when every step passed, 1 at the first step that failed (the report and the
-# last lines on stderr say which and why), 2 on bad usage.
+# Exit status: 0 when every step ran (its figures are reported, not judged),
+# 1 when a step failed (the report and stderr say which and why), 2 on bad
+# usage or a machine that cannot run the check (no GPU, no driver or one
+# older than the agent's CUDA runtime, no PyTorch with CUDA): then one line
+# says what is missing and nothing is written.
 #
 # Options (defaults in brackets):
 #   --device cuda:I       the GPU to check [cuda:0]
+#   --conv-check          the check above, without database or aggregator
+#   --minutes M           the conv check's time plan [8]
+#   --conv-model NAME     the model of the traced steps [resnet18]
 #   --models LIST         CNNs to benchmark and trace (4 or more) [resnet18,vgg11,squeezenet1_1,mobilenet_v2]
 #   --held-out NAME       CNN benchmarked and predicted, never traced [resnet50]
 #   --batches LIST        batch sizes [32,64]
 #   --input-size PX       image size [224]
 #   --repeat R            trace runs per (CNN, batch) [2]
 #   --build-dir DIR       [build-gpu]       --no-build   use DIR as it is (built with CUDA)
-#   --work DIR            [BUILD_DIR/gpu-check]
+#   --work DIR            [BUILD_DIR/gpu-check; ./gpu-check from a bundle]
 #   --report FILE         [WORK/report.md]
-#   --conv-check          only steps 1-3 and 10 (the prepared conv check)
-#   --conv-model NAME     the model of step 10's traced step [resnet18]
 #   --dry-run             print the plan and exit
 #   --cpu-rehearsal       run every step on the CPU device instead (no NVIDIA check, CUDA not
 #                         forced, small CNNs at 64 px): tests this script where there is no GPU
@@ -50,7 +58,18 @@
 # $TRAINCAST_PYTHON, python3, /usr/bin/python3 whose torch sees the GPU).
 set -euo pipefail
 
-repo=$(cd "$(dirname "$0")/.." && pwd)
+here=$(cd "$(dirname "$0")" && pwd)
+# From the relocatable bundle (gpu-check.sh at its top, bin/agent beside),
+# or from a source tree (deploy/gpu-check.sh).
+if [ -x "$here/bin/agent" ] && [ -d "$here/share/traincast/check" ]; then
+    bundle=$here
+    repo=
+    check_py=$here/share/traincast/check/gpu_conv_check.py
+else
+    bundle=
+    repo=$(cd "$here/.." && pwd)
+    check_py=$repo/bench/gpu_conv_check.py
+fi
 device=cuda:0
 models=resnet18,vgg11,squeezenet1_1,mobilenet_v2
 held_out=resnet50
@@ -61,13 +80,15 @@ warmup=3
 iters=10
 bench_budget=100
 max_reps=30
-build_dir=$repo/build-gpu
+build_dir=${repo:+$repo/build-gpu}
 work=
 report=
 do_build=1
+[ -n "$bundle" ] && do_build=0
 dry_run=0
 rehearsal=0
 conv_check_only=0
+minutes=8
 conv_model=resnet18
 conv_batch=32
 conv_scale=1
@@ -91,6 +112,7 @@ while [ $# -gt 0 ]; do
     --report) report=$2; shift ;;
     --dry-run) dry_run=1 ;;
     --conv-check) conv_check_only=1 ;;
+    --minutes) minutes=$2; shift ;;
     --conv-model) conv_model=$2; shift ;;
     --cpu-rehearsal)
         rehearsal=1; device=cpu
@@ -108,18 +130,47 @@ IFS=, read -r -a model_list <<<"$models"
 [ "${#model_list[@]}" -ge 4 ] || usage_error "--models needs 4 CNNs or more (leave-one-CNN-out validation needs 4)"
 for m in "${model_list[@]}"; do [ "$m" != "$held_out" ] || usage_error "--held-out $held_out is also in --models"; done
 [[ $repeat =~ ^[1-9][0-9]*$ ]] || usage_error "--repeat must be a positive number (got '$repeat')"
-case "$build_dir" in /*) ;; *) build_dir=$PWD/$build_dir ;; esac
-work=${work:-$build_dir/gpu-check}
+[[ $minutes =~ ^[1-9][0-9]*$ ]] || usage_error "--minutes must be a positive number (got '$minutes')"
+if [ -n "$bundle" ] && [ "$conv_check_only" -eq 0 ] && [ "$dry_run" -eq 0 ]; then
+    usage_error "from the bundle only --conv-check runs (the full check builds traincast and runs PostgreSQL and the aggregator: run deploy/gpu-check.sh from a source tree for it)"
+fi
+if [ -n "$bundle" ]; then
+    agent=$bundle/bin/agent
+    aggregator=
+    work=${work:-$PWD/gpu-check}
+else
+    case "$build_dir" in /*) ;; *) build_dir=$PWD/$build_dir ;; esac
+    agent=$build_dir/agent/agent
+    aggregator=$build_dir/aggregator/aggregator
+    work=${work:-$build_dir/gpu-check}
+fi
 case "$work" in /*) ;; *) work=$PWD/$work ;; esac
 report=${report:-$work/report.md}
 case "$report" in /*) ;; *) report=$PWD/$report ;; esac
-agent=$build_dir/agent/agent
-aggregator=$build_dir/aggregator/aggregator
+results=$work/results.jsonl
 gpu_index=${device#cuda:}
 [ "$rehearsal" -eq 1 ] && gpu_index=
 
 plan() {
-    cat <<EOF
+    if [ "$conv_check_only" -eq 1 ]; then
+        cat <<EOP
+gpu-check plan (conv check$([ "$rehearsal" -eq 1 ] && echo ", CPU rehearsal: every step on the cpu device")$([ -n "$bundle" ] && echo ", from the bundle $bundle"))
+  device:     $device
+  agent:      $agent$([ "$do_build" -eq 1 ] && echo " (built first into $build_dir)")
+  work:       $work (results.jsonl as they complete; report.md)
+  time plan:  $minutes minutes
+steps:
+  1 facts        nvidia-smi, PyTorch, CUDA, cuDNN, TF32 flags, the libraries loaded; agent info
+  2 routes       agent routes: the conv routing against PyTorch's own choice, the CNN set
+  3 convs fp32   a dozen convs at batch $conv_batch: agent vs PyTorch's own call, per direction
+  4 convs AMP    the same in $conv_amp
+  5 numerics     agent bench-conv --verify, small convs of each kind
+  6 step fp32    one profiled training step of $conv_model (batch $conv_batch, ${conv_input} px) vs the conv sum
+  7 step AMP     the same under AMP $conv_amp
+EOP
+        return
+    fi
+    cat <<EOP
 gpu-check plan$([ "$rehearsal" -eq 1 ] && echo " (CPU rehearsal: every step on the cpu device)")
   device:     $device
   CNNs:       $models (benchmarked and traced), $held_out (benchmarked, predicted, never traced)
@@ -139,113 +190,31 @@ steps:
   9 conv check    summed conv benchmarks vs the profiler's conv time, per trace
  10 conv vs torch a dozen convs at batch $conv_batch (fp32$([ "$conv_amp" != none ] && echo ", AMP $conv_amp")): agent vs PyTorch's own call;
                   one traced step of $conv_model vs the predicted conv sum
-$([ "$conv_check_only" -eq 1 ] && echo "(--conv-check: steps 1, 2 (routing test only), 3 and 10)")
-EOF
+EOP
 }
 if [ "$dry_run" -eq 1 ]; then plan; exit 0; fi
 
-mkdir -p "$work/logs" "$work/sections" "$(dirname "$report")"
-rm -f "$work"/sections/*.md
-started=$(date +%s)
-steps=()      # "name<TAB>status<TAB>seconds<TAB>note"
-fail_msg=
-server_pid=
-
-cleanup() {
-    if [ -n "$server_pid" ]; then kill "$server_pid" 2>/dev/null || true; wait "$server_pid" 2>/dev/null || true; fi
-    "$repo/deploy/pg-local.sh" stop "$work/pg" >/dev/null 2>&1 || true
-}
-trap cleanup EXIT
-
-section() { cat >>"$work/sections/$1.md"; }  # NAME < markdown
-code_block() { echo '```'; cat; echo '```'; }
-
-write_report() { # STATUS
-    local status=$1 total=$(( $(date +%s) - started ))
-    {
-        echo "# traincast GPU check"
-        echo
-        echo "Written by \`deploy/gpu-check.sh\` on $(date -u '+%Y-%m-%d %H:%M UTC'), host $(uname -n)."
-        echo
-        if [ "$status" = ok ]; then
-            echo "**Result: every step passed** in $total s$([ "$total" -gt 600 ] && echo " (over the 10 minutes it should take; see the step times)")."
-        else
-            echo "**Result: FAILED** at step \"$status\" after $total s: $fail_msg"
-        fi
-        echo
-        [ "$rehearsal" -eq 1 ] && { echo "CPU rehearsal: every step ran on the cpu device; nothing GPU-specific was checked."; echo; }
-        echo "## Steps"
-        echo
-        echo "| step | status | seconds | notes |"
-        echo "|---|---|---:|---|"
-        for s in "${steps[@]}"; do
-            IFS=$'\t' read -r n st sec note <<<"$s"
-            echo "| $n | $st | $sec | ${note//|/\\|} |"
-        done
-        echo
-        echo "## Machine"
-        echo
-        echo "- $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//'), $(nproc) logical CPUs, $(awk '/MemTotal/ { printf "%.1f GiB", $2 / 1048576 }' /proc/meminfo), $(uname -sr)"
-        echo "- settings: device $device; CNNs $models; held out $held_out; batches $batches at ${input_size} px; $repeat trace runs of $warmup + $iters iterations"
-        echo
-        local f
-        for f in "$work"/sections/*.md; do
-            [ -e "$f" ] || continue
-            cat "$f"
-            echo
-        done
-    } >"$report"
-}
-
-die_step() { # NAME MESSAGE
-    fail_msg=$2
-    write_report "$1"
-    echo "gpu-check: FAILED at $1: $2" >&2
-    echo "gpu-check: report: $report" >&2
-    exit 1
-}
-
-run_step() { # NAME FUNCTION
-    local name=$1 fn=$2 t0 note
-    echo "gpu-check: == $name" >&2
-    t0=$(date +%s)
-    fail_msg=
-    step_note=
-    if "$fn"; then
-        note=$step_note
-        steps+=("$name"$'\t'"ok"$'\t'"$(( $(date +%s) - t0 ))"$'\t'"$note")
-    else
-        steps+=("$name"$'\t'"FAILED"$'\t'"$(( $(date +%s) - t0 ))"$'\t'"${fail_msg:-see the log}")
-        die_step "$name" "${fail_msg:-see the logs in $work/logs}"
-    fi
-}
-
-# Last lines of a log, for a failure message.
-tail_of() { tail -n "${2:-5}" "$1" 2>/dev/null | tr '\n' ' ' | sed 's/  */ /g' | cut -c1-600; }
-
-# ---- 1 preflight ------------------------------------------------------------------
+# ---- preflight: can this machine run the check at all? ----------------------------
+# Nothing is written before it passes; a machine that cannot run the check
+# gets one line and exit 2.
+refuse() { echo "gpu-check: $*" >&2; exit 2; }
 python_info=
-step_preflight() {
-    local notes=() p
+smi_csv=
+preflight() {
     if [ "$rehearsal" -eq 0 ]; then
-        if ! command -v nvidia-smi >/dev/null 2>&1; then
-            fail_msg="no NVIDIA GPU/driver: nvidia-smi is not installed (install the NVIDIA driver; this check needs a machine with an NVIDIA GPU)"
-            return 1
-        fi
+        command -v nvidia-smi >/dev/null 2>&1 \
+            || refuse "no NVIDIA GPU/driver: nvidia-smi is not installed (install the NVIDIA driver; this check needs a machine with an NVIDIA GPU)"
         local smi
         if ! smi=$(nvidia-smi -L 2>&1) || ! grep -q '^GPU ' <<<"$smi"; then
-            fail_msg="no NVIDIA GPU/driver: nvidia-smi -L failed: $(echo "$smi" | head -n 2 | tr '\n' ' ')"
-            return 1
+            refuse "no NVIDIA GPU/driver: nvidia-smi -L failed: $(echo "$smi" | head -n 2 | tr '\n' ' ')"
         fi
-        grep -q "^GPU $gpu_index:" <<<"$smi" || { fail_msg="no NVIDIA GPU/driver: there is no GPU $gpu_index (nvidia-smi -L: $(echo "$smi" | tr '\n' ' '))"; return 1; }
-        nvidia-smi --query-gpu=index,name,uuid,driver_version,memory.total,compute_cap --format=csv >"$work/logs/nvidia-smi.csv" 2>&1 \
-            || nvidia-smi >"$work/logs/nvidia-smi.csv" 2>&1 || true
-        { echo "## GPU"; echo; code_block <"$work/logs/nvidia-smi.csv"; } | section 01-gpu
-        notes+=("$(grep "^GPU $gpu_index:" <<<"$smi" | cut -c1-80)")
+        grep -q "^GPU $gpu_index:" <<<"$smi" \
+            || refuse "no NVIDIA GPU/driver: there is no GPU $gpu_index (nvidia-smi -L: $(echo "$smi" | tr '\n' ' '))"
+        smi_csv=$(nvidia-smi --query-gpu=index,name,uuid,driver_version,memory.total,compute_cap --format=csv 2>&1 || nvidia-smi 2>&1 || true)
     fi
     # A Python whose torch sees the GPU (or any torch in a rehearsal).
-    local tried=() want='import sys, torch, torchvision; ok = torch.cuda.is_available() or sys.argv[1] == "cpu"; print("torch %s, torchvision %s, CUDA %s, cuDNN %s, GPUs %d" % (torch.__version__, torchvision.__version__, torch.version.cuda, torch.backends.cudnn.version(), torch.cuda.device_count())); sys.exit(0 if ok else 3)'
-    local out
+    local tried=() p out
+    local want='import sys, torch, torchvision; ok = torch.cuda.is_available() or sys.argv[1] == "cpu"; print("torch %s, torchvision %s, CUDA %s, cuDNN %s, GPUs %d" % (torch.__version__, torchvision.__version__, torch.version.cuda, torch.backends.cudnn.version(), torch.cuda.device_count())); sys.exit(0 if ok else 3)'
     for p in ${TRAINCAST_PYTHON:-} python3 /usr/bin/python3; do
         command -v "$p" >/dev/null 2>&1 || continue
         if out=$("$p" -c "$want" "${device%%:*}" 2>&1); then
@@ -255,28 +224,203 @@ step_preflight() {
         fi
         tried+=("$p ($(echo "$out" | tail -n 1 | cut -c1-120))")
     done
-    if [ -z "$python_info" ]; then
-        fail_msg="no PyTorch with CUDA: tried ${tried[*]:-no python3 at all}; set TRAINCAST_PYTHON to a Python whose torch.cuda.is_available() is True"
-        return 1
+    [ -n "$python_info" ] \
+        || refuse "no PyTorch with CUDA: tried ${tried[*]:-no python3 at all}; set TRAINCAST_PYTHON to a Python whose torch.cuda.is_available() is True"
+    if [ "$do_build" -eq 1 ]; then
+        command -v cmake >/dev/null 2>&1 || refuse "cmake is not installed (deploy/setup.sh installs it)"
+        if [ "$rehearsal" -eq 0 ] && ! command -v nvcc >/dev/null 2>&1 && [ ! -x /usr/local/cuda/bin/nvcc ]; then
+            refuse "the CUDA toolkit (nvcc) is not installed: install it (and cuDNN) to build the agent's cuDNN backend, or run the check from the relocatable bundle (deploy/package.sh --bundle)"
+        fi
+    else
+        [ -x "$agent" ] || refuse "$agent is missing (build first, or drop --no-build)"
+        local v
+        v=$("$agent" --version 2>&1) || refuse "the agent does not start here: $(echo "$v" | head -n 2 | tr '\n' ' ')"
+        if [ "$rehearsal" -eq 0 ]; then
+            local info
+            info=$("$agent" info 2>&1) || refuse "agent info failed: $(echo "$info" | tail -n 2 | tr '\n' ' ')"
+            local line
+            line=$(awk -v d="$device" '/^devices:/ { on = 1 } on && ($1 == d || $1 == "cuda") { sub(/^ +/, ""); print; exit }' <<<"$info")
+            if grep -q 'built without CUDA' <<<"$info"; then
+                refuse "this agent was built without CUDA: rebuild it with -DTRAINCAST_CUDA=ON, or use the relocatable bundle"
+            elif grep -qi 'driver version is insufficient\|older than CUDA runtime' <<<"$line"; then
+                refuse "the NVIDIA driver is older than the agent's CUDA runtime: ${line#*none: }"
+            elif [ -z "$line" ] || grep -qE "^  ($device|cuda) +(none|error):" <<<"$line"; then
+                refuse "the agent cannot open $device: ${line:-it is not listed by agent info}"
+            fi
+        fi
     fi
-    notes+=("$python_info")
-    command -v cmake >/dev/null 2>&1 || { fail_msg="cmake is not installed (deploy/setup.sh installs it)"; return 1; }
-    if [ "$rehearsal" -eq 0 ] && [ "$do_build" -eq 1 ] && ! command -v nvcc >/dev/null 2>&1 && [ ! -x /usr/local/cuda/bin/nvcc ]; then
-        fail_msg="the CUDA toolkit (nvcc) is not installed: install it (and cuDNN) to build the agent's cuDNN backend"
-        return 1
+    if [ "$conv_check_only" -eq 0 ]; then
+        ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || command -v initdb >/dev/null 2>&1 \
+            || refuse "the PostgreSQL server is not installed (Debian package 'postgresql'; deploy/setup.sh installs it; or run --conv-check, which needs none)"
+        command -v psql >/dev/null 2>&1 || refuse "psql is not installed (Debian package 'postgresql-client'; or run --conv-check)"
     fi
-    ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || command -v initdb >/dev/null 2>&1 \
-        || { fail_msg="the PostgreSQL server is not installed (Debian package 'postgresql'; deploy/setup.sh installs it)"; return 1; }
-    command -v psql >/dev/null 2>&1 || { fail_msg="psql is not installed (Debian package 'postgresql-client')"; return 1; }
-    step_note=$(IFS=';'; echo "${notes[*]}")
+}
+preflight
+
+mkdir -p "$work/logs" "$work/sections" "$(dirname "$report")"
+rm -f "$work"/sections/*.md "$results"
+started=$(date +%s)
+deadline=$((started + minutes * 60))
+steps=()      # "name<TAB>status<TAB>seconds<TAB>note"
+fail_msg=
+server_pid=
+finished=
+
+section() { cat >>"$work/sections/$1.md"; }  # NAME < markdown
+code_block() { echo '```'; cat; echo '```'; }
+
+write_report() { # STATUS
+    local status=$1 total=$(( $(date +%s) - started ))
+    {
+        echo "# traincast GPU check"
+        echo
+        echo "Written by \`gpu-check.sh$([ "$conv_check_only" -eq 1 ] && echo " --conv-check")\` on $(date -u '+%Y-%m-%d %H:%M UTC'), host $(uname -n)."
+        echo
+        case "$status" in
+        ok) echo "**Result: every step ran** in $total s$([ "$conv_check_only" -eq 1 ] && [ "$total" -gt $((minutes * 60)) ] && echo " (over the $minutes minutes planned; see the step times)")." ;;
+        interrupted) echo "**Result: INTERRUPTED** after $total s; what completed is below." ;;
+        running) echo "**Result: still running** ($total s so far): this report is written again after every step." ;;
+        *) echo "**Result: FAILED** at step \"$status\" after $total s: $fail_msg" ;;
+        esac
+        echo
+        [ "$rehearsal" -eq 1 ] && { echo "CPU rehearsal: every step ran on the cpu device; nothing GPU-specific was checked."; echo; }
+        echo "## Steps"
+        echo
+        echo "| step | status | seconds | notes |"
+        echo "|---|---|---:|---|"
+        local s n st sec note
+        for s in "${steps[@]}"; do
+            IFS=$'\t' read -r n st sec note <<<"$s"
+            echo "| $n | $st | $sec | ${note//|/\\|} |"
+        done
+        echo
+        echo "## Machine"
+        echo
+        echo "- $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//'), $(nproc) logical CPUs, $(awk '/MemTotal/ { printf "%.1f GiB", $2 / 1048576 }' /proc/meminfo), $(uname -sr)"
+        echo "- $python_info"
+        if [ "$conv_check_only" -eq 1 ]; then
+            echo "- settings: device $device; agent $agent; convs at batch $conv_batch; steps of $conv_model at ${conv_input} px; plan $minutes minutes"
+        else
+            echo "- settings: device $device; CNNs $models; held out $held_out; batches $batches at ${input_size} px; $repeat trace runs of $warmup + $iters iterations"
+        fi
+        [ -n "$smi_csv" ] && { echo; echo "nvidia-smi:"; echo; echo "$smi_csv" | code_block; }
+        echo
+        local f
+        for f in "$work"/sections/*.md; do
+            [ -e "$f" ] || continue
+            cat "$f"
+            echo
+        done
+        if [ -s "$results" ]; then
+            "$TRAINCAST_PYTHON" "$check_py" report --jsonl "$results" 2>/dev/null \
+                || echo "(the results in $results could not be summarized)"
+        fi
+    } >"$report.tmp" && mv "$report.tmp" "$report"
 }
 
-# ---- 2 build ------------------------------------------------------------------
+part_pid=
+on_exit() {
+    local st=$?
+    if [ -n "$part_pid" ]; then kill -TERM "$part_pid" 2>/dev/null || true; wait "$part_pid" 2>/dev/null || true; fi
+    if [ -n "$server_pid" ]; then kill "$server_pid" 2>/dev/null || true; wait "$server_pid" 2>/dev/null || true; fi
+    [ -n "$repo" ] && "$repo/deploy/pg-local.sh" stop "$work/pg" >/dev/null 2>&1 || true
+    if [ -z "$finished" ]; then
+        write_report interrupted 2>/dev/null || true
+        echo "gpu-check: interrupted; report of what completed: $report" >&2
+    fi
+    return $st
+}
+trap on_exit EXIT
+trap 'exit 130' INT TERM
+
+die_step() { # NAME MESSAGE
+    fail_msg=$2
+    write_report "$1"
+    finished=1
+    echo "gpu-check: FAILED at $1: $2" >&2
+    echo "gpu-check: report: $report" >&2
+    exit 1
+}
+
+step_note=
+run_step() { # NAME FUNCTION
+    local name=$1 fn=$2 t0
+    echo "gpu-check: == $name" >&2
+    t0=$(date +%s)
+    fail_msg=
+    step_note=
+    if "$fn"; then
+        steps+=("$name"$'\t'"ok"$'\t'"$(( $(date +%s) - t0 ))"$'\t'"$step_note")
+    else
+        steps+=("$name"$'\t'"FAILED"$'\t'"$(( $(date +%s) - t0 ))"$'\t'"${fail_msg:-see the log}")
+        die_step "$name" "${fail_msg:-see the logs in $work/logs}"
+    fi
+}
+
+# A step of the conv check: it gets at most CAP seconds, less when the time
+# plan is running out; one that fails or runs out of time is reported and
+# the check goes on.
+part_seconds=
+run_part() { # NAME CAP FUNCTION
+    local name=$1 cap=$2 fn=$3 t0 left st
+    t0=$(date +%s)
+    left=$((deadline - t0))
+    [ "$cap" -lt "$left" ] || cap=$left
+    if [ "$cap" -lt 15 ]; then
+        steps+=("$name"$'\t'"skipped"$'\t'"0"$'\t'"out of time: the plan of $minutes minutes is spent")
+        echo "gpu-check: == $name: skipped, out of time" >&2
+        return 0
+    fi
+    echo "gpu-check: == $name (at most $cap s)" >&2
+    part_seconds=$cap
+    step_note=
+    fail_msg=
+    st=0
+    "$fn" || st=$?
+    local took=$(( $(date +%s) - t0 ))
+    if [ "$st" -eq 0 ]; then
+        steps+=("$name"$'\t'"ok"$'\t'"$took"$'\t'"$step_note")
+    elif [ "$st" -eq 124 ] || [ "$st" -eq 137 ]; then
+        steps+=("$name"$'\t'"cut"$'\t'"$took"$'\t'"ran out of its $cap s; what it completed is in the results. $step_note")
+    else
+        steps+=("$name"$'\t'"FAILED"$'\t'"$took"$'\t'"${fail_msg:-see $work/logs}")
+    fi
+    write_report running 2>/dev/null || true
+}
+
+# Last lines of a log, for a failure message.
+tail_of() { tail -n "${2:-5}" "$1" 2>/dev/null | tr '\n' ' ' | sed 's/  */ /g' | cut -c1-600; }
+
+# CMD within the step's time, in the background so that a signal to this
+# script stops it at once (on_exit stops the command too). Returns its
+# status: 124 when it ran out of time.
+within() { # LOG CMD...
+    local logname=$1 st=0
+    shift
+    timeout -k 10 "$part_seconds" "$@" >"$work/logs/$logname.out" 2>"$work/logs/$logname.err" &
+    part_pid=$!
+    wait "$part_pid" || st=$?
+    part_pid=
+    return "$st"
+}
+
+# The conv check's Python part NAME with ARGS, within the step's time.
+check_part() { # NAME LOG ARGS...
+    local part=$1 logname=$2
+    shift 2
+    local threads=()
+    [ "$rehearsal" -eq 1 ] && threads=(--threads 1)
+    within "$logname" "$TRAINCAST_PYTHON" "$check_py" "$part" --jsonl "$results" \
+        --agent "$agent" --device "$device" --work "$work/conv-check" "${threads[@]}" \
+        --timeout "$part_seconds" "$@"
+}
+
+# ---- the build (from a source tree) --------------------------------------------------
 step_build() {
     local cuda=ON tests=OFF
     [ "$rehearsal" -eq 1 ] && cuda=AUTO
     if [ "$do_build" -eq 1 ]; then
-        pkg-config --exists criterion 2>/dev/null && tests=ON
+        pkg-config --exists criterion 2>/dev/null && [ "$conv_check_only" -eq 0 ] && tests=ON
         if ! cmake -S "$repo" -B "$build_dir" -DTRAINCAST_CUDA=$cuda -DTRAINCAST_TESTS=$tests >"$work/logs/configure.log" 2>&1; then
             fail_msg="cmake configure failed: $(grep -m2 -A2 'Error' "$work/logs/configure.log" | tr '\n' ' ' | cut -c1-500) (log: $work/logs/configure.log)"
             return 1
@@ -286,12 +430,11 @@ step_build() {
             return 1
         fi
     fi
-    [ -x "$agent" ] && [ -x "$aggregator" ] || { fail_msg="$agent or $aggregator is missing (build first, or drop --no-build)"; return 1; }
+    [ -x "$agent" ] || { fail_msg="$agent is missing (build first, or drop --no-build)"; return 1; }
+    [ "$conv_check_only" -eq 1 ] || [ -x "$aggregator" ] || { fail_msg="$aggregator is missing (build first, or drop --no-build)"; return 1; }
     step_note="traincast built in $build_dir (TRAINCAST_CUDA=$cuda)"
-    if [ -f "$build_dir/CTestTestfile.cmake" ] && grep -q 'TRAINCAST_TESTS:BOOL=ON' "$build_dir/CMakeCache.txt" 2>/dev/null && [ "$rehearsal" -eq 0 ]; then
-        local which=(-L gpu)
-        [ "$conv_check_only" -eq 1 ] && which=(-R test_cuda_route)
-        if ! (cd "$build_dir" && ctest "${which[@]}" -V --timeout 600) >"$work/logs/ctest-gpu.log" 2>&1; then
+    if [ "$conv_check_only" -eq 0 ] && [ -f "$build_dir/CTestTestfile.cmake" ] && grep -q 'TRAINCAST_TESTS:BOOL=ON' "$build_dir/CMakeCache.txt" 2>/dev/null && [ "$rehearsal" -eq 0 ]; then
+        if ! (cd "$build_dir" && ctest -L gpu -V --timeout 600) >"$work/logs/ctest-gpu.log" 2>&1; then
             fail_msg="GPU tests failed: $(grep -E 'Failed|FAILED|failed' "$work/logs/ctest-gpu.log" | head -n 3 | tr '\n' ' ' | cut -c1-500) (log: $work/logs/ctest-gpu.log)"
             return 1
         fi
@@ -303,12 +446,12 @@ step_build() {
         fi
         { echo "## GPU tests (ctest -L gpu)"; echo; grep -E 'tests passed|Test +#|Synthesis' "$work/logs/ctest-gpu.log" | code_block; } | section 02-tests
         step_note+="; GPU tests passed"
-    else
+    elif [ "$conv_check_only" -eq 0 ]; then
         step_note+="; GPU tests not built (install libcriterion-dev to run them)"
     fi
 }
 
-# ---- 3 agent info -------------------------------------------------------------------
+# ---- agent info (the full check) ------------------------------------------------------
 step_info() {
     if ! "$agent" info >"$work/logs/info.txt" 2>&1; then
         fail_msg="agent info failed: $(tail_of "$work/logs/info.txt")"
@@ -324,7 +467,7 @@ step_info() {
             fail_msg="agent info lists no $device: $(grep -E '^  cuda' "$work/logs/info.txt" | tr '\n' ' ' | cut -c1-400)"
             return 1
         fi
-        if grep -qE "^  $device +error:" "$work/logs/info.txt"; then
+        if grep -qE "^  $device +(error|none):" "$work/logs/info.txt"; then
             fail_msg="agent info cannot open $device: $(grep -E "^  $device" "$work/logs/info.txt" | cut -c1-400)"
             return 1
         fi
@@ -523,20 +666,113 @@ SQL
     step_note=$(awk -F'\t' '$9 != "" { print $9 }' "$work/logs/convcheck.tsv" | sort -g | awk '{ a[NR] = $1 } END { printf "benchmarks / profiler conv time: median %.2f over %d traces", (NR % 2 ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2), NR }')
 }
 
-# ---- 10 conv faithfulness -----------------------------------------------------------------
-step_conv_torch() {
-    local threads=1 dev=$device
-    [ "$rehearsal" -eq 1 ] && dev=cpu
-    if ! "$TRAINCAST_PYTHON" "$repo/bench/gpu_conv_check.py" --agent "$agent" --device "$dev" \
-        --work "$work/conv-check" --batch "$conv_batch" --scale "$conv_scale" --amp "$conv_amp" \
-        --model "$conv_model" --input-size "$conv_input" --reps "$conv_reps" \
-        --budget-ms "$conv_budget" --threads "$threads" --report "$work/logs/conv-check.md" \
-        --json "$work/conv-check.json" >"$work/logs/conv-check.out" 2>"$work/logs/conv-check.err"; then
-        fail_msg="bench/gpu_conv_check.py failed: $(tail_of "$work/logs/conv-check.err" 3)"
-        return 1
+
+# ---- the conv check's steps ------------------------------------------------------------
+part_facts() {
+    check_part facts facts || { fail_msg="facts: $(tail_of "$work/logs/facts.err" 3)"; return 1; }
+    # Every later agent call reuses PyTorch's answers instead of starting Python to ask.
+    local harness=${TRAINCAST_HARNESS_DIR:-${bundle:+$bundle/share/traincast/harness}}
+    harness=${harness:-$repo/agent/harness}
+    local probe
+    if probe=$("$TRAINCAST_PYTHON" "$harness/gpu_env.py" --probe --device "${device/cpu/cuda:0}" 2>/dev/null | tail -n 1) \
+        && [[ $probe == '{"type": "probe"'* ]]; then
+        export TRAINCAST_GPU_FRAMEWORK_PROBE=$probe
     fi
-    section 10-conv-torch <"$work/logs/conv-check.md"
-    step_note=$(grep -E '^A/B over' "$work/logs/conv-check.md" | sed 's/ (goal.*//' | tr '\n' ';' | cut -c1-300)
+    "$agent" info >"$work/logs/info.txt" 2>&1 || true
+    { echo "## agent info"; echo; code_block <"$work/logs/info.txt"; } | section 01-info
+    step_note=$(grep -E "^  (cuda|cpu) +(cuDNN|oneDNN)" "$work/logs/info.txt" | sed 's/^ *//' | tr '\n' ';' | cut -c1-400)
+}
+
+part_routes() {
+    if [ "$rehearsal" -eq 1 ]; then
+        step_note="not on a CPU (routes are compared on a GPU)"
+        return 0
+    fi
+    local st=0
+    within routes "$agent" routes --device "$device" || st=$?
+    { echo "## agent routes"; echo; cat "$work/logs/routes.out" "$work/logs/routes.err" | code_block; } | section 02-routes
+    "$TRAINCAST_PYTHON" -c 'import json, sys; print(json.dumps({"part": "routes", "status": sys.argv[1], "summary": open(sys.argv[2]).read().strip().splitlines()[-1:] , "errors": open(sys.argv[3]).read().strip()[-600:]}))' \
+        "$([ "$st" -eq 0 ] && echo ok || echo failed)" "$work/logs/routes.out" "$work/logs/routes.err" >>"$results" 2>/dev/null || true
+    step_note=$(tail -n 1 "$work/logs/routes.out" | cut -c1-300)
+    [ "$st" -eq 0 ] || { fail_msg="agent routes: $(tail_of "$work/logs/routes.err" 2) $(tail -n 1 "$work/logs/routes.out")"; return "$st"; }
+}
+
+convs_summary() { # DTYPE: the note of a convs step
+    "$TRAINCAST_PYTHON" - "$results" "$1" <<'PY' 2>/dev/null || true
+import json, statistics, sys
+rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+rows = [r for r in rows if r.get("part") == "conv" and r.get("dtype") == sys.argv[2]]
+ok = sorted(r["ratio"] for r in rows if r.get("status") == "ok")
+failed = len(rows) - len(ok)
+if ok:
+    print("%d directions, A/B median %.3f, %.0f %% within 0.85-1.15%s" % (
+        len(ok), statistics.median(ok), 100 * sum(0.85 <= x <= 1.15 for x in ok) / len(ok),
+        ", %d failed" % failed if failed else ""))
+else:
+    print("nothing measured on both sides (%d failed)" % failed)
+PY
+}
+
+part_convs_fp32() {
+    local st=0
+    check_part convs convs-fp32 --dtype fp32 --batch "$conv_batch" --scale "$conv_scale" \
+        --reps "$conv_reps" --budget-ms "$conv_budget" || st=$?
+    step_note=$(convs_summary fp32)
+    [ "$st" -eq 0 ] || fail_msg="$(tail_of "$work/logs/convs-fp32.err" 3)"
+    return "$st"
+}
+
+part_convs_amp() {
+    if [ "$conv_amp" = none ]; then step_note="no AMP on this device"; return 0; fi
+    local st=0
+    check_part convs convs-amp --dtype "$conv_amp" --batch "$conv_batch" --scale "$conv_scale" \
+        --reps "$conv_reps" --budget-ms "$conv_budget" || st=$?
+    step_note=$(convs_summary "$conv_amp")
+    [ "$st" -eq 0 ] || fail_msg="$(tail_of "$work/logs/convs-amp.err" 3)"
+    return "$st"
+}
+
+part_numerics() {
+    local st=0
+    check_part numerics numerics || st=$?
+    step_note=$("$TRAINCAST_PYTHON" -c 'import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+rows = [r for r in rows if r.get("part") == "numerics"]
+ok = sum(r.get("status") == "ok" for r in rows)
+bad = ["%s %s %s: %s" % (r["conv"], r["dtype"], r["layout"], r.get("status")) for r in rows if r.get("status") not in ("ok", "skipped")]
+print("%d of %d convs match the reference%s" % (ok, len(rows), ("; " + "; ".join(bad)) if bad else ""))' "$results" 2>/dev/null || true)
+    [ "$st" -eq 0 ] || fail_msg="$(tail_of "$work/logs/numerics.err" 3)"
+    return "$st"
+}
+
+step_summary() { # MODE
+    "$TRAINCAST_PYTHON" -c 'import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+rows = [r for r in rows if r.get("part") == "step" and r.get("mode") == sys.argv[2]]
+r = rows[-1] if rows else {}
+if r.get("status") in ("ok", "partial"):
+    print("iteration %.2f ms; conv sum %.2f ms against the profiler %.2f ms%s" % (r["iteration_ms"], r["conv_sum_ms"], r["profiler_conv_ms"], "" if r.get("ratio") is None else " (%.3f)" % r["ratio"]))
+else:
+    print(r.get("error", "no result")[:300])' "$results" "$1" 2>/dev/null || true
+}
+
+part_step_fp32() {
+    local st=0
+    check_part step step-fp32 --amp none --model "$conv_model" --batch "$conv_batch" \
+        --input-size "$conv_input" --budget-ms "$conv_budget" || st=$?
+    step_note=$(step_summary fp32)
+    [ "$st" -eq 0 ] || fail_msg="$(tail_of "$work/logs/step-fp32.err" 3)"
+    return "$st"
+}
+
+part_step_amp() {
+    if [ "$conv_amp" = none ]; then step_note="no AMP on this device"; return 0; fi
+    local st=0
+    check_part step step-amp --amp "$conv_amp" --model "$conv_model" --batch "$conv_batch" \
+        --input-size "$conv_input" --budget-ms "$conv_budget" || st=$?
+    step_note=$(step_summary "amp-$conv_amp")
+    [ "$st" -eq 0 ] || fail_msg="$(tail_of "$work/logs/step-amp.err" 3)"
+    return "$st"
 }
 
 if [ "$rehearsal" -eq 1 ]; then
@@ -544,17 +780,42 @@ if [ "$rehearsal" -eq 1 ]; then
 else
     device_args=(--device "$device")
 fi
-run_step "1 preflight" step_preflight
-run_step "2 build" step_build
-run_step "3 agent info" step_info
-if [ "$conv_check_only" -eq 0 ]; then
+if [ "$conv_check_only" -eq 1 ]; then pre=; else pre="1 "; fi
+steps+=("${pre}preflight"$'\t'"ok"$'\t'"0"$'\t'"$python_info")
+if [ "$do_build" -eq 1 ] || [ "$conv_check_only" -eq 0 ]; then
+    run_step "${pre:+2 }build" step_build
+fi
+if [ "$conv_check_only" -eq 1 ]; then
+    # Caps (s) add up to the default plan of 8 minutes with some room; each is
+    # shortened when the plan runs out.
+    run_part "1 facts" 60 part_facts
+    run_part "2 routes" 60 part_routes
+    run_part "3 convs fp32" 90 part_convs_fp32
+    run_part "4 convs AMP" 90 part_convs_amp
+    run_part "5 numerics" 45 part_numerics
+    run_part "6 step fp32" 60 part_step_fp32
+    run_part "7 step AMP" 60 part_step_amp
+else
+    deadline=$((started + 86400))  # the full check has no plan to keep to
+    run_step "3 agent info" step_info
     run_step "4 database" step_database
     run_step "5 conv bench" step_bench
     run_step "6 traces" step_traces
     run_step "7 fit" step_fit
     run_step "8 predict" step_predict
     run_step "9 conv check" step_convcheck
+    run_part "10 convs fp32" 900 part_convs_fp32
+    run_part "10 convs AMP" 900 part_convs_amp
+    run_part "10 step fp32" 900 part_step_fp32
+    run_part "10 step AMP" 900 part_step_amp
 fi
-run_step "10 conv vs torch" step_conv_torch
+finished=1
+failed_parts=$(printf '%s\n' "${steps[@]}" | awk -F'\t' '$2 == "FAILED"' | cut -f1 | tr '\n' ',' | sed 's/,$//')
+if [ -n "$failed_parts" ]; then
+    fail_msg="these steps failed: $failed_parts (see the steps table)"
+    write_report "${failed_parts%%,*}"
+    echo "gpu-check: steps failed: $failed_parts; report: $report" >&2
+    exit 1
+fi
 write_report ok
-echo "gpu-check: every step passed in $(( $(date +%s) - started )) s; report: $report" >&2
+echo "gpu-check: every step ran in $(( $(date +%s) - started )) s; report: $report; results: $results" >&2
