@@ -58,6 +58,7 @@
 # $TRAINCAST_PYTHON, python3, /usr/bin/python3 whose torch sees the GPU).
 set -euo pipefail
 
+script_start=$(date +%s)
 here=$(cd "$(dirname "$0")" && pwd)
 # From the relocatable bundle (gpu-check.sh at its top, bin/agent beside),
 # or from a source tree (deploy/gpu-check.sh).
@@ -260,7 +261,7 @@ preflight
 mkdir -p "$work/logs" "$work/sections" "$(dirname "$report")"
 rm -f "$work"/sections/*.md "$results"
 started=$(date +%s)
-deadline=$((started + minutes * 60))
+deadline=$((script_start + minutes * 60))  # the preflight counts too
 steps=()      # "name<TAB>status<TAB>seconds<TAB>note"
 fail_msg=
 server_pid=

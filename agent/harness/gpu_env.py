@@ -474,6 +474,15 @@ def _probe(a):
             cc = "%d.%d" % (major, minor)
             torch.backends.cudnn.version()
     libs = loaded_libraries() if cuda else {}
+    if cuda and cc and not ("nvrtc" in libs and "cublasLt" in libs):
+        # Some libraries are loaded only when cuDNN first runs a conv.
+        try:
+            dev = torch.device(a.device)
+            x = torch.randn(1, 8, 8, 8, device=dev)
+            torch.nn.functional.conv2d(x, torch.randn(8, 8, 3, 3, device=dev)).sum().item()
+            libs = loaded_libraries()
+        except Exception:  # noqa: BLE001 - the probe reports what it can
+            pass
     path = libs.get("cudnn", "") if number else ""
     out.write(json.dumps({
         "type": "probe", "framework": "pytorch", "framework_version": torch.__version__,
