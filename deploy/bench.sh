@@ -33,7 +33,7 @@ only=
 quick=0
 accuracy_args=
 
-all=(predict memory collection transport load conv import export variability allocators faithfulness accuracy)
+all=(predict memory collection transport load conv import export variability allocators faithfulness accuracy bundle)
 declare -A title=(
     [predict]="Predict latency on a large database"
     [memory]="Memory: aggregator while ingesting, agent while benchmarking"
@@ -47,6 +47,7 @@ declare -A title=(
     [allocators]="Allocators: speed and steadiness of a CPU device"
     [faithfulness]="Faithfulness: conv benchmarks against PyTorch's own time"
     [accuracy]="Accuracy study (CPU devices)"
+    [bundle]="The relocatable agent bundle: size and start-up"
 )
 declare -A script=(
     [predict]=bench/predict_latency.sh [memory]=bench/memory.sh
@@ -54,6 +55,7 @@ declare -A script=(
     [conv]=bench/conv_bench.sh [import]=bench/model_import.sh [export]=bench/model_export.sh
     [variability]=bench/trace_variability.sh [allocators]=bench/allocators.py
     [faithfulness]=bench/faithfulness.py [accuracy]=bench/accuracy.sh
+    [bundle]=bench/bundle_size.sh
 )
 
 while [ $# -gt 0 ]; do
@@ -221,6 +223,16 @@ run_accuracy() {
         # shellcheck disable=SC2086  # the options split into words
         bench/accuracy.sh $accuracy_args --out "$work/accuracy.md" --plot docs/accuracy.svg \
             --plot-link accuracy.svg >/dev/null
+    fi
+}
+
+run_bundle() {
+    if [ "$quick" -eq 1 ]; then
+        cmd="bench/bundle_size.sh --runs 5"
+        bench/bundle_size.sh --build-dir "$build" --runs 5 --out "$work/bundle.md"
+    else
+        cmd="bench/bundle_size.sh"
+        bench/bundle_size.sh --build-dir "$build" --out "$work/bundle.md"
     fi
 }
 

@@ -134,32 +134,29 @@ cat >"$root/bin/agent" <<EOF
 #!/bin/sh
 # The traincast agent of this bundle: libexec/agent with the libraries of
 # lib/, the harness and models of share/traincast, and the Python that has
-# PyTorch (TRAINCAST_PYTHON, else the first python3 on PATH, or
-# /usr/bin/python3, whose torch imports). Needs glibc $glibc_min or newer.
+# PyTorch (TRAINCAST_PYTHON, else the first python3 on PATH). Needs glibc
+# $glibc_min or newer.
 case \$0 in
 */*) bin=\${0%/*} ;;
 *) bin=\$(command -v -- "\$0"); bin=\${bin%/*} ;;
 esac
 root=\$(cd "\$bin/.." && pwd -P) || exit 1
-if command -v getconf >/dev/null 2>&1; then
-    have=\$(getconf GNU_LIBC_VERSION 2>/dev/null | sed 's/^glibc //')
-    if [ -n "\$have" ] && [ "\$(printf '%s\n%s\n' "$glibc_min" "\$have" | sort -t. -k1,1n -k2,2n | head -n 1)" != "$glibc_min" ]; then
+have=\$(getconf GNU_LIBC_VERSION 2>/dev/null) && have=\${have#glibc } && case \$have in
+[0-9]*.[0-9]*)
+    major=\${have%%.*} minor=\${have#*.} && minor=\${minor%%.*}
+    if [ "\$major" -lt ${glibc_min%%.*} ] || { [ "\$major" -eq ${glibc_min%%.*} ] && [ "\$minor" -lt ${glibc_min#*.} ]; }; then
         echo "agent: this bundle needs glibc $glibc_min or newer; this machine has glibc \$have" >&2
         exit 2
-    fi
-fi
+    fi ;;
+esac
 : "\${TRAINCAST_HARNESS_DIR:=\$root/share/traincast/harness}"
 : "\${TRAINCAST_DATA_DIR:=\$root/share/traincast/models}"
 export TRAINCAST_HARNESS_DIR TRAINCAST_DATA_DIR
-if [ -z "\${TRAINCAST_PYTHON:-}" ]; then
-    for p in python3 /usr/bin/python3; do
-        p=\$(command -v "\$p" 2>/dev/null) || continue
-        if "\$p" -c 'import importlib.util, sys; sys.exit(importlib.util.find_spec("torch") is None)' 2>/dev/null; then
-            TRAINCAST_PYTHON=\$p
-            export TRAINCAST_PYTHON
-            break
-        fi
-    done
+# The user's python3 (a module's, a conda environment's), not the system's:
+# named, not run, so that the launcher costs nothing at start.
+if [ -z "\${TRAINCAST_PYTHON:-}" ] && p=\$(command -v python3 2>/dev/null); then
+    TRAINCAST_PYTHON=\$p
+    export TRAINCAST_PYTHON
 fi
 exec "\$root/libexec/agent" "\$@"
 EOF
@@ -173,8 +170,8 @@ Runs unpacked anywhere, as any user, on a machine with glibc $glibc_min or
 newer: every other library the agent needs is in lib/. For NVIDIA GPUs it
 needs the NVIDIA driver and a Python whose PyTorch was built for CUDA; it
 loads the cuDNN (and NVRTC, cuBLAS) that PyTorch loads, and says which in
-\`bin/agent info\`. Set TRAINCAST_PYTHON to that Python if it is not the
-first python3 on PATH.
+\`bin/agent info\`. The agent runs the first python3 on PATH; set
+TRAINCAST_PYTHON to another Python if that one has no PyTorch.
 
   bin/agent --help                 every command
   bin/agent info                   devices, library versions, the cuDNN loaded

@@ -108,6 +108,19 @@ run "a GPU command without a driver" 1 'cuda:0' -- \
 lines=$(grep -c . <<<"$last")
 [ "$lines" -le 2 ] || fail "a GPU command without a driver: $lines lines, want one: $last"
 
+# A glibc older than the bundle needs: one line, exit 2 (the launcher asks
+# getconf, here a fake one in the root).
+mkdir -p "$root/usr/local/bin"
+printf '#!/bin/sh\necho "glibc 2.31"\n' >"$root/usr/local/bin/getconf"
+chmod +x "$root/usr/local/bin/getconf"
+got=$(env -i PATH=/usr/local/bin:/usr/bin:/bin HOME=/tmp "$chroot_bin" "$root" "$b/bin/agent" --version 2>&1)
+st=$?
+if [ "$st" -eq 2 ] && [ "$(grep -c . <<<"$got")" -eq 1 ] && grep -q 'needs glibc 2\.[0-9]* or newer; this machine has glibc 2.31' <<<"$got"; then
+    echo "ok: too old a glibc is refused in one line"
+else
+    fail "too old a glibc: exit $st: $got"
+fi
+
 if [ "$failures" -gt 0 ]; then
     echo "$failures check(s) failed"
     exit 1
