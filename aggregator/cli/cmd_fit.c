@@ -24,6 +24,7 @@ static void s_print_fit(const tc_fit_group_t *g, const tc_fit_analysis_t *a)
            fit->n_cnns, fit->n_points, fit->batch_min, fit->batch_max,
            fit->excluded_oom + fit->excluded_failed, fit->excluded_oom, fit->excluded_failed);
     printf("  model: %s\n", model);
+    printf("  why: %s\n", a->choice.why);
     if (a->nested)
         printf("  leave-one-CNN-out (model choice included): MAPE %.2f %%, median %.2f %%, "
                "max %.2f %%\n",
@@ -63,6 +64,7 @@ static const tc_col_t s_fit_cols[] = {
     {"conv_only_mape", TC_COL_NUM},  {"rse", TC_COL_NUM},
     {"dof", TC_COL_NUM},             {"ridge_lambda", TC_COL_NUM},
     {"interval_lo", TC_COL_NUM},     {"interval_hi", TC_COL_NUM},
+    {"why", TC_COL_TEXT},
 };
 #define S_FIT_COLS (sizeof s_fit_cols / sizeof s_fit_cols[0])
 static const tc_col_t s_coef_cols[] = {
@@ -105,8 +107,9 @@ static int s_fit_rows(tc_table_t *fits, tc_table_t *coefs, const tc_fit_group_t 
         v[0], g->device, g->framework, *g->policy ? g->policy : NULL, g->dtype, g->conv_policy,
         tc_fit_form_name(fit->form), tc_fit_weighting_name(fit->weighting),
         tc_fit_stat_name(fit->stat), model};
-    for (size_t i = 10; i < S_FIT_COLS; i++)
+    for (size_t i = 10; i < S_FIT_COLS - 1; i++)
         cells[i] = *v[i] ? v[i] : NULL;
+    cells[S_FIT_COLS - 1] = a->choice.why;
     int rc = tc_table_add_row(fits, cells);
     for (size_t j = 0; rc == 0 && j < fit->p; j++) {
         char c[64], se[64];

@@ -119,6 +119,7 @@ static void s_print_table(const tc_fit_group_t *g, const tc_fit_analysis_t *a, c
            a->data.n_cnns, whats[holdout], a->data.n, rows[0].oom + rows[0].failed, rows[0].oom,
            rows[0].failed, tc_fit_stat_name(a->fit.stat));
     printf("  model chosen on every %s: %s\n", what[holdout], model);
+    printf("  why: %s\n", a->choice.why);
     printf("  errors are leave-one-%s-out: each %s's model was chosen and fitted without it\n",
            holdout == TC_FIT_HOLD_BATCH ? "batch-size" : what[holdout], what[holdout]);
     if (a->with_interval)
@@ -282,7 +283,9 @@ static void s_json_group(tc_buf_t *b, const tc_fit_group_t *g, const tc_fit_anal
             first = false;
         }
     }
-    tc_buf_puts(b, "]}, ");
+    tc_buf_puts(b, "], \"why\": ");
+    tc_buf_json_str(b, a->choice.why);
+    tc_buf_puts(b, "}, ");
     tc_buf_printf(b, "\"holdout\": \"%s\", \"stat\": \"%s\", \"groups\": %zu, ",
                   tc_fit_holdout_name(holdout), tc_fit_stat_name(a->fit.stat), a->data.n_cnns);
     tc_buf_printf(b, "\"interval_points\": %zu, \"interval_covered\": %zu, "

@@ -52,6 +52,10 @@ void tc_fit_plan_free(tc_fit_plan_t *plan)
     memset(plan, 0, sizeof *plan);
 }
 
+/* The simple form: a fixed cost per iteration and one per element the
+ * non-conv layers move, the aggregate the method's authors regress on. */
+static const char *const s_simple[] = {"total.one", "memory.elems"};
+
 int tc_fit_plan_init(const tc_fit_cli_t *cli, tc_fit_plan_t *plan)
 {
     memset(plan, 0, sizeof *plan);
@@ -92,8 +96,26 @@ int tc_fit_plan_init(const tc_fit_cli_t *cli, tc_fit_plan_t *plan)
             plan->p++;
         }
     }
+    plan->n_candidates = plan->p;
+    /* The simple form's features (tc_fit_select falls back on it), as
+     * columns beyond the candidates when they are not among them. */
+    for (size_t k = 0; plan->select && k < sizeof s_simple / sizeof s_simple[0]; k++) {
+        bool have = false;
+        for (size_t j = 0; j < plan->p && !have; j++)
+            have = !strcmp(plan->features[j], s_simple[k]);
+        if (have)
+            continue;
+        char **v = realloc(plan->features, (plan->p + 1) * sizeof *v);
+        if (!v)
+            TC_FAIL_GOTO(TC_ENOMEM, "out of memory");
+        plan->features = v;
+        if (!(plan->features[plan->p] = strdup(s_simple[k])))
+            TC_FAIL_GOTO(TC_ENOMEM, "out of memory");
+        plan->p++;
+    }
     if (plan->p > TC_FIT_MAX_FEATURES)
-        TC_FAIL_GOTO(TC_EUSAGE, "%zu features given; at most %d", plan->p, TC_FIT_MAX_FEATURES);
+        TC_FAIL_GOTO(TC_EUSAGE, "%zu features given; at most %zu", plan->n_candidates,
+                     TC_FIT_MAX_FEATURES - (plan->p - plan->n_candidates));
     /* Reject unknown feature names now, not after reading the data. */
     tc_features_t zero = {0};
     for (size_t j = 0; j < plan->p; j++) {
@@ -208,11 +230,18 @@ int tc_fit_analyze(const tc_fit_group_t *g, const tc_fit_plan_t *plan, tc_fit_ne
     out->opts.weightings = plan->weightings;
     out->opts.select = plan->select;
     out->opts.min_gain = plan->min_gain;
-    rc = tc_fit_select(d, NULL, &out->opts, &out->spec, &out->selection_mape);
+    out->opts.candidates = (1u << plan->n_candidates) - 1;
+    for (size_t j = 0; j < plan->p; j++)
+        for (size_t k = 0; plan->select && k < sizeof s_simple / sizeof s_simple[0]; k++)
+            if (!strcmp(plan->features[j], s_simple[k]))
+                out->opts.simple |= 1u << j;
+    rc = tc_fit_select(d, NULL, &out->opts, &out->choice);
     if (rc < 0) {
         tc_err_context(rc, "%s", label);
         goto err;
     }
+    out->spec = out->choice.spec;
+    out->selection_mape = out->choice.mape;
     rc = tc_fit_spec_solve(d, &out->spec, NULL, &out->sol);
     if (rc < 0) {
         tc_err_context(rc, "%s: fitting every point", label);

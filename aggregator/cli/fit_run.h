@@ -47,8 +47,10 @@ typedef struct {
 typedef struct {
     char **devices;
     size_t n_devices;
-    char **features; /* candidate (or fixed) feature names */
+    char **features; /* candidate (or fixed) feature names, then those of the
+                        simple form that are not among them */
     size_t p;
+    size_t n_candidates; /* the first n_candidates of features are candidates */
     uint32_t forms, weightings;
     bool select;
     double min_gain;
@@ -65,6 +67,7 @@ typedef struct {
     tc_fit_select_opts_t opts;
     tc_fit_spec_t spec;        /* chosen on every CNN */
     double selection_mape;     /* its leave-one-CNN-out MAPE while choosing */
+    tc_fit_choice_t choice;    /* the choice, with why */
     tc_fit_solution_t sol;     /* fitted on every point */
     double *fitted;            /* n: in-sample prediction */
     double *held_out;          /* n: nested leave-one-CNN-out prediction (NaN if not run) */

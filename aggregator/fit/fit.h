@@ -272,18 +272,50 @@ typedef struct {
     /* Forward selection adds a feature only when it lowers the
      * leave-one-CNN-out MAPE by this fraction of its value (0.01 = 1 %). */
     double min_gain;
+    /* At most this many features; 0: one, and one more per
+     * TC_FIT_CNNS_PER_FEATURE CNNs of the rows (2 for 4 to 7 CNNs, 8 for
+     * 28 to 31). */
+    size_t max_features;
+    /* The simple form (nnls, relative weights, these feature bits) taken
+     * when the data support no selection (fewer than 3 CNNs) or no
+     * candidate passes; 0: none. */
+    uint32_t simple;
 } tc_fit_select_opts_t;
 
-/* Every form, both weightings, all features of `d`, selection on, 1 %. */
+/* The feature budget: points of one CNN are not independent, so the number
+ * of CNNs, not of points, bounds how many features a fit can carry. */
+#define TC_FIT_CNNS_PER_FEATURE 4
+/* The simple form needs this many CNNs; selection needs 3. */
+#define TC_FIT_SIMPLE_MIN_CNNS 2
+
+/* Every form, both weightings, all features of `d`, selection on, 1 %,
+ * the budget from the CNN count, no simple form. */
 void tc_fit_select_opts_default(const tc_fit_data_t *d, tc_fit_select_opts_t *o);
 
-/* Choose a spec by leave-one-CNN-out over `rows` (NULL: all): for each
- * allowed form and weighting, forward selection from the empty model
- * (conv sum only) by MAPE; the best of those wins (ties go to the simpler
- * form: ols, nnls, ridge, robust; then no weights). *mape gets its
- * leave-one-CNN-out MAPE in percent. Needs at least 3 CNNs. */
+/* What tc_fit_select chose, and why. */
+typedef struct {
+    tc_fit_spec_t spec;
+    double mape;          /* its leave-one-CNN-out MAPE, percent (NaN: not estimable) */
+    double se;            /* the standard error of that MAPE over CNNs */
+    size_t max_features;  /* the budget applied */
+    bool simple;          /* the simple form was taken */
+    char why[480];        /* why this model: the budget, the one-standard-error
+                             rule, candidates left out, the simple form */
+} tc_fit_choice_t;
+
+/* Choose a spec by leave-one-CNN-out over `rows` (NULL: all). For each
+ * allowed form and weighting, forward selection from the empty model (conv
+ * sum only) by MAPE, at most `max_features` deep. A candidate whose fit on
+ * all the rows, or on any fold, has a negative coefficient is not
+ * admissible: the features are costs, and with non-negative coefficients no
+ * prediction of the non-conv time is ever negative, for the CNNs fitted on
+ * or any other. Of the admissible models the simplest (fewest features,
+ * then the lowest MAPE) whose MAPE is within one standard error (over
+ * CNNs) of the lowest is chosen. With fewer than 3 CNNs, or no admissible
+ * candidate, the simple form, if any (with at least
+ * TC_FIT_SIMPLE_MIN_CNNS CNNs). */
 int tc_fit_select(const tc_fit_data_t *d, const bool *rows, const tc_fit_select_opts_t *o,
-                  tc_fit_spec_t *best, double *mape);
+                  tc_fit_choice_t *out);
 
 /* Held-out predictions of every point, with their 95 % intervals (NaN where
  * none). Arrays of the data's n; any may be NULL. */

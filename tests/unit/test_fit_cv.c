@@ -198,39 +198,177 @@ Test(fit_cv, held_out_measurements_do_not_reach_their_own_prediction, .timeout =
 
 Test(fit_cv, forward_selection_finds_the_true_features, .timeout = 60)
 {
-    /* Features 0 (constant) and 3 matter; 1, 2 and 4 are noise. */
+    /* Features 0 (constant) and 3 matter; 1, 2 and 4 are noise. Ten CNNs
+     * allow three features. */
     const double beta[5] = {20, 0, 0, 4, 0};
     tc_fit_data_t d;
     tc_test_seed(22);
     s_make_data(&d, 10, beta, 5, 0.002);
     tc_fit_select_opts_t o;
     tc_fit_select_opts_default(&d, &o);
-    tc_fit_spec_t best;
-    double mape;
-    cr_assert_eq(tc_fit_select(&d, NULL, &o, &best, &mape), 0, "%s", tc_errmsg());
-    cr_expect_eq(best.mask, (1u << 0) | (1u << 3), "selected mask 0x%x (%s, %s)", best.mask,
-                 tc_fit_form_name(best.form), tc_fit_weighting_name(best.weighting));
-    cr_expect(mape < 1.0, "MAPE %g %% on 0.2 %% noise", mape);
+    tc_fit_choice_t c;
+    cr_assert_eq(tc_fit_select(&d, NULL, &o, &c), 0, "%s", tc_errmsg());
+    cr_expect_eq(c.max_features, 3u);
+    cr_expect_eq(c.spec.mask, (1u << 0) | (1u << 3), "selected mask 0x%x (%s)", c.spec.mask,
+                 c.why);
+    cr_expect(c.mape < 1.0, "MAPE %g %% on 0.2 %% noise", c.mape);
+    cr_expect(strstr(c.why, "at most 3 features for 10 CNNs") != NULL, "%s", c.why);
     /* Without selection the mask is exactly the candidates. */
     o.select = false;
     o.candidates = 0x3;
-    cr_assert_eq(tc_fit_select(&d, NULL, &o, &best, &mape), 0, "%s", tc_errmsg());
-    cr_expect_eq(best.mask, 0x3u);
+    cr_assert_eq(tc_fit_select(&d, NULL, &o, &c), 0, "%s", tc_errmsg());
+    cr_expect_eq(c.spec.mask, 0x3u);
     tc_fit_data_free(&d);
 }
 
-Test(fit_cv, too_few_cnns_is_bad_input, .timeout = 10)
+static double s_honest(tc_fit_data_t *d, const tc_fit_select_opts_t *o, tc_fit_spec_t *folds,
+                       double *ms)
+{
+    cr_assert_eq(tc_fit_nested_loco(d, o, &(tc_fit_held_out_t){.ms = ms}, folds, NULL, NULL,
+                                    NULL),
+                 0, "%s", tc_errmsg());
+    tc_fit_ape_t ape;
+    tc_fit_ape(d->measured, ms, NULL, d->n, &ape);
+    return ape.mape;
+}
+
+/* Five CNNs and the way a small set goes wrong: the non-conv time is a
+ * constant plus a cost per element of f1; f2 costs nothing, but the four
+ * CNNs with small f2 happen to run slower the smaller their f2 (the noise
+ * of a few CNNs lines up with some candidate), and the fifth has twenty
+ * times their f2 (squeezenet's concatenations against the others'). A
+ * selection free to use f2 with a negative coefficient, or to spend every
+ * candidate on four CNNs, predicts the fifth at a negative non-conv time.
+ * Within the budget (two features for five CNNs) and with non-negative
+ * coefficients, every fold's model is small, no prediction has a negative
+ * non-conv time, and the honest error stays near the noise. */
+Test(fit_cv, few_cnns_cannot_make_the_selection_explode, .timeout = 120)
+{
+    tc_fit_data_t d;
+    const double beta[6] = {30, 2, 0, 0, 0, 0};
+    tc_test_seed(41);
+    s_make_data(&d, 5, beta, 6, 0.0);
+    for (size_t c = 0; c < 5; c++) {
+        double f2 = c == 4 ? 20.0 : 0.4 + 0.2 * (double)c;
+        for (size_t b = 0; b < 4; b++) {
+            size_t i = c * 4 + b;
+            d.x[i * d.p + 2] = f2;
+            double resid = 30 + 2 * d.x[i * d.p + 1];
+            /* Slower the smaller f2, for the first four only. */
+            double drift = c == 4 ? 0 : 12.0 * (1.0 - f2);
+            d.measured[i] = (d.conv[i] + resid + drift) * (1 + 0.02 * tc_test_normal());
+        }
+    }
+    tc_fit_select_opts_t o;
+    tc_fit_select_opts_default(&d, &o);
+    /* An unconstrained least-squares fit of the first four with f2 takes
+     * the drift for a negative cost of f2 and predicts the fifth negative. */
+    tc_fit_spec_t ols = {TC_FIT_OLS, TC_FIT_W_NONE, 0x7};
+    bool train[20];
+    for (size_t i = 0; i < 20; i++)
+        train[i] = d.cnn[i] != 4;
+    tc_fit_solution_t sol;
+    cr_assert_eq(tc_fit_spec_solve(&d, &ols, train, &sol), 0, "%s", tc_errmsg());
+    cr_assert_lt(tc_fit_spec_predict(&d, &ols, &sol, 16) - d.conv[16], 0,
+                 "the data do not trap an unconstrained fit");
+    tc_fit_choice_t c;
+    cr_assert_eq(tc_fit_select(&d, NULL, &o, &c), 0, "%s", tc_errmsg());
+    cr_expect_eq(c.max_features, 2u);
+    cr_expect_leq(__builtin_popcount(c.spec.mask), 2, "%s", c.why);
+    double ms[20];
+    tc_fit_spec_t folds[5];
+    double honest = s_honest(&d, &o, folds, ms);
+    for (size_t f = 0; f < 5; f++)
+        cr_expect_leq(__builtin_popcount(folds[f].mask), 2, "fold %zu: mask 0x%x", f,
+                      folds[f].mask);
+    for (size_t i = 0; i < d.n; i++)
+        cr_expect_geq(ms[i] - d.conv[i], 0, "row %zu: a negative non-conv time", i);
+    cr_expect(honest < 40, "honest MAPE %.1f %%", honest);
+    tc_fit_data_free(&d);
+}
+
+/* The non-conv time falls with a feature (a negative effect no cost can
+ * have): an unconstrained least-squares fit would use it with a negative
+ * coefficient and predict a negative non-conv time beyond the data. No
+ * chosen model has a negative coefficient, so no prediction is negative,
+ * however large the features of a CNN to predict. */
+Test(fit_cv, no_chosen_model_has_a_negative_coefficient, .timeout = 120)
+{
+    const double beta[3] = {40, 3, -2.5};
+    tc_fit_data_t d;
+    tc_test_seed(43);
+    s_make_data(&d, 12, beta, 3, 0.01);
+    tc_fit_select_opts_t o;
+    tc_fit_select_opts_default(&d, &o);
+    tc_fit_choice_t c;
+    cr_assert_eq(tc_fit_select(&d, NULL, &o, &c), 0, "%s", tc_errmsg());
+    tc_fit_solution_t sol;
+    cr_assert_eq(tc_fit_spec_solve(&d, &c.spec, NULL, &sol), 0, "%s", tc_errmsg());
+    for (size_t a = 0; a < (size_t)__builtin_popcount(c.spec.mask); a++)
+        cr_expect_geq(sol.coef[a], -1e-9, "coefficient %zu is %g (%s)", a, sol.coef[a], c.why);
+    /* The unconstrained fit of the same features would have one. */
+    tc_fit_spec_t ols = {TC_FIT_OLS, TC_FIT_W_NONE, 0x7};
+    cr_assert_eq(tc_fit_spec_solve(&d, &ols, NULL, &sol), 0, "%s", tc_errmsg());
+    cr_expect_lt(sol.coef[2], 0, "the data do have a negative effect (%g)", sol.coef[2]);
+    cr_expect(strstr(c.why, "left out for a negative coefficient") != NULL, "%s", c.why);
+    tc_fit_data_free(&d);
+}
+
+/* Two features that both help, the second by less than the first's error
+ * spread across CNNs: the one-standard-error rule keeps the smaller model
+ * and says why. */
+Test(fit_cv, one_standard_error_rule_prefers_the_smaller_model, .timeout = 120)
+{
+    const double beta[4] = {30, 1.5, 0, 0.02};
+    tc_fit_data_t d;
+    tc_test_seed(47);
+    s_make_data(&d, 12, beta, 4, 0.06);
+    tc_fit_select_opts_t o;
+    tc_fit_select_opts_default(&d, &o);
+    o.forms = 1u << TC_FIT_NNLS;
+    o.weightings = 1u << TC_FIT_W_RELATIVE;
+    tc_fit_choice_t c;
+    cr_assert_eq(tc_fit_select(&d, NULL, &o, &c), 0, "%s", tc_errmsg());
+    /* Without the rule (a budget of one with the rule off is the same as
+     * forcing the smallest): the smallest model kept is within its SE. */
+    cr_expect(isfinite(c.se) && c.se > 0, "se %g", c.se);
+    if (strstr(c.why, "the simplest within one standard error")) {
+        cr_expect_lt(__builtin_popcount(c.spec.mask), 3, "%s", c.why);
+    } else {
+        cr_expect(strstr(c.why, "the lowest leave-one-CNN-out MAPE") != NULL, "%s", c.why);
+    }
+    tc_fit_data_free(&d);
+}
+
+Test(fit_cv, too_few_cnns_take_the_simple_form_or_are_bad_input, .timeout = 10)
 {
     const double beta[2] = {5, 1};
     tc_fit_data_t d;
     s_make_data(&d, 2, beta, 2, 0);
     tc_fit_select_opts_t o;
     tc_fit_select_opts_default(&d, &o);
-    tc_fit_spec_t best;
-    double mape, pred[8];
-    cr_expect_eq(tc_fit_select(&d, NULL, &o, &best, &mape), TC_EINVAL);
-    cr_expect(strstr(tc_errmsg(), "at least 3 CNNs") != NULL, "%s", tc_errmsg());
+    tc_fit_choice_t c;
+    double pred[8];
+    /* No simple form to fall back on: the error says what selection needs. */
+    cr_expect_eq(tc_fit_select(&d, NULL, &o, &c), TC_EINVAL);
+    cr_expect(strstr(tc_errmsg(), "at least 3 CNNs; there are 2") != NULL, "%s", tc_errmsg());
+    /* With one: two CNNs are enough for it, and it says so. */
+    o.simple = 0x3;
+    cr_assert_eq(tc_fit_select(&d, NULL, &o, &c), 0, "%s", tc_errmsg());
+    cr_expect(c.simple);
+    cr_expect_eq(c.spec.form, TC_FIT_NNLS);
+    cr_expect_eq(c.spec.mask, 0x3u);
+    cr_expect(strstr(c.why, "the simple form nnls relative [f0, f1]: choosing a model by "
+                            "leave-one-CNN-out needs traces of at least 3 CNNs") != NULL,
+              "%s", c.why);
     cr_expect_eq(tc_fit_nested_loco(&d, &o, &(tc_fit_held_out_t){.ms = pred}, NULL, NULL, NULL, NULL), TC_EINVAL);
+    tc_fit_data_free(&d);
+    /* One CNN: even the simple form cannot be had. */
+    s_make_data(&d, 1, beta, 2, 0);
+    cr_expect_eq(tc_fit_select(&d, NULL, &o, &c), TC_EINVAL);
+    cr_expect(strstr(tc_errmsg(), "needs traces of at least 3 CNNs; there is 1, and even the "
+                                  "simplest model needs traces of 2 CNNs") != NULL,
+              "%s", tc_errmsg());
     tc_fit_data_free(&d);
 }
 
