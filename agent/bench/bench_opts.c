@@ -19,6 +19,7 @@ int tc_bench_settings(const tc_bench_flags_t *f, tc_bench_settings_t *out)
         return tc_err_context(TC_EUSAGE, "--layout");
     out->workspace_limit = (uint64_t)f->workspace_mb << 20;
     out->measure = tc_measure_defaults();
+    out->measure.quiet = tc_quiet_get();
     if (f->budget_ms < 0)
         return tc_fail(TC_EUSAGE, "--budget-ms must be > 0 (got %g)", f->budget_ms);
     if (f->budget_ms > 0)

@@ -80,6 +80,12 @@ static void s_json_item(FILE *f, const tc_conv_outcome_t *o)
                   o->samples.n, (unsigned long long)o->algos[o->chosen].info.workspace_bytes,
                   o->telemetry.sm_clock_mhz);
     tc_buf_json_num(&b, o->telemetry.power_w);
+    if (o->samples.load.known) {
+        tc_buf_puts(&b, ", \"load_others_pct\": ");
+        tc_buf_json_num(&b, o->samples.load.others_pct);
+        tc_buf_printf(&b, ", \"remeasured\": %u, \"disturbed\": %s", o->samples.remeasured,
+                      o->samples.disturbed ? "true" : "false");
+    }
     tc_buf_puts(&b, "}\n");
     fputs(tc_buf_str(&b), f);
     fflush(f);

@@ -109,6 +109,7 @@ int tc_conv_bench(tc_device_t *dev, const tc_conv_spec_t *spec, const tc_measure
     memset(out, 0, sizeof *out);
     out->spec = *spec;
     out->chosen = -1;
+    out->spec_quiet_pct = mo->quiet.threshold_pct;
     TC_TRY(tc_measure_opts_check(mo));
     TC_TRY(tc_conv_plan_create(dev, spec, &plan));
     snprintf(out->route, sizeof out->route, "%s", tc_conv_plan_route(plan));
@@ -202,6 +203,7 @@ void tc_conv_result_proto_free(Traincast__V1__ConvResult **r_p)
     free(r->candidates);
     free(r->samples_ms);
     free(r->sample_offsets_us);
+    free(r->load);
     free(r);
     *r_p = NULL;
 }
@@ -222,6 +224,16 @@ int tc_conv_outcome_to_proto(const tc_conv_outcome_t *o, Traincast__V1__ConvResu
     r->route = strdup(o->route);
     r->sm_clock_mhz = o->telemetry.sm_clock_mhz;
     r->power_w = o->telemetry.power_w;
+    if (o->samples.load.known) {
+        if (!(r->load = calloc(1, sizeof *r->load)))
+            goto nomem;
+        traincast__v1__load__init(r->load);
+        r->load->others_pct = o->samples.load.others_pct;
+        r->load->steal_pct = o->samples.load.steal_pct;
+        r->load->threshold_pct = o->spec_quiet_pct;
+        r->load->remeasured = o->samples.remeasured;
+        r->load->disturbed = o->samples.disturbed;
+    }
     r->candidates = calloc(o->n_algos ? o->n_algos : 1, sizeof *r->candidates);
     r->samples_ms = malloc(o->samples.n * sizeof *r->samples_ms);
     r->sample_offsets_us = malloc(o->samples.n * sizeof *r->sample_offsets_us);

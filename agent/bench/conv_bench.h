@@ -29,6 +29,7 @@ typedef struct {
     tc_samples_t samples;  /* the chosen algorithm's measurement */
     char route[32];        /* which code ran it, as the framework routes it */
     tc_telemetry_t telemetry; /* median SM clock and power over that measurement */
+    double spec_quiet_pct;    /* the quiet threshold it was measured under */
 } tc_conv_outcome_t;
 
 /* Plan, choose and measure. TC_EUNSUPPORTED (listing every candidate's

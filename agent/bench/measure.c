@@ -25,6 +25,7 @@ tc_measure_opts_t tc_measure_defaults(void)
         .warmup_min = 2,
         .warmup_max = 20,
         .settle_rel = 0.05,
+        .quiet = {100.0, 0, 0},
     };
 }
 
@@ -43,7 +44,7 @@ int tc_measure_opts_check(const tc_measure_opts_t *o)
     if (!(o->settle_rel > 0))
         return tc_fail(TC_EINVAL, "the warm-up settle threshold must be > 0 (got %g)",
                        o->settle_rel);
-    return 0;
+    return tc_quiet_check(&o->quiet, "the quiet threshold");
 }
 
 const char *tc_stop_reason_name(tc_stop_reason_t r)
@@ -65,11 +66,11 @@ void tc_samples_free(tc_samples_t *s)
     memset(s, 0, sizeof *s);
 }
 
-int tc_measure(tc_measure_fn fn, void *arg, const tc_measure_opts_t *o, tc_samples_t *out)
+/* One block: warm-up, then the timed repetitions and their load. */
+static int s_block(tc_measure_fn fn, void *arg, const tc_measure_opts_t *o, tc_samples_t *out)
 {
     int rc = 0;
     memset(out, 0, sizeof *out);
-    TC_TRY(tc_measure_opts_check(o));
     out->ms = malloc(o->max_reps * sizeof *out->ms);
     out->offset_us = malloc(o->max_reps * sizeof *out->offset_us);
     if (!out->ms || !out->offset_us)
@@ -92,6 +93,8 @@ int tc_measure(tc_measure_fn fn, void *arg, const tc_measure_opts_t *o, tc_sampl
     }
 
     out->stop = TC_STOP_MAX_REPS;
+    tc_load_mark_t start;
+    tc_load_mark(&start);
     while (out->n < o->max_reps) {
         int64_t at = tc_now_us();
         if (out->n == 0)
@@ -114,9 +117,32 @@ int tc_measure(tc_measure_fn fn, void *arg, const tc_measure_opts_t *o, tc_sampl
         }
     }
 #undef ELAPSED
+    tc_load_since(&start, TC_LOAD_MIN_S, &out->load);
     TC_TRY(tc_stats_compute(out->ms, out->n, &out->stats));
     return 0;
 err:
     tc_samples_free(out);
     return rc;
+}
+
+int tc_measure(tc_measure_fn fn, void *arg, const tc_measure_opts_t *o, tc_samples_t *out)
+{
+    memset(out, 0, sizeof *out);
+    int rc = tc_measure_opts_check(o);
+    if (rc < 0)
+        return rc;
+    for (unsigned attempt = 0;; attempt++) {
+        if ((rc = s_block(fn, arg, o, out)) < 0)
+            return rc;
+        out->remeasured = attempt;
+        out->disturbed = tc_quiet_disturbed(&o->quiet, &out->load);
+        if (!out->disturbed || attempt >= o->quiet.retries)
+            return 0;
+        /* Measure again once the machine is quiet; when it stays busy,
+         * keep this block, marked. */
+        tc_load_t last;
+        if (!tc_quiet_wait(&o->quiet, "conv benchmarks", &last))
+            return 0;
+        tc_samples_free(out);
+    }
 }

@@ -6,6 +6,7 @@
 #ifndef TC_MEASURE_H
 #define TC_MEASURE_H
 
+#include "hostload.h"
 #include "stats.h"
 
 #include <stdbool.h>
@@ -23,10 +24,15 @@ typedef struct {
     unsigned warmup_min;  /* warm-up runs at least */
     unsigned warmup_max;  /* and at most (also at most a third of the budget) */
     double settle_rel;    /* warm-up ends when two successive times differ by less */
+    /* The quiet-machine guard (hostload.h): repetitions taken while other
+     * processes used more than its threshold of the machine are measured
+     * again after waiting for quiet, up to its retries. */
+    tc_quiet_t quiet;
 } tc_measure_opts_t;
 
 /* budget 1000 ms, 5..200 repetitions, CI within 2 %, 2..20 warm-ups
- * settling within 5 %. */
+ * settling within 5 %, the guard off (threshold 100 %; the commands turn
+ * it on). */
 tc_measure_opts_t tc_measure_defaults(void);
 
 /* 0, or TC_EINVAL naming the bad option. */
@@ -47,13 +53,17 @@ typedef struct {
     bool settled;          /* warm-up times settled (else it hit its cap) */
     tc_stop_reason_t stop;
     tc_stats_t stats;
+    tc_load_t load;        /* what others used of the machine meanwhile */
+    unsigned remeasured;   /* times measured again because of load */
+    bool disturbed;        /* over the guard's threshold even then */
 } tc_samples_t;
 
 const char *tc_stop_reason_name(tc_stop_reason_t r);
 
 /* Measure `fn`. On error the samples are freed and the callback's code is
  * returned. Wall time counts against the budget, or the sum of the reported
- * times where that is larger. */
+ * times where that is larger. The load of the timed repetitions is
+ * recorded; under the guard a disturbed block is measured again. */
 int tc_measure(tc_measure_fn fn, void *arg, const tc_measure_opts_t *o, tc_samples_t *out);
 
 /* Free the arrays; accepts a zeroed struct. */

@@ -226,6 +226,7 @@ int tc_cmd_bench(int argc, char **argv)
 {
     s_bench_args_t a = {.direction = "all", .seed = 1, .f = {.device = "cpu"}};
     tc_bench_flags_t *f = &a.f;
+    double quiet_pct = 0;
     const tc_opt_t opts[] = {
         {"models", TC_OPT_STR, &a.models, "LIST",
          "models: torchvision:NAME (or NAME) or FILE.onnx, comma-separated"},
@@ -267,6 +268,7 @@ int tc_cmd_bench(int argc, char **argv)
          "algorithm, median, min, SM clock, power)"},
         {"dry-run", TC_OPT_FLAG, &a.dry_run, NULL,
          "print the plan (and what the result file already holds) without measuring"},
+        TC_QUIET_OPT(&quiet_pct),
         {0},
     };
     const tc_cmd_spec_t spec = {
@@ -286,7 +288,7 @@ int tc_cmd_bench(int argc, char **argv)
         tc_cli_result_free(&cli);
         return rc;
     }
-    if ((rc = tc_agent_prepare(f->allocator)) < 0) {
+    if ((rc = tc_agent_prepare(f->allocator, tc_cli_given(&spec, "quiet-threshold"), quiet_pct)) < 0) {
         tc_cli_result_free(&cli);
         return rc;
     }

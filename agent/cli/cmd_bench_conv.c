@@ -64,6 +64,10 @@ static void s_print(const tc_conv_outcome_t *o)
         printf("; SM clock %u MHz, %.0f W", o->telemetry.sm_clock_mhz, o->telemetry.power_w);
     if (o->route[0] || o->telemetry.sm_clock_mhz)
         printf("\n");
+    if (s->load.known)
+        printf("  others used %.0f %% of the machine meanwhile%s%s\n", s->load.others_pct,
+               s->remeasured ? " (measured again for load)" : "",
+               s->disturbed ? "; DISTURBED: over the quiet threshold" : "");
 }
 
 /* --format csv|json: every candidate of every direction, one row each. */
@@ -259,6 +263,7 @@ int tc_cmd_bench_conv(int argc, char **argv)
                        .format = "table",
                        .f = {.device = "cpu"}};
     tc_bench_flags_t *f = &a.f;
+    double quiet_pct = 0;
     const tc_opt_t opts[] = {
         {"n", TC_OPT_UINT, &a.n, "N", "batch size", true},
         {"c", TC_OPT_UINT, &a.c, "C", "input channels", true},
@@ -298,6 +303,7 @@ int tc_cmd_bench_conv(int argc, char **argv)
         {"verify", TC_OPT_FLAG, &a.verify, NULL,
          "also check the chosen algorithm's output against the naive reference (slow on "
          "large shapes)"},
+        TC_QUIET_OPT(&quiet_pct),
         {0},
     };
     const tc_cmd_spec_t spec = {
@@ -317,7 +323,7 @@ int tc_cmd_bench_conv(int argc, char **argv)
         tc_cli_result_free(&cli);
         return rc;
     }
-    if ((rc = tc_agent_prepare(f->allocator)) < 0) {
+    if ((rc = tc_agent_prepare(f->allocator, tc_cli_given(&spec, "quiet-threshold"), quiet_pct)) < 0) {
         tc_cli_result_free(&cli);
         return rc;
     }

@@ -88,7 +88,7 @@ static int s_prepare(const char *format, const char *allocator, tc_format_t *fmt
     int rc;
     if ((rc = tc_format_parse(format, fmt)) < 0)
         return rc;
-    return tc_agent_prepare(allocator);
+    return tc_agent_prepare(allocator, false, 0);
 }
 
 /* This agent: the host it runs on, its os and its id. */

@@ -78,7 +78,7 @@ int tc_cmd_routes(int argc, char **argv)
     TC_TRY(tc_format_parse(format, &fmt));
     if (batch < 1 || batch > 65536)
         TC_FAIL_GOTO(TC_EUSAGE, "--batch must be between 1 and 65536 (got %lu)", batch);
-    TC_TRY(tc_agent_prepare(allocator));
+    TC_TRY(tc_agent_prepare(allocator, false, 0));
     if (!convs) {
         char dir[1024];
         snprintf(path, sizeof path, "%s/cnn_set.convs",

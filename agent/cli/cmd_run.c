@@ -155,6 +155,7 @@ int tc_cmd_run(int argc, char **argv)
     tc_session_flags_t f = {0};
     tc_job_settings_t js = {0};
     s_run_args_t a = {.timeout_s = 300};
+    double quiet_pct = 0;
     const tc_opt_t opts[] = {
         TC_SESSION_OPTS(f),
         {"models", TC_OPT_STR, &a.models, "LIST",
@@ -170,6 +171,7 @@ int tc_cmd_run(int argc, char **argv)
         {"no-trace", TC_OPT_FLAG, &a.no_trace, NULL, "skip the training traces"},
         {"timeout", TC_OPT_DOUBLE, &a.timeout_s, "SECONDS",
          "after measuring, wait at most this long for acknowledgements (default 300)"},
+        TC_QUIET_OPT(&quiet_pct),
         {0},
     };
     const tc_cmd_spec_t spec = {
@@ -195,7 +197,7 @@ int tc_cmd_run(int argc, char **argv)
         tc_cli_result_free(&cli);
         return rc;
     }
-    if ((rc = tc_agent_prepare(a.allocator)) < 0) {
+    if ((rc = tc_agent_prepare(a.allocator, tc_cli_given(&spec, "quiet-threshold"), quiet_pct)) < 0) {
         tc_cli_result_free(&cli);
         return rc;
     }

@@ -23,10 +23,12 @@ int tc_cmd_serve(int argc, char **argv)
     tc_session_flags_t f = {0};
     tc_job_settings_t js = {0};
     const char *allocator = NULL;
+    double quiet_pct = 0;
     const tc_opt_t opts[] = {
         TC_SESSION_OPTS(f),
         TC_JOB_SETTINGS_OPTS(js),
         TC_ALLOCATOR_OPT(allocator),
+        TC_QUIET_OPT(&quiet_pct),
         {0},
     };
     const tc_cmd_spec_t spec = {
@@ -49,7 +51,7 @@ int tc_cmd_serve(int argc, char **argv)
         tc_cli_result_free(&cli);
         return rc;
     }
-    if ((rc = tc_agent_prepare(allocator)) < 0) {
+    if ((rc = tc_agent_prepare(allocator, tc_cli_given(&spec, "quiet-threshold"), quiet_pct)) < 0) {
         tc_cli_result_free(&cli);
         return rc;
     }

@@ -147,6 +147,7 @@ int tc_cmd_trace(int argc, char **argv)
 {
     s_opts_t o = {.device = "cpu", .dtype = "fp32", .amp = "", .optimizer = "sgd",
                   .warmup = 3, .iters = 10, .repeat = 3, .timeout = 1800};
+    double quiet_pct = 0;
     const tc_opt_t opts[] = {
         {"models", TC_OPT_STR, &o.models, "LIST",
          "torchvision names (resnet50 or torchvision:resnet50), comma-separated", true},
@@ -186,6 +187,7 @@ int tc_cmd_trace(int argc, char **argv)
         {"state", TC_OPT_STR, &o.state, "DIR",
          "the agent state directory whose id to use (default $TRAINCAST_AGENT_DIR or "
          "~/.traincast/agent, when it exists)"},
+        TC_QUIET_OPT(&quiet_pct),
         {0},
     };
     const tc_cmd_spec_t spec = {
@@ -209,7 +211,7 @@ int tc_cmd_trace(int argc, char **argv)
     tc_cli_result_t cli;
     int rc = tc_cli_parse(&spec, argc, argv, &cli);
     if (rc == 0 && !cli.help_shown)
-        rc = tc_agent_prepare(o.allocator);
+        rc = tc_agent_prepare(o.allocator, tc_cli_given(&spec, "quiet-threshold"), quiet_pct);
     if (rc == 0 && !cli.help_shown)
         rc = s_run(&o);
     tc_cli_result_free(&cli);

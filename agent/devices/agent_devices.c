@@ -1,4 +1,5 @@
 #include "agent_devices.h"
+#include "hostload.h"
 
 #include "allocator.h"
 #include "device.h"
@@ -181,4 +182,8 @@ int tc_agent_devices_find(const tc_agent_devices_t *self, const char *uuid, cons
     return rc;
 }
 
-int tc_agent_prepare(const char *allocator) { return tc_allocator_apply(allocator); }
+int tc_agent_prepare(const char *allocator, bool quiet_given, double quiet_pct)
+{
+    int rc = tc_quiet_set_threshold(quiet_given, quiet_pct, "--quiet-threshold");
+    return rc < 0 ? rc : tc_allocator_apply(allocator);
+}

@@ -10,6 +10,7 @@
 
 #include "tc_wire.h"
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -24,11 +25,19 @@ typedef struct {
 
 typedef struct tc_agent_devices tc_agent_devices_t;
 
-/* Ready this process to measure: run under `allocator` (tc_allocator_apply,
- * which may re-execute the program). Every command that measures calls it
- * first. A GPU loads its libraries when it is first opened
- * (agent/devices/cuda/cuda_libs.c). */
-int tc_agent_prepare(const char *allocator);
+/* Ready this process to measure: settle the quiet-machine guard
+ * (--quiet-threshold when `quiet_given`, hostload.h), then run under
+ * `allocator` (tc_allocator_apply, which may re-execute the program). Every
+ * command that measures calls it first. A GPU loads its libraries when it
+ * is first opened (agent/devices/cuda/cuda_libs.c). */
+int tc_agent_prepare(const char *allocator, bool quiet_given, double quiet_pct);
+
+/* The --quiet-threshold option of the measuring commands. */
+#define TC_QUIET_OPT(dest)                                                                        \
+    {"quiet-threshold", TC_OPT_DOUBLE, (dest), "PCT",                                             \
+     "measure while other processes use at most PCT % of this machine: wait for quiet (up to "   \
+     "60 s, TRAINCAST_QUIET_WAIT_S), measure again what was taken under more, mark what stays "  \
+     "disturbed (default 10; 100 turns the guard off; TRAINCAST_QUIET_PCT)"}
 
 /* List the devices. `device` NULL: the cpu and every GPU found (a GPU that
  * cannot be opened is left out with a warning); else only that one, and

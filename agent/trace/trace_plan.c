@@ -155,6 +155,7 @@ int tc_trace_plan_new(const tc_trace_settings_t *s, char *const *models, size_t 
         .repeats = s->repeats,
         .timeout_s = s->timeout_s,
         .profile = s->profile,
+        .quiet = tc_quiet_get(),
     };
 
     p->models = calloc(n_models + 1, sizeof *p->models);

@@ -97,6 +97,15 @@ int tc_trace_record_emit(const tc_trace_record_t *rec, const char *agent_id,
         t.energy_source = (char *)r->info.energy_source;
     }
     t.energy_absent = (char *)r->info.energy_absent;
+    Traincast__V1__Load load = TRAINCAST__V1__LOAD__INIT;
+    if (r->load.known) {
+        load.others_pct = r->load.others_pct;
+        load.steal_pct = r->load.steal_pct;
+        load.threshold_pct = job->quiet.threshold_pct;
+        load.remeasured = r->remeasured;
+        load.disturbed = r->disturbed;
+        t.load = &load;
+    }
     if (!its || !it_ptrs) {
         rc = tc_fail(TC_ENOMEM, "out of memory for %zu iterations", r->n_samples);
         goto done;

@@ -196,15 +196,26 @@ int tc_trace_measure(const tc_trace_job_t *job, tc_trace_progress_fn progress, v
     r->repeat_medians = calloc(job->repeats + 1, sizeof *r->repeat_medians);
     double *timed = calloc(q->iters + 1, sizeof *timed);
     s_cmdline_t *cmd = calloc(1, sizeof *cmd);
+    tc_load_t *loads = NULL;
     int rc = 0;
     if (!r->samples || !r->repeat_medians || !timed || !cmd) {
         rc = tc_fail(TC_ENOMEM, "out of memory for %u repeats of %zu iterations", job->repeats,
                      per_run);
         goto done;
     }
+    loads = calloc(job->repeats + 1, sizeof *loads);
+    if (!loads) {
+        rc = tc_fail(TC_ENOMEM, "out of memory");
+        goto done;
+    }
+    unsigned attempt = 0;
     for (uint32_t rep = 0; rep < job->repeats; rep++) {
         if (progress)
             progress(rep, arg);
+        size_t samples_before = r->n_samples;
+        uint32_t repeats_before = r->n_repeats;
+        tc_load_mark_t start;
+        tc_load_mark(&start);
         if ((rc = s_cmdline(job, job->profile && rep == 0, cmd)) < 0)
             goto done;
         tc_trace_proto_t *proto = tc_trace_proto_new(q);
@@ -241,7 +252,24 @@ int tc_trace_measure(const tc_trace_job_t *job, tc_trace_progress_fn progress, v
         tc_trace_proto_destroy(&proto);
         if (rc < 0 || !usable)
             goto done;
+        tc_load_since(&start, TC_LOAD_MIN_S, &loads[rep]);
+        if (tc_quiet_disturbed(&job->quiet, &loads[rep])) {
+            tc_load_t last;
+            /* Run this repeat again once the machine is quiet; when it
+             * stays busy, keep it, marked. */
+            if (attempt < job->quiet.retries && tc_quiet_wait(&job->quiet, "training traces", &last)) {
+                attempt++;
+                r->remeasured++;
+                r->n_samples = samples_before;
+                r->n_repeats = repeats_before;
+                rep--;
+                continue;
+            }
+            r->disturbed = true;
+        }
+        attempt = 0;
     }
+    tc_load_combine(loads, job->repeats, &r->load);
     double *m = calloc(r->n_repeats, sizeof *m);
     if (!m) {
         rc = tc_fail(TC_ENOMEM, "out of memory");
@@ -253,6 +281,7 @@ int tc_trace_measure(const tc_trace_job_t *job, tc_trace_progress_fn progress, v
     free(m);
     r->status = TRAINCAST__V1__TRACE_STATUS__TRACE_STATUS_OK;
 done:
+    free(loads);
     free(timed);
     free(cmd);
     if (rc < 0 || r->status != TRAINCAST__V1__TRACE_STATUS__TRACE_STATUS_OK) {

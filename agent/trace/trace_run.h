@@ -4,6 +4,7 @@
 #ifndef TC_TRACE_RUN_H
 #define TC_TRACE_RUN_H
 
+#include "hostload.h"
 #include "trace_proto.h"
 #include "tc_wire.h"
 
@@ -20,6 +21,8 @@ typedef struct {
     uint32_t repeats;      /* >= 1 */
     double timeout_s;      /* per run of the runner */
     bool profile;          /* ask the first repeat for time per op class */
+    tc_quiet_t quiet;      /* a repeat run while others used more than its threshold of
+                              the machine is run again after waiting for quiet */
     bool (*cancelled)(void *arg); /* may be NULL: true stops the run (TC_EINTR) */
     void *cancel_arg;
 } tc_trace_job_t;
@@ -43,6 +46,9 @@ typedef struct {
     double spread;              /* (max - min) / median of the repeat medians */
     uint64_t peak_memory_bytes; /* largest over the repeats */
     int64_t started_at_us;
+    tc_load_t load;             /* what others used of the machine over the repeats kept */
+    unsigned remeasured;        /* repeats run again because of load */
+    bool disturbed;             /* a repeat kept was over the guard's threshold */
 } tc_trace_result_t;
 
 /* Called before each run of the runner (repeat is 0-based). */

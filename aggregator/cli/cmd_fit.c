@@ -23,6 +23,11 @@ static void s_print_fit(const tc_fit_group_t *g, const tc_fit_analysis_t *a)
            "failed %zu)\n",
            fit->n_cnns, fit->n_points, fit->batch_min, fit->batch_max,
            fit->excluded_oom + fit->excluded_failed, fit->excluded_oom, fit->excluded_failed);
+    if (g->disturbed_traces || g->disturbed_benchmarks)
+        printf("  taken while the machine was busy (disturbed): %zu traces (%s), %zu conv "
+               "benchmarks (used only where a measurement has no quiet one)\n",
+               g->disturbed_traces, g->include_disturbed ? "kept: --include-disturbed" : "left out",
+               g->disturbed_benchmarks);
     printf("  model: %s\n", model);
     printf("  why: %s\n", a->choice.why);
     if (a->nested)
@@ -131,7 +136,7 @@ static int s_load_groups(const char *db, const tc_fit_plan_t *plan, tc_store_t *
     if (rc == 0)
         rc = tc_store_check_schema(*store);
     if (rc == 0)
-        rc = tc_store_fit_groups(*store, plan->devices, plan->n_devices, plan->stat, groups,
+        rc = tc_store_fit_groups(*store, plan->devices, plan->n_devices, plan->stat, plan->include_disturbed, groups,
                                  n_groups);
     return rc;
 }

@@ -118,6 +118,11 @@ static void s_print_table(const tc_fit_group_t *g, const tc_fit_analysis_t *a, c
     printf("  %zu %s, %zu points; excluded %zu (out of memory %zu, failed %zu); statistic %s\n",
            a->data.n_cnns, whats[holdout], a->data.n, rows[0].oom + rows[0].failed, rows[0].oom,
            rows[0].failed, tc_fit_stat_name(a->fit.stat));
+    if (g->disturbed_traces || g->disturbed_benchmarks)
+        printf("  taken while the machine was busy (disturbed): %zu traces (%s), %zu conv "
+               "benchmarks (used only where a measurement has no quiet one)\n",
+               g->disturbed_traces, g->include_disturbed ? "kept: --include-disturbed" : "left out",
+               g->disturbed_benchmarks);
     printf("  model chosen on every %s: %s\n", what[holdout], model);
     printf("  why: %s\n", a->choice.why);
     printf("  errors are leave-one-%s-out: each %s's model was chosen and fitted without it\n",
@@ -286,6 +291,10 @@ static void s_json_group(tc_buf_t *b, const tc_fit_group_t *g, const tc_fit_anal
     tc_buf_puts(b, "], \"why\": ");
     tc_buf_json_str(b, a->choice.why);
     tc_buf_puts(b, "}, ");
+    tc_buf_printf(b, "\"disturbed_traces\": %zu, \"disturbed_benchmarks\": %zu, "
+                     "\"include_disturbed\": %s, ",
+                  g->disturbed_traces, g->disturbed_benchmarks,
+                  g->include_disturbed ? "true" : "false");
     tc_buf_printf(b, "\"holdout\": \"%s\", \"stat\": \"%s\", \"groups\": %zu, ",
                   tc_fit_holdout_name(holdout), tc_fit_stat_name(a->fit.stat), a->data.n_cnns);
     tc_buf_printf(b, "\"interval_points\": %zu, \"interval_covered\": %zu, "
@@ -339,7 +348,7 @@ static int s_load_groups(const char *db, const tc_fit_plan_t *plan, tc_fit_group
     tc_store_t *store = NULL;
     int rc = tc_store_open(tc_default_dsn(db), &store);
     if (rc == 0)
-        rc = tc_store_fit_groups(store, plan->devices, plan->n_devices, plan->stat, groups,
+        rc = tc_store_fit_groups(store, plan->devices, plan->n_devices, plan->stat, plan->include_disturbed, groups,
                                  n_groups);
     tc_store_destroy(&store);
     return rc;

@@ -64,6 +64,7 @@ int tc_fit_plan_init(const tc_fit_cli_t *cli, tc_fit_plan_t *plan)
     plan->weightings = (1u << TC_FIT_WEIGHTING_COUNT) - 1;
     plan->select = true;
     plan->min_gain = cli->min_gain;
+    plan->include_disturbed = cli->include_disturbed;
     if (!(plan->min_gain >= 0 && plan->min_gain < 1))
         return tc_fail(TC_EUSAGE, "--min-gain must be at least 0 and below 1 (got %g)",
                        plan->min_gain);
@@ -212,6 +213,13 @@ int tc_fit_analyze(const tc_fit_group_t *g, const tc_fit_plan_t *plan, tc_fit_ne
     }
     tc_fit_data_t *d = &out->data;
     size_t n = d->n;
+    if (n == 0 && g->disturbed_traces) {
+        rc = tc_fail(TC_EINVAL, "%s: every trace was taken while other processes used the "
+                                "machine (%zu disturbed): trace again on a quiet machine, or "
+                                "fit with --include-disturbed",
+                     label, g->disturbed_traces);
+        goto err;
+    }
     out->fitted = calloc(n + 1, sizeof *out->fitted);
     out->held_out = calloc(n + 1, sizeof *out->held_out);
     out->held_lo = calloc(n + 1, sizeof *out->held_lo);

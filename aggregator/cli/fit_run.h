@@ -18,6 +18,7 @@ typedef struct {
     const char *features;
     const char *stat;
     double min_gain;
+    bool include_disturbed;
 } tc_fit_cli_t;
 
 /* The options both commands take, for their tc_opt_t tables. */
@@ -41,6 +42,9 @@ typedef struct {
         {"min-gain", TC_OPT_DOUBLE, &(c)->min_gain, "FRACTION",                               \
          "relative drop in leave-one-CNN-out MAPE that admits a feature or a more complex "   \
          "form (default: 0.01)"},                                                             \
+        {"include-disturbed", TC_OPT_FLAG, &(c)->include_disturbed, NULL,                     \
+         "also fit the traces taken while other processes used the machine (left out by "    \
+         "default; the agent marks them disturbed)"},                                         \
         TC_DB_OPT(&(c)->db)
 
 /* The options resolved. */
@@ -56,6 +60,7 @@ typedef struct {
     double min_gain;
     tc_fit_stat_t stat;
     tc_fit_holdout_t holdout; /* what the folds hold out (validate --holdout) */
+    bool include_disturbed;
 } tc_fit_plan_t;
 
 int tc_fit_plan_init(const tc_fit_cli_t *cli, tc_fit_plan_t *plan);

@@ -185,6 +185,12 @@ typedef struct {
     size_t n_points;
     tc_fit_excluded_t *excluded;
     size_t n_excluded;
+    /* Measurements taken while the machine was busy (schema/011_load.sql):
+     * successful traces of the group marked disturbed (left out unless
+     * include_disturbed), and conv benchmarks of the device name marked so
+     * (each counts only where its measurement has no quiet one). */
+    bool include_disturbed;
+    size_t disturbed_traces, disturbed_benchmarks;
 } tc_fit_group_t;
 
 void tc_fit_group_clear(tc_fit_group_t *g);

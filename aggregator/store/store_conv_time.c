@@ -10,7 +10,7 @@
 #include <string.h>
 
 /* Columns of every such result. */
-enum { S_GRP, S_BATCH, S_MEDIAN, S_STDDEV, S_MEASURED, S_ID, S_COLS };
+enum { S_GRP, S_BATCH, S_MEDIAN, S_STDDEV, S_MEASURED, S_ID, S_DISTURBED, S_COLS };
 
 static int64_t s_int8(const PGresult *res, int row, int col)
 {
@@ -40,6 +40,7 @@ typedef struct {
     int32_t grp, batch;
     int row;
     bool none; /* no benchmark: an outer join's empty side */
+    bool disturbed;
     tc_fit_repeat_t r;
 } s_row_t;
 
@@ -82,15 +83,20 @@ int tc_store_conv_repeats(const PGresult *res, tc_store_repeats_fn each, void *c
         w->r.measured_us = PQgetisnull(res, i, S_MEASURED) ? TC_FIT_TIME_UNKNOWN
                                                            : s_int8(res, i, S_MEASURED);
         w->r.id = s_int8(res, i, S_ID);
+        w->disturbed = !PQgetisnull(res, i, S_DISTURBED) && *PQgetvalue(res, i, S_DISTURBED);
     }
     qsort(rows, (size_t)n, sizeof *rows, s_row_cmp);
     for (int from = 0, to; from < n; from = to) {
         size_t k = 0;
+        bool quiet = false;
         for (to = from; to < n && rows[to].grp == rows[from].grp &&
                         rows[to].batch == rows[from].batch;
              to++)
-            if (!rows[to].none)
-                run[k++] = rows[to].r;
+            quiet |= !rows[to].none && !rows[to].disturbed;
+        /* A disturbed benchmark counts only where there is no quiet one. */
+        for (int i = from; i < to; i++)
+            if (!rows[i].none && (!quiet || !rows[i].disturbed))
+                run[k++] = rows[i].r;
         each(ctx, rows[from].grp, (unsigned)rows[from].batch, rows[from].row, run, k);
     }
     free(rows);

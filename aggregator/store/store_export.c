@@ -129,7 +129,9 @@ int tc_store_export_messages(tc_store_t *s, char *const *names, size_t n,
             "t.amp, t.optimizer, t.policy, t.threads, t.warmup, t.iters, t.repeats, t.median_ms, "
             "t.spread, t.peak_memory_bytes, t.status, t.reason, t.runner, "
             "coalesce(" TC_SQL_US("t.started_at") ", 0), t.device_id, " TC_SQL_DEVICE_COLS ", "
-            "t.sm_clock_mhz, t.power_w, t.energy_j, t.energy_source, t.energy_absent FROM traces t "
+            "t.sm_clock_mhz, t.power_w, t.energy_j, t.energy_source, t.energy_absent, "
+            "t.load_others_pct, t.load_steal_pct, t.gpu_other_processes, t.load_threshold_pct, "
+            "t.remeasured, t.disturbed FROM traces t "
             "JOIN devices d USING (device_id) LEFT JOIN received_messages m USING (message_id) "
             "WHERE t.device_id IN " TC_SQL_SET_DEVICES " ORDER BY t.trace_id",
             1, params);

@@ -78,6 +78,26 @@ static double s_d(PGresult *res, int r, int c)
     return v ? strtod(v, NULL) : 0;
 }
 
+/* The load columns from `col` (others, steal, GPU processes, threshold,
+ * remeasured, disturbed), NULL when none was recorded. */
+static Traincast__V1__Load *s_load(s_pool_t *pool, PGresult *res, int row, int col)
+{
+    if (PQgetisnull(res, row, col))
+        return NULL;
+    Traincast__V1__Load *l = s_alloc(pool, sizeof *l);
+    if (!l)
+        return NULL;
+    traincast__v1__load__init(l);
+    l->others_pct = s_d(res, row, col);
+    l->steal_pct = s_d(res, row, col + 1);
+    l->gpu_other_processes = (uint32_t)tc_store_ll(res, row, col + 2);
+    l->threshold_pct = s_d(res, row, col + 3);
+    l->remeasured = (uint32_t)tc_store_ll(res, row, col + 4);
+    l->disturbed = PQgetvalue(res, row, col + 5)[0] == 't';
+    return l;
+}
+
+
 /* The conv key from columns col.. of a row, in tc_conv_key.h's order (as
  * TC_SQL_CONV_KEY_COLS selects it). */
 static void s_key_U32(PGresult *res, int r, int c, uint32_t *v)
@@ -333,7 +353,9 @@ int tc_store_export_conv_message(tc_store_t *s, PGresult *msgs, int m, tc_store_
         "r.policy, r.algo, r.algo_id, r.median_ms, r.min_ms, r.max_ms, r.stddev_ms, "
         "r.repetitions, r.workspace_bytes, " TC_SQL_US("r.measured_at") ", "
         "array_to_string(r.samples_ms, ','), array_to_string(r.sample_offsets_us, ','), "
-        "r.result_id, r.route, r.library_version, r.sm_clock_mhz, r.power_w FROM "
+        "r.result_id, r.route, r.library_version, r.sm_clock_mhz, r.power_w, "
+        "r.load_others_pct, r.load_steal_pct, r.gpu_other_processes, r.load_threshold_pct, "
+        "r.remeasured, r.disturbed FROM "
         "conv_results r JOIN conv_configs c USING (config_id) WHERE "
         "r.message_id = $1 ORDER BY r.seq",
         1, idp);
@@ -372,6 +394,7 @@ int tc_store_export_conv_message(tc_store_t *s, PGresult *msgs, int m, tc_store_
                 cr->device->library_version = s_str(&pool, s_v(rows, r, B + 16));
             x->sm_clock_mhz = (uint32_t)tc_store_ll(rows, r, B + 17);
             x->power_w = s_d(rows, r, B + 18);
+            x->load = s_load(&pool, rows, r, B + 19);
             x->config = c;
             tc_direction_parse(PQgetvalue(rows, r, B + 1), &x->direction);
             tc_policy_parse(PQgetvalue(rows, r, B + 2), &x->policy);
@@ -455,6 +478,7 @@ static void s_trace_fields(s_pool_t *pool, PGresult *tr, int t, Traincast__V1__T
     x->energy_j = s_d(tr, t, 26 + TC_SQL_DEVICE_NCOLS + 2);
     x->energy_source = s_str(pool, s_v(tr, t, 26 + TC_SQL_DEVICE_NCOLS + 3));
     x->energy_absent = s_str(pool, s_v(tr, t, 26 + TC_SQL_DEVICE_NCOLS + 4));
+    x->load = s_load(pool, tr, t, 26 + TC_SQL_DEVICE_NCOLS + 5);
 }
 
 /* `n` initialised messages of `desc` in a NULL-terminated array, all from

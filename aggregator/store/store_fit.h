@@ -19,9 +19,11 @@
  * up; the directions of tc_conv_step.h; times multiplicity; configs matched
  * by shape and layout with the traces' dtype) and the model's non-conv
  * features. Points whose traces all failed or ran out of memory are listed
- * as excluded. Free with tc_fit_groups_free. */
+ * as excluded; traces taken while the machine was busy (disturbed) are left
+ * out unless `include_disturbed`, and counted. Free with tc_fit_groups_free. */
 int tc_store_fit_groups(tc_store_t *s, char *const *devices, size_t n_devices,
-                        tc_fit_stat_t stat, tc_fit_group_t **out, size_t *n_out);
+                        tc_fit_stat_t stat, bool include_disturbed, tc_fit_group_t **out,
+                        size_t *n_out);
 
 /* Store `fit` (made from group `g`) with its points: fitted[i] is the fit's
  * in-sample prediction of point i; `held` (may be NULL, and each array may

@@ -145,20 +145,38 @@ static int s_device_names(tc_store_t *s, char *const *devices, size_t n_devices,
     return 0;
 }
 
+#define S_POINTS_SQL(view)                                                                      \
+    "SELECT ts.model_id, coalesce(m.name, ''), ts.batch, ts.traces, " TC_SQL_TRACE_STAT("$8")    \
+    ", ts.spread_within_trace, ts.spread_between_traces, m.model_id IS NOT NULL, "               \
+    "ts.last_started_at FROM " view " ts LEFT JOIN models m USING (model_id) "                   \
+    "WHERE ts.device = $1 AND ts.framework = $2 AND ts.policy IS NOT DISTINCT FROM $3 "          \
+    "AND ts.dtype = $4 AND ts.amp = $5 AND ts.library_key = $6 AND ts.settings_key = $7 "        \
+    "ORDER BY coalesce(m.name, ts.model_id), ts.model_id, ts.batch"
+
+/* The disturbed traces of the group and conv benchmarks of its device name. */
+static int s_read_disturbed(tc_store_t *s, const char *const *params, tc_fit_group_t *g)
+{
+    PGresult *res = NULL;
+    int rc = tc_store_query(s, &res, "counting disturbed measurements",
+                            "SELECT (SELECT count(*) " GROUP_TRACES " AND t.status = 'ok' "
+                            "AND t.disturbed), (SELECT count(*) FROM conv_results r JOIN devices "
+                            "d USING (device_id) WHERE d.name = $1 AND r.disturbed)",
+                            7, params);
+    if (rc < 0)
+        return rc;
+    g->disturbed_traces = strtoul(PQgetvalue(res, 0, 0), NULL, 10);
+    g->disturbed_benchmarks = strtoul(PQgetvalue(res, 0, 1), NULL, 10);
+    PQclear(res);
+    return 0;
+}
+
 static int s_read_points(tc_store_t *s, const char *const *params, tc_fit_group_t *g)
 {
     PGresult *res = NULL;
-    int rc = tc_store_query(
-        s, &res, "reading trace summaries",
-        "SELECT ts.model_id, coalesce(m.name, ''), ts.batch, ts.traces, "
-        TC_SQL_TRACE_STAT("$8") ", "
-        "ts.spread_within_trace, ts.spread_between_traces, m.model_id IS NOT NULL, "
-        "ts.last_started_at "
-        "FROM trace_summary ts LEFT JOIN models m USING (model_id) "
-        "WHERE ts.device = $1 AND ts.framework = $2 AND ts.policy IS NOT DISTINCT FROM $3 "
-        "AND ts.dtype = $4 AND ts.amp = $5 AND ts.library_key = $6 AND ts.settings_key = $7 "
-        "ORDER BY coalesce(m.name, ts.model_id), ts.model_id, ts.batch",
-        8, params);
+    int rc = tc_store_query(s, &res, "reading trace summaries",
+                            g->include_disturbed ? S_POINTS_SQL("trace_summary_all")
+                                                 : S_POINTS_SQL("trace_summary"),
+                            8, params);
     if (rc < 0)
         return rc;
     int n = PQntuples(res);
@@ -330,11 +348,11 @@ static void s_add_conv(void *ctx, long need, unsigned batch, int row, tc_fit_rep
         sums->missing++;
         return;
     }
-    tc_fit_point_t *pt = s_find_point(sums->g, PQgetvalue(sums->res, row, 6), batch);
+    tc_fit_point_t *pt = s_find_point(sums->g, PQgetvalue(sums->res, row, 7), batch);
     double ms, sd;
     tc_fit_conv_time(r, n, sums->g->stat, &ms, &sd);
     if (pt)
-        pt->conv_ms += tc_store_bin_int4(sums->res, row, 7) * ms;
+        pt->conv_ms += tc_store_bin_int4(sums->res, row, 8) * ms;
 }
 
 static int s_read_conv_sums(tc_store_t *s, const char *const *params, tc_fit_group_t *g)
@@ -343,7 +361,8 @@ static int s_read_conv_sums(tc_store_t *s, const char *const *params, tc_fit_gro
     int rc = tc_store_query_binary(s, &res, "reading conv benchmarks",
                                    CONV_NEEDS_CTE
                                    "SELECT n.i, n.batch, l.median_ms, l.stddev_ms, "
-                                   "l.measured_at, l.result_id, n.model_id, n.multiplicity "
+                                   "l.measured_at, l.result_id, l.disturbed, n.model_id, "
+                                   "n.multiplicity "
                                    "FROM need n LEFT JOIN LATERAL " CONV_REPEATS " l ON true",
                                    CONV_PARAMS, params);
     if (rc < 0)
@@ -404,6 +423,8 @@ static int s_read_group(tc_store_t *s, tc_fit_group_t *g)
                                   params[4], params[5], params[6], stat};
     int rc = s_read_points(s, point_params, g);
     if (rc == 0)
+        rc = s_read_disturbed(s, params, g);
+    if (rc == 0)
         rc = s_read_excluded(s, params, g);
     if (rc == 0)
         rc = s_read_conv_sums(s, params, g);
@@ -413,7 +434,8 @@ static int s_read_group(tc_store_t *s, tc_fit_group_t *g)
 }
 
 int tc_store_fit_groups(tc_store_t *s, char *const *devices, size_t n_devices,
-                        tc_fit_stat_t stat, tc_fit_group_t **out, size_t *n_out)
+                        tc_fit_stat_t stat, bool include_disturbed, tc_fit_group_t **out,
+                        size_t *n_out)
 {
     *out = NULL;
     *n_out = 0;
@@ -480,6 +502,7 @@ int tc_store_fit_groups(tc_store_t *s, char *const *devices, size_t n_devices,
             snprintf(g->conv_policy, sizeof g->conv_policy, "%s",
                      *g->policy ? g->policy : "heuristic");
             g->stat = stat;
+            g->include_disturbed = include_disturbed;
             rc = s_read_group(s, g);
         }
         PQclear(res);

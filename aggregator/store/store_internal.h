@@ -164,7 +164,7 @@ int tc_store_bind_key(tc_store_t *s, const char *agent_id, const char *key);
  * (predict asks for 10 batches at once). The arguments are SQL expressions
  * (parameters or columns). Read in binary by tc_store_conv_repeats. */
 #define TC_SQL_CONV_REPEATS(dev, policy, libv, config, batches, dir)                              \
-    "(SELECT r.batch, r.median_ms, r.stddev_ms, r.measured_at, r.result_id "                     \
+    "(SELECT r.batch, r.median_ms, r.stddev_ms, r.measured_at, r.result_id, r.disturbed "        \
     "  FROM conv_results r JOIN devices d USING (device_id) "                                     \
     "  WHERE d.name = " dev " AND r.policy = " policy                                            \
     "  AND (coalesce(" libv ", '') = '' OR d.kind <> 'cuda' OR r.library_version = " libv ") "  \
@@ -172,12 +172,14 @@ int tc_store_bind_key(tc_store_t *s, const char *agent_id, const char *key);
     "  AND r.direction = " dir ")"
 
 /* Rows (grp int4, batch int4, then TC_SQL_CONV_REPEATS's median_ms,
- * stddev_ms, measured_at, result_id; any columns after) in binary format
- * (tc_store_query_binary), grouped: `each` is called once per distinct
- * (grp, batch), in ascending order, with its benchmarks r[0..n) (which it
- * may reorder) and the index of one of its rows (for the columns after). A
- * row without a result_id (an outer join that found none) is no benchmark:
- * its (grp, batch) is called with n = 0. TC_ENOMEM, or 0. */
+ * stddev_ms, measured_at, result_id, disturbed; any columns after) in
+ * binary format (tc_store_query_binary), grouped: `each` is called once per
+ * distinct (grp, batch), in ascending order, with its benchmarks r[0..n)
+ * (which it may reorder) and the index of one of its rows (for the columns
+ * after). A row without a result_id (an outer join that found none) is no
+ * benchmark: its (grp, batch) is called with n = 0. A disturbed benchmark
+ * (taken while the machine was busy) is passed only where the group has no
+ * quiet one. TC_ENOMEM, or 0. */
 typedef void (*tc_store_repeats_fn)(void *ctx, long grp, unsigned batch, int row,
                                     tc_fit_repeat_t *r, size_t n);
 int tc_store_conv_repeats(const PGresult *res, tc_store_repeats_fn each, void *ctx);

@@ -273,7 +273,7 @@ bool tc_store_lookup_splits(size_t n_groups)
  * taken here (tc_fit_conv_time), which costs the server half the time of
  * taking it there (a sort and two window functions per group). */
 static const char s_lookup_sql[] =
-    "SELECT q.grp, l.batch, l.median_ms, l.stddev_ms, l.measured_at, l.result_id "
+    "SELECT q.grp, l.batch, l.median_ms, l.stddev_ms, l.measured_at, l.result_id, l.disturbed "
     "FROM json_to_recordset($1::json) "
     "AS q (grp integer, device text, policy text, library_version text, "
     "direction text, " TC_SQL_CONV_KEY_DEFS ", batches integer[]) "

@@ -250,13 +250,21 @@ static int s_put_trace_refs(tc_store_t *s, const tc_envelope_t *env, char device
 /* A trace's numbers as the text of query parameters. */
 typedef struct {
     char batch[16], input[16], threads[16], warmup[16], iters[16], repeats[16], median[64],
-        spread[64], peak[32], started[64], clock[16], power[64], energy[64];
+        spread[64], peak[32], started[64], clock[16], power[64], energy[64], others[64],
+        steal[64], gpu_others[16], threshold[64], remeasured[16];
 } s_trace_text_t;
 
 /* Write the trace's numbers as text. */
 static void s_trace_text(const Traincast__V1__TrainTrace *t, s_trace_text_t *x)
 {
     snprintf(x->clock, sizeof x->clock, "%u", t->sm_clock_mhz);
+    if (t->load) {
+        snprintf(x->others, sizeof x->others, "%.17g", t->load->others_pct);
+        snprintf(x->steal, sizeof x->steal, "%.17g", t->load->steal_pct);
+        snprintf(x->gpu_others, sizeof x->gpu_others, "%u", t->load->gpu_other_processes);
+        snprintf(x->threshold, sizeof x->threshold, "%.17g", t->load->threshold_pct);
+        snprintf(x->remeasured, sizeof x->remeasured, "%u", t->load->remeasured);
+    }
     snprintf(x->energy, sizeof x->energy, "%.17g", t->energy_j);
     snprintf(x->power, sizeof x->power, "%.17g", t->power_w);
     snprintf(x->batch, sizeof x->batch, "%u", t->batch);
@@ -318,7 +326,13 @@ static int s_insert_trace(tc_store_t *s, const tc_envelope_t *env, const char *d
                             t->power_w > 0 ? x.power : NULL,
                             has_energy ? x.energy : NULL,
                             has_energy ? t->energy_source : NULL,
-                            t->energy_absent && *t->energy_absent ? t->energy_absent : NULL};
+                            t->energy_absent && *t->energy_absent ? t->energy_absent : NULL,
+                            t->load ? x.others : NULL,
+                            t->load ? x.steal : NULL,
+                            t->load ? x.gpu_others : NULL,
+                            t->load ? x.threshold : NULL,
+                            t->load ? x.remeasured : NULL,
+                            t->load && t->load->disturbed ? "true" : "false"};
     PGresult *res = NULL;
     int rc;
     rc = tc_store_query(s, &res, "recording the trace",
@@ -327,10 +341,12 @@ static int s_insert_trace(tc_store_t *s, const tc_envelope_t *env, const char *d
                         "optimizer, policy, threads, warmup, iters, repeats, median_ms, spread, "
                         "peak_memory_bytes, status, reason, runner, started_at, settings, "
                         "settings_key, sm_clock_mhz, power_w, energy_j, energy_source, "
-                        "energy_absent) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, "
-                        "$12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24::jsonb, "
-                        "$25, $26, $27, $28, $29, $30) RETURNING trace_id",
-                        30, params);
+                        "energy_absent, load_others_pct, load_steal_pct, gpu_other_processes, "
+                        "load_threshold_pct, remeasured, disturbed) VALUES ($1, $2, $3, $4, $5, "
+                        "$6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, "
+                        "$21, $22, $23, $24::jsonb, $25, $26, $27, $28, $29, $30, $31, $32, $33, "
+                        "$34, $35, $36) RETURNING trace_id",
+                        36, params);
     tc_buf_free(&settings);
     tc_buf_free(&settings_key);
     if (rc < 0)

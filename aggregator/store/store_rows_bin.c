@@ -64,6 +64,12 @@ static void s_null(tc_buf_t *b)
     s_be32(b, -1);
 }
 
+static void s_bool(tc_buf_t *b, bool v)
+{
+    s_be32(b, 1);
+    tc_buf_append(b, v ? "\x01" : "\x00", 1);
+}
+
 static void s_int4(tc_buf_t *b, int32_t v)
 {
     s_be32(b, 4);
@@ -180,6 +186,18 @@ static void s_result_row(tc_buf_t *b, const Traincast__V1__ConvResults *cr, size
         s_float8(b, r->power_w);
     else
         s_null(b);
+    const Traincast__V1__Load *l = r->load;               /* absent from older agents */
+    if (l) {
+        s_float8(b, l->others_pct);                       /* load_others_pct double */
+        s_float8(b, l->steal_pct);                        /* load_steal_pct double */
+        s_int4(b, (int32_t)l->gpu_other_processes);       /* gpu_other_processes integer */
+        s_float8(b, l->threshold_pct);                    /* load_threshold_pct double */
+        s_int4(b, (int32_t)l->remeasured);                /* remeasured integer */
+    } else {
+        for (int k = 0; k < 5; k++)
+            s_null(b);
+    }
+    s_bool(b, l && l->disturbed);                         /* disturbed boolean */
 }
 
 /* One row of conv_algo_timings, TC_ROWS_CAND_COLUMNS in order. */

@@ -108,6 +108,21 @@ static int s_candidate(const Traincast__V1__AlgoTiming *a, const char *path)
     return 0;
 }
 
+/* The load a measurement was taken under (absent: older agents). */
+static int s_load(const Traincast__V1__Load *l, const char *path)
+{
+    if (!l)
+        return 0;
+    char sub[PATH_MAX_LEN];
+    snprintf(sub, sizeof sub, "%s.load", path);
+    CHECK(tc_field_range(sub, "others_pct", l->others_pct, true, 100.0));
+    CHECK(tc_field_range(sub, "steal_pct", l->steal_pct, true, 100.0));
+    CHECK(tc_field_range(sub, "threshold_pct", l->threshold_pct, true, 100.0));
+    CHECK(tc_field_uint(sub, "gpu_other_processes", l->gpu_other_processes, 0, TC_MAX_UNITS));
+    CHECK(tc_field_uint(sub, "remeasured", l->remeasured, 0, TC_MAX_REPEATS));
+    return 0;
+}
+
 static int s_conv_result(const Traincast__V1__ConvResult *r, const char *path)
 {
     char sub[PATH_MAX_LEN];
@@ -134,6 +149,7 @@ static int s_conv_result(const Traincast__V1__ConvResult *r, const char *path)
     CHECK(tc_field_name(path, "route", r->route, 0));
     CHECK(tc_field_uint(path, "sm_clock_mhz", r->sm_clock_mhz, 0, TC_MAX_MHZ));
     CHECK(tc_field_range(path, "power_w", r->power_w, true, TC_MAX_WATTS));
+    CHECK(s_load(r->load, path));
     CHECK(tc_field_count(path, "samples_ms", r->n_samples_ms));
     if (r->n_sample_offsets_us && r->n_sample_offsets_us != r->n_samples_ms)
         return tc_field_bad(path, "sample_offsets_us", "has %zu items but samples_ms has %zu",
@@ -361,6 +377,7 @@ int tc_validate_train_trace(const Traincast__V1__TrainTrace *t, const char *path
     CHECK(tc_field_uint(path, "peak_memory_bytes", t->peak_memory_bytes, 0, TC_MAX_BYTES));
     CHECK(tc_field_time(path, "started_at_us", t->started_at_us));
     CHECK(s_trace_energy(t, path));
+    CHECK(s_load(t->load, path));
     CHECK(s_trace_settings(t, path));
     CHECK(s_trace_outcome(t, path));
     CHECK(s_trace_op_times(t, path));

@@ -247,7 +247,7 @@ Test(fit_store, fit_and_validate_match_the_hand_computation, .timeout = 300)
     tc_fit_group_t *groups = NULL;
     size_t n_groups = 0;
     char *dev[] = {"synth-a"};
-    cr_assert_eq(tc_store_fit_groups(st, dev, 1, TC_FIT_STAT_MEDIAN, &groups, &n_groups), 0, "%s", tc_errmsg());
+    cr_assert_eq(tc_store_fit_groups(st, dev, 1, TC_FIT_STAT_MEDIAN, false, &groups, &n_groups), 0, "%s", tc_errmsg());
     cr_assert_eq(n_groups, 1u);
     cr_assert_eq(groups[0].n_points, (size_t)(TC_SYNTH_N_CNNS * TC_SYNTH_N_BATCHES));
     for (size_t i = 0; i < groups[0].n_points; i++) {
@@ -307,7 +307,7 @@ Test(fit_store, statistics_of_repeated_measurements, .timeout = 300)
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         tc_fit_group_t *groups = NULL;
         size_t n_groups = 0;
-        cr_assert_eq(tc_store_fit_groups(st, dev, 1, cases[c].stat, &groups, &n_groups), 0,
+        cr_assert_eq(tc_store_fit_groups(st, dev, 1, cases[c].stat, false, &groups, &n_groups), 0,
                      "%s", tc_errmsg());
         cr_assert_eq(groups[0].stat, cases[c].stat);
         for (size_t i = 0; i < groups[0].n_points; i++) {

@@ -214,7 +214,7 @@ Test(fit_variants, groups_by_amp_settings_and_cudnn_and_sum_their_convs, .timeou
     tc_fit_group_t *g = NULL;
     size_t n = 0;
     char *dev[] = {"gpu-x"};
-    cr_assert_eq(tc_store_fit_groups(st, dev, 1, TC_FIT_STAT_MEDIAN, &g, &n), 0, "%s", tc_errmsg());
+    cr_assert_eq(tc_store_fit_groups(st, dev, 1, TC_FIT_STAT_MEDIAN, false, &g, &n), 0, "%s", tc_errmsg());
     cr_expect_eq(n, 3, "fp32 with and without TF32 allowed, and AMP fp16: three groups");
     const tc_fit_group_t *fp32 = s_group(g, n, "", "allow_tf32=True");
     const tc_fit_group_t *strict = s_group(g, n, "", "allow_tf32=False");
@@ -247,11 +247,11 @@ Test(fit_variants, a_conv_with_a_bias_needs_benchmarks_with_one, .timeout = 300)
     tc_fit_group_t *g = NULL;
     size_t n = 0;
     char *dev[] = {"gpu-x"};
-    cr_expect_eq(tc_store_fit_groups(st, dev, 1, TC_FIT_STAT_MEDIAN, &g, &n), TC_EINVAL);
+    cr_expect_eq(tc_store_fit_groups(st, dev, 1, TC_FIT_STAT_MEDIAN, false, &g, &n), TC_EINVAL);
     cr_expect(strstr(tc_errmsg(), "lacks conv benchmarks for 1 configs"), "%s", tc_errmsg());
     cr_expect(strstr(tc_errmsg(), "var0"), "%s", tc_errmsg());
     s_put_convs(st, TRAINCAST__V1__DTYPE__DTYPE_FP32, 1.0, "9.1.0", true);
-    cr_expect_eq(tc_store_fit_groups(st, dev, 1, TC_FIT_STAT_MEDIAN, &g, &n), 0, "%s", tc_errmsg());
+    cr_expect_eq(tc_store_fit_groups(st, dev, 1, TC_FIT_STAT_MEDIAN, false, &g, &n), 0, "%s", tc_errmsg());
     tc_fit_groups_free(&g, n);
     tc_store_destroy(&st);
 }
@@ -268,11 +268,11 @@ Test(fit_variants, benchmarks_of_another_cudnn_do_not_count_and_are_named, .time
     tc_fit_group_t *g = NULL;
     size_t n = 0;
     char *dev[] = {"gpu-x"};
-    cr_expect_eq(tc_store_fit_groups(st, dev, 1, TC_FIT_STAT_MEDIAN, &g, &n), TC_EINVAL);
+    cr_expect_eq(tc_store_fit_groups(st, dev, 1, TC_FIT_STAT_MEDIAN, false, &g, &n), TC_EINVAL);
     cr_expect(strstr(tc_errmsg(), "cuDNN 9.1.0"), "%s", tc_errmsg());
     cr_expect(strstr(tc_errmsg(), "cuDNN 9.19.0"), "%s", tc_errmsg());
     s_put_convs(st, TRAINCAST__V1__DTYPE__DTYPE_FP32, 1.0, "9.1.0", true);
-    cr_expect_eq(tc_store_fit_groups(st, dev, 1, TC_FIT_STAT_MEDIAN, &g, &n), 0, "%s", tc_errmsg());
+    cr_expect_eq(tc_store_fit_groups(st, dev, 1, TC_FIT_STAT_MEDIAN, false, &g, &n), 0, "%s", tc_errmsg());
     tc_fit_groups_free(&g, n);
     tc_store_destroy(&st);
 }

@@ -291,7 +291,7 @@ Test(predict, fit_subtracts_the_conv_sum_predict_adds, .timeout = 600)
         char *names[] = {(char *)tc_law_devices[dv].name};
         tc_fit_group_t *groups = NULL;
         size_t n_groups = 0;
-        cr_assert_eq(tc_store_fit_groups(s, names, 1, TC_FIT_STAT_MEDIAN, &groups, &n_groups), 0, "%s", tc_errmsg());
+        cr_assert_eq(tc_store_fit_groups(s, names, 1, TC_FIT_STAT_MEDIAN, false, &groups, &n_groups), 0, "%s", tc_errmsg());
         cr_assert_eq(n_groups, 1);
         tc_pred_device_t d;
         memset(&d, 0, sizeof d);
