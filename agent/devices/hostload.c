@@ -40,9 +40,10 @@ static bool s_machine(uint64_t *busy, uint64_t *total, uint64_t *steal)
     return true;
 }
 
-/* Parent and user + system jiffies of a process (from /proc/PID/stat; the
- * command may hold spaces and parentheses, so fields count from the last
- * ')'). */
+/* Parent and user + system jiffies of a process, with those of its children
+ * it has waited for (cutime, cstime: a trace runner that ended is still the
+ * agent's work), from /proc/PID/stat; the command may hold spaces and
+ * parentheses, so fields count from the last ')'. */
 static bool s_proc(pid_t pid, pid_t *ppid, uint64_t *jiffies)
 {
     char path[64], buf[1024];
@@ -58,12 +59,15 @@ static bool s_proc(pid_t pid, pid_t *ppid, uint64_t *jiffies)
         return false;
     int parent = 0;
     unsigned long long utime = 0, stime = 0;
-    /* ") S ppid pgrp session tty tpgid flags minflt cminflt majflt cmajflt utime stime" */
-    if (sscanf(p + 1, " %*c %d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &parent, &utime,
-               &stime) != 3)
+    long long cutime = 0, cstime = 0;
+    /* ") S ppid pgrp session tty tpgid flags minflt cminflt majflt cmajflt utime stime
+     * cutime cstime" */
+    if (sscanf(p + 1, " %*c %d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu %lld %lld",
+               &parent, &utime, &stime, &cutime, &cstime) != 5)
         return false;
     *ppid = (pid_t)parent;
-    *jiffies = utime + stime;
+    *jiffies = utime + stime + (uint64_t)(cutime > 0 ? cutime : 0) +
+               (uint64_t)(cstime > 0 ? cstime : 0);
     return true;
 }
 
@@ -216,8 +220,8 @@ void tc_load_between(const tc_load_mark_t *a, const tc_load_mark_t *b, tc_load_t
         return;
     double total = (double)(b->total - a->total);
     double busy = (double)(b->busy - a->busy);
-    /* The tree's time grows by children that ended too (their time moved to
-     * cutime, which s_proc does not read): never below zero. */
+    /* A descendant that ended unwaited for leaves the tree's sum: never below
+     * zero. */
     double tree = b->tree > a->tree ? (double)(b->tree - a->tree) : 0;
     double others = busy - tree;
     out->others_pct = others > 0 ? 100.0 * others / total : 0;
@@ -324,13 +328,13 @@ bool tc_quiet_disturbed(const tc_quiet_t *q, const tc_load_t *l)
 static double s_gave_up_at = -1e9;
 #define S_BUSY_HOLD 5.0 /* times the wait */
 
-bool tc_quiet_wait(const tc_quiet_t *q, const char *what, tc_load_t *last)
+static bool s_wait(const tc_quiet_t *q, const char *what, bool hold, tc_load_t *last)
 {
     memset(last, 0, sizeof *last);
     if (q->threshold_pct >= 100)
         return true;
     double start = s_now();
-    if (start - s_gave_up_at < S_BUSY_HOLD * q->wait_s)
+    if (hold && start - s_gave_up_at < S_BUSY_HOLD * q->wait_s)
         return false;
     bool said = false;
     for (;;) {
@@ -360,4 +364,14 @@ bool tc_quiet_wait(const tc_quiet_t *q, const char *what, tc_load_t *last)
             return false;
         }
     }
+}
+
+bool tc_quiet_wait(const tc_quiet_t *q, const char *what, tc_load_t *last)
+{
+    return s_wait(q, what, true, last);
+}
+
+bool tc_quiet_wait_again(const tc_quiet_t *q, const char *what, tc_load_t *last)
+{
+    return s_wait(q, what, false, last);
 }

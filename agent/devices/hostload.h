@@ -84,4 +84,8 @@ bool tc_quiet_disturbed(const tc_quiet_t *q, const tc_load_t *l);
  * when it ends. */
 bool tc_quiet_wait(const tc_quiet_t *q, const char *what, tc_load_t *last);
 
+/* The same wait at the end of a plan, before measuring again what was
+ * disturbed: it waits even while a recent wait ran out. */
+bool tc_quiet_wait_again(const tc_quiet_t *q, const char *what, tc_load_t *last);
+
 #endif

@@ -281,12 +281,49 @@ static void s_on_repeat(uint32_t repeat, void *arg)
     pg->runs_done++;
 }
 
+/* Trace item i and emit its result; *disturbed says whether it was taken
+ * while the machine was busy. */
+static int s_trace_item(tc_trace_plan_t *self, size_t i, const tc_trace_sink_t *sink,
+                        s_prog_t *pg, bool *disturbed)
+{
+    tc_trace_job_t *job = &self->job;
+    tc_trace_item_t *it = &self->items[i];
+    const s_model_t *m = &self->models[it->model];
+    tc_trace_result_t result = {0};
+    tc_trace_device_t header_dev;
+    job->req.model = it->runner_model;
+    job->req.batch = it->batch;
+    job->req.input_size = m->input_size;
+    snprintf(pg->label, sizeof pg->label, "%s batch %u", it->runner_model, it->batch);
+    int rc = tc_trace_measure(job, s_on_repeat, pg, &result);
+    if (rc < 0)
+        goto done;
+    if (!self->dev_known)
+        tc_trace_device_from_header(self->index, &result.info, &header_dev);
+    tc_trace_record_t rec = {.job = job, .model_id = it->model_id,
+                             .device = self->dev_known ? &self->dev : &header_dev,
+                             .graph = m->graph, .runner = self->runner_label,
+                             .result = &result};
+    if ((rc = tc_trace_record_emit(&rec, self->agent_id, sink->emit, sink->arg)) < 0)
+        goto done;
+    it->done = true;
+    *disturbed = result.disturbed;
+    free(it->row.repeat_medians); /* a trace taken again replaces the row */
+    it->row = (tc_trace_row_t){.have = true, .status = result.status,
+                               .median_ms = result.median_ms, .spread = result.spread,
+                               .repeat_medians = result.repeat_medians,
+                               .n_repeats = result.n_repeats};
+    snprintf(it->row.reason, sizeof it->row.reason, "%s", result.reason);
+    result.repeat_medians = NULL; /* now the row's */
+done:
+    tc_trace_result_free(&result);
+    return rc;
+}
+
 int tc_trace_plan_run(tc_trace_plan_t *self, const tc_trace_sink_t *sink, size_t *measured,
                       size_t *failed)
 {
     tc_trace_job_t *job = &self->job;
-    tc_trace_result_t result = {0};
-    tc_trace_device_t header_dev;
     size_t todo = 0;
     for (size_t i = 0; i < self->n_items; i++)
         todo += !self->items[i].done;
@@ -294,36 +331,26 @@ int tc_trace_plan_run(tc_trace_plan_t *self, const tc_trace_sink_t *sink, size_t
     job->cancelled = sink->cancelled;
     job->cancel_arg = sink->arg;
     *measured = *failed = 0;
+    /* Traces taken while the machine was busy are taken again at the end,
+     * once, if it is quiet by then (the disturbed ones stay stored, marked). */
+    bool *again = calloc(self->n_items + 1, sizeof *again);
+    if (!again)
+        return tc_fail(TC_ENOMEM, "out of memory");
+    size_t n_again = 0;
     int rc = 0;
-    for (size_t i = 0; i < self->n_items; i++) {
+    for (size_t i = 0; i < self->n_items && rc == 0; i++) {
         tc_trace_item_t *it = &self->items[i];
-        const s_model_t *m = &self->models[it->model];
         if (it->done)
             continue;
-        job->req.model = it->runner_model;
-        job->req.batch = it->batch;
-        job->req.input_size = m->input_size;
-        snprintf(pg.label, sizeof pg.label, "%s batch %u", it->runner_model, it->batch);
         pg.runs_done = (uint64_t)*measured * job->repeats;
-        if ((rc = tc_trace_measure(job, s_on_repeat, &pg, &result)) < 0)
-            break;
-        if (!self->dev_known)
-            tc_trace_device_from_header(self->index, &result.info, &header_dev);
-        tc_trace_record_t rec = {.job = job, .model_id = it->model_id,
-                                 .device = self->dev_known ? &self->dev : &header_dev,
-                                 .graph = m->graph, .runner = self->runner_label,
-                                 .result = &result};
-        if ((rc = tc_trace_record_emit(&rec, self->agent_id, sink->emit, sink->arg)) < 0)
+        bool disturbed = false;
+        if ((rc = s_trace_item(self, i, sink, &pg, &disturbed)) < 0)
             break;
         ++*measured;
-        it->done = true;
-        it->row = (tc_trace_row_t){.have = true, .status = result.status,
-                                   .median_ms = result.median_ms, .spread = result.spread,
-                                   .repeat_medians = result.repeat_medians,
-                                   .n_repeats = result.n_repeats};
-        snprintf(it->row.reason, sizeof it->row.reason, "%s", result.reason);
-        result.repeat_medians = NULL; /* now the row's */
-        tc_trace_result_free(&result);
+        if (disturbed && job->quiet.threshold_pct < 100) {
+            again[i] = true;
+            n_again++;
+        }
         if (it->row.status == TRAINCAST__V1__TRACE_STATUS__TRACE_STATUS_FAILED) {
             ++*failed;
             tc_log_warn("%s batch %u failed: %s", it->model_id, it->batch, it->row.reason);
@@ -331,8 +358,18 @@ int tc_trace_plan_run(tc_trace_plan_t *self, const tc_trace_sink_t *sink, size_t
             tc_log_info("%s batch %u: %s", it->model_id, it->batch, it->row.reason);
         }
     }
+    tc_load_t last;
+    if (rc == 0 && n_again && tc_quiet_wait_again(&job->quiet, "training traces", &last)) {
+        tc_log_info("taking %zu trace%s again that %s taken while the machine was busy",
+                    n_again, n_again == 1 ? "" : "s", n_again == 1 ? "was" : "were");
+        for (size_t i = 0; i < self->n_items && rc == 0; i++) {
+            bool disturbed = false;
+            if (again[i])
+                rc = s_trace_item(self, i, sink, &pg, &disturbed);
+        }
+    }
+    free(again);
     if (rc == 0 && sink->progress)
         sink->progress(pg.runs_total, pg.runs_total, NULL, sink->arg);
-    tc_trace_result_free(&result);
     return rc;
 }
