@@ -4,7 +4,9 @@
 # The whole pipeline on this machine, in under 10 minutes on 2 cores:
 #   setup (packages, build) -> embedded PostgreSQL -> aggregator serve (CURVE keys)
 #   -> two CPU agents as two devices (1 thread, and all threads; a GPU joins when present)
-#      benchmark the convs and trace the training of a few CNNs at a small input size
+#      benchmark the convs and trace the training of eight small CNNs (two of each kind)
+#      at a small input size, waiting for quiet while other processes use the machine
+#   -> the load every measurement was taken under
 #   -> aggregator fit -> aggregator validate
 #   -> aggregator predict --gpu all for a CNN held out of fitting, with a plot.
 # The held-out CNN is never traced; only its convolutions are benchmarked,
@@ -18,7 +20,9 @@
 set -euo pipefail
 
 repo=$(cd "$(dirname "$0")/.." && pwd)
-models=squeezenet1_1,shufflenet_v2_x0_5,mnasnet0_5,mobilenet_v2,resnet18
+# Eight small CNNs, two of each kind (leave-one-CNN-out of a CNN unlike
+# every other one trained on measures the set, not the method).
+models=squeezenet1_0,squeezenet1_1,shufflenet_v2_x0_5,shufflenet_v2_x1_0,mnasnet0_5,mobilenet_v2,resnet18,resnet34
 held_out=resnet50
 input_size=64
 batches=4,8,16
@@ -31,7 +35,7 @@ while [ $# -gt 0 ]; do
     --held-out) held_out=$2; shift ;;
     --input-size) input_size=$2; shift ;;
     --batches) batches=$2; shift ;;
-    -h|--help) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "demo.sh: unknown option '$1' (see --help)" >&2; exit 2 ;;
     esac
     shift
@@ -138,8 +142,28 @@ for a in "${agents[@]}"; do
 done
 sleep 2
 
+step "measurement conditions"
+# What other processes used of the machine while each benchmark and trace
+# ran (the agents wait for quiet, measure again what was taken under load,
+# and mark what stays disturbed; the fit leaves disturbed traces out).
+psql -X -q "$dsn" -c "SELECT kind, measured, disturbed, remeasured AS measured_again,
+       round(median_others_pct::numeric, 1) AS others_median_pct,
+       round(max_others_pct::numeric, 1) AS others_max_pct, device
+FROM measurement_load ORDER BY device, kind" || true
+busy=$(psql -X -q -tA "$dsn" -c "SELECT coalesce(sum(disturbed), 0) FROM measurement_load" 2>/dev/null || echo 0)
+if [ "${busy:-0}" -gt 0 ]; then
+    echo "$busy measurements were taken while other processes used the machine (disturbed):"
+    echo "their traces are left out of the fit, their benchmarks used only where no quiet one exists."
+else
+    echo "every measurement was taken on a quiet machine"
+fi
+
 step "aggregator fit"
-"$aggregator" fit
+if ! "$aggregator" fit; then
+    echo "demo: the fit failed (above); if the machine was busy throughout, rerun the demo when it is" \
+         "quiet (or fit with: $aggregator fit --include-disturbed)" >&2
+    exit 1
+fi
 
 step "aggregator validate (leave-one-CNN-out)"
 "$aggregator" validate
