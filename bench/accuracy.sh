@@ -344,6 +344,8 @@ TRAINCAST_PROGRESS=plain "$aggregator" fit --db "$dsn" >"$dir/logs/fit.out" 2>"$
 #               default candidates before this study preferred them apart
 #   baseline    the published method's form: every aggregated non-conv
 #               feature, ordinary least squares, no selection
+#   disturbed   the traces taken while other processes used the machine
+#               kept (aggregator fit --include-disturbed), against main
 baseline_features=total.one,total.params,bn.elems,act.elems,pool.elems,eltwise.elems,concat.elems,gemm.flops
 memory_candidates=total.one,nonconv.layers,conv.layers,bn.elems,memory.elems,total.params,gemm.flops,conv.ms
 analyses=(
@@ -354,6 +356,7 @@ analyses=(
     "min|--stat min"
     "memory|--candidates $memory_candidates"
     "baseline|--features $baseline_features --forms ols --weightings none"
+    "disturbed|--include-disturbed"
 )
 val_st=0
 validate_args=()
@@ -374,6 +377,11 @@ for entry in "${analyses[@]}"; do
     validate_args+=(--validate "$name=$dir/validate-$name.json")
 done
 TRAINCAST_PROGRESS=plain "$aggregator" validate --db "$dsn" >"$dir/logs/validate.txt" 2>&1 || true
+# The load every measurement was taken under (schema/011_load.sql).
+psql -X -q -tA -F$'\t' "$dsn" -c "SELECT device, kind, measured, disturbed, remeasured,
+    with_load, round(coalesce(median_others_pct, 0)::numeric, 1),
+    round(coalesce(max_others_pct, 0)::numeric, 1) FROM measurement_load ORDER BY 1, 2" \
+    >"$dir/conditions.tsv" 2>>"$dir/logs/validate.txt" || : >"$dir/conditions.tsv"
 
 # Where the non-conv time goes: the profiler's time per op class of every
 # traced step (one profiled step per trace), per device and class.
@@ -449,6 +457,7 @@ total_s=$(( $(date +%s) - started ))
     --validate-status "$val_st" --validate-err "$dir/logs/validate-main.err" \
     --op-times "$dir/op_times.tsv" --op-points "$dir/op_points.tsv" \
     --class-layers "$dir/class_layers.tsv" --stored "$dir/stored.tsv" --timeline "$dir/timeline.tsv" \
+    --conditions "$dir/conditions.tsv" \
     --done "$dir/done" --failed "$dir/failed" --requested "$models" --outside "$outside" "${outside_args[@]}" \
     --settings "$settings" --measure-s "$measure_s" --total-s "$total_s" --load "$load_measure" \
     --plot "$plot" --plot-link "$plot_link" --plot-note "$plot_note" --repo "$repo" --out "$out"

@@ -111,7 +111,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--validate", action="append", default=[],
                     help="NAME=FILE: the validate JSON of one analysis (main, family, ...)")
-    for name in ("validate-err", "op-times", "op-points", "class-layers", "stored", "timeline", "done", "failed",
+    for name in ("validate-err", "op-times", "op-points", "class-layers", "stored", "timeline",
+                 "conditions", "done", "failed",
                  "requested", "settings", "load", "plot", "plot-link", "plot-note", "repo",
                  "out", "outside", "outside-truth"):
         ap.add_argument("--" + name, default="")
@@ -177,6 +178,8 @@ def main():
             w("| %s | %s | %s | %s | %s |" % tuple(r[:5]))
         w("")
 
+    report_conditions(w, read_tsv(a.conditions), docs)
+
     main_doc = docs.get("main")
     if a.validate_status != 0 or not main_doc:
         err = open(a.validate_err).read().strip() if os.path.exists(a.validate_err) else ""
@@ -210,6 +213,36 @@ def main():
         text = text.replace(home, "~")
     with open(a.out, "w") as f:
         f.write(text)
+
+
+def report_conditions(w, rows, docs):
+    """How many benchmarks and traces were taken while other processes used
+    the machine, and the error with and without the disturbed traces."""
+    if not rows:
+        return
+    w("### Measurement conditions")
+    w("")
+    w("What other processes used of the machine while each measurement ran (the agents wait "
+      "for quiet, measure again what was taken under load and mark what stays *disturbed*; "
+      "the fit leaves disturbed traces out, and uses a disturbed benchmark only where its "
+      "measurement has no quiet one).")
+    w("")
+    w("| device | kind | measured | disturbed | measured again | with load | others, median %% | "
+      "others, max %% |")
+    w("|---|---|---:|---:|---:|---:|---:|---:|")
+    for r in rows:
+        if len(r) >= 8:
+            w("| %s | %s | %s | %s | %s | %s | %s | %s |" % tuple(r[:8]))
+    w("")
+    main, kept = by_device_size(docs.get("main")), by_device_size(docs.get("disturbed"))
+    for key in sorted(main):
+        s_main = stats(main[key][1])
+        s_kept = stats(kept[key][1]) if key in kept else None
+        if s_main and s_kept:
+            w("- %s, %s px: leave-one-CNN-out MAPE %.1f %% without the disturbed traces, "
+              "%.1f %% with them (`--include-disturbed`)."
+              % (key[0], key[1], s_main["mape"], s_kept["mape"]))
+    w("")
 
 
 def report_accuracy(w, docs):
