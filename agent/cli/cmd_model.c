@@ -292,8 +292,10 @@ static int s_describe(int argc, char **argv)
         /* the message names --format */
     } else if (batch < 1 || batch > TC_MAX_BATCH) {
         rc = tc_fail(TC_EUSAGE, "--batch must be between 1 and %u", TC_MAX_BATCH);
-    } else if (input_size > 16384) {
-        rc = tc_fail(TC_EUSAGE, "--input-size must be at most 16384");
+    } else if (tc_cli_given(&spec, "input-size") && (input_size < 1 || input_size > 16384)) {
+        rc = tc_fail(TC_EUSAGE, "--input-size must be between 1 and 16384 pixels (got %lu; leave "
+                                "it out for the model's own size)",
+                     input_size);
     } else {
         tc_model_opts_t mo = {.allow_unknown = allow_unknown, .input_size = (uint32_t)input_size};
         rc = tc_model_load_spec(cli.positional[0], &mo, &m);

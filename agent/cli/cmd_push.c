@@ -44,10 +44,32 @@ static int s_check(const tc_envelope_t *env, void *arg)
     return 0;
 }
 
+/* The files named on the command line are result files, whole: a path of
+ * the wrong kind, or a file cut short (copied or written incompletely: its
+ * last record is lost), is refused before anything else happens, unless
+ * asked to take what is whole. */
+static int s_check_files(const tc_cli_result_t *cli, bool accept_truncated)
+{
+    int rc = 0;
+    for (int i = 0; i < cli->n_positional; i++) {
+        long long whole = 0, size = 0;
+        TC_TRY(tc_resultfile_whole(cli->positional[i], &whole, &size));
+        if (whole < size && !accept_truncated)
+            TC_FAIL_GOTO(TC_EINVAL,
+                         "%s: the last record is cut short after byte %lld of %lld (the file "
+                         "was copied or written incompletely); nothing was pushed: copy it "
+                         "again, or pass --accept-truncated to push its whole records",
+                         cli->positional[i], whole, size);
+    }
+err:
+    return rc;
+}
+
 /* Check each result file named on the command line completely, then put
  * its records in the journal (keeping their message ids); *total_added
  * counts those that wait to be sent now and did not before. */
-static int s_import_files(const tc_session_t *s, const tc_cli_result_t *cli, size_t *total_added)
+static int s_import_files(const tc_session_t *s, const tc_cli_result_t *cli,
+                          size_t *total_added)
 {
     int rc = 0;
     for (int i = 0; i < cli->n_positional; i++) {
@@ -106,9 +128,12 @@ int tc_cmd_push(int argc, char **argv)
 {
     tc_session_flags_t f = {0};
     double timeout_s = 300;
-    bool requeue = false;
+    bool requeue = false, accept_truncated = false;
     const tc_opt_t opts[] = {
         TC_SESSION_OPTS(f),
+        {"accept-truncated", TC_OPT_FLAG, &accept_truncated, NULL,
+         "push the whole records of a file whose last record is cut short (refused by "
+         "default: the file was copied or written incompletely)"},
         {"requeue-rejected", TC_OPT_FLAG, &requeue, NULL,
          "send again the messages the aggregator refused (see 'agent status'), once what "
          "made it refuse them is fixed"},
@@ -139,6 +164,7 @@ int tc_cmd_push(int argc, char **argv)
     if (timeout_s < 0)
         TC_FAIL_GOTO(TC_EUSAGE, "--timeout must be >= 0 (got %g)", timeout_s);
     volatile sig_atomic_t *stop = tc_session_stop_flag();
+    TC_TRY(s_check_files(&cli, accept_truncated));
     TC_TRY(tc_session_open(&f, &s));
 
     size_t total_added = 0;

@@ -335,6 +335,18 @@ static void s_handle_events(tc_link_t *self)
 int tc_link_step(tc_link_t *self, int timeout_ms)
 {
     int rc = 0;
+    if (self->stats.revoked) {
+        /* Callers that go on stepping (a job winding down) wait, not spin. */
+        struct timespec ts = {timeout_ms / 1000, (long)(timeout_ms % 1000) * 1000000L};
+        nanosleep(&ts, NULL);
+        return tc_fail(TC_ENET,
+                       "aggregator %s removed this agent's key from its allowlist; %zu "
+                       "message%s wait in %s (add the line of agent.pub to the aggregator's "
+                       "allowlist again and send it SIGHUP, then run agent push)",
+                       self->endpoint, tc_journal_waiting(self->journal),
+                       tc_journal_waiting(self->journal) == 1 ? "" : "s",
+                       tc_journal_path(self->journal));
+    }
     if (!self->sock && (rc = s_open_socket(self)) < 0)
         return rc;
     int64_t now = tc_link_now_ms();

@@ -70,6 +70,7 @@ typedef struct {
     uint64_t deferred;          /* transient Nacks */
     uint64_t auth_failures;     /* handshakes refused by the aggregator (ZAP) */
     uint64_t handshake_failures;/* other failed handshakes (mechanism mismatch, cut off) */
+    bool revoked;               /* the aggregator removed this agent's key: nothing is sent */
     size_t in_flight;
     size_t waiting;
 } tc_link_stats_t;
@@ -79,7 +80,9 @@ int tc_link_new(const tc_link_opts_t *opts, tc_journal_t *journal, tc_link_t **o
 void tc_link_destroy(tc_link_t **self_p);
 
 /* Receive and send for up to `timeout_ms` (returns earlier once something
- * was handled). Returns 0 or a negative code on a failure of this side. */
+ * was handled). Returns 0 or a negative code on a failure of this side, or
+ * TC_ENET once the aggregator said it removed this agent's key (nothing
+ * more is sent; the journal keeps what waits). */
 int tc_link_step(tc_link_t *self, int timeout_ms);
 
 /* Replace the Hello sent on the next connection (e.g. after a job starts or
@@ -93,7 +96,7 @@ void tc_link_stats(tc_link_t *self, tc_link_stats_t *out);
 
 /* Step until nothing waits in the journal. Fails with TC_ETIMEOUT after `timeout_ms`
  * (<= 0: no limit), TC_EINTR when *stop becomes set, or TC_ENET as soon as
- * the aggregator refuses this agent's key. With `show_progress`, a progress
+ * the aggregator refuses this agent's key or says it removed it. With `show_progress`, a progress
  * bar counts acknowledged messages. */
 int tc_link_drain(tc_link_t *self, int64_t timeout_ms, volatile sig_atomic_t *stop,
                   bool show_progress);

@@ -149,7 +149,7 @@ static int s_send_waiting(tc_link_t *self, tc_link_flight_t *f, int64_t now)
 
 int tc_link_pump(tc_link_t *self)
 {
-    if (!self->stats.connected)
+    if (!self->stats.connected || self->stats.revoked)
         return 0;
     int64_t now = tc_link_now_ms();
     int rc = 0;
@@ -223,6 +223,21 @@ static void s_on_nack(tc_link_t *self, const Traincast__V1__Nack *nack)
 {
     const char *id = nack->message_id ? nack->message_id : "";
     const char *why = nack->reason && *nack->reason ? nack->reason : "no reason given";
+    if (nack->revoked) {
+        /* Whatever the message: nothing more of this agent is stored, so
+         * nothing more is sent; the journal keeps it all. */
+        if (!self->stats.revoked)
+            tc_log_error("aggregator %s removed this agent's key %s from its allowlist (%s): "
+                         "nothing more is sent; %zu message%s keep waiting in %s for the key to "
+                         "be allowlisted again",
+                         self->endpoint, self->opts.insecure ? "-" : self->keys.public_z85, why,
+                         tc_journal_waiting(self->journal),
+                         tc_journal_waiting(self->journal) == 1 ? "" : "s",
+                         tc_journal_path(self->journal));
+        self->stats.revoked = true;
+        self->n_flight = 0;
+        return;
+    }
     if (!*id) {
         tc_log_error("the aggregator could not read a message from this agent: %s", why);
         return;

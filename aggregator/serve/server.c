@@ -13,10 +13,13 @@
 #include "tc_paths.h"
 #include "tc_zmq.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <time.h>
 #include <zmq.h>
 
@@ -27,7 +30,13 @@
 #define S_STATS_EVERY_MS 30000
 #define S_TRANSPORT_SLACK (1u << 20) /* frames over max + this are cut off by ZeroMQ */
 
-#define S_LOG_BURST 20 /* lines of each kind a minute */
+#define S_LOG_BURST 20 /* refusal lines a minute (authenticated peers) */
+/* Lines about peers before they authenticate, a minute; with the ZAP
+ * handler's 10 and one summary each, at most 28 lines in any minute
+ * whatever any number of connections do. */
+#define S_PEER_LOG_BURST 16
+#define S_MAX_FD (1 << 20)
+#define S_RELOAD_WAIT_MS 10000
 
 static void s_log_suppressed(tc_server_t *s)
 {
@@ -37,10 +46,99 @@ static void s_log_suppressed(tc_server_t *s)
         tc_log_warn("%u more refused or rejected message%s not logged (at most %d lines a "
                     "minute; the counts are in the periodic summary)",
                     n, n == 1 ? " was" : "s were", S_LOG_BURST);
-    n = tc_ratelimit_flush(&s->handshake_lines, now);
+    n = tc_ratelimit_flush(&s->peer_lines, now);
     if (n)
-        tc_log_warn("%u more failed handshake%s not logged (at most %d lines a minute)", n,
-                    n == 1 ? " was" : "s were", S_LOG_BURST);
+        tc_log_warn("%u more line%s about connections that failed their handshake or closed "
+                    "without a message not logged (at most %d a minute)",
+                    n, n == 1 ? "" : "s", S_PEER_LOG_BURST);
+}
+
+static bool s_key_allowed(void *arg, const char *key_z85)
+{
+    return tc_zap_allows(arg, key_z85);
+}
+
+/* ---- connections by file descriptor ---- */
+
+static tc_conn_t *s_conn(tc_server_t *s, int fd, bool grow)
+{
+    if (fd < 0 || fd >= S_MAX_FD)
+        return NULL;
+    if ((size_t)fd >= s->n_conns) {
+        if (!grow)
+            return NULL;
+        size_t n = s->n_conns ? s->n_conns : 64;
+        while (n <= (size_t)fd)
+            n *= 2;
+        tc_conn_t *c = realloc(s->conns, n * sizeof *c);
+        if (!c)
+            return NULL; /* only the wording of a log line is lost */
+        memset(c + s->n_conns, 0, (n - s->n_conns) * sizeof *c);
+        s->conns = c;
+        s->n_conns = n;
+    }
+    return &s->conns[fd];
+}
+
+static void s_conn_opened(tc_server_t *s, int fd)
+{
+    tc_conn_t *c = s_conn(s, fd, true);
+    if (!c)
+        return;
+    memset(c, 0, sizeof *c);
+    c->open = true;
+    c->opened_ms = tc_server_now_ms();
+    c->peer[0] = '\0'; /* unknown: gone before it could be read */
+    struct sockaddr_storage sa;
+    socklen_t len = sizeof sa;
+    char host[INET6_ADDRSTRLEN] = "";
+    if (getpeername(fd, (struct sockaddr *)&sa, &len) != 0)
+        return;
+    if (sa.ss_family == AF_INET) {
+        const struct sockaddr_in *in = (const struct sockaddr_in *)&sa;
+        inet_ntop(AF_INET, &in->sin_addr, host, sizeof host);
+        snprintf(c->peer, sizeof c->peer, "%s:%u", host, ntohs(in->sin_port));
+    } else if (sa.ss_family == AF_INET6) {
+        const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)&sa;
+        inet_ntop(AF_INET6, &in6->sin6_addr, host, sizeof host);
+        snprintf(c->peer, sizeof c->peer, "[%s]:%u", host, ntohs(in6->sin6_port));
+    }
+}
+
+void tc_server_conn_message(tc_server_t *s, int fd, const char *key)
+{
+    tc_conn_t *c = s_conn(s, fd, false);
+    if (!c || !c->open)
+        return;
+    c->messages++;
+    if (key && !c->key[0])
+        snprintf(c->key, sizeof c->key, "%s", key);
+}
+
+/* A closed connection, told as it was: an agent's after its messages (info:
+ * it authenticated), or one that never delivered a message (any peer can
+ * cause that: rate-limited). */
+static void s_conn_closed(tc_server_t *s, int fd)
+{
+    tc_conn_t *c = s_conn(s, fd, false);
+    int64_t now = tc_server_now_ms();
+    if (c && c->open && c->messages > 0) {
+        tc_log_info("the connection%s%s%s%s closed after %llu message%s (the agent "
+                    "disconnected, or ZeroMQ cut it off for a frame over %zu bytes)",
+                    c->peer[0] ? " from " : "", c->peer, c->key[0] ? " of agent key " : "", c->key,
+                    (unsigned long long)c->messages, c->messages == 1 ? "" : "s",
+                    s->o.max_message_bytes + S_TRANSPORT_SLACK);
+    } else if (tc_ratelimit_allow(&s->peer_lines, now)) {
+        if (c && c->open)
+            tc_log_info("a connection%s%s closed %.1f s after it opened, without delivering a "
+                        "message",
+                        c->peer[0] ? " from " : "", c->peer,
+                        (double)(now - c->opened_ms) / 1000.0);
+        else
+            tc_log_info("a connection closed without delivering a message");
+    }
+    if (c)
+        c->open = false;
 }
 
 void tc_server_default_keys_dir(const char *flag, char *out, size_t size)
@@ -56,18 +154,17 @@ static void s_events(tc_server_t *s)
     while (tc_zmq_monitor_read(s->mon, &ev, &val, addr, sizeof addr) == 1) {
         switch (ev) {
         case ZMQ_EVENT_ACCEPTED:
-            tc_log_debug("connection from %s", addr);
+            s_conn_opened(s, (int)val);
+            tc_log_debug("connection on %s (descriptor %u)", addr, val);
             break;
         case ZMQ_EVENT_DISCONNECTED:
-            tc_log_info("an agent connection on %s closed (the agent went away, or sent a "
-                        "frame over the %zu byte limit)",
-                        addr, s->o.max_message_bytes + S_TRANSPORT_SLACK);
+            s_conn_closed(s, (int)val);
             break;
         case ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL:
         case ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL:
-            if (!tc_ratelimit_allow(&s->handshake_lines, tc_server_now_ms()))
+            if (!tc_ratelimit_allow(&s->peer_lines, tc_server_now_ms()))
                 break;
-            tc_log_warn("handshake with %s failed (%s, code 0x%x): the agent must use CURVE "
+            tc_log_warn("a handshake on %s failed (%s, code 0x%x): an agent must use CURVE "
                         "with this aggregator's public key%s",
                         addr, tc_zmq_event_name(ev), val,
                         s->o.insecure ? " (this aggregator runs --insecure)" : "");
@@ -89,16 +186,21 @@ static void s_stats(tc_server_t *s, bool force)
         return;
     s->next_stats_ms = now + S_STATS_EVERY_MS;
     if (!force && s->n_stored == s->shown_stored && s->n_dup == s->shown_dup &&
-        s->n_rejected == s->shown_rejected)
+        s->n_rejected == s->shown_rejected && s->n_revoked == s->shown_revoked)
         return;
+    char revoked[96] = "";
+    if (s->n_revoked)
+        snprintf(revoked, sizeof revoked, ", %llu refused for a removed key",
+                 (unsigned long long)s->n_revoked);
     tc_log_info("stored %llu message%s (%llu duplicate, %llu rejected, %llu deferred, %llu "
-                "unreadable) so far; %zu waiting",
+                "unreadable%s) so far; %zu waiting",
                 (unsigned long long)s->n_stored, s->n_stored == 1 ? "" : "s",
                 (unsigned long long)s->n_dup, (unsigned long long)s->n_rejected,
-                (unsigned long long)s->n_deferred, (unsigned long long)s->n_bad,
+                (unsigned long long)s->n_deferred, (unsigned long long)s->n_bad, revoked,
                 s->workers ? tc_workers_queued(s->workers) : (size_t)0);
     s->shown_stored = s->n_stored;
     s->shown_dup = s->n_dup;
+    s->shown_revoked = s->n_revoked;
     s->shown_rejected = s->n_rejected;
 }
 
@@ -250,7 +352,7 @@ static int s_init(tc_server_t *s, const tc_server_opts_t *opts)
     memset(s, 0, sizeof *s);
     s->o = *opts;
     s->refusal_lines = (tc_ratelimit_t){.burst = S_LOG_BURST, .window_ms = 60000};
-    s->handshake_lines = (tc_ratelimit_t){.burst = S_LOG_BURST, .window_ms = 60000};
+    s->peer_lines = (tc_ratelimit_t){.burst = S_PEER_LOG_BURST, .window_ms = 60000};
     if (!s->o.workers)
         s->o.workers = S_DEFAULT_WORKERS;
     if (!s->o.batch)
@@ -298,6 +400,8 @@ static int s_start(tc_server_t *s)
     TC_ZMQ_TRY(zmq_bind(s->done, "inproc://tc-server-done"));
     TC_TRY(tc_workers_start(s->ctx, s->o.dsn, s->o.workers, s->o.batch,
                             "inproc://tc-server-done", &s->workers));
+    if (s->zap)
+        tc_workers_set_key_check(s->workers, s_key_allowed, s->zap);
     TC_TRY(s_open_router(s));
     tc_log_info("serving with %u store worker%s, up to %u message%s per transaction; acks "
                 "only after commit",
@@ -305,6 +409,22 @@ static int s_start(tc_server_t *s)
                 s->o.batch == 1 ? "" : "s");
 err:
     return rc;
+}
+
+/* Re-read the allowlist with storing held, so that once "reloaded" is
+ * logged nothing of a removed key commits: the workers check each
+ * message's key before storing it, and the loop each message as it comes
+ * (sessions opened under a removed key stay open, but store nothing). */
+static void s_reload(tc_server_t *s)
+{
+    bool idle = tc_workers_pause(s->workers, S_RELOAD_WAIT_MS);
+    if (!idle)
+        tc_log_warn("SIGHUP: a store worker is still in a transaction after %d s (the database "
+                    "is slow); what it stores of a removed key may still commit",
+                    S_RELOAD_WAIT_MS / 1000);
+    if (tc_zap_reload(s->zap) < 0)
+        tc_log_error("SIGHUP: %s", tc_errmsg());
+    tc_workers_resume(s->workers);
 }
 
 /* Serve until asked to stop: agents' messages, committed batches, socket
@@ -315,9 +435,9 @@ static int s_loop(tc_server_t *s)
     while (!*s->o.stop) {
         if (s->o.reload && *s->o.reload) {
             *s->o.reload = 0;
-            if (s->zap && tc_zap_reload(s->zap) < 0)
-                tc_log_error("SIGHUP: %s", tc_errmsg());
-            else if (!s->zap)
+            if (s->zap)
+                s_reload(s);
+            else
                 tc_log_info("SIGHUP: nothing to reload in --insecure mode");
         }
         int fd = tc_dispatch_fd(s->dispatch);
@@ -370,6 +490,7 @@ static void s_stop(tc_server_t *s)
     tc_dispatch_destroy(&s->dispatch);
     tc_idset_clear(s->inflight);
     free(s->inflight);
+    free(s->conns);
 }
 
 int tc_server_run(const tc_server_opts_t *opts)

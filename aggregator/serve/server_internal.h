@@ -22,6 +22,7 @@ typedef enum {
     TC_WORK_REJECTED, /* can never be stored: permanent Nack */
     TC_WORK_DEFERRED, /* failed for now: transient Nack */
     TC_WORK_DROPPED,  /* no answer (heartbeats, shutdown) */
+    TC_WORK_REVOKED,  /* its key left the allowlist: not stored, the agent keeps it */
 } tc_work_outcome_t;
 
 typedef struct tc_work tc_work_t;
@@ -57,6 +58,17 @@ void tc_workers_push(tc_workers_t *self, tc_work_t *w);
  * agent's held messages that may go now are handed out. */
 void tc_workers_done(tc_workers_t *self, const tc_work_t *w);
 size_t tc_workers_queued(tc_workers_t *self);
+/* Before storing, each worker asks `allowed` (from its own thread) whether
+ * the message's CURVE key may still store; one that may not is answered
+ * TC_WORK_REVOKED. Set before the first push. */
+typedef bool (*tc_key_check_fn)(void *arg, const char *key_z85);
+void tc_workers_set_key_check(tc_workers_t *self, tc_key_check_fn allowed, void *arg);
+/* Hold storing while the allowlist changes: once tc_workers_pause returns,
+ * no worker is between checking a key and committing (it waits up to
+ * `timeout_ms` for those that are; false when one still is), and none
+ * starts until tc_workers_resume. */
+bool tc_workers_pause(tc_workers_t *self, int timeout_ms);
+void tc_workers_resume(tc_workers_t *self);
 /* Messages waiting because the database is unavailable (0 when it is up). */
 bool tc_workers_db_down(tc_workers_t *self);
 /* Stop: each worker finishes the message it is storing (its result is sent

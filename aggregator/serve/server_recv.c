@@ -85,8 +85,8 @@ static void s_ack(tc_server_t *s, const uint8_t *route, size_t route_len, const 
     s_send(s, route, route_len, &env);
 }
 
-static void s_nack(tc_server_t *s, const uint8_t *route, size_t route_len, const char *msg_id,
-                   const char *reason, bool permanent)
+static void s_nack_as(tc_server_t *s, const uint8_t *route, size_t route_len,
+                      const char *msg_id, const char *reason, bool permanent, bool revoked)
 {
     Traincast__V1__Nack nack = TRAINCAST__V1__NACK__INIT;
     char why[TC_MAX_TEXT_LEN];
@@ -94,10 +94,33 @@ static void s_nack(tc_server_t *s, const uint8_t *route, size_t route_len, const
     nack.message_id = (char *)(msg_id ? msg_id : "");
     nack.reason = why;
     nack.permanent = permanent;
+    nack.revoked = revoked;
     tc_envelope_t env = TRAINCAST__V1__ENVELOPE__INIT;
     env.body_case = TRAINCAST__V1__ENVELOPE__BODY_NACK;
     env.nack = &nack;
     s_send(s, route, route_len, &env);
+}
+
+static void s_nack(tc_server_t *s, const uint8_t *route, size_t route_len, const char *msg_id,
+                   const char *reason, bool permanent)
+{
+    s_nack_as(s, route, route_len, msg_id, reason, permanent, false);
+}
+
+/* A message whose key left the allowlist on a reload (the session was
+ * opened before): not stored; the agent is told, and keeps it. */
+static void s_revoked(tc_server_t *s, const uint8_t *route, size_t route_len,
+                      const tc_envelope_t *env, const char *key)
+{
+    s->n_revoked++;
+    if (tc_ratelimit_allow(&s->refusal_lines, tc_server_now_ms()))
+        tc_log_warn("refused %s %.40s from agent %.256s: its key %s was removed from the "
+                    "allowlist",
+                    tc_body_name(env), env->message_id, env->agent_id, key);
+    s_nack_as(s, route, route_len, env->message_id,
+              "this agent's key was removed from the aggregator's allowlist; nothing more of "
+              "it is stored",
+              false, true);
 }
 
 static void s_heartbeat_reply(tc_server_t *s, const uint8_t *route, size_t route_len)
@@ -164,6 +187,13 @@ static void s_handle(tc_server_t *s, const uint8_t *route, size_t route_len, con
         return;
     }
     const char *id = tc_msgid_valid(env->message_id) ? env->message_id : "";
+    /* The handshake checked the key when the session opened; a reload may
+     * have removed it since. */
+    if (key && s->zap && !tc_zap_allows(s->zap, key)) {
+        s_revoked(s, route, route_len, env, key);
+        tc_envelope_free(&env);
+        return;
+    }
     if (env->protocol_version != TC_PROTOCOL_VERSION) {
         snprintf(why, sizeof why,
                  "protocol_version: this aggregator speaks version %u, the message has %u; "
@@ -274,6 +304,7 @@ void tc_server_receive(tc_server_t *s)
             zmq_msg_close(&extra);
         }
         const char *key = zmq_msg_gets(&body, "User-Id");
+        tc_server_conn_message(s, zmq_msg_get(&body, ZMQ_SRCFD), key && *key ? key : NULL);
         const char *addr = zmq_msg_gets(&body, "Peer-Address");
         char peer[128];
         snprintf(peer, sizeof peer, "%s", addr ? addr : "an agent");
@@ -321,6 +352,9 @@ static void s_finish(tc_server_t *s, tc_work_t *w)
         tc_log_warn("could not store %s %s from agent %s now: %s", tc_body_name(env),
                     env->message_id, env->agent_id, w->reason);
         s_nack(s, route, route_len, env->message_id, w->reason, false);
+        break;
+    case TC_WORK_REVOKED:
+        s_revoked(s, route, route_len, env, w->key);
         break;
     case TC_WORK_DROPPED:
         break;

@@ -72,6 +72,13 @@ struct tc_workers {
     unsigned n;
     s_order_t *order[S_ORDER_BUCKETS]; /* the server loop's only */
     size_t held;                       /* under lock */
+    tc_key_check_fn allowed;           /* NULL: every key stores */
+    void *allowed_arg;
+    /* The gate: workers storing now, and whether a pause holds new ones. */
+    pthread_mutex_t gate_lock;
+    pthread_cond_t gate_cond;
+    unsigned storing;
+    bool paused;
 };
 
 int64_t tc_server_now_ms(void)
@@ -121,6 +128,59 @@ static tc_work_t *s_pop(s_worker_t *me, unsigned max)
     }
     pthread_mutex_unlock(&pool->lock);
     return first;
+}
+
+/* ---- the gate: no commit of a key while the allowlist changes ---- */
+
+static void s_gate_enter(struct tc_workers *pool)
+{
+    pthread_mutex_lock(&pool->gate_lock);
+    while (pool->paused && !atomic_load(&pool->stop))
+        pthread_cond_wait(&pool->gate_cond, &pool->gate_lock);
+    pool->storing++;
+    pthread_mutex_unlock(&pool->gate_lock);
+}
+
+static void s_gate_leave(struct tc_workers *pool)
+{
+    pthread_mutex_lock(&pool->gate_lock);
+    if (--pool->storing == 0)
+        pthread_cond_broadcast(&pool->gate_cond);
+    pthread_mutex_unlock(&pool->gate_lock);
+}
+
+bool tc_workers_pause(tc_workers_t *self, int timeout_ms)
+{
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += timeout_ms / 1000;
+    until.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+    if (until.tv_nsec >= 1000000000L) {
+        until.tv_sec++;
+        until.tv_nsec -= 1000000000L;
+    }
+    pthread_mutex_lock(&self->gate_lock);
+    self->paused = true;
+    int rc = 0;
+    while (self->storing > 0 && rc == 0)
+        rc = pthread_cond_timedwait(&self->gate_cond, &self->gate_lock, &until);
+    bool idle = self->storing == 0;
+    pthread_mutex_unlock(&self->gate_lock);
+    return idle;
+}
+
+void tc_workers_resume(tc_workers_t *self)
+{
+    pthread_mutex_lock(&self->gate_lock);
+    self->paused = false;
+    pthread_cond_broadcast(&self->gate_cond);
+    pthread_mutex_unlock(&self->gate_lock);
+}
+
+void tc_workers_set_key_check(tc_workers_t *self, tc_key_check_fn allowed, void *arg)
+{
+    self->allowed = allowed;
+    self->allowed_arg = arg;
 }
 
 /* Database messages span lines; a log line and a Nack reason should not. */
@@ -174,13 +234,31 @@ static int s_store_once(tc_store_t *store, tc_work_t *w, tc_store_outcome_t *out
 }
 
 /* Store the items of `list` that are still pending, in one transaction
- * when there are several. Returns 0 when done (each item has its outcome),
+ * when there are several; an item whose key left the allowlist is not
+ * stored. The caller holds the gate. Returns 0 when done (each item has its outcome),
  * TC_EDB when the database failed and nothing of this attempt counts. */
-static int s_attempt(tc_store_t *store, tc_work_t *list, bool batch)
+static int s_attempt(struct tc_workers *pool, tc_store_t *store, tc_work_t *list, bool batch)
 {
-    int rc = batch ? tc_store_batch_begin(store) : 0;
+    int rc = 0;
+    if (batch) {
+        size_t n = 0;
+        for (tc_work_t *w = list; w; w = w->next)
+            n++;
+        const char **ids = calloc(n, sizeof *ids);
+        if (!ids)
+            return tc_fail(TC_EDB, "out of memory"); /* held and tried again */
+        n = 0;
+        for (tc_work_t *w = list; w; w = w->next)
+            ids[n++] = w->env->agent_id;
+        rc = tc_store_batch_begin(store, ids, n);
+        free(ids);
+    }
     for (tc_work_t *w = list; rc == 0 && w; w = w->next) {
         bool heartbeat = w->env->body_case == TRAINCAST__V1__ENVELOPE__BODY_HEARTBEAT;
+        if (pool->allowed && w->key[0] && !pool->allowed(pool->allowed_arg, w->key)) {
+            w->outcome = heartbeat ? TC_WORK_DROPPED : TC_WORK_REVOKED;
+            continue;
+        }
         tc_store_outcome_t outcome = TC_STORE_STORED;
         int r = s_store_once(store, w, &outcome);
         if (r == 0) {
@@ -230,8 +308,11 @@ static void s_process(s_worker_t *me, tc_store_t **store_p, tc_work_t *list)
         int rc = 0;
         if (!*store_p && tc_store_open(pool->dsn, store_p) < 0)
             rc = TC_EDB; /* whatever kept us out, try again later */
-        if (rc == 0)
-            rc = s_attempt(*store_p, list, batch);
+        if (rc == 0) {
+            s_gate_enter(pool);
+            rc = s_attempt(pool, *store_p, list, batch);
+            s_gate_leave(pool);
+        }
         if (rc == 0)
             break;
         if (rc == TC_EINVAL && batch) {
@@ -333,6 +414,8 @@ int tc_workers_start(void *ctx, const char *dsn, unsigned n, unsigned batch,
     self->done_endpoint = strdup(done_endpoint);
     self->workers = calloc(n, sizeof *self->workers);
     pthread_mutex_init(&self->lock, NULL);
+    pthread_mutex_init(&self->gate_lock, NULL);
+    pthread_cond_init(&self->gate_cond, NULL);
     for (unsigned i = 0; self->workers && i < n; i++)
         pthread_cond_init(&self->workers[i].cond, NULL);
     if (!self->dsn || !self->done_endpoint || !self->workers) {
@@ -492,6 +575,7 @@ tc_work_t *tc_workers_stop(tc_workers_t **self_p)
     for (unsigned i = 0; self->workers && i < self->n; i++)
         pthread_cond_broadcast(&self->workers[i].cond);
     pthread_mutex_unlock(&self->lock);
+    tc_workers_resume(self);
     tc_work_t *left = NULL;
     for (unsigned i = 0; self->workers && i < self->n; i++) {
         s_worker_t *me = &self->workers[i];
@@ -516,6 +600,8 @@ tc_work_t *tc_workers_stop(tc_workers_t **self_p)
         }
     }
     pthread_mutex_destroy(&self->lock);
+    pthread_mutex_destroy(&self->gate_lock);
+    pthread_cond_destroy(&self->gate_cond);
     free(self->workers);
     free(self->dsn);
     free(self->done_endpoint);

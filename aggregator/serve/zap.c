@@ -356,6 +356,14 @@ int tc_zap_reload(tc_zap_t *self)
     return 0;
 }
 
+bool tc_zap_allows(tc_zap_t *self, const char *key_z85)
+{
+    pthread_mutex_lock(&self->lock);
+    bool ok = self->list && tc_allowlist_find(self->list, key_z85) != NULL;
+    pthread_mutex_unlock(&self->lock);
+    return ok;
+}
+
 void tc_zap_stop(tc_zap_t **self_p)
 {
     if (!self_p || !*self_p)

@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 /* Non-ASCII first byte and CR LF: a transfer that mangles bytes or line
@@ -372,6 +373,13 @@ int tc_set_reader_open(const char *path, tc_set_reader_t **out)
     if (!f)
         return tc_fail(errno == ENOENT ? TC_ENOTFOUND : TC_EIO, "cannot open %s: %s", path,
                        strerror(errno));
+    struct stat st;
+    if (fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode)) {
+        fclose(f);
+        return tc_fail(TC_EINVAL, "%s is a directory, not a file: give the path of a benchmark "
+                                  "set (aggregator export --out FILE)",
+                       path);
+    }
     return tc_set_reader_open_stream(f, path, out);
 }
 

@@ -9,6 +9,20 @@
 #include <stdlib.h>
 #include <string.h>
 
+void tc_store_notice(void *arg, const char *message)
+{
+    (void)arg;
+    /* libpq's messages end in a newline and may span lines: one log line. */
+    char line[1024];
+    size_t n = 0;
+    for (const char *p = message; *p && n + 1 < sizeof line; p++)
+        line[n++] = *p == '\n' || *p == '\r' ? ' ' : *p;
+    while (n && line[n - 1] == ' ')
+        n--;
+    line[n] = '\0';
+    tc_log_warn("PostgreSQL: %s", line);
+}
+
 /* libpq's multi-line message as one line, without a trailing newline. */
 static void s_one_line(char *out, size_t size, const char *msg)
 {
@@ -281,6 +295,7 @@ static int s_connect(tc_store_t *self)
     self->conn = PQconnectdb(self->dsn);
     if (!self->conn)
         return tc_fail(TC_ENOMEM, "out of memory connecting to the database");
+    PQsetNoticeProcessor(self->conn, tc_store_notice, NULL);
     if (PQstatus(self->conn) != CONNECTION_OK) {
         char msg[512];
         s_one_line(msg, sizeof msg, PQerrorMessage(self->conn));

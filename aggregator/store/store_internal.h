@@ -98,6 +98,9 @@ void tc_store_seen_settle(tc_store_t *s, bool committed);
  * a device by uuid, its id going to device_id as a decimal string
  * (store_put.c). */
 int tc_store_put_agent(tc_store_t *s, const tc_envelope_t *env, const Traincast__V1__Hello *h);
+/* Lock the rows of `agent_ids` (n, may repeat; created when new) in the
+ * order of their ids, inside the open transaction (tc_store_batch_begin). */
+int tc_store_lock_agents(tc_store_t *s, const char *const *agent_ids, size_t n);
 int tc_store_put_device(tc_store_t *s, const char *agent_id, const Traincast__V1__Device *d,
                         char device_id[32]);
 /* Store the rows of a ConvResults message (store_put_conv.c). */
@@ -190,6 +193,11 @@ int32_t tc_store_bin_int4(const PGresult *res, int row, int col);
 #define TC_SQL_TRACE_STAT(stat)                                                                  \
     "CASE (" stat ")::text WHEN 'min' THEN ts.min_ms WHEN 'p10' THEN ts.p10_ms "                  \
     "ELSE ts.median_ms END"
+
+/* libpq's notice processor of every connection: its notices and the
+ * messages it gets outside a query (a server that terminates the
+ * connection, say) go through the log, prefixed, one line each. */
+void tc_store_notice(void *arg, const char *message);
 
 /* tc_store_query with the result in binary format (each type's send
  * format, in network byte order). */

@@ -38,6 +38,8 @@ static void s_side_join(tc_store_t *s)
     pthread_join(s->side_tid, &conn);
     s->side_thread = false;
     s->side = conn;
+    if (conn)
+        PQsetNoticeProcessor(conn, tc_store_notice, NULL);
 }
 
 /* The side connection, once its thread is done; NULL when it could not be

@@ -59,6 +59,61 @@ int tc_store_put_agent(tc_store_t *s, const tc_envelope_t *env, const Traincast_
         4, params);
 }
 
+static int s_cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+int tc_store_lock_agents(tc_store_t *s, const char *const *agent_ids, size_t n)
+{
+    if (s->import_id || n < 2)
+        return 0; /* one row cannot close a cycle */
+    const char **ids = malloc(n * sizeof *ids);
+    if (!ids)
+        return tc_fail(TC_ENOMEM, "out of memory");
+    memcpy(ids, agent_ids, n * sizeof *ids);
+    qsort(ids, n, sizeof *ids, s_cmp_str);
+    /* An array literal of the distinct ids, in order: {"a","b"}. */
+    size_t cap = 3, distinct = 0;
+    for (size_t i = 0; i < n; i++)
+        cap += 2 * strlen(ids[i]) + 3;
+    char *arr = malloc(cap), *w = arr;
+    if (!arr) {
+        free(ids);
+        return tc_fail(TC_ENOMEM, "out of memory");
+    }
+    *w++ = '{';
+    for (size_t i = 0; i < n; i++) {
+        if (i && !strcmp(ids[i], ids[i - 1]))
+            continue;
+        if (distinct++)
+            *w++ = ',';
+        *w++ = '"';
+        for (const char *r = ids[i]; *r; r++) {
+            if (*r == '"' || *r == '\\')
+                *w++ = '\\';
+            *w++ = *r;
+        }
+        *w++ = '"';
+    }
+    *w++ = '}';
+    *w = '\0';
+    free(ids);
+    int rc = 0;
+    if (distinct > 1) {
+        /* The upsert takes the rows in the order of the sorted input, a new
+         * one included (its insert holds it until commit). */
+        const char *params[] = {arr};
+        rc = tc_store_query_prepared(
+            s, NULL, "locking the batch's agents",
+            "INSERT INTO agents (agent_id) SELECT a FROM unnest($1::text[]) AS a ORDER BY a "
+            "ON CONFLICT (agent_id) DO UPDATE SET last_seen = now()",
+            1, params);
+    }
+    free(arr);
+    return rc;
+}
+
 /* The columns of a device row as s_put_device's parameters give them. */
 #define S_DEVICE_COLUMNS                                                                       \
     "uuid, kind, name, host, gpu_index, compute_capability, multiprocessors, threads, "        \
@@ -468,7 +523,12 @@ int tc_store_put_from(tc_store_t *self, const tc_envelope_t *env, const char *ke
     rc = tc_store_msg_begin(self, &nested);
     if (rc < 0)
         return rc;
-    rc = tc_store_bind_key(self, env->agent_id, key);
+    /* The agent's row before its key's: every transaction that takes both
+     * takes them in this order (a batch takes its agents' rows first). */
+    if (env->body_case != TRAINCAST__V1__ENVELOPE__BODY_HELLO)
+        rc = tc_store_put_agent(self, env, NULL);
+    if (rc == 0)
+        rc = tc_store_bind_key(self, env->agent_id, key);
     char sent[64];
     tc_store_time_param(env->sent_at_us, sent, sizeof sent);
     const char *params[] = {env->message_id, env->agent_id, tc_body_name(env),

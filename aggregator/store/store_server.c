@@ -249,9 +249,11 @@ int tc_store_job_requeue(tc_store_t *self, const char *job_id, const char *why,
     return 0;
 }
 
-int tc_store_batch_begin(tc_store_t *self)
+int tc_store_batch_begin(tc_store_t *self, const char *const *agent_ids, size_t n)
 {
     int rc = tc_store_begin(self);
+    if (rc == 0 && (rc = tc_store_lock_agents(self, agent_ids, n)) < 0)
+        tc_store_rollback(self);
     self->defer_conv = rc == 0;
     return rc;
 }

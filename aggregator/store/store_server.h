@@ -87,8 +87,12 @@ int tc_store_job_wait(tc_store_t *self, const char *const *job_ids, size_t n, in
  * (TC_EINVAL: a constraint added by hand, say), no message can be told
  * from the others: store them again one at a time (without a batch), so
  * that only the one that carried the row is refused. After a failure call
- * batch_rollback: none of the batch was stored. */
-int tc_store_batch_begin(tc_store_t *self);
+ * batch_rollback: none of the batch was stored. `agent_ids` (n of them, may
+ * repeat; NULL and 0 when unknown) are the agents whose messages the batch
+ * holds: their rows are taken first, in the order of their ids, so that
+ * two aggregators storing batches of the same agents at once wait for
+ * each other instead of deadlocking. */
+int tc_store_batch_begin(tc_store_t *self, const char *const *agent_ids, size_t n);
 int tc_store_batch_commit(tc_store_t *self);
 void tc_store_batch_rollback(tc_store_t *self);
 

@@ -10,6 +10,7 @@
 #include "tc_sha256.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -167,8 +168,10 @@ int tc_model_read_file(const char *path, size_t cap, uint8_t **data, size_t *len
                        strerror(errno));
     struct stat st;
     if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+        bool dir = S_ISDIR(st.st_mode);
         close(fd);
-        return tc_fail(TC_EIO, "%s is not a regular file", path);
+        return tc_fail(TC_EINVAL, "%s is %s, not a file: give the path of an .onnx file", path,
+                       dir ? "a directory" : "not a regular file");
     }
     if ((uint64_t)st.st_size > cap) {
         close(fd);

@@ -72,21 +72,25 @@ void tc_log(tc_log_level_t level, const char *fmt, ...)
 
 bool tc_ratelimit_allow(tc_ratelimit_t *rl, long long now_ms)
 {
-    if (now_ms - rl->window_start_ms >= rl->window_ms || now_ms < rl->window_start_ms) {
-        rl->window_start_ms = now_ms;
-        rl->logged = 0;
+    unsigned burst = rl->burst < TC_RATELIMIT_MAX ? rl->burst : TC_RATELIMIT_MAX;
+    /* Forget the lines that left the window (oldest first). */
+    while (rl->count && now_ms - rl->stamps[rl->head] >= rl->window_ms) {
+        rl->head = (rl->head + 1) % TC_RATELIMIT_MAX;
+        rl->count--;
     }
-    if (rl->logged < rl->burst) {
-        rl->logged++;
+    if (rl->count < burst) {
+        rl->stamps[(rl->head + rl->count) % TC_RATELIMIT_MAX] = now_ms;
+        rl->count++;
         return true;
     }
-    rl->suppressed++;
+    if (rl->suppressed++ == 0)
+        rl->suppressed_since_ms = now_ms;
     return false;
 }
 
 unsigned tc_ratelimit_flush(tc_ratelimit_t *rl, long long now_ms)
 {
-    if (!rl->suppressed || now_ms - rl->window_start_ms < rl->window_ms)
+    if (!rl->suppressed || now_ms - rl->suppressed_since_ms < rl->window_ms)
         return 0;
     unsigned n = rl->suppressed;
     rl->suppressed = 0;

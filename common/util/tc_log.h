@@ -22,23 +22,29 @@ void tc_log(tc_log_level_t level, const char *fmt, ...) __attribute__((format(pr
 #define tc_log_info(...) tc_log(TC_LOG_INFO, __VA_ARGS__)
 #define tc_log_debug(...) tc_log(TC_LOG_DEBUG, __VA_ARGS__)
 
-/* A cap on how many lines of one kind are logged per window, so that a
- * flood (a client cycling keys, an agent resending a bad message) cannot
- * fill the disk. Zero-initialize, then set `burst` (lines per window) and
+/* A cap on how many lines of one kind are logged, so that a flood (a
+ * client cycling keys, raw connections, an agent resending a bad message)
+ * cannot fill the disk: at most `burst` lines in any `window_ms` (a sliding
+ * window), and at most one summary of what was suppressed per window.
+ * Zero-initialize, then set `burst` (at most TC_RATELIMIT_MAX) and
  * `window_ms`. Not thread-safe: one per thread. */
+#define TC_RATELIMIT_MAX 32
 typedef struct {
     unsigned burst;
     long long window_ms;
-    long long window_start_ms;
-    unsigned logged, suppressed;
+    long long stamps[TC_RATELIMIT_MAX]; /* when the lines in the window were logged */
+    unsigned head, count;
+    long long suppressed_since_ms;      /* the first suppression not yet summarized */
+    unsigned suppressed;
 } tc_ratelimit_t;
 
 /* True when a line may be logged now (it counts against the window);
  * false when it is suppressed (and counted). `now_ms` is any monotonic
  * clock. */
 bool tc_ratelimit_allow(tc_ratelimit_t *rl, long long now_ms);
-/* Lines suppressed in a window that has ended (0 if none, or if the window
- * is still open); resets the count, so the caller logs one summary. */
+/* Lines suppressed, once a window has passed since the first of them (0
+ * before then, or if none); resets the count, so the caller logs one
+ * summary. */
 unsigned tc_ratelimit_flush(tc_ratelimit_t *rl, long long now_ms);
 
 #endif

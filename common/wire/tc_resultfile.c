@@ -112,6 +112,13 @@ int tc_resultfile_read(const char *path, bool missing_ok, tc_resultfile_fn fn, v
         return tc_fail(errno == ENOENT ? TC_ENOTFOUND : TC_EIO, "cannot open result file %s: %s",
                        path, strerror(errno));
     }
+    struct stat st;
+    if (fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
+        close(fd);
+        return tc_fail(TC_EINVAL, "%s is a directory, not a file: give the path of a result "
+                                  "file (agent bench --out, agent trace --out)",
+                       path);
+    }
     off_t end;
     int rc = s_scan(fd, path, fn, arg, &end, &trunc);
     close(fd);
@@ -198,4 +205,27 @@ void tc_resultfile_close(tc_resultfile_t **self_p)
     free((*self_p)->path);
     free(*self_p);
     *self_p = NULL;
+}
+
+int tc_resultfile_whole(const char *path, long long *whole_bytes, long long *size)
+{
+    *whole_bytes = *size = 0;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return tc_fail(errno == ENOENT ? TC_ENOTFOUND : TC_EIO, "cannot open result file %s: %s",
+                       path, strerror(errno));
+    struct stat st;
+    if (fstat(fd, &st) < 0 || S_ISDIR(st.st_mode)) {
+        close(fd);
+        return tc_fail(TC_EINVAL, "%s is a directory, not a file: give the path of a result "
+                                  "file (agent bench --out, agent trace --out)",
+                       path);
+    }
+    off_t end = 0;
+    bool trunc = false;
+    int rc = s_scan(fd, path, NULL, NULL, &end, &trunc);
+    close(fd);
+    *whole_bytes = (long long)end;
+    *size = (long long)st.st_size;
+    return rc;
 }

@@ -30,4 +30,9 @@ typedef int (*tc_resultfile_fn)(const tc_envelope_t *env, void *arg);
 int tc_resultfile_read(const char *path, bool missing_ok, tc_resultfile_fn fn, void *arg,
                        bool *truncated);
 
+/* How much of a result file is whole: *whole_bytes the end of its last
+ * complete record, *size the file's size (more when a record was cut short:
+ * a file copied or written incompletely). Errors as tc_resultfile_read. */
+int tc_resultfile_whole(const char *path, long long *whole_bytes, long long *size);
+
 #endif

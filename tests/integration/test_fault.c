@@ -14,12 +14,21 @@
 #include "tc_test_gen.h"
 #include "tc_test_transport.h"
 
+#include "tc_zmq.h"
+
+#include <arpa/inet.h>
 #include <criterion/criterion.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include <zmq.h>
 
 #define PER_AGENT 1200
 #define COUNT_CONV "SELECT count(*) FROM conv_results"
@@ -211,6 +220,185 @@ Test(fault, kill_outage_restart_while_down_and_bad_messages, .timeout = 900,
              bad_db);
     cr_expect_eq(tc_bed_count(&bed, sql), 1, "the requeued message was stored");
     cr_expect_eq(tc_bed_refused(states[0]), 1);
+    cr_expect_eq(tc_bed_stop_server(&bed, SIGTERM), 0, "log %s", bed.server_log);
+    tc_bed_fini(&bed);
+}
+
+static int64_t s_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Lines of `path` after the first `skip`, leaving out those that contain
+ * `except` (may be NULL) or "stored " (the periodic summary of stored
+ * messages). */
+static long s_lines(const char *path, long skip, const char *except)
+{
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return 0;
+    long n = 0, at = 0;
+    char line[4096];
+    while (fgets(line, sizeof line, f)) {
+        if (at++ < skip)
+            continue;
+        if ((except && strstr(line, except)) || strstr(line, " info: stored "))
+            continue;
+        n++;
+    }
+    fclose(f);
+    return n;
+}
+
+#define COUNT_OF_REVOKED "SELECT count(*) FROM received_messages WHERE agent_id = 'rv-agent'"
+
+/* An agent's key removed from the allowlist while it pushes: once serve has
+ * logged the reload, nothing more of it is stored (the open session stays
+ * open, but each message, queued or new, is refused); the agent is told
+ * why, stops, and keeps what was not stored in its journal. Another agent
+ * is served as before. */
+Test(fault, a_revoked_key_stores_nothing_after_the_reload, .timeout = 600)
+{
+    tc_bed_t bed;
+    tc_bed_init(&bed, "revoke", NULL);
+    char state[1200], keep[1200], file[1200], file2[1200], log[1200], log2[1200];
+    tc_bed_agent(&bed, "revoked", true, state, sizeof state);
+    tc_bed_agent(&bed, "kept", true, keep, sizeof keep);
+    snprintf(file, sizeof file, "%s/revoked.bin", bed.dir);
+    snprintf(file2, sizeof file2, "%s/kept.bin", bed.dir);
+    snprintf(log, sizeof log, "%s/push-revoked.log", bed.dir);
+    snprintf(log2, sizeof log2, "%s/push-kept.log", bed.dir);
+    enum { N = 20000 };
+    tc_gen_opts_t o = tc_gen_defaults("rv-agent");
+    cr_assert_eq(tc_gen_write(file, &o, 0, N), 0, "%s", tc_errmsg());
+    tc_gen_opts_t o2 = tc_gen_defaults("rv-kept");
+    o2.device_uuid = "rv-kept-cpu";
+    cr_assert_eq(tc_gen_write(file2, &o2, 0, 50), 0, "%s", tc_errmsg());
+    tc_bed_start_server(&bed, NULL);
+    const char *push_args[] = {"--timeout", "500", NULL};
+    pid_t push = tc_bed_push(&bed, state, file, log, push_args);
+    long long early = tc_bed_wait_count(&bed, COUNT_OF_REVOKED, 1000, 240000);
+    cr_assert_geq(early, 1000, "nothing stored before the revocation (log %s)", bed.server_log);
+
+    /* The allowlist without the agent's line, and SIGHUP. */
+    char cmd[4000], out[4096];
+    snprintf(cmd, sizeof cmd,
+             "grep -v -F -f '%s/agent.pub' '%s/allowlist' > '%s/allowlist.new' && "
+             "mv '%s/allowlist.new' '%s/allowlist'",
+             state, bed.keys, bed.keys, bed.keys, bed.keys);
+    cr_assert_eq(tc_test_run(cmd, out, sizeof out), 0, "%s", out);
+    kill(bed.server, SIGHUP);
+    for (int i = 0; i < 200 && !tc_test_file_contains(bed.server_log, "reloaded"); i++)
+        tc_test_sleep_ms(50);
+    cr_assert(tc_test_file_contains(bed.server_log, "reloaded"), "no reload (log %s)",
+              bed.server_log);
+    long long at_reload = tc_bed_count(&bed, COUNT_OF_REVOKED);
+
+    int st = tc_test_wait(push, 120000);
+    cr_expect_eq(st, 1, "the revoked agent's push should fail (exit 1), got %d (log %s)", st,
+                 log);
+    cr_expect(tc_test_file_contains(log, "removed this agent's key"), "agent log %s", log);
+    tc_test_sleep_ms(1000); /* anything still on its way would commit by now */
+    long long after = tc_bed_count(&bed, COUNT_OF_REVOKED);
+    cr_expect_eq(after, at_reload, "%lld messages of the revoked key stored after the reload "
+                                   "was logged (log %s)",
+                 after - at_reload, bed.server_log);
+    cr_expect_lt(after, N, "the revocation came too late to test anything");
+    cr_expect_eq((long long)tc_bed_waiting(state), N - after,
+                 "the agent's journal should keep what was not stored");
+    cr_expect(tc_test_file_contains(bed.server_log, "was removed from the allowlist"),
+              "server log %s", bed.server_log);
+
+    st = tc_test_wait(tc_bed_push(&bed, keep, file2, log2, NULL), 120000);
+    cr_expect_eq(st, 0, "the other agent's push failed (log %s)", log2);
+    cr_expect_eq(tc_bed_count(&bed, "SELECT count(*) FROM received_messages WHERE agent_id = "
+                                    "'rv-kept'"),
+                 50);
+    cr_expect_eq(tc_bed_stop_server(&bed, SIGTERM), 0, "log %s", bed.server_log);
+    tc_bed_fini(&bed);
+}
+
+/* Open a TCP connection to the bed's port, write `bytes` and close. */
+static void s_raw_connection(const tc_bed_t *bed, const char *bytes)
+{
+    const char *colon = strrchr(bed->endpoint, ':');
+    cr_assert_not_null(colon);
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)atoi(colon + 1))};
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    cr_assert_geq(fd, 0);
+    if (connect(fd, (struct sockaddr *)&sa, sizeof sa) == 0 && write(fd, bytes, strlen(bytes)) < 0)
+        (void)0; /* the aggregator may close first */
+    close(fd);
+}
+
+/* Any number of unauthenticated connections (raw TCP with garbage, CURVE
+ * with unknown keys) cannot make serve log more than 30 lines a minute,
+ * and a closed connection is told as it was (no frame limit blamed for
+ * a connection that never sent a message); an allowlisted agent is served
+ * meanwhile. Loopback only, bounded in count and time. */
+Test(fault, a_connection_flood_cannot_flood_the_log, .timeout = 300)
+{
+    tc_bed_t bed;
+    tc_bed_init(&bed, "connflood", NULL);
+    char state[1200], file[1200], log[1200];
+    tc_bed_agent(&bed, "steady", true, state, sizeof state);
+    snprintf(file, sizeof file, "%s/steady.bin", bed.dir);
+    snprintf(log, sizeof log, "%s/push-steady.log", bed.dir);
+    tc_gen_opts_t o = tc_gen_defaults("cf-steady");
+    cr_assert_eq(tc_gen_write(file, &o, 0, 200), 0, "%s", tc_errmsg());
+    tc_bed_start_server(&bed, NULL);
+    tc_test_sleep_ms(500);
+    long before = s_lines(bed.server_log, 0, NULL);
+    int64_t t0 = s_now_ms();
+    /* The allowlisted agent's own lines are not the flood's. */
+    char steady_key[TC_KEY_Z85_LEN + 1], path[1300];
+    snprintf(path, sizeof path, "%s/agent.pub", state);
+    cr_assert_eq(tc_pubkey_read(path, steady_key), 0, "%s", tc_errmsg());
+
+    pid_t push = tc_bed_push(&bed, state, file, log, NULL);
+    /* 300 raw connections with a few garbage bytes each. */
+    for (int i = 0; i < 300; i++)
+        s_raw_connection(&bed, i % 2 ? "GET / HTTP/1.0\r\n\r\n" : "\x01\x02garbage");
+    /* 100 CURVE handshakes with unknown keys. */
+    char server_key[TC_KEY_Z85_LEN + 1];
+    snprintf(path, sizeof path, "%s/aggregator.pub", bed.keys);
+    cr_assert_eq(tc_pubkey_read(path, server_key), 0, "%s", tc_errmsg());
+    void *ctx = zmq_ctx_new();
+    for (int i = 0; i < 100; i++) {
+        char pub[TC_KEY_Z85_LEN + 1], sec[TC_KEY_Z85_LEN + 1];
+        cr_assert_eq(zmq_curve_keypair(pub, sec), 0);
+        void *sock = zmq_socket(ctx, ZMQ_DEALER);
+        int linger = 0;
+        zmq_setsockopt(sock, ZMQ_LINGER, &linger, sizeof linger);
+        zmq_setsockopt(sock, ZMQ_CURVE_SERVERKEY, server_key, TC_KEY_Z85_LEN + 1);
+        zmq_setsockopt(sock, ZMQ_CURVE_PUBLICKEY, pub, TC_KEY_Z85_LEN + 1);
+        zmq_setsockopt(sock, ZMQ_CURVE_SECRETKEY, sec, TC_KEY_Z85_LEN + 1);
+        cr_assert_eq(zmq_connect(sock, bed.endpoint), 0);
+        tc_test_sleep_ms(5);
+        zmq_close(sock);
+    }
+    zmq_ctx_term(ctx);
+    tc_test_sleep_ms(3000); /* the last closings reach the log */
+    int64_t elapsed = s_now_ms() - t0;
+    long lines = s_lines(bed.server_log, before, steady_key);
+    int st = tc_test_wait(push, 120000);
+    cr_expect_eq(st, 0, "the allowlisted agent was not served during the flood (log %s)", log);
+    cr_expect_eq(tc_bed_count(&bed, "SELECT count(*) FROM received_messages WHERE agent_id = "
+                                    "'cf-steady'"),
+                 200);
+    cr_expect_lt(elapsed, 60000, "the flood took %lld ms: the count is not of one minute",
+                 (long long)elapsed);
+    cr_expect_leq(lines, 30, "%ld log lines in %lld ms from 400 unauthenticated connections "
+                             "(log %s)",
+                  lines, (long long)elapsed, bed.server_log);
+    cr_expect(tc_test_file_contains(bed.server_log, "without delivering a message"),
+              "closed connections should be told as they were (log %s)", bed.server_log);
+    cr_expect(!tc_test_file_contains(bed.server_log, "went away, or sent a frame"),
+              "a connection that sent no message is not a frame over the limit (log %s)",
+              bed.server_log);
     cr_expect_eq(tc_bed_stop_server(&bed, SIGTERM), 0, "log %s", bed.server_log);
     tc_bed_fini(&bed);
 }

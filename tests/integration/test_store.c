@@ -5,10 +5,12 @@
 #include "tc_error.h"
 #include "tc_test.h"
 #include "tc_test_msg.h"
+#include "tc_test_proc.h"
 #include "tc_test_synth.h"
 
 #include <criterion/criterion.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -244,7 +246,7 @@ Test(store, every_column_of_a_conv_result_reads_back_as_sent)
  * recorded anew by every message. */
 Test(store, a_device_of_a_rolled_back_batch_is_recorded_again)
 {
-    cr_assert_eq(tc_store_batch_begin(s_store), 0, "%s", tc_errmsg());
+    cr_assert_eq(tc_store_batch_begin(s_store, NULL, 0), 0, "%s", tc_errmsg());
     tc_envelope_t *first = s_conv_results_env("agent-rb", "uuid-rolled-back", 2);
     s_put_ok(first, TC_STORE_STORED);
     tc_store_batch_rollback(s_store);
@@ -272,7 +274,7 @@ Test(store, a_device_of_a_rolled_back_batch_is_recorded_again)
  * id the results' reference check would refuse them). */
 Test(store, a_config_of_a_rolled_back_batch_is_recorded_again)
 {
-    cr_assert_eq(tc_store_batch_begin(s_store), 0, "%s", tc_errmsg());
+    cr_assert_eq(tc_store_batch_begin(s_store, NULL, 0), 0, "%s", tc_errmsg());
     s_put_ok(s_conv_results_env("agent-cfg", "uuid-cfg", 3), TC_STORE_STORED);
     tc_store_batch_rollback(s_store);
     cr_assert_eq(s_count("SELECT count(*) FROM conv_configs"), 0);
@@ -513,7 +515,7 @@ Test(store, refused_message_does_not_stall_the_connection)
         free(poisoned->algo);
         poisoned->algo = strdup("poison");
 
-        cr_assert_eq(tc_store_batch_begin(fresh), 0, "%s", tc_errmsg());
+        cr_assert_eq(tc_store_batch_begin(fresh, NULL, 0), 0, "%s", tc_errmsg());
         for (int i = 0; i < 4; i++)
             cr_assert_eq(tc_store_put(fresh, msgs[i], &out), 0, "round %d, message %d: %s",
                          round, i, tc_errmsg());
@@ -537,7 +539,7 @@ Test(store, refused_message_does_not_stall_the_connection)
         }
     }
     /* A batch of good messages on the same connection. */
-    cr_assert_eq(tc_store_batch_begin(fresh), 0, "%s", tc_errmsg());
+    cr_assert_eq(tc_store_batch_begin(fresh, NULL, 0), 0, "%s", tc_errmsg());
     for (int i = 0; i < 3; i++) {
         tc_envelope_t *env = s_conv_env();
         cr_assert_eq(tc_store_put(fresh, env, &out), 0, "%s", tc_errmsg());
@@ -589,4 +591,77 @@ Test(store, lost_connection_is_an_outage)
     cr_assert_eq(rc, TC_EDB, "got %d: %s", rc, tc_errmsg());
     cr_assert_eq(tc_store_ensure_connected(s_store), 0, "%s", tc_errmsg());
     s_put_ok(s_conv_env(), TC_STORE_STORED);
+}
+
+/* Two aggregators storing batches of the same two agents at once, in
+ * opposite orders (as two serve processes do when agents send to both),
+ * on fresh connections (nothing remembered): each batch takes its agents'
+ * rows first, in the order of their ids, so the second waits for the first
+ * instead of the two deadlocking (40P01) on the agents rows: when the
+ * agents are new (inserts), and when they exist (updates). */
+typedef struct {
+    tc_store_t *store;
+    int rc;
+    char err[512];
+} s_batch_t;
+
+static void *s_batch_y_then_x(void *arg)
+{
+    s_batch_t *b = arg;
+    const char *ids[] = {"dl-agent-y", "dl-agent-x"};
+    tc_store_outcome_t out;
+    tc_envelope_t *y = s_conv_results_env("dl-agent-y", "dl-uuid-y", 1);
+    tc_envelope_t *x = s_conv_results_env("dl-agent-x", "dl-uuid-x", 1);
+    b->rc = tc_store_batch_begin(b->store, ids, 2);
+    if (b->rc == 0)
+        b->rc = tc_store_put(b->store, y, &out);
+    if (b->rc == 0)
+        b->rc = tc_store_put(b->store, x, &out);
+    if (b->rc == 0)
+        b->rc = tc_store_batch_commit(b->store);
+    if (b->rc < 0) {
+        snprintf(b->err, sizeof b->err, "%s", tc_errmsg());
+        tc_store_batch_rollback(b->store);
+    }
+    tc_envelope_free(&y);
+    tc_envelope_free(&x);
+    return NULL;
+}
+
+Test(store, two_batches_of_the_same_agents_in_opposite_orders_do_not_deadlock)
+{
+    char dsn[1024];
+    tc_test_fresh_db("store", dsn, sizeof dsn);
+    for (int round = 0; round < 2; round++) {
+        /* One connection: x then y; the other: y then x, started while the
+         * first holds x. */
+        tc_store_t *one = NULL;
+        s_batch_t other = {0};
+        cr_assert_eq(tc_store_open(dsn, &one), 0, "%s", tc_errmsg());
+        cr_assert_eq(tc_store_open(dsn, &other.store), 0, "%s", tc_errmsg());
+        const char *ids[] = {"dl-agent-x", "dl-agent-y"};
+        tc_store_outcome_t out;
+        tc_envelope_t *x = s_conv_results_env("dl-agent-x", "dl-uuid-x", 1);
+        tc_envelope_t *y = s_conv_results_env("dl-agent-y", "dl-uuid-y", 1);
+        cr_assert_eq(tc_store_batch_begin(one, ids, 2), 0, "%s", tc_errmsg());
+        cr_assert_eq(tc_store_put(one, x, &out), 0, "%s", tc_errmsg());
+        pthread_t t;
+        cr_assert_eq(pthread_create(&t, NULL, s_batch_y_then_x, &other), 0);
+        tc_test_sleep_ms(300); /* the other has begun: it waits, or holds y */
+        int rc = tc_store_put(one, y, &out);
+        cr_expect_eq(rc, 0, "round %d: the first batch failed: %s", round, tc_errmsg());
+        if (rc == 0)
+            rc = tc_store_batch_commit(one);
+        if (rc < 0)
+            tc_store_batch_rollback(one);
+        pthread_join(t, NULL);
+        cr_expect_eq(other.rc, 0, "round %d: the second batch failed: %s", round, other.err);
+        tc_envelope_free(&x);
+        tc_envelope_free(&y);
+        tc_store_destroy(&one);
+        tc_store_destroy(&other.store);
+    }
+    cr_expect_eq(s_count("SELECT count(*) FROM conv_results r JOIN devices d USING (device_id) "
+                         "WHERE d.uuid LIKE 'dl-uuid-%'"),
+                 8);
 }

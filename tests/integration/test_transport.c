@@ -69,7 +69,9 @@ Test(transport, three_agents_thousand_messages_each, .timeout = 400)
     snprintf(cmd, sizeof cmd, "%s status --db '%s'", bin, bed.dsn);
     cr_expect_eq(tc_test_run(cmd, out, sizeof out), 0, "%s", out);
     cr_expect(strstr(out, "gen-dev-2") != NULL, "status lacks a device:\n%s", out);
-    cr_expect(strstr(out, "conv results       3000") != NULL, "status lacks counts:\n%s", out);
+    const char *row = strstr(out, "conv results  ");
+    cr_expect(row && strtol(row + strlen("conv results"), NULL, 10) == 3000,
+              "status lacks counts:\n%s", out);
 
     cr_expect_eq(tc_bed_stop_server(&bed, SIGTERM), 0, "clean shutdown (log %s)", bed.server_log);
     tc_bed_fini(&bed);
