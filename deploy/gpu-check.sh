@@ -714,23 +714,20 @@ else:
 PY
 }
 
-part_convs_fp32() {
+part_convs_in() { # LOG-NAME DTYPE
     local st=0
-    check_part convs convs-fp32 --dtype fp32 --batch "$conv_batch" --scale "$conv_scale" \
+    check_part convs "convs-$1" --dtype "$2" --batch "$conv_batch" --scale "$conv_scale" \
         --reps "$conv_reps" --budget-ms "$conv_budget" || st=$?
-    step_note=$(convs_summary fp32)
-    [ "$st" -eq 0 ] || fail_msg="$(tail_of "$work/logs/convs-fp32.err" 3)"
+    step_note=$(convs_summary "$2")
+    [ "$st" -eq 0 ] || fail_msg="$(tail_of "$work/logs/convs-$1.err" 3)"
     return "$st"
 }
 
+part_convs_fp32() { part_convs_in fp32 fp32; }
+
 part_convs_amp() {
     if [ "$conv_amp" = none ]; then step_note="no AMP on this device"; return 0; fi
-    local st=0
-    check_part convs convs-amp --dtype "$conv_amp" --batch "$conv_batch" --scale "$conv_scale" \
-        --reps "$conv_reps" --budget-ms "$conv_budget" || st=$?
-    step_note=$(convs_summary "$conv_amp")
-    [ "$st" -eq 0 ] || fail_msg="$(tail_of "$work/logs/convs-amp.err" 3)"
-    return "$st"
+    part_convs_in amp "$conv_amp"
 }
 
 part_numerics() {
@@ -757,23 +754,20 @@ else:
     print(r.get("error", "no result")[:300])' "$results" "$1" 2>/dev/null || true
 }
 
-part_step_fp32() {
+part_step_in() { # LOG-NAME AMP SUMMARY-MODE
     local st=0
-    check_part step step-fp32 --amp none --model "$conv_model" --batch "$conv_batch" \
+    check_part step "step-$1" --amp "$2" --model "$conv_model" --batch "$conv_batch" \
         --input-size "$conv_input" --budget-ms "$conv_budget" || st=$?
-    step_note=$(step_summary fp32)
-    [ "$st" -eq 0 ] || fail_msg="$(tail_of "$work/logs/step-fp32.err" 3)"
+    step_note=$(step_summary "$3")
+    [ "$st" -eq 0 ] || fail_msg="$(tail_of "$work/logs/step-$1.err" 3)"
     return "$st"
 }
 
+part_step_fp32() { part_step_in fp32 none fp32; }
+
 part_step_amp() {
     if [ "$conv_amp" = none ]; then step_note="no AMP on this device"; return 0; fi
-    local st=0
-    check_part step step-amp --amp "$conv_amp" --model "$conv_model" --batch "$conv_batch" \
-        --input-size "$conv_input" --budget-ms "$conv_budget" || st=$?
-    step_note=$(step_summary "amp-$conv_amp")
-    [ "$st" -eq 0 ] || fail_msg="$(tail_of "$work/logs/step-amp.err" 3)"
-    return "$st"
+    part_step_in amp "$conv_amp" "amp-$conv_amp"
 }
 
 if [ "$rehearsal" -eq 1 ]; then

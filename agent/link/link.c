@@ -336,9 +336,16 @@ int tc_link_step(tc_link_t *self, int timeout_ms)
 {
     int rc = 0;
     if (self->stats.revoked) {
-        /* Callers that go on stepping (a job winding down) wait, not spin. */
-        struct timespec ts = {timeout_ms / 1000, (long)(timeout_ms % 1000) * 1000000L};
-        nanosleep(&ts, NULL);
+        /* Nothing is sent any more, but the acks of what was stored before
+         * the key was removed may still come: take them meanwhile (callers
+         * that go on stepping, a job winding down, wait rather than spin). */
+        zmq_pollitem_t it = {self->sock, 0, ZMQ_POLLIN, 0};
+        if (!self->sock) {
+            struct timespec ts = {timeout_ms / 1000, (long)(timeout_ms % 1000) * 1000000L};
+            nanosleep(&ts, NULL);
+        } else if (zmq_poll(&it, 1, timeout_ms) > 0) {
+            tc_link_receive(self);
+        }
         return tc_fail(TC_ENET,
                        "aggregator %s removed this agent's key from its allowlist; %zu "
                        "message%s wait in %s (add the line of agent.pub to the aggregator's "

@@ -422,6 +422,8 @@ static void s_reload(tc_server_t *s)
         tc_log_warn("SIGHUP: a store worker is still in a transaction after %d s (the database "
                     "is slow); what it stores of a removed key may still commit",
                     S_RELOAD_WAIT_MS / 1000);
+    /* The acks of what committed go out before any refusal under the new list. */
+    tc_server_collect(s, ZMQ_DONTWAIT);
     if (tc_zap_reload(s->zap) < 0)
         tc_log_error("SIGHUP: %s", tc_errmsg());
     tc_workers_resume(s->workers);

@@ -283,17 +283,7 @@ Test(fault, a_revoked_key_stores_nothing_after_the_reload, .timeout = 600)
     cr_assert_geq(early, 1000, "nothing stored before the revocation (log %s)", bed.server_log);
 
     /* The allowlist without the agent's line, and SIGHUP. */
-    char cmd[4000], out[4096];
-    snprintf(cmd, sizeof cmd,
-             "grep -v -F -f '%s/agent.pub' '%s/allowlist' > '%s/allowlist.new' && "
-             "mv '%s/allowlist.new' '%s/allowlist'",
-             state, bed.keys, bed.keys, bed.keys, bed.keys);
-    cr_assert_eq(tc_test_run(cmd, out, sizeof out), 0, "%s", out);
-    kill(bed.server, SIGHUP);
-    for (int i = 0; i < 200 && !tc_test_file_contains(bed.server_log, "reloaded"); i++)
-        tc_test_sleep_ms(50);
-    cr_assert(tc_test_file_contains(bed.server_log, "reloaded"), "no reload (log %s)",
-              bed.server_log);
+    tc_bed_allow(&bed, state, false);
     long long at_reload = tc_bed_count(&bed, COUNT_OF_REVOKED);
 
     int st = tc_test_wait(push, 120000);
@@ -306,8 +296,14 @@ Test(fault, a_revoked_key_stores_nothing_after_the_reload, .timeout = 600)
                                    "was logged (log %s)",
                  after - at_reload, bed.server_log);
     cr_expect_lt(after, N, "the revocation came too late to test anything");
-    cr_expect_eq((long long)tc_bed_waiting(state), N - after,
-                 "the agent's journal should keep what was not stored");
+    /* What was not stored waits in the journal; so may what was stored
+     * just before the reload whose ack came after the agent stopped (at
+     * most a window of it: it is acknowledged as a duplicate later). */
+    long long waiting = (long long)tc_bed_waiting(state);
+    cr_expect(waiting >= N - after && waiting <= N - after + 64,
+              "the agent's journal should keep what was not stored: %lld waiting, %lld not "
+              "stored",
+              waiting, N - after);
     cr_expect(tc_test_file_contains(bed.server_log, "was removed from the allowlist"),
               "server log %s", bed.server_log);
 

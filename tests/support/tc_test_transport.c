@@ -46,17 +46,42 @@ void tc_bed_init(tc_bed_t *bed, const char *name, const char *admin_dsn)
     snprintf(bed->server_log, sizeof bed->server_log, "%s/aggregator.log", bed->dir);
 }
 
-int tc_bed_listening_count(const tc_bed_t *bed)
+/* Lines of the server log that contain `needle`. */
+static int s_log_count(const tc_bed_t *bed, const char *needle)
 {
     int n = 0;
     FILE *f = fopen(bed->server_log, "r");
     if (f) {
         char line[4096];
         while (fgets(line, sizeof line, f))
-            n += strstr(line, "listening on") != NULL;
+            n += strstr(line, needle) != NULL;
         fclose(f);
     }
     return n;
+}
+
+int tc_bed_listening_count(const tc_bed_t *bed)
+{
+    return s_log_count(bed, "listening on");
+}
+
+void tc_bed_allow(tc_bed_t *bed, const char *state, bool allow)
+{
+    char cmd[4000], out[4096];
+    if (allow)
+        snprintf(cmd, sizeof cmd, "cat '%s/agent.pub' >> '%s/allowlist'", state, bed->keys);
+    else
+        snprintf(cmd, sizeof cmd,
+                 "grep -v -F -f '%s/agent.pub' '%s/allowlist' > '%s/allowlist.new'; "
+                 "mv '%s/allowlist.new' '%s/allowlist'",
+                 state, bed->keys, bed->keys, bed->keys, bed->keys);
+    cr_assert_eq(tc_test_run(cmd, out, sizeof out), 0, "%s: %s", cmd, out);
+    int before = s_log_count(bed, "reloaded");
+    kill(bed->server, SIGHUP);
+    for (int i = 0; i < 200 && s_log_count(bed, "reloaded") == before; i++)
+        tc_test_sleep_ms(50);
+    cr_assert_gt(s_log_count(bed, "reloaded"), before, "no reload after SIGHUP (log %s)",
+                 bed->server_log);
 }
 
 void tc_bed_spawn_server(tc_bed_t *bed, const char *const *extra)

@@ -43,6 +43,10 @@ int tc_bed_stop_server(tc_bed_t *bed, int sig);
  * key; its key is added to the allowlist unless `allow` is false. */
 void tc_bed_agent(tc_bed_t *bed, const char *name, bool allow, char *state, size_t size);
 
+/* Add the agent key of state directory `state` to the allowlist, or remove
+ * it, then SIGHUP the server and wait for its "reloaded" line. */
+void tc_bed_allow(tc_bed_t *bed, const char *state, bool allow);
+
 /* Start `agent push` for `state` with the given file (NULL: only what waits)
  * and extra arguments (NULL-terminated, may be NULL), logging to `log`. */
 pid_t tc_bed_push(tc_bed_t *bed, const char *state, const char *file, const char *log,
