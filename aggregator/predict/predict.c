@@ -11,15 +11,33 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Lookups are laid out batch-major: for batch i, conv usage j, each
- * direction of its step time (tc_conv_step.h) in that rule's order. */
+/* The layout of a model's step: its conv usages in the model's order. */
+static int s_model_step(const tc_model_t *m, tc_conv_step_layout_t *l)
+{
+    size_t n = tc_model_conv_count(m);
+    tc_conv_use_t *uses = calloc(n ? n : 1, sizeof *uses);
+    if (!uses)
+        return tc_fail(TC_ENOMEM, "out of memory for %zu conv usages", n);
+    for (size_t j = 0; j < n; j++)
+        uses[j] = (tc_conv_use_t){.first_layer = tc_model_conv(m, j)->first_layer,
+                                  .multiplicity = tc_model_conv(m, j)->multiplicity};
+    int rc = tc_conv_step_layout_init(l, uses, n);
+    free(uses);
+    return rc;
+}
+
 size_t tc_predict_lookups_per_batch(const tc_model_t *m)
 {
-    size_t n = 0;
-    Traincast__V1__Direction dirs[TC_CONV_STEP_MAX_DIRS];
-    for (size_t j = 0; j < tc_model_conv_count(m); j++)
-        n += tc_conv_step_directions(tc_model_conv(m, j)->first_layer, dirs);
+    tc_conv_step_layout_t l;
+    size_t n = s_model_step(m, &l) == 0 ? l.size : 0;
+    tc_conv_step_layout_free(&l);
     return n;
+}
+
+/* The lookups of the request's b-th batch: d->step.size of them. */
+static tc_conv_lookup_t *s_batch_lookups(const tc_pred_device_t *d, size_t b)
+{
+    return &d->lookups[b * d->step.size];
 }
 
 static bool s_out_of_range(const tc_pred_request_t *req, const tc_pred_device_t *d,
@@ -29,8 +47,14 @@ static bool s_out_of_range(const tc_pred_request_t *req, const tc_pred_device_t 
 static int s_build_lookups(const tc_pred_request_t *req, tc_pred_device_t *d)
 {
     const tc_model_t *m = req->model;
-    size_t total = tc_predict_lookups_per_batch(m) * req->n_batches;
+    tc_conv_step_layout_free(&d->step);
     free(d->lookups);
+    d->lookups = NULL;
+    d->n_lookups = 0;
+    int rc = s_model_step(m, &d->step);
+    if (rc < 0)
+        return rc;
+    size_t total = d->step.size * req->n_batches;
     d->lookups = calloc(total ? total : 1, sizeof *d->lookups);
     if (!d->lookups)
         return tc_fail(TC_ENOMEM, "out of memory for %zu conv lookups", total);
@@ -41,21 +65,18 @@ static int s_build_lookups(const tc_pred_request_t *req, tc_pred_device_t *d)
         tc_dtype_parse(d->fit.amp, &dtype);
     else if (*d->fit.dtype)
         tc_dtype_parse(d->fit.dtype, &dtype);
-    size_t k = 0;
     for (size_t b = 0; b < req->n_batches; b++) {
         /* A batch the fit does not reach is not predicted: not looked up. */
         char why[8];
         bool skip = s_out_of_range(req, d, (unsigned)req->batches[b], why, sizeof why);
-        for (size_t j = 0; j < tc_model_conv_count(m); j++) {
-            const tc_conv_usage_t *u = tc_model_conv(m, j);
-            Traincast__V1__Direction dirs[TC_CONV_STEP_MAX_DIRS];
-            size_t nd = tc_conv_step_directions(u->first_layer, dirs);
-            for (size_t dir = 0; dir < nd; dir++) {
-                tc_conv_lookup_t *l = &d->lookups[k++];
-                l->config = u->config;
+        tc_conv_lookup_t *batch = s_batch_lookups(d, b);
+        for (size_t j = 0; j < d->step.n_uses; j++) {
+            for (size_t i = d->step.first[j]; i < d->step.first[j + 1]; i++) {
+                tc_conv_lookup_t *l = &batch[i];
+                l->config = tc_model_conv(m, j)->config;
                 l->config.n = (uint32_t)req->batches[b];
                 l->config.dtype = dtype;
-                l->direction = dirs[dir];
+                l->direction = tc_conv_step_slot_direction(&d->step, i);
                 l->skip = skip;
             }
         }
@@ -67,15 +88,15 @@ static int s_build_lookups(const tc_pred_request_t *req, tc_pred_device_t *d)
  * its convs are not missing (nobody is asked to benchmark them). */
 static void s_unreached_not_missing(const tc_pred_request_t *req, tc_pred_device_t *d)
 {
-    size_t per = tc_predict_lookups_per_batch(req->model);
     for (size_t b = 0; b < req->n_batches; b++) {
         char why[8];
         if (!s_out_of_range(req, d, (unsigned)req->batches[b], why, sizeof why))
             continue;
-        for (size_t i = b * per; i < (b + 1) * per; i++) {
-            if (!isfinite(d->lookups[i].median_ms)) {
-                d->lookups[i].median_ms = d->lookups[i].stddev_ms = 0;
-                d->missing -= !d->lookups[i].skip;
+        tc_conv_lookup_t *batch = s_batch_lookups(d, b);
+        for (size_t i = 0; i < d->step.size; i++) {
+            if (!isfinite(batch[i].median_ms)) {
+                batch[i].median_ms = batch[i].stddev_ms = 0;
+                d->missing -= !batch[i].skip;
             }
         }
     }
@@ -190,36 +211,29 @@ static bool s_out_of_range(const tc_pred_request_t *req, const tc_pred_device_t 
     return true;
 }
 
-/* The conv sum of one batch from its looked-up benchmarks (lookups from k
- * on) and its variance. Each lookup is one measured conv; a layer used
- * `multiplicity` times costs that many calls of the same measured time. */
-static void s_conv_sum(const tc_model_t *m, const tc_pred_device_t *d, size_t k, double *conv,
-                       double *conv_var)
+/* The conv sum of the b-th batch from its looked-up benchmarks, by the
+ * rule (tc_conv_step_time), and its variance; ms and sd are scratch of
+ * d->step.size. */
+static double s_conv_sum(const tc_pred_device_t *d, size_t b, double *ms, double *sd,
+                         double *conv_var)
 {
-    *conv = *conv_var = 0;
-    for (size_t j = 0; j < tc_model_conv_count(m); j++) {
-        const tc_conv_usage_t *u = tc_model_conv(m, j);
-        Traincast__V1__Direction dirs[TC_CONV_STEP_MAX_DIRS];
-        size_t nd = tc_conv_step_directions(u->first_layer, dirs);
-        double ms[TC_CONV_STEP_MAX_DIRS] = {0};
-        for (size_t dir = 0; dir < nd; dir++, k++) {
-            const tc_conv_lookup_t *l = &d->lookups[k];
-            ms[dir] = l->median_ms;
-            double sd = isfinite(l->stddev_ms) ? l->stddev_ms : 0;
-            *conv_var += (u->multiplicity * sd) * (u->multiplicity * sd);
-        }
-        *conv += tc_conv_step_ms(u->first_layer, u->multiplicity, ms);
+    const tc_conv_lookup_t *batch = s_batch_lookups(d, b);
+    for (size_t i = 0; i < d->step.size; i++) {
+        ms[i] = batch[i].median_ms;
+        sd[i] = batch[i].stddev_ms;
     }
+    return tc_conv_step_time(&d->step, ms, sd, conv_var);
 }
 
 /* A point the fit cannot predict: outside its batch range (unless
- * extrapolating), or lacking conv benchmarks. */
+ * extrapolating), or lacking conv benchmarks at the b-th batch. */
 static bool s_unpredictable(const tc_pred_request_t *req, const tc_pred_device_t *d,
-                            tc_pred_point_t *p, size_t k, size_t per)
+                            tc_pred_point_t *p, size_t b)
 {
-    size_t lacking = 0;
-    for (size_t i = 0; i < per && k + i < d->n_lookups; i++)
-        lacking += !isfinite(d->lookups[k + i].median_ms);
+    const tc_conv_lookup_t *batch = s_batch_lookups(d, b);
+    size_t lacking = 0, per = d->step.size;
+    for (size_t i = 0; i < per && b * per + i < d->n_lookups; i++)
+        lacking += !isfinite(batch[i].median_ms);
     if (s_out_of_range(req, d, p->batch, p->reason, sizeof p->reason)) {
         p->status = TC_PT_OUT_OF_RANGE;
         return true;
@@ -284,7 +298,10 @@ static void s_derive(const tc_pred_request_t *req, const tc_pred_device_t *d,
 int tc_predict_device(tc_store_t *s, const tc_pred_request_t *req, tc_pred_device_t *d)
 {
     const tc_model_t *m = req->model;
-    size_t per = tc_predict_lookups_per_batch(m);
+    if (d->n_lookups != d->step.size * req->n_batches)
+        return tc_fail(TC_EINVAL, "predict: device '%s' has no conv lookups for this request "
+                                  "(look them up first: tc_predict_lookup_all)",
+                       d->device.name);
     int prc = s_points(req, d);
     if (prc < 0)
         return prc;
@@ -297,13 +314,16 @@ int tc_predict_device(tc_store_t *s, const tc_pred_request_t *req, tc_pred_devic
     if (rc == 0)
         rc = tc_memory_fit(d->mem, d->n_mem, (double)d->device.memory_bytes, &d->memory);
     double t = tc_fit_t_quantile(0.975, d->fit.dof);
+    double *ms = calloc(2 * d->step.size + 1, sizeof *ms);
+    if (rc == 0 && !ms)
+        rc = tc_fail(TC_ENOMEM, "out of memory");
 
     for (size_t b = 0; rc == 0 && b < req->n_batches; b++) {
         tc_pred_point_t *p = &d->points[b];
-        if (s_unpredictable(req, d, p, b * per, per))
+        if (s_unpredictable(req, d, p, b))
             continue;
-        double conv, conv_var;
-        s_conv_sum(m, d, b * per, &conv, &conv_var);
+        double conv_var;
+        double conv = s_conv_sum(d, b, ms, ms + d->step.size, &conv_var);
         tc_features_t f;
         tc_model_features(m, p->batch, &f);
         double nonconv = NAN, var = NAN;
@@ -315,6 +335,7 @@ int tc_predict_device(tc_store_t *s, const tc_pred_request_t *req, tc_pred_devic
         p->sd_ms = sqrt(var + conv_var);
         s_derive(req, d, &f, t, p);
     }
+    free(ms);
     return rc;
 }
 
@@ -568,6 +589,7 @@ int tc_predict_compare(tc_store_t *s, const tc_pred_device_t *devs, size_t n,
 
 void tc_pred_device_free(tc_pred_device_t *d)
 {
+    tc_conv_step_layout_free(&d->step);
     free(d->lookups);
     free(d->points);
     free(d->mem);

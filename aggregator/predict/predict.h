@@ -7,6 +7,7 @@
 #include "fit.h"
 #include "memory.h"
 #include "store_model.h"
+#include "tc_conv_step.h"
 #include "tc_model.h"
 
 #include <stdbool.h>
@@ -65,7 +66,10 @@ typedef struct {
                              NaN when no trace of the fit's kind measured energy */
     char energy_source[16]; /* "nvml" or "rapl" ("" none) */
     size_t missing;       /* conv lookups not found */
-    tc_conv_lookup_t *lookups; /* owned: every conv measurement the model needs */
+    /* Every conv measurement the model needs, batch after batch (in the
+     * request's order), each batch's laid out as `step` says (owned). */
+    tc_conv_step_layout_t step;
+    tc_conv_lookup_t *lookups; /* owned: step.size per batch */
     size_t n_lookups;
     tc_memory_model_t memory;
     tc_mem_point_t *mem;  /* owned: the traces the memory model learns from */
@@ -109,7 +113,8 @@ typedef struct {
 } tc_pred_request_t;
 
 /* How many conv look-ups a model needs per batch on one device: one per
- * distinct conv and direction its training step runs. */
+ * distinct conv and direction its training step runs (the size of its
+ * step's layout, tc_conv_step.h). */
 size_t tc_predict_lookups_per_batch(const tc_model_t *m);
 
 /* Build the conv lookups a model needs at every batch on every device with a

@@ -167,29 +167,51 @@ int tc_store_query_prepared(tc_store_t *s, PGresult **out, const char *what, con
     return s_result(s, PQexecPrepared(s->conn, name, nparams, params, NULL, NULL, 0), out, what);
 }
 
+void *tc_store_part_state(tc_store_t *s, const tc_store_part_t *part)
+{
+    for (size_t i = 0; i < s->n_parts; i++)
+        if (s->parts[i].part == part)
+            return s->parts[i].state;
+    if (s->n_parts == TC_STORE_PARTS_MAX)
+        return NULL;
+    void *state = calloc(1, part->size ? part->size : 1);
+    if (state) {
+        s->parts[s->n_parts].part = part;
+        s->parts[s->n_parts++].state = state;
+    }
+    return state;
+}
+
+/* Tell every attached part that a transaction or a message ended. */
+static void s_settle(tc_store_t *s, bool committed, bool message)
+{
+    for (size_t i = 0; i < s->n_parts; i++)
+        if (s->parts[i].part->settle)
+            s->parts[i].part->settle(s->parts[i].state, committed, message);
+}
+
+static void s_reset(tc_store_t *s)
+{
+    for (size_t i = 0; i < s->n_parts; i++)
+        if (s->parts[i].part->reset)
+            s->parts[i].part->reset(s->parts[i].state);
+}
+
 int tc_store_begin(tc_store_t *s)
 {
-    /* The staging tables are made outside any transaction, so that no
-     * rollback (of a message's savepoint or of a batch) can take them away. */
-    int rc = tc_store_staging(s);
-    if (rc < 0)
-        return rc;
     return tc_store_query(s, NULL, "BEGIN", "BEGIN", 0, NULL);
 }
 
 int tc_store_commit(tc_store_t *s)
 {
     int rc = tc_store_query(s, NULL, "COMMIT", "COMMIT", 0, NULL);
-    tc_store_seen_settle(s, rc == 0);
-    tc_store_config_ids_settle(s, rc == 0);
+    s_settle(s, rc == 0, false);
     return rc;
 }
 
 void tc_store_rollback(tc_store_t *s)
 {
-    tc_store_seen_settle(s, false);
-    tc_store_config_ids_settle(s, false);
-    tc_store_conv_drop(s);
+    s_settle(s, false, false);
     if (PQtransactionStatus(s->conn) == PQTRANS_IDLE)
         return;
     PGresult *res = PQexec(s->conn, "ROLLBACK");
@@ -200,8 +222,9 @@ int tc_store_msg_begin(tc_store_t *s, int *nested)
 {
     *nested = PQtransactionStatus(s->conn) == PQTRANS_INTRANS;
     if (*nested) {
-        s->conv_rows_mark = s->conv_rows.len;
-        s->conv_cands_mark = s->conv_cands.len;
+        for (size_t i = 0; i < s->n_parts; i++)
+            if (s->parts[i].part->mark)
+                s->parts[i].part->mark(s->parts[i].state);
         return tc_store_query(s, NULL, "SAVEPOINT", "SAVEPOINT tc_msg", 0, NULL);
     }
     return tc_store_begin(s);
@@ -220,12 +243,7 @@ void tc_store_msg_rollback(tc_store_t *s, int nested)
         tc_store_rollback(s);
         return;
     }
-    /* what this message recorded, and more: only caches */
-    tc_store_seen_settle(s, false);
-    tc_store_config_ids_settle(s, false);
-    /* the rows it left for the batch's COPY */
-    tc_buf_truncate(&s->conv_rows, s->conv_rows_mark);
-    tc_buf_truncate(&s->conv_cands, s->conv_cands_mark);
+    s_settle(s, false, true);
     PGresult *res = PQexec(s->conn, "ROLLBACK TO SAVEPOINT tc_msg");
     PQclear(res);
     res = PQexec(s->conn, "RELEASE SAVEPOINT tc_msg");
@@ -284,14 +302,8 @@ static int s_connect(tc_store_t *self)
 {
     if (self->conn)
         PQfinish(self->conn);
-    tc_store_side_end(self);
-    self->side_failed = false;
-    self->staged = 0;
-    self->n_seen = 0;
-    tc_store_config_ids_clear(self);
+    s_reset(self);
     self->n_prepared = 0;
-    self->defer_conv = false;
-    tc_store_conv_drop(self);
     self->conn = PQconnectdb(self->dsn);
     if (!self->conn)
         return tc_fail(TC_ENOMEM, "out of memory connecting to the database");
@@ -344,10 +356,11 @@ void tc_store_destroy(tc_store_t **self_p)
     tc_store_t *self = *self_p;
     if (self->conn)
         PQfinish(self->conn);
-    tc_store_side_end(self);
-    tc_store_layers_clear(self);
-    tc_store_config_ids_free(self);
-    tc_store_conv_drop(self);
+    for (size_t i = 0; i < self->n_parts; i++) {
+        if (self->parts[i].part->release)
+            self->parts[i].part->release(self->parts[i].state);
+        free(self->parts[i].state);
+    }
     free(self->dsn);
     free(self);
     *self_p = NULL;

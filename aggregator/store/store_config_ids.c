@@ -11,7 +11,7 @@
 /* At most this many ids are kept; when full, the table starts again empty. */
 #define S_MAX 16384u
 
-struct tc_store_config_ids {
+typedef struct {
     struct s_slot {
         tc_conv_config_t key; /* n = 0 */
         long long id;         /* 0: an empty slot */
@@ -19,9 +19,41 @@ struct tc_store_config_ids {
     } *slot;
     size_t cap, n; /* cap: a power of two, at least twice n */
     size_t pending; /* slots with pending set: settling has work only then */
-};
+} s_ids_t;
 
-static struct s_slot *s_find(const struct tc_store_config_ids *t, const tc_conv_config_t *key)
+static void s_clear(void *state)
+{
+    s_ids_t *t = state;
+    free(t->slot);
+    memset(t, 0, sizeof *t);
+}
+
+static bool s_resize(s_ids_t *t, size_t cap, bool keep_pending);
+
+/* The open transaction (or a message's savepoint) ended: the ids it
+ * resolved are kept when it committed, dropped when it was rolled back. */
+static void s_settle(void *state, bool committed, bool message)
+{
+    (void)message;
+    s_ids_t *t = state;
+    /* Every commit and every message's rollback (a duplicate message, say)
+     * comes here: the table is walked only when the transaction resolved
+     * ids of its own. */
+    if (!t->pending)
+        return;
+    if (committed) {
+        for (size_t i = 0; i < t->cap; i++)
+            t->slot[i].pending = false;
+        t->pending = 0;
+    } else if (!s_resize(t, t->cap, false)) {
+        s_clear(t);
+    }
+}
+
+static const tc_store_part_t s_part = {
+    .size = sizeof(s_ids_t), .settle = s_settle, .reset = s_clear, .release = s_clear};
+
+static struct s_slot *s_find(const s_ids_t *t, const tc_conv_config_t *key)
 {
     size_t mask = t->cap - 1;
     for (size_t i = tc_conv_key_hash(key) & mask;; i = (i + 1) & mask)
@@ -31,7 +63,7 @@ static struct s_slot *s_find(const struct tc_store_config_ids *t, const tc_conv_
 
 /* A table of `cap` empty slots in place of *t's (freed); false when out of
  * memory (*t then is left as it was). */
-static bool s_resize(struct tc_store_config_ids *t, size_t cap, bool keep_pending)
+static bool s_resize(s_ids_t *t, size_t cap, bool keep_pending)
 {
     struct s_slot *old = t->slot;
     size_t old_cap = t->cap;
@@ -54,9 +86,9 @@ static bool s_resize(struct tc_store_config_ids *t, size_t cap, bool keep_pendin
     return true;
 }
 
-long long tc_store_config_id_get(const tc_store_t *s, const tc_conv_config_t *key)
+long long tc_store_config_id_get(tc_store_t *s, const tc_conv_config_t *key)
 {
-    const struct tc_store_config_ids *t = s->config_ids;
+    const s_ids_t *t = tc_store_part_state(s, &s_part);
     if (!t || !t->cap)
         return 0;
     tc_conv_config_t k = *key;
@@ -68,11 +100,11 @@ void tc_store_config_id_put(tc_store_t *s, const tc_conv_config_t *key, long lon
 {
     if (id <= 0)
         return;
-    if (!s->config_ids && !(s->config_ids = calloc(1, sizeof *s->config_ids)))
+    s_ids_t *t = tc_store_part_state(s, &s_part);
+    if (!t)
         return; /* only a cache */
-    struct tc_store_config_ids *t = s->config_ids;
     if (t->n >= S_MAX)
-        tc_store_config_ids_clear(s);
+        s_clear(t);
     if (2 * (t->n + 1) > t->cap && !s_resize(t, t->cap ? 2 * t->cap : 256, true))
         return;
     tc_conv_config_t k = *key;
@@ -89,34 +121,9 @@ void tc_store_config_id_put(tc_store_t *s, const tc_conv_config_t *key, long lon
     e->pending = true;
 }
 
-void tc_store_config_ids_settle(tc_store_t *s, bool committed)
-{
-    struct tc_store_config_ids *t = s->config_ids;
-    /* Every commit and every message's rollback (a duplicate message, say)
-     * comes here: the table is walked only when the transaction resolved
-     * ids of its own. */
-    if (!t || !t->pending)
-        return;
-    if (committed) {
-        for (size_t i = 0; i < t->cap; i++)
-            t->slot[i].pending = false;
-        t->pending = 0;
-    } else if (!s_resize(t, t->cap, false)) {
-        tc_store_config_ids_clear(s);
-    }
-}
-
 void tc_store_config_ids_clear(tc_store_t *s)
 {
-    if (!s->config_ids)
-        return;
-    free(s->config_ids->slot);
-    memset(s->config_ids, 0, sizeof *s->config_ids);
-}
-
-void tc_store_config_ids_free(tc_store_t *s)
-{
-    tc_store_config_ids_clear(s);
-    free(s->config_ids);
-    s->config_ids = NULL;
+    s_ids_t *t = tc_store_part_state(s, &s_part);
+    if (t)
+        s_clear(t);
 }

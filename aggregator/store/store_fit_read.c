@@ -40,7 +40,7 @@
 #define CONV_NEEDS_CTE                                                                          \
     "WITH pts AS (SELECT DISTINCT t.model_id, t.batch " GROUP_TRACES " AND t.status = 'ok'), " \
     "need AS (SELECT (row_number() OVER ())::int4 AS i, p.model_id, p.batch, "                 \
-    "  mc.config_id AS model_config, mc.multiplicity, "                                        \
+    "  mc.config_id AS model_config, mc.multiplicity, mc.first_layer, "                         \
     "  dir.direction, bc.config_id AS bench_config FROM pts p "                                \
     "  JOIN model_convs mc ON mc.model_id = p.model_id "                                       \
     "  JOIN conv_configs c ON c.config_id = mc.config_id "                                     \
@@ -331,28 +331,94 @@ static int s_missing_convs(tc_store_t *s, const char *const *params, const tc_fi
     return rc;
 }
 
-/* Summing a group's conv times per point (tc_store_repeats_fn): the rows
- * carry the point's model (column 6) and the conv's multiplicity (7). */
+/* One conv measurement a point needs, its time taken by the group's
+ * statistic (tc_fit_conv_time): the rows carry the point's model (column 7),
+ * the conv's multiplicity (8), its config (9), whether it is the network's
+ * first (10) and the direction (11). */
+typedef struct {
+    tc_fit_point_t *pt;
+    long long config;
+    bool first_layer;
+    uint32_t multiplicity;
+    Traincast__V1__Direction dir;
+    double ms;
+} s_need_t;
+
 typedef struct {
     tc_fit_group_t *g;
     const PGresult *res;
     long missing;
-} s_sums_t;
+    s_need_t *v;
+    size_t n;
+} s_needs_t;
 
-static void s_add_conv(void *ctx, long need, unsigned batch, int row, tc_fit_repeat_t *r,
-                       size_t n)
+static void s_add_need(void *ctx, long i, unsigned batch, int row, tc_fit_repeat_t *r, size_t n)
 {
-    (void)need;
-    s_sums_t *sums = ctx;
+    (void)i;
+    s_needs_t *needs = ctx;
     if (n == 0) {
-        sums->missing++;
+        needs->missing++;
         return;
     }
-    tc_fit_point_t *pt = s_find_point(sums->g, PQgetvalue(sums->res, row, 7), batch);
-    double ms, sd;
-    tc_fit_conv_time(r, n, sums->g->stat, &ms, &sd);
-    if (pt)
-        pt->conv_ms += tc_store_bin_int4(sums->res, row, 8) * ms;
+    tc_fit_point_t *pt = s_find_point(needs->g, PQgetvalue(needs->res, row, 7), batch);
+    if (!pt)
+        return;
+    s_need_t *e = &needs->v[needs->n++];
+    e->pt = pt;
+    e->multiplicity = (uint32_t)tc_store_bin_int4(needs->res, row, 8);
+    e->config = atoll(PQgetvalue(needs->res, row, 9));
+    e->first_layer = PQgetvalue(needs->res, row, 10)[0] != 0;
+    tc_direction_parse(PQgetvalue(needs->res, row, 11), &e->dir);
+    double sd;
+    tc_fit_conv_time(r, n, needs->g->stat, &e->ms, &sd);
+}
+
+static int s_need_cmp(const void *pa, const void *pb)
+{
+    const s_need_t *a = pa, *b = pb;
+    if (a->pt != b->pt)
+        return a->pt < b->pt ? -1 : 1;
+    if (a->config != b->config)
+        return a->config < b->config ? -1 : 1;
+    return (int)a->first_layer - (int)b->first_layer;
+}
+
+/* Each point's conv time from its needs v[0..n) (sorted by s_need_cmp): its
+ * usages laid out and summed by the rule predict sums them with
+ * (tc_conv_step_time). */
+static int s_step_times(s_need_t *v, size_t n)
+{
+    tc_conv_use_t *uses = calloc(n ? n : 1, sizeof *uses);
+    size_t *use_of = calloc(n ? n : 1, sizeof *use_of);
+    double *ms = calloc(n ? n : 1, sizeof *ms);
+    int rc = uses && use_of && ms ? 0 : tc_fail(TC_ENOMEM, "out of memory");
+    for (size_t from = 0, to; rc == 0 && from < n; from = to) {
+        size_t k = 0;
+        for (to = from; to < n && v[to].pt == v[from].pt; to++) {
+            if (to > from && s_need_cmp(&v[to], &v[to - 1]) != 0)
+                k++;
+            uses[k] = (tc_conv_use_t){.first_layer = v[to].first_layer,
+                                      .multiplicity = v[to].multiplicity};
+            use_of[to] = k;
+        }
+        tc_conv_step_layout_t l;
+        rc = tc_conv_step_layout_init(&l, uses, k + 1);
+        if (rc == 0) {
+            for (size_t i = 0; i < l.size; i++)
+                ms[i] = 0;
+            for (size_t i = from; i < to; i++) {
+                size_t slot = tc_conv_step_slot(&l, use_of[i], v[i].dir);
+                if (slot != SIZE_MAX)
+                    ms[slot] = v[i].ms;
+            }
+            v[from].pt->conv_ms = tc_conv_step_time(&l, ms, NULL, NULL);
+        }
+        tc_conv_step_layout_free(&l);
+    }
+    free(uses);
+    free(use_of);
+    free(ms);
+    return rc;
 }
 
 static int s_read_conv_sums(tc_store_t *s, const char *const *params, tc_fit_group_t *g)
@@ -362,16 +428,24 @@ static int s_read_conv_sums(tc_store_t *s, const char *const *params, tc_fit_gro
                                    CONV_NEEDS_CTE
                                    "SELECT n.i, n.batch, l.median_ms, l.stddev_ms, "
                                    "l.measured_at, l.result_id, l.disturbed, n.model_id, "
-                                   "n.multiplicity "
+                                   "n.multiplicity, n.model_config::text, n.first_layer, "
+                                   "n.direction "
                                    "FROM need n LEFT JOIN LATERAL " CONV_REPEATS " l ON true",
                                    CONV_PARAMS, params);
     if (rc < 0)
         return rc;
-    s_sums_t sums = {.g = g, .res = res};
-    rc = tc_store_conv_repeats(res, s_add_conv, &sums);
+    s_needs_t needs = {.g = g, .res = res};
+    needs.v = calloc((size_t)PQntuples(res) + 1, sizeof *needs.v);
+    rc = needs.v ? tc_store_conv_repeats(res, s_add_need, &needs)
+                 : tc_fail(TC_ENOMEM, "out of memory");
     PQclear(res);
-    if (rc == 0 && sums.missing)
-        return s_missing_convs(s, params, g);
+    if (rc == 0 && needs.missing)
+        rc = s_missing_convs(s, params, g);
+    if (rc == 0) {
+        qsort(needs.v, needs.n, sizeof *needs.v, s_need_cmp);
+        rc = s_step_times(needs.v, needs.n);
+    }
+    free(needs.v);
     return rc;
 }
 

@@ -26,7 +26,9 @@ int tc_store_import_begin(tc_store_t *s, const tc_set_header_t *h, const char *f
     *again = false;
     if (when_size)
         when[0] = '\0';
-    int rc = tc_store_begin(s);
+    int rc = tc_store_staging(s); /* its messages are stored in its transaction */
+    if (rc == 0)
+        rc = tc_store_begin(s);
     char fv[16], sv[16];
     snprintf(fv, sizeof fv, "%d", h->format_version);
     snprintf(sv, sizeof sv, "%d", h->schema_version);

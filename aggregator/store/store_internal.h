@@ -9,78 +9,71 @@
 #include "tc_conv.h"
 
 #include <libpq-fe.h>
-#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 
-/* An agent or device this connection recorded (store_seen.c). */
-typedef struct {
-    uint64_t key;     /* hash of what it is: "agent" or "device" and its id */
-    uint64_t details; /* hash of the values recorded */
-    char id[32];      /* the device's id */
-    int64_t at_ms;    /* when (monotonic) */
-    bool pending;     /* recorded in the open transaction, not yet committed */
-} tc_store_seen_t;
-#define TC_STORE_SEEN_MAX 64
-/* How long a recorded agent or device needs no new upsert. */
-#define TC_STORE_SEEN_MS 5000
 /* Statements a connection keeps prepared, at most. */
 #define TC_STORE_PREPARED_MAX 16
 
+/* A part of the store that keeps state on a connection: a cache, a second
+ * connection, rows held for a batch's COPY. The core knows parts only
+ * through this table: it tells each part attached to a connection when a
+ * transaction or a message's savepoint ends and when the connection goes,
+ * and calls none of them by name. Every hook may be NULL. */
+typedef struct tc_store_part {
+    size_t size; /* of its state, calloc'ed by the core on first use */
+    /* A message's savepoint opened inside an open transaction. */
+    void (*mark)(void *state);
+    /* The transaction ended (message false: COMMIT, committed when it
+     * succeeded, or ROLLBACK), or a message's savepoint was rolled back
+     * (message true, committed false). */
+    void (*settle)(void *state, bool committed, bool message);
+    /* The connection was replaced: what it knew is void. */
+    void (*reset)(void *state);
+    /* The store is destroyed: free what the state owns (not the state). */
+    void (*release)(void *state);
+} tc_store_part_t;
+#define TC_STORE_PARTS_MAX 8
+
 struct tc_store {
     PGconn *conn;
-    /* A second connection for statements split in two (store_pair.c):
-     * opened by a thread (side_tid, while side_thread) that returns it,
-     * then kept in side; side_failed when it could not be opened. */
-    PGconn *side;
-    pthread_t side_tid;
-    bool side_thread, side_failed;
     char *dsn;
-    int staged; /* temp staging tables created on this connection */
     /* While importing a benchmark set (store_set.c): its imports row. Then
      * messages create no agents, and a device is inserted with this import
      * id when its uuid is new and left as it is otherwise. 0 otherwise. */
     long long import_id;
-    /* Layers of the models read so far (tc_store_model_layers): a model id
-     * names one structure for good, so predict's memory model reads each
-     * traced model once, not once per device. */
-    struct tc_store_layers *layers;
-    size_t n_layers;
-    /* Agents and devices recorded lately: their upsert locks the row until
-     * commit, so every message doing it made concurrent workers wait for
-     * each other; within TC_STORE_SEEN_MS of a committed upsert with the
-     * same values, a message skips it (last_seen is that fresh). */
-    tc_store_seen_t seen[TC_STORE_SEEN_MAX];
-    size_t n_seen;
-    /* Conv config ids resolved on this connection (store_config_ids.c). */
-    struct tc_store_config_ids *config_ids;
     /* The SQLSTATE of the last statement that failed (TC_STORE_FAIL). */
     char sqlstate[6];
     /* Statements prepared on this connection (tc_store_query_prepared):
      * the n_prepared first, named "tc_<index>". */
     const char *prepared[TC_STORE_PREPARED_MAX];
     unsigned n_prepared;
-    /* While a batch is open (tc_store_batch_begin): the binary rows of the
-     * conv results and algorithm timings of its messages, COPYed together
-     * when it commits (tc_store_conv_flush) instead of two COPYs per
-     * message; and where the current message's rows begin, so that a
-     * message rolled back alone takes its rows with it. */
-    bool defer_conv;
-    tc_buf_t conv_rows, conv_cands;
-    size_t conv_rows_mark, conv_cands_mark;
+    /* The parts attached (tc_store_part_state), in the order they came. */
+    struct {
+        const tc_store_part_t *part;
+        void *state;
+    } parts[TC_STORE_PARTS_MAX];
+    size_t n_parts;
 };
+
+/* The state of `part` on this connection, attached (zeroed) on first use;
+ * NULL when out of memory or when TC_STORE_PARTS_MAX parts are attached
+ * (a part is a cache or can say why it failed). */
+void *tc_store_part_state(tc_store_t *s, const tc_store_part_t *part);
 
 /* The id of the conv config `key` (its batch ignored) as resolved on this
  * connection, committed or in the open transaction; 0 when not known. */
-long long tc_store_config_id_get(const tc_store_t *s, const tc_conv_config_t *key);
+long long tc_store_config_id_get(tc_store_t *s, const tc_conv_config_t *key);
 /* Note the id of `key`, resolved in the open transaction. */
 void tc_store_config_id_put(tc_store_t *s, const tc_conv_config_t *key, long long id);
-/* The open transaction (or a message's savepoint) ended: the ids it
- * resolved are kept when it committed, dropped when it was rolled back. */
-void tc_store_config_ids_settle(tc_store_t *s, bool committed);
-/* Forget every id (a new connection, or a statement that failed with them). */
+/* Forget every id (a statement failed with them). */
 void tc_store_config_ids_clear(tc_store_t *s);
-void tc_store_config_ids_free(tc_store_t *s);
+
+/* Agents and devices recorded lately (store_seen.c): their upsert locks the
+ * row until commit, so every message doing it made concurrent workers wait
+ * for each other; within TC_STORE_SEEN_MS of a committed upsert with the
+ * same values, a message skips it (last_seen is that fresh). */
+#define TC_STORE_SEEN_MS 5000
 
 /* FNV-1a of `text` (NULL hashes apart from "") continuing from `h` (0 to
  * start), with a separator after it. */
@@ -90,9 +83,8 @@ uint64_t tc_store_seen_hash(uint64_t h, const char *text);
 bool tc_store_seen_get(tc_store_t *s, uint64_t key, uint64_t details, char id[32]);
 /* Note that `key` was just recorded with `details` (pending until commit). */
 void tc_store_seen_put(tc_store_t *s, uint64_t key, uint64_t details, const char *id);
-/* The open transaction committed (pending entries stand) or rolled back
- * (they go). */
-void tc_store_seen_settle(tc_store_t *s, bool committed);
+/* Forget every agent and device recorded (their rows may be gone). */
+void tc_store_seen_forget(tc_store_t *s);
 
 /* Upsert the agent of a message (with its Hello's details when `h`), and
  * a device by uuid, its id going to device_id as a decimal string
@@ -105,9 +97,6 @@ int tc_store_put_device(tc_store_t *s, const char *agent_id, const Traincast__V1
                         char device_id[32]);
 /* Store the rows of a ConvResults message (store_put_conv.c). */
 int tc_store_put_conv_results(tc_store_t *s, const tc_envelope_t *env);
-
-/* Free the layer cache (store_model.c). */
-void tc_store_layers_clear(tc_store_t *s);
 
 /* Turn a failed result (or connection) into a status with a message naming
  * `what`, classed by tc_store_error_code (store.h). Clears `res`. */
@@ -137,10 +126,10 @@ int tc_store_query_prepared(tc_store_t *s, PGresult **out, const char *what, con
                             int nparams, const char *const *params);
 
 /* Create this connection's temp staging tables unless done already. Outside
- * any transaction only. */
+ * any transaction only: whatever stores messages calls it before it begins
+ * one (store_put.c). */
 int tc_store_staging(tc_store_t *s);
 
-/* BEGIN, after making sure the staging tables exist. */
 int tc_store_begin(tc_store_t *s);
 int tc_store_commit(tc_store_t *s);
 void tc_store_rollback(tc_store_t *s);
@@ -213,14 +202,14 @@ int tc_store_query_binary(tc_store_t *s, PGresult **out, const char *what, const
  * binary format (tc_store_query_binary). On failure nothing is returned. */
 int tc_store_query_pair(tc_store_t *s, const char *what, const char *sql, const char *params[2],
                         PGresult *out[2]);
-/* Close the second connection (waiting for its thread, if opening). */
-void tc_store_side_end(tc_store_t *s);
 
-/* COPY the conv results and timings the open batch deferred, and forget
- * them (also when the COPY fails). */
+/* While a batch is open (tc_store_batch_begin), conv results and algorithm
+ * timings are held as binary rows and COPYed together when it commits,
+ * instead of two COPYs per message (store_put_conv.c): on or off. */
+void tc_store_conv_defer(tc_store_t *s, bool on);
+/* COPY what the open batch deferred, and forget it (also when the COPY
+ * fails). */
 int tc_store_conv_flush(tc_store_t *s);
-/* Forget them without storing (a rollback, a lost connection). */
-void tc_store_conv_drop(tc_store_t *s);
 
 /* COPY ... FROM STDIN with the rows in `rows` (text format). */
 int tc_store_copy(tc_store_t *s, const char *what, const char *copy_sql, const tc_buf_t *rows);

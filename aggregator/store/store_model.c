@@ -12,59 +12,79 @@
 #include <stdlib.h>
 #include <string.h>
 
-struct tc_store_layers {
-    char *model_id;
-    tc_layer_summary_t *layers;
+/* Layers of the models read so far (tc_store_model_layers): a model id
+ * names one structure for good, so predict's memory model reads each traced
+ * model once, not once per device. */
+typedef struct {
+    struct s_model {
+        char *model_id;
+        tc_layer_summary_t *layers;
+        size_t n;
+    } *models;
     size_t n;
-};
+} s_layers_t;
 
-/* The cache entry of a model, or s->n_layers. */
-static size_t s_cached(const tc_store_t *s, const char *model_id)
+static void s_layers_release(void *state)
+{
+    s_layers_t *c = state;
+    for (size_t i = 0; i < c->n; i++) {
+        free(c->models[i].model_id);
+        free(c->models[i].layers);
+    }
+    free(c->models);
+    c->models = NULL;
+    c->n = 0;
+}
+
+static const tc_store_part_t s_layers_part = {.size = sizeof(s_layers_t),
+                                              .release = s_layers_release};
+
+/* The cache entry of a model, or c->n. */
+static size_t s_cached(const s_layers_t *c, const char *model_id)
 {
     size_t i = 0;
-    while (i < s->n_layers && strcmp(s->layers[i].model_id, model_id) != 0)
+    while (i < c->n && strcmp(c->models[i].model_id, model_id) != 0)
         i++;
     return i;
 }
 
 /* Rows [from, to) of a layer read (model_id, op_class, params, flops,
  * elems_in, elems_out) as one model's layers, into the cache. */
-static int s_cache_add(tc_store_t *s, PGresult *res, int from, int to)
+static int s_cache_add(s_layers_t *c, PGresult *res, int from, int to)
 {
     size_t rows = (size_t)(to - from);
     tc_layer_summary_t *l = calloc(rows, sizeof *l);
     char *id = strdup(PQgetvalue(res, from, 0));
-    struct tc_store_layers *grown = l && id ? realloc(s->layers, (s->n_layers + 1) * sizeof *grown)
-                                            : NULL;
+    struct s_model *grown = l && id ? realloc(c->models, (c->n + 1) * sizeof *grown) : NULL;
     if (!grown) {
         free(l);
         free(id);
         return tc_fail(TC_ENOMEM, "out of memory for %zu layers", rows);
     }
-    s->layers = grown;
+    c->models = grown;
     for (size_t i = 0; i < rows; i++) {
         int r = from + (int)i;
-        int c = tc_op_class_parse(PQgetvalue(res, r, 1));
-        l[i].op_class = c < 0 ? TC_OPC_OTHER : (tc_op_class_t)c;
+        int k = tc_op_class_parse(PQgetvalue(res, r, 1));
+        l[i].op_class = k < 0 ? TC_OPC_OTHER : (tc_op_class_t)k;
         l[i].params = strtoull(PQgetvalue(res, r, 2), NULL, 10);
         l[i].flops = strtod(PQgetvalue(res, r, 3), NULL);
         l[i].elems_in = strtoull(PQgetvalue(res, r, 4), NULL, 10);
         l[i].elems_out = strtoull(PQgetvalue(res, r, 5), NULL, 10);
     }
-    s->layers[s->n_layers++] = (struct tc_store_layers){.model_id = id, .layers = l, .n = rows};
+    c->models[c->n++] = (struct s_model){.model_id = id, .layers = l, .n = rows};
     return 0;
 }
 
 /* Read the layers of every model of ids[0..n) not cached yet, in one
  * statement. A model without stored layers stays uncached. */
-static int s_cache_models(tc_store_t *s, const char *const *ids, size_t n)
+static int s_cache_models(tc_store_t *s, s_layers_t *c, const char *const *ids, size_t n)
 {
     const char **want = calloc(n + 1, sizeof *want);
     if (!want)
         return tc_fail(TC_ENOMEM, "out of memory");
     size_t k = 0;
     for (size_t i = 0; i < n; i++)
-        if (s_cached(s, ids[i]) == s->n_layers)
+        if (s_cached(c, ids[i]) == c->n)
             want[k++] = ids[i];
     int rc = 0;
     if (k > 0) {
@@ -81,8 +101,8 @@ static int s_cache_models(tc_store_t *s, const char *const *ids, size_t n)
         int rows = rc == 0 ? PQntuples(res) : 0;
         for (int from = 0, to; rc == 0 && from < rows; from = to) {
             to = tc_store_run_end(res, from, 0);
-            if (s_cached(s, PQgetvalue(res, from, 0)) == s->n_layers)
-                rc = s_cache_add(s, res, from, to);
+            if (s_cached(c, PQgetvalue(res, from, 0)) == c->n)
+                rc = s_cache_add(c, res, from, to);
         }
         PQclear(res);
     }
@@ -90,34 +110,27 @@ static int s_cache_models(tc_store_t *s, const char *const *ids, size_t n)
     return rc;
 }
 
-void tc_store_layers_clear(tc_store_t *s)
-{
-    for (size_t i = 0; i < s->n_layers; i++) {
-        free(s->layers[i].model_id);
-        free(s->layers[i].layers);
-    }
-    free(s->layers);
-    s->layers = NULL;
-    s->n_layers = 0;
-}
-
 int tc_store_model_layers(tc_store_t *s, const char *model_id, tc_layer_summary_t **layers,
                           size_t *n)
 {
     *layers = NULL;
     *n = 0;
-    int rc = s_cache_models(s, &model_id, 1);
+    s_layers_t *c = tc_store_part_state(s, &s_layers_part);
+    if (!c)
+        return tc_fail(TC_ENOMEM, "out of memory");
+    int rc = s_cache_models(s, c, &model_id, 1);
     if (rc < 0)
         return rc;
-    size_t i = s_cached(s, model_id);
-    if (i == s->n_layers)
+    size_t i = s_cached(c, model_id);
+    if (i == c->n)
         return tc_fail(TC_ENOTFOUND, "model '%s' has no stored layers", model_id);
     /* The caller owns its copy. */
-    *layers = malloc(s->layers[i].n * sizeof **layers);
+    const struct s_model *m = &c->models[i];
+    *layers = malloc(m->n * sizeof **layers);
     if (!*layers)
-        return tc_fail(TC_ENOMEM, "out of memory for %zu layers", s->layers[i].n);
-    memcpy(*layers, s->layers[i].layers, s->layers[i].n * sizeof **layers);
-    *n = s->layers[i].n;
+        return tc_fail(TC_ENOMEM, "out of memory for %zu layers", m->n);
+    memcpy(*layers, m->layers, m->n * sizeof **layers);
+    *n = m->n;
     return 0;
 }
 
@@ -369,12 +382,13 @@ int tc_store_memory_points_each(tc_store_t *s, const char *const *devices, size_
         return rc;
     int rows = PQntuples(res);
     /* Every model's layers in one read; then each device's points. */
+    s_layers_t *cache = tc_store_part_state(s, &s_layers_part);
     const char **ids = calloc((size_t)rows + 1, sizeof *ids);
-    rc = ids ? 0 : tc_fail(TC_ENOMEM, "out of memory");
+    rc = ids && cache ? 0 : tc_fail(TC_ENOMEM, "out of memory");
     for (int r = 0; rc == 0 && r < rows; r++)
         ids[r] = PQgetvalue(res, r, 1);
     if (rc == 0)
-        rc = s_cache_models(s, ids, (size_t)rows);
+        rc = s_cache_models(s, cache, ids, (size_t)rows);
     free(ids);
     for (int from = 0, to; rc == 0 && from < rows; from = to) {
         to = tc_store_run_end(res, from, 0);
@@ -392,9 +406,9 @@ int tc_store_memory_points_each(tc_store_t *s, const char *const *devices, size_
             v->batch = (unsigned)atoi(PQgetvalue(res, r, 2));
             v->peak_bytes = PQgetisnull(res, r, 3) ? NAN : strtod(PQgetvalue(res, r, 3), NULL);
             v->oom = PQgetvalue(res, r, 4)[0] == 't';
-            size_t c = s_cached(s, v->model_id);
-            if (c < s->n_layers)
-                tc_features_from_layers(s->layers[c].layers, s->layers[c].n, v->batch,
+            size_t c = s_cached(cache, v->model_id);
+            if (c < cache->n)
+                tc_features_from_layers(cache->models[c].layers, cache->models[c].n, v->batch,
                                         &v->features);
         }
         n_out[i] = (size_t)(to - from);

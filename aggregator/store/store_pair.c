@@ -9,8 +9,17 @@
 #include "tc_log.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <poll.h>
 #include <string.h>
+
+/* The second connection: opened by a thread (tid, while thread) that
+ * returns it, then kept in side; failed when it could not be opened. */
+typedef struct {
+    PGconn *side;
+    pthread_t tid;
+    bool thread, failed;
+} s_side_t;
 
 static void *s_side_open(void *arg)
 {
@@ -20,52 +29,67 @@ static void *s_side_open(void *arg)
     return PQconnectdbParams(keys, vals, 1);
 }
 
-void tc_store_side_begin(tc_store_t *s)
-{
-    if (s->side || s->side_thread || s->side_failed)
-        return;
-    if (pthread_create(&s->side_tid, NULL, s_side_open, s) == 0)
-        s->side_thread = true;
-}
-
 /* Wait for the opening thread, if any: what it opened becomes the side
  * connection. */
-static void s_side_join(tc_store_t *s)
+static void s_side_join(s_side_t *st)
 {
-    if (!s->side_thread)
+    if (!st->thread)
         return;
     void *conn = NULL;
-    pthread_join(s->side_tid, &conn);
-    s->side_thread = false;
-    s->side = conn;
+    pthread_join(st->tid, &conn);
+    st->thread = false;
+    st->side = conn;
     if (conn)
         PQsetNoticeProcessor(conn, tc_store_notice, NULL);
+}
+
+/* Close the second connection (waiting for its thread, if opening). */
+static void s_side_end(void *state)
+{
+    s_side_t *st = state;
+    s_side_join(st);
+    PQfinish(st->side);
+    st->side = NULL;
+}
+
+static void s_side_reset(void *state)
+{
+    s_side_end(state);
+    ((s_side_t *)state)->failed = false;
+}
+
+static const tc_store_part_t s_part = {
+    .size = sizeof(s_side_t), .reset = s_side_reset, .release = s_side_end};
+
+void tc_store_side_begin(tc_store_t *s)
+{
+    s_side_t *st = tc_store_part_state(s, &s_part);
+    if (!st || st->side || st->thread || st->failed)
+        return;
+    if (pthread_create(&st->tid, NULL, s_side_open, s) == 0)
+        st->thread = true;
 }
 
 /* The side connection, once its thread is done; NULL when it could not be
  * opened (then statements run on one connection). */
 static PGconn *s_side(tc_store_t *s)
 {
-    if (s->side && PQstatus(s->side) != CONNECTION_OK)
-        tc_store_side_end(s); /* known lost: open a new one */
+    s_side_t *st = tc_store_part_state(s, &s_part);
+    if (!st)
+        return NULL;
+    if (st->side && PQstatus(st->side) != CONNECTION_OK)
+        s_side_end(st); /* known lost: open a new one */
     tc_store_side_begin(s);
-    s_side_join(s);
-    if (s->side && PQstatus(s->side) != CONNECTION_OK) {
+    s_side_join(st);
+    if (st->side && PQstatus(st->side) != CONNECTION_OK) {
         tc_log_debug("a second database connection could not be opened (%s); statements run "
                      "on one",
-                     PQerrorMessage(s->side));
-        PQfinish(s->side);
-        s->side = NULL;
-        s->side_failed = true;
+                     PQerrorMessage(st->side));
+        PQfinish(st->side);
+        st->side = NULL;
+        st->failed = true;
     }
-    return s->side;
-}
-
-void tc_store_side_end(tc_store_t *s)
-{
-    s_side_join(s);
-    PQfinish(s->side);
-    s->side = NULL;
+    return st->side;
 }
 
 /* One connection's share: `res` its first result, `rc` its failure;
@@ -205,7 +229,7 @@ int tc_store_query_pair(tc_store_t *s, const char *what, const char *sql, const 
          * share runs on the store's own, and a new one opens next time. */
         tc_log_debug("%s: the second connection was lost (%s); its share runs on the first",
                      what, tc_errmsg());
-        tc_store_side_end(s);
+        s_side_end(tc_store_part_state(s, &s_part));
         PQclear(legs[1].res);
         out[0] = legs[0].res;
         return s_second_here(s, what, sql, params, out);

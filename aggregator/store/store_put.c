@@ -19,12 +19,27 @@ typedef Traincast__V1__Device device_t;
 #define CFG_JOIN(a, b) TC_SQL_CONV_KEY_EQ(a, b)
 
 /* The staging table of model convs lives for the connection and is emptied
- * at each commit. It is created outside any transaction (tc_store_begin
- * calls this before BEGIN), so that the rollback of a failed message cannot
- * drop it. */
+ * at each commit. It is created outside any transaction (whatever stores
+ * messages calls this before it begins one), so that the rollback of a
+ * failed message cannot drop it. */
+typedef struct {
+    bool made;
+} s_staging_t;
+
+static void s_staging_reset(void *state)
+{
+    ((s_staging_t *)state)->made = false;
+}
+
+static const tc_store_part_t s_staging_part = {.size = sizeof(s_staging_t),
+                                               .reset = s_staging_reset};
+
 int tc_store_staging(tc_store_t *s)
 {
-    if (s->staged)
+    s_staging_t *st = tc_store_part_state(s, &s_staging_part);
+    if (!st)
+        return tc_fail(TC_ENOMEM, "out of memory");
+    if (st->made)
         return 0;
     if (PQtransactionStatus(s->conn) != PQTRANS_IDLE)
         return tc_fail(TC_EDB, "database: the staging tables must be made outside a "
@@ -35,7 +50,7 @@ int tc_store_staging(tc_store_t *s)
         ", first_layer boolean, multiplicity integer) ON COMMIT DELETE ROWS",
         NULL, 0);
     if (rc == 0)
-        s->staged = 1;
+        st->made = true;
     return rc;
 }
 
@@ -520,7 +535,9 @@ int tc_store_put_from(tc_store_t *self, const tc_envelope_t *env, const char *ke
         return tc_fail(TC_EINVAL, "body: a %s message is not stored", tc_body_name(env));
 
     int nested = 0;
-    rc = tc_store_msg_begin(self, &nested);
+    rc = tc_store_staging(self); /* made before a batch opens, else here */
+    if (rc == 0)
+        rc = tc_store_msg_begin(self, &nested);
     if (rc < 0)
         return rc;
     /* The agent's row before its key's: every transaction that takes both

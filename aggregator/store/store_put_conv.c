@@ -178,7 +178,7 @@ static int s_copy(tc_store_t *s, const tc_buf_t *rows, const tc_buf_t *cands)
      * (an outage's answer), not refused. */
     if (rc < 0 && !strcmp(s->sqlstate, "23503")) {
         tc_store_config_ids_clear(s);
-        s->n_seen = 0;
+        tc_store_seen_forget(s);
         char why[1024];
         snprintf(why, sizeof why, "%s", tc_errmsg());
         rc = tc_fail(TC_EDB, "%s (a conv config or device known from before is gone: trying "
@@ -188,18 +188,68 @@ static int s_copy(tc_store_t *s, const tc_buf_t *rows, const tc_buf_t *cands)
     return rc;
 }
 
-int tc_store_conv_flush(tc_store_t *s)
+/* The rows a batch holds for its COPY (tc_store_conv_defer), and where the
+ * current message's rows begin, so that a message rolled back alone takes
+ * its rows with it. */
+typedef struct {
+    bool defer;
+    tc_buf_t rows, cands;
+    size_t rows_mark, cands_mark;
+} s_batch_t;
+
+static void s_drop(void *state)
 {
-    int rc = s_copy(s, &s->conv_rows, &s->conv_cands);
-    tc_store_conv_drop(s);
-    return rc;
+    s_batch_t *b = state;
+    tc_buf_free(&b->rows);
+    tc_buf_free(&b->cands);
+    b->rows_mark = b->cands_mark = 0;
 }
 
-void tc_store_conv_drop(tc_store_t *s)
+static void s_mark(void *state)
 {
-    tc_buf_free(&s->conv_rows);
-    tc_buf_free(&s->conv_cands);
-    s->conv_rows_mark = s->conv_cands_mark = 0;
+    s_batch_t *b = state;
+    b->rows_mark = b->rows.len;
+    b->cands_mark = b->cands.len;
+}
+
+static void s_settle(void *state, bool committed, bool message)
+{
+    s_batch_t *b = state;
+    if (!message) {
+        s_drop(b); /* flushed before a commit; forgotten with a rollback */
+    } else if (!committed) {
+        tc_buf_truncate(&b->rows, b->rows_mark);
+        tc_buf_truncate(&b->cands, b->cands_mark);
+    }
+}
+
+static void s_reset(void *state)
+{
+    ((s_batch_t *)state)->defer = false;
+    s_drop(state);
+}
+
+static const tc_store_part_t s_part = {.size = sizeof(s_batch_t),
+                                       .mark = s_mark,
+                                       .settle = s_settle,
+                                       .reset = s_reset,
+                                       .release = s_drop};
+
+void tc_store_conv_defer(tc_store_t *s, bool on)
+{
+    s_batch_t *b = tc_store_part_state(s, &s_part);
+    if (b)
+        b->defer = on; /* else every message COPYs its own rows */
+}
+
+int tc_store_conv_flush(tc_store_t *s)
+{
+    s_batch_t *b = tc_store_part_state(s, &s_part);
+    if (!b)
+        return 0;
+    int rc = s_copy(s, &b->rows, &b->cands);
+    s_drop(b);
+    return rc;
 }
 
 int tc_store_put_conv_results(tc_store_t *s, const tc_envelope_t *env)
@@ -229,10 +279,11 @@ int tc_store_put_conv_results(tc_store_t *s, const tc_envelope_t *env)
                                         .device_id = device_id,
                                         .result_ids = result_ids,
                                         .config_ids = config_ids};
-        if (s->defer_conv) {
+        s_batch_t *b = tc_store_part_state(s, &s_part);
+        if (b && b->defer) {
             /* In a batch: stored with the batch's others when it commits. */
-            tc_rows_conv_results(cr, &ids, &s->conv_rows, &s->conv_cands);
-            if (s->conv_rows.failed || s->conv_cands.failed)
+            tc_rows_conv_results(cr, &ids, &b->rows, &b->cands);
+            if (b->rows.failed || b->cands.failed)
                 rc = tc_fail(TC_ENOMEM, "out of memory building the rows of conv results");
         } else {
             tc_rows_conv_results(cr, &ids, &rows, &cands);

@@ -251,23 +251,25 @@ int tc_store_job_requeue(tc_store_t *self, const char *job_id, const char *why,
 
 int tc_store_batch_begin(tc_store_t *self, const char *const *agent_ids, size_t n)
 {
-    int rc = tc_store_begin(self);
+    int rc = tc_store_staging(self);
+    if (rc == 0)
+        rc = tc_store_begin(self);
     if (rc == 0 && (rc = tc_store_lock_agents(self, agent_ids, n)) < 0)
         tc_store_rollback(self);
-    self->defer_conv = rc == 0;
+    tc_store_conv_defer(self, rc == 0);
     return rc;
 }
 
 int tc_store_batch_commit(tc_store_t *self)
 {
-    self->defer_conv = false;
+    tc_store_conv_defer(self, false);
     int rc = tc_store_conv_flush(self);
     return rc < 0 ? rc : tc_store_commit(self);
 }
 
 void tc_store_batch_rollback(tc_store_t *self)
 {
-    self->defer_conv = false;
+    tc_store_conv_defer(self, false);
     tc_store_rollback(self);
 }
 

@@ -278,14 +278,11 @@ Test(predict, bad_input_exits_2, .timeout = 300)
 /* The conv time fit subtracts from a measured iteration and the conv time
  * predict adds for the same model, device and batch come from one rule
  * (tc_conv_step.h): they must be equal, or every prediction carries the
- * difference as a silent bias. */
-Test(predict, fit_subtracts_the_conv_sum_predict_adds, .timeout = 600)
+ * difference as a silent bias. Then the rule's inputs change (every
+ * backward-data benchmark three times slower, every forward one half as
+ * fast again) and both must move, together. */
+static size_t s_compare_conv_sums(tc_store_t *s, double *sums, bool law)
 {
-    s_build_fixture();
-    static char out[1 << 16];
-    s_aggregator("fit", 0, out, sizeof out);
-    tc_store_t *s = NULL;
-    cr_assert_eq(tc_store_open(s_dsn, &s), 0, "%s", tc_errmsg());
     size_t compared = 0;
     for (size_t dv = 0; dv < 2; dv++) {
         char *names[] = {(char *)tc_law_devices[dv].name};
@@ -317,18 +314,46 @@ Test(predict, fit_subtracts_the_conv_sum_predict_adds, .timeout = 600)
                           tc_law_traced[i], d.device.name, batch, pt->conv_ms,
                           d.points[0].conv_bench_ms);
                 /* And both are the law's conv sum. */
-                cr_expect(fabs(pt->conv_ms - tc_law_conv_sum(m, pt->batch, tc_law_devices[dv].speed)) <=
-                              1e-9 * pt->conv_ms,
-                          "%s b%lu: %.15g", tc_law_traced[i], batch, pt->conv_ms);
-                compared++;
+                if (law)
+                    cr_expect(fabs(pt->conv_ms - tc_law_conv_sum(m, pt->batch,
+                                                                 tc_law_devices[dv].speed)) <=
+                                  1e-9 * pt->conv_ms,
+                              "%s b%lu: %.15g", tc_law_traced[i], batch, pt->conv_ms);
+                sums[compared++] = pt->conv_ms;
             }
             tc_model_destroy(&m);
         }
         tc_pred_device_free(&d);
         tc_fit_groups_free(&groups, n_groups);
     }
-    cr_assert_eq(compared, 2 * 3 * (sizeof tc_law_traced / sizeof tc_law_traced[0]),
+    return compared;
+}
+
+Test(predict, fit_subtracts_the_conv_sum_predict_adds, .timeout = 600)
+{
+    s_build_fixture();
+    static char out[1 << 16];
+    s_aggregator("fit", 0, out, sizeof out);
+    tc_store_t *s = NULL;
+    cr_assert_eq(tc_store_open(s_dsn, &s), 0, "%s", tc_errmsg());
+    enum { MAX = 1024 };
+    static double before[MAX], after[MAX];
+    size_t want = 2 * 3 * (sizeof tc_law_traced / sizeof tc_law_traced[0]);
+    cr_assert_leq(want, MAX);
+    cr_assert_eq(s_compare_conv_sums(s, before, true), want,
                  "every traced (model, batch) on both devices compared");
+
+    cr_assert_eq(tc_store_exec(s,
+                               "UPDATE conv_results SET median_ms = median_ms * CASE direction "
+                               "WHEN 'bwd_data' THEN 3 WHEN 'fwd' THEN 1.5 ELSE 1 END",
+                               NULL, 0),
+                 0, "%s", tc_errmsg());
+    cr_assert_eq(s_compare_conv_sums(s, after, false), want);
+    size_t moved = 0;
+    for (size_t i = 0; i < want; i++)
+        moved += after[i] > before[i] * 1.2;
+    cr_expect_eq(moved, want, "only %zu of %zu conv sums moved with their benchmarks", moved,
+                 want);
     tc_store_destroy(&s);
 }
 
