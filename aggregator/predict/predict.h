@@ -6,6 +6,7 @@
 
 #include "fit.h"
 #include "memory.h"
+#include "store_lookup.h"
 #include "store_model.h"
 #include "tc_conv_step.h"
 #include "tc_model.h"

@@ -69,26 +69,13 @@ void tc_store_config_id_put(tc_store_t *s, const tc_conv_config_t *key, long lon
 /* Forget every id (a statement failed with them). */
 void tc_store_config_ids_clear(tc_store_t *s);
 
-/* Agents and devices recorded lately (store_seen.c): their upsert locks the
- * row until commit, so every message doing it made concurrent workers wait
- * for each other; within TC_STORE_SEEN_MS of a committed upsert with the
- * same values, a message skips it (last_seen is that fresh). */
-#define TC_STORE_SEEN_MS 5000
-
-/* FNV-1a of `text` (NULL hashes apart from "") continuing from `h` (0 to
- * start), with a separator after it. */
-uint64_t tc_store_seen_hash(uint64_t h, const char *text);
-/* Whether `key` was recorded with `details` in a committed transaction less
- * than TC_STORE_SEEN_MS ago (its id, when `id`, goes there). */
-bool tc_store_seen_get(tc_store_t *s, uint64_t key, uint64_t details, char id[32]);
-/* Note that `key` was just recorded with `details` (pending until commit). */
-void tc_store_seen_put(tc_store_t *s, uint64_t key, uint64_t details, const char *id);
-/* Forget every agent and device recorded (their rows may be gone). */
+/* Forget every agent and device recorded lately (store_agents.c): their
+ * rows may be gone. */
 void tc_store_seen_forget(tc_store_t *s);
 
 /* Upsert the agent of a message (with its Hello's details when `h`), and
  * a device by uuid, its id going to device_id as a decimal string
- * (store_put.c). */
+ * (store_agents.c). */
 int tc_store_put_agent(tc_store_t *s, const tc_envelope_t *env, const Traincast__V1__Hello *h);
 /* Lock the rows of `agent_ids` (n, may repeat; created when new) in the
  * order of their ids, inside the open transaction (tc_store_batch_begin). */

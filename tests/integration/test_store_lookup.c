@@ -3,6 +3,7 @@
  * PostgreSQL's percentile_cont takes it, every batch
  * of a config answered by one group, items asked twice, devices apart. */
 #include "store.h"
+#include "store_lookup.h"
 #include "store_model.h"
 #include "tc_error.h"
 #include "tc_test.h"

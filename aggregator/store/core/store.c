@@ -393,21 +393,3 @@ int tc_store_exec(tc_store_t *self, const char *sql, char *first_value, size_t s
     PQclear(res);
     return 0;
 }
-
-int tc_store_agent_key(tc_store_t *self, const char *agent_id, char key[41], bool *found)
-{
-    key[0] = '\0';
-    *found = false;
-    const char *params[] = {agent_id};
-    PGresult *res = NULL;
-    int rc = tc_store_query(self, &res, "reading the agent's key",
-                            "SELECT public_key FROM agent_keys WHERE agent_id = $1", 1, params);
-    if (rc < 0)
-        return rc;
-    if (PQntuples(res) == 1) {
-        snprintf(key, 41, "%s", PQgetvalue(res, 0, 0));
-        *found = true;
-    }
-    PQclear(res);
-    return 0;
-}

@@ -1,12 +1,15 @@
-/* Rebuilding stored results as the messages that brought them (for
- * store_export.c): model graphs, conv results with their algorithm
- * timings, and training traces, each built in a pool freed once the
- * message has been handed on. */
+/* Exporting benchmark sets (store_set.h): the export's read-only
+ * transaction, the set's summary, and its stored results listed as the
+ * messages that brought them, in the order they were stored: model graphs,
+ * conv results with their algorithm timings, and training traces, each
+ * rebuilt in a pool freed once the message has been handed on. One subject,
+ * over 600 lines: the queries and the rebuilding of what they read are read
+ * together. */
 #include "store_set.h"
 
-#include "store_export_internal.h"
 #include "store_internal.h"
 
+#include "tc_buf.h"
 #include "tc_error.h"
 #include "tc_sha256.h"
 #include "tc_validate.h"
@@ -16,6 +19,20 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* Microseconds since the epoch of a timestamptz column, as SQL. */
+#define TC_SQL_US(col) "(extract(epoch FROM " col ") * 1000000)::numeric::bigint"
+
+/* The devices of the classes: id list for the export's queries. */
+#define TC_SQL_SET_DEVICES "(SELECT device_id FROM devices WHERE name = ANY ($1::text[]))"
+
+/* The columns of a devices row `d` a Device is rebuilt from, in the order
+ * the rebuilders below read them: TC_SQL_DEVICE_NCOLS of them. */
+#define TC_SQL_DEVICE_NCOLS 17
+#define TC_SQL_DEVICE_COLS                                                                      \
+    "d.kind, d.name, d.uuid, d.compute_capability, d.multiprocessors, d.threads, "              \
+    "d.memory_bytes, d.clock_mhz, d.memory_clock_mhz, d.driver_version, d.runtime_version, "    \
+    "d.library, d.library_version, d.host, d.gpu_index, d.framework, d.routing"
 
 /* Everything one rebuilt message owns, freed together after it is used. */
 typedef struct {
@@ -67,7 +84,7 @@ static const char *s_v(PGresult *res, int r, int c)
 {
     return PQgetisnull(res, r, c) ? NULL : PQgetvalue(res, r, c);
 }
-long long tc_store_ll(PGresult *res, int r, int c)
+static long long s_ll(PGresult *res, int r, int c)
 {
     const char *v = s_v(res, r, c);
     return v ? strtoll(v, NULL, 10) : 0;
@@ -90,9 +107,9 @@ static Traincast__V1__Load *s_load(s_pool_t *pool, PGresult *res, int row, int c
     traincast__v1__load__init(l);
     l->others_pct = s_d(res, row, col);
     l->steal_pct = s_d(res, row, col + 1);
-    l->gpu_other_processes = (uint32_t)tc_store_ll(res, row, col + 2);
+    l->gpu_other_processes = (uint32_t)s_ll(res, row, col + 2);
     l->threshold_pct = s_d(res, row, col + 3);
-    l->remeasured = (uint32_t)tc_store_ll(res, row, col + 4);
+    l->remeasured = (uint32_t)s_ll(res, row, col + 4);
     l->disturbed = PQgetvalue(res, row, col + 5)[0] == 't';
     return l;
 }
@@ -102,7 +119,7 @@ static Traincast__V1__Load *s_load(s_pool_t *pool, PGresult *res, int row, int c
  * TC_SQL_CONV_KEY_COLS selects it). */
 static void s_key_U32(PGresult *res, int r, int c, uint32_t *v)
 {
-    *v = (uint32_t)tc_store_ll(res, r, c);
+    *v = (uint32_t)s_ll(res, r, c);
 }
 
 static void s_key_DTYPE(PGresult *res, int r, int c, Traincast__V1__DType *v)
@@ -204,7 +221,7 @@ static int s_emit(s_pool_t *pool, tc_envelope_t *env, tc_store_envelope_fn fn, v
     return fn(arg, env);
 }
 
-int tc_store_export_models(tc_store_t *s, const char *const *params, tc_store_envelope_fn fn,
+static int s_export_models(tc_store_t *s, const char *const *params, tc_store_envelope_fn fn,
                            void *arg)
 {
     PGresult *models = NULL;
@@ -238,10 +255,10 @@ int tc_store_export_models(tc_store_t *s, const char *const *params, tc_store_en
             traincast__v1__envelope__init(env);
             g->model_id = s_str(&pool, PQgetvalue(models, m, 0));
             g->name = s_str(&pool, PQgetvalue(models, m, 1));
-            g->input_c = (uint32_t)tc_store_ll(models, m, 2);
-            g->input_h = (uint32_t)tc_store_ll(models, m, 3);
-            g->input_w = (uint32_t)tc_store_ll(models, m, 4);
-            g->params = (uint64_t)tc_store_ll(models, m, 5);
+            g->input_c = (uint32_t)s_ll(models, m, 2);
+            g->input_h = (uint32_t)s_ll(models, m, 3);
+            g->input_w = (uint32_t)s_ll(models, m, 4);
+            g->params = (uint64_t)s_ll(models, m, 5);
             g->flops = s_d(models, m, 6);
             g->source_sha256 = s_str(&pool, s_v(models, m, 7));
             g->n_layers = (size_t)PQntuples(layers);
@@ -255,10 +272,10 @@ int tc_store_export_models(tc_store_t *s, const char *const *params, tc_store_en
                 l->name = s_str(&pool, s_v(layers, r, 0));
                 l->op = s_str(&pool, s_v(layers, r, 1));
                 l->op_class = s_str(&pool, s_v(layers, r, 2));
-                l->params = (uint64_t)tc_store_ll(layers, r, 3);
+                l->params = (uint64_t)s_ll(layers, r, 3);
                 l->flops = s_d(layers, r, 4);
-                l->elems_in = (uint64_t)tc_store_ll(layers, r, 5);
-                l->elems_out = (uint64_t)tc_store_ll(layers, r, 6);
+                l->elems_in = (uint64_t)s_ll(layers, r, 5);
+                l->elems_out = (uint64_t)s_ll(layers, r, 6);
                 l->n_out_shape = s_ints(&pool, s_v(layers, r, 7), &l->out_shape);
                 g->layers[i] = l;
             }
@@ -274,14 +291,14 @@ int tc_store_export_models(tc_store_t *s, const char *const *params, tc_store_en
                 int r = (int)i;
                 s_conv_key(convs, r, 0, c);
                 u->config = c;
-                u->multiplicity = (uint32_t)tc_store_ll(convs, r, TC_CONV_KEY_FIELDS);
+                u->multiplicity = (uint32_t)s_ll(convs, r, TC_CONV_KEY_FIELDS);
                 u->first_layer = PQgetvalue(convs, r, TC_CONV_KEY_FIELDS + 1)[0] == 't';
                 g->convs[i] = u;
             }
             s_model_msgid(g->model_id, g->source_sha256, msgid);
             env->message_id = msgid;
             env->agent_id = (char *)"traincast-export";
-            env->sent_at_us = tc_store_ll(models, m, 8);
+            env->sent_at_us = s_ll(models, m, 8);
             env->body_case = TRAINCAST__V1__ENVELOPE__BODY_MODEL_GRAPH;
             env->model_graph = g;
             rc = s_emit(&pool, env, fn, arg);
@@ -308,17 +325,17 @@ static Traincast__V1__Device *s_device(s_pool_t *pool, PGresult *res, int r, int
     d->name = s_str(pool, s_v(res, r, c + 1));
     d->uuid = s_str(pool, s_v(res, r, c + 2));
     d->compute_capability = s_str(pool, s_v(res, r, c + 3));
-    d->multiprocessors = (uint32_t)tc_store_ll(res, r, c + 4);
-    d->threads = (uint32_t)tc_store_ll(res, r, c + 5);
-    d->memory_bytes = (uint64_t)tc_store_ll(res, r, c + 6);
-    d->clock_mhz = (uint32_t)tc_store_ll(res, r, c + 7);
-    d->memory_clock_mhz = (uint32_t)tc_store_ll(res, r, c + 8);
+    d->multiprocessors = (uint32_t)s_ll(res, r, c + 4);
+    d->threads = (uint32_t)s_ll(res, r, c + 5);
+    d->memory_bytes = (uint64_t)s_ll(res, r, c + 6);
+    d->clock_mhz = (uint32_t)s_ll(res, r, c + 7);
+    d->memory_clock_mhz = (uint32_t)s_ll(res, r, c + 8);
     d->driver_version = s_str(pool, s_v(res, r, c + 9));
     d->runtime_version = s_str(pool, s_v(res, r, c + 10));
     d->library = s_str(pool, s_v(res, r, c + 11));
     d->library_version = s_str(pool, s_v(res, r, c + 12));
     d->host = s_str(pool, s_v(res, r, c + 13));
-    d->index = (uint32_t)tc_store_ll(res, r, c + 14);
+    d->index = (uint32_t)s_ll(res, r, c + 14);
     d->framework = s_str(pool, s_v(res, r, c + 15));
     d->routing = s_str(pool, s_v(res, r, c + 16));
     return d;
@@ -341,7 +358,7 @@ static const char *s_trace_status_name(int v)
     return tc_trace_status_name((Traincast__V1__TraceStatus)v);
 }
 
-int tc_store_export_conv_message(tc_store_t *s, PGresult *msgs, int m, tc_store_envelope_fn fn,
+static int s_export_conv_message(tc_store_t *s, PGresult *msgs, int m, tc_store_envelope_fn fn,
                                  void *arg)
 {
     s_pool_t pool = {0};
@@ -386,32 +403,32 @@ int tc_store_export_conv_message(tc_store_t *s, PGresult *msgs, int m, tc_store_
             /* seq, the conv key, then the result's columns from B on. */
             enum { B = 1 + TC_CONV_KEY_FIELDS };
             s_conv_key(rows, r, 1, c);
-            c->n = (uint32_t)tc_store_ll(rows, r, B);
+            c->n = (uint32_t)s_ll(rows, r, B);
             x->route = s_str(&pool, s_v(rows, r, B + 15));
             /* The library version each result was measured with travels in
              * its message's device (they are one per message). */
             if (i == 0 && s_v(rows, r, B + 16) && cr->device)
                 cr->device->library_version = s_str(&pool, s_v(rows, r, B + 16));
-            x->sm_clock_mhz = (uint32_t)tc_store_ll(rows, r, B + 17);
+            x->sm_clock_mhz = (uint32_t)s_ll(rows, r, B + 17);
             x->power_w = s_d(rows, r, B + 18);
             x->load = s_load(&pool, rows, r, B + 19);
             x->config = c;
             tc_direction_parse(PQgetvalue(rows, r, B + 1), &x->direction);
             tc_policy_parse(PQgetvalue(rows, r, B + 2), &x->policy);
             x->algo = s_str(&pool, s_v(rows, r, B + 3));
-            x->algo_id = (int32_t)tc_store_ll(rows, r, B + 4);
+            x->algo_id = (int32_t)s_ll(rows, r, B + 4);
             x->median_ms = s_d(rows, r, B + 5);
             x->min_ms = s_d(rows, r, B + 6);
             x->max_ms = s_d(rows, r, B + 7);
             x->stddev_ms = s_d(rows, r, B + 8);
-            x->repetitions = (uint32_t)tc_store_ll(rows, r, B + 9);
-            x->workspace_bytes = (uint64_t)tc_store_ll(rows, r, B + 10);
-            x->measured_at_us = tc_store_ll(rows, r, B + 11);
+            x->repetitions = (uint32_t)s_ll(rows, r, B + 9);
+            x->workspace_bytes = (uint64_t)s_ll(rows, r, B + 10);
+            x->measured_at_us = s_ll(rows, r, B + 11);
             x->n_samples_ms = s_doubles(&pool, s_v(rows, r, B + 12), &x->samples_ms);
             x->n_sample_offsets_us = s_ints(&pool, s_v(rows, r, B + 13), &x->sample_offsets_us);
-            long long seq = tc_store_ll(rows, r, 0);
+            long long seq = s_ll(rows, r, 0);
             int first = cand;
-            while (cand < n_cands && tc_store_ll(cands, cand, 0) == seq)
+            while (cand < n_cands && s_ll(cands, cand, 0) == seq)
                 cand++;
             x->n_candidates = (size_t)(cand - first);
             x->candidates = s_alloc(&pool, (x->n_candidates + 1) * sizeof *x->candidates);
@@ -422,9 +439,9 @@ int tc_store_export_conv_message(tc_store_t *s, PGresult *msgs, int m, tc_store_
                     break;
                 traincast__v1__algo_timing__init(a);
                 a->algo = s_str(&pool, s_v(cands, q, 1));
-                a->algo_id = (int32_t)tc_store_ll(cands, q, 2);
+                a->algo_id = (int32_t)s_ll(cands, q, 2);
                 a->time_ms = s_d(cands, q, 3);
-                a->workspace_bytes = (uint64_t)tc_store_ll(cands, q, 4);
+                a->workspace_bytes = (uint64_t)s_ll(cands, q, 4);
                 a->status = (Traincast__V1__AlgoStatus)s_enum(s_algo_status_name,
                                                               PQgetvalue(cands, q, 5));
                 a->message = s_str(&pool, s_v(cands, q, 6));
@@ -434,7 +451,7 @@ int tc_store_export_conv_message(tc_store_t *s, PGresult *msgs, int m, tc_store_
         }
         env->message_id = s_str(&pool, PQgetvalue(msgs, m, 0));
         env->agent_id = s_str(&pool, PQgetvalue(msgs, m, 1));
-        env->sent_at_us = tc_store_ll(msgs, m, 2);
+        env->sent_at_us = s_ll(msgs, m, 2);
         env->body_case = TRAINCAST__V1__ENVELOPE__BODY_CONV_RESULTS;
         env->conv_results = cr;
         rc = s_emit(&pool, env, fn, arg);
@@ -454,26 +471,26 @@ static void s_trace_fields(s_pool_t *pool, PGresult *tr, int t, Traincast__V1__T
     x->framework_version = s_str(pool, s_v(tr, t, 5));
     x->library_version = s_str(pool, s_v(tr, t, 6));
     x->model_id = s_str(pool, s_v(tr, t, 7));
-    x->batch = (uint32_t)tc_store_ll(tr, t, 8);
-    x->input_size = (uint32_t)tc_store_ll(tr, t, 9);
+    x->batch = (uint32_t)s_ll(tr, t, 8);
+    x->input_size = (uint32_t)s_ll(tr, t, 9);
     tc_dtype_parse(PQgetvalue(tr, t, 10), &x->dtype);
     x->amp = s_str(pool, s_v(tr, t, 11));
     x->optimizer = s_str(pool, s_v(tr, t, 12));
     if (s_v(tr, t, 13))
         tc_policy_parse(PQgetvalue(tr, t, 13), &x->policy);
-    x->threads = (uint32_t)tc_store_ll(tr, t, 14);
-    x->warmup = (uint32_t)tc_store_ll(tr, t, 15);
-    x->iters = (uint32_t)tc_store_ll(tr, t, 16);
-    x->repeats = (uint32_t)tc_store_ll(tr, t, 17);
+    x->threads = (uint32_t)s_ll(tr, t, 14);
+    x->warmup = (uint32_t)s_ll(tr, t, 15);
+    x->iters = (uint32_t)s_ll(tr, t, 16);
+    x->repeats = (uint32_t)s_ll(tr, t, 17);
     x->median_ms = s_d(tr, t, 18);
     x->spread = s_d(tr, t, 19);
-    x->peak_memory_bytes = (uint64_t)tc_store_ll(tr, t, 20);
+    x->peak_memory_bytes = (uint64_t)s_ll(tr, t, 20);
     x->status = (Traincast__V1__TraceStatus)s_enum(s_trace_status_name, PQgetvalue(tr, t, 21));
     x->reason = s_str(pool, s_v(tr, t, 22));
     x->runner = s_str(pool, s_v(tr, t, 23));
-    x->started_at_us = tc_store_ll(tr, t, 24);
+    x->started_at_us = s_ll(tr, t, 24);
     x->device = s_device(pool, tr, t, 26);
-    x->sm_clock_mhz = (uint32_t)tc_store_ll(tr, t, 26 + TC_SQL_DEVICE_NCOLS);
+    x->sm_clock_mhz = (uint32_t)s_ll(tr, t, 26 + TC_SQL_DEVICE_NCOLS);
     x->power_w = s_d(tr, t, 26 + TC_SQL_DEVICE_NCOLS + 1);
     x->energy_j = s_d(tr, t, 26 + TC_SQL_DEVICE_NCOLS + 2);
     x->energy_source = s_str(pool, s_v(tr, t, 26 + TC_SQL_DEVICE_NCOLS + 3));
@@ -514,10 +531,10 @@ static void s_trace_iterations(s_pool_t *pool, PGresult *its, Traincast__V1__Tra
     for (size_t i = 0; x->iterations && i < x->n_iterations; i++) {
         Traincast__V1__Iteration *it = x->iterations[i];
         int r = (int)i;
-        it->repeat = (uint32_t)tc_store_ll(its, r, 0);
-        it->index = (uint32_t)tc_store_ll(its, r, 1);
+        it->repeat = (uint32_t)s_ll(its, r, 0);
+        it->index = (uint32_t)s_ll(its, r, 1);
         it->ms = s_d(its, r, 2);
-        it->at_us = tc_store_ll(its, r, 3);
+        it->at_us = s_ll(its, r, 3);
         it->warmup = PQgetvalue(its, r, 4)[0] == 't';
     }
 }
@@ -533,7 +550,7 @@ static void s_trace_op_times(s_pool_t *pool, PGresult *ops, Traincast__V1__Train
     }
 }
 
-int tc_store_export_trace(tc_store_t *s, PGresult *tr, int t, tc_store_envelope_fn fn, void *arg)
+static int s_export_trace(tc_store_t *s, PGresult *tr, int t, tc_store_envelope_fn fn, void *arg)
 {
     s_pool_t pool = {0};
     const char *idp[] = {PQgetvalue(tr, t, 0)};
@@ -566,7 +583,7 @@ int tc_store_export_trace(tc_store_t *s, PGresult *tr, int t, tc_store_envelope_
         s_trace_op_times(&pool, ops, x);
         env->message_id = s_str(&pool, PQgetvalue(tr, t, 1));
         env->agent_id = s_str(&pool, PQgetvalue(tr, t, 2));
-        env->sent_at_us = tc_store_ll(tr, t, 3);
+        env->sent_at_us = s_ll(tr, t, 3);
         env->body_case = TRAINCAST__V1__ENVELOPE__BODY_TRAIN_TRACE;
         env->train_trace = x;
         rc = s_emit(&pool, env, fn, arg);
@@ -577,5 +594,134 @@ int tc_store_export_trace(tc_store_t *s, PGresult *tr, int t, tc_store_envelope_
     PQclear(ops);
     PQclear(sets);
     s_pool_free(&pool);
+    return rc;
+}
+
+int tc_store_export_begin(tc_store_t *s)
+{
+    return tc_store_query(s, NULL, "starting the export",
+                          "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", 0, NULL);
+}
+
+void tc_store_export_end(tc_store_t *s)
+{
+    tc_store_rollback(s);
+}
+
+int tc_store_export_summary(tc_store_t *s, char *const *names, size_t n, char **devices_json,
+                            char **models_json, long long *messages)
+{
+    *devices_json = *models_json = NULL;
+    *messages = 0;
+    tc_buf_t arr = {0}, dj = {0}, mj = {0};
+    tc_store_text_array(&arr, (const char *const *)names, n);
+    const char *params[] = {tc_buf_str(&arr)};
+    PGresult *res = NULL;
+    int rc = tc_store_query(
+        s, &res, "listing the set's devices",
+        "SELECT d.name, d.uuid, d.kind,"
+        " (SELECT count(*) FROM conv_results r WHERE r.device_id = d.device_id),"
+        " (SELECT count(*) FROM traces t WHERE t.device_id = d.device_id)"
+        " FROM devices d WHERE d.name = ANY ($1::text[]) ORDER BY d.name, d.uuid",
+        1, params);
+    tc_buf_putc(&dj, '[');
+    for (int r = 0; rc == 0 && r < PQntuples(res); r++) {
+        tc_buf_puts(&dj, r ? ",\n  {\"name\": " : "\n  {\"name\": ");
+        tc_buf_json_str(&dj, PQgetvalue(res, r, 0));
+        tc_buf_puts(&dj, ", \"uuid\": ");
+        tc_buf_json_str(&dj, PQgetvalue(res, r, 1));
+        tc_buf_puts(&dj, ", \"kind\": ");
+        tc_buf_json_str(&dj, PQgetvalue(res, r, 2));
+        tc_buf_printf(&dj, ", \"conv_results\": %lld, \"traces\": %lld}", s_ll(res, r, 3),
+                      s_ll(res, r, 4));
+    }
+    tc_buf_putc(&dj, ']');
+    PQclear(res);
+    res = NULL;
+    if (rc == 0)
+        rc = tc_store_query(s, &res, "listing the set's models",
+                            "SELECT m.model_id FROM models m WHERE m.model_id IN (SELECT "
+                            "t.model_id FROM traces t WHERE t.device_id IN " TC_SQL_SET_DEVICES ") "
+                            "ORDER BY m.model_id",
+                            1, params);
+    tc_buf_putc(&mj, '[');
+    for (int r = 0; rc == 0 && r < PQntuples(res); r++) {
+        if (r)
+            tc_buf_puts(&mj, ", ");
+        tc_buf_json_str(&mj, PQgetvalue(res, r, 0));
+    }
+    tc_buf_putc(&mj, ']');
+    long long models = rc == 0 ? PQntuples(res) : 0;
+    PQclear(res);
+    res = NULL;
+    if (rc == 0)
+        rc = tc_store_query(s, &res, "counting the set's messages",
+                            "SELECT (SELECT count(DISTINCT message_id) FROM conv_results WHERE "
+                            "device_id IN " TC_SQL_SET_DEVICES "), (SELECT count(*) FROM traces "
+                            "WHERE device_id IN " TC_SQL_SET_DEVICES ")",
+                            1, params);
+    if (rc == 0) {
+        *messages = models + s_ll(res, 0, 0) + s_ll(res, 0, 1);
+        PQclear(res);
+    }
+    if (rc == 0 && (dj.failed || mj.failed || arr.failed))
+        rc = tc_fail(TC_ENOMEM, "out of memory");
+    if (rc == 0 && (!(*devices_json = strdup(tc_buf_str(&dj))) ||
+                    !(*models_json = strdup(tc_buf_str(&mj))))) {
+        free(*devices_json);
+        *devices_json = NULL;
+        rc = tc_fail(TC_ENOMEM, "out of memory");
+    }
+    tc_buf_free(&arr);
+    tc_buf_free(&dj);
+    tc_buf_free(&mj);
+    return rc;
+}
+
+int tc_store_export_messages(tc_store_t *s, char *const *names, size_t n,
+                             tc_store_envelope_fn fn, void *arg)
+{
+    tc_buf_t arr = {0};
+    tc_store_text_array(&arr, (const char *const *)names, n);
+    if (arr.failed)
+        return tc_fail(TC_ENOMEM, "out of memory");
+    const char *params[] = {tc_buf_str(&arr)};
+    int rc = s_export_models(s, params, fn, arg);
+    PGresult *res = NULL;
+    /* One message per stored message id, in the order they were stored; the
+     * agent and send time from received_messages. */
+    if (rc == 0)
+        rc = tc_store_query(
+            s, &res, "listing the set's conv result messages",
+            "SELECT x.message_id, coalesce(m.agent_id, d.agent_id, 'traincast-export'), "
+            "coalesce(" TC_SQL_US("m.sent_at") ", 0), x.backend, " TC_SQL_DEVICE_COLS " FROM "
+            "(SELECT r.message_id, min(r.device_id) AS device_id, min(r.backend) AS backend, "
+            "min(r.result_id) AS first FROM conv_results r WHERE r.device_id IN "
+            TC_SQL_SET_DEVICES " GROUP BY r.message_id) x JOIN devices d USING (device_id) "
+            "LEFT JOIN received_messages m USING (message_id) ORDER BY x.first",
+            1, params);
+    for (int m = 0; rc == 0 && m < PQntuples(res); m++)
+        rc = s_export_conv_message(s, res, m, fn, arg);
+    PQclear(res);
+    res = NULL;
+    if (rc == 0)
+        rc = tc_store_query(
+            s, &res, "listing the set's traces",
+            "SELECT t.trace_id, t.message_id, coalesce(m.agent_id, d.agent_id, "
+            "'traincast-export'), coalesce(" TC_SQL_US("m.sent_at") ", 0), t.framework, "
+            "t.framework_version, t.library_version, t.model_id, t.batch, t.input_size, t.dtype, "
+            "t.amp, t.optimizer, t.policy, t.threads, t.warmup, t.iters, t.repeats, t.median_ms, "
+            "t.spread, t.peak_memory_bytes, t.status, t.reason, t.runner, "
+            "coalesce(" TC_SQL_US("t.started_at") ", 0), t.device_id, " TC_SQL_DEVICE_COLS ", "
+            "t.sm_clock_mhz, t.power_w, t.energy_j, t.energy_source, t.energy_absent, "
+            "t.load_others_pct, t.load_steal_pct, t.gpu_other_processes, t.load_threshold_pct, "
+            "t.remeasured, t.disturbed FROM traces t "
+            "JOIN devices d USING (device_id) LEFT JOIN received_messages m USING (message_id) "
+            "WHERE t.device_id IN " TC_SQL_SET_DEVICES " ORDER BY t.trace_id",
+            1, params);
+    for (int t = 0; rc == 0 && t < PQntuples(res); t++)
+        rc = s_export_trace(s, res, t, fn, arg);
+    PQclear(res);
+    tc_buf_free(&arr);
     return rc;
 }
