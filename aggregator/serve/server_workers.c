@@ -81,13 +81,6 @@ struct tc_workers {
     bool paused;
 };
 
-int64_t tc_server_now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 void tc_work_free(tc_work_t *w)
 {
     if (!w)
