@@ -85,7 +85,7 @@ bool tc_workers_db_down(tc_workers_t *self);
  * frees, unacknowledged). */
 tc_work_t *tc_workers_stop(tc_workers_t **self_p);
 
-/* ---- connected agents and job dispatch (server_jobs.c) ---- */
+/* ---- connected agents and job dispatch (dispatch.c) ---- */
 
 typedef struct tc_dispatch tc_dispatch_t;
 
