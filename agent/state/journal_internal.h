@@ -1,5 +1,6 @@
-/* Private to the journal (journal.c: the index and the writes;
- * journal_scan.c: reading the log; journal_migrate.c: the older layout). */
+/* Private to the journal (journal.c: the index, writing and reading;
+ * journal_scan.c: framing and walking the log's records; journal_migrate.c:
+ * the older layout). */
 #ifndef TC_JOURNAL_INTERNAL_H
 #define TC_JOURNAL_INTERNAL_H
 
@@ -60,11 +61,6 @@ typedef struct {
     uint64_t frame, payload_off;
     uint32_t payload_len;
 } tc_jrecord_t;
-
-/* The entry of `id`, or NULL (caller holds the lock). */
-tc_jentry_t *tc_journal_find(const tc_journal_t *self, const char *id);
-/* Flush the log and write the cursor (caller holds the lock). */
-void tc_journal_write_cursor(tc_journal_t *self);
 
 /* Apply one record to the index. */
 int tc_journal_apply(tc_journal_t *self, const tc_jrecord_t *r);
