@@ -1,6 +1,7 @@
-/* The journal: its index, opening it, writing and reading it, and reading
- * it without opening (journal.h has the format; journal_scan.c frames and
- * walks its records). One subject, over 600 lines. */
+/* The journal: its index, opening it (walking the log into the index),
+ * writing and reading it, and reading it without opening (journal.h has the
+ * format; journal_record.c frames and parses a record). One subject, over
+ * 600 lines. */
 #include "journal_internal.h"
 
 #include "tc_error.h"
@@ -16,6 +17,7 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+#include <zlib.h>
 
 /* The cursor is rewritten after this many acknowledgements (and on close). */
 #define S_CURSOR_EVERY_ACKS 2048
@@ -152,7 +154,8 @@ static int s_set_state(tc_journal_t *self, tc_jentry_t *e, uint8_t state)
     return 0;
 }
 
-int tc_journal_apply(tc_journal_t *self, const tc_jrecord_t *r)
+/* Apply one record to the index. */
+static int s_apply(tc_journal_t *self, const tc_jrecord_t *r)
 {
     tc_jentry_t *e = s_find(self, r->id);
     if (r->type != TC_JREC_RESULT) {
@@ -269,6 +272,64 @@ static int s_cut_damaged(tc_journal_t *self, uint64_t from, uint64_t size)
     return rc;
 }
 
+/* Walk the log from after the magic. Records from `verify_from` on are
+ * read whole and their CRC checked. *good_end gets the end of the last
+ * good record and *damaged whether the walk stopped at a bad one. */
+static int s_scan(tc_journal_t *self, uint64_t size, uint64_t verify_from, uint64_t *good_end,
+                  bool *damaged)
+{
+    const uint32_t max_body = TC_JOURNAL_PREFIX_MAX + TC_MAX_MESSAGE_BYTES;
+    uint8_t head[TC_JOURNAL_HEAD + TC_JOURNAL_PREFIX_MAX];
+    uint8_t *body = NULL;
+    size_t cap = 0;
+    uint64_t pos = TC_JOURNAL_MAGIC_LEN;
+    int rc = 0;
+    *damaged = false;
+    while (pos < size) {
+        size_t got;
+        if ((rc = tc_journal_pread_some(self, head, sizeof head, pos, &got)) < 0)
+            break;
+        uint32_t len = got >= TC_JOURNAL_HEAD ? tc_journal_u32(head) : 0;
+        if (got < TC_JOURNAL_HEAD || len < 1 + TC_MSGID_LEN || len > max_body ||
+            pos + TC_JOURNAL_HEAD + len > size) {
+            *damaged = true;
+            break;
+        }
+        const uint8_t *p = head + TC_JOURNAL_HEAD;
+        size_t have = got - TC_JOURNAL_HEAD < len ? got - TC_JOURNAL_HEAD : len;
+        if (pos >= verify_from) {
+            if (len > cap) {
+                uint8_t *nb = realloc(body, len);
+                if (!nb) {
+                    rc = tc_fail(TC_ENOMEM, "out of memory reading %s", self->path);
+                    break;
+                }
+                body = nb;
+                cap = len;
+            }
+            if ((rc = tc_journal_pread(self, body, len, pos + TC_JOURNAL_HEAD)) < 0)
+                break;
+            if ((uint32_t)crc32(0L, body, len) != tc_journal_u32(head + 4)) {
+                *damaged = true;
+                break;
+            }
+            p = body;
+            have = len;
+        }
+        tc_jrecord_t r = {.frame = pos};
+        if (!tc_journal_parse(p, have, len, pos + TC_JOURNAL_HEAD, &r)) {
+            *damaged = true;
+            break;
+        }
+        if ((rc = s_apply(self, &r)) < 0)
+            break;
+        pos += TC_JOURNAL_HEAD + len;
+    }
+    free(body);
+    *good_end = pos;
+    return rc;
+}
+
 /* Read or write the magic of a log of `size` bytes. */
 static int s_magic(tc_journal_t *self, uint64_t size)
 {
@@ -302,7 +363,7 @@ static int s_load(tc_journal_t *self)
     }
     bool damaged = false;
     uint64_t verify_from = self->readonly ? 0 : s_read_cursor(self, size);
-    if ((rc = tc_journal_scan(self, size, verify_from, &good, &damaged)) < 0)
+    if ((rc = s_scan(self, size, verify_from, &good, &damaged)) < 0)
         return rc;
     if (damaged && !self->readonly && (rc = s_cut_damaged(self, good, size)) < 0)
         return rc;
@@ -413,7 +474,7 @@ static int s_apply_written(tc_journal_t *self, const tc_buf_t *b)
         if (!tc_journal_parse(h + TC_JOURNAL_HEAD, len, len, r.frame + TC_JOURNAL_HEAD, &r))
             return tc_fail(TC_EINVAL, "internal: a record framed for %s does not parse",
                            self->path);
-        rc = tc_journal_apply(self, &r);
+        rc = s_apply(self, &r);
         at += TC_JOURNAL_HEAD + len;
     }
     return rc;
