@@ -1,5 +1,6 @@
-/* Private to the journal (journal.c: the index and the writes;
- * journal_scan.c: reading the log; journal_migrate.c: the older layout). */
+/* Private to the journal (journal.c: the index, opening, writing and
+ * reading; journal_record.c: a record's frame and bytes; journal_migrate.c:
+ * the older layout). */
 #ifndef TC_JOURNAL_INTERNAL_H
 #define TC_JOURNAL_INTERNAL_H
 
@@ -61,20 +62,6 @@ typedef struct {
     uint32_t payload_len;
 } tc_jrecord_t;
 
-/* The entry of `id`, or NULL (caller holds the lock). */
-tc_jentry_t *tc_journal_find(const tc_journal_t *self, const char *id);
-/* Flush the log and write the cursor (caller holds the lock). */
-void tc_journal_write_cursor(tc_journal_t *self);
-
-/* Apply one record to the index. */
-int tc_journal_apply(tc_journal_t *self, const tc_jrecord_t *r);
-
-/* Walk the log from after the magic. Records from `verify_from` on are
- * read whole and their CRC checked. *good_end gets the end of the last
- * good record and *damaged whether the walk stopped at a bad one. */
-int tc_journal_scan(tc_journal_t *self, uint64_t size, uint64_t verify_from, uint64_t *good_end,
-                    bool *damaged);
-
 /* Frame one record into `b`. */
 void tc_journal_frame(tc_buf_t *b, char type, const char *id, const char *name,
                       const void *payload, size_t payload_len);
@@ -95,6 +82,9 @@ bool tc_journal_parse(const uint8_t *p, size_t have, uint32_t body_len, uint64_t
 /* A little-endian u32 (the frame's length and CRC). */
 uint32_t tc_journal_u32(const uint8_t *p);
 
+/* Read up to `len` bytes at `off`; *got gets how many (short at the end). */
+int tc_journal_pread_some(const tc_journal_t *self, uint8_t *buf, size_t len, uint64_t off,
+                          size_t *got);
 /* pread all of [off, off + len). */
 int tc_journal_pread(const tc_journal_t *self, void *buf, size_t len, uint64_t off);
 

@@ -1,14 +1,15 @@
 /* The server loop: waiting for the database, the ROUTER socket (CURVE,
- * monitor), the poll loop, connection events, the periodic summary and
- * shutdown. Receiving, checking and answering messages is in
- * server_recv.c. */
+ * monitor), the poll loop, connection events, receiving and checking
+ * messages, handing them to the store workers, the answers (acks, nacks,
+ * heartbeats) for what they finished, the periodic summary and shutdown.
+ * One subject, over 600 lines. */
 #include "server.h"
 #include "server_internal.h"
-#include "server_loop.h"
 #include "store.h"
 #include "zap.h"
 
 #include "tc_error.h"
+#include "tc_hash.h"
 #include "tc_log.h"
 #include "tc_paths.h"
 #include "tc_zmq.h"
@@ -16,6 +17,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,7 +40,49 @@
 #define S_MAX_FD (1 << 20)
 #define S_RELOAD_WAIT_MS 10000
 
-static void s_log_suppressed(tc_server_t *s)
+#define S_IDSET_BUCKETS 4096u
+
+/* Message ids queued or being stored: a resend of one of them is dropped
+ * (its ack follows when the first copy is stored). */
+typedef struct s_idnode {
+    char id[TC_MSGID_LEN + 1];
+    struct s_idnode *next;
+} s_idnode_t;
+
+typedef struct {
+    s_idnode_t *b[S_IDSET_BUCKETS];
+} s_idset_t;
+
+/* A connection the ROUTER accepted, by its file descriptor (the monitor's
+ * ACCEPTED and DISCONNECTED events carry it, as each message does): where
+ * it came from and what it carried, so that its closing is told as it
+ * was. */
+typedef struct {
+    bool open;
+    char peer[64];
+    int64_t opened_ms;
+    uint64_t messages;
+    char key[TC_KEY_Z85_LEN + 1];
+} s_conn_t;
+
+typedef struct {
+    tc_server_opts_t o;
+    void *ctx, *router, *mon, *done;
+    tc_zap_t *zap;
+    tc_workers_t *workers;
+    tc_dispatch_t *dispatch;
+    s_idset_t *inflight;
+    uint64_t n_stored, n_dup, n_rejected, n_deferred, n_bad, n_revoked;
+    uint64_t shown_stored, shown_dup, shown_rejected, shown_revoked;
+    int64_t next_stats_ms;
+    tc_ratelimit_t refusal_lines; /* refused and rejected messages (authenticated peers) */
+    tc_ratelimit_t peer_lines;    /* what any peer can cause: failed handshakes, connections
+                                   * closed without a message */
+    s_conn_t *conns;              /* by file descriptor */
+    size_t n_conns;
+} s_server_t;
+
+static void s_log_suppressed(s_server_t *s)
 {
     int64_t now = tc_server_now_ms();
     unsigned n = tc_ratelimit_flush(&s->refusal_lines, now);
@@ -60,7 +104,7 @@ static bool s_key_allowed(void *arg, const char *key_z85)
 
 /* ---- connections by file descriptor ---- */
 
-static tc_conn_t *s_conn(tc_server_t *s, int fd, bool grow)
+static s_conn_t *s_conn(s_server_t *s, int fd, bool grow)
 {
     if (fd < 0 || fd >= S_MAX_FD)
         return NULL;
@@ -70,7 +114,7 @@ static tc_conn_t *s_conn(tc_server_t *s, int fd, bool grow)
         size_t n = s->n_conns ? s->n_conns : 64;
         while (n <= (size_t)fd)
             n *= 2;
-        tc_conn_t *c = realloc(s->conns, n * sizeof *c);
+        s_conn_t *c = realloc(s->conns, n * sizeof *c);
         if (!c)
             return NULL; /* only the wording of a log line is lost */
         memset(c + s->n_conns, 0, (n - s->n_conns) * sizeof *c);
@@ -80,9 +124,9 @@ static tc_conn_t *s_conn(tc_server_t *s, int fd, bool grow)
     return &s->conns[fd];
 }
 
-static void s_conn_opened(tc_server_t *s, int fd)
+static void s_conn_opened(s_server_t *s, int fd)
 {
-    tc_conn_t *c = s_conn(s, fd, true);
+    s_conn_t *c = s_conn(s, fd, true);
     if (!c)
         return;
     memset(c, 0, sizeof *c);
@@ -105,9 +149,9 @@ static void s_conn_opened(tc_server_t *s, int fd)
     }
 }
 
-void tc_server_conn_message(tc_server_t *s, int fd, const char *key)
+static void s_conn_message(s_server_t *s, int fd, const char *key)
 {
-    tc_conn_t *c = s_conn(s, fd, false);
+    s_conn_t *c = s_conn(s, fd, false);
     if (!c || !c->open)
         return;
     c->messages++;
@@ -118,9 +162,9 @@ void tc_server_conn_message(tc_server_t *s, int fd, const char *key)
 /* A closed connection, told as it was: an agent's after its messages (info:
  * it authenticated), or one that never delivered a message (any peer can
  * cause that: rate-limited). */
-static void s_conn_closed(tc_server_t *s, int fd)
+static void s_conn_closed(s_server_t *s, int fd)
 {
-    tc_conn_t *c = s_conn(s, fd, false);
+    s_conn_t *c = s_conn(s, fd, false);
     int64_t now = tc_server_now_ms();
     if (c && c->open && c->messages > 0) {
         tc_log_info("the connection%s%s%s%s closed after %llu message%s (the agent "
@@ -146,7 +190,7 @@ void tc_server_default_keys_dir(const char *flag, char *out, size_t size)
     tc_state_dir(flag, "TRAINCAST_AGGREGATOR_DIR", "aggregator", out, size);
 }
 
-static void s_events(tc_server_t *s)
+static void s_events(s_server_t *s)
 {
     uint16_t ev;
     uint32_t val;
@@ -178,7 +222,7 @@ static void s_events(tc_server_t *s)
     }
 }
 
-static void s_stats(tc_server_t *s, bool force)
+static void s_stats(s_server_t *s, bool force)
 {
     s_log_suppressed(s);
     int64_t now = tc_server_now_ms();
@@ -204,9 +248,369 @@ static void s_stats(tc_server_t *s, bool force)
     s->shown_rejected = s->n_rejected;
 }
 
+/* ---- in-flight ids ---- */
+
+static unsigned s_hash(const char *id)
+{
+    return tc_fnv1a32_str(id) % S_IDSET_BUCKETS;
+}
+
+static bool s_idset_has(s_idset_t *s, const char *id)
+{
+    for (s_idnode_t *n = s->b[s_hash(id)]; n; n = n->next) {
+        if (!strcmp(n->id, id))
+            return true;
+    }
+    return false;
+}
+
+static void s_idset_add(s_idset_t *s, const char *id)
+{
+    s_idnode_t *n = malloc(sizeof *n);
+    if (!n)
+        return; /* only an optimization */
+    snprintf(n->id, sizeof n->id, "%s", id);
+    unsigned h = s_hash(id);
+    n->next = s->b[h];
+    s->b[h] = n;
+}
+
+static void s_idset_del(s_idset_t *s, const char *id)
+{
+    for (s_idnode_t **pp = &s->b[s_hash(id)]; *pp; pp = &(*pp)->next) {
+        if (!strcmp((*pp)->id, id)) {
+            s_idnode_t *n = *pp;
+            *pp = n->next;
+            free(n);
+            return;
+        }
+    }
+}
+
+static void s_idset_clear(s_idset_t *s)
+{
+    for (unsigned i = 0; i < S_IDSET_BUCKETS; i++) {
+        while (s->b[i]) {
+            s_idnode_t *n = s->b[i];
+            s->b[i] = n->next;
+            free(n);
+        }
+    }
+}
+
+/* ---- replies ---- */
+
+static void s_send(s_server_t *s, const uint8_t *route, size_t route_len, tc_envelope_t *env)
+{
+    char id[TC_MSGID_LEN + 1];
+    tc_envelope_stamp(env, "aggregator", id);
+    if (tc_zmq_send_envelope(s->router, route, route_len, env, ZMQ_DONTWAIT) < 0)
+        tc_log_debug("reply not sent (the agent is gone or its queue is full): %s", tc_errmsg());
+}
+
+static void s_ack(s_server_t *s, const uint8_t *route, size_t route_len, const char *msg_id,
+                  bool duplicate)
+{
+    Traincast__V1__Ack ack = TRAINCAST__V1__ACK__INIT;
+    ack.message_id = (char *)msg_id;
+    ack.duplicate = duplicate;
+    tc_envelope_t env = TRAINCAST__V1__ENVELOPE__INIT;
+    env.body_case = TRAINCAST__V1__ENVELOPE__BODY_ACK;
+    env.ack = &ack;
+    s_send(s, route, route_len, &env);
+}
+
+static void s_nack_as(s_server_t *s, const uint8_t *route, size_t route_len,
+                      const char *msg_id, const char *reason, bool permanent, bool revoked)
+{
+    Traincast__V1__Nack nack = TRAINCAST__V1__NACK__INIT;
+    char why[TC_MAX_TEXT_LEN];
+    snprintf(why, sizeof why, "%s", reason);
+    nack.message_id = (char *)(msg_id ? msg_id : "");
+    nack.reason = why;
+    nack.permanent = permanent;
+    nack.revoked = revoked;
+    tc_envelope_t env = TRAINCAST__V1__ENVELOPE__INIT;
+    env.body_case = TRAINCAST__V1__ENVELOPE__BODY_NACK;
+    env.nack = &nack;
+    s_send(s, route, route_len, &env);
+}
+
+static void s_nack(s_server_t *s, const uint8_t *route, size_t route_len, const char *msg_id,
+                   const char *reason, bool permanent)
+{
+    s_nack_as(s, route, route_len, msg_id, reason, permanent, false);
+}
+
+/* A message whose key left the allowlist on a reload (the session was
+ * opened before): not stored; the agent is told, and keeps it. */
+static void s_revoked(s_server_t *s, const uint8_t *route, size_t route_len,
+                      const tc_envelope_t *env, const char *key)
+{
+    s->n_revoked++;
+    if (tc_ratelimit_allow(&s->refusal_lines, tc_server_now_ms()))
+        tc_log_warn("refused %s %.40s from agent %.256s: its key %s was removed from the "
+                    "allowlist",
+                    tc_body_name(env), env->message_id, env->agent_id, key);
+    s_nack_as(s, route, route_len, env->message_id,
+              "this agent's key was removed from the aggregator's allowlist; nothing more of "
+              "it is stored",
+              false, true);
+}
+
+static void s_heartbeat_reply(s_server_t *s, const uint8_t *route, size_t route_len)
+{
+    Traincast__V1__Heartbeat hb = TRAINCAST__V1__HEARTBEAT__INIT;
+    hb.spool_backlog = (uint32_t)tc_workers_queued(s->workers);
+    tc_envelope_t env = TRAINCAST__V1__ENVELOPE__INIT;
+    env.body_case = TRAINCAST__V1__ENVELOPE__BODY_HEARTBEAT;
+    env.heartbeat = &hb;
+    s_send(s, route, route_len, &env);
+}
+
+/* ---- receiving ---- */
+
+static void s_refuse(s_server_t *s, const uint8_t *route, size_t route_len, const char *peer,
+                     const char *key, const char *msg_id, const char *why)
+{
+    s->n_bad++;
+    if (tc_ratelimit_allow(&s->refusal_lines, tc_server_now_ms()))
+        tc_log_warn("refused a message from %s%s%s: %s", peer, key ? " key " : "",
+                    key ? key : "", why);
+    s_nack(s, route, route_len, msg_id, why, true);
+}
+
+static void s_enqueue(s_server_t *s, tc_envelope_t *env, const uint8_t *route, size_t route_len,
+                      const char *key)
+{
+    tc_work_t *w = calloc(1, sizeof *w);
+    if (!w) {
+        s_nack(s, route, route_len, env->message_id, "aggregator out of memory; retry later",
+               false);
+        tc_envelope_free(&env);
+        return;
+    }
+    w->env = env;
+    memcpy(w->route, route, route_len);
+    w->route_len = route_len;
+    if (key)
+        snprintf(w->key, sizeof w->key, "%s", key);
+    if (env->body_case != TRAINCAST__V1__ENVELOPE__BODY_HEARTBEAT)
+        s_idset_add(s->inflight, env->message_id);
+    tc_workers_push(s->workers, w);
+}
+
+static void s_handle(s_server_t *s, const uint8_t *route, size_t route_len, const uint8_t *data,
+                     size_t len, int frames, const char *peer, const char *key)
+{
+    char why[1200];
+    if (frames != 1) {
+        snprintf(why, sizeof why, "a message must be one frame (this one had %d)", frames);
+        s_refuse(s, route, route_len, peer, key, "", why);
+        return;
+    }
+    if (len > s->o.max_message_bytes) {
+        snprintf(why, sizeof why, "message of %zu bytes exceeds the %zu byte limit", len,
+                 s->o.max_message_bytes);
+        s_refuse(s, route, route_len, peer, key, "", why);
+        return;
+    }
+    tc_envelope_t *env = NULL;
+    if (tc_envelope_unpack(data, len, s->o.max_message_bytes, &env) < 0) {
+        snprintf(why, sizeof why, "cannot decode: %s", tc_errmsg());
+        s_refuse(s, route, route_len, peer, key, "", why);
+        return;
+    }
+    const char *id = tc_msgid_valid(env->message_id) ? env->message_id : "";
+    /* The handshake checked the key when the session opened; a reload may
+     * have removed it since. */
+    if (key && s->zap && !tc_zap_allows(s->zap, key)) {
+        s_revoked(s, route, route_len, env, key);
+        tc_envelope_free(&env);
+        return;
+    }
+    if (env->protocol_version != TC_PROTOCOL_VERSION) {
+        snprintf(why, sizeof why,
+                 "protocol_version: this aggregator speaks version %u, the message has %u; "
+                 "upgrade the older side",
+                 TC_PROTOCOL_VERSION, env->protocol_version);
+        s_refuse(s, route, route_len, peer, key, id, why);
+        tc_envelope_free(&env);
+        return;
+    }
+    if (!*id) {
+        snprintf(why, sizeof why, "message_id: must be a 26-character ULID (got '%.40s')",
+                 env->message_id ? env->message_id : "");
+        s_refuse(s, route, route_len, peer, key, "", why);
+        tc_envelope_free(&env);
+        return;
+    }
+    if (tc_validate_agent_id(env->agent_id) < 0) {
+        s_refuse(s, route, route_len, peer, key, id, tc_errmsg());
+        tc_envelope_free(&env);
+        return;
+    }
+    /* Session messages carry the sender's own agent id (results pushed from
+     * a file may carry another's): they tell where that agent is now. */
+    if ((env->body_case == TRAINCAST__V1__ENVELOPE__BODY_HELLO ||
+         env->body_case == TRAINCAST__V1__ENVELOPE__BODY_HEARTBEAT ||
+         env->body_case == TRAINCAST__V1__ENVELOPE__BODY_JOB_PROGRESS) &&
+        !tc_dispatch_heard(s->dispatch, env->agent_id, route, route_len, key)) {
+        snprintf(why, sizeof why,
+                 "agent_id: '%.256s' belongs to another agent's key; each agent sends under its "
+                 "own id (docs/transport.md, \"Agent identity\")",
+                 env->agent_id);
+        s_refuse(s, route, route_len, peer, key, id, why);
+        tc_envelope_free(&env);
+        return;
+    }
+    switch (env->body_case) {
+    case TRAINCAST__V1__ENVELOPE__BODY_HEARTBEAT:
+        s_heartbeat_reply(s, route, route_len);
+        tc_dispatch_heartbeat(s->dispatch, env->agent_id, env->heartbeat->running_job_id);
+        /* Stored for `aggregator status`; skipped when storing lags. */
+        if (tc_workers_queued(s->workers) < s->o.queue_limit / 2)
+            s_enqueue(s, env, route, route_len, key);
+        else
+            tc_envelope_free(&env);
+        return;
+    case TRAINCAST__V1__ENVELOPE__BODY_HELLO:
+        tc_dispatch_hello(s->dispatch, env->agent_id, env->hello);
+        break;
+    case TRAINCAST__V1__ENVELOPE__BODY_CONV_RESULTS:
+    case TRAINCAST__V1__ENVELOPE__BODY_MODEL_GRAPH:
+    case TRAINCAST__V1__ENVELOPE__BODY_TRAIN_TRACE:
+    case TRAINCAST__V1__ENVELOPE__BODY_JOB_PROGRESS:
+        break;
+    default:
+        snprintf(why, sizeof why, "body: a %s message is not accepted from agents",
+                 tc_body_name(env));
+        s_refuse(s, route, route_len, peer, key, id, why);
+        tc_envelope_free(&env);
+        return;
+    }
+    if (s_idset_has(s->inflight, id)) {
+        tc_log_debug("%s from %s is being stored already; its ack follows", id, env->agent_id);
+        tc_envelope_free(&env);
+        return;
+    }
+    if (tc_workers_queued(s->workers) >= s->o.queue_limit) {
+        s->n_deferred++;
+        s_nack(s, route, route_len, id,
+               tc_workers_db_down(s->workers) ? "the database is unavailable; retry later"
+                                              : "the aggregator is busy; retry later",
+               false);
+        tc_envelope_free(&env);
+        return;
+    }
+    s_enqueue(s, env, route, route_len, key);
+}
+
+static void s_receive(s_server_t *s)
+{
+    for (int i = 0; i < 512; i++) {
+        zmq_msg_t route, body;
+        zmq_msg_init(&route);
+        if (zmq_msg_recv(&route, s->router, ZMQ_DONTWAIT) < 0) {
+            zmq_msg_close(&route);
+            return;
+        }
+        if (!zmq_msg_more(&route)) {
+            zmq_msg_close(&route);
+            continue;
+        }
+        zmq_msg_init(&body);
+        if (zmq_msg_recv(&body, s->router, 0) < 0) {
+            zmq_msg_close(&route);
+            zmq_msg_close(&body);
+            return;
+        }
+        int frames = 1;
+        bool more = zmq_msg_more(&body);
+        while (more) {
+            zmq_msg_t extra;
+            zmq_msg_init(&extra);
+            if (zmq_msg_recv(&extra, s->router, 0) < 0) {
+                zmq_msg_close(&extra);
+                break;
+            }
+            more = zmq_msg_more(&extra);
+            frames++;
+            zmq_msg_close(&extra);
+        }
+        const char *key = zmq_msg_gets(&body, "User-Id");
+        s_conn_message(s, zmq_msg_get(&body, ZMQ_SRCFD), key && *key ? key : NULL);
+        const char *addr = zmq_msg_gets(&body, "Peer-Address");
+        char peer[128];
+        snprintf(peer, sizeof peer, "%s", addr ? addr : "an agent");
+        if (zmq_msg_size(&route) <= TC_ROUTE_MAX)
+            s_handle(s, zmq_msg_data(&route), zmq_msg_size(&route), zmq_msg_data(&body),
+                     zmq_msg_size(&body), frames, peer, key && *key ? key : NULL);
+        zmq_msg_close(&route);
+        zmq_msg_close(&body);
+    }
+}
+
+static void s_finish(s_server_t *s, tc_work_t *w)
+{
+    if (s->workers) /* NULL once stopped: the last results are only answered */
+        tc_workers_done(s->workers, w);
+    const tc_envelope_t *env = w->env;
+    bool heartbeat = env->body_case == TRAINCAST__V1__ENVELOPE__BODY_HEARTBEAT;
+    if (!heartbeat)
+        s_idset_del(s->inflight, env->message_id);
+    /* Answer on the connection the message came by. If the agent has
+     * reconnected since, the answer is lost and its resend is acknowledged
+     * as a duplicate. */
+    const uint8_t *route = w->route;
+    size_t route_len = w->route_len;
+    switch (w->outcome) {
+    case TC_WORK_STORED:
+    case TC_WORK_DUPLICATE:
+        if (w->outcome == TC_WORK_STORED)
+            s->n_stored++;
+        else
+            s->n_dup++;
+        s_ack(s, route, route_len, env->message_id, w->outcome == TC_WORK_DUPLICATE);
+        if (w->job_terminal)
+            tc_dispatch_job_ended(s->dispatch, env->agent_id, env->job_progress->job_id);
+        break;
+    case TC_WORK_REJECTED:
+        s->n_rejected++;
+        if (tc_ratelimit_allow(&s->refusal_lines, tc_server_now_ms()))
+            tc_log_warn("rejected %s %s from agent %s: %s", tc_body_name(env), env->message_id,
+                    env->agent_id, w->reason);
+        s_nack(s, route, route_len, env->message_id, w->reason, true);
+        break;
+    case TC_WORK_DEFERRED:
+        s->n_deferred++;
+        tc_log_warn("could not store %s %s from agent %s now: %s", tc_body_name(env),
+                    env->message_id, env->agent_id, w->reason);
+        s_nack(s, route, route_len, env->message_id, w->reason, false);
+        break;
+    case TC_WORK_REVOKED:
+        s_revoked(s, route, route_len, env, w->key);
+        break;
+    case TC_WORK_DROPPED:
+        break;
+    }
+    tc_work_free(w);
+}
+
+static void s_collect(s_server_t *s, int flags)
+{
+    for (;;) {
+        tc_work_t *w = NULL;
+        int n = zmq_recv(s->done, &w, sizeof w, flags);
+        if (n != (int)sizeof w)
+            return;
+        s_finish(s, w);
+    }
+}
+
 /* ---- setup ---- */
 
-static void s_sleep_unless_stopped(tc_server_t *s, int ms)
+static void s_sleep_unless_stopped(s_server_t *s, int ms)
 {
     while (ms > 0 && !*s->o.stop) {
         int slice = ms < 100 ? ms : 100;
@@ -242,7 +646,7 @@ static int s_check_privileges(tc_store_t *store)
  * unreachable (an outage: TC_EDB). A schema at the wrong version, or a
  * connection string that cannot work, ends the wait with that error. Logs
  * when the wait starts, every minute while it lasts, and when it ends. */
-static int s_wait_for_database(tc_server_t *s)
+static int s_wait_for_database(s_server_t *s)
 {
     int delay = 250;
     int64_t since = tc_server_now_ms(), next_note = since + 60000;
@@ -280,7 +684,7 @@ static int s_wait_for_database(tc_server_t *s)
 }
 
 
-static int s_open_router(tc_server_t *s)
+static int s_open_router(s_server_t *s)
 {
     int rc = 0;
     s->router = zmq_socket(s->ctx, ZMQ_ROUTER);
@@ -333,7 +737,7 @@ err:
     return rc;
 }
 
-static void s_close(tc_server_t *s)
+static void s_close(s_server_t *s)
 {
     if (s->router)
         zmq_socket_monitor(s->router, NULL, 0);
@@ -347,7 +751,7 @@ static void s_close(tc_server_t *s)
 }
 
 /* The options with their defaults filled in, and the rate limits. */
-static int s_init(tc_server_t *s, const tc_server_opts_t *opts)
+static int s_init(s_server_t *s, const tc_server_opts_t *opts)
 {
     memset(s, 0, sizeof *s);
     s->o = *opts;
@@ -370,7 +774,7 @@ static int s_init(tc_server_t *s, const tc_server_opts_t *opts)
 /* Security, the database, the job dispatcher, the store workers and the
  * agents' socket, in that order. Stops early (0) when asked to stop while
  * waiting for the database. */
-static int s_start(tc_server_t *s)
+static int s_start(s_server_t *s)
 {
     int rc = 0;
     if (s->o.insecure) {
@@ -415,7 +819,7 @@ err:
  * logged nothing of a removed key commits: the workers check each
  * message's key before storing it, and the loop each message as it comes
  * (sessions opened under a removed key stay open, but store nothing). */
-static void s_reload(tc_server_t *s)
+static void s_reload(s_server_t *s)
 {
     bool idle = tc_workers_pause(s->workers, S_RELOAD_WAIT_MS);
     if (!idle)
@@ -423,7 +827,7 @@ static void s_reload(tc_server_t *s)
                     "is slow); what it stores of a removed key may still commit",
                     S_RELOAD_WAIT_MS / 1000);
     /* The acks of what committed go out before any refusal under the new list. */
-    tc_server_collect(s, ZMQ_DONTWAIT);
+    s_collect(s, ZMQ_DONTWAIT);
     if (tc_zap_reload(s->zap) < 0)
         tc_log_error("SIGHUP: %s", tc_errmsg());
     tc_workers_resume(s->workers);
@@ -431,7 +835,7 @@ static void s_reload(tc_server_t *s)
 
 /* Serve until asked to stop: agents' messages, committed batches, socket
  * events, jobs, statistics; SIGHUP reloads the allowlist. */
-static int s_loop(tc_server_t *s)
+static int s_loop(s_server_t *s)
 {
     s->next_stats_ms = tc_server_now_ms() + S_STATS_EVERY_MS;
     while (!*s->o.stop) {
@@ -451,8 +855,8 @@ static int s_loop(tc_server_t *s)
         if (n < 0 && zmq_errno() != EINTR)
             return tc_zmq_fail("zmq_poll", __FILE__, __LINE__);
         s_events(s);
-        tc_server_receive(s);
-        tc_server_collect(s, ZMQ_DONTWAIT);
+        s_receive(s);
+        s_collect(s, ZMQ_DONTWAIT);
         if (fd >= 0 && n > 0 && (items[3].revents & ZMQ_POLLIN))
             tc_dispatch_readable(s->dispatch);
         tc_dispatch_tick(s->dispatch, s->router);
@@ -464,7 +868,7 @@ static int s_loop(tc_server_t *s)
 
 /* Stop the workers (acknowledging what they committed), close and free
  * whatever s_start opened. */
-static void s_stop(tc_server_t *s)
+static void s_stop(s_server_t *s)
 {
     if (s->workers) {
         tc_work_t *left = tc_workers_stop(&s->workers);
@@ -478,7 +882,7 @@ static void s_stop(tc_server_t *s)
         }
         /* Every worker has handed back its last result: ack what committed. */
         if (s->done && s->router)
-            tc_server_collect(s, ZMQ_DONTWAIT);
+            s_collect(s, ZMQ_DONTWAIT);
         if (dropped)
             tc_log_info("%zu queued message%s not stored and not acknowledged; agents send "
                         "them again",
@@ -490,14 +894,14 @@ static void s_stop(tc_server_t *s)
     if (s->ctx)
         zmq_ctx_term(s->ctx);
     tc_dispatch_destroy(&s->dispatch);
-    tc_idset_clear(s->inflight);
+    s_idset_clear(s->inflight);
     free(s->inflight);
     free(s->conns);
 }
 
 int tc_server_run(const tc_server_opts_t *opts)
 {
-    tc_server_t srv;
+    s_server_t srv;
     int rc = s_init(&srv, opts);
     if (rc < 0)
         return rc;

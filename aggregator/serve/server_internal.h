@@ -9,10 +9,19 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 
 #define TC_ROUTE_MAX 256
 
-int64_t tc_server_now_ms(void);
+/* The server's clock: monotonic milliseconds. Here, where server.c, the
+ * workers and the dispatcher all read it, so that none of them depends on
+ * another for it. */
+static inline int64_t tc_server_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
 
 /* ---- store workers (server_workers.c) ---- */
 
@@ -76,7 +85,7 @@ bool tc_workers_db_down(tc_workers_t *self);
  * frees, unacknowledged). */
 tc_work_t *tc_workers_stop(tc_workers_t **self_p);
 
-/* ---- connected agents and job dispatch (server_jobs.c) ---- */
+/* ---- connected agents and job dispatch (dispatch.c) ---- */
 
 typedef struct tc_dispatch tc_dispatch_t;
 

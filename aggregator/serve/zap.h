@@ -1,10 +1,5 @@
-/* Agent authentication: the allowlist of agent public keys and the ZAP
- * handler that ZeroMQ asks about each CURVE handshake.
- *
- * Allowlist file: one agent public key (40 z85 characters) per line,
- * optionally followed by a label (an agent's agent.pub line as it is);
- * blank lines and '#' comments are ignored. An unparsable line makes the
- * whole file invalid, so a typo never silently locks an agent out or in. */
+/* Agent authentication: the ZAP handler that ZeroMQ asks about each CURVE
+ * handshake, checking the agent's key against the allowlist (allowlist.h). */
 #ifndef TC_ZAP_H
 #define TC_ZAP_H
 
@@ -12,15 +7,6 @@
 
 #include <stdbool.h>
 #include <stddef.h>
-
-typedef struct tc_allowlist tc_allowlist_t;
-
-/* Load `path`. */
-int tc_allowlist_load(const char *path, tc_allowlist_t **out);
-void tc_allowlist_destroy(tc_allowlist_t **self_p);
-size_t tc_allowlist_count(const tc_allowlist_t *self);
-/* The label of `key`, "" when it has none, or NULL when it is not listed. */
-const char *tc_allowlist_find(const tc_allowlist_t *self, const char *key_z85);
 
 typedef struct tc_zap tc_zap_t;
 

@@ -1,11 +1,13 @@
 /* The graph IR's storage: the string and node arena, checked int64
- * arithmetic, the value table (names hashed to indices) and freeing a
- * graph. Filled from an ONNX file by tc_onnx.c. */
+ * arithmetic, the value table (names hashed to indices), failures naming a
+ * node, and freeing a graph. Filled from an ONNX file by tc_onnx.c, shaped
+ * by tc_shape*.c; both fail through tc_node_fail. */
 #include "tc_graph.h"
 
 #include "tc_error.h"
 #include "tc_hash.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -149,6 +151,18 @@ int tc_graph_add_value(tc_graph_t *g, const char *name, int *index)
     g->hash[i] = (uint32_t)g->n_values + 1;
     *index = (int)g->n_values++;
     return 0;
+}
+
+/* ---- failures ---- */
+
+int tc_node_fail(const tc_gnode_t *n, int code, const char *fmt, ...)
+{
+    char msg[768];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    return tc_fail(code, "node '%.200s' (%.60s): %s", n->name, n->op, msg);
 }
 
 void tc_graph_free(tc_graph_t *g)

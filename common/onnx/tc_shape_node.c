@@ -1,6 +1,6 @@
-/* What the per-op shape rules call on a node: failures naming it, its
- * inputs and outputs (shapes, types, folded values), its attributes, axis
- * normalization and broadcasting. */
+/* What the per-op shape rules call on a node: its inputs and outputs
+ * (shapes, types, folded values), its attributes, axis normalization and
+ * broadcasting. Failures naming a node are tc_graph.c's (tc_node_fail). */
 #include "tc_graph.h"
 
 #include "tc_error.h"
@@ -9,16 +9,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-int tc_node_fail(const tc_gnode_t *n, int code, const char *fmt, ...)
-{
-    char msg[768];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    return tc_fail(code, "node '%.200s' (%.60s): %s", n->name, n->op, msg);
-}
 
 /* ---- inputs and outputs ---- */
 

@@ -4,7 +4,7 @@
 
 #include "tc_error.h"
 #include "tc_zmq.h"
-#include "zap.h"
+#include "allowlist.h"
 
 #include <criterion/criterion.h>
 #include <stdio.h>

@@ -1,10 +1,10 @@
-/* Reading and framing the journal's records (journal.h has the format). */
+/* The journal's records on disk: framing one, parsing one, and reading
+ * their bytes (journal.h has the format; journal.c walks the log). */
 #include "journal_internal.h"
 
 #include "tc_error.h"
 
 #include <errno.h>
-#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include <zlib.h>
@@ -46,9 +46,8 @@ void tc_journal_frame(tc_buf_t *b, char type, const char *id, const char *name,
     s_put_u32(h + 4, (uint32_t)crc32(0L, h + TC_JOURNAL_HEAD, (uInt)body));
 }
 
-/* Read up to `len` bytes at `off`; *got gets how many (short at the end). */
-static int s_pread_some(const tc_journal_t *self, uint8_t *buf, size_t len, uint64_t off,
-                        size_t *got)
+int tc_journal_pread_some(const tc_journal_t *self, uint8_t *buf, size_t len, uint64_t off,
+                          size_t *got)
 {
     *got = 0;
     while (*got < len) {
@@ -67,7 +66,7 @@ static int s_pread_some(const tc_journal_t *self, uint8_t *buf, size_t len, uint
 int tc_journal_pread(const tc_journal_t *self, void *buf, size_t len, uint64_t off)
 {
     size_t got = 0;
-    int rc = s_pread_some(self, buf, len, off, &got);
+    int rc = tc_journal_pread_some(self, buf, len, off, &got);
     if (rc == 0 && got < len)
         rc = tc_fail(TC_EIO, "reading %s: it ends at byte %llu, inside a record", self->path,
                      (unsigned long long)(off + got));
@@ -113,59 +112,4 @@ bool tc_journal_parse(const uint8_t *p, size_t have, uint32_t body_len, uint64_t
     r->payload_off = body_off + at;
     r->payload_len = body_len - (uint32_t)at;
     return true;
-}
-
-int tc_journal_scan(tc_journal_t *self, uint64_t size, uint64_t verify_from, uint64_t *good_end,
-                    bool *damaged)
-{
-    const uint32_t max_body = TC_JOURNAL_PREFIX_MAX + TC_MAX_MESSAGE_BYTES;
-    uint8_t head[TC_JOURNAL_HEAD + TC_JOURNAL_PREFIX_MAX];
-    uint8_t *body = NULL;
-    size_t cap = 0;
-    uint64_t pos = TC_JOURNAL_MAGIC_LEN;
-    int rc = 0;
-    *damaged = false;
-    while (pos < size) {
-        size_t got;
-        if ((rc = s_pread_some(self, head, sizeof head, pos, &got)) < 0)
-            break;
-        uint32_t len = got >= TC_JOURNAL_HEAD ? tc_journal_u32(head) : 0;
-        if (got < TC_JOURNAL_HEAD || len < 1 + TC_MSGID_LEN || len > max_body ||
-            pos + TC_JOURNAL_HEAD + len > size) {
-            *damaged = true;
-            break;
-        }
-        const uint8_t *p = head + TC_JOURNAL_HEAD;
-        size_t have = got - TC_JOURNAL_HEAD < len ? got - TC_JOURNAL_HEAD : len;
-        if (pos >= verify_from) {
-            if (len > cap) {
-                uint8_t *nb = realloc(body, len);
-                if (!nb) {
-                    rc = tc_fail(TC_ENOMEM, "out of memory reading %s", self->path);
-                    break;
-                }
-                body = nb;
-                cap = len;
-            }
-            if ((rc = tc_journal_pread(self, body, len, pos + TC_JOURNAL_HEAD)) < 0)
-                break;
-            if ((uint32_t)crc32(0L, body, len) != tc_journal_u32(head + 4)) {
-                *damaged = true;
-                break;
-            }
-            p = body;
-            have = len;
-        }
-        tc_jrecord_t r = {.frame = pos};
-        if (!tc_journal_parse(p, have, len, pos + TC_JOURNAL_HEAD, &r)) {
-            *damaged = true;
-            break;
-        }
-        if ((rc = tc_journal_apply(self, &r)) < 0)
-            break;
-        pos += TC_JOURNAL_HEAD + len;
-    }
-    free(body);
-    *good_end = pos;
-    return rc;
 }
