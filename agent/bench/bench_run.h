@@ -13,17 +13,12 @@
 #include "device.h"
 #include "measure.h"
 #include "planner.h"
+#include "trace_peaks.h"
 
 #include <stdio.h>
 
 #define TC_BENCH_BATCH_RESULTS 256u
 #define TC_BENCH_BATCH_MS 500u
-
-/* The largest peak memory of the training traces of one batch size. */
-typedef struct {
-    uint32_t batch;
-    uint64_t peak_bytes;
-} tc_trace_peak_t;
 
 typedef struct {
     Traincast__V1__Policy policy;
@@ -71,12 +66,6 @@ typedef struct {
 int tc_bench_run_sink(tc_device_t *dev, const tc_bench_item_t *items, size_t n_items,
                       const tc_bench_run_opts_t *o, const tc_bench_sink_t *sink,
                       tc_bench_report_t *rep);
-
-/* The largest peak memory per batch of the successful traces of the device
- * with this uuid in result files `paths` (comma-separated). *peaks is
- * malloc'ed (caller frees). A missing file is an error naming it. */
-int tc_trace_peaks_load(const char *paths, const char *device_uuid, tc_trace_peak_t **peaks,
-                        size_t *n);
 
 /* The workspace limit of an item at `batch`: o->workspace_limit when set,
  * else memory_bytes less the batch's trace peak when known (and smaller),

@@ -9,6 +9,7 @@
 #include "commands.h"
 #include "convlist.h"
 #include "planner.h"
+#include "trace_peaks.h"
 
 #include "tc_cli.h"
 #include "tc_error.h"
