@@ -2,6 +2,7 @@
  * sample), traces (with every iteration) and the model graphs those need,
  * as a self-describing, versioned benchmark set (docs/benchmark-sets.md). */
 #include "benchset.h"
+#include "cli_db.h"
 #include "commands.h"
 #include "device_match.h"
 #include "store.h"

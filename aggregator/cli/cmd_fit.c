@@ -1,4 +1,5 @@
 /* aggregator fit: fit and store a model of the non-conv time per device. */
+#include "cli_db.h"
 #include "commands.h"
 #include "fit_run.h"
 #include "store_fit.h"

@@ -1,6 +1,7 @@
 /* aggregator import: load a benchmark set that 'aggregator export' wrote in
  * another traincast database (docs/benchmark-sets.md). */
 #include "benchset.h"
+#include "cli_db.h"
 #include "commands.h"
 #include "store.h"
 #include "store_set.h"

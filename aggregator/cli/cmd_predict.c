@@ -1,4 +1,5 @@
 /* aggregator predict: compare device classes for a CNN over batch sizes. */
+#include "cli_db.h"
 #include "commands.h"
 #include "device_match.h"
 #include "plot.h"

@@ -1,5 +1,6 @@
 /* aggregator serve: receive, store and acknowledge agents' results; send
  * them queued jobs. */
+#include "cli_db.h"
 #include "commands.h"
 #include "server.h"
 

@@ -1,5 +1,6 @@
 /* aggregator status: agents, their devices (local or imported), when they
  * were last seen, their backlog (messages waiting in their journals), what is stored, and the job queue. */
+#include "cli_db.h"
 #include "commands.h"
 #include "store.h"
 #include "store_server.h"

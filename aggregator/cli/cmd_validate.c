@@ -1,5 +1,6 @@
 /* aggregator validate: leave-one-CNN-out accuracy per device and per CNN,
  * next to the run-to-run variability of the same traces. */
+#include "cli_db.h"
 #include "commands.h"
 #include "fit_run.h"
 #include "store_fit.h"

@@ -4,7 +4,7 @@
 #ifndef TC_FIT_RUN_H
 #define TC_FIT_RUN_H
 
-#include "commands.h"
+#include "cli_db.h"
 #include "fit.h"
 #include "tc_cli.h"
 
