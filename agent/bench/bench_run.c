@@ -30,7 +30,7 @@ typedef struct {
 /* Wrap the batch in one envelope, check it and hand it to the sink,
  * counting its results in *written; the batch is empty afterwards whatever
  * happened. */
-static int s_flush(s_batch_t *batch, const tc_bench_sink_t *sink, Traincast__V1__Device *dev,
+static int s_flush(s_batch_t *batch, const tc_result_sink_t *sink, Traincast__V1__Device *dev,
                    const char *backend, const char *agent_id, size_t *written)
 {
     if (!batch->n)
@@ -96,7 +96,7 @@ static void s_json_item(FILE *f, const tc_conv_outcome_t *o)
  * whether it was taken while the machine was busy. A failed item is counted
  * and logged, not an error. */
 static int s_item(tc_device_t *dev, const tc_bench_item_t *it, const char *item,
-                  const tc_bench_run_opts_t *o, const tc_bench_sink_t *sink,
+                  const tc_bench_run_opts_t *o, const tc_result_sink_t *sink,
                   Traincast__V1__Device *d, const char *backend, size_t max,
                   s_batch_t *batch, tc_bench_report_t *rep, bool *disturbed)
 {
@@ -140,7 +140,7 @@ static int s_item(tc_device_t *dev, const tc_bench_item_t *it, const char *item,
 }
 
 int tc_bench_run_sink(tc_device_t *dev, const tc_bench_item_t *items, size_t n_items,
-                      const tc_bench_run_opts_t *o, const tc_bench_sink_t *sink,
+                      const tc_bench_run_opts_t *o, const tc_result_sink_t *sink,
                       tc_bench_report_t *rep)
 {
     int rc = 0;
@@ -228,7 +228,7 @@ static int s_file_emit(tc_envelope_t *env, void *arg)
     return tc_resultfile_append(((s_file_sink_t *)arg)->file, env);
 }
 
-static void s_file_progress(size_t done, size_t total, const char *what, void *arg)
+static void s_file_progress(uint64_t done, uint64_t total, const char *what, void *arg)
 {
     (void)total;
     tc_progress_update(((s_file_sink_t *)arg)->bar, done, what);
@@ -247,7 +247,7 @@ int tc_bench_run(tc_device_t *dev, const tc_bench_item_t *items, size_t n_items,
         tc_resultfile_close(&fs.file);
         return tc_fail(TC_ENOMEM, "out of memory");
     }
-    const tc_bench_sink_t sink = {.emit = s_file_emit, .progress = s_file_progress, .arg = &fs};
+    const tc_result_sink_t sink = {.emit = s_file_emit, .progress = s_file_progress, .arg = &fs};
     rc = tc_bench_run_sink(dev, items, n_items, o, &sink, rep);
     tc_progress_destroy(&fs.bar);
     tc_resultfile_close(&fs.file);
