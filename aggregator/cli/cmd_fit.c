@@ -210,11 +210,9 @@ int tc_cmd_fit(int argc, char **argv)
         .opts = opts,
     };
     tc_cli_result_t res;
-    int rc = tc_cli_parse(&spec, argc, argv, &res);
-    if (rc < 0 || res.help_shown) {
-        tc_cli_result_free(&res);
+    int rc = tc_cli_begin(&spec, argc, argv, &res);
+    if (rc < 0 || res.help_shown)
         return rc;
-    }
     tc_fit_run_plan_t plan;
     tc_store_t *store = NULL;
     tc_fit_group_t *groups = NULL;

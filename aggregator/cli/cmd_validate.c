@@ -433,11 +433,9 @@ int tc_cmd_validate(int argc, char **argv)
         .opts = opts,
     };
     tc_cli_result_t res;
-    int rc = tc_cli_parse(&spec, argc, argv, &res);
-    if (rc < 0 || res.help_shown) {
-        tc_cli_result_free(&res);
+    int rc = tc_cli_begin(&spec, argc, argv, &res);
+    if (rc < 0 || res.help_shown)
         return rc;
-    }
     format_t fmt = FMT_TABLE;
     tc_fit_run_plan_t plan;
     rc = s_plan(&cli, format, holdout, &fmt, &plan);
