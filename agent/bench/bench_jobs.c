@@ -163,7 +163,7 @@ static int s_emit(tc_envelope_t *env, void *arg)
     return tc_job_keep(s->job, s->name, env);
 }
 
-static void s_progress(size_t done, size_t total, const char *what, void *arg)
+static void s_progress(uint64_t done, uint64_t total, const char *what, void *arg)
 {
     (void)total;
     s_sink_t *s = arg;
@@ -197,8 +197,8 @@ static int s_run(tc_bench_jobs_t *self, s_task_t *t, size_t base, size_t total, 
                               .agent_id = tc_job_agent_id(job),
                               .batch_results = self->results_per_message};
     s_sink_t ss = {.job = job, .name = t->name, .base = base, .total = total};
-    const tc_bench_sink_t sink = {.emit = s_emit, .progress = s_progress,
-                                  .cancelled = s_cancelled, .arg = &ss};
+    const tc_result_sink_t sink = {.emit = s_emit, .progress = s_progress,
+                                   .cancelled = s_cancelled, .arg = &ss};
     tc_bench_report_t rep;
     rc = tc_bench_run_sink(dev, t->items, t->n_items, &ro, &sink, &rep);
     tc_device_close(&dev);

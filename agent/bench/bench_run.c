@@ -30,7 +30,7 @@ typedef struct {
 /* Wrap the batch in one envelope, check it and hand it to the sink,
  * counting its results in *written; the batch is empty afterwards whatever
  * happened. */
-static int s_flush(s_batch_t *batch, const tc_bench_sink_t *sink, Traincast__V1__Device *dev,
+static int s_flush(s_batch_t *batch, const tc_result_sink_t *sink, Traincast__V1__Device *dev,
                    const char *backend, const char *agent_id, size_t *written)
 {
     if (!batch->n)
@@ -96,7 +96,7 @@ static void s_json_item(FILE *f, const tc_conv_outcome_t *o)
  * whether it was taken while the machine was busy. A failed item is counted
  * and logged, not an error. */
 static int s_item(tc_device_t *dev, const tc_bench_item_t *it, const char *item,
-                  const tc_bench_run_opts_t *o, const tc_bench_sink_t *sink,
+                  const tc_bench_run_opts_t *o, const tc_result_sink_t *sink,
                   Traincast__V1__Device *d, const char *backend, size_t max,
                   s_batch_t *batch, tc_bench_report_t *rep, bool *disturbed)
 {
@@ -140,7 +140,7 @@ static int s_item(tc_device_t *dev, const tc_bench_item_t *it, const char *item,
 }
 
 int tc_bench_run_sink(tc_device_t *dev, const tc_bench_item_t *items, size_t n_items,
-                      const tc_bench_run_opts_t *o, const tc_bench_sink_t *sink,
+                      const tc_bench_run_opts_t *o, const tc_result_sink_t *sink,
                       tc_bench_report_t *rep)
 {
     int rc = 0;
@@ -219,68 +219,6 @@ uint64_t tc_bench_workspace_limit(const tc_bench_run_opts_t *o, uint64_t memory_
 }
 
 typedef struct {
-    const char *uuid;
-    tc_trace_peak_t *v;
-    size_t n, cap;
-    int failed;
-} s_peaks_t;
-
-static int s_peak(const tc_envelope_t *env, void *arg)
-{
-    s_peaks_t *p = arg;
-    if (env->body_case != TRAINCAST__V1__ENVELOPE__BODY_TRAIN_TRACE)
-        return 0;
-    const Traincast__V1__TrainTrace *t = env->train_trace;
-    if (t->status != TRAINCAST__V1__TRACE_STATUS__TRACE_STATUS_OK || !t->peak_memory_bytes ||
-        !t->device || strcmp(t->device->uuid, p->uuid) != 0)
-        return 0;
-    for (size_t i = 0; i < p->n; i++) {
-        if (p->v[i].batch == t->batch) {
-            if (t->peak_memory_bytes > p->v[i].peak_bytes)
-                p->v[i].peak_bytes = t->peak_memory_bytes;
-            return 0;
-        }
-    }
-    if (p->n == p->cap) {
-        size_t cap = p->cap ? 2 * p->cap : 16;
-        tc_trace_peak_t *v = realloc(p->v, cap * sizeof *v);
-        if (!v)
-            return tc_fail(TC_ENOMEM, "out of memory reading trace peaks");
-        p->v = v;
-        p->cap = cap;
-    }
-    p->v[p->n++] = (tc_trace_peak_t){t->batch, t->peak_memory_bytes};
-    return 0;
-}
-
-int tc_trace_peaks_load(const char *paths, const char *device_uuid, tc_trace_peak_t **peaks,
-                        size_t *n)
-{
-    *peaks = NULL;
-    *n = 0;
-    s_peaks_t p = {.uuid = device_uuid};
-    char *copy = strdup(paths);
-    if (!copy)
-        return tc_fail(TC_ENOMEM, "out of memory");
-    int rc = 0;
-    char *save = NULL;
-    for (char *path = strtok_r(copy, ",", &save); path && rc == 0;
-         path = strtok_r(NULL, ",", &save)) {
-        rc = tc_resultfile_read(path, false, s_peak, &p, NULL);
-        if (rc < 0)
-            rc = tc_err_context(rc, "--traces %s", path);
-    }
-    free(copy);
-    if (rc < 0) {
-        free(p.v);
-        return rc;
-    }
-    *peaks = p.v;
-    *n = p.n;
-    return 0;
-}
-
-typedef struct {
     tc_resultfile_t *file;
     tc_progress_t *bar;
 } s_file_sink_t;
@@ -290,7 +228,7 @@ static int s_file_emit(tc_envelope_t *env, void *arg)
     return tc_resultfile_append(((s_file_sink_t *)arg)->file, env);
 }
 
-static void s_file_progress(size_t done, size_t total, const char *what, void *arg)
+static void s_file_progress(uint64_t done, uint64_t total, const char *what, void *arg)
 {
     (void)total;
     tc_progress_update(((s_file_sink_t *)arg)->bar, done, what);
@@ -309,7 +247,7 @@ int tc_bench_run(tc_device_t *dev, const tc_bench_item_t *items, size_t n_items,
         tc_resultfile_close(&fs.file);
         return tc_fail(TC_ENOMEM, "out of memory");
     }
-    const tc_bench_sink_t sink = {.emit = s_file_emit, .progress = s_file_progress, .arg = &fs};
+    const tc_result_sink_t sink = {.emit = s_file_emit, .progress = s_file_progress, .arg = &fs};
     rc = tc_bench_run_sink(dev, items, n_items, o, &sink, rep);
     tc_progress_destroy(&fs.bar);
     tc_resultfile_close(&fs.file);

@@ -13,17 +13,13 @@
 #include "device.h"
 #include "measure.h"
 #include "planner.h"
+#include "result_sink.h"
+#include "trace_peaks.h"
 
 #include <stdio.h>
 
 #define TC_BENCH_BATCH_RESULTS 256u
 #define TC_BENCH_BATCH_MS 500u
-
-/* The largest peak memory of the training traces of one batch size. */
-typedef struct {
-    uint32_t batch;
-    uint64_t peak_bytes;
-} tc_trace_peak_t;
 
 typedef struct {
     Traincast__V1__Policy policy;
@@ -50,33 +46,14 @@ typedef struct {
     size_t converged;    /* items whose median CI reached the target (others hit a limit) */
 } tc_bench_report_t;
 
-typedef struct {
-    /* A batch of measured items as a stamped, validated ConvResults
-     * envelope (owned by the runner; valid during the call). Returning < 0
-     * stops the run with that code. */
-    int (*emit)(tc_envelope_t *env, void *arg);
-    /* Before each item: `done` of `total` items are finished and `what`
-     * names the next one; at the end done == total and what is NULL. May
-     * be NULL. */
-    void (*progress)(size_t done, size_t total, const char *what, void *arg);
-    /* Polled between items; true stops the run with TC_EINTR. May be NULL. */
-    bool (*cancelled)(void *arg);
-    void *arg;
-} tc_bench_sink_t;
-
-/* Measure every item and hand its results to the sink in batches. An item
+/* Measure every item and hand its results to the sink (result_sink.h) in
+ * batches, each a ConvResults envelope; its progress counts items. An item
  * that fails is logged and skipped (a later run retries it); an error of
  * the sink stops the run; what was emitted before stays emitted, and a
  * stop or cancellation first emits what was measured. */
 int tc_bench_run_sink(tc_device_t *dev, const tc_bench_item_t *items, size_t n_items,
-                      const tc_bench_run_opts_t *o, const tc_bench_sink_t *sink,
+                      const tc_bench_run_opts_t *o, const tc_result_sink_t *sink,
                       tc_bench_report_t *rep);
-
-/* The largest peak memory per batch of the successful traces of the device
- * with this uuid in result files `paths` (comma-separated). *peaks is
- * malloc'ed (caller frees). A missing file is an error naming it. */
-int tc_trace_peaks_load(const char *paths, const char *device_uuid, tc_trace_peak_t **peaks,
-                        size_t *n);
 
 /* The workspace limit of an item at `batch`: o->workspace_limit when set,
  * else memory_bytes less the batch's trace peak when known (and smaller),

@@ -318,11 +318,9 @@ int tc_cmd_bench_conv(int argc, char **argv)
         .opts = opts,
     };
     tc_cli_result_t cli;
-    int rc = tc_cli_parse(&spec, argc, argv, &cli);
-    if (rc < 0 || cli.help_shown) {
-        tc_cli_result_free(&cli);
+    int rc = tc_cli_begin(&spec, argc, argv, &cli);
+    if (rc < 0 || cli.help_shown)
         return rc;
-    }
     if ((rc = tc_agent_prepare(f->allocator, tc_cli_given(&spec, "quiet-threshold"), quiet_pct)) < 0) {
         tc_cli_result_free(&cli);
         return rc;

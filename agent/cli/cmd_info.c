@@ -203,11 +203,9 @@ int tc_cmd_info(int argc, char **argv)
         .opts = opts,
     };
     tc_cli_result_t cli;
-    int rc = tc_cli_parse(&spec, argc, argv, &cli);
-    if (rc < 0 || cli.help_shown) {
-        tc_cli_result_free(&cli);
+    int rc = tc_cli_begin(&spec, argc, argv, &cli);
+    if (rc < 0 || cli.help_shown)
         return rc;
-    }
     tc_format_t fmt;
     if ((rc = s_prepare(format, allocator, &fmt)) < 0) {
         tc_cli_result_free(&cli);

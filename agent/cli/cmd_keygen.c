@@ -26,11 +26,9 @@ int tc_cmd_keygen(int argc, char **argv)
         .opts = opts,
     };
     tc_cli_result_t cli;
-    int rc = tc_cli_parse(&spec, argc, argv, &cli);
-    if (rc < 0 || cli.help_shown) {
-        tc_cli_result_free(&cli);
+    int rc = tc_cli_begin(&spec, argc, argv, &cli);
+    if (rc < 0 || cli.help_shown)
         return rc;
-    }
     char dir[2048];
     tc_identity_default_dir(state, dir, sizeof dir);
     tc_identity_t *id = NULL;

@@ -281,11 +281,9 @@ static int s_describe(int argc, char **argv)
         .opts = opts,
     };
     tc_cli_result_t cli;
-    int rc = tc_cli_parse(&spec, argc, argv, &cli);
-    if (rc < 0 || cli.help_shown) {
-        tc_cli_result_free(&cli);
+    int rc = tc_cli_begin(&spec, argc, argv, &cli);
+    if (rc < 0 || cli.help_shown)
         return rc;
-    }
     tc_model_t *m = NULL;
     tc_format_t fmt = TC_FMT_TABLE;
     if ((rc = tc_format_parse(format, &fmt)) < 0) {

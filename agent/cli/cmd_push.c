@@ -156,11 +156,9 @@ int tc_cmd_push(int argc, char **argv)
     };
     tc_cli_result_t cli;
     tc_session_t s = {0};
-    int rc = tc_cli_parse(&spec, argc, argv, &cli);
-    if (rc < 0 || cli.help_shown) {
-        tc_cli_result_free(&cli);
+    int rc = tc_cli_begin(&spec, argc, argv, &cli);
+    if (rc < 0 || cli.help_shown)
         return rc;
-    }
     if (timeout_s < 0)
         TC_FAIL_GOTO(TC_EUSAGE, "--timeout must be >= 0 (got %g)", timeout_s);
     volatile sig_atomic_t *stop = tc_session_stop_flag();

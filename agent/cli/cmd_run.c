@@ -192,11 +192,9 @@ int tc_cmd_run(int argc, char **argv)
     size_t n_names = 0;
     unsigned long *bs = NULL;
     size_t n_bs = 0;
-    int rc = tc_cli_parse(&spec, argc, argv, &cli);
-    if (rc < 0 || cli.help_shown) {
-        tc_cli_result_free(&cli);
+    int rc = tc_cli_begin(&spec, argc, argv, &cli);
+    if (rc < 0 || cli.help_shown)
         return rc;
-    }
     if ((rc = tc_agent_prepare(a.allocator, tc_cli_given(&spec, "quiet-threshold"), quiet_pct)) < 0) {
         tc_cli_result_free(&cli);
         return rc;

@@ -46,11 +46,9 @@ int tc_cmd_serve(int argc, char **argv)
     tc_session_t s = {0};
     tc_job_handlers_t handlers = {0};
     tc_jobs_t *jobs = NULL;
-    int rc = tc_cli_parse(&spec, argc, argv, &cli);
-    if (rc < 0 || cli.help_shown) {
-        tc_cli_result_free(&cli);
+    int rc = tc_cli_begin(&spec, argc, argv, &cli);
+    if (rc < 0 || cli.help_shown)
         return rc;
-    }
     if ((rc = tc_agent_prepare(allocator, tc_cli_given(&spec, "quiet-threshold"), quiet_pct)) < 0) {
         tc_cli_result_free(&cli);
         return rc;

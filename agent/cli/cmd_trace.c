@@ -119,8 +119,8 @@ static int s_run(const s_opts_t *o)
         tc_log_info("%s: %zu of %zu traces are already there and are skipped", o->out, done, n);
     TC_TRY(tc_resultfile_open_append(o->out, &sa.file));
     tc_proc_catch_interrupts();
-    const tc_trace_sink_t sink = {.emit = s_emit, .progress = s_progress,
-                                  .cancelled = s_cancelled, .arg = &sa};
+    const tc_result_sink_t sink = {.emit = s_emit, .progress = s_progress,
+                                   .cancelled = s_cancelled, .arg = &sa};
     rc = tc_trace_plan_run(plan, &sink, &measured, &failed);
     tc_progress_destroy(&sa.bar);
     if (rc == TC_EINTR)

@@ -157,8 +157,8 @@ int tc_trace_handler_run(tc_trace_handler_t *self, const tc_agent_device_t *dev,
         rc = s_resume(dev, plan, job, ss.name, sizeof ss.name);
     size_t measured = 0, failed = 0;
     if (rc == 0) {
-        const tc_trace_sink_t sink = {.emit = s_emit, .progress = s_progress,
-                                      .cancelled = s_cancelled, .arg = &ss};
+        const tc_result_sink_t sink = {.emit = s_emit, .progress = s_progress,
+                                       .cancelled = s_cancelled, .arg = &ss};
         rc = tc_trace_plan_run(plan, &sink, &measured, &failed);
     }
     tc_trace_plan_destroy(&plan);

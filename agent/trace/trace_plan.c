@@ -266,7 +266,7 @@ void tc_trace_plan_mark_done(tc_trace_plan_t *self, const Traincast__V1__TrainTr
 }
 
 typedef struct {
-    const tc_trace_sink_t *sink;
+    const tc_result_sink_t *sink;
     uint64_t runs_done, runs_total;
     char label[320];
 } s_prog_t;
@@ -283,7 +283,7 @@ static void s_on_repeat(uint32_t repeat, void *arg)
 
 /* Trace item i and emit its result; *disturbed says whether it was taken
  * while the machine was busy. */
-static int s_trace_item(tc_trace_plan_t *self, size_t i, const tc_trace_sink_t *sink,
+static int s_trace_item(tc_trace_plan_t *self, size_t i, const tc_result_sink_t *sink,
                         s_prog_t *pg, bool *disturbed)
 {
     tc_trace_job_t *job = &self->job;
@@ -320,7 +320,7 @@ done:
     return rc;
 }
 
-int tc_trace_plan_run(tc_trace_plan_t *self, const tc_trace_sink_t *sink, size_t *measured,
+int tc_trace_plan_run(tc_trace_plan_t *self, const tc_result_sink_t *sink, size_t *measured,
                       size_t *failed)
 {
     tc_trace_job_t *job = &self->job;

@@ -6,6 +6,7 @@
 #ifndef TC_TRACE_PLAN_H
 #define TC_TRACE_PLAN_H
 
+#include "result_sink.h"
 #include "tc_wire.h"
 
 #include <stdbool.h>
@@ -67,21 +68,13 @@ tc_trace_item_t *tc_trace_plan_item(tc_trace_plan_t *self, size_t i);
  * and its row filled from `t`. Failed traces are ignored (retried). */
 void tc_trace_plan_mark_done(tc_trace_plan_t *self, const Traincast__V1__TrainTrace *t);
 
-typedef struct {
-    /* Each finished trace, validated and stamped. Returning < 0 stops. */
-    int (*emit)(tc_envelope_t *env, void *arg);
-    /* Before each run of the runner: `done` of `total` runs, `what` names it. */
-    void (*progress)(uint64_t done, uint64_t total, const char *what, void *arg);
-    /* Polled while a runner runs; true stops it (TC_EINTR). May be NULL. */
-    bool (*cancelled)(void *arg);
-    void *arg;
-} tc_trace_sink_t;
-
-/* Measure every item not done, in order. Returns 0 (also when traces
- * failed: they are results, counted in *failed), or a negative code when
+/* Measure every item not done, in order, handing each finished trace to
+ * the sink (result_sink.h); its progress counts runs of the runner.
+ * Returns 0 (also when traces failed: they are results, counted in
+ * *failed), or a negative code when
  * the agent itself failed, the sink refused a record, or it was cancelled
  * (TC_EINTR); what was emitted before stays emitted. */
-int tc_trace_plan_run(tc_trace_plan_t *self, const tc_trace_sink_t *sink, size_t *measured,
+int tc_trace_plan_run(tc_trace_plan_t *self, const tc_result_sink_t *sink, size_t *measured,
                       size_t *failed);
 
 #endif

@@ -2,6 +2,7 @@
  * sample), traces (with every iteration) and the model graphs those need,
  * as a self-describing, versioned benchmark set (docs/benchmark-sets.md). */
 #include "benchset.h"
+#include "cli_db.h"
 #include "commands.h"
 #include "device_match.h"
 #include "store.h"
@@ -146,11 +147,9 @@ int tc_cmd_export(int argc, char **argv)
         .opts = opts,
     };
     tc_cli_result_t cli;
-    int rc = tc_cli_parse(&spec, argc, argv, &cli);
-    if (rc < 0 || cli.help_shown) {
-        tc_cli_result_free(&cli);
+    int rc = tc_cli_begin(&spec, argc, argv, &cli);
+    if (rc < 0 || cli.help_shown)
         return rc;
-    }
     tc_store_t *store = NULL;
     s_contents_t c = {0};
     s_export_t x = {0};

@@ -1,4 +1,5 @@
 /* aggregator fit: fit and store a model of the non-conv time per device. */
+#include "cli_db.h"
 #include "commands.h"
 #include "fit_run.h"
 #include "store_fit.h"
@@ -12,12 +13,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-static void s_print_fit(const tc_fit_group_t *g, const tc_fit_analysis_t *a)
+static void s_print_fit(const tc_fit_group_t *g, const tc_fit_run_analysis_t *a)
 {
     const tc_fit_t *fit = &a->fit;
     char label[3 * TC_FIT_LABEL_LEN], model[1024];
-    tc_fit_group_label(g, label, sizeof label);
-    tc_fit_spec_describe(&a->data, &a->spec, model, sizeof model);
+    tc_fit_run_group_label(g, label, sizeof label);
+    tc_fit_run_spec_describe(&a->data, &a->spec, model, sizeof model);
     printf("%s: stored as fit %lld\n", label, fit->fit_id);
     printf("  data: %zu CNNs, %zu points, batches %u..%u; excluded %zu (out of memory %zu, "
            "failed %zu)\n",
@@ -86,11 +87,11 @@ static void s_num(char *buf, size_t size, double v, bool have)
 }
 
 static int s_fit_rows(tc_table_t *fits, tc_table_t *coefs, const tc_fit_group_t *g,
-                      const tc_fit_analysis_t *a)
+                      const tc_fit_run_analysis_t *a)
 {
     const tc_fit_t *fit = &a->fit;
     char model[1024], v[S_FIT_COLS][64];
-    tc_fit_spec_describe(&a->data, &a->spec, model, sizeof model);
+    tc_fit_run_spec_describe(&a->data, &a->spec, model, sizeof model);
     snprintf(v[0], sizeof v[0], "%lld", fit->fit_id);
     snprintf(v[10], sizeof v[10], "%zu", fit->n_cnns);
     snprintf(v[11], sizeof v[11], "%zu", fit->n_points);
@@ -129,7 +130,7 @@ static int s_fit_rows(tc_table_t *fits, tc_table_t *coefs, const tc_fit_group_t 
 /* Open the database db names, check its schema and read the fit groups of
  * the plan's devices (*store and *groups are the caller's to free, also on
  * failure). */
-static int s_load_groups(const char *db, const tc_fit_plan_t *plan, tc_store_t **store,
+static int s_load_groups(const char *db, const tc_fit_run_plan_t *plan, tc_store_t **store,
                          tc_fit_group_t **groups, size_t *n_groups)
 {
     int rc = tc_store_open(tc_default_dsn(db), store);
@@ -143,22 +144,25 @@ static int s_load_groups(const char *db, const tc_fit_plan_t *plan, tc_store_t *
 
 /* Analyse every group (into *an, n_groups + 1 of them, zeroed first: the
  * caller frees each and the array, also on failure). */
-static int s_analyze_all(const tc_fit_group_t *groups, size_t n_groups, const tc_fit_plan_t *plan,
-                         bool no_validate, tc_fit_analysis_t **an)
+static int s_analyze_all(const tc_fit_group_t *groups, size_t n_groups,
+                         const tc_fit_run_plan_t *plan, bool no_validate,
+                         tc_fit_run_analysis_t **an)
 {
     int rc = 0;
     if (!(*an = calloc(n_groups + 1, sizeof **an)))
         rc = tc_fail(TC_ENOMEM, "out of memory");
     for (size_t i = 0; rc == 0 && i < n_groups; i++)
-        rc = tc_fit_analyze(&groups[i], plan,
-                            no_validate ? TC_FIT_NESTED_OFF : TC_FIT_NESTED_IF_POSSIBLE, &(*an)[i]);
+        rc = tc_fit_run_analyze(&groups[i], plan,
+                                no_validate ? TC_FIT_RUN_NESTED_OFF
+                                            : TC_FIT_RUN_NESTED_IF_POSSIBLE,
+                                &(*an)[i]);
     return rc;
 }
 
 /* Store each group's fit, and print its report (table) or add its rows to
  * the tables fits and coefficients (csv, json). */
 static int s_store_fits(tc_store_t *store, const tc_fit_group_t *groups, size_t n_groups,
-                        tc_fit_analysis_t *an, const tc_fit_plan_t *plan, tc_format_t fmt,
+                        tc_fit_run_analysis_t *an, const tc_fit_run_plan_t *plan, tc_format_t fmt,
                         tc_table_t *tables[2])
 {
     int rc = 0;
@@ -179,11 +183,11 @@ static int s_store_fits(tc_store_t *store, const tc_fit_group_t *groups, size_t 
 
 int tc_cmd_fit(int argc, char **argv)
 {
-    tc_fit_cli_t cli = {.min_gain = 0.01};
+    tc_fit_run_cli_t cli = {.min_gain = 0.01};
     bool no_validate = false;
     const char *format = "table";
     const tc_opt_t opts[] = {
-        TC_FIT_CLI_OPTS(&cli),
+        TC_FIT_RUN_OPTS(&cli),
         {"format", TC_OPT_STR, &format, "table|csv|json",
          "output format (default: table, a report per fit; csv and json: the tables fits and "
          "coefficients)"},
@@ -206,19 +210,17 @@ int tc_cmd_fit(int argc, char **argv)
         .opts = opts,
     };
     tc_cli_result_t res;
-    int rc = tc_cli_parse(&spec, argc, argv, &res);
-    if (rc < 0 || res.help_shown) {
-        tc_cli_result_free(&res);
+    int rc = tc_cli_begin(&spec, argc, argv, &res);
+    if (rc < 0 || res.help_shown)
         return rc;
-    }
-    tc_fit_plan_t plan;
+    tc_fit_run_plan_t plan;
     tc_store_t *store = NULL;
     tc_fit_group_t *groups = NULL;
     size_t n_groups = 0;
     tc_format_t fmt;
     rc = tc_format_parse(format, &fmt);
     if (rc == 0)
-        rc = tc_fit_plan_init(&cli, &plan);
+        rc = tc_fit_run_plan_init(&cli, &plan);
     if (rc < 0) {
         tc_cli_result_free(&res);
         return rc;
@@ -230,7 +232,7 @@ int tc_cmd_fit(int argc, char **argv)
     if (rc == 0)
         rc = s_load_groups(cli.db, &plan, &store, &groups, &n_groups);
     /* Analyse every group before storing any, so bad input stores nothing. */
-    tc_fit_analysis_t *an = NULL;
+    tc_fit_run_analysis_t *an = NULL;
     if (rc == 0)
         rc = s_analyze_all(groups, n_groups, &plan, no_validate, &an);
     if (rc == 0)
@@ -240,11 +242,11 @@ int tc_cmd_fit(int argc, char **argv)
     tc_table_destroy(&tables[0]);
     tc_table_destroy(&tables[1]);
     for (size_t i = 0; an && i < n_groups; i++)
-        tc_fit_analysis_free(&an[i]);
+        tc_fit_run_analysis_free(&an[i]);
     free(an);
     tc_fit_groups_free(&groups, n_groups);
     tc_store_destroy(&store);
-    tc_fit_plan_free(&plan);
+    tc_fit_run_plan_free(&plan);
     tc_cli_result_free(&res);
     return rc;
 }

@@ -1,6 +1,7 @@
 /* aggregator import: load a benchmark set that 'aggregator export' wrote in
  * another traincast database (docs/benchmark-sets.md). */
 #include "benchset.h"
+#include "cli_db.h"
 #include "commands.h"
 #include "store.h"
 #include "store_set.h"
@@ -247,11 +248,9 @@ int tc_cmd_import(int argc, char **argv)
         .opts = opts,
     };
     tc_cli_result_t cli;
-    int rc = tc_cli_parse(&spec, argc, argv, &cli);
-    if (rc < 0 || cli.help_shown) {
-        tc_cli_result_free(&cli);
+    int rc = tc_cli_begin(&spec, argc, argv, &cli);
+    if (rc < 0 || cli.help_shown)
         return rc;
-    }
     const char *path = cli.positional[0];
     tc_set_reader_t *reader = NULL;
     tc_store_t *store = NULL;

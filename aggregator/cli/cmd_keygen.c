@@ -32,11 +32,9 @@ int tc_cmd_keygen(int argc, char **argv)
         .opts = opts,
     };
     tc_cli_result_t cli;
-    int rc = tc_cli_parse(&spec, argc, argv, &cli);
-    if (rc < 0 || cli.help_shown) {
-        tc_cli_result_free(&cli);
+    int rc = tc_cli_begin(&spec, argc, argv, &cli);
+    if (rc < 0 || cli.help_shown)
         return rc;
-    }
     char dir[2048], allow[2200];
     tc_server_default_keys_dir(keys, dir, sizeof dir);
     tc_keypair_t kp;

@@ -1,4 +1,5 @@
 /* aggregator predict: compare device classes for a CNN over batch sizes. */
+#include "cli_db.h"
 #include "commands.h"
 #include "device_match.h"
 #include "plot.h"
@@ -370,11 +371,9 @@ int tc_cmd_predict(int argc, char **argv)
         .opts = opts,
     };
     tc_cli_result_t cli;
-    int rc = tc_cli_parse(&spec, argc, argv, &cli);
-    if (rc < 0 || cli.help_shown) {
-        tc_cli_result_free(&cli);
+    int rc = tc_cli_begin(&spec, argc, argv, &cli);
+    if (rc < 0 || cli.help_shown)
         return rc;
-    }
     tc_pred_format_t fmt;
     unsigned long *batches = NULL;
     size_t n_batches = 0;

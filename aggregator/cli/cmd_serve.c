@@ -1,5 +1,6 @@
 /* aggregator serve: receive, store and acknowledge agents' results; send
  * them queued jobs. */
+#include "cli_db.h"
 #include "commands.h"
 #include "server.h"
 
@@ -122,11 +123,9 @@ int tc_cmd_serve(int argc, char **argv)
         .opts = opts,
     };
     tc_cli_result_t cli;
-    int rc = tc_cli_parse(&spec, argc, argv, &cli);
-    if (rc < 0 || cli.help_shown) {
-        tc_cli_result_free(&cli);
+    int rc = tc_cli_begin(&spec, argc, argv, &cli);
+    if (rc < 0 || cli.help_shown)
         return rc;
-    }
     s_paths_t p;
     s_paths(&a, &p);
     if ((rc = s_check(&a)) < 0) {

@@ -1,5 +1,6 @@
 /* aggregator status: agents, their devices (local or imported), when they
  * were last seen, their backlog (messages waiting in their journals), what is stored, and the job queue. */
+#include "cli_db.h"
 #include "commands.h"
 #include "store.h"
 #include "store_server.h"
@@ -114,11 +115,9 @@ int tc_cmd_status(int argc, char **argv)
         .opts = opts,
     };
     tc_cli_result_t cli;
-    int rc = tc_cli_parse(&spec, argc, argv, &cli);
-    if (rc < 0 || cli.help_shown) {
-        tc_cli_result_free(&cli);
+    int rc = tc_cli_begin(&spec, argc, argv, &cli);
+    if (rc < 0 || cli.help_shown)
         return rc;
-    }
     tc_format_t fmt;
     tc_table_t *tables[S_SECTIONS] = {0};
     size_t n = 0;

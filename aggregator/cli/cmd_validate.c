@@ -1,5 +1,6 @@
 /* aggregator validate: leave-one-CNN-out accuracy per device and per CNN,
  * next to the run-to-run variability of the same traces. */
+#include "cli_db.h"
 #include "commands.h"
 #include "fit_run.h"
 #include "store_fit.h"
@@ -40,7 +41,7 @@ static double s_mean_pct(const tc_fit_group_t *g, const bool *rows, bool between
     return n ? 100.0 * sum / (double)n : NAN;
 }
 
-static void s_fill_row(row_t *r, const tc_fit_group_t *g, const tc_fit_analysis_t *a,
+static void s_fill_row(row_t *r, const tc_fit_group_t *g, const tc_fit_run_analysis_t *a,
                        const char *cnn, const bool *rows)
 {
     memset(r, 0, sizeof *r);
@@ -62,7 +63,8 @@ static void s_fill_row(row_t *r, const tc_fit_group_t *g, const tc_fit_analysis_
 
 /* The device line first, then every CNN (those with only excluded points
  * too). Returns the count; *out is malloc'ed. */
-static int s_rows(const tc_fit_group_t *g, const tc_fit_analysis_t *a, row_t **out, size_t *n_out)
+static int s_rows(const tc_fit_group_t *g, const tc_fit_run_analysis_t *a, row_t **out,
+                  size_t *n_out)
 {
     const tc_fit_data_t *d = &a->data;
     row_t *rows = calloc(1 + d->n_cnns + g->n_excluded, sizeof *rows);
@@ -79,7 +81,7 @@ static int s_rows(const tc_fit_group_t *g, const tc_fit_analysis_t *a, row_t **o
             mask[i] = d->cnn[i] == c;
         row_t *r = &rows[n++];
         s_fill_row(r, g, a, d->cnn_names[c], mask);
-        tc_fit_spec_describe(d, &a->fold_specs[c], r->model, sizeof r->model);
+        tc_fit_run_spec_describe(d, &a->fold_specs[c], r->model, sizeof r->model);
     }
     for (size_t e = 0; e < g->n_excluded; e++) {
         bool seen = false;
@@ -104,12 +106,12 @@ static void s_pct(char *buf, size_t size, double v)
         snprintf(buf, size, "-");
 }
 
-static void s_print_table(const tc_fit_group_t *g, const tc_fit_analysis_t *a, const row_t *rows,
-                          size_t n, tc_fit_holdout_t holdout)
+static void s_print_table(const tc_fit_group_t *g, const tc_fit_run_analysis_t *a,
+                          const row_t *rows, size_t n, tc_fit_holdout_t holdout)
 {
     char label[3 * TC_FIT_LABEL_LEN], model[1024];
-    tc_fit_group_label(g, label, sizeof label);
-    tc_fit_spec_describe(&a->data, &a->spec, model, sizeof model);
+    tc_fit_run_group_label(g, label, sizeof label);
+    tc_fit_run_spec_describe(&a->data, &a->spec, model, sizeof model);
     printf("%s\n", label);
     if (*g->settings)
         printf("  settings: %s\n", g->settings);
@@ -223,7 +225,7 @@ static void s_json_row(tc_buf_t *b, const row_t *r)
     tc_buf_json_num(b, r->spread_between);
 }
 
-static void s_json_points(tc_buf_t *b, const tc_fit_group_t *g, const tc_fit_analysis_t *a)
+static void s_json_points(tc_buf_t *b, const tc_fit_group_t *g, const tc_fit_run_analysis_t *a)
 {
     const tc_fit_data_t *d = &a->data;
     tc_buf_puts(b, ", \"points\": [");
@@ -256,7 +258,7 @@ static void s_json_points(tc_buf_t *b, const tc_fit_group_t *g, const tc_fit_ana
     tc_buf_puts(b, "]");
 }
 
-static void s_json_group(tc_buf_t *b, const tc_fit_group_t *g, const tc_fit_analysis_t *a,
+static void s_json_group(tc_buf_t *b, const tc_fit_group_t *g, const tc_fit_run_analysis_t *a,
                          const row_t *rows, size_t n, tc_fit_holdout_t holdout)
 {
     tc_buf_puts(b, "{\"device\": ");
@@ -318,9 +320,9 @@ static void s_json_group(tc_buf_t *b, const tc_fit_group_t *g, const tc_fit_anal
 }
 
 /* Parse --format and --holdout and make the fit plan (freed with
- * tc_fit_plan_free when this returns 0). */
-static int s_plan(const tc_fit_cli_t *cli, const char *format, const char *holdout,
-                  format_t *fmt, tc_fit_plan_t *plan)
+ * tc_fit_run_plan_free when this returns 0). */
+static int s_plan(const tc_fit_run_cli_t *cli, const char *format, const char *holdout,
+                  format_t *fmt, tc_fit_run_plan_t *plan)
 {
     if (!strcmp(format, "table"))
         *fmt = FMT_TABLE;
@@ -333,7 +335,7 @@ static int s_plan(const tc_fit_cli_t *cli, const char *format, const char *holdo
     tc_fit_holdout_t hold;
     if (tc_fit_holdout_parse(holdout, &hold) < 0)
         return tc_err_context(TC_EUSAGE, "--holdout");
-    int rc = tc_fit_plan_init(cli, plan);
+    int rc = tc_fit_run_plan_init(cli, plan);
     if (rc < 0)
         return rc;
     plan->holdout = hold;
@@ -342,7 +344,7 @@ static int s_plan(const tc_fit_cli_t *cli, const char *format, const char *holdo
 
 /* Read the fit groups of the plan's devices from the database db names
  * (*groups is the caller's to free, also on failure). */
-static int s_load_groups(const char *db, const tc_fit_plan_t *plan, tc_fit_group_t **groups,
+static int s_load_groups(const char *db, const tc_fit_run_plan_t *plan, tc_fit_group_t **groups,
                          size_t *n_groups)
 {
     tc_store_t *store = NULL;
@@ -356,11 +358,11 @@ static int s_load_groups(const char *db, const tc_fit_plan_t *plan, tc_fit_group
 
 /* Validate group g (the i-th) and print its report as a table or csv, or
  * append it to json. */
-static int s_report_group(const tc_fit_group_t *g, size_t i, const tc_fit_plan_t *plan,
+static int s_report_group(const tc_fit_group_t *g, size_t i, const tc_fit_run_plan_t *plan,
                           format_t fmt, tc_buf_t *json)
 {
-    tc_fit_analysis_t a;
-    int rc = tc_fit_analyze(g, plan, TC_FIT_NESTED_REQUIRED, &a);
+    tc_fit_run_analysis_t a;
+    int rc = tc_fit_run_analyze(g, plan, TC_FIT_RUN_NESTED_REQUIRED, &a);
     if (rc < 0)
         return rc;
     row_t *rows = NULL;
@@ -378,13 +380,13 @@ static int s_report_group(const tc_fit_group_t *g, size_t i, const tc_fit_plan_t
         fflush(stdout);
     }
     free(rows);
-    tc_fit_analysis_free(&a);
+    tc_fit_run_analysis_free(&a);
     return rc;
 }
 
 /* Validate every group in turn and print the report: a table or csv as it
  * goes, json whole at the end. */
-static int s_report(const tc_fit_group_t *groups, size_t n_groups, const tc_fit_plan_t *plan,
+static int s_report(const tc_fit_group_t *groups, size_t n_groups, const tc_fit_run_plan_t *plan,
                     format_t fmt)
 {
     int rc = 0;
@@ -408,10 +410,10 @@ static int s_report(const tc_fit_group_t *groups, size_t n_groups, const tc_fit_
 
 int tc_cmd_validate(int argc, char **argv)
 {
-    tc_fit_cli_t cli = {.min_gain = 0.01};
+    tc_fit_run_cli_t cli = {.min_gain = 0.01};
     const char *format = "table", *holdout = "cnn";
     const tc_opt_t opts[] = {
-        TC_FIT_CLI_OPTS(&cli),
+        TC_FIT_RUN_OPTS(&cli),
         {"holdout", TC_OPT_STR, &holdout, "WHAT",
          "what each fold holds out: cnn (default), family (every CNN of a family: resnet, vgg, "
          "mobilenet_v3, ...) or batch (one batch size of every CNN)"},
@@ -431,13 +433,11 @@ int tc_cmd_validate(int argc, char **argv)
         .opts = opts,
     };
     tc_cli_result_t res;
-    int rc = tc_cli_parse(&spec, argc, argv, &res);
-    if (rc < 0 || res.help_shown) {
-        tc_cli_result_free(&res);
+    int rc = tc_cli_begin(&spec, argc, argv, &res);
+    if (rc < 0 || res.help_shown)
         return rc;
-    }
     format_t fmt = FMT_TABLE;
-    tc_fit_plan_t plan;
+    tc_fit_run_plan_t plan;
     rc = s_plan(&cli, format, holdout, &fmt, &plan);
     if (rc < 0) {
         tc_cli_result_free(&res);
@@ -449,7 +449,7 @@ int tc_cmd_validate(int argc, char **argv)
     if (rc == 0)
         rc = s_report(groups, n_groups, &plan, fmt);
     tc_fit_groups_free(&groups, n_groups);
-    tc_fit_plan_free(&plan);
+    tc_fit_run_plan_free(&plan);
     tc_cli_result_free(&res);
     return rc;
 }

@@ -45,7 +45,7 @@ static int s_weighting(const char *s, int *out)
     return rc;
 }
 
-void tc_fit_plan_free(tc_fit_plan_t *plan)
+void tc_fit_run_plan_free(tc_fit_run_plan_t *plan)
 {
     tc_free_strv(plan->devices, plan->n_devices);
     tc_free_strv(plan->features, plan->p);
@@ -56,7 +56,7 @@ void tc_fit_plan_free(tc_fit_plan_t *plan)
  * non-conv layers move, the aggregate the method's authors regress on. */
 static const char *const s_simple[] = {"total.one", "memory.elems"};
 
-int tc_fit_plan_init(const tc_fit_cli_t *cli, tc_fit_plan_t *plan)
+int tc_fit_run_plan_init(const tc_fit_run_cli_t *cli, tc_fit_run_plan_t *plan)
 {
     memset(plan, 0, sizeof *plan);
     int rc = 0;
@@ -125,11 +125,11 @@ int tc_fit_plan_init(const tc_fit_cli_t *cli, tc_fit_plan_t *plan)
     }
     return 0;
 err:
-    tc_fit_plan_free(plan);
+    tc_fit_run_plan_free(plan);
     return rc;
 }
 
-void tc_fit_analysis_free(tc_fit_analysis_t *a)
+void tc_fit_run_analysis_free(tc_fit_run_analysis_t *a)
 {
     tc_fit_data_free(&a->data);
     free(a->fitted);
@@ -141,7 +141,7 @@ void tc_fit_analysis_free(tc_fit_analysis_t *a)
     memset(a, 0, sizeof *a);
 }
 
-void tc_fit_spec_describe(const tc_fit_data_t *d, const tc_fit_spec_t *spec, char *buf,
+void tc_fit_run_spec_describe(const tc_fit_data_t *d, const tc_fit_spec_t *spec, char *buf,
                           size_t size)
 {
     size_t len = (size_t)snprintf(buf, size, "%s, %s weights:", tc_fit_form_name(spec->form),
@@ -157,7 +157,7 @@ void tc_fit_spec_describe(const tc_fit_data_t *d, const tc_fit_spec_t *spec, cha
         snprintf(buf + len, size - len, " no features (conv sum only)");
 }
 
-void tc_fit_group_label(const tc_fit_group_t *g, char *buf, size_t size)
+void tc_fit_run_group_label(const tc_fit_group_t *g, char *buf, size_t size)
 {
     snprintf(buf, size, "%s (%s, %s, %s%s%s%s%s)", g->device, g->framework,
              *g->policy ? g->policy : "no policy", g->dtype, *g->amp ? ", amp " : "", g->amp,
@@ -178,7 +178,7 @@ static int s_cmp_double(const void *a, const void *b)
 
 /* How many held-out truths fall inside their interval, and how wide the
  * intervals are. */
-static void s_coverage(const tc_fit_data_t *d, tc_fit_analysis_t *a)
+static void s_coverage(const tc_fit_data_t *d, tc_fit_run_analysis_t *a)
 {
     double *w = calloc(d->n + 1, sizeof *w);
     size_t m = 0;
@@ -198,12 +198,12 @@ static void s_coverage(const tc_fit_data_t *d, tc_fit_analysis_t *a)
     free(w);
 }
 
-int tc_fit_analyze(const tc_fit_group_t *g, const tc_fit_plan_t *plan, tc_fit_nested_t nested,
-                   tc_fit_analysis_t *out)
+int tc_fit_run_analyze(const tc_fit_group_t *g, const tc_fit_run_plan_t *plan,
+                       tc_fit_run_nested_t nested, tc_fit_run_analysis_t *out)
 {
     memset(out, 0, sizeof *out);
     char label[3 * TC_FIT_LABEL_LEN];
-    tc_fit_group_label(g, label, sizeof label);
+    tc_fit_run_group_label(g, label, sizeof label);
     int rc = tc_fit_data_build(g, (const char *const *)plan->features, plan->p, &out->data);
     if (rc == 0)
         rc = tc_fit_data_regroup(&out->data, g, plan->holdout);
@@ -258,13 +258,13 @@ int tc_fit_analyze(const tc_fit_group_t *g, const tc_fit_plan_t *plan, tc_fit_ne
     for (size_t i = 0; i < n; i++)
         out->fitted[i] = tc_fit_spec_predict(d, &out->spec, &out->sol, i);
     tc_fit_ape(d->measured, d->conv, NULL, n, &out->conv_only);
-    if (nested == TC_FIT_NESTED_IF_POSSIBLE && d->n_cnns < 4) {
+    if (nested == TC_FIT_RUN_NESTED_IF_POSSIBLE && d->n_cnns < 4) {
         tc_log_warn("%s: only %zu CNNs; leave-one-out of the model choice needs 4, so no "
                     "cv error is stored",
                     label, d->n_cnns);
-        nested = TC_FIT_NESTED_OFF;
+        nested = TC_FIT_RUN_NESTED_OFF;
     }
-    if (nested != TC_FIT_NESTED_OFF) {
+    if (nested != TC_FIT_RUN_NESTED_OFF) {
         char what[3 * TC_FIT_LABEL_LEN + 32];
         snprintf(what, sizeof what, "leave-one-%s-out %s",
                  tc_fit_holdout_unit(d->grouped_by, false), g->device);
@@ -333,6 +333,6 @@ int tc_fit_analyze(const tc_fit_group_t *g, const tc_fit_plan_t *plan, tc_fit_ne
     fit->conv_only_mape = out->conv_only.mape;
     return 0;
 err:
-    tc_fit_analysis_free(out);
+    tc_fit_run_analysis_free(out);
     return rc;
 }

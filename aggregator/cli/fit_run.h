@@ -4,7 +4,7 @@
 #ifndef TC_FIT_RUN_H
 #define TC_FIT_RUN_H
 
-#include "commands.h"
+#include "cli_db.h"
 #include "fit.h"
 #include "tc_cli.h"
 
@@ -19,10 +19,10 @@ typedef struct {
     const char *stat;
     double min_gain;
     bool include_disturbed;
-} tc_fit_cli_t;
+} tc_fit_run_cli_t;
 
 /* The options both commands take, for their tc_opt_t tables. */
-#define TC_FIT_CLI_OPTS(c)                                                                     \
+#define TC_FIT_RUN_OPTS(c)                                                                     \
     {"device", TC_OPT_STR, &(c)->devices, "NAME,...",                                         \
      "device names (default: every device with traces)"},                              \
         {"forms", TC_OPT_STR, &(c)->forms, "LIST",                                            \
@@ -61,10 +61,10 @@ typedef struct {
     tc_fit_stat_t stat;
     tc_fit_holdout_t holdout; /* what the folds hold out (validate --holdout) */
     bool include_disturbed;
-} tc_fit_plan_t;
+} tc_fit_run_plan_t;
 
-int tc_fit_plan_init(const tc_fit_cli_t *cli, tc_fit_plan_t *plan);
-void tc_fit_plan_free(tc_fit_plan_t *plan);
+int tc_fit_run_plan_init(const tc_fit_run_cli_t *cli, tc_fit_run_plan_t *plan);
+void tc_fit_run_plan_free(tc_fit_run_plan_t *plan);
 
 /* One group analysed. */
 typedef struct {
@@ -85,25 +85,25 @@ typedef struct {
     double width_median;       /* median of (hi - lo) / held_out, fraction; NaN if none */
     tc_fit_ape_t conv_only;    /* predicting the conv sum alone */
     tc_fit_t fit;              /* ready to store */
-} tc_fit_analysis_t;
+} tc_fit_run_analysis_t;
 
 typedef enum {
-    TC_FIT_NESTED_OFF = 0,
-    TC_FIT_NESTED_IF_POSSIBLE, /* skipped with a warning below 4 CNNs */
-    TC_FIT_NESTED_REQUIRED,    /* below 4 CNNs is bad input */
-} tc_fit_nested_t;
+    TC_FIT_RUN_NESTED_OFF = 0,
+    TC_FIT_RUN_NESTED_IF_POSSIBLE, /* skipped with a warning below 4 CNNs */
+    TC_FIT_RUN_NESTED_REQUIRED,    /* below 4 CNNs is bad input */
+} tc_fit_run_nested_t;
 
 /* Analyse group `g`: choose on every CNN and fit; unless `nested` is off,
  * also the leave-one-CNN-out of the whole procedure (progress on stderr). */
-int tc_fit_analyze(const tc_fit_group_t *g, const tc_fit_plan_t *plan, tc_fit_nested_t nested,
-                   tc_fit_analysis_t *out);
-void tc_fit_analysis_free(tc_fit_analysis_t *a);
+int tc_fit_run_analyze(const tc_fit_group_t *g, const tc_fit_run_plan_t *plan,
+                       tc_fit_run_nested_t nested, tc_fit_run_analysis_t *out);
+void tc_fit_run_analysis_free(tc_fit_run_analysis_t *a);
 
 /* "ols, relative weights: total.one + bn.elems" into buf. */
-void tc_fit_spec_describe(const tc_fit_data_t *d, const tc_fit_spec_t *spec, char *buf,
+void tc_fit_run_spec_describe(const tc_fit_data_t *d, const tc_fit_spec_t *spec, char *buf,
                           size_t size);
 
 /* "device (framework, policy, dtype)" into buf. */
-void tc_fit_group_label(const tc_fit_group_t *g, char *buf, size_t size);
+void tc_fit_run_group_label(const tc_fit_group_t *g, char *buf, size_t size);
 
 #endif

@@ -249,6 +249,17 @@ void tc_cli_result_free(tc_cli_result_t *res)
     memset(res, 0, sizeof *res);
 }
 
+int tc_cli_begin(const tc_cmd_spec_t *spec, int argc, char **argv, tc_cli_result_t *res)
+{
+    int rc = tc_cli_parse(spec, argc, argv, res);
+    if (rc < 0 || res->help_shown) {
+        bool help_shown = res->help_shown;
+        tc_cli_result_free(res);
+        res->help_shown = help_shown;
+    }
+    return rc;
+}
+
 bool tc_cli_given(const tc_cmd_spec_t *spec, const char *name)
 {
     if (spec != s_last_spec)

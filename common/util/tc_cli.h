@@ -55,6 +55,15 @@ typedef struct {
 int tc_cli_parse(const tc_cmd_spec_t *spec, int argc, char **argv, tc_cli_result_t *res);
 void tc_cli_result_free(tc_cli_result_t *res);
 
+/* tc_cli_parse at the start of a command. When it fails, or when
+ * help_shown says the command does not run, `res` is freed already (with
+ * help_shown kept), so the command returns at once:
+ *     int rc = tc_cli_begin(&spec, argc, argv, &cli);
+ *     if (rc < 0 || cli.help_shown)
+ *         return rc;
+ * Otherwise the command frees `res` (tc_cli_result_free) when done. */
+int tc_cli_begin(const tc_cmd_spec_t *spec, int argc, char **argv, tc_cli_result_t *res);
+
 /* Print generated help for `spec` to stdout. */
 void tc_cli_print_help(const tc_cmd_spec_t *spec);
 

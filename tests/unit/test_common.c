@@ -151,6 +151,29 @@ Test(cli, check_config_validates_without_running, .timeout = 10)
     cr_assert_eq(tc_cli_parse(&plain, 4, argv2, &s_res), TC_EUSAGE);
 }
 
+/* A command's start: what does not run leaves nothing to free, and says
+ * why (the status, or help_shown); what runs keeps its result. */
+Test(cli, begin_frees_what_does_not_run, .timeout = 10)
+{
+    tc_cli_result_t res;
+    char *help[] = {"cmd", "--batch", "8", "--help"};
+    cr_assert_eq(tc_cli_begin(&s_spec, 4, help, &res), 0);
+    cr_assert(res.help_shown);
+    cr_assert_null(res.positional);
+
+    char *bad[] = {"cmd", "--bogus"};
+    cr_assert_eq(tc_cli_begin(&s_spec, 2, bad, &res), TC_EUSAGE);
+    cr_assert_not(res.help_shown);
+    cr_assert_null(res.positional);
+
+    char *run[] = {"cmd", "--batch", "8", "file.onnx"};
+    cr_assert_eq(tc_cli_begin(&s_spec, 4, run, &res), 0, "%s", tc_errmsg());
+    cr_assert_not(res.help_shown);
+    cr_assert_eq(res.n_positional, 1);
+    cr_assert_str_eq(res.positional[0], "file.onnx");
+    tc_cli_result_free(&res);
+}
+
 Test(cli, uint_lists, .timeout = 10)
 {
     unsigned long *v = NULL;

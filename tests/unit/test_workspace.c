@@ -4,6 +4,7 @@
  * successful ones only; an explicit limit wins, and without a trace the
  * backend decides (what is free now). */
 #include "bench_run.h"
+#include "trace_peaks.h"
 
 #include "tc_error.h"
 #include "tc_resultfile.h"
