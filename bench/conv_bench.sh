@@ -9,10 +9,10 @@
 #      the passes each layer needs);
 #   3. throughput: measures every item of the CNN set at one batch size on
 #      the cpu device into a fresh result file and reports items per second;
-#   4. writes the figures with the machine's details to docs/BENCH-CONV.md.
+#   4. writes the figures with the machine's details to docs/reports/conv-benchmark-throughput.md.
 #
 # Environment: BUILD_DIR (default build), BATCH (8), THREADS (0 = all logical
-# CPUs), BUDGET_MS (250, per item), DEVICE (cpu), OUT (docs/BENCH-CONV.md),
+# CPUs), BUDGET_MS (250, per item), DEVICE (cpu), OUT (docs/reports/conv-benchmark-throughput.md),
 # WORK (a temporary directory), MODELS (default: the whole CNN set).
 set -euo pipefail
 
@@ -23,7 +23,7 @@ batch=${BATCH:-8}
 threads=${THREADS:-0}
 budget=${BUDGET_MS:-250}
 device=${DEVICE:-cpu}
-out=${OUT:-$repo/docs/BENCH-CONV.md}
+out=${OUT:-$repo/docs/reports/conv-benchmark-throughput.md}
 python=${TRAINCAST_PYTHON:-/usr/bin/python3}
 work=${WORK:-$(mktemp -d)}
 mkdir -p "$work"
@@ -78,7 +78,7 @@ mkdir -p "$(dirname "$out")"
     echo "# Conv benchmark throughput and deduplication"
     echo
     echo "Produced by \`bench/conv_bench.sh\` on $(date -u +%Y-%m-%d) (UTC). The figures are from a"
-    echo "shared, noisy development machine (see MEASURING.md): the dedup counts are exact, the"
+    echo "shared, noisy machine: the dedup counts are exact, the"
     echo "throughput will differ run to run and machine to machine; re-run the script to update them."
     echo
     echo "## Machine"

@@ -7,7 +7,7 @@
 # `agent bench` writes them) to one `aggregator serve` with its default
 # options. All N `agent push` processes are started together.
 #
-# Reports (Markdown, --out; default docs/load-benchmark.md):
+# Reports (Markdown, --out; default docs/reports/aggregator-load.md):
 #   - results/s end to end: from the first message sent by any agent to the
 #     last acknowledgement received by any agent;
 #   - ack latency per message, from its first send to its acknowledgement
@@ -38,7 +38,7 @@ build=${TRAINCAST_BUILD_DIR:-$repo/build}
 . "$repo/bench/lib.sh"
 agents=20
 results=500
-out=$repo/docs/load-benchmark.md
+out=$repo/docs/reports/aggregator-load.md
 work=$build/bench-load
 
 while [ $# -gt 0 ]; do

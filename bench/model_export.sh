@@ -5,7 +5,7 @@
 # table. Needs /usr/bin/python3 (or $TRAINCAST_PYTHON) with torch.
 # MODELS (comma- or space-separated) limits it to some models.
 #
-#   bench/model_export.sh > docs/bench-model-export.md
+#   bench/model_export.sh > docs/reports/model-export-time.md
 set -eu
 root=$(cd "$(dirname "$0")/.." && pwd)
 py=${TRAINCAST_PYTHON:-/usr/bin/python3}

@@ -4,7 +4,7 @@
 # median and minimum wall time of the whole command (process start, read,
 # scan, unpack, inference, JSON) in milliseconds, as a Markdown table.
 #
-#   bench/model_import.sh [BUILD_DIR] [REPEAT] > docs/bench-model-import.md
+#   bench/model_import.sh [BUILD_DIR] [REPEAT] > docs/reports/model-import-time.md
 set -eu
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${1:-$root/build}

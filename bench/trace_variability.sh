@@ -4,13 +4,13 @@
 #
 # For each model and batch, `agent trace` trains REPEAT times (each a fresh
 # PyTorch process) and reports the spread (max - min) / median of the repeat
-# medians. Results go to docs/VARIABILITY.md with the machine's details.
+# medians. Results go to docs/reports/training-time-variability.md with the machine's details.
 #
 # Environment (defaults in brackets):
 #   MODELS [resnet18,mobilenet_v2,densenet121]   BATCHES [8,32]
 #   INPUT_SIZE [112]  THREADS [all CPUs; a list such as 2,1 gives one table each]
 #   WARMUP [3]  ITERS [10]  REPEAT [5]
-#   BUILD_DIR [build]  OUT [BUILD_DIR/bench-out/variability.tcr]  DOC [docs/VARIABILITY.md]
+#   BUILD_DIR [build]  OUT [BUILD_DIR/bench-out/variability.tcr]  DOC [docs/reports/training-time-variability.md]
 # The result file makes the run resumable: rerunning skips finished traces
 # (delete OUT for fresh figures).
 set -euo pipefail
@@ -26,7 +26,7 @@ iters=${ITERS:-10}
 repeat=${REPEAT:-5}
 build=${BUILD_DIR:-build}
 out=${OUT:-$build/bench-out/variability.tcr}
-doc=${DOC:-docs/VARIABILITY.md}
+doc=${DOC:-docs/reports/training-time-variability.md}
 agent="$build/agent/agent"
 py=${TRAINCAST_PYTHON:-/usr/bin/python3}
 

@@ -39,7 +39,7 @@ messages=80
 per_message=256
 rounds=3
 serve_configs="default;--batch 1"
-out=$repo/docs/transport-benchmark.md
+out=$repo/docs/reports/ingest-throughput.md
 
 while [ $# -gt 0 ]; do
     case "$1" in
