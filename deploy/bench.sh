@@ -273,6 +273,10 @@ for n in "${selected[@]}"; do
     load=$(bench_monitor_stop)
     secs=$(( $(date +%s) - t0 ))
     ran="$when on $(uname -n), $mode run, ${secs} s; $load. Command: \`$cmd\`."
+    if [ "$quick" -eq 1 ]; then
+        ran+=" Smoke run (\`--quick\`): small subsets and few repetitions; its figures show that the"
+        ran+=" benchmark works, not how the machine or the method performs."
+    fi
     if [ "$st" -eq 0 ] && [ -s "$work/$n.md" ]; then
         {
             if ! head -n 1 "$work/$n.md" | grep -q '^# '; then
