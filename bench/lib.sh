@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # bench/lib.sh: helpers shared by the benchmark scripts (sourced, not run).
 #
 #   bench_machine_md           machine details as Markdown list items
