@@ -20,7 +20,7 @@ training step, the spread within a process ((max - min) / median of its
 measured iterations).
 
 usage: allocators.py [--rounds 5] [--threads 1,2] [--model resnet18]
-         [--input-size 112] [--batch 8] [--iters 8] [--out docs/ALLOCATORS.md]
+         [--input-size 112] [--batch 8] [--iters 8] [--out docs/reports/allocators.md]
          [--build-dir build]
 """
 
@@ -103,7 +103,7 @@ def main(argv):
     p.add_argument("--input-size", type=int, default=112)
     p.add_argument("--batch", type=int, default=8)
     p.add_argument("--iters", type=int, default=8)
-    p.add_argument("--out", default=os.path.join(REPO, "docs", "ALLOCATORS.md"))
+    p.add_argument("--out", default=os.path.join(REPO, "docs", "reports", "allocators.md"))
     p.add_argument("--build-dir", default=os.path.join(REPO, "build"))
     a = p.parse_args(argv)
     a.thread_list = sorted({int(t) for t in a.threads.split(",")})

@@ -9,10 +9,10 @@
 #      the passes each layer needs);
 #   3. throughput: measures every item of the CNN set at one batch size on
 #      the cpu device into a fresh result file and reports items per second;
-#   4. writes the figures with the machine's details to docs/BENCH-CONV.md.
+#   4. writes the figures with the machine's details to docs/reports/conv-benchmark-throughput.md.
 #
 # Environment: BUILD_DIR (default build), BATCH (8), THREADS (0 = all logical
-# CPUs), BUDGET_MS (250, per item), DEVICE (cpu), OUT (docs/BENCH-CONV.md),
+# CPUs), BUDGET_MS (250, per item), DEVICE (cpu), OUT (docs/reports/conv-benchmark-throughput.md),
 # WORK (a temporary directory), MODELS (default: the whole CNN set).
 set -euo pipefail
 
@@ -23,8 +23,10 @@ batch=${BATCH:-8}
 threads=${THREADS:-0}
 budget=${BUDGET_MS:-250}
 device=${DEVICE:-cpu}
-out=${OUT:-$repo/docs/BENCH-CONV.md}
+out=${OUT:-$repo/docs/reports/conv-benchmark-throughput.md}
 python=${TRAINCAST_PYTHON:-/usr/bin/python3}
+# shellcheck source=bench/lib.sh
+. "$repo/bench/lib.sh"
 work=${WORK:-$(mktemp -d)}
 mkdir -p "$work"
 
@@ -51,7 +53,7 @@ for batches in 8 32 1,8,32 8..256 1..512; do
     dedup_rows+="| $batches | $nb | $layers | $lb | $passes | $configs | $items | $ratio |"$'\n'
 done
 
-load_before=$(cut -d' ' -f1-3 /proc/loadavg)
+load_before=$(bench_loadavg)
 echo "conv_bench: measuring the CNN set at batch $batch on $device (budget ${budget} ms per item)" >&2
 result=$work/bench.tcr
 rm -f "$result"
@@ -64,26 +66,23 @@ TRAINCAST_PROGRESS=${TRAINCAST_PROGRESS:-plain} "$agent" bench --convs "$convs" 
     exit 1
 }
 end=$(date +%s)
-load_after=$(cut -d' ' -f1-3 /proc/loadavg)
+load_after=$(bench_loadavg)
 summary=$(grep '^measured' "$work/bench.out")
 plan=$(grep '^plan:' "$work/bench.out")
 dev=$(grep '^device:' "$work/bench.out")
 info=$("$agent" info --threads "$threads")
-
-cpu_model=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')
-mem=$(awk '/MemTotal/ { printf "%.1f GiB", $2 / 1048576 }' /proc/meminfo)
 
 mkdir -p "$(dirname "$out")"
 {
     echo "# Conv benchmark throughput and deduplication"
     echo
     echo "Produced by \`bench/conv_bench.sh\` on $(date -u +%Y-%m-%d) (UTC). The figures are from a"
-    echo "shared, noisy development machine (see MEASURING.md): the dedup counts are exact, the"
+    echo "shared, noisy machine: the dedup counts are exact, the"
     echo "throughput will differ run to run and machine to machine; re-run the script to update them."
     echo
     echo "## Machine"
     echo
-    echo "- CPU: $cpu_model, $(nproc) logical CPUs available; memory $mem"
+    echo "- CPU: $(bench_cpu_model), $(nproc) logical CPUs available; memory $(bench_mem)"
     echo "- OS: $(uname -sr)"
     echo "- load average (1, 5, 15 min) before the run: $load_before; after: $load_after"
     echo

@@ -420,7 +420,7 @@ def main(argv):
         q.add_argument("--max-reps", type=int, default=25)
         q.add_argument("--allocator", default=cpu_env.DEFAULT_ALLOCATOR)
         q.add_argument("--work", default=os.path.join(REPO, "build", "bench-faithfulness"))
-        q.add_argument("--out", default=os.path.join(REPO, "docs", "FAITHFULNESS.md"))
+        q.add_argument("--out", default=os.path.join(REPO, "docs", "reports", "faithfulness.md"))
         q.add_argument("--points", default="")
         q.add_argument("--plot-link", default="",
                        help="a chart of the points to link from the report (bench.sh draws it)")

@@ -1,6 +1,13 @@
+# shellcheck shell=bash
 # bench/lib.sh: helpers shared by the benchmark scripts (sourced, not run).
 #
 #   bench_machine_md           machine details as Markdown list items
+#   bench_cpu_model            the CPU's model name
+#   bench_mem                  total memory, e.g. "23.5 GiB"
+#   bench_loadavg              the load average over 1, 5 and 15 min
+#   bench_machine_line DIR     date, CPUs, memory, kernel, DIR's file system:
+#                              one line of a report's machine section
+#   bench_host_load            e.g. "vm (2 CPUs, load average 0.90 1.37 1.36)"
 #   bench_monitor_start FILE   sample the load average and CPU use every 2 s into FILE
 #   bench_monitor_stop         stop sampling; prints one line summarizing the samples
 #   bench_median / bench_min / bench_max   of numbers on stdin, one a line
@@ -34,12 +41,26 @@ bench_versions() {
     echo "oneDNN ${onednn:-?} (agent), cuda backend: ${cuda:-?}; PostgreSQL ${pg:-?}; $torch; $(gcc --version | head -n 1); $(getconf GNU_LIBC_VERSION 2>/dev/null)"
 }
 
+bench_cpu_model() { grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//'; }
+bench_mem() { awk '/MemTotal/ { printf "%.1f GiB", $2 / 1048576 }' /proc/meminfo; }
+bench_loadavg() { cut -d' ' -f1-3 /proc/loadavg; }
+
+bench_machine_line() {
+    local fs
+    fs=$(df -T "$1" | awk 'NR == 2 { print $2 }')
+    echo "$(date -u '+%Y-%m-%d %H:%M UTC'); $(nproc) logical CPUs ($(bench_cpu_model)), $(bench_mem), $(uname -sr), $fs disk"
+}
+
+bench_host_load() {
+    echo "$(uname -n) ($(nproc) CPUs, load average $(bench_loadavg))"
+}
+
 bench_machine_md() {
     local build=${1:-build}
     local cpu cores mem gpu
-    cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')
+    cpu=$(bench_cpu_model)
     cores=$(lscpu -p=CORE 2>/dev/null | grep -v '^#' | sort -u | wc -l)
-    mem=$(awk '/MemTotal/ { printf "%.1f GiB", $2 / 1048576 }' /proc/meminfo)
+    mem=$(bench_mem)
     gpu=$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | paste -sd ';' || true)
     echo "- host $(uname -n): $cpu, $(nproc) logical CPUs ($cores physical cores), $mem memory"
     echo "- $(uname -sr), $( . /etc/os-release 2>/dev/null && echo "$PRETTY_NAME")"

@@ -7,7 +7,7 @@
 # `agent bench` writes them) to one `aggregator serve` with its default
 # options. All N `agent push` processes are started together.
 #
-# Reports (Markdown, --out; default docs/load-benchmark.md):
+# Reports (Markdown, --out; default docs/reports/aggregator-load.md):
 #   - results/s end to end: from the first message sent by any agent to the
 #     last acknowledgement received by any agent;
 #   - ack latency per message, from its first send to its acknowledgement
@@ -38,7 +38,7 @@ build=${TRAINCAST_BUILD_DIR:-$repo/build}
 . "$repo/bench/lib.sh"
 agents=20
 results=500
-out=$repo/docs/load-benchmark.md
+out=$repo/docs/reports/aggregator-load.md
 work=$build/bench-load
 
 while [ $# -gt 0 ]; do
@@ -127,7 +127,7 @@ done
 grep -q "listening on $endpoint" "$run/aggregator.log" || { log "the aggregator did not start (log $run/aggregator.log)"; exit 1; }
 
 log "$agents agents x $results results through one aggregator"
-load_before=$(cut -d' ' -f1-3 /proc/loadavg)
+load_before=$(bench_loadavg)
 bench_monitor_start "$run/load.samples"
 pg_cpu0=$(pg_cpu)
 t0=$(bench_now)
@@ -147,7 +147,7 @@ push_pids=()
 t1=$(bench_now)
 pg_cpu1=$(pg_cpu)
 load_during=$(bench_monitor_stop)
-load_after=$(cut -d' ' -f1-3 /proc/loadavg)
+load_after=$(bench_loadavg)
 
 # The aggregator: peak memory and CPU time, then a clean stop.
 agg_hwm=$(awk '/^VmHWM:/ { print $2 }' "/proc/$server_pid/status")
@@ -282,10 +282,7 @@ worker_agents=$(cut -f2 "$per_worker" | paste -sd /)
 mib() { awk -v k="$1" 'BEGIN { printf "%.1f", k / 1024 }'; }
 
 # Report.
-cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')
-mem=$(awk '/MemTotal/ { printf "%.1f GiB", $2 / 1048576 }' /proc/meminfo)
 pgver=$(sql "SHOW server_version" | cut -d' ' -f1)
-fs=$(df -T "$run" | awk 'NR == 2 { print $2 }')
 {
     echo "# Load benchmark"
     echo
@@ -299,7 +296,7 @@ fs=$(df -T "$run" | awk 'NR == 2 { print $2 }')
     echo
     echo "## Machine"
     echo
-    echo "- $(date -u '+%Y-%m-%d %H:%M UTC'); $(nproc) logical CPUs ($cpu), $mem, $(uname -sr), $fs disk"
+    echo "- $(bench_machine_line "$run")"
     echo "- PostgreSQL $pgver (deploy/pg-local.sh defaults: fsync and synchronous_commit on), on the"
     echo "  same machine as the aggregator and all $agents agents; glibc malloc, untuned"
     echo "- load average (1, 5, 15 min) before: $load_before; after: $load_after"

@@ -1,13 +1,15 @@
-#!/bin/sh
+#!/usr/bin/env bash
 # Export time per model through the PyTorch harness (what `agent model
 # describe torchvision:NAME` pays once per model and size before caching):
 # agent/harness/export_onnx.py for every model of the CNN set, as a Markdown
 # table. Needs /usr/bin/python3 (or $TRAINCAST_PYTHON) with torch.
 # MODELS (comma- or space-separated) limits it to some models.
 #
-#   bench/model_export.sh > docs/bench-model-export.md
+#   bench/model_export.sh > docs/reports/model-export-time.md
 set -eu
 root=$(cd "$(dirname "$0")/.." && pwd)
+# shellcheck source=bench/lib.sh
+. "$root/bench/lib.sh"
 py=${TRAINCAST_PYTHON:-/usr/bin/python3}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -16,8 +18,7 @@ models=$(echo "${MODELS:-}" | tr ',' ' ')
 import make_test_data; print(' '.join(make_test_data.CNN_SET))")
 echo "# Model export time"
 echo
-echo "\`bench/model_export.sh\` on $(uname -n) ($(nproc) CPUs, load average" \
-     "$(cut -d' ' -f1-3 /proc/loadavg)), $(date -u +%Y-%m-%d), with" \
+echo "\`bench/model_export.sh\` on $(bench_host_load), $(date -u +%Y-%m-%d), with" \
      "$("$py" -c 'import torch, torchvision; print("torch", torch.__version__, "torchvision", torchvision.__version__)')."
 echo "Wall-clock seconds of one \`export_onnx.py NAME\` process each (Python start, import of"
 echo "torch, building the model without initializing weights, tracing in training mode, writing"

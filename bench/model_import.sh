@@ -1,12 +1,14 @@
-#!/bin/sh
+#!/usr/bin/env bash
 # Import time per model: `agent model describe --format json` on every
 # committed export in tests/data, REPEAT times each (default 5), reporting the
 # median and minimum wall time of the whole command (process start, read,
 # scan, unpack, inference, JSON) in milliseconds, as a Markdown table.
 #
-#   bench/model_import.sh [BUILD_DIR] [REPEAT] > docs/bench-model-import.md
+#   bench/model_import.sh [BUILD_DIR] [REPEAT] > docs/reports/model-import-time.md
 set -eu
 root=$(cd "$(dirname "$0")/.." && pwd)
+# shellcheck source=bench/lib.sh
+. "$root/bench/lib.sh"
 build=${1:-$root/build}
 repeat=${2:-5}
 agent=$build/agent/agent
@@ -14,8 +16,7 @@ agent=$build/agent/agent
 now_ns() { date +%s%N; }
 echo "# Model import time"
 echo
-echo "\`bench/model_import.sh\` on $(uname -n) ($(nproc) CPUs, load average" \
-     "$(cut -d' ' -f1-3 /proc/loadavg)), $(date -u +%Y-%m-%d), $repeat runs per model."
+echo "\`bench/model_import.sh\` on $(bench_host_load), $(date -u +%Y-%m-%d), $repeat runs per model."
 echo "Times are wall-clock milliseconds for the whole \`agent model describe --format json\`"
 echo "command, process start included; the machine is shared, so treat them as an upper bound."
 echo

@@ -4,19 +4,21 @@
 #
 # For each model and batch, `agent trace` trains REPEAT times (each a fresh
 # PyTorch process) and reports the spread (max - min) / median of the repeat
-# medians. Results go to docs/VARIABILITY.md with the machine's details.
+# medians. Results go to docs/reports/training-time-variability.md with the machine's details.
 #
 # Environment (defaults in brackets):
 #   MODELS [resnet18,mobilenet_v2,densenet121]   BATCHES [8,32]
 #   INPUT_SIZE [112]  THREADS [all CPUs; a list such as 2,1 gives one table each]
 #   WARMUP [3]  ITERS [10]  REPEAT [5]
-#   BUILD_DIR [build]  OUT [BUILD_DIR/bench-out/variability.tcr]  DOC [docs/VARIABILITY.md]
+#   BUILD_DIR [build]  OUT [BUILD_DIR/bench-out/variability.tcr]  DOC [docs/reports/training-time-variability.md]
 # The result file makes the run resumable: rerunning skips finished traces
 # (delete OUT for fresh figures).
 set -euo pipefail
 
 repo=$(cd "$(dirname "$0")/.." && pwd)
 cd "$repo"
+# shellcheck source=bench/lib.sh
+. "$repo/bench/lib.sh"
 models=${MODELS:-resnet18,mobilenet_v2,densenet121}
 batches=${BATCHES:-8,32}
 input=${INPUT_SIZE:-112}
@@ -26,7 +28,7 @@ iters=${ITERS:-10}
 repeat=${REPEAT:-5}
 build=${BUILD_DIR:-build}
 out=${OUT:-$build/bench-out/variability.tcr}
-doc=${DOC:-docs/VARIABILITY.md}
+doc=${DOC:-docs/reports/training-time-variability.md}
 agent="$build/agent/agent"
 py=${TRAINCAST_PYTHON:-/usr/bin/python3}
 
@@ -35,16 +37,11 @@ mkdir -p "$(dirname "$out")"
 
 status=0
 IFS=, read -r -a thread_list <<< "$threads"
-# "busy total" jiffies of all CPUs, from /proc/stat.
-cpu_jiffies() {
-    awk '/^cpu / { t = 0; for (i = 2; i <= NF; i++) t += $i; print t - $5 - $6, t }' /proc/stat
-}
-
 declare -A section_note
 for t in "${thread_list[@]}"; do
-    t_load=$(cut -d' ' -f1-3 /proc/loadavg)
+    t_load=$(bench_loadavg)
     t_start=$(date +%s)
-    read -r busy0 total0 < <(cpu_jiffies)
+    read -r busy0 total0 < <(bench_cpu_jiffies)
     set +e
     "$agent" trace --models "$models" --batches "$batches" --input-size "$input" \
         --threads "$t" --warmup "$warmup" --iters "$iters" --repeat "$repeat" \
@@ -53,7 +50,7 @@ for t in "${thread_list[@]}"; do
     st=${PIPESTATUS[0]}
     set -e
     [ "$st" -eq 0 ] || status=$st
-    read -r busy1 total1 < <(cpu_jiffies)
+    read -r busy1 total1 < <(bench_cpu_jiffies)
     busy=$(( total1 > total0 ? 100 * (busy1 - busy0) / (total1 - total0) : 0 ))
     skipped=$(grep -o '[0-9]* of [0-9]* traces are already there' "$out.log.$t" || true)
     if ! grep -q '^trace:' "$out.log.$t"; then  # no progress: nothing was run
@@ -61,14 +58,12 @@ for t in "${thread_list[@]}"; do
 measured again now; delete $out for fresh figures)."
     else
         section_note[$t]="Measured in $(( $(date +%s) - t_start )) s; load average (1, 5, \
-15 min) before $t_load, after $(cut -d' ' -f1-3 /proc/loadavg); all CPUs together were busy \
+15 min) before $t_load, after $(bench_loadavg); all CPUs together were busy \
 ${busy} % of that time (every process on the machine, this one included)${skipped:+; \
 $skipped from an earlier run}."
     fi
 done
 
-cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')
-mem=$(awk '/MemTotal/ {printf "%.1f GiB", $2 / 1048576}' /proc/meminfo)
 versions=$("$py" -c 'import torch, torchvision, re; m = re.search(r"(?:MKL-DNN|oneDNN) v([0-9.]+)", torch.__config__.show()); print("PyTorch %s, torchvision %s, oneDNN %s" % (torch.__version__, torchvision.__version__, m.group(1) if m else "?"))')
 
 {
@@ -83,8 +78,8 @@ versions=$("$py" -c 'import torch, torchvision, re; m = re.search(r"(?:MKL-DNN|o
     echo
     echo "## Machine"
     echo
-    echo "- CPU: $cpu, $(nproc) logical CPUs available; training threads: $threads"
-    echo "- Memory: $mem; $(uname -sr)"
+    echo "- CPU: $(bench_cpu_model), $(nproc) logical CPUs available; training threads: $threads"
+    echo "- Memory: $(bench_mem); $(uname -sr)"
     echo "- $versions"
     echo "- Input size: ${input}×${input} px (reduced from 224 to keep the run bounded on this"
     echo "  CPU), fp32, SGD (momentum 0, weight decay 0)"

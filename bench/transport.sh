@@ -39,7 +39,7 @@ messages=80
 per_message=256
 rounds=3
 serve_configs="default;--batch 1"
-out=$repo/docs/transport-benchmark.md
+out=$repo/docs/reports/ingest-throughput.md
 
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -136,7 +136,7 @@ results=$run/results.tsv
 cols="message_id, seq, device_id, config_id, batch, direction, policy, backend, algo, algo_id,
       median_ms, min_ms, max_ms, stddev_ms, repetitions, workspace_bytes, measured_at,
       samples_ms, sample_offsets_us"
-load_before=$(cut -d' ' -f1-3 /proc/loadavg)
+load_before=$(bench_loadavg)
 
 for r in $(seq "$rounds"); do
     for c in "${!configs[@]}"; do
@@ -187,13 +187,10 @@ for r in $(seq "$rounds"); do
         rm -f "$file"
     done
 done
-load_after=$(cut -d' ' -f1-3 /proc/loadavg)
+load_after=$(bench_loadavg)
 
 # Report.
-cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')
-mem=$(awk '/MemTotal/ {printf "%.1f GiB", $2 / 1048576}' /proc/meminfo)
 pgver=$(psql -X -tA "$dsn" -c "SHOW server_version")
-fs=$(df -T "$run" | awk 'NR == 2 {print $2}')
 {
     echo "# Transport benchmark"
     echo
@@ -207,7 +204,7 @@ fs=$(df -T "$run" | awk 'NR == 2 {print $2}')
     echo
     echo "## Machine"
     echo
-    echo "- $(date -u '+%Y-%m-%d %H:%M UTC'); $(nproc) logical CPUs ($cpu), $mem, $(uname -sr), $fs disk"
+    echo "- $(bench_machine_line "$run")"
     echo "- PostgreSQL $pgver (deploy/pg-local.sh defaults: fsync and synchronous_commit on)"
     echo "- load average before: $load_before; after: $load_after (a shared machine: expect noise)"
     echo "- $messages messages of $per_message results ($total results) per round, $rounds rounds"

@@ -64,7 +64,7 @@ if(TRAINCAST_AGENT)
           DESTINATION ${CMAKE_INSTALL_DATADIR}/bash-completion/completions RENAME agent
           COMPONENT agent)
   install(FILES ${TC_DOC_SHARED} ${CMAKE_SOURCE_DIR}/docs/trace-protocol.md
-                ${CMAKE_SOURCE_DIR}/docs/models.md
+                ${CMAKE_SOURCE_DIR}/docs/model-graphs.md
           DESTINATION ${CMAKE_INSTALL_DATADIR}/doc/traincast-agent COMPONENT agent)
   tc_man_pages(agent agent)
 endif()

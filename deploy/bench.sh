@@ -2,20 +2,24 @@
 # bench.sh [--only NAME,...] [--quick] [--list] [--out FILE] [--build-dir DIR]
 #          [--accuracy-args "OPTIONS"]
 #
-# Runs the benchmarks under bench/ and writes docs/BENCHMARKS.md: the
-# machine (CPU, cores, memory, kernel, library versions), then one section
-# per benchmark with its date, duration and the load average while it ran.
-# Benchmarks compare two things measured in the same run (A B A B ...) or
-# report distributions, so their figures hold on a noisy machine.
+# Runs the benchmarks under bench/ and writes one report per benchmark into
+# docs/reports/ (--list names each report's file), then the index of the
+# reports, docs/reports/README.md: the machine (CPU, cores, memory, kernel,
+# library versions) and, for every report, what it measures and when it last
+# ran, how long it took and how loaded the machine was. Benchmarks compare two
+# things measured in the same run (A B A B ...) or report distributions, so
+# their figures hold on a noisy machine.
 #
 #   --only NAME,...   run these benchmarks only (--list names them); the
-#                     sections of the others are kept from the previous file
+#                     reports of the others and their lines in the index are
+#                     kept from the previous run
 #   --quick           a smoke run: small subsets, few repetitions (10 to 15
-#                     minutes on 2 cores); its sections say so. Scripts that keep their own
-#                     detailed report (docs/BENCH-CONV.md, ...) write it to
-#                     the work directory instead, so a smoke run never
-#                     replaces a full one there
-#   --out FILE        [docs/BENCHMARKS.md]
+#                     minutes on 2 cores); its reports and index go to the work
+#                     directory (BUILD/bench-out/quick/reports/), so a smoke run
+#                     never replaces a full one in docs/reports/
+#   --out FILE        the index [docs/reports/README.md; with --quick, the work
+#                     directory's reports/README.md]; the reports are written
+#                     beside it
 #   --build-dir DIR   [build]; built first when the binaries are missing
 #   --accuracy-args "OPTIONS"
 #                     more options for bench/accuracy.sh in a full run, e.g.
@@ -23,11 +27,12 @@
 #
 # A full run takes hours on a 2-core machine (the accuracy study most of it;
 # it is resumable: rerun to continue). Exit status 1 when a benchmark failed
-# (its section says why); the others still run.
+# (its line in the index says so and its previous report is kept); the others
+# still run.
 set -euo pipefail
 
 repo=$(cd "$(dirname "$0")/.." && pwd)
-out=$repo/docs/BENCHMARKS.md
+out=
 build=$repo/build
 only=
 quick=0
@@ -49,6 +54,29 @@ declare -A title=(
     [accuracy]="Accuracy study (CPU devices)"
     [bundle]="The relocatable agent bundle: size and start-up"
 )
+declare -A report=(
+    [predict]=predict-latency.md [memory]=memory-use.md [collection]=collection-cost.md
+    [transport]=ingest-throughput.md [load]=aggregator-load.md
+    [conv]=conv-benchmark-throughput.md [import]=model-import-time.md
+    [export]=model-export-time.md [variability]=training-time-variability.md
+    [allocators]=allocators.md [faithfulness]=faithfulness.md [accuracy]=accuracy.md
+    [bundle]=agent-bundle.md
+)
+declare -A what=(
+    [predict]="how long \`aggregator predict\` takes on a database of more than a million conv results"
+    [memory]="peak resident memory of the aggregator while it ingests and of the agent while it benchmarks"
+    [collection]="what deduplication saves when benchmarking the convs of a set of CNNs, and the configs an agent covers per second"
+    [transport]="conv results stored per second end to end (agent, ZeroMQ, aggregator, PostgreSQL) against a raw COPY"
+    [load]="20 agents pushing at once through one aggregator: rates, latencies, nothing lost or stored twice"
+    [conv]="conv benchmark throughput over the whole CNN set, and its deduplication counts"
+    [import]="time to import each model's ONNX graph (\`agent model describe\`)"
+    [export]="time to export each torchvision model to weight-free ONNX"
+    [variability]="run-to-run spread of CPU training time: the floor of any prediction error on the machine"
+    [allocators]="speed and steadiness of a CPU device under each memory allocator"
+    [faithfulness]="the agent's conv benchmarks against PyTorch's own time, per conv and per CNN"
+    [accuracy]="prediction error on CNNs the fit never saw, per CPU device and input size"
+    [bundle]="size and start-up cost of the relocatable agent bundle"
+)
 declare -A script=(
     [predict]=bench/predict_latency.sh [memory]=bench/memory.sh
     [collection]=bench/collection_cost.sh [transport]=bench/transport.sh [load]=bench/load.sh
@@ -66,14 +94,14 @@ while [ $# -gt 0 ]; do
     --build-dir) build=$2; shift ;;
     --accuracy-args) accuracy_args=$2; shift ;;
     --list)
-        for n in "${all[@]}"; do printf '%-12s %-28s %s\n' "$n" "${script[$n]}" "${title[$n]}"; done
+        for n in "${all[@]}"; do printf '%-12s %-28s %-36s %s\n' "$n" "${script[$n]}" "${report[$n]}" "${title[$n]}"; done
         exit 0 ;;
     -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
     *) echo "bench.sh: unknown option '$1' (see --help)" >&2; exit 2 ;;
     esac
     shift
 done
-case "$out" in /*) ;; *) out=$PWD/$out ;; esac
+case "$out" in /*|'') ;; *) out=$PWD/$out ;; esac
 case "$build" in /*) ;; *) build=$PWD/$build ;; esac
 
 selected=("${all[@]}")
@@ -94,11 +122,16 @@ export BUILD_DIR=$build TRAINCAST_BUILD_DIR=$build TRAINCAST_PROGRESS=plain
 
 mode=$([ "$quick" -eq 1 ] && echo quick || echo full)
 work=$build/bench-out/$mode
-mkdir -p "$work/sections" "$work/logs"
+if [ -z "$out" ]; then
+    out=$([ "$quick" -eq 1 ] && echo "$work/reports/README.md" || echo "$repo/docs/reports/README.md")
+fi
+dir=$(dirname "$out")
+mkdir -p "$work/entries" "$work/logs" "$dir"
 
-# run_NAME: runs the benchmark, leaves its Markdown in $work/NAME.md and the
-# command line in $cmd. Quick mode writes the detailed reports of the older
-# scripts into $work; full mode into their docs/ files.
+# run_NAME: runs the benchmark, leaves its Markdown in $work/NAME.md (charts
+# straight into $dir) and the command line in $cmd. A report that opens with
+# its own "# " title is copied to $dir as it is; the others get the title and
+# a line saying when and how they ran.
 cmd=
 run_predict() {
     cmd="bench/predict_latency.sh"
@@ -127,9 +160,8 @@ run_transport() {
         cmd="bench/transport.sh --messages 10 --rounds 2"
         bench/transport.sh --messages 10 --rounds 2 --out "$work/transport.md" >/dev/null
     else
-        cmd="bench/transport.sh (docs/transport-benchmark.md)"
-        bench/transport.sh --out docs/transport-benchmark.md >/dev/null
-        cp docs/transport-benchmark.md "$work/transport.md"
+        cmd="bench/transport.sh"
+        bench/transport.sh --out "$work/transport.md" >/dev/null
     fi
 }
 run_load() {
@@ -137,9 +169,8 @@ run_load() {
         cmd="bench/load.sh --quick"
         bench/load.sh --quick --out "$work/load.md" >/dev/null
     else
-        cmd="bench/load.sh (docs/load-benchmark.md)"
-        bench/load.sh --out docs/load-benchmark.md >/dev/null
-        cp docs/load-benchmark.md "$work/load.md"
+        cmd="bench/load.sh"
+        bench/load.sh --out "$work/load.md" >/dev/null
     fi
 }
 run_conv() {
@@ -147,9 +178,8 @@ run_conv() {
         cmd="MODELS='squeezenet1_1 shufflenet_v2_x0_5' BUDGET_MS=50 bench/conv_bench.sh"
         MODELS="squeezenet1_1 shufflenet_v2_x0_5" BUDGET_MS=50 WORK=$work/conv OUT=$work/conv.md bench/conv_bench.sh >/dev/null
     else
-        cmd="bench/conv_bench.sh (docs/BENCH-CONV.md)"
-        WORK=$work/conv OUT=docs/BENCH-CONV.md bench/conv_bench.sh >/dev/null
-        cp docs/BENCH-CONV.md "$work/conv.md"
+        cmd="bench/conv_bench.sh"
+        WORK=$work/conv OUT=$work/conv.md bench/conv_bench.sh >/dev/null
     fi
 }
 run_import() {
@@ -157,9 +187,8 @@ run_import() {
         cmd="bench/model_import.sh BUILD_DIR 1"
         bench/model_import.sh "$build" 1 >"$work/import.md"
     else
-        cmd="bench/model_import.sh (docs/bench-model-import.md)"
+        cmd="bench/model_import.sh BUILD_DIR 5"
         bench/model_import.sh "$build" 5 >"$work/import.md"
-        cp "$work/import.md" docs/bench-model-import.md
     fi
 }
 run_export() {
@@ -167,9 +196,8 @@ run_export() {
         cmd="MODELS=squeezenet1_1,resnet18,mobilenet_v2 bench/model_export.sh"
         MODELS=squeezenet1_1,resnet18,mobilenet_v2 bench/model_export.sh >"$work/export.md"
     else
-        cmd="bench/model_export.sh (docs/bench-model-export.md)"
+        cmd="bench/model_export.sh"
         bench/model_export.sh >"$work/export.md"
-        cp "$work/export.md" docs/bench-model-export.md
     fi
 }
 run_variability() {
@@ -179,9 +207,8 @@ run_variability() {
         MODELS=squeezenet1_1 BATCHES=2,8 INPUT_SIZE=64 REPEAT=3 WARMUP=1 ITERS=3 THREADS=1 \
             OUT=$work/variability.tcr DOC=$work/variability.md bench/trace_variability.sh >/dev/null
     else
-        cmd="THREADS=$(nproc),1 bench/trace_variability.sh (docs/VARIABILITY.md)"
-        THREADS=$(nproc),1 OUT=$work/variability.tcr DOC=docs/VARIABILITY.md bench/trace_variability.sh >/dev/null
-        cp docs/VARIABILITY.md "$work/variability.md"
+        cmd="THREADS=$(nproc),1 bench/trace_variability.sh"
+        THREADS=$(nproc),1 OUT=$work/variability.tcr DOC=$work/variability.md bench/trace_variability.sh >/dev/null
     fi
 }
 run_allocators() {
@@ -190,9 +217,8 @@ run_allocators() {
         "$bench_python" bench/allocators.py --rounds 1 --iters 3 --model squeezenet1_1 \
             --build-dir "$build" --out "$work/allocators.md"
     else
-        cmd="bench/allocators.py (docs/ALLOCATORS.md)"
-        "$bench_python" bench/allocators.py --build-dir "$build" --out docs/ALLOCATORS.md &&
-            cp docs/ALLOCATORS.md "$work/allocators.md"
+        cmd="bench/allocators.py"
+        "$bench_python" bench/allocators.py --build-dir "$build" --out "$work/allocators.md"
     fi
 }
 run_faithfulness() {
@@ -202,30 +228,28 @@ run_faithfulness() {
             --budget-ms 40 --max-reps 10 --build-dir "$build" --work "$work/faithfulness" \
             --out "$work/faithfulness.md"
     else
-        cmd="bench/faithfulness.py (docs/FAITHFULNESS.md, docs/faithfulness.png)"
+        cmd="bench/faithfulness.py"
         "$bench_python" bench/faithfulness.py --build-dir "$build" --work "$work/faithfulness" \
-            --out docs/FAITHFULNESS.md --points "$work/faithfulness.tsv" \
+            --out "$work/faithfulness.md" --points "$work/faithfulness.tsv" \
             --plot-link faithfulness.png &&
-            "$build/bench/tc-plot-accuracy" --in "$work/faithfulness.tsv" --out docs/faithfulness.png \
+            "$build/bench/tc-plot-accuracy" --in "$work/faithfulness.tsv" --out "$dir/faithfulness.png" \
                 --title "agent conv benchmarks vs PyTorch's own time per layer" \
                 --xlabel "PyTorch's time for the layer (ms)" --ylabel "agent benchmark (ms)" \
-                --note "one point per distinct conv and direction; solid: equal; dashed: +-10 %" &&
-            cp docs/FAITHFULNESS.md "$work/faithfulness.md"
+                --note "one point per distinct conv and direction; solid: equal; dashed: +-10 %"
     fi
 }
 run_accuracy() {
     if [ "$quick" -eq 1 ]; then
         cmd="bench/accuracy.sh --quick --fresh"
         bench/accuracy.sh --quick --fresh --dir "$build/bench-accuracy-quick" --out "$work/accuracy.md" \
-            --plot docs/accuracy.svg --plot-link accuracy.svg >/dev/null
+            --plot "$dir/accuracy.svg" --plot-link accuracy.svg >/dev/null
     else
         cmd="bench/accuracy.sh${accuracy_args:+ $accuracy_args} (resumable)"
         # shellcheck disable=SC2086  # the options split into words
-        bench/accuracy.sh $accuracy_args --out "$work/accuracy.md" --plot docs/accuracy.svg \
+        bench/accuracy.sh $accuracy_args --out "$work/accuracy.md" --plot "$dir/accuracy.svg" \
             --plot-link accuracy.svg >/dev/null
     fi
 }
-
 run_bundle() {
     if [ "$quick" -eq 1 ]; then
         cmd="bench/bundle_size.sh --runs 5"
@@ -234,11 +258,6 @@ run_bundle() {
         cmd="bench/bundle_size.sh"
         bench/bundle_size.sh --build-dir "$build" --out "$work/bundle.md"
     fi
-}
-
-# Demote a report's headings below a section's "##" and drop its title line.
-embed() {
-    awk 'NR == 1 && /^# / { next } !started && /^$/ { next } { started = 1 } /^#+ / { sub(/^#/, "##") } { print }' "$1"
 }
 
 cd "$repo"
@@ -253,32 +272,39 @@ for n in "${selected[@]}"; do
     "run_$n" >"$work/logs/$n.log" 2>&1 || st=$?
     load=$(bench_monitor_stop)
     secs=$(( $(date +%s) - t0 ))
+    ran="$when on $(uname -n), $mode run, ${secs} s; $load. Command: \`$cmd\`."
+    if [ "$quick" -eq 1 ]; then
+        ran+=" Smoke run (\`--quick\`): small subsets and few repetitions; its figures show that the"
+        ran+=" benchmark works, not how the machine or the method performs."
+    fi
+    if [ "$st" -eq 0 ] && [ -s "$work/$n.md" ]; then
+        {
+            if ! head -n 1 "$work/$n.md" | grep -q '^# '; then
+                echo "# ${title[$n]}"
+                echo
+                echo "*$ran*"
+                echo
+            fi
+            cat "$work/$n.md"
+        } >"$dir/${report[$n]}"
+    fi
     {
         echo "<!-- bench:$n -->"
-        echo "## ${title[$n]}"
-        echo
-        echo "*$when on $(uname -n), $mode run, ${secs} s; $load. Command: \`$cmd\`.*"
-        echo
-        if [ "$quick" -eq 1 ]; then
-            echo "Smoke run (\`--quick\`): small subsets and few repetitions. Its figures show that the"
-            echo "benchmark works, not how the machine or the method performs; run without \`--quick\`."
-            echo
-        fi
+        echo "- [${title[$n]}](${report[$n]}): ${what[$n]}."
         if [ "$st" -ne 0 ]; then
-            echo "**FAILED** (exit $st). Last lines of its output:"
+            echo "  **FAILED** (exit $st) $ran The report is from an earlier run, if any. Last lines of its output:"
             echo
-            echo '```'
-            tail -n 15 "$work/logs/$n.log"
-            echo '```'
+            echo '  ```'
+            tail -n 15 "$work/logs/$n.log" | sed 's/^/  /'
+            echo '  ```'
             failed+=("$n")
         elif [ -s "$work/$n.md" ]; then
-            embed "$work/$n.md"
+            echo "  $ran"
         else
-            echo "(the benchmark wrote no report)"
+            echo "  $ran The benchmark wrote no report."
         fi
-        echo
         echo "<!-- /bench:$n -->"
-    } >"$work/sections/$n.md"
+    } >"$work/entries/$n.md"
     if [ "$st" -ne 0 ]; then
         echo "bench.sh: $n FAILED (exit $st); log: $work/logs/$n.log" >&2
         tail -n 5 "$work/logs/$n.log" >&2
@@ -287,50 +313,51 @@ for n in "${selected[@]}"; do
     fi
 done
 
-# Assemble: this run's sections, the previous file's for the others.
-old_sections=$work/old-sections
-rm -rf "$old_sections"
-mkdir -p "$old_sections"
+# The index: this run's entries, the previous index's for the others.
+old_entries=$work/old-entries
+rm -rf "$old_entries"
+mkdir -p "$old_entries"
 if [ -f "$out" ]; then
-    awk -v dir="$old_sections" '
+    awk -v dir="$old_entries" '
         /^<!-- bench:[a-z]+ -->$/ { name = $2; sub(/^bench:/, "", name); f = dir "/" name ".md" }
         f { print > f }
         /^<!-- \/bench:[a-z]+ -->$/ { close(f); f = "" }' "$out"
 fi
 tmp=$out.tmp
 {
-    echo "# Benchmarks"
+    echo "# Measured reports"
     echo
-    echo "Written by \`deploy/bench.sh\` (\`--list\` names the benchmarks, \`--only NAME,...\` reruns"
-    echo "some, \`--quick\` makes a smoke run). Each section says when and on which machine it ran,"
-    echo "how long it took and how loaded the machine was. Figures are ratios of two things"
-    echo "measured in the same run, interleaved (A B A B ...), or distributions, so that they hold"
-    echo "on a noisy machine; absolute times from a shared machine are not stable from run to run"
-    echo "(MEASURING.md in the design notes; docs/VARIABILITY.md)."
+    echo "Written by \`deploy/bench.sh\` (\`--list\` names the benchmarks and their reports,"
+    echo "\`--only NAME,...\` reruns some, \`--quick\` makes a smoke run into the build directory)."
+    echo "One report per benchmark, each in its own file; below, what each measures and when it"
+    echo "last ran, how long it took and how loaded the machine was. Figures are ratios of two"
+    echo "things measured in the same run, interleaved (A B A B ...), or distributions, so that"
+    echo "they hold on a noisy machine; absolute times from a shared machine are not stable from"
+    echo "run to run ([training-time-variability.md](training-time-variability.md))."
     echo
     echo "## Machine of the latest run"
     echo
     bench_machine_md "$build"
-    echo "- load average (1, 5, 15 min) at the end: $(cut -d' ' -f1-3 /proc/loadavg); $(date -u '+%Y-%m-%d %H:%M UTC')"
+    echo "- load average (1, 5, 15 min) at the end: $(bench_loadavg); $(date -u '+%Y-%m-%d %H:%M UTC')"
+    echo
+    echo "## Reports"
     echo
     for n in "${all[@]}"; do
-        if [ -f "$work/sections/$n.md" ] && printf '%s\n' "${selected[@]}" | grep -x "$n" >/dev/null; then
-            cat "$work/sections/$n.md"
-        elif [ -f "$old_sections/$n.md" ]; then
-            cat "$old_sections/$n.md"
+        if [ -f "$work/entries/$n.md" ] && printf '%s\n' "${selected[@]}" | grep -x "$n" >/dev/null; then
+            cat "$work/entries/$n.md"
+        elif [ -f "$old_entries/$n.md" ]; then
+            cat "$old_entries/$n.md"
         else
             echo "<!-- bench:$n -->"
-            echo "## ${title[$n]}"
-            echo
-            echo "Not run yet: \`deploy/bench.sh --only $n\` (${script[$n]})."
-            echo
+            echo "- ${title[$n]} (${report[$n]}): ${what[$n]}."
+            echo "  Not run yet: \`deploy/bench.sh --only $n\` (${script[$n]})."
             echo "<!-- /bench:$n -->"
         fi
         echo
     done
 } >"$tmp"
 mv "$tmp" "$out"
-echo "bench.sh: wrote $out" >&2
+echo "bench.sh: wrote $out and the reports beside it" >&2
 if [ "${#failed[@]}" -gt 0 ]; then
     echo "bench.sh: failed: ${failed[*]}" >&2
     exit 1

@@ -46,7 +46,7 @@ BUILD=(
 # The agent: oneDNN, PyTorch on CPU for the harness, and what its CPU device
 # measures with (the caching allocator it preloads, tcmalloc, and jemalloc
 # for comparison; OpenBLAS as the libblas.so.3 that PyTorch calls, see
-# docs/ALLOCATORS.md and docs/CONV-BENCH.md).
+# docs/reports/allocators.md and docs/conv-benchmarks.md).
 AGENT=(
     libdnnl-dev python3 python3-torch python3-torchvision python3-onnx python3-numpy
     libtcmalloc-minimal4 libjemalloc2 libopenblas0-openmp

@@ -1,5 +1,5 @@
 -- What a benchmark or a trace needs to say so that only like is compared with
--- like (docs/CONV-BENCH.md, docs/trace-protocol.md, docs/fitting.md):
+-- like (docs/conv-benchmarks.md, docs/trace-protocol.md, docs/fitting.md):
 -- - a conv layer with a bias is another config than one without;
 -- - each conv result says which code ran it (the framework's route), the
 --   library version it ran with, and the SM clock and board power meanwhile;

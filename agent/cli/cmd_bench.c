@@ -234,7 +234,7 @@ int tc_cmd_bench(int argc, char **argv)
         {"input-size", TC_OPT_UINT, &a.input_size, "S",
          "input height and width of --models (default: each model's own)"},
         {"convs", TC_OPT_STR, &a.convs, "FILE,...",
-         "conv list files (see docs/CONV-BENCH.md: one layer class per line)"},
+         "conv list files (see docs/conv-benchmarks.md: one layer class per line)"},
         {"batches", TC_OPT_STR, &a.batches_text, "LIST",
          "batch sizes: 8,16,32 or 8..256 (powers of two) or 8..64:8", true},
         {"device", TC_OPT_STR, &f->device, "DEV", "cpu (default) or cuda:INDEX"},

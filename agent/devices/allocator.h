@@ -11,7 +11,7 @@
  * environment) allocate the same way. The allocator actually loaded is part
  * of the CPU device's identity (agent/devices/cpu/cpu_device.c).
  *
- * Choices (docs/ALLOCATORS.md has the measurements behind the default):
+ * Choices (docs/reports/allocators.md has the measurements behind the default):
  *   tcmalloc     gperftools' tcmalloc_minimal (Debian libtcmalloc-minimal4)
  *   jemalloc     jemalloc with PyTorch's launcher settings and purging off
  *                (Debian libjemalloc2)

@@ -26,7 +26,7 @@
  *   call and frees all but the output when the call returns. run() does
  *   the same inside the timed region, so first-touch page faults on fresh
  *   memory are paid as they are in training (on virtual machines they can
- *   cost more than the convolution; docs/CONV-BENCH.md).
+ *   cost more than the convolution; docs/conv-benchmarks.md).
  *
  * Candidates: every implementation oneDNN's primitive descriptor iterator
  * offers for convolution_direct, in its order (the first is what PyTorch

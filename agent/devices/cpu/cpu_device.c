@@ -156,7 +156,7 @@ static void s_warn(void)
     else if (!ctx->rule->verified)
         tc_log_warn("%s: its CPU conv routing is not verified (traincast checked PyTorch %s); "
                     "convs are routed as there, and the device says 'routing unverified' "
-                    "(docs/CONV-BENCH.md)",
+                    "(docs/conv-benchmarks.md)",
                     ctx->framework, ctx->rule->versions);
     if (!ctx->blas && f->found)
         tc_log_warn("%s", ctx->blas_why);

@@ -477,7 +477,7 @@ int tc_store_routing_warnings(tc_store_t *s, const char *const *devices, size_t 
         if (i < n)
             snprintf(bufs[i], size, "conv routing unverified for %s: the agent times each conv "
                                     "where the newest checked rule sends it, which this version "
-                                    "may not (docs/CONV-BENCH.md)",
+                                    "may not (docs/conv-benchmarks.md)",
                      PQgetvalue(res, r, 1));
     }
     PQclear(res);

@@ -311,7 +311,7 @@ static int s_missing_convs(tc_store_t *s, const char *const *params, const tc_fi
                          "; the traces ran with cuDNN %s (as PyTorch loaded it) and this "
                          "device's conv benchmarks were measured with cuDNN %s, which do not "
                          "count for them: run the agent where it loads PyTorch's cuDNN "
-                         "(docs/CONV-BENCH.md, \"The cuDNN PyTorch loads\") and benchmark "
+                         "(docs/conv-benchmarks.md, \"The cuDNN PyTorch loads\") and benchmark "
                          "again",
                          g->library_version, PQgetvalue(lib, 0, 0));
             PQclear(lib);
