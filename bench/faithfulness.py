@@ -18,7 +18,7 @@ drift of a shared machine cancels in the ratio A/B of each round; the
 figure per conv and direction is the median ratio over the rounds. Per CNN
 it also compares C, the conv time PyTorch's profiler attributes to convs in
 a traced training step (agent/harness/trace_runner.py --profile 1, one per
-round), with the agent's conv sum for that CNN (common/wire/tc_conv_step.h:
+round), with the agent's conv sum for that CNN (common/ops/tc_conv_step.h:
 forward + backward-filter + backward-data except for the first conv, times
 multiplicity).
 
@@ -294,7 +294,7 @@ def write_report(a, models, results, loads, secs, others):
         "autograd node calls, for the input gradient only or for the weight and bias gradients "
         "only), same threads, allocator `%s`, measured A B A B in "
         "%d rounds (fresh processes); the figure is the median over rounds of A/B. Per CNN: the "
-        "agent's conv sum (the conv-time rule of `common/wire/tc_conv_step.h`) against the conv time "
+        "agent's conv sum (the conv-time rule of `common/ops/tc_conv_step.h`) against the conv time "
         "PyTorch's profiler attributes to convs in one traced step (one per round, median)."
         % (", ".join(models), a.input_size, a.batch, a.allocator, a.rounds), "",
         "Goals: median ratio 0.95-1.05 and 90 % of the convs within 0.85-1.15 on each thread "

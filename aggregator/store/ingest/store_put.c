@@ -12,7 +12,7 @@
 
 
 /* The conv key's columns, their definitions, and two rows with the same key
- * (common/wire/tc_conv_key.h). */
+ * (common/ops/tc_conv_key.h). */
 #define CFG_COLS TC_SQL_CONV_KEY_COLS("")
 #define CFG_COLS_DEF TC_SQL_CONV_KEY_DEFS
 #define CFG_JOIN(a, b) TC_SQL_CONV_KEY_EQ(a, b)
