@@ -15,7 +15,7 @@ aten::slow_conv_dilated2d; bwd likewise from the ops under the matching
 aten::convolution_backward (aten::_slow_conv2d_backward, or none of the
 native ones: oneDNN, whose backward has no op of its own). The agent's
 routing (agent/devices/cpu/cpu_route.h) is checked against these lines
-(tests/unit/test_conv_route.c).
+(tests/unit/agent/devices/test_conv_route.c).
 
 usage: conv_routes.py --model NAME --batch B --input-size S --threads T
 """

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Regenerate tests/data/forms: ONNX files in the other forms users export,
 each next to a model the importer already reads in the usual form, so the C
-tests (tests/unit/test_model_forms.c) can compare the two.
+tests (tests/unit/common/onnx/test_model_forms.c) can compare the two.
 
     /usr/bin/python3 tests/data/forms/make_forms.py
 

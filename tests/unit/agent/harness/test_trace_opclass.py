@@ -8,7 +8,7 @@ import os
 import sys
 
 here = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(here, "..", "..", "agent", "harness"))
+sys.path.insert(0, os.path.join(here, "..", "..", "..", "..", "agent", "harness"))
 import trace_runner  # noqa: E402
 
 failures = []

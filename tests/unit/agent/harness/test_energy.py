@@ -9,7 +9,7 @@ import sys
 import tempfile
 
 here = os.path.dirname(os.path.abspath(__file__))
-harness = os.path.join(here, "..", "..", "agent", "harness")
+harness = os.path.join(here, "..", "..", "..", "..", "agent", "harness")
 sys.path.insert(0, harness)
 import energy  # noqa: E402
 
