@@ -4,6 +4,7 @@
 #include "commands.h"
 
 #include "tc_main.h"
+#include "tc_paths.h"
 
 static const tc_command_t s_commands[] = {
     {"info", tc_cmd_info, "list this machine's devices and library versions"},
@@ -22,6 +23,7 @@ static const tc_command_t s_commands[] = {
 
 int main(int argc, char **argv)
 {
+    tc_resource_set_built(TC_MODEL_HARNESS_DIR, TC_MODEL_DATA_DIR);
     /* Measuring commands may start this program again with another
      * allocator (allocator.h). */
     tc_allocator_set_argv(argc, argv);

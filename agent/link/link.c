@@ -16,13 +16,6 @@
 #define S_DEFAULT_ACK_TIMEOUT_MS 10000u
 #define S_DEFAULT_MAX_BACKOFF_MS 60000u
 
-int64_t tc_link_now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static void s_close_socket(tc_link_t *self)
 {
     if (self->sock) {

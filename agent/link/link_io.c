@@ -10,6 +10,13 @@
 #include <string.h>
 #include <time.h>
 
+int64_t tc_link_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
 #define S_RETRY_SOON_MS 100
 
 static int64_t s_clock_us(clockid_t clock)

@@ -1,7 +1,5 @@
 #include "identity.h"
 
-#include "agent_id.h"
-
 #include "hostinfo.h"
 #include "tc_error.h"
 #include "tc_paths.h"
@@ -151,8 +149,8 @@ int tc_identity_open(const char *dir, bool need_keys, tc_identity_t **out)
     int pl = snprintf(pidline, sizeof pidline, "%d\n", (int)getpid());
     if (ftruncate(self->lock_fd, 0) != 0 || pwrite(self->lock_fd, pidline, (size_t)pl, 0) != pl)
         TC_FAIL_GOTO(TC_EIO, "cannot write %s: %s", path, strerror(errno));
-    /* The state directory's id, by the one rule (agent/state/agent_id.h). */
-    TC_TRY(tc_agent_id(NULL, dir, self->agent_id, sizeof self->agent_id));
+    /* The state directory's own id (rule 2 of agent_id.h). */
+    TC_TRY(tc_identity_read_agent_id(dir, self->agent_id, sizeof self->agent_id));
     TC_TRY(s_load_keys(self));
     if (need_keys && !self->have_keys)
         TC_FAIL_GOTO(TC_EINVAL,

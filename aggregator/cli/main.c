@@ -3,6 +3,7 @@
 #include "commands.h"
 
 #include "tc_main.h"
+#include "tc_paths.h"
 
 static const tc_command_t s_commands[] = {
     {"migrate", tc_cmd_migrate, "apply pending database schema migrations"},
@@ -19,6 +20,7 @@ static const tc_command_t s_commands[] = {
 
 int main(int argc, char **argv)
 {
+    tc_resource_set_built(TC_MODEL_HARNESS_DIR, TC_MODEL_DATA_DIR);
     return tc_main_dispatch("aggregator",
                             "traincast aggregator: stores benchmark results and training traces "
                             "from agents, fits\nper-device models and predicts CNN training time "

@@ -1,9 +1,31 @@
-/* How a conv measurement's benchmarks become its time (tc_fit_conv_time):
+/* The statistic of repeated measurements (tc_fit_stat_t: its names), and
+ * how a conv measurement's benchmarks become its time (tc_fit_conv_time):
  * the rule fit sums and predict looks up. */
 #include "fit.h"
 
+#include "tc_error.h"
+
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
+
+static const char *const s_stat_names[TC_FIT_STAT_COUNT] = {"median", "p10", "min"};
+
+const char *tc_fit_stat_name(tc_fit_stat_t s)
+{
+    return (unsigned)s < TC_FIT_STAT_COUNT ? s_stat_names[s] : "median";
+}
+
+int tc_fit_stat_parse(const char *s, tc_fit_stat_t *out)
+{
+    for (int i = 0; i < TC_FIT_STAT_COUNT; i++) {
+        if (s && !strcmp(s, s_stat_names[i])) {
+            *out = (tc_fit_stat_t)i;
+            return 0;
+        }
+    }
+    return tc_fail(TC_EINVAL, "unknown statistic '%s' (use median, p10 or min)", s ? s : "");
+}
 
 /* Most recent first: by measured time (unknown last), then by stored id. */
 static int s_recent_first(const void *pa, const void *pb)

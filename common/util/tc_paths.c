@@ -11,12 +11,18 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#ifndef TC_MODEL_HARNESS_DIR
-#define TC_MODEL_HARNESS_DIR "agent/harness"
-#endif
-#ifndef TC_MODEL_DATA_DIR
-#define TC_MODEL_DATA_DIR "tests/data"
-#endif
+/* The source tree's copies, as the program was told them at start-up
+ * (tc_resource_set_built); relative to the working directory until then. */
+static char s_built_harness[PATH_MAX] = "agent/harness";
+static char s_built_models[PATH_MAX] = "tests/data";
+
+void tc_resource_set_built(const char *harness, const char *models)
+{
+    if (harness && *harness)
+        snprintf(s_built_harness, sizeof s_built_harness, "%s", harness);
+    if (models && *models)
+        snprintf(s_built_models, sizeof s_built_models, "%s", models);
+}
 
 static int s_is_dir(const char *path)
 {
@@ -58,10 +64,10 @@ const char *tc_resource_dir(tc_dir_t which, char *buf, size_t size)
     ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
     exe[n > 0 ? n : 0] = '\0';
     if (which == TC_DIR_MODELS)
-        tc_resource_pick(getenv("TRAINCAST_DATA_DIR"), TC_MODEL_DATA_DIR, exe, "models", buf,
+        tc_resource_pick(getenv("TRAINCAST_DATA_DIR"), s_built_models, exe, "models", buf,
                          size);
     else
-        tc_resource_pick(getenv("TRAINCAST_HARNESS_DIR"), TC_MODEL_HARNESS_DIR, exe, "harness",
+        tc_resource_pick(getenv("TRAINCAST_HARNESS_DIR"), s_built_harness, exe, "harness",
                          buf, size);
     return buf;
 }

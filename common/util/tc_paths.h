@@ -15,6 +15,11 @@
 
 typedef enum { TC_DIR_HARNESS, TC_DIR_MODELS } tc_dir_t;
 
+/* Where the source tree the program was built from keeps the harness and
+ * the exports: a program's main says it once at start-up (the executables
+ * and the tests know their build's paths; this library does not). */
+void tc_resource_set_built(const char *harness, const char *models);
+
 /* The directory for `which`, written to buf; returns buf. Looked up on each
  * call, so a change of the environment variable takes effect. */
 const char *tc_resource_dir(tc_dir_t which, char *buf, size_t size);

@@ -32,6 +32,8 @@ typedef struct {
 int tc_fit_svd(const tc_fit_problem_t *pr, const size_t *cols, size_t q, tc_fit_svd_t *sv);
 void tc_fit_svd_free(tc_fit_svd_t *sv);
 double tc_fit_svd_smax(const tc_fit_svd_t *sv);
+/* The GCV score of ridge at lambda: rss / (n - df)^2. */
+double tc_fit_svd_gcv(const tc_fit_svd_t *sv, size_t n, double lambda);
 
 /* Solution in scaled coordinates with ridge filter factors at lambda (0:
  * least squares without the singular values below TC_FIT_RCOND): coefficients,
