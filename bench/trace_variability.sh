@@ -111,8 +111,9 @@ versions=$("$py" -c 'import torch, torchvision, re; m = re.search(r"(?:MKL-DNN|o
     echo "The spread is taken over separate processes, not over the iterations of one run:"
     echo "on a shared machine whole runs move together (other work competing for the cores,"
     echo "shared caches, memory bandwidth, clock changes), which the iterations of one run do"
-    echo "not show. A prediction error below the spread of the same model and batch cannot be"
-    echo "resolved on this machine. The load averages above say how busy the machine was;"
+    echo "not show. The spread is a range over separate runs, not the error of a truth taken as their"
+    echo "median (that is smaller, and \`aggregator validate\` measures it as its noise floor)."
+    echo "The load averages above say how busy the machine was;"
     echo "a dedicated machine (or a GPU) gives far smaller figures."
 } > "$doc"
 echo "wrote $doc" >&2

@@ -24,15 +24,26 @@ typedef struct {
     tc_fit_ape_t conv_only;
     double spread_within;  /* mean over points, percent; NaN if none */
     double spread_between; /* mean over points with repeated traces, percent; NaN if none */
+    /* The noise floor: mean over points with repeated traces of their
+     * truth's own error (tc_fit_point_t.noise_floor), percent; NaN if none. */
+    double floor;
+    /* The standard error of the MAPE across the held-out groups (the
+     * device line; NaN on a group's line and with fewer than two). */
+    double mape_se;
     char model[512];       /* the spec its fold chose ("" for the device line) */
 } row_t;
 
-static double s_mean_pct(const tc_fit_group_t *g, const bool *rows, bool between)
+typedef enum { S_WITHIN, S_BETWEEN, S_FLOOR } s_spread_t;
+
+static double s_mean_pct(const tc_fit_group_t *g, const bool *rows, s_spread_t which)
 {
     double sum = 0;
     size_t n = 0;
     for (size_t i = 0; i < g->n_points; i++) {
-        double v = between ? g->points[i].spread_between : g->points[i].spread_within;
+        const tc_fit_point_t *pt = &g->points[i];
+        double v = which == S_WITHIN    ? pt->spread_within
+                   : which == S_BETWEEN ? pt->spread_between
+                                        : pt->noise_floor;
         if ((!rows || rows[i]) && isfinite(v)) {
             sum += v;
             n++;
@@ -49,8 +60,10 @@ static void s_fill_row(row_t *r, const tc_fit_group_t *g, const tc_fit_run_analy
     tc_fit_ape(a->data.measured, a->held_out, rows, a->data.n, &r->ape);
     tc_fit_ape(a->data.measured, a->data.conv, rows, a->data.n, &r->conv_only);
     r->points = r->ape.n;
-    r->spread_within = s_mean_pct(g, rows, false);
-    r->spread_between = s_mean_pct(g, rows, true);
+    r->spread_within = s_mean_pct(g, rows, S_WITHIN);
+    r->spread_between = s_mean_pct(g, rows, S_BETWEEN);
+    r->floor = s_mean_pct(g, rows, S_FLOOR);
+    r->mape_se = NAN;
     for (size_t i = 0; i < g->n_excluded; i++) {
         if (cnn && strcmp(g->excluded[i].cnn, cnn) != 0)
             continue;
@@ -83,6 +96,22 @@ static int s_rows(const tc_fit_group_t *g, const tc_fit_run_analysis_t *a, row_t
         s_fill_row(r, g, a, d->cnn_names[c], mask);
         tc_fit_run_spec_describe(d, &a->fold_specs[c], r->model, sizeof r->model);
     }
+    /* The device line's MAPE is a mean over points; its standard error is
+     * taken across the held-out groups (points of one group are not
+     * independent): the spread of the groups' MAPEs over sqrt(groups). */
+    size_t groups = 0;
+    double mean = 0, m2 = 0;
+    for (size_t i = 1; i < n; i++) {
+        double v = rows[i].ape.mape;
+        if (!isfinite(v))
+            continue;
+        groups++;
+        double delta = v - mean;
+        mean += delta / (double)groups;
+        m2 += delta * (v - mean);
+    }
+    if (groups >= 2)
+        rows[0].mape_se = sqrt(m2 / (double)(groups - 1)) / sqrt((double)groups);
     for (size_t e = 0; e < g->n_excluded; e++) {
         bool seen = false;
         for (size_t k = 1; k < n && !seen; k++)
@@ -137,22 +166,37 @@ static void s_print_table(const tc_fit_group_t *g, const tc_fit_run_analysis_t *
     else
         printf("  95%% intervals: too few points to calibrate them (%zu needed)\n\n",
                tc_fit_interval_min_points(TC_FIT_ALPHA));
-    printf("  %-24s %6s %7s %7s %7s %9s %8s %8s %8s\n", what[holdout], "points", "MAPE", "median",
-           "max", "conv-only", "spread", "between", "excluded");
+    printf("  %-24s %6s %7s %7s %7s %9s %8s %8s %8s %8s\n", what[holdout], "points", "MAPE",
+           "median", "max", "conv-only", "spread", "between", "floor", "excluded");
     for (size_t k = 0; k < n; k++) {
         const row_t *r = &rows[k];
-        char m[16], md[16], mx[16], co[16], sw[16], sb[16];
+        char m[16], md[16], mx[16], co[16], sw[16], sb[16], fl[16];
         s_pct(m, sizeof m, r->ape.mape);
         s_pct(md, sizeof md, r->ape.median);
         s_pct(mx, sizeof mx, r->ape.max);
         s_pct(co, sizeof co, r->conv_only.mape);
         s_pct(sw, sizeof sw, r->spread_within);
         s_pct(sb, sizeof sb, r->spread_between);
-        printf("  %-24s %6zu %7s %7s %7s %9s %8s %8s %8zu\n", r->cnn ? r->cnn : "all", r->points,
-               m, md, mx, co, sw, sb, r->oom + r->failed);
+        s_pct(fl, sizeof fl, r->floor);
+        printf("  %-24s %6zu %7s %7s %7s %9s %8s %8s %8s %8zu\n", r->cnn ? r->cnn : "all",
+               r->points, m, md, mx, co, sw, sb, fl, r->oom + r->failed);
     }
-    printf("\n  spread: mean within-trace spread (max - min) / median of repeat medians;\n"
-           "  between: mean (max - min) / median across repeated traces of a point.\n\n");
+    if (isfinite(rows[0].mape_se))
+        printf("\n  MAPE %.1f%% with a standard error of %.1f points over %zu %s",
+               rows[0].ape.mape, rows[0].mape_se, a->data.n_cnns, whats[holdout]);
+    else
+        printf("\n  MAPE %s (no standard error with fewer than two %s)",
+               isfinite(rows[0].ape.mape) ? "as above" : "-", whats[holdout]);
+    if (isfinite(rows[0].floor))
+        printf("; noise floor %.1f%%: a model that predicted every true time exactly would still "
+               "be this far from these truths\n",
+               rows[0].floor);
+    else
+        printf("; no noise floor: no point was traced twice\n");
+    printf("  spread: mean within-trace spread (max - min) / median of repeat medians;\n"
+           "  between: mean (max - min) / median across repeated traces of a point;\n"
+           "  floor: the truths' own error, |a - b| / (2 x truth) for the medians a and b of each\n"
+           "  point's odd- and even-numbered traces in the order they were taken.\n\n");
 }
 
 static void s_csv_field(const char *v, bool last)
@@ -203,7 +247,9 @@ static void s_print_csv(const tc_fit_group_t *g, const row_t *rows, size_t n)
         s_csv_num(r->conv_only.mape, false);
         s_csv_num(r->spread_within, false);
         s_csv_num(r->spread_between, false);
-        s_csv_field(r->model, true);
+        s_csv_field(r->model, false);
+        s_csv_num(r->floor, false);
+        s_csv_num(r->mape_se, true);
     }
 }
 
@@ -223,6 +269,10 @@ static void s_json_row(tc_buf_t *b, const row_t *r)
     tc_buf_json_num(b, r->spread_within);
     tc_buf_puts(b, ", \"spread_between\": ");
     tc_buf_json_num(b, r->spread_between);
+    tc_buf_puts(b, ", \"noise_floor\": ");
+    tc_buf_json_num(b, r->floor);
+    tc_buf_puts(b, ", \"mape_se\": ");
+    tc_buf_json_num(b, r->mape_se);
 }
 
 static void s_json_points(tc_buf_t *b, const tc_fit_group_t *g, const tc_fit_run_analysis_t *a)
@@ -253,6 +303,8 @@ static void s_json_points(tc_buf_t *b, const tc_fit_group_t *g, const tc_fit_run
         tc_buf_json_num(b, a->held_hi[i]);
         tc_buf_puts(b, ", \"spread_between\": ");
         tc_buf_json_num(b, pt->spread_between);
+        tc_buf_puts(b, ", \"noise_floor\": ");
+        tc_buf_json_num(b, pt->noise_floor);
         tc_buf_puts(b, "}");
     }
     tc_buf_puts(b, "]");
@@ -393,7 +445,8 @@ static int s_report(const tc_fit_group_t *groups, size_t n_groups, const tc_fit_
     tc_buf_t json = {0};
     if (fmt == FMT_CSV)
         printf("device,framework,policy,dtype,scope,cnn,points,excluded_oom,excluded_failed,mape,"
-               "median_ape,max_ape,conv_only_mape,spread_within,spread_between,model\n");
+               "median_ape,max_ape,conv_only_mape,spread_within,spread_between,model,noise_floor,"
+               "mape_se\n");
     tc_buf_puts(&json, "{\"devices\": [");
     for (size_t i = 0; rc == 0 && i < n_groups; i++)
         rc = s_report_group(&groups[i], i, plan, fmt, &json);

@@ -154,6 +154,10 @@ typedef struct {
     double conv_ms;        /* sum of the conv benchmarks at this batch (same statistic) */
     double spread_within;  /* largest within-trace spread, fraction; NaN if unknown */
     double spread_between; /* (max - min) / median across traces; NaN with one trace */
+    /* The truth's own error, from two halves of its traces in the order they
+     * were taken (odd- and even-numbered): |a - b| / (2 x measured), their
+     * medians a and b (schema/012_noise_floor.sql); NaN with one trace. */
+    double noise_floor;
     tc_features_t features;
 } tc_fit_point_t;
 

@@ -339,3 +339,62 @@ Test(fit_store, statistics_of_repeated_measurements, .timeout = 300)
     cr_expect(strstr(out, "--stat") && strstr(out, "median, p10 or min"), "%s", out);
     tc_store_destroy(&st);
 }
+
+/* The device line's last two CSV fields (after the quoted model): the noise
+ * floor and the MAPE's standard error. */
+static void s_device_tail(const char *csv, double *floor_pct, double *se)
+{
+    const char *line = csv;
+    for (; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL) {
+        if (!strncmp(line, "synth-a,", 8) && strstr(line, ",device,,") &&
+            strstr(line, ",device,,") < strchr(line, '\n'))
+            break;
+    }
+    cr_assert(line && *line, "no device row in:\n%s", csv);
+    char buf[4096];
+    size_t len = strcspn(line, "\n");
+    snprintf(buf, sizeof buf, "%.*s", (int)len, line);
+    char *last = strrchr(buf, ',');
+    cr_assert_not_null(last);
+    *last = '\0';
+    char *before = strrchr(buf, ',');
+    cr_assert_not_null(before);
+    *floor_pct = *(before + 1) ? atof(before + 1) : NAN;
+    *se = *(last + 1) ? atof(last + 1) : NAN;
+}
+
+/* Next to the error, what the data allow: the noise floor from two halves of
+ * each point's traces (one point is traced twice, m - 0.5 and m + 0.5 ms: its
+ * truth m is off by about half their difference, 1 / (2 m)), and the MAPE's
+ * standard error across CNNs (points of one CNN are not independent). */
+Test(fit_store, validate_reports_the_noise_floor_and_the_standard_error, .timeout = 300)
+{
+    tc_store_t *st = tc_synth_fresh_db("fit_floor");
+    tc_synth_populate(st);
+    char out[65536];
+    int rc = tc_synth_aggregator("validate " FIXED " --format csv", out, sizeof out);
+    cr_assert_eq(rc, 0, "validate failed:\n%s", out);
+    double floor_pct, se;
+    s_device_tail(out, &floor_pct, &se);
+    double m = tc_synth_measured(TC_SYNTH_REPEAT_K, TC_SYNTH_REPEAT_BI);
+    cr_expect(fabs(floor_pct - 100.0 / (2 * m)) < 1e-3, "noise floor %g, hand %g", floor_pct,
+              100.0 / (2 * m));
+    double mapes[TC_SYNTH_N_CNNS], mean = 0;
+    for (int k = 0; k < TC_SYNTH_N_CNNS; k++) {
+        double median, max;
+        s_hand_stats(k, &mapes[k], &median, &max);
+        mean += mapes[k] / TC_SYNTH_N_CNNS;
+    }
+    double ss = 0;
+    for (int k = 0; k < TC_SYNTH_N_CNNS; k++)
+        ss += (mapes[k] - mean) * (mapes[k] - mean);
+    double hand_se = sqrt(ss / (TC_SYNTH_N_CNNS - 1)) / sqrt(TC_SYNTH_N_CNNS);
+    cr_expect(fabs(se - hand_se) < 2e-4, "standard error %g, hand %g", se, hand_se);
+
+    /* The table says both in words. */
+    rc = tc_synth_aggregator("validate " FIXED, out, sizeof out);
+    cr_assert_eq(rc, 0, "%s", out);
+    cr_expect(strstr(out, "with a standard error of") != NULL, "%s", out);
+    cr_expect(strstr(out, "noise floor") != NULL, "%s", out);
+    tc_store_destroy(&st);
+}

@@ -148,7 +148,8 @@ static int s_device_names(tc_store_t *s, char *const *devices, size_t n_devices,
 #define S_POINTS_SQL(view)                                                                      \
     "SELECT ts.model_id, coalesce(m.name, ''), ts.batch, ts.traces, " TC_SQL_TRACE_STAT("$8")    \
     ", ts.spread_within_trace, ts.spread_between_traces, m.model_id IS NOT NULL, "               \
-    "ts.last_started_at FROM " view " ts LEFT JOIN models m USING (model_id) "                   \
+    "ts.last_started_at, ts.half_a_ms, ts.half_b_ms "                                             \
+    "FROM " view " ts LEFT JOIN models m USING (model_id) "                                      \
     "WHERE ts.device = $1 AND ts.framework = $2 AND ts.policy IS NOT DISTINCT FROM $3 "          \
     "AND ts.dtype = $4 AND ts.amp = $5 AND ts.library_key = $6 AND ts.settings_key = $7 "        \
     "ORDER BY coalesce(m.name, ts.model_id), ts.model_id, ts.batch"
@@ -202,6 +203,10 @@ static int s_read_points(tc_store_t *s, const char *const *params, tc_fit_group_
         pt->measured_ms = s_getd(res, i, 4);
         pt->spread_within = s_getd(res, i, 5);
         pt->spread_between = s_getd(res, i, 6);
+        double half_a = s_getd(res, i, 9), half_b = s_getd(res, i, 10);
+        pt->noise_floor = isfinite(half_a) && isfinite(half_b) && pt->measured_ms > 0
+                              ? fabs(half_a - half_b) / (2 * pt->measured_ms)
+                              : NAN;
         if (strcmp(PQgetvalue(res, i, 7), "t") != 0 && strcmp(last_missing, pt->model_id)) {
             if (n_missing++ < 8)
                 tc_buf_printf(&missing, "%s%s", missing.len ? ", " : "", pt->model_id);
