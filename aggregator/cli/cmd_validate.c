@@ -468,8 +468,8 @@ int tc_cmd_validate(int argc, char **argv)
     const tc_opt_t opts[] = {
         TC_FIT_RUN_OPTS(&cli),
         {"holdout", TC_OPT_STR, &holdout, "WHAT",
-         "what each fold holds out: cnn (default), family (every CNN of a family: resnet, vgg, "
-         "mobilenet_v3, ...) or batch (one batch size of every CNN)"},
+         "what each fold holds out: cnn (default), family (every CNN of an architectural "
+         "family: resnet with resnext, mbconv, vgg, ...) or batch (one batch size of every CNN)"},
         {"format", TC_OPT_STR, &format, "FMT", "table, csv or json (default: table)"},
         {0},
     };

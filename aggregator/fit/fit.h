@@ -201,7 +201,7 @@ void tc_fit_group_clear(tc_fit_group_t *g);
 void tc_fit_groups_free(tc_fit_group_t **groups_p, size_t n);
 
 /* What a fold holds out. The data's groups (cnn, cnn_names) are CNNs when
- * built; regrouping makes them families of CNNs (resnet, vgg, mobilenet_v3,
+ * built; regrouping makes them families of CNNs (resnet, vgg, mbconv,
  * ...: tc_fit_family) or batch sizes, so that selection, leave-one-out and
  * the nested run hold out a whole family, or a batch size of every CNN. */
 typedef enum {
@@ -238,10 +238,11 @@ int tc_fit_data_build(const tc_fit_group_t *g, const char *const *features, size
 /* Regroup data built from `g` (rows are g's points, in order). */
 int tc_fit_data_regroup(tc_fit_data_t *d, const tc_fit_group_t *g, tc_fit_holdout_t by);
 
-/* The family of a CNN by its name: torchvision's families (resnet18 ->
- * resnet, vgg16_bn -> vgg_bn, mobilenet_v3_small -> mobilenet_v3,
- * regnet_y_400mf -> regnet_y, efficientnet_b1 -> efficientnet, ...);
- * any other name is a family of its own. Into buf; returns buf. */
+/* The family of a CNN by its name: torchvision's CNNs grouped by
+ * architecture, relatives together (resnet, resnext and wide_resnet ->
+ * resnet; vgg and vgg_bn -> vgg; mobilenet_v2/v3, mnasnet and efficientnet
+ * -> mbconv; regnet_x/y -> regnet; googlenet and inception -> inception,
+ * ...); any other name is a family of its own. Into buf; returns buf. */
 const char *tc_fit_family(const char *cnn, char *buf, size_t size);
 void tc_fit_data_free(tc_fit_data_t *d);
 

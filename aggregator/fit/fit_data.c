@@ -88,20 +88,36 @@ int tc_fit_holdout_parse(const char *s, tc_fit_holdout_t *out)
     return tc_fail(TC_EINVAL, "unknown hold-out '%s' (use cnn, family or batch)", s ? s : "");
 }
 
-/* Name prefixes of torchvision's CNN families, longest match first where
- * one prefix starts another. */
+/* torchvision's CNNs by architecture, not by name: relatives that share
+ * their building block are one family, so that holding out a family holds
+ * out every CNN whose structure would teach the model about it. Name
+ * prefixes, longest first where one prefix starts another. */
 static const struct {
     const char *prefix, *family;
 } s_families[] = {
-    {"wide_resnet", "wide_resnet"},   {"resnext", "resnext"},
-    {"resnet", "resnet"},             {"mobilenet_v2", "mobilenet_v2"},
-    {"mobilenet_v3", "mobilenet_v3"}, {"mnasnet", "mnasnet"},
-    {"shufflenet", "shufflenet"},     {"squeezenet", "squeezenet"},
-    {"densenet", "densenet"},         {"efficientnet_v2", "efficientnet_v2"},
-    {"efficientnet", "efficientnet"}, {"regnet_x", "regnet_x"},
-    {"regnet_y", "regnet_y"},         {"convnext", "convnext"},
-    {"googlenet", "googlenet"},       {"inception", "inception"},
+    /* residual bottlenecks: ResNeXt groups them, wide ResNets widen them */
+    {"wide_resnet", "resnet"},
+    {"resnext", "resnet"},
+    {"resnet", "resnet"},
+    /* plain stacks of 3x3 convs, with batch norm or without */
+    {"vgg", "vgg"},
+    /* inverted residuals (MBConv), with squeeze-and-excitation or without */
+    {"mobilenet", "mbconv"},
+    {"mnasnet", "mbconv"},
+    {"efficientnet", "mbconv"},
+    /* RegNetY is RegNetX with squeeze-and-excitation */
+    {"regnet", "regnet"},
+    /* GoogLeNet is Inception v1 */
+    {"googlenet", "inception"},
+    {"inception", "inception"},
+    {"shufflenet", "shufflenet"},
+    {"squeezenet", "squeezenet"},
+    {"densenet", "densenet"},
+    {"convnext", "convnext"},
     {"alexnet", "alexnet"},
+    {"vit_", "vit"},
+    {"swin", "swin"},
+    {"maxvit", "maxvit"},
 };
 
 const char *tc_fit_family(const char *cnn, char *buf, size_t size)
@@ -111,11 +127,6 @@ const char *tc_fit_family(const char *cnn, char *buf, size_t size)
     if (colon)
         name = colon + 1; /* torchvision:NAME */
     size_t len = strcspn(name, "@");
-    if (!strncmp(name, "vgg", 3)) {
-        bool bn = len > 3 && !strncmp(name + len - 3, "_bn", 3);
-        snprintf(buf, size, "%s", bn ? "vgg_bn" : "vgg");
-        return buf;
-    }
     for (size_t i = 0; i < sizeof s_families / sizeof s_families[0]; i++) {
         size_t pl = strlen(s_families[i].prefix);
         if (len >= pl && !strncmp(name, s_families[i].prefix, pl)) {

@@ -49,15 +49,19 @@ Test(fit_features, composite_features_add_up, .timeout = 10)
 
 Test(fit_features, families_of_torchvision_cnns, .timeout = 10)
 {
+    /* By architecture: relatives that share their block are one family. */
     static const char *const cases[][2] = {
         {"resnet18", "resnet"},          {"resnet152", "resnet"},
-        {"resnext50_32x4d", "resnext"},  {"wide_resnet50_2", "wide_resnet"},
-        {"vgg11", "vgg"},                {"vgg16_bn", "vgg_bn"},
-        {"mobilenet_v2", "mobilenet_v2"}, {"mobilenet_v3_small", "mobilenet_v3"},
-        {"regnet_x_400mf", "regnet_x"},  {"regnet_y_400mf", "regnet_y"},
-        {"efficientnet_b1", "efficientnet"}, {"efficientnet_v2_s", "efficientnet_v2"},
-        {"shufflenet_v2_x0_5", "shufflenet"}, {"densenet161", "densenet"},
-        {"torchvision:squeezenet1_1@112", "squeezenet"}, {"inception_v3", "inception"},
+        {"resnext50_32x4d", "resnet"},   {"wide_resnet50_2", "resnet"},
+        {"vgg11", "vgg"},                {"vgg16_bn", "vgg"},
+        {"mobilenet_v2", "mbconv"},      {"mobilenet_v3_small", "mbconv"},
+        {"mnasnet0_5", "mbconv"},        {"efficientnet_b1", "mbconv"},
+        {"efficientnet_v2_s", "mbconv"}, {"regnet_x_400mf", "regnet"},
+        {"regnet_y_400mf", "regnet"},    {"googlenet", "inception"},
+        {"inception_v3", "inception"},   {"shufflenet_v2_x0_5", "shufflenet"},
+        {"densenet161", "densenet"},     {"torchvision:squeezenet1_1@112", "squeezenet"},
+        {"convnext_tiny", "convnext"},   {"vit_b_16", "vit"},
+        {"swin_v2_t", "swin"},           {"maxvit_t", "maxvit"},
         {"my_cnn", "my_cnn"},            {"onnx:abc@64", "abc"},
     };
     char buf[64];
