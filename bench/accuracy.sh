@@ -179,12 +179,18 @@ plot=${plot:-$dir/accuracy.svg}
 mkdir -p "$(dirname "$out")" "$(dirname "$plot")"
 
 # The settings a resumed run must share with the first one.
-settings="batches=$batches input=$input_sizes devices=$devices_list warmup=$warmup iters=$iters rounds=$rounds bench_budget=$bench_budget max_reps=$max_reps"
+settings="order=round-robin models=$(IFS=,; echo "${model_list[*]}") outside=$outside batches=$batches input=$input_sizes devices=$devices_list warmup=$warmup iters=$iters rounds=$rounds bench_budget=$bench_budget max_reps=$max_reps"
 if [ -f "$dir/settings" ] && [ "$(cat "$dir/settings")" != "$settings" ]; then
-    log "$dir holds a study with other settings:"
-    log "  stored: $(cat "$dir/settings")"
-    log "  now:    $settings"
-    log "rerun with the same settings to resume, or add --fresh to start over"
+    log "$dir holds a study with other settings; its rounds and these would not be one study:"
+    # Each setting that differs, by name (a setting absent from one side: "(none)").
+    for key in $(tr ' ' '\n' <"$dir/settings" | cut -d= -f1; tr ' ' '\n' <<<"$settings" | cut -d= -f1); do
+        echo "$key"
+    done | awk '!seen[$0]++' | while read -r key; do
+        was=$(tr ' ' '\n' <"$dir/settings" | sed -n "s/^$key=//p")
+        now=$(tr ' ' '\n' <<<"$settings" | sed -n "s/^$key=//p")
+        [ "$was" = "$now" ] || log "  $key: stored ${was:-(none)}, now ${now:-(none)}"
+    done
+    log "rerun with the stored settings to resume, or add --fresh to start over"
     exit 2
 fi
 echo "$settings" >"$dir/settings"
@@ -212,26 +218,36 @@ device_file() { echo "$dir/$1-$2-r$3.tcr"; }  # KIND DEVICE_KEY ROUND
 outside_file() { echo "$dir/outside-$1-$2-r$3.tcr"; }
 all_models=("${model_list[@]}" "${outside_list[@]}")
 n_models=${#all_models[@]}
-i=0
-for m in "${all_models[@]}"; do
-    i=$((i + 1))
-    [ "$analyze_only" -eq 0 ] || break
-    if grep -qx "$m" "$dir/done"; then continue; fi
-    if [ "$retry_failed" -eq 0 ] && grep -q "^$m	" "$dir/failed"; then
-        log "[$i/$n_models] $m: failed in an earlier run ($(grep "^$m	" "$dir/failed" | cut -f2 | head -n 1)); --retry-failed tries again"
-        continue
-    fi
-    elapsed=$(( $(date +%s) - started ))
-    if [ "$time_budget" -gt 0 ] && [ "$elapsed" -ge $((time_budget * 60)) ]; then
-        log "time budget of $time_budget min spent: $m and the CNNs after it are left for a later run"
-        break
-    fi
-    sed -i "/^$m	/d" "$dir/failed"
-    failed=
-    file=device_file
-    prefix=
-    if [ -n "${is_outside[$m]:-}" ]; then file=outside_file; prefix=outside-; fi
-    for r in $(seq 1 "$rounds"); do
+# Round-robin: a round is the whole set once (each CNN's conv benchmarks and
+# traces together), and the rounds follow each other, so that every point's
+# rounds are spread over the hours the study takes and a slow drift of the
+# machine shows in the spread instead of in the misses. $dir/rounds_done
+# lists "CNN ROUND" as each is measured (a resumed run goes on from there);
+# $dir/done lists the CNNs whose every round is measured.
+touch "$dir/rounds_done"
+budget_spent=0
+for r in $(seq 1 "$rounds"); do
+    [ "$analyze_only" -eq 0 ] && [ "$budget_spent" -eq 0 ] || break
+    i=0
+    for m in "${all_models[@]}"; do
+        i=$((i + 1))
+        if grep -qx "$m $r" "$dir/rounds_done"; then continue; fi
+        if grep -q "^$m	" "$dir/failed"; then
+            [ "$r" -gt 1 ] || [ "$retry_failed" -eq 1 ] \
+                || log "[$i/$n_models] $m: failed in an earlier run ($(grep "^$m	" "$dir/failed" | cut -f2 | head -n 1)); --retry-failed tries again"
+            [ "$retry_failed" -eq 1 ] || continue
+        fi
+        elapsed=$(( $(date +%s) - started ))
+        if [ "$time_budget" -gt 0 ] && [ "$elapsed" -ge $((time_budget * 60)) ]; then
+            log "time budget of $time_budget min spent: round $r from $m on is left for a later run"
+            budget_spent=1
+            break
+        fi
+        sed -i "/^$m	/d" "$dir/failed"
+        failed=
+        file=device_file
+        prefix=
+        if [ -n "${is_outside[$m]:-}" ]; then file=outside_file; prefix=outside-; fi
         for t in "${device_keys[@]}"; do
             for px in "${size_list[@]}"; do
                 tag="$m-$t-${px}px-r$r"
@@ -241,7 +257,7 @@ for m in "${all_models[@]}"; do
                     --batches "$batches" ${device_flags[$t]} --budget-ms "$bench_budget" --max-reps "$max_reps" \
                     --state "$dir/${prefix}agent-$t" --out "$($file bench "$t" "$r")" >"$dir/logs/bench-$tag.out" 2>"$dir/logs/bench-$tag.err"; then
                     failed="$(grep -m1 'error' "$dir/logs/bench-$tag.err" || echo "agent bench: $(tail -n 1 "$dir/logs/bench-$tag.err")")"
-                    break 3
+                    break 2
                 fi
                 t1=$(date +%s)
                 log "[$i/$n_models] $m, round $r/$rounds, ${device_flags[$t]#--device }, $px px: training traces"
@@ -256,19 +272,20 @@ for m in "${all_models[@]}"; do
                     ok=$(awk -v m="$m" '$1 ~ "(^|:)"m"@" && $3 == "ok"' "$dir/logs/trace-$tag.out" | wc -l)
                     if [ "$ok" -eq 0 ]; then
                         failed="$(grep -m1 'error' "$dir/logs/trace-$tag.err" || echo "agent trace: $(awk 'NR > 1 && $3 != "ok"' "$dir/logs/trace-$tag.out" | head -n 1)")"
-                        break 3
+                        break 2
                     fi
                     log "[$i/$n_models] $m: some traces failed (kept as failed, excluded from the fit): $dir/logs/trace-$tag.out"
                 fi
             done
         done
+        if [ -n "$failed" ]; then
+            log "[$i/$n_models] $m failed in round $r: $failed"
+            printf '%s\t%s\n' "$m" "$(echo "$failed" | tr '\t\n' '  ' | cut -c1-300)" >>"$dir/failed"
+        else
+            echo "$m $r" >>"$dir/rounds_done"
+            [ "$r" -lt "$rounds" ] || grep -qx "$m" "$dir/done" || echo "$m" >>"$dir/done"
+        fi
     done
-    if [ -n "$failed" ]; then
-        log "[$i/$n_models] $m failed: $failed"
-        printf '%s\t%s\n' "$m" "$(echo "$failed" | tr '\t\n' '  ' | cut -c1-300)" >>"$dir/failed"
-    else
-        echo "$m" >>"$dir/done"
-    fi
 done
 measure_s=$(( $(date +%s) - started ))
 load_measure=$(bench_monitor_stop)

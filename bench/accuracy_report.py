@@ -270,7 +270,8 @@ def report_accuracy(w, docs):
     w("")
     w("Every error is held out of the whole procedure (nested): the form, weighting and features "
       "predicting a CNN were chosen and fitted without it (*CNN*), without its whole family "
-      "(*family*: all resnets, all mobilenets, ...), or without the batch size predicted, for "
+      "(*family*: its architectural relatives too: resnet with resnext, the mbconv CNNs, ...), or "
+      "without the batch size predicted, for "
       "every CNN (*batch*), the CNN error with its standard error across CNNs. *spread*: the "
       "mean run-to-run spread of the same points in this run, (max − min) / median over the "
       "rounds: a range, larger than the error of a truth taken as their median. *floor*: the "

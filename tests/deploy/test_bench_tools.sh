@@ -9,6 +9,7 @@
 #   - deploy/bench.sh lists its benchmarks and refuses unknown ones;
 #   - bench/load.sh prints its header with --help and refuses bad options;
 #   - bench/accuracy.sh refuses a CNN both fitted on and predicted (--outside),
+#     and a study resumed with another CNN set,
 #     and its report scores the outside CNNs' predictions against their traces.
 set -uo pipefail
 
@@ -78,6 +79,16 @@ out=$(TRAINCAST_BUILD_DIR=$build "$repo/bench/load.sh" --nosuch 2>&1)
 out=$(BUILD_DIR=$build "$repo/bench/accuracy.sh" --models resnet18,vgg11 --outside vgg11 --dir "$tmp/acc" 2>&1)
 [ $? -eq 2 ] && grep -q -- '--outside: vgg11 is one of the study' <<<"$out" && ok "accuracy.sh --outside overlap refused" \
     || fail "accuracy.sh --outside overlap: $out"
+
+# A study resumed with another CNN set is refused, naming what differs:
+# its stored rounds and new ones would not be one study.
+mkdir -p "$tmp/acc2"
+echo "order=round-robin models=resnet18 outside= batches=2 input=64 devices=cpu:1 warmup=1 iters=1 rounds=2 bench_budget=10 max_reps=2" >"$tmp/acc2/settings"
+out=$(BUILD_DIR=$build "$repo/bench/accuracy.sh" --models resnet18,vgg11 --batches 2 --input-size 64 --devices cpu:1 \
+    --warmup 1 --iters 1 --rounds 2 --bench-budget-ms 10 --max-reps 2 --dir "$tmp/acc2" 2>&1)
+[ $? -eq 2 ] && grep -q 'models: stored resnet18, now resnet18,vgg11' <<<"$out" \
+    && ! grep -q 'batches:' <<<"$out" && ok "accuracy.sh refuses to resume with another CNN set" \
+    || fail "accuracy.sh resumed with another CNN set: $out"
 
 # The report's outside section: two devices, one CNN at two batches; the
 # truth of one point is 10 % below its prediction and outside its interval.
