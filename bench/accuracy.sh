@@ -6,16 +6,17 @@
 # time varies from run to run.
 #
 # Two devices: the cpu agent with 1 thread and with all threads (two device
-# classes, as on a fleet). For every CNN of the list, in turn, in ROUNDS
-# interleaved rounds (A B A B ...), and in each round on each device and at
-# each input size: `agent bench` measures the CNN's convs at the batch sizes,
-# then `agent trace` trains it once (a fresh process per batch size) through
-# PyTorch. So a CNN's conv benchmarks and its traces are taken close together
-# in time, and both sides are repeated the same number of times in
-# alternation: the fit uses the median of the rounds on both sides, and the
-# spread across rounds is the run-to-run variability measured in the same run
-# (convs shared with a CNN measured earlier in the same round are not measured
-# again). Then everything goes through the real pipeline: an embedded
+# classes, as on a fleet). ROUNDS rounds, round-robin over the whole set: a
+# round takes every CNN of the list once, and for each CNN, on each device
+# and at each input size, `agent bench` measures its convs at the batch
+# sizes, then `agent trace` trains it once (a fresh process per batch size)
+# through PyTorch. So a CNN's conv benchmarks and its traces are taken close
+# together in time, both sides are repeated the same number of times, and a
+# point's rounds are spread over the hours the study takes: the fit uses the
+# median of the rounds on both sides, the spread across rounds and the noise
+# floor (`aggregator validate`: two halves of each point's rounds) include
+# the machine's drift over the study (convs shared with a CNN measured
+# earlier in the same round are not measured again). Then everything goes through the real pipeline: an embedded
 # PostgreSQL (deploy/pg-local.sh, in the study's directory), `aggregator
 # serve` with CURVE keys, `agent push`, `aggregator fit` and `aggregator
 # validate --format json` with every hold-out (one CNN, one family, one batch
@@ -34,9 +35,11 @@
 # (stored in a second database, `outside`, in the same PostgreSQL): the
 # check on CNNs the study never saw.
 #
-# Resumable: everything lives in --dir; a second run skips the CNNs already
-# measured (and those that failed, unless --retry-failed), resends what is
-# stored (stored once) and fits again. --fresh starts over. --analyze-only
+# Resumable: everything lives in --dir; a second run skips the rounds of
+# each CNN already measured (and the CNNs that failed, unless
+# --retry-failed), resends what is stored (stored once) and fits again; a
+# run with other settings (CNNs, outside CNNs, batches, sizes, devices,
+# rounds, measuring settings) than the stored ones is refused. --fresh starts over. --analyze-only
 # runs the pipeline and the report on what is measured.
 #
 # Options (defaults in brackets):
