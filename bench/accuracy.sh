@@ -50,7 +50,8 @@
 #   --threads LIST       one cpu device per thread count [1,<all logical CPUs>]
 #   --devices LIST       the devices instead: cpu:THREADS or cuda:INDEX entries, e.g.
 #                        cuda:0 on a GPU machine (the study runs there unchanged)
-#   --rounds R           interleaved rounds of benchmarks and traces [3]
+#   --rounds R           rounds of benchmarks and traces, round-robin over the set [3]
+#   --remeasure K        extra rounds at most for a CNN whose rounds disagree [2; 0: none]
 #   --time-budget MIN    start no new CNN after this many minutes of this run [0: no limit]
 #   --warmup W --iters N trace settings [3, 10]
 #   --bench-budget-ms MS --max-reps N conv benchmark settings per item [100, 30]
@@ -77,6 +78,7 @@ input_sizes=112
 threads_list=1,$(nproc)
 devices_list=
 rounds=3
+remeasure_max=2
 time_budget=0
 warmup=3
 iters=10
@@ -98,6 +100,7 @@ while [ $# -gt 0 ]; do
     --batches) batches=$2; shift ;;
     --input-size|--input-sizes) input_sizes=$2; shift ;;
     --rounds) rounds=$2; shift ;;
+    --remeasure) remeasure_max=$2; shift ;;
     --analyze-only) analyze_only=1 ;;
     --threads) threads_list=$2; shift ;;
     --devices) devices_list=$2; shift ;;
@@ -167,6 +170,7 @@ done
 [ "${#device_keys[@]}" -ge 2 ] || echo "accuracy: warning: one device only; the study compares devices when there are two" >&2
 IFS=, read -r -a size_list <<<"$input_sizes"
 [[ $rounds =~ ^[1-9][0-9]*$ ]] || { echo "accuracy: --rounds: '$rounds' is not a count from 1" >&2; exit 2; }
+[[ $remeasure_max =~ ^[0-9]+$ ]] || { echo "accuracy: --remeasure: '$remeasure_max' is not a count" >&2; exit 2; }
 for px in "${size_list[@]}"; do
     [[ $px =~ ^[1-9][0-9]*$ ]] || { echo "accuracy: --input-sizes: '$px' is not a size in pixels" >&2; exit 2; }
 done
@@ -182,7 +186,7 @@ plot=${plot:-$dir/accuracy.svg}
 mkdir -p "$(dirname "$out")" "$(dirname "$plot")"
 
 # The settings a resumed run must share with the first one.
-settings="order=round-robin models=$(IFS=,; echo "${model_list[*]}") outside=$outside batches=$batches input=$input_sizes devices=$devices_list warmup=$warmup iters=$iters rounds=$rounds bench_budget=$bench_budget max_reps=$max_reps"
+settings="order=round-robin models=$(IFS=,; echo "${model_list[*]}") outside=$outside batches=$batches input=$input_sizes devices=$devices_list warmup=$warmup iters=$iters rounds=$rounds remeasure=$remeasure_max bench_budget=$bench_budget max_reps=$max_reps"
 if [ -f "$dir/settings" ] && [ "$(cat "$dir/settings")" != "$settings" ]; then
     log "$dir holds a study with other settings; its rounds and these would not be one study:"
     # Each setting that differs, by name (a setting absent from one side: "(none)").
@@ -228,6 +232,64 @@ n_models=${#all_models[@]}
 # lists "CNN ROUND" as each is measured (a resumed run goes on from there);
 # $dir/done lists the CNNs whose every round is measured.
 touch "$dir/rounds_done"
+
+# measure CNN ROUND INDEX: one CNN's round on every device and size; sets
+# `failed` to why it failed ("" when it did not).
+measure() {
+    local m=$1 r=$2 i=$3 file=device_file prefix= t px tag t0 t1 t2 st ok label
+    failed=
+    label="round $r/$rounds"
+    [ "$r" -le "$rounds" ] || label="extra round $r"
+    if [ -n "${is_outside[$m]:-}" ]; then file=outside_file; prefix=outside-; fi
+    for t in "${device_keys[@]}"; do
+        for px in "${size_list[@]}"; do
+            tag="$m-$t-${px}px-r$r"
+            log "[$i/$n_models] $m, $label, ${device_flags[$t]#--device }, $px px: conv benchmarks"
+            t0=$(date +%s)
+            if ! TRAINCAST_PROGRESS=plain "$agent" bench --models "torchvision:$m" --input-size "$px" \
+                --batches "$batches" ${device_flags[$t]} --budget-ms "$bench_budget" --max-reps "$max_reps" \
+                --state "$dir/${prefix}agent-$t" --out "$($file bench "$t" "$r")" >"$dir/logs/bench-$tag.out" 2>"$dir/logs/bench-$tag.err"; then
+                failed="$(grep -m1 'error' "$dir/logs/bench-$tag.err" || echo "agent bench: $(tail -n 1 "$dir/logs/bench-$tag.err")")"
+                return
+            fi
+            t1=$(date +%s)
+            log "[$i/$n_models] $m, $label, ${device_flags[$t]#--device }, $px px: training traces"
+            st=0
+            TRAINCAST_PROGRESS=plain "$agent" trace --models "$m" --batches "$batches" --input-size "$px" \
+                ${device_flags[$t]} --warmup "$warmup" --iters "$iters" --repeat 1 \
+                --timeout "$trace_timeout" --state "$dir/${prefix}agent-$t" --out "$($file trace "$t" "$r")" \
+                >"$dir/logs/trace-$tag.out" 2>"$dir/logs/trace-$tag.err" || st=$?
+            t2=$(date +%s)
+            printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$m" "$t" "$t0" "$t1" "$t2" "$r" "$px" >>"$dir/timeline.tsv"
+            if [ "$st" -ne 0 ]; then
+                ok=$(awk -v m="$m" '$1 ~ "(^|:)"m"@" && $3 == "ok"' "$dir/logs/trace-$tag.out" | wc -l)
+                if [ "$ok" -eq 0 ]; then
+                    failed="$(grep -m1 'error' "$dir/logs/trace-$tag.err" || echo "agent trace: $(awk 'NR > 1 && $3 != "ok"' "$dir/logs/trace-$tag.out" | head -n 1)")"
+                    return
+                fi
+                log "[$i/$n_models] $m: some traces failed (kept as failed, excluded from the fit): $dir/logs/trace-$tag.out"
+            fi
+        done
+    done
+}
+
+# record CNN ROUND INDEX: what `measure` left.
+record() {
+    local m=$1 r=$2 i=$3
+    if [ -n "$failed" ]; then
+        log "[$i/$n_models] $m failed in round $r: $failed"
+        printf '%s\t%s\n' "$m" "$(echo "$failed" | tr '\t\n' '  ' | cut -c1-300)" >>"$dir/failed"
+    else
+        echo "$m $r" >>"$dir/rounds_done"
+        [ "$r" -lt "$rounds" ] || grep -qx "$m" "$dir/done" || echo "$m" >>"$dir/done"
+    fi
+}
+
+budget_left() {
+    local elapsed=$(( $(date +%s) - started ))
+    [ "$time_budget" -eq 0 ] || [ "$elapsed" -lt $((time_budget * 60)) ]
+}
+
 budget_spent=0
 for r in $(seq 1 "$rounds"); do
     [ "$analyze_only" -eq 0 ] && [ "$budget_spent" -eq 0 ] || break
@@ -240,55 +302,48 @@ for r in $(seq 1 "$rounds"); do
                 || log "[$i/$n_models] $m: failed in an earlier run ($(grep "^$m	" "$dir/failed" | cut -f2 | head -n 1)); --retry-failed tries again"
             [ "$retry_failed" -eq 1 ] || continue
         fi
-        elapsed=$(( $(date +%s) - started ))
-        if [ "$time_budget" -gt 0 ] && [ "$elapsed" -ge $((time_budget * 60)) ]; then
+        if ! budget_left; then
             log "time budget of $time_budget min spent: round $r from $m on is left for a later run"
             budget_spent=1
             break
         fi
         sed -i "/^$m	/d" "$dir/failed"
-        failed=
-        file=device_file
-        prefix=
-        if [ -n "${is_outside[$m]:-}" ]; then file=outside_file; prefix=outside-; fi
-        for t in "${device_keys[@]}"; do
-            for px in "${size_list[@]}"; do
-                tag="$m-$t-${px}px-r$r"
-                log "[$i/$n_models] $m, round $r/$rounds, ${device_flags[$t]#--device }, $px px: conv benchmarks"
-                t0=$(date +%s)
-                if ! TRAINCAST_PROGRESS=plain "$agent" bench --models "torchvision:$m" --input-size "$px" \
-                    --batches "$batches" ${device_flags[$t]} --budget-ms "$bench_budget" --max-reps "$max_reps" \
-                    --state "$dir/${prefix}agent-$t" --out "$($file bench "$t" "$r")" >"$dir/logs/bench-$tag.out" 2>"$dir/logs/bench-$tag.err"; then
-                    failed="$(grep -m1 'error' "$dir/logs/bench-$tag.err" || echo "agent bench: $(tail -n 1 "$dir/logs/bench-$tag.err")")"
-                    break 2
-                fi
-                t1=$(date +%s)
-                log "[$i/$n_models] $m, round $r/$rounds, ${device_flags[$t]#--device }, $px px: training traces"
-                st=0
-                TRAINCAST_PROGRESS=plain "$agent" trace --models "$m" --batches "$batches" --input-size "$px" \
-                    ${device_flags[$t]} --warmup "$warmup" --iters "$iters" --repeat 1 \
-                    --timeout "$trace_timeout" --state "$dir/${prefix}agent-$t" --out "$($file trace "$t" "$r")" \
-                    >"$dir/logs/trace-$tag.out" 2>"$dir/logs/trace-$tag.err" || st=$?
-                t2=$(date +%s)
-                printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$m" "$t" "$t0" "$t1" "$t2" "$r" "$px" >>"$dir/timeline.tsv"
-                if [ "$st" -ne 0 ]; then
-                    ok=$(awk -v m="$m" '$1 ~ "(^|:)"m"@" && $3 == "ok"' "$dir/logs/trace-$tag.out" | wc -l)
-                    if [ "$ok" -eq 0 ]; then
-                        failed="$(grep -m1 'error' "$dir/logs/trace-$tag.err" || echo "agent trace: $(awk 'NR > 1 && $3 != "ok"' "$dir/logs/trace-$tag.out" | head -n 1)")"
-                        break 2
-                    fi
-                    log "[$i/$n_models] $m: some traces failed (kept as failed, excluded from the fit): $dir/logs/trace-$tag.out"
-                fi
-            done
-        done
-        if [ -n "$failed" ]; then
-            log "[$i/$n_models] $m failed in round $r: $failed"
-            printf '%s\t%s\n' "$m" "$(echo "$failed" | tr '\t\n' '  ' | cut -c1-300)" >>"$dir/failed"
-        else
-            echo "$m $r" >>"$dir/rounds_done"
-            [ "$r" -lt "$rounds" ] || grep -qx "$m" "$dir/done" || echo "$m" >>"$dir/done"
-        fi
+        measure "$m" "$r" "$i" </dev/null
+        record "$m" "$r" "$i"
     done
+done
+
+# ---- points whose rounds disagree, measured again -----------------------------
+# The rule (part of the settings): once every round is measured, a point (CNN,
+# device, size, batch) whose rounds' trace medians spread, (max - min) /
+# median, more than REMEASURE_FACTOR times the median spread of its device's
+# points, and by at least REMEASURE_MIN_PCT %, has its CNN measured again in
+# a later round (every device and size, numbered after the last), at most
+# remeasure_max extra rounds per CNN: a round taken in a bad period is
+# outvoted, and the truth and its noise floor count the extra rounds.
+REMEASURE_FACTOR=2
+REMEASURE_MIN_PCT=5
+for extra in $(seq 1 "$remeasure_max"); do
+    [ "$analyze_only" -eq 0 ] && [ "$budget_spent" -eq 0 ] && [ "$remeasure_max" -gt 0 ] || break
+    # every CNN's rounds first (measured, or failed)
+    settled=$(( $(wc -l <"$dir/done") + $(cut -f1 "$dir/failed" | sort -u | wc -l) ))
+    [ "$settled" -ge "$n_models" ] || break
+    r=$((rounds + extra))
+    again=$(python3 "$repo/bench/accuracy_remeasure.py" "$dir" "$r" "$REMEASURE_FACTOR" \
+        "$REMEASURE_MIN_PCT" "${all_models[@]}")
+    [ -n "$again" ] || break
+    i=0
+    while read -r m worst_pct; do
+        i=$((i + 1))
+        grep -qx "$m $r" "$dir/rounds_done" && continue
+        budget_left || { log "time budget of $time_budget min spent: extra round $r left for a later run"; budget_spent=1; break; }
+        log "$m: its rounds disagree (spread up to $worst_pct %): measured again in round $r"
+        measure "$m" "$r" "$i" </dev/null
+        if [ -n "$failed" ]; then # its earlier rounds stand
+            log "$m: extra round $r failed ($failed); its earlier rounds stand"
+        fi
+        echo "$m $r" >>"$dir/rounds_done"
+    done <<<"$again"
 done
 measure_s=$(( $(date +%s) - started ))
 load_measure=$(bench_monitor_stop)
@@ -321,7 +376,7 @@ serve_stop() { kill -TERM "$server_pid"; wait "$server_pid" || true; server_pid=
 push() {
     local state=$1 file=$2 t=$3 files=() r kind
     shift 3
-    for r in $(seq 1 "$rounds"); do
+    for r in $(seq 1 $((rounds + remeasure_max))); do
         for kind in "$@"; do [ -s "$($file "$kind" "$t" "$r")" ] && files+=("$($file "$kind" "$t" "$r")"); done
     done
     [ "${#files[@]}" -gt 0 ] || return 0

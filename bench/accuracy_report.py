@@ -153,11 +153,16 @@ def main():
     lines = []
     w = lines.append
 
-    w("Settings: %d of %d CNNs measured (%s), %s px, batch sizes %s; devices %s; %s "
-      "interleaved rounds, each a conv benchmark of the CNN's convs and one trace "
-      "(a fresh process per batch size) of %s warm-up + %s measured iterations, on each device "
-      "in turn; conv benchmarks with a %s ms budget and at most %s repetitions per item. The fit "
-      "uses the median of the rounds on both sides (p10 and min below as alternatives)."
+    order = ("round-robin over the whole set (a round is every CNN once), up to %s extra "
+             "rounds for a CNN whose rounds disagree (bench/accuracy_remeasure.py)"
+             % settings.get("remeasure", "0")
+             if settings.get("order") == "round-robin" else "interleaved per CNN")
+    w(("Settings: %d of %d CNNs measured (%s), %s px, batch sizes %s; devices %s; %s "
+       "rounds " + order.replace("%", "%%") + ", each a conv benchmark of the CNN's convs and "
+       "one trace (a fresh process per batch size) of %s warm-up + %s measured iterations, on "
+       "each device in turn; conv benchmarks with a %s ms budget and at most %s repetitions per "
+       "item. The fit uses the median of the rounds on both sides (p10 and min below as "
+       "alternatives).")
       % (len(done), len(requested), ", ".join(done) or "none", settings.get("input"),
          settings.get("batches"), devices_text(settings),
          settings.get("rounds"), settings.get("warmup"), settings.get("iters"),

@@ -9,7 +9,8 @@
 #   - deploy/bench.sh lists its benchmarks and refuses unknown ones;
 #   - bench/load.sh prints its header with --help and refuses bad options;
 #   - bench/accuracy.sh refuses a CNN both fitted on and predicted (--outside),
-#     and a study resumed with another CNN set,
+#     and a study resumed with another CNN set, and names the CNNs whose
+#     rounds disagree (accuracy_remeasure.py),
 #     and its report scores the outside CNNs' predictions against their traces.
 set -uo pipefail
 
@@ -79,6 +80,26 @@ out=$(TRAINCAST_BUILD_DIR=$build "$repo/bench/load.sh" --nosuch 2>&1)
 out=$(BUILD_DIR=$build "$repo/bench/accuracy.sh" --models resnet18,vgg11 --outside vgg11 --dir "$tmp/acc" 2>&1)
 [ $? -eq 2 ] && grep -q -- '--outside: vgg11 is one of the study' <<<"$out" && ok "accuracy.sh --outside overlap refused" \
     || fail "accuracy.sh --outside overlap: $out"
+
+# The re-measure rule: of four CNNs measured in three rounds, the one whose
+# rounds disagree far more than the device's typical point (24 % against
+# about 2 %) is named; rounds from UPTO on do not count; a CNN outside the
+# list is not named.
+mkdir -p "$tmp/rem/logs"
+for cnn in a b c d; do
+    case $cnn in a) v="10 10.2 10.1" ;; b) v="20 20.3 20.1" ;; c) v="30 30.6 30.3" ;; d) v="40 50 41" ;; esac
+    r=0
+    for ms in $v; do
+        r=$((r + 1))
+        printf 'model batch status median_ms spread\ntorchvision:%s@64 2 ok %s 1.0%%\n' "$cnn" "$ms" \
+            >"$tmp/rem/logs/trace-$cnn-t1-64px-r$r.out"
+    done
+done
+printf 'model batch status median_ms spread\ntorchvision:d@64 2 ok 90 1.0%%\n' >"$tmp/rem/logs/trace-d-t1-64px-r4.out"
+rem=$(python3 "$repo/bench/accuracy_remeasure.py" "$tmp/rem" 4 2 5 a b c d)
+rem_less=$(python3 "$repo/bench/accuracy_remeasure.py" "$tmp/rem" 4 2 5 a b c)
+[ "$rem" = "d 24.4" ] && [ -z "$rem_less" ] && ok "accuracy study re-measures the CNN whose rounds disagree" \
+    || fail "accuracy_remeasure.py: '$rem' / '$rem_less'"
 
 # A study resumed with another CNN set is refused, naming what differs:
 # its stored rounds and new ones would not be one study.
