@@ -423,7 +423,8 @@ def report_outside(w, outside, pred_files, truth_rows):
                              "spread_between": sp})
     w("## CNNs outside the study's set")
     w("")
-    w("CNNs measured in the same rounds but never fitted on: only their conv benchmarks went "
+    w("CNNs measured with the study's settings (in its rounds when they were named with "
+      "`--outside` from its start) but never fitted on: only their conv benchmarks went "
       "into the study's database, and the fit on the study's CNNs predicted each from its "
       "structure (torchvision's ONNX export) and those benchmarks (`aggregator predict --model "
       "torchvision:NAME`), against the median of their measured rounds. Goal: MAPE ≤ %.0f %%."
