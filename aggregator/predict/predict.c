@@ -76,7 +76,7 @@ static int s_build_lookups(const tc_pred_request_t *req, tc_pred_device_t *d)
                 l->config = tc_model_conv(m, j)->config;
                 l->config.n = (uint32_t)req->batches[b];
                 l->config.dtype = dtype;
-                l->direction = tc_conv_step_slot_direction(&d->step, i);
+                l->direction = tc_conv_step_direction(&d->step, j, i - d->step.first[j]);
                 l->skip = skip;
             }
         }
@@ -232,7 +232,7 @@ static bool s_unpredictable(const tc_pred_request_t *req, const tc_pred_device_t
 {
     const tc_conv_lookup_t *batch = s_batch_lookups(d, b);
     size_t lacking = 0, per = d->step.size;
-    for (size_t i = 0; i < per && b * per + i < d->n_lookups; i++)
+    for (size_t i = 0; i < per; i++)
         lacking += !isfinite(batch[i].median_ms);
     if (s_out_of_range(req, d, p->batch, p->reason, sizeof p->reason)) {
         p->status = TC_PT_OUT_OF_RANGE;

@@ -73,14 +73,12 @@ size_t tc_conv_step_slot(const tc_conv_step_layout_t *l, size_t u, Traincast__V1
     return SIZE_MAX;
 }
 
-Traincast__V1__Direction tc_conv_step_slot_direction(const tc_conv_step_layout_t *l, size_t i)
+Traincast__V1__Direction tc_conv_step_direction(const tc_conv_step_layout_t *l, size_t u,
+                                                size_t k)
 {
-    size_t u = 0;
-    while (u + 1 < l->n_uses && l->first[u + 1] <= i)
-        u++;
     Traincast__V1__Direction dirs[TC_CONV_STEP_MAX_DIRS];
     tc_conv_step_directions(l->uses[u].first_layer, dirs);
-    return dirs[i - l->first[u]];
+    return dirs[k];
 }
 
 double tc_conv_step_time(const tc_conv_step_layout_t *l, const double *ms, const double *sd,

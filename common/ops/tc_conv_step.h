@@ -57,8 +57,9 @@ void tc_conv_step_layout_free(tc_conv_step_layout_t *l);
  * for it. */
 size_t tc_conv_step_slot(const tc_conv_step_layout_t *l, size_t u, Traincast__V1__Direction d);
 
-/* The direction of slot i. */
-Traincast__V1__Direction tc_conv_step_slot_direction(const tc_conv_step_layout_t *l, size_t i);
+/* The direction of usage u's k-th slot (slot first[u] + k). */
+Traincast__V1__Direction tc_conv_step_direction(const tc_conv_step_layout_t *l, size_t u,
+                                                size_t k);
 
 /* The conv time of one step from its benchmarks' times ms[0..l->size):
  * the sum over usages of tc_conv_step_ms. With `var`, also the variance a
