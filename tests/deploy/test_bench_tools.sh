@@ -11,7 +11,10 @@
 #   - bench/accuracy.sh refuses a CNN both fitted on and predicted (--outside),
 #     and a study resumed with another CNN set, and names the CNNs whose
 #     rounds disagree (accuracy_remeasure.py),
-#     and its report scores the outside CNNs' predictions against their traces.
+#     and its report scores the outside CNNs' predictions against their traces;
+#   - bench/faithfulness.py's in-step conv timer (instep) computes exactly the
+#     gradients of the model's own convs, times every conv of the step, and
+#     its conv time is a part of the step.
 set -uo pipefail
 
 build=${1:?usage: test_bench_tools.sh BUILD_DIR}
@@ -186,6 +189,24 @@ grep -q '^| bn | 9.0 % | `bn.elems` | 0.0 % | 0.0 % |' "$tmp/classes.md" \
     && grep -q '^| gemm | .* | `gemm.flops` | .* | cnn4 (36.0 %) |$' "$tmp/classes.md" \
     && ok "accuracy report regresses each op class on its feature" \
     || fail "accuracy report class section: $(grep -A12 'follows its feature' "$tmp/classes.md" 2>&1)"
+
+# The in-step conv timer, on a real training step of a small CNN with dropout.
+py=${TRAINCAST_PYTHON:-/usr/bin/python3}
+if "$py" -c 'import torch, torchvision' 2>/dev/null; then
+    "$py" "$repo/bench/faithfulness.py" instep --model squeezenet1_1 --batch 2 --input-size 64 \
+        --threads 1 --allocator system --warmup 1 --iters 2 >"$tmp/instep.json" 2>"$tmp/instep.err"
+    "$py" - "$tmp/instep.json" <<'PY' && ok "instep: same gradients, every conv timed, a part of the step" \
+        || fail "instep: $(cat "$tmp/instep.json" "$tmp/instep.err")"
+import json, sys
+r = json.loads(open(sys.argv[1]).read().splitlines()[-1])
+assert r["grad_max_rel_diff"] < 1e-6, r
+assert r["convs_per_step"] == 26, r  # squeezenet1_1's Conv2d modules
+assert 0 < r["conv_fwd_ms"] and 0 < r["conv_bwd_ms"], r
+assert r["conv_ms"] < r["step_timed_ms"], r
+PY
+else
+    fail "instep: $py cannot import torch and torchvision (set TRAINCAST_PYTHON)"
+fi
 
 [ "$failures" -eq 0 ] || { echo "$failures check(s) failed"; exit 1; }
 echo "all checks passed"
