@@ -11,7 +11,8 @@
 #   - bench/accuracy.sh refuses a CNN both fitted on and predicted (--outside),
 #     and a study resumed with another CNN set, and names the CNNs whose
 #     rounds disagree (accuracy_remeasure.py),
-#     and its report scores the outside CNNs' predictions against their traces;
+#     and its report scores the outside CNNs' predictions against their traces,
+#     new families apart from other sizes of the study's families;
 #   - bench/faithfulness.py's in-step conv timer (instep) computes exactly the
 #     gradients of the model's own convs, times every conv of the step, and
 #     its conv time is a part of the step.
@@ -134,6 +135,20 @@ all=$(grep '^| \*\*all\*\*' "$tmp/report.md" 2>/dev/null)
 grep -q '| 5.0 % (10.0 %) | 0.0 % (0.0 %) | 66.7 % |' <<<"$all" \
     && grep -q 'missing_benchmarks (lacks 3 of the 52' "$tmp/report.md" \
     && ok "accuracy report scores the outside CNNs" || fail "accuracy report outside section: $(cat "$tmp/report.md" 2>&1)"
+
+# New families apart: the study trains on mnasnet1_0 (mbconv), so
+# mnasnet0_75 is another size of its family and vgg11 (30 % off) a new one.
+printf 'mnasnet1_0\n' >"$tmp/done.tsv"
+echo "\"torchvision:vgg11@112\",\"$dev1\",ok,2,130,120,140,,,,,,,,," >>"$tmp/pred.csv"
+printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$dev1" torchvision:vgg11@112 2 3 100 0.05 >>"$tmp/truth.tsv"
+python3 "$repo/bench/accuracy_report.py" --outside mnasnet0_75,vgg11 --done "$tmp/done.tsv" \
+    --outside-pred "$tmp/pred.csv" --outside-truth "$tmp/truth.tsv" --out "$tmp/report2.md" >/dev/null 2>&1
+grep -q '^| vgg11 | vgg (new) | 112 | 30.0 % (30.0 %) |' "$tmp/report2.md" \
+    && grep -q '^| \*\*new family\*\* |  | – | 30.0 % (30.0 %) |' "$tmp/report2.md" \
+    && grep -q '^| \*\*in-family\*\* |  | – | 5.0 % (10.0 %) | 0.0 % (0.0 %) |' "$tmp/report2.md" \
+    && grep -q '^| \*\*all\*\* |  | – | 13.3 % ± 12.5 (30.0 %) |' "$tmp/report2.md" \
+    && ok "accuracy report keeps the new-family outside CNNs apart" \
+    || fail "accuracy report new families: $(cat "$tmp/report2.md" 2>&1)"
 
 # The report's ranking section: 81 CNNs, device B predicted and measured
 # twice as slow as A but for two CNNs measured faster on B. The paired
