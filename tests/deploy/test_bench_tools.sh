@@ -108,12 +108,20 @@ rem_less=$(python3 "$repo/bench/accuracy_remeasure.py" "$tmp/rem" 4 2 5 a b c)
 # A study resumed with another CNN set is refused, naming what differs:
 # its stored rounds and new ones would not be one study.
 mkdir -p "$tmp/acc2"
-echo "order=round-robin models=resnet18 outside= batches=2 input=64 devices=cpu:1 warmup=1 iters=1 rounds=2 bench_budget=10 max_reps=2" >"$tmp/acc2/settings"
+echo "host=$(uname -n) order=round-robin models=resnet18 outside= batches=2 input=64 devices=cpu:1 warmup=1 iters=1 rounds=2 remeasure=2 bench_budget=10 max_reps=2" >"$tmp/acc2/settings"
 out=$(BUILD_DIR=$build "$repo/bench/accuracy.sh" --models resnet18,vgg11 --batches 2 --input-size 64 --devices cpu:1 \
     --warmup 1 --iters 1 --rounds 2 --bench-budget-ms 10 --max-reps 2 --dir "$tmp/acc2" 2>&1)
 [ $? -eq 2 ] && grep -q 'models: stored resnet18, now resnet18,vgg11' <<<"$out" \
-    && ! grep -q 'batches:' <<<"$out" && ok "accuracy.sh refuses to resume with another CNN set" \
+    && ! grep -q 'batches:' <<<"$out" && ! grep -q 'host:' <<<"$out" \
+    && ok "accuracy.sh refuses to resume with another CNN set" \
     || fail "accuracy.sh resumed with another CNN set: $out"
+# ... and on another machine: its CPU devices would be other devices.
+sed -i 's/^host=[^ ]*/host=elsewhere/' "$tmp/acc2/settings"
+out=$(BUILD_DIR=$build "$repo/bench/accuracy.sh" --models resnet18 --batches 2 --input-size 64 --devices cpu:1 \
+    --warmup 1 --iters 1 --rounds 2 --bench-budget-ms 10 --max-reps 2 --dir "$tmp/acc2" 2>&1)
+[ $? -eq 2 ] && grep -q "host: stored elsewhere, now $(uname -n)" <<<"$out" && ! grep -q 'models:' <<<"$out" \
+    && ok "accuracy.sh refuses to resume a study of another machine" \
+    || fail "accuracy.sh resumed another machine's study: $out"
 
 # The report's outside section: two devices, one CNN at two batches; the
 # truth of one point is 10 % below its prediction and outside its interval.
