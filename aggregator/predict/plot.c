@@ -138,7 +138,7 @@ static void s_legend_build(s_legend_t *lg, const tc_plot_opts_t *opts,
         s_legend_add(lg, PL_LEGEND_SYMBOL, COL_AXIS, "does not fit in memory", "x");
     if (dr->clamped)
         s_legend_add(lg, PL_LEGEND_SYMBOL, COL_AXIS,
-                     "clamped at 0 (the fit extrapolates): o!", "o");
+                     "o!: clamped at 0, the fit extrapolates beyond its data", "o");
     for (size_t k = 0; k < opts->n_skips; k++) {
         if (!dr->skip[(unsigned char)opts->skips[k].code & 127])
             continue;
