@@ -84,6 +84,15 @@ static void s_dev_cell(tc_buf_t *b, const tc_report_t *r, size_t i)
     tc_buf_puts(b, "</td>");
 }
 
+/* The chosen device's name, which the script changes with the choice. */
+static void s_refname(tc_buf_t *b, const tc_report_t *r)
+{
+    tc_buf_puts(b, "<span class=\"refname\">");
+    if (r->reference < r->n)
+        tc_report_esc(b, r->devs[r->reference].device.name);
+    tc_buf_puts(b, "</span>");
+}
+
 static void s_head_batches(tc_buf_t *b, const tc_report_t *r, const char *corner)
 {
     tc_buf_printf(b, "<table><tr><th class=\"dev\">%s</th>", corner);
@@ -169,8 +178,9 @@ static void s_relative(tc_buf_t *b, const tc_pred_point_t *p, const tc_pred_poin
 
 static void s_relative_tables(tc_buf_t *b, const tc_report_t *r)
 {
-    tc_buf_puts(b, "<h3>Speed relative to <span class=\"refname\"></span></h3>\n"
-                   "<p class=\"muted\">Time per iteration of the chosen device divided by "
+    tc_buf_puts(b, "<h3>Speed relative to ");
+    s_refname(b, r);
+    tc_buf_puts(b, "</h3>\n<p class=\"muted\">Time per iteration of the chosen device divided by "
                    "each device's: above 1 is faster. <span class=\"faster\">Green</span>: "
                    "faster and the 95 % intervals do not overlap; <span class=\"slower\">red"
                    "</span>: slower, likewise; <span class=\"overlap\">grey</span>: the "
@@ -249,6 +259,50 @@ static void s_trust(tc_buf_t *b, const tc_pred_device_t *d)
         tc_buf_puts(b, "validated, calibrated");
 }
 
+/* The fastest epoch over every device and batch that may fit in memory,
+ * and the cheapest where there are prices. */
+static void s_fastest_cheapest(tc_buf_t *b, const tc_report_t *r)
+{
+    size_t fd = 0, cd = 0;
+    const tc_pred_point_t *fp = NULL, *cp = NULL;
+    for (size_t i = 0; i < r->n; i++) {
+        for (size_t j = 0; j < r->devs[i].n_points; j++) {
+            const tc_pred_point_t *p = &r->devs[i].points[j];
+            if (p->status != TC_PT_OK || p->fits == 0)
+                continue;
+            if (!fp || p->epoch_s < fp->epoch_s) {
+                fp = p;
+                fd = i;
+            }
+            if (isfinite(p->cost) && (!cp || p->cost < cp->cost)) {
+                cp = p;
+                cd = i;
+            }
+        }
+    }
+    char epoch[32];
+    if (fp) {
+        tc_pred_duration(fp->epoch_s, epoch, sizeof epoch);
+        tc_buf_puts(b, "<p><b>Fastest</b>: ");
+        tc_report_esc(b, r->devs[fd].device.name);
+        tc_buf_printf(b, " at batch %u, ", fp->batch);
+        tc_report_esc(b, epoch);
+        tc_buf_printf(b, " per epoch (%.1f images/s)", fp->images_per_s);
+        if (fp->clamped)
+            tc_buf_puts(b, " <span class=\"warn\">(clamped: an extrapolation)</span>");
+        tc_buf_puts(b, ".");
+        if (cp) {
+            tc_pred_duration(cp->epoch_s, epoch, sizeof epoch);
+            tc_buf_puts(b, " <b>Cheapest</b>: ");
+            tc_report_esc(b, r->devs[cd].device.name);
+            tc_buf_printf(b, " at batch %u, %.2f per epoch (", cp->batch, cp->cost);
+            tc_report_esc(b, epoch);
+            tc_buf_puts(b, ").");
+        }
+        tc_buf_puts(b, "</p>\n");
+    }
+}
+
 static void s_summary(tc_buf_t *b, const tc_report_t *r)
 {
     bool prices = s_any_price(r);
@@ -265,9 +319,10 @@ static void s_summary(tc_buf_t *b, const tc_report_t *r)
                      "those that fit in memory. The fit error is leave-one-CNN-out: the "
                      "prediction's error on CNNs the fit never saw.</p>\n<table><tr>"
                      "<th class=\"dev\">device</th><th>best batch</th><th>ms/iteration</th>"
-                     "<th>images/s</th><th>epoch</th>%s<th>vs <span class=\"refname\"></span>"
-                     "</th><th>fit error</th><th class=\"dev\">trust</th></tr>\n",
+                     "<th>images/s</th><th>epoch</th>%s<th>vs ",
                   prices ? "<th>cost/epoch</th>" : "");
+    s_refname(b, r);
+    tc_buf_puts(b, "</th><th>fit error</th><th class=\"dev\">trust</th></tr>\n");
     for (size_t i = 0; i < r->n; i++) {
         const tc_pred_device_t *d = &r->devs[i];
         const tc_pred_point_t *p = s_best_point(d);
@@ -309,6 +364,7 @@ static void s_summary(tc_buf_t *b, const tc_report_t *r)
         tc_buf_puts(b, "</td></tr>\n");
     }
     tc_buf_puts(b, "</table>\n");
+    s_fastest_cheapest(b, r);
 }
 
 static void s_pct(tc_buf_t *b, double v)
