@@ -222,10 +222,15 @@ static void s_device_marks(tc_buf_t *b, const tc_report_t *r, const s_frame_t *f
             tc_buf_printf(b, ", batch %u: ", p->batch);
             tc_report_esc(b, p->reason);
             tc_buf_printf(b, "</title>%c</text>\n", letters[p->status & 3]);
-            continue;
-        }
-        if (p->total_ms > 0) {
-            double y = s_py(f, p->total_ms * s_scale(p, epoch));
+        } else if (p->total_ms > 0) {
+            double k = s_scale(p, epoch), y = s_py(f, p->total_ms * k);
+            tc_buf_puts(b, "<g><title>");
+            tc_report_esc(b, d->device.name);
+            tc_buf_printf(b, ", batch %u: %.2f (%.2f&#8211;%.2f) %s%s%s</title>", p->batch,
+                          p->total_ms * k, p->lo_ms * k, p->hi_ms * k,
+                          epoch ? "minutes per epoch" : "ms per iteration",
+                          p->clamped ? "; clamped" : "",
+                          p->fits == 0 ? "; does not fit in memory" : "");
             if (p->clamped)
                 tc_buf_printf(b, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"5\" fill=\"#fff\" "
                                  "stroke=\"%s\" stroke-width=\"2\"/><text x=\"%.1f\" "
@@ -239,6 +244,7 @@ static void s_device_marks(tc_buf_t *b, const tc_report_t *r, const s_frame_t *f
             else
                 tc_buf_printf(b, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3.5\" fill=\"%s\"/>\n", x,
                               y, col);
+            tc_buf_puts(b, "</g>\n");
         }
         const tc_measured_point_t *m = tc_report_measured(r, d->device.name, p->batch);
         if (m && m->min_ms > 0 && isfinite(m->max_ms)) {
