@@ -298,7 +298,7 @@ void tc_predict_run_free(tc_predict_run_t *r)
 static int s_run(const tc_predict_args_t *a, tc_pred_format_t fmt, const unsigned long *batches,
                  size_t n_batches)
 {
-    tc_predict_run_t r;
+    tc_predict_run_t r = {0};
     int rc = 0;
     TC_TRY(tc_predict_compute(a, batches, n_batches, &r));
     TC_TRY(tc_pred_print(stdout, fmt, r.model, &r.req, r.devs, r.n_devs, r.cmps, r.n_cmps));
