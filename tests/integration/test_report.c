@@ -3,6 +3,9 @@
  * real fit and rendered by a real headless browser (chromium), which must
  * draw it without a console error and run its script; the listings name
  * what the database holds in every format. */
+#include "store.h"
+#include "tc_error.h"
+#include "tc_model.h"
 #include "tc_test.h"
 #include "tc_test_law.h"
 #include "tc_test_proc.h"
@@ -99,6 +102,15 @@ Test(report, page_renders_in_a_headless_browser, .timeout = 600)
     fputs("Fast Device = 3.5\nSlow Device = 1.25\n", f);
     fclose(f);
 
+    /* A third device with resnet18's benchmarks but no traces: no fit. */
+    static const tc_law_device_t third = {"Third Device", "uuid-third", 4.0};
+    tc_store_t *store = NULL;
+    cr_assert_eq(tc_store_open(s_dsn, &store), 0, "%s", tc_errmsg());
+    tc_model_t *resnet18 = tc_law_load("resnet18");
+    tc_law_put_benchmarks(store, resnet18, &third, tc_law_batches, 3);
+    tc_model_destroy(&resnet18);
+    tc_store_destroy(&store);
+
     /* resnet18 was traced at 8, 16 and 32 on both devices (measured points
      * to compare), its convs benchmarked there only: 64 lacks benchmarks,
      * 256 lies beyond twice the fit's largest batch. */
@@ -129,8 +141,11 @@ Test(report, page_renders_in_a_headless_browser, .timeout = 600)
     cr_assert(strstr(html, "band: 95 % prediction interval"));
     cr_assert(strstr(html, "m: not predicted, conv benchmarks missing"));
     cr_assert(strstr(html, "r: not predicted, outside the fit's batch sizes"));
-    cr_assert_null(strstr(html, "n: not predicted, the device has no fit"),
-                   "the legend explains a mark that is not drawn");
+    cr_assert(strstr(html, "n: not predicted, the device has no fit"));
+    cr_assert(strstr(html, "Third Device") && strstr(html, "nothing predicted"));
+    cr_assert_null(strstr(html, "&#9675;!"), "the legend explains a mark that is not drawn");
+    cr_assert(strstr(html, "<b>Fastest</b>: Fast Device at batch"), "no fastest device");
+    cr_assert(strstr(html, "<b>Cheapest</b>: "), "prices given but no cheapest device");
     cr_assert(strstr(html, "missing benchmarks") && strstr(html, "outside the fit&#39;s batches"));
     cr_assert(strstr(html, "Fit quality and measured variability"));
     cr_assert(strstr(html, "<th>measured ms</th>"), "no predicted-against-measured table");
