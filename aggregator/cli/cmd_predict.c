@@ -243,6 +243,8 @@ static int s_load_model(const s_args_t *a, tc_model_t **model)
     if (rc < 0) {
         tc_err_context(rc, "--model %s", a->model_spec);
         rc = rc == TC_ENOMEM || rc == TC_EIO || rc == TC_ECHILD ? rc : TC_EINVAL;
+    } else if (*tc_model_export_warning(*model)) {
+        tc_log_warn("--model %s: %s", a->model_spec, tc_model_export_warning(*model));
     }
     return rc;
 }

@@ -34,6 +34,7 @@ struct tc_model {
     size_t n_convs;
     char **meta; /* key, value pairs */
     size_t n_meta;
+    const char *export_warning; /* "" or why the file looks exported for inference */
 };
 
 static int s_dedup_convs(tc_model_t *m);
@@ -52,6 +53,62 @@ static int s_copy_meta(tc_model_t *m, const Onnx__ModelProto *mp)
             return tc_fail(TC_ENOMEM, "out of memory");
     }
     m->n_meta = mp->n_metadata_props;
+    return 0;
+}
+
+#define S_TRAINING_EXPORT                                                                     \
+    "export it in training mode: model.train(); torch.onnx.export(model, x, FILE, "           \
+    "export_params=False, training=torch.onnx.TrainingMode.TRAINING, "                        \
+    "do_constant_folding=False, opset_version=17, dynamic_axes={'input': {0: 'batch'}}) "     \
+    "(README, your own model)"
+
+/* An export for inference trains differently from the network: batch norm
+ * in eval mode (one output, training_mode 0) or folded into the convs, and
+ * dropout gone. Folding leaves no trace that tells it from a CNN without
+ * batch norm or dropout, so a file with convs and neither says so, hedged. */
+static int s_check_export_mode(tc_model_t *m, const Onnx__ModelProto *mp)
+{
+    m->export_warning = "";
+    const Onnx__GraphProto *g = mp->graph;
+    size_t bn = 0, bn_eval = 0, dropout = 0, conv = 0;
+    for (size_t i = 0; g && i < g->n_node; i++) {
+        const Onnx__NodeProto *n = g->node[i];
+        const char *op = n->op_type ? n->op_type : "";
+        if (!strcmp(op, "BatchNormalization")) {
+            bool training = false;
+            for (size_t k = 0; k < n->n_attribute; k++) {
+                const Onnx__AttributeProto *a = n->attribute[k];
+                if (a->name && !strcmp(a->name, "training_mode") && a->i != 0)
+                    training = true;
+            }
+            bn++;
+            /* opset < 14 has no training_mode: training exports give it the
+             * running mean and variance as outputs */
+            bn_eval += !training && n->n_output < 3;
+        }
+        dropout += !strcmp(op, "Dropout");
+        conv += !strcmp(op, "Conv");
+    }
+    const char *w = NULL;
+    char buf[1024];
+    if (bn_eval) {
+        snprintf(buf, sizeof buf,
+                 "%zu of its %zu BatchNormalization nodes are in inference mode (an eval-mode "
+                 "export): training normalizes by batch statistics and updates the running ones, "
+                 "so the prediction misses that; " S_TRAINING_EXPORT,
+                 bn_eval, bn);
+        w = buf;
+    } else if (conv && !bn && !dropout && !mp->n_metadata_props) {
+        snprintf(buf, sizeof buf,
+                 "no BatchNormalization or Dropout node among its %zu convs: if the network has "
+                 "batch norm or dropout, this is an inference export (torch.onnx.export's "
+                 "defaults fold batch norm into the convs and drop dropout) and its training "
+                 "time comes out too low; " S_TRAINING_EXPORT,
+                 conv);
+        w = buf;
+    }
+    if (w && !(m->export_warning = tc_arena_strdup(&m->g.arena, w)))
+        return tc_fail(TC_ENOMEM, "out of memory");
     return 0;
 }
 
@@ -131,6 +188,7 @@ static int s_load(const uint8_t *data, size_t len, const char *name, const char 
     TC_TRY(tc_graph_from_onnx(&m->g, mp, opts->input_size));
     TC_TRY(tc_graph_infer(&m->g));
     TC_TRY(s_copy_meta(m, mp));
+    TC_TRY(s_check_export_mode(m, mp));
     TC_TRY(s_collect(m));
     TC_TRY(tc_model_set_identity(m, name && *name ? name : "model", NULL));
     /* The proto is no longer needed; drop every pointer into it. */
@@ -264,6 +322,11 @@ const char *tc_model_name(const tc_model_t *m)
 const char *tc_model_sha256(const tc_model_t *m)
 {
     return m->sha256;
+}
+
+const char *tc_model_export_warning(const tc_model_t *m)
+{
+    return m->export_warning ? m->export_warning : "";
 }
 
 void tc_model_input(const tc_model_t *m, uint32_t *c, uint32_t *h, uint32_t *w)

@@ -269,6 +269,16 @@ Test(predict, bad_input_exits_2, .timeout = 300)
     cr_assert(strstr(out, bad_onnx), "%s", out);
     remove(bad_onnx);
 
+    /* An inference export is predicted, with a warning that says so and how
+     * to export for training. */
+    s_aggregator("predict --gpu 'Fast Device' --model "
+                 "tests/data/forms/resnet18_eval_params_as_inputs.onnx --batch 8",
+                 3, out, sizeof out);
+    cr_assert(strstr(out, "warn: --model tests/data/forms/resnet18_eval_params_as_inputs.onnx: "
+                          "no BatchNormalization or Dropout node") &&
+                  strstr(out, "TrainingMode.TRAINING"),
+              "%s", out);
+
     /* A device without a fit is no bad input: its rows say no_fit, in every
      * format, and the exit status says rows are missing. */
     s_aggregator("predict --gpu 'Fast Device' --model tests/data/alexnet.onnx --batch 8,16", 3,
