@@ -220,6 +220,22 @@ Test(cli, one_batch_limit_and_the_version, .timeout = 120)
         cr_assert_eq(tc_test_run(cmd, out, sizeof out), 0, "%s", out);
         cr_expect(strstr(out, "(traincast) " TRAINCAST_VERSION), "%s", out);
     }
+    /* A typo of a flag or a command names the closest one, in both binaries. */
+    const struct {
+        const char *args, *says;
+    } typos[] = {
+        {"agent/agent bench --models tests/data/alexnet.onnx --bacthes 8 --out /dev/null",
+         "unknown option '--bacthes' (did you mean --batches? see agent bench --help)"},
+        {"aggregator/aggregator predict --gpu all --model x.onnx --bacth 8",
+         "unknown option '--bacth' (did you mean --batch? see aggregator predict --help)"},
+        {"agent/agent tarce", "unknown command 'tarce': did you mean 'trace'?"},
+        {NULL, NULL},
+    };
+    for (int i = 0; typos[i].args; i++) {
+        snprintf(cmd, sizeof cmd, "cd %s && %s/%s", TC_SOURCE_DIR, TC_BINARY_DIR, typos[i].args);
+        cr_assert_eq(tc_test_run(cmd, out, sizeof out), 2, "%s:\n%s", typos[i].args, out);
+        cr_expect(strstr(out, typos[i].says), "%s:\n%s", typos[i].args, out);
+    }
     snprintf(cmd, sizeof cmd, "%s/agent/agent status --state /nonexistent extra", TC_BINARY_DIR);
     cr_assert_eq(tc_test_run(cmd, out, sizeof out), 2, "%s", out);
     cr_expect(strstr(out, "agent status: error: unexpected argument 'extra'"), "%s", out);
