@@ -229,6 +229,30 @@ static int s_export(const char *name, uint32_t size, const char *path)
                    tail);
 }
 
+/* TC_ENOTFOUND for a name without PyTorch and without a committed export:
+ * the closest committed name, or what is committed. */
+static int s_no_committed_export(const char *name, const char *data_dir)
+{
+    char list[4096], copy[4096];
+    const char *names[S_MAX_NAMES];
+    size_t n = 0;
+    s_list_committed(data_dir, list, sizeof list);
+    snprintf(copy, sizeof copy, "%s", list);
+    for (char *save = NULL, *t = strtok_r(copy, ", ", &save); t && n < S_MAX_NAMES;
+         t = strtok_r(NULL, ", ", &save))
+        names[n++] = t;
+    const char *best = tc_suggest(name, names, n);
+    if (best)
+        return tc_fail(TC_ENOTFOUND, "torchvision:%s: no committed export of that name: did you "
+                                     "mean torchvision:%s? (without PyTorch, only the committed "
+                                     "exports can be used)",
+                       name, best);
+    return tc_fail(TC_ENOTFOUND, "torchvision:%s: PyTorch is not available (%s cannot import "
+                                 "torch, torchvision and onnx; set TRAINCAST_PYTHON) and there is "
+                                 "no committed export; committed: %s",
+                   name, tc_python(), *list ? list : "none");
+}
+
 static int s_load_torchvision(const char *name, const tc_model_opts_t *opts, tc_model_t **out)
 {
     size_t n = strlen(name);
@@ -262,28 +286,8 @@ static int s_load_torchvision(const char *name, const tc_model_opts_t *opts, tc_
     } else {
         tc_err_clear();
         snprintf(path, sizeof path, "%s/%s.onnx", data_dir, name);
-        if (access(path, R_OK) != 0) {
-            const char *names[S_MAX_NAMES];
-            char list[4096];
-            s_list_committed(data_dir, list, sizeof list);
-            char copy[4096];
-            snprintf(copy, sizeof copy, "%s", list);
-            size_t n_names = 0;
-            for (char *save = NULL, *t = strtok_r(copy, ", ", &save); t && n_names < S_MAX_NAMES;
-                 t = strtok_r(NULL, ", ", &save))
-                names[n_names++] = t;
-            const char *best = tc_suggest(name, names, n_names);
-            if (best)
-                return tc_fail(TC_ENOTFOUND, "torchvision:%s: no committed export of that name: "
-                                             "did you mean torchvision:%s? (without PyTorch, "
-                                             "only the committed exports can be used)",
-                               name, best);
-            return tc_fail(TC_ENOTFOUND, "torchvision:%s: PyTorch is not available (%s cannot "
-                                         "import torch, torchvision and onnx; set "
-                                         "TRAINCAST_PYTHON) and there is no committed export; "
-                                         "committed: %s",
-                           name, tc_python(), *list ? list : "none");
-        }
+        if (access(path, R_OK) != 0)
+            return s_no_committed_export(name, data_dir);
     }
     rc = tc_model_load_file(path, &o, out);
     if (rc < 0)
