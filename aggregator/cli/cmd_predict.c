@@ -261,12 +261,12 @@ static int s_run(const s_args_t *a, tc_pred_format_t fmt, const unsigned long *b
     tc_pred_compare_t *cmps = NULL;
     size_t n_cmps = 0;
     int rc = 0;
-    /* The database and the devices first: a wrong --db or --gpu is said
-     * before a torchvision model is exported (seconds of PyTorch). */
+    /* The database first: a wrong --db is said before a torchvision model
+     * is exported (seconds of PyTorch). */
     TC_TRY(tc_store_open(tc_default_dsn(a->db), &store));
     TC_TRY(tc_store_check_schema(store));
-    TC_TRY(s_select_devices(store, a->gpu, &devs, &n_devs));
     TC_TRY(s_load_model(a, &model));
+    TC_TRY(s_select_devices(store, a->gpu, &devs, &n_devs));
     /* A look-up large enough to be split over two connections: the second
      * one opens while the fits are read. */
     if (tc_store_lookup_splits(n_devs * tc_predict_lookups_per_batch(model)))
