@@ -310,13 +310,11 @@ bool tc_cli_given(const tc_cmd_spec_t *spec, const char *name)
 static void s_help_line(const char *left, const char *text, const char *suffix)
 {
     const int indent = 2 + S_HELP_LEFT + 1;
-    int col;
-    if ((int)strlen(left) > S_HELP_LEFT) {
+    if ((int)strlen(left) > S_HELP_LEFT)
         printf("  %s\n%*s", left, indent, "");
-    } else {
+    else
         printf("  %-*s ", S_HELP_LEFT, left);
-    }
-    col = indent;
+    int col = indent;
     char buf[2048];
     snprintf(buf, sizeof buf, "%s%s", text ? text : "", suffix ? suffix : "");
     bool line_empty = true;
