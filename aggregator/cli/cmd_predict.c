@@ -242,6 +242,8 @@ static int s_load_model(const tc_predict_args_t *a, tc_model_t **model)
     if (rc < 0) {
         tc_err_context(rc, "--model %s", a->model_spec);
         rc = rc == TC_ENOMEM || rc == TC_EIO || rc == TC_ECHILD ? rc : TC_EINVAL;
+    } else if (*tc_model_export_warning(*model)) {
+        tc_log_warn("--model %s: %s", a->model_spec, tc_model_export_warning(*model));
     }
     return rc;
 }
@@ -251,9 +253,11 @@ int tc_predict_compute(const tc_predict_args_t *a, const unsigned long *batches,
 {
     *r = (tc_predict_run_t){0};
     int rc = 0;
-    TC_TRY(s_load_model(a, &r->model));
+    /* The database first: a wrong --db is said before a torchvision model
+     * is exported (seconds of PyTorch). */
     TC_TRY(tc_store_open(tc_default_dsn(a->db), &r->store));
     TC_TRY(tc_store_check_schema(r->store));
+    TC_TRY(s_load_model(a, &r->model));
     TC_TRY(s_select_devices(r->store, a->gpu, &r->devs, &r->n_devs));
     /* A look-up large enough to be split over two connections: the second
      * one opens while the fits are read. */

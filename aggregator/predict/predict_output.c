@@ -294,7 +294,10 @@ static void s_json_point(tc_buf_t *b, const tc_pred_point_t *p)
     tc_buf_puts(b, ",\"cost_per_epoch\":");
     tc_buf_json_num(b, p->cost);
     tc_buf_puts(b, ",\"peak_memory_bytes\":");
-    tc_buf_json_num(b, p->peak_bytes);
+    if (isfinite(p->peak_bytes))
+        tc_buf_printf(b, "%.0f", p->peak_bytes); /* whole bytes, as in csv */
+    else
+        tc_buf_puts(b, "null");
     tc_buf_puts(b, ",\"energy_kj_per_epoch\":");
     tc_buf_json_num(b, p->energy_kj);
     if (p->status == TC_PT_OK)
@@ -347,6 +350,8 @@ static int s_print_json(FILE *out, const tc_model_t *model, const tc_pred_reques
             tc_buf_json_num(&b, d->fit.cv_mape);
             tc_buf_puts(&b, ",\"stat\":");
             tc_buf_json_str(&b, tc_fit_stat_name(d->fit.stat));
+            tc_buf_printf(&b, ",\"n_cnns\":%zu,\"batch_min\":%u,\"batch_max\":%u",
+                          d->fit.n_cnns, d->fit.batch_min, d->fit.batch_max);
             tc_buf_puts(&b, "},\"unseen_classes\":");
             if (*d->unseen)
                 tc_buf_json_str(&b, d->unseen);
