@@ -13,6 +13,7 @@ static const tc_command_t s_commands[] = {
     {"fit", tc_cmd_fit, "fit and store a per-device model of the non-conv training time"},
     {"validate", tc_cmd_validate, "leave-one-CNN-out accuracy per device next to trace variability"},
     {"predict", tc_cmd_predict, "compare devices for a CNN over batch sizes"},
+    {"alias", tc_cmd_alias, "show or set devices' short names (used by predict)"},
     {"export", tc_cmd_export, "write some devices' benchmarks and traces as a benchmark set"},
     {"import", tc_cmd_import, "load a benchmark set exported from another traincast database"},
     {0},
