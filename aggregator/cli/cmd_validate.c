@@ -142,8 +142,10 @@ static void s_print_table(const tc_fit_group_t *g, const tc_fit_run_analysis_t *
     tc_fit_run_group_label(g, label, sizeof label);
     tc_fit_run_spec_describe(&a->data, &a->spec, model, sizeof model);
     printf("%s\n", label);
-    if (*g->settings)
-        printf("  settings: %s\n", g->settings);
+    char settings[TC_FIT_SETTINGS_LEN];
+    tc_fit_run_settings_shown(g->settings, settings, sizeof settings);
+    if (*settings)
+        printf("  settings: %s\n", settings);
     static const char *const what[] = {"CNN", "family", "batch size"};
     static const char *const whats[] = {"CNNs", "families", "batch sizes"};
     printf("  %zu %s, %zu points; excluded %zu (out of memory %zu, failed %zu); statistic %s\n",
@@ -328,8 +330,10 @@ static void s_json_group(tc_buf_t *b, const tc_fit_group_t *g, const tc_fit_run_
     tc_buf_json_str(b, g->amp);
     tc_buf_puts(b, ", \"library_version\": ");
     tc_buf_json_str(b, g->library_version);
+    char settings[TC_FIT_SETTINGS_LEN];
+    tc_fit_run_settings_shown(g->settings, settings, sizeof settings);
     tc_buf_puts(b, ", \"settings\": ");
-    tc_buf_json_str(b, g->settings);
+    tc_buf_json_str(b, settings);
     tc_buf_printf(b, ", \"cnns\": %zu, \"model\": {\"form\": \"%s\", \"weighting\": \"%s\", "
                      "\"features\": [",
                   a->data.n_cnns, tc_fit_form_name(a->spec.form),
