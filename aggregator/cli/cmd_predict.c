@@ -23,8 +23,12 @@
 #include <string.h>
 #include <strings.h>
 
-/* Prices: `DEVICE NAME = PRICE` per line (per device-hour; '#' comments). */
-static int s_read_prices(const char *path, tc_pred_device_t *devs, size_t n)
+/* Prices: `DEVICE = PRICE` per line (per device-hour; '#' comments), the
+ * device named as --gpu names one (its full name, its alias, or a part of
+ * the name that matches one device only) among every device the store
+ * knows; a device not being predicted is no error, one unknown is. */
+static int s_read_prices(const char *path, const tc_device_class_t *all, size_t n_all,
+                         tc_pred_device_t *devs, size_t n)
 {
     FILE *f = fopen(path, "r");
     if (!f)
@@ -43,8 +47,7 @@ static int s_read_prices(const char *path, tc_pred_device_t *devs, size_t n)
         if (!*s)
             continue;
         if (!eq) {
-            rc = tc_fail(TC_EINVAL, "%s:%d: expected 'DEVICE NAME = PRICE PER HOUR'", path,
-                         lineno);
+            rc = tc_fail(TC_EINVAL, "%s:%d: expected 'DEVICE = PRICE PER HOUR'", path, lineno);
             break;
         }
         *eq = '\0';
@@ -60,27 +63,31 @@ static int s_read_prices(const char *path, tc_pred_device_t *devs, size_t n)
                          lineno, name);
             break;
         }
-        bool known = false;
-        for (size_t i = 0; i < n; i++) {
-            if (!strcmp(devs[i].device.name, name)) {
-                devs[i].price = price;
-                known = true;
-            }
+        size_t hit = 0;
+        rc = tc_device_match(all, n_all, name, "--prices", &hit);
+        if (rc < 0) {
+            tc_err_context(rc, "%s:%d", path, lineno);
+            break;
         }
-        if (!known)
-            tc_log_warn("%s:%d: no device named '%s' is being predicted; price ignored", path,
-                        lineno, name);
+        for (size_t i = 0; i < n; i++) {
+            if (!strcmp(devs[i].device.name, all[hit].name))
+                devs[i].price = price;
+        }
     }
     fclose(f);
     return rc;
 }
 
-/* Select device classes: "all" or a comma-separated list of names. */
-static int s_select_devices(tc_store_t *s, const char *gpu, tc_pred_device_t **out, size_t *n_out)
+/* Select device classes: "all" or a comma-separated list of names; *all
+ * gets every class the store knows, aliases filled in (caller frees). */
+static int s_select_devices(tc_store_t *s, const char *gpu, tc_device_class_t **all_out,
+                            size_t *n_all_out, tc_pred_device_t **out, size_t *n_out)
 {
     tc_device_class_t *all = NULL;
     size_t n_all = 0, *idx = NULL, n = 0;
     int rc = tc_store_device_classes(s, &all, &n_all);
+    if (rc == 0)
+        tc_device_alias_defaults(all, n_all);
     if (rc == 0)
         rc = tc_device_select(all, n_all, gpu, "--gpu", &idx, &n);
     tc_pred_device_t *devs = NULL;
@@ -90,12 +97,14 @@ static int s_select_devices(tc_store_t *s, const char *gpu, tc_pred_device_t **o
         devs[i].device = all[idx[i]];
         devs[i].price = devs[i].watts = NAN;
     }
-    free(all);
     free(idx);
     if (rc < 0) {
+        free(all);
         free(devs);
         return rc;
     }
+    *all_out = all;
+    *n_all_out = n_all;
     *out = devs;
     *n_out = n;
     return 0;
@@ -145,8 +154,6 @@ static int s_load_fits(tc_store_t *store, const tc_pred_request_t *req, tc_pred_
         tc_pred_device_t *d = &devs[which[j]];
         d->watts = power[j].watts;
         snprintf(d->energy_source, sizeof d->energy_source, "%s", power[j].source);
-        if (*d->warning)
-            tc_log_warn("%s: %s", d->device.name, d->warning);
     }
 err:
     free(names);
@@ -158,8 +165,8 @@ err:
     return rc;
 }
 
-/* The rows of every device with a fit (its conv look-ups done), warning
- * about op classes its fit never saw. */
+/* The rows of every device with a fit (its conv look-ups done); the op
+ * classes its fit never saw are said with them (d->unseen). */
 static int s_predict_devices(tc_store_t *store, const tc_pred_request_t *req,
                              tc_pred_device_t *devs, size_t n_devs)
 {
@@ -170,11 +177,6 @@ static int s_predict_devices(tc_store_t *store, const tc_pred_request_t *req,
         if (d->status != TC_PRED_OK)
             continue;
         TC_TRY(tc_predict_device(store, req, d));
-        if (*d->unseen)
-            tc_log_warn("%s has layers of classes the fit of %s never saw (%s): its prediction "
-                        "there extrapolates; trace a CNN with such layers on that device and "
-                        "fit again",
-                        tc_model_name(req->model), d->device.name, d->unseen);
     }
 err:
     return rc;
@@ -201,7 +203,7 @@ typedef struct {
     const char *framework, *dtype, *amp;
     unsigned long input_size, wait_s;
     double dataset, extrapolate;
-    bool allow_unknown, no_store;
+    bool allow_unknown, no_store, wide;
 } s_args_t;
 
 /* The options' values checked; the output format and batch list parsed. */
@@ -255,20 +257,21 @@ static int s_run(const s_args_t *a, tc_pred_format_t fmt, const unsigned long *b
     tc_model_t *model = NULL;
     tc_store_t *store = NULL;
     tc_pred_device_t *devs = NULL;
-    size_t n_devs = 0;
+    size_t n_devs = 0, n_all = 0;
+    tc_device_class_t *all = NULL;
     tc_pred_compare_t *cmps = NULL;
     size_t n_cmps = 0;
     int rc = 0;
     TC_TRY(s_load_model(a, &model));
     TC_TRY(tc_store_open(tc_default_dsn(a->db), &store));
     TC_TRY(tc_store_check_schema(store));
-    TC_TRY(s_select_devices(store, a->gpu, &devs, &n_devs));
+    TC_TRY(s_select_devices(store, a->gpu, &all, &n_all, &devs, &n_devs));
     /* A look-up large enough to be split over two connections: the second
      * one opens while the fits are read. */
     if (tc_store_lookup_splits(n_devs * tc_predict_lookups_per_batch(model)))
         tc_store_side_begin(store);
     if (a->prices)
-        TC_TRY(s_read_prices(a->prices, devs, n_devs));
+        TC_TRY(s_read_prices(a->prices, all, n_all, devs, n_devs));
 
     tc_pred_request_t req = {.model = model,
                              .batches = batches,
@@ -288,7 +291,7 @@ static int s_run(const s_args_t *a, tc_pred_format_t fmt, const unsigned long *b
     size_t ok = 0, not_ok = 0;
     tc_predict_count(devs, n_devs, &ok, &not_ok);
 
-    TC_TRY(tc_pred_print(stdout, fmt, model, &req, devs, n_devs, cmps, n_cmps));
+    TC_TRY(tc_pred_print(stdout, fmt, a->wide, model, &req, devs, n_devs, cmps, n_cmps));
     fflush(stdout);
     if (a->plot && ok)
         TC_TRY(tc_pred_plot(a->plot, strcmp(a->plot_metric, "epoch") == 0, model, devs, n_devs));
@@ -306,6 +309,7 @@ err:
     for (size_t i = 0; i < n_devs; i++)
         tc_pred_device_free(&devs[i]);
     free(devs);
+    free(all);
     free(cmps);
     tc_store_destroy(&store);
     tc_model_destroy(&model);
@@ -323,7 +327,8 @@ int tc_cmd_predict(int argc, char **argv)
                   .dataset = 1281167,
                   .extrapolate = 2};
     const tc_opt_t opts[] = {
-        {"gpu", TC_OPT_STR, &a.gpu, "all|NAME,...", "device classes to compare", true},
+        {"gpu", TC_OPT_STR, &a.gpu, "all|NAME,...",
+         "device classes to compare: all, or names, aliases or unique parts of names", true},
         {"model", TC_OPT_STR, &a.model_spec, "SPEC",
          "torchvision:NAME or FILE.onnx (never-traced models are predicted from structure)",
          true},
@@ -331,7 +336,9 @@ int tc_cmd_predict(int argc, char **argv)
          "batch sizes: 8,16,32 or 8..512 (powers of two) or 8..64:8", true},
         {"input-size", TC_OPT_UINT, &a.input_size, "PX", "input height and width (default: the model's)"},
         {"dataset-size", TC_OPT_DOUBLE, &a.dataset, "N", "images per epoch (default: 1281167, ImageNet)"},
-        {"prices", TC_OPT_STR, &a.prices, "FILE", "'DEVICE NAME = PRICE' per device-hour, one per line"},
+        {"prices", TC_OPT_STR, &a.prices, "FILE",
+         "'DEVICE = PRICE' per device-hour, one per line; DEVICE as --gpu takes it (name, "
+         "alias or a unique part of the name)"},
         {"format", TC_OPT_STR, &a.format, "table|csv|json", "output format (default: table)"},
         {"plot", TC_OPT_STR, &a.plot, "FILE.svg|FILE.png", "write a chart of the predictions"},
         {"plot-metric", TC_OPT_STR, &a.plot_metric, "iteration|epoch",
@@ -348,6 +355,9 @@ int tc_cmd_predict(int argc, char **argv)
          "2; 0: any); the others are out_of_range"},
         {"allow-unknown", TC_OPT_FLAG, &a.allow_unknown, NULL,
          "treat ONNX ops traincast does not know as element-wise layers"},
+        {"wide", TC_OPT_FLAG, &a.wide, NULL,
+         "the table with full device names, every column and unwrapped lines (default: "
+         "aliases, columns no device fills left out, lines within 120 characters)"},
         {"no-store", TC_OPT_FLAG, &a.no_store, NULL,
          "do not record the predictions in the database (table predictions)"},
         TC_DB_OPT(&a.db),

@@ -212,7 +212,6 @@ int tc_predict_fill_missing(tc_store_t *s, const tc_pred_request_t *req, tc_pred
                  : wait_s ? ", and no agent of this device is online to measure them"
                           : "",
                  *d->device.hosts ? d->device.hosts : "its host", cmd);
-        tc_log_warn("device '%s': %s", d->device.name, d->note);
     }
     free(ids);
     free(st);
