@@ -333,7 +333,7 @@ static void s_print_table(FILE *out, bool wide, const tc_model_t *model,
         char head[300];
         snprintf(head, sizeof head, "%s: ", s_label(d, wide));
         if (d->status != TC_PRED_OK) {
-            if (!wide)
+            if (strcmp(s_label(d, wide), d->device.name))
                 s_say(out, width, 2, head, d->device.name);
             continue;
         }
@@ -353,9 +353,11 @@ static void s_print_table(FILE *out, bool wide, const tc_model_t *model,
         else
             snprintf(cal, sizeof cal, "intervals not calibrated (?)%s",
                      isfinite(f->cv_mape) ? ": fewer held-out points than 39" : "");
+        /* The full name after the alias it stands for (once). */
+        bool legend = strcmp(s_label(d, wide), d->device.name) != 0;
         snprintf(line, sizeof line, "%s%sfit: %s over %zu CNNs, batches %u..%u; %s; %s",
-                 wide ? "" : d->device.name, wide ? "" : "; ", form, f->n_cnns, f->batch_min,
-                 f->batch_max, err, cal);
+                 legend ? d->device.name : "", legend ? "; " : "", form, f->n_cnns,
+                 f->batch_min, f->batch_max, err, cal);
         s_say(out, width, 2, head, line);
         if (*d->unseen) {
             snprintf(line, sizeof line,
