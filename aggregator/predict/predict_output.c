@@ -153,7 +153,8 @@ static const char *s_label(const tc_pred_device_t *d, bool wide)
     return !wide && *d->device.alias ? d->device.alias : d->device.name;
 }
 
-/* Why an ok row needs reading with care (clamped, the device's warning),
+/* Why an ok row needs reading with care (clamped, the device's warning,
+ * layers its fit never saw),
  * or why a row was not predicted (and the device's note): the `reason` of
  * every format. */
 static void s_row_reason(const tc_pred_device_t *d, const tc_pred_point_t *p, char *buf,
@@ -163,7 +164,11 @@ static void s_row_reason(const tc_pred_device_t *d, const tc_pred_point_t *p, ch
         const char *clamp = p->clamped ? "non-conv time clamped at 0 (the fit extrapolates "
                                          "below zero)"
                                        : "";
-        snprintf(buf, size, "%s%s%s", clamp, *clamp && *d->warning ? "; " : "", d->warning);
+        char unseen[600] = "";
+        if (*d->unseen)
+            snprintf(unseen, sizeof unseen, "layers of classes the fit never saw: %s", d->unseen);
+        snprintf(buf, size, "%s%s%s%s%s", clamp, *clamp && *d->warning ? "; " : "", d->warning,
+                 (*clamp || *d->warning) && *unseen ? "; " : "", unseen);
     } else {
         snprintf(buf, size, "%s%s%s", p->reason, *d->note ? "; " : "", d->note);
     }
