@@ -115,6 +115,21 @@ Test(predict_output, lines_fit_120_columns_with_long_names, .timeout = 600)
     cr_expect_null(strstr(out, "cost/epoch"), "an empty column:\n%s", out);
     cr_expect(strstr(out, "cheapest: give --prices"), "%s", out);
 
+    /* resnet34 is benchmarked on the fast device only (the slow one has
+     * its convs at 16 from the traced CNNs, not at 64): the slow device's
+     * advice (what lacks, the command that measures it) is said once, on
+     * standard output, within the width, the command continued across
+     * lines ending in a backslash. */
+    s_aggregator("predict --gpu all --model tests/data/resnet34.onnx --batch 16,64 --wait 0", 3,
+                 out, sizeof out);
+    widest = s_widest(out, 120, over, sizeof over);
+    cr_expect_leq(widest, 120, "%s\n\n%s", over, out);
+    size_t advice = 0;
+    for (const char *p = out; (p = strstr(p, "agent bench --models")); p++)
+        advice++;
+    cr_expect_eq(advice, 1, "the command once, not again on stderr:\n%s", out);
+    cr_expect(strstr(out, " \\\n      "), "a command continued:\n%s", out);
+
     /* CSV: the prices went to the devices their entries name. */
     snprintf(args, sizeof args,
              "predict --gpu all --model tests/data/resnet18.onnx --batch 8 --wait 0 --prices %s "
