@@ -52,6 +52,10 @@ static int s_set(tc_store_t *store, tc_device_class_t *all, size_t n, const char
         if (j != hit && !strcasecmp(all[j].alias, alias))
             return tc_fail(TC_EINVAL, "the alias '%s' is %s of '%s'; choose another", alias,
                            all[j].alias_set ? "the alias" : "the default alias", all[j].name);
+        if (j != hit && !strcasecmp(all[j].name, alias))
+            return tc_fail(TC_EINVAL, "the alias '%s' is the name of another device; choose "
+                                      "another",
+                           alias);
     }
     rc = tc_store_device_alias_set(store, all[hit].name, alias);
     if (rc == TC_ENOTFOUND)

@@ -360,6 +360,8 @@ Test(predict_output, aliases_set_and_used, .timeout = 600)
     cr_expect(strstr(out, "'SPEEDY' is the alias of 'Fast Device'"), "%s", out);
     s_aggregator("alias speedy 'slow device'", 2, out, sizeof out);
     cr_expect(strstr(out, "the default alias of 'Slow Device'"), "%s", out);
+    s_aggregator("alias slow 'Fast device'", 2, out, sizeof out);
+    cr_expect(strstr(out, "is the name of another device"), "%s", out);
     s_aggregator("alias slow 'a,b'", 2, out, sizeof out);
     s_aggregator("alias slow 'a name longer than sixteen'", 2, out, sizeof out);
     s_aggregator("alias nosuch x", 2, out, sizeof out);
