@@ -255,10 +255,13 @@ static void s_print_csv(const tc_fit_group_t *g, const row_t *rows, size_t n)
     }
 }
 
-static void s_json_row(tc_buf_t *b, const row_t *r)
+/* A row's figures; `count` false leaves out the count of points (a device's
+ * object carries its points themselves under that name). */
+static void s_json_row(tc_buf_t *b, const row_t *r, bool count)
 {
-    tc_buf_printf(b, "\"points\": %zu, \"excluded_oom\": %zu, \"excluded_failed\": %zu, ",
-                  r->points, r->oom, r->failed);
+    if (count)
+        tc_buf_printf(b, "\"points\": %zu, ", r->points);
+    tc_buf_printf(b, "\"excluded_oom\": %zu, \"excluded_failed\": %zu, ", r->oom, r->failed);
     tc_buf_puts(b, "\"mape\": ");
     tc_buf_json_num(b, r->ape.mape);
     tc_buf_puts(b, ", \"median_ape\": ");
@@ -360,14 +363,14 @@ static void s_json_group(tc_buf_t *b, const tc_fit_group_t *g, const tc_fit_run_
                   a->with_interval, a->covered);
     tc_buf_json_num(b, a->width_median);
     tc_buf_puts(b, ", ");
-    s_json_row(b, &rows[0]);
+    s_json_row(b, &rows[0], false);
     s_json_points(b, g, a);
     tc_buf_puts(b, ", \"per_cnn\": [");
     for (size_t k = 1; k < n; k++) {
         tc_buf_puts(b, k > 1 ? ", {\"cnn\": " : "{\"cnn\": ");
         tc_buf_json_str(b, rows[k].cnn);
         tc_buf_puts(b, ", ");
-        s_json_row(b, &rows[k]);
+        s_json_row(b, &rows[k], true);
         tc_buf_puts(b, ", \"fold_model\": ");
         tc_buf_json_str(b, rows[k].model);
         tc_buf_puts(b, "}");

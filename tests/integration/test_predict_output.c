@@ -30,7 +30,9 @@ static char s_dsn[1024];
 static void s_aggregator(const char *args, int want_status, char *out, size_t size)
 {
     char cmd[4096];
-    snprintf(cmd, sizeof cmd, "cd %s && TRAINCAST_LOG=warn %s/aggregator/aggregator %s --db '%s'",
+    snprintf(cmd, sizeof cmd,
+             "cd %s && TRAINCAST_LOG=warn TRAINCAST_PROGRESS=none %s/aggregator/aggregator %s "
+             "--db '%s'",
              TC_SOURCE_DIR, TC_BINARY_DIR, args, s_dsn);
     int st = tc_test_run(cmd, out, size);
     cr_assert_eq(st, want_status, "'%s' exited %d, want %d:\n%s", args, st, want_status, out);
@@ -444,6 +446,67 @@ Test(predict_output, conv_sum_chosen_when_the_regression_validates_worse, .timeo
                  0, out, sizeof out);
     cr_expect(strstr(out, "\"form\":\"conv_sum_only\""), "%s", out);
     cr_expect(strstr(out, "\"nonconv_ms\":0.0000"), "%s", out);
+}
+
+/* validate: every CSV row (a device's, a CNN's) against the JSON object of
+ * the same device or CNN, column by column where JSON has the same name,
+ * and the table's MAPE column against them. */
+Test(predict_output, validate_formats_agree, .timeout = 600)
+{
+    tc_law_build("predict_out_validate", s_dsn, sizeof s_dsn);
+    static char csv[1 << 17], json[1 << 18], table[1 << 17];
+    s_aggregator("validate --format csv", 0, csv, sizeof csv);
+    s_aggregator("validate --format json", 0, json, sizeof json);
+    s_aggregator("validate", 0, table, sizeof table);
+    tc_json_t *doc = NULL;
+    cr_assert_eq(tc_json_parse(json, strlen(json), NULL, &doc), 0, "%s\n%s", tc_errmsg(), json);
+    const tc_json_value_t *devs = tc_json_get(tc_json_root(doc), "devices");
+    cr_assert_eq(tc_json_len(devs), 2, "%s", json);
+    static char head[32][2048], row[32][2048];
+    size_t nh = s_cells(csv, head), rows = 0, compared = 0;
+    cr_assert_str_eq(head[4], "scope");
+    for (const char *line = strchr(csv, '\n'); line && line[1]; line = strchr(line + 1, '\n')) {
+        size_t nr = s_cells(line + 1, row);
+        cr_assert_eq(nr, nh, "%s", line + 1);
+        const tc_json_value_t *obj = NULL;
+        for (size_t i = 0; i < tc_json_len(devs) && !obj; i++) {
+            const tc_json_value_t *d = tc_json_at(devs, i);
+            if (strcmp(tc_json_string(tc_json_get(d, "device")), row[0]))
+                continue;
+            obj = d;
+            if (!strcmp(row[4], "cnn")) {
+                const tc_json_value_t *per = tc_json_get(d, "per_cnn"), *hit = NULL;
+                for (size_t k = 0; k < tc_json_len(per) && !hit; k++)
+                    if (!strcmp(tc_json_string(tc_json_get(tc_json_at(per, k), "cnn")), row[5]))
+                        hit = tc_json_at(per, k);
+                obj = hit;
+            }
+        }
+        cr_assert_not_null(obj, "%s %s %s not in JSON", row[0], row[4], row[5]);
+        for (size_t c = 6; c < nh; c++) {
+            const tc_json_value_t *v = tc_json_get(obj, head[c]);
+            if (!v || tc_json_type(v) == TC_JSON_ARRAY || tc_json_type(v) == TC_JSON_OBJECT)
+                continue;
+            char what[256];
+            snprintf(what, sizeof what, "%s %s %s: %s", row[0], row[4], row[5], head[c]);
+            if (tc_json_type(v) == TC_JSON_NUMBER) /* CSV has 4 decimals */
+                cr_expect(fabs(atof(row[c]) - tc_json_number(v)) < 1e-4 && *row[c], "%s: %s %g",
+                          what, row[c], tc_json_number(v));
+            else
+                s_agree(what, row[c], v);
+            compared++;
+        }
+        /* The table's row of that CNN (or "all") shows the same MAPE. */
+        char cell[64], mape[32];
+        snprintf(mape, sizeof mape, "%.1f%%", atof(row[9]));
+        snprintf(cell, sizeof cell, "\n  %-24s %6s %7s", !strcmp(row[4], "cnn") ? row[5] : "all",
+                 row[6], mape);
+        cr_expect(strstr(table, cell), "no table row '%s':\n%s", cell + 1, table);
+        rows++;
+    }
+    tc_json_destroy(&doc);
+    cr_expect_eq(rows, 12, "two devices: the device and five CNNs each:\n%s", csv);
+    cr_expect_geq(compared, rows * 8, "columns compared");
 }
 
 /* validate's settings: only those that differ from the defaults. */
