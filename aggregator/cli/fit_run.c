@@ -244,9 +244,13 @@ static void s_prefer_conv_sum(const tc_fit_data_t *d, tc_fit_run_analysis_t *a)
     const tc_fit_spec_t conv_sum = {.form = TC_FIT_NNLS, .weighting = TC_FIT_W_RELATIVE};
     tc_fit_solution_t sol;
     /* No features to solve for: only memory can fail, and then the
-     * regression stays (and says how it validated). */
-    if (tc_fit_spec_solve(d, &conv_sum, NULL, &sol) < 0)
+     * regression stays, said aloud. */
+    if (tc_fit_spec_solve(d, &conv_sum, NULL, &sol) < 0) {
+        tc_log_warn("the regression validated worse (MAPE %.1f %%) than the conv sum alone "
+                    "(%.1f %%), which could not be fitted instead: %s",
+                    a->cv.mape, a->conv_only.mape, tc_errmsg());
         return;
+    }
     char model[1024];
     tc_fit_run_spec_describe(d, &a->spec, model, sizeof model);
     a->conv_sum_chosen = true;
