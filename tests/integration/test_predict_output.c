@@ -38,13 +38,16 @@ static void s_aggregator(const char *args, int want_status, char *out, size_t si
     cr_assert_eq(st, want_status, "'%s' exited %d, want %d:\n%s", args, st, want_status, out);
 }
 
-/* A file holding `text`; its path into `path` (of 64). */
-static void s_file(char *path, const char *text)
+/* A file `name` holding `text` in this test's scratch directory; its path
+ * into `path` (of S_PATH). */
+#define S_PATH 1200
+static void s_file(char *path, const char *name, const char *text)
 {
-    snprintf(path, 64, "/tmp/tc_predict_out_XXXXXX");
-    int fd = mkstemp(path);
-    cr_assert_geq(fd, 0);
-    FILE *f = fdopen(fd, "w");
+    char dir[1024];
+    tc_test_tmpdir("predict_out", dir, sizeof dir);
+    snprintf(path, S_PATH, "%s/%s", dir, name);
+    FILE *f = fopen(path, "w");
+    cr_assert_not_null(f, "%s", path);
     fputs(text, f);
     fclose(f);
 }
@@ -80,11 +83,12 @@ Test(predict_output, lines_fit_120_columns_with_long_names, .timeout = 600)
 {
     s_long_names();
     static char out[1 << 17];
-    char over[4096], prices[64];
+    char over[4096], prices[S_PATH];
     /* Every column (prices and energy too), a row not predicted (out of
      * range) with its long reason. */
-    s_file(prices, "1 thread = 2.50   # a part of the name\nEPYC 7B13 2t = 1.25  # an alias\n");
-    char args[512];
+    s_file(prices, "prices.txt",
+           "1 thread = 2.50   # a part of the name\nEPYC 7B13 2t = 1.25  # an alias\n");
+    char args[2048];
     snprintf(args, sizeof args,
              "predict --gpu all --model tests/data/resnet18.onnx --batch 8,16,32,1024 --wait 0 "
              "--prices %s",
@@ -145,7 +149,7 @@ Test(predict_output, lines_fit_120_columns_with_long_names, .timeout = 600)
 
     /* A price for a device nobody knows is an error naming the entry and
      * the devices known, with their aliases. */
-    s_file(prices, "1 thread = 2.5\nA100 = 3\n");
+    s_file(prices, "unknown.txt", "1 thread = 2.5\nA100 = 3\n");
     snprintf(args, sizeof args,
              "predict --gpu all --model tests/data/resnet18.onnx --batch 8 --wait 0 --prices %s",
              prices);
@@ -155,7 +159,7 @@ Test(predict_output, lines_fit_120_columns_with_long_names, .timeout = 600)
               "%s", out);
     remove(prices);
     /* An entry matching both devices is one too. */
-    s_file(prices, "EPYC = 2.5\n");
+    s_file(prices, "ambiguous.txt", "EPYC = 2.5\n");
     snprintf(args, sizeof args,
              "predict --gpu all --model tests/data/resnet18.onnx --batch 8 --wait 0 --prices %s",
              prices);
@@ -371,9 +375,9 @@ Test(predict_output, aliases_set_and_used, .timeout = 600)
     s_aggregator("alias slow", 2, out, sizeof out);
 
     /* predict: --gpu, --prices, the table and the plot by alias. */
-    char prices[64], args[512];
-    s_file(prices, "SPEEDY = 4\n");
-    const char *svg = "/tmp/tc_predict_alias.svg";
+    char prices[S_PATH], args[2048], svg[S_PATH];
+    s_file(prices, "alias.txt", "SPEEDY = 4\n");
+    snprintf(svg, sizeof svg, "%.*s/alias.svg", (int)(strrchr(prices, '/') - prices), prices);
     snprintf(args, sizeof args,
              "predict --gpu speedy,slow --model tests/data/resnet18.onnx --batch 8 --wait 0 "
              "--prices %s --plot %s",

@@ -1,8 +1,10 @@
 /* Progress: shortened between words on a terminal, silent off one unless
  * asked for plain lines. */
 #include "tc_progress.h"
+#include "tc_test_proc.h"
 
 #include <criterion/criterion.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,9 +40,11 @@ static void s_run(const char *mode, char *out, size_t size)
         setenv("TRAINCAST_PROGRESS", mode, 1);
     else
         unsetenv("TRAINCAST_PROGRESS");
-    char path[] = "/tmp/tc_progress_XXXXXX";
-    int fd = mkstemp(path);
-    cr_assert_geq(fd, 0);
+    char dir[1024], path[1100];
+    tc_test_tmpdir("progress", dir, sizeof dir);
+    snprintf(path, sizeof path, "%s/stderr", dir);
+    int fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0644);
+    cr_assert_geq(fd, 0, "%s", path);
     fflush(stderr);
     int saved = dup(STDERR_FILENO);
     dup2(fd, STDERR_FILENO);
