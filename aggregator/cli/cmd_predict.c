@@ -24,8 +24,12 @@
 #include <string.h>
 #include <strings.h>
 
-/* Prices: `DEVICE NAME = PRICE` per line (per device-hour; '#' comments). */
-static int s_read_prices(const char *path, tc_pred_device_t *devs, size_t n)
+/* Prices: `DEVICE = PRICE` per line (per device-hour; '#' comments), the
+ * device named as --gpu names one (its full name, its alias, or a part of
+ * the name that matches one device only) among every device the store
+ * knows; a device not being predicted is no error, one unknown is. */
+static int s_read_prices(const char *path, const tc_device_class_t *all, size_t n_all,
+                         tc_pred_device_t *devs, size_t n)
 {
     FILE *f = fopen(path, "r");
     if (!f)
@@ -44,8 +48,7 @@ static int s_read_prices(const char *path, tc_pred_device_t *devs, size_t n)
         if (!*s)
             continue;
         if (!eq) {
-            rc = tc_fail(TC_EINVAL, "%s:%d: expected 'DEVICE NAME = PRICE PER HOUR'", path,
-                         lineno);
+            rc = tc_fail(TC_EINVAL, "%s:%d: expected 'DEVICE = PRICE PER HOUR'", path, lineno);
             break;
         }
         *eq = '\0';
@@ -61,27 +64,31 @@ static int s_read_prices(const char *path, tc_pred_device_t *devs, size_t n)
                          lineno, name);
             break;
         }
-        bool known = false;
-        for (size_t i = 0; i < n; i++) {
-            if (!strcmp(devs[i].device.name, name)) {
-                devs[i].price = price;
-                known = true;
-            }
+        size_t hit = 0;
+        rc = tc_device_match(all, n_all, name, "--prices", &hit);
+        if (rc < 0) {
+            tc_err_context(rc, "%s:%d", path, lineno);
+            break;
         }
-        if (!known)
-            tc_log_warn("%s:%d: no device named '%s' is being predicted; price ignored", path,
-                        lineno, name);
+        for (size_t i = 0; i < n; i++) {
+            if (!strcmp(devs[i].device.name, all[hit].name))
+                devs[i].price = price;
+        }
     }
     fclose(f);
     return rc;
 }
 
-/* Select device classes: "all" or a comma-separated list of names. */
-static int s_select_devices(tc_store_t *s, const char *gpu, tc_pred_device_t **out, size_t *n_out)
+/* Select device classes: "all" or a comma-separated list of names; *all
+ * gets every class the store knows, aliases filled in (caller frees). */
+static int s_select_devices(tc_store_t *s, const char *gpu, tc_device_class_t **all_out,
+                            size_t *n_all_out, tc_pred_device_t **out, size_t *n_out)
 {
     tc_device_class_t *all = NULL;
     size_t n_all = 0, *idx = NULL, n = 0;
     int rc = tc_store_device_classes(s, &all, &n_all);
+    if (rc == 0)
+        tc_device_alias_defaults(all, n_all);
     if (rc == 0)
         rc = tc_device_select(all, n_all, gpu, "--gpu", &idx, &n);
     tc_pred_device_t *devs = NULL;
@@ -91,12 +98,14 @@ static int s_select_devices(tc_store_t *s, const char *gpu, tc_pred_device_t **o
         devs[i].device = all[idx[i]];
         devs[i].price = devs[i].watts = NAN;
     }
-    free(all);
     free(idx);
     if (rc < 0) {
+        free(all);
         free(devs);
         return rc;
     }
+    *all_out = all;
+    *n_all_out = n_all;
     *out = devs;
     *n_out = n;
     return 0;
@@ -146,8 +155,6 @@ static int s_load_fits(tc_store_t *store, const tc_pred_request_t *req, tc_pred_
         tc_pred_device_t *d = &devs[which[j]];
         d->watts = power[j].watts;
         snprintf(d->energy_source, sizeof d->energy_source, "%s", power[j].source);
-        if (*d->warning)
-            tc_log_warn("%s: %s", d->device.name, d->warning);
     }
 err:
     free(names);
@@ -159,8 +166,8 @@ err:
     return rc;
 }
 
-/* The rows of every device with a fit (its conv look-ups done), warning
- * about op classes its fit never saw. */
+/* The rows of every device with a fit (its conv look-ups done); the op
+ * classes its fit never saw are said with them (d->unseen). */
 static int s_predict_devices(tc_store_t *store, const tc_pred_request_t *req,
                              tc_pred_device_t *devs, size_t n_devs)
 {
@@ -171,11 +178,6 @@ static int s_predict_devices(tc_store_t *store, const tc_pred_request_t *req,
         if (d->status != TC_PRED_OK)
             continue;
         TC_TRY(tc_predict_device(store, req, d));
-        if (*d->unseen)
-            tc_log_warn("%s has layers of classes the fit of %s never saw (%s): its prediction "
-                        "there extrapolates; trace a CNN with such layers on that device and "
-                        "fit again",
-                        tc_model_name(req->model), d->device.name, d->unseen);
     }
 err:
     return rc;
@@ -258,13 +260,13 @@ int tc_predict_compute(const tc_predict_args_t *a, const unsigned long *batches,
     TC_TRY(tc_store_open(tc_default_dsn(a->db), &r->store));
     TC_TRY(tc_store_check_schema(r->store));
     TC_TRY(s_load_model(a, &r->model));
-    TC_TRY(s_select_devices(r->store, a->gpu, &r->devs, &r->n_devs));
+    TC_TRY(s_select_devices(r->store, a->gpu, &r->all, &r->n_all, &r->devs, &r->n_devs));
     /* A look-up large enough to be split over two connections: the second
      * one opens while the fits are read. */
     if (tc_store_lookup_splits(r->n_devs * tc_predict_lookups_per_batch(r->model)))
         tc_store_side_begin(r->store);
     if (a->prices)
-        TC_TRY(s_read_prices(a->prices, r->devs, r->n_devs));
+        TC_TRY(s_read_prices(a->prices, r->all, r->n_all, r->devs, r->n_devs));
 
     r->req = (tc_pred_request_t){.model = r->model,
                                  .batches = batches,
@@ -291,6 +293,7 @@ void tc_predict_run_free(tc_predict_run_t *r)
     for (size_t i = 0; i < r->n_devs; i++)
         tc_pred_device_free(&r->devs[i]);
     free(r->devs);
+    free(r->all);
     free(r->cmps);
     tc_store_destroy(&r->store);
     tc_model_destroy(&r->model);
@@ -305,7 +308,7 @@ static int s_run(const tc_predict_args_t *a, tc_pred_format_t fmt, const unsigne
     tc_predict_run_t r = {0};
     int rc = 0;
     TC_TRY(tc_predict_compute(a, batches, n_batches, &r));
-    TC_TRY(tc_pred_print(stdout, fmt, r.model, &r.req, r.devs, r.n_devs, r.cmps, r.n_cmps));
+    TC_TRY(tc_pred_print(stdout, fmt, a->wide, r.model, &r.req, r.devs, r.n_devs, r.cmps, r.n_cmps));
     fflush(stdout);
     if (a->plot && r.ok)
         TC_TRY(tc_pred_plot(a->plot, strcmp(a->plot_metric, "epoch") == 0, r.model, r.devs,
@@ -336,7 +339,8 @@ int tc_cmd_predict(int argc, char **argv)
                            .dataset = 1281167,
                            .extrapolate = 2};
     const tc_opt_t opts[] = {
-        {"gpu", TC_OPT_STR, &a.gpu, "all|NAME,...", "device classes to compare", true},
+        {"gpu", TC_OPT_STR, &a.gpu, "all|NAME,...",
+         "device classes to compare: all, or names, aliases or unique parts of names", true},
         {"model", TC_OPT_STR, &a.model_spec, "SPEC",
          "torchvision:NAME or FILE.onnx (never-traced models are predicted from structure)",
          true},
@@ -344,7 +348,9 @@ int tc_cmd_predict(int argc, char **argv)
          "batch sizes: 8,16,32 or 8..512 (powers of two) or 8..64:8", true},
         {"input-size", TC_OPT_UINT, &a.input_size, "PX", "input height and width (default: the model's)"},
         {"dataset-size", TC_OPT_DOUBLE, &a.dataset, "N", "images per epoch (default: 1281167, ImageNet)"},
-        {"prices", TC_OPT_STR, &a.prices, "FILE", "'DEVICE NAME = PRICE' per device-hour, one per line"},
+        {"prices", TC_OPT_STR, &a.prices, "FILE",
+         "'DEVICE = PRICE' per device-hour, one per line; DEVICE as --gpu takes it (name, "
+         "alias or a unique part of the name)"},
         {"format", TC_OPT_STR, &a.format, "table|csv|json", "output format (default: table)"},
         {"plot", TC_OPT_STR, &a.plot, "FILE.svg|FILE.png", "write a chart of the predictions"},
         {"plot-metric", TC_OPT_STR, &a.plot_metric, "iteration|epoch",
@@ -361,6 +367,9 @@ int tc_cmd_predict(int argc, char **argv)
          "2; 0: any); the others are out_of_range"},
         {"allow-unknown", TC_OPT_FLAG, &a.allow_unknown, NULL,
          "treat ONNX ops traincast does not know as element-wise layers"},
+        {"wide", TC_OPT_FLAG, &a.wide, NULL,
+         "the table with full device names, every column and unwrapped lines (default: "
+         "aliases, columns no device fills left out, lines within 120 characters)"},
         {"no-store", TC_OPT_FLAG, &a.no_store, NULL,
          "do not record the predictions in the database (table predictions)"},
         TC_DB_OPT(&a.db),

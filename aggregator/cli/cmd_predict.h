@@ -20,7 +20,7 @@ typedef struct {
     const char *framework, *dtype, *amp;
     unsigned long input_size, wait_s;
     double dataset, extrapolate;
-    bool allow_unknown, no_store;
+    bool allow_unknown, no_store, wide;
 } tc_predict_args_t;
 
 /* Everything one prediction produced; owns all of it. */
@@ -28,8 +28,10 @@ typedef struct {
     tc_model_t *model;
     tc_store_t *store;
     tc_pred_request_t req;  /* its batches are the caller's */
-    tc_pred_device_t *devs;
+    tc_pred_device_t *devs; /* the devices asked for (--gpu) */
     size_t n_devs;
+    tc_device_class_t *all; /* every device class known (--prices matches among them) */
+    size_t n_all;
     tc_pred_compare_t *cmps;
     size_t n_cmps;
     size_t ok, not_ok;      /* rows predicted and not */

@@ -142,8 +142,10 @@ static void s_print_table(const tc_fit_group_t *g, const tc_fit_run_analysis_t *
     tc_fit_run_group_label(g, label, sizeof label);
     tc_fit_run_spec_describe(&a->data, &a->spec, model, sizeof model);
     printf("%s\n", label);
-    if (*g->settings)
-        printf("  settings: %s\n", g->settings);
+    char settings[TC_FIT_SETTINGS_LEN];
+    tc_fit_run_settings_shown(g->settings, settings, sizeof settings);
+    if (*settings)
+        printf("  settings: %s\n", settings);
     static const char *const what[] = {"CNN", "family", "batch size"};
     static const char *const whats[] = {"CNNs", "families", "batch sizes"};
     printf("  %zu %s, %zu points; excluded %zu (out of memory %zu, failed %zu); statistic %s\n",
@@ -253,10 +255,13 @@ static void s_print_csv(const tc_fit_group_t *g, const row_t *rows, size_t n)
     }
 }
 
-static void s_json_row(tc_buf_t *b, const row_t *r)
+/* A row's figures; `count` false leaves out the count of points (a device's
+ * object carries its points themselves under that name). */
+static void s_json_row(tc_buf_t *b, const row_t *r, bool count)
 {
-    tc_buf_printf(b, "\"points\": %zu, \"excluded_oom\": %zu, \"excluded_failed\": %zu, ",
-                  r->points, r->oom, r->failed);
+    if (count)
+        tc_buf_printf(b, "\"points\": %zu, ", r->points);
+    tc_buf_printf(b, "\"excluded_oom\": %zu, \"excluded_failed\": %zu, ", r->oom, r->failed);
     tc_buf_puts(b, "\"mape\": ");
     tc_buf_json_num(b, r->ape.mape);
     tc_buf_puts(b, ", \"median_ape\": ");
@@ -328,8 +333,10 @@ static void s_json_group(tc_buf_t *b, const tc_fit_group_t *g, const tc_fit_run_
     tc_buf_json_str(b, g->amp);
     tc_buf_puts(b, ", \"library_version\": ");
     tc_buf_json_str(b, g->library_version);
+    char settings[TC_FIT_SETTINGS_LEN];
+    tc_fit_run_settings_shown(g->settings, settings, sizeof settings);
     tc_buf_puts(b, ", \"settings\": ");
-    tc_buf_json_str(b, g->settings);
+    tc_buf_json_str(b, settings);
     tc_buf_printf(b, ", \"cnns\": %zu, \"model\": {\"form\": \"%s\", \"weighting\": \"%s\", "
                      "\"features\": [",
                   a->data.n_cnns, tc_fit_form_name(a->spec.form),
@@ -356,14 +363,14 @@ static void s_json_group(tc_buf_t *b, const tc_fit_group_t *g, const tc_fit_run_
                   a->with_interval, a->covered);
     tc_buf_json_num(b, a->width_median);
     tc_buf_puts(b, ", ");
-    s_json_row(b, &rows[0]);
+    s_json_row(b, &rows[0], false);
     s_json_points(b, g, a);
     tc_buf_puts(b, ", \"per_cnn\": [");
     for (size_t k = 1; k < n; k++) {
         tc_buf_puts(b, k > 1 ? ", {\"cnn\": " : "{\"cnn\": ");
         tc_buf_json_str(b, rows[k].cnn);
         tc_buf_puts(b, ", ");
-        s_json_row(b, &rows[k]);
+        s_json_row(b, &rows[k], true);
         tc_buf_puts(b, ", \"fold_model\": ");
         tc_buf_json_str(b, rows[k].model);
         tc_buf_puts(b, "}");

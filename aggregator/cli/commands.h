@@ -2,6 +2,7 @@
 #ifndef TC_AGGREGATOR_COMMANDS_H
 #define TC_AGGREGATOR_COMMANDS_H
 
+int tc_cmd_alias(int argc, char **argv);
 int tc_cmd_migrate(int argc, char **argv);
 int tc_cmd_serve(int argc, char **argv);
 int tc_cmd_status(int argc, char **argv);

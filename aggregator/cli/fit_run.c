@@ -157,6 +157,39 @@ void tc_fit_run_spec_describe(const tc_fit_data_t *d, const tc_fit_spec_t *spec,
         snprintf(buf + len, size - len, " no features (conv sum only)");
 }
 
+/* PyTorch's defaults of the flags the harness records (agent/harness/
+ * gpu_env.py, conv_settings). */
+static const char *const s_setting_defaults[] = {
+    "torch.are_deterministic_algorithms_enabled=False",
+    "torch.backends.cuda.matmul.allow_tf32=False",
+    "torch.backends.cudnn.allow_tf32=True",
+    "torch.backends.cudnn.benchmark=False",
+    "torch.backends.cudnn.benchmark_limit=10",
+    "torch.backends.cudnn.deterministic=False",
+    "torch.backends.cudnn.enabled=True",
+    "torch.backends.mkldnn.enabled=True",
+    "torch.get_float32_matmul_precision=highest",
+};
+
+void tc_fit_run_settings_shown(const char *key, char *buf, size_t size)
+{
+    size_t len = 0;
+    if (size)
+        buf[0] = '\0';
+    for (const char *p = key; *p && len < size;) {
+        const char *end = strstr(p, "; ");
+        size_t n = end ? (size_t)(end - p) : strlen(p);
+        bool shown = n > 0 && !(n > 4 && !strncmp(p, "env.", 4) && p[n - 1] == '=' &&
+                                memchr(p, '=', n) == p + n - 1);
+        for (size_t k = 0; shown && k < sizeof s_setting_defaults / sizeof *s_setting_defaults;
+             k++)
+            shown = !(strlen(s_setting_defaults[k]) == n && !strncmp(s_setting_defaults[k], p, n));
+        if (shown)
+            len += (size_t)snprintf(buf + len, size - len, "%s%.*s", len ? "; " : "", (int)n, p);
+        p += n + (end ? 2 : 0);
+    }
+}
+
 void tc_fit_run_group_label(const tc_fit_group_t *g, char *buf, size_t size)
 {
     snprintf(buf, size, "%s (%s, %s, %s%s%s%s%s)", g->device, g->framework,
@@ -196,6 +229,50 @@ static void s_coverage(const tc_fit_data_t *d, tc_fit_run_analysis_t *a)
         a->width_median = m % 2 ? w[m / 2] : 0.5 * (w[m / 2 - 1] + w[m / 2]);
     }
     free(w);
+}
+
+/* A regression that predicts held-out CNNs worse than the conv sum alone
+ * does (nested MAPE above the conv sum's) is not worth having: the conv sum
+ * alone takes its place, and choice.why says so. The conv sum has no
+ * parameters, so its error on every point is a held-out error already; its
+ * interval comes from its ratios measured / conv sum like any other. */
+static void s_prefer_conv_sum(const tc_fit_data_t *d, tc_fit_run_analysis_t *a)
+{
+    if (!a->spec.mask || !isfinite(a->cv.mape) || !isfinite(a->conv_only.mape) ||
+        a->cv.mape <= a->conv_only.mape)
+        return;
+    const tc_fit_spec_t conv_sum = {.form = TC_FIT_NNLS, .weighting = TC_FIT_W_RELATIVE};
+    tc_fit_solution_t sol;
+    /* No features to solve for: only memory can fail, and then the
+     * regression stays, said aloud. */
+    if (tc_fit_spec_solve(d, &conv_sum, NULL, &sol) < 0) {
+        tc_log_warn("the regression validated worse (MAPE %.1f %%) than the conv sum alone "
+                    "(%.1f %%), which could not be fitted instead: %s",
+                    a->cv.mape, a->conv_only.mape, tc_errmsg());
+        return;
+    }
+    char model[1024];
+    tc_fit_run_spec_describe(d, &a->spec, model, sizeof model);
+    a->conv_sum_chosen = true;
+    a->regression_spec = a->spec;
+    a->regression_cv = a->cv;
+    a->spec = a->choice.spec = conv_sum;
+    a->sol = sol;
+    a->choice.mape = a->selection_mape = a->conv_only.mape;
+    a->cv = a->conv_only;
+    double lo = NAN, hi = NAN;
+    tc_fit_interval(d->measured, d->conv, NULL, d->n, TC_FIT_ALPHA, &lo, &hi);
+    for (size_t i = 0; i < d->n; i++) {
+        a->fitted[i] = a->held_out[i] = d->conv[i];
+        a->held_lo[i] = d->conv[i] * lo;
+        a->held_hi[i] = d->conv[i] * hi;
+    }
+    s_coverage(d, a);
+    snprintf(a->choice.why, sizeof a->choice.why,
+             "the conv sum alone: the regression chosen (%.200s) validated worse on held-out "
+             "%s (MAPE %.1f %%) than the conv sum alone (%.1f %%)",
+             model, tc_fit_holdout_unit(d->grouped_by, true), a->regression_cv.mape,
+             a->conv_only.mape);
 }
 
 int tc_fit_run_analyze(const tc_fit_group_t *g, const tc_fit_run_plan_t *plan,
@@ -283,6 +360,8 @@ int tc_fit_run_analyze(const tc_fit_group_t *g, const tc_fit_run_plan_t *plan,
     } else {
         out->cv.mape = out->cv.median = out->cv.max = NAN;
     }
+    if (out->nested)
+        s_prefer_conv_sum(d, out);
     /* The interval predict will use: the errors of the whole procedure on
      * CNNs it had not seen (the nested run); without that run, the chosen
      * spec's own leave-one-out over every CNN, which reads narrower

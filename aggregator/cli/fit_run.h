@@ -84,6 +84,13 @@ typedef struct {
     size_t covered, with_interval; /* held-out truths inside their interval, of those with one */
     double width_median;       /* median of (hi - lo) / held_out, fraction; NaN if none */
     tc_fit_ape_t conv_only;    /* predicting the conv sum alone */
+    /* The regression validated worse than the conv sum alone (the nested
+     * held-out MAPE of the chosen model above conv_only's): the conv sum
+     * alone was taken instead (spec without features); regression_spec and
+     * regression_cv say what was set aside. */
+    bool conv_sum_chosen;
+    tc_fit_spec_t regression_spec;
+    tc_fit_ape_t regression_cv;
     tc_fit_t fit;              /* ready to store */
 } tc_fit_run_analysis_t;
 
@@ -94,7 +101,10 @@ typedef enum {
 } tc_fit_run_nested_t;
 
 /* Analyse group `g`: choose on every CNN and fit; unless `nested` is off,
- * also the leave-one-CNN-out of the whole procedure (progress on stderr). */
+ * also the leave-one-CNN-out of the whole procedure (progress on stderr).
+ * When that run finds the chosen regression worse on held-out CNNs than
+ * the conv sum alone, the conv sum alone is the fit (conv_sum_chosen, and
+ * choice.why says so). */
 int tc_fit_run_analyze(const tc_fit_group_t *g, const tc_fit_run_plan_t *plan,
                        tc_fit_run_nested_t nested, tc_fit_run_analysis_t *out);
 void tc_fit_run_analysis_free(tc_fit_run_analysis_t *a);
@@ -102,6 +112,12 @@ void tc_fit_run_analysis_free(tc_fit_run_analysis_t *a);
 /* "ols, relative weights: total.one + bn.elems" into buf. */
 void tc_fit_run_spec_describe(const tc_fit_data_t *d, const tc_fit_spec_t *spec, char *buf,
                           size_t size);
+
+/* The settings of a settings key ("name=value; ..." as traces store it)
+ * that differ from the defaults: an environment variable left unset
+ * ("env.X=") and a framework flag at PyTorch's default are left out. Into
+ * buf ("" when every setting is the default). */
+void tc_fit_run_settings_shown(const char *key, char *buf, size_t size);
 
 /* "device (framework, policy, dtype)" into buf. */
 void tc_fit_run_group_label(const tc_fit_group_t *g, char *buf, size_t size);

@@ -16,6 +16,7 @@ static const tc_command_t s_commands[] = {
     {"report", tc_cmd_report, "write the comparison of devices for a CNN as one HTML page"},
     {"devices", tc_cmd_devices, "list the device classes the database knows"},
     {"models", tc_cmd_models, "list the model graphs the database knows"},
+    {"alias", tc_cmd_alias, "show or set devices' short names (used by predict)"},
     {"export", tc_cmd_export, "write some devices' benchmarks and traces as a benchmark set"},
     {"import", tc_cmd_import, "load a benchmark set exported from another traincast database"},
     {0},

@@ -578,7 +578,13 @@ int tc_predict_compare(tc_store_t *s, const tc_pred_device_t *devs, size_t n,
             c->lo = pf->hi_ms > 0 ? ps->lo_ms / pf->hi_ms : NAN;
             c->hi = pf->lo_ms > 0 ? ps->hi_ms / pf->lo_ms : NAN;
             c->apart = ps->lo_ms > pf->hi_ms;
+            if (!tc_pred_calibrated(&devs[first]) || !tc_pred_calibrated(&devs[second]))
+                c->caveat = "uncalibrated";
         }
+        if (pf->clamped || ps->clamped)
+            c->caveat = "clamped";
+        if (c->caveat)
+            c->apart = false;
     }
     if (rc < 0) {
         free(cmp);
@@ -587,6 +593,12 @@ int tc_predict_compare(tc_store_t *s, const tc_pred_device_t *devs, size_t n,
     *out = cmp;
     *n_out = k;
     return 0;
+}
+
+bool tc_pred_calibrated(const tc_pred_device_t *d)
+{
+    return d->status == TC_PRED_OK && isfinite(d->fit.cv_mape) &&
+           isfinite(d->fit.interval_lo) && isfinite(d->fit.interval_hi);
 }
 
 void tc_pred_device_free(tc_pred_device_t *d)

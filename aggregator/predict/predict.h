@@ -94,10 +94,22 @@ typedef struct {
     unsigned batch;
     size_t faster, slower; /* indices into the devices */
     double ratio, lo, hi;
-    bool apart;            /* lo > 1: the faster is faster at 95 % */
+    bool apart;            /* lo > 1: the faster is faster at 95 %, and neither
+                              prediction has a caveat */
     const char *method;    /* "paired" or "intervals" */
     size_t pairs;          /* held-out pairs behind a paired interval */
+    /* Why the two cannot be claimed apart whatever the interval says (NULL
+     * none): "clamped" (a prediction's time was clamped at 0) or
+     * "uncalibrated" (compared by intervals that are not calibrated). */
+    const char *caveat;
 } tc_pred_compare_t;
+
+/* Whether the device's 95 % intervals are calibrated: its fit was validated
+ * (the nested leave-one-CNN-out ran) and had enough held-out points for
+ * the interval's quantiles (tc_fit_interval_min_points). Otherwise its
+ * intervals come from the regression's own variance, or from errors that
+ * selection made small, and read narrower than its errors. */
+bool tc_pred_calibrated(const tc_pred_device_t *d);
 
 typedef struct {
     const tc_model_t *model;
@@ -163,7 +175,9 @@ int tc_predict_ratio_interval(const double *ra, const double *rb, size_t n, doub
                               double *qhi, size_t *pairs);
 
 /* At every batch, the fastest predicted device against the second fastest
- * (devices with predictions only). *out is malloc'ed; *n_out may be 0. */
+ * (devices with predictions only). Never apart when either prediction was
+ * clamped, nor by intervals either of which is not calibrated (caveat
+ * says which). *out is malloc'ed; *n_out may be 0. */
 int tc_predict_compare(tc_store_t *s, const tc_pred_device_t *devs, size_t n,
                        tc_pred_compare_t **out, size_t *n_out);
 

@@ -207,19 +207,18 @@ int tc_predict_fill_missing(tc_store_t *s, const tc_pred_request_t *req, tc_pred
         tc_predict_bench_command(d, req, model_spec, cmd, sizeof cmd);
         /* A file is read where the command runs: it must be there first. */
         if (strncmp(model_spec, "torchvision:", 12) != 0)
-            snprintf(where, sizeof where, " (with %s copied to that host at that path first)",
+            snprintf(where, sizeof where, " (with %s copied there at that path first)",
                      model_spec);
         size_t configs = s_missing_configs(d);
         snprintf(d->note, sizeof d->note,
                  "%zu conv config%s lack%s benchmarks: %zu measurement%s in all (one per "
-                 "config, pass and batch)%s; on %s run%s: %s",
+                 "config, pass and batch)%s; on %s%s run: %s",
                  configs, configs == 1 ? "" : "s", configs == 1 ? "s" : "", d->missing,
                  d->missing == 1 ? "" : "s",
                  asked[i] ? ", and its agents did not measure them in time"
                  : wait_s ? ", and no agent of this device is online to measure them"
                           : "",
                  *d->device.hosts ? d->device.hosts : "its host", where, cmd);
-        tc_log_warn("device '%s': %s", d->device.name, d->note);
     }
     free(ids);
     free(st);

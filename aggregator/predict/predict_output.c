@@ -78,132 +78,299 @@ static void s_duration(double s, char *buf, size_t size)
         snprintf(buf, size, "%.1fs", s);
 }
 
-static void s_print_table(FILE *out, const tc_model_t *model, const tc_pred_request_t *req,
-                          const tc_pred_device_t *devs, size_t n, const tc_pred_compare_t *cmps,
-                          size_t n_cmps)
+/* `text` after `first` (already counted in `col`), broken between words so
+ * that no line passes `width` (0: one line); continuation lines start with
+ * `indent` spaces. A word longer than a line stays whole. */
+static void s_wrap(FILE *out, int width, int col, int indent, const char *text)
 {
+    bool first = true;
+    for (const char *p = text; *p;) {
+        size_t wl = strcspn(p, " ");
+        if (!first && width && col + 1 + (int)wl > width) {
+            fprintf(out, "\n%*s", indent, "");
+            col = indent;
+        } else if (!first) {
+            fputc(' ', out);
+            col++;
+        }
+        fwrite(p, 1, wl, out);
+        col += (int)wl;
+        first = false;
+        p += wl;
+        while (*p == ' ')
+            p++;
+    }
+    fputc('\n', out);
+}
+
+/* A line of prose: `head` then `text`, wrapped. */
+static void s_say(FILE *out, int width, int indent, const char *head, const char *text)
+{
+    fputs(head, out);
+    s_wrap(out, width, (int)strlen(head), indent, text);
+}
+
+/* A shell command on lines of at most `width` (0: one line), broken between
+ * words with a trailing backslash, continuation lines indented. */
+static void s_command(FILE *out, int width, int indent, const char *cmd)
+{
+    fprintf(out, "%*s", indent, "");
+    int col = indent;
+    for (const char *p = cmd; *p;) {
+        size_t wl = strcspn(p, " ");
+        if (width && col > indent && col + 1 + (int)wl + 2 > width) {
+            fprintf(out, " \\\n%*s", indent + 4, "");
+            col = indent + 4;
+        } else if (col > indent) {
+            fputc(' ', out);
+            col++;
+        }
+        fwrite(p, 1, wl, out);
+        col += (int)wl;
+        p += wl;
+        while (*p == ' ')
+            p++;
+    }
+    fputc('\n', out);
+}
+
+/* A time in ms with about four significant digits. */
+static void s_ms(double v, char *buf, size_t size)
+{
+    if (!isfinite(v))
+        snprintf(buf, size, "?");
+    else if (v >= 1000)
+        snprintf(buf, size, "%.0f", v);
+    else if (v >= 100)
+        snprintf(buf, size, "%.1f", v);
+    else
+        snprintf(buf, size, "%.2f", v);
+}
+
+/* The name a table gives a device: its alias, or with --wide its name. */
+static const char *s_label(const tc_pred_device_t *d, bool wide)
+{
+    return !wide && *d->device.alias ? d->device.alias : d->device.name;
+}
+
+/* Why an ok row needs reading with care (clamped, the device's warning,
+ * layers its fit never saw),
+ * or why a row was not predicted (and the device's note): the `reason` of
+ * every format. */
+static void s_row_reason(const tc_pred_device_t *d, const tc_pred_point_t *p, char *buf,
+                         size_t size)
+{
+    if (p->status == TC_PT_OK) {
+        const char *clamp = p->clamped ? "non-conv time clamped at 0 (the fit extrapolates "
+                                         "below zero)"
+                                       : "";
+        char unseen[600] = "";
+        if (*d->unseen)
+            snprintf(unseen, sizeof unseen, "layers of classes the fit never saw: %s", d->unseen);
+        snprintf(buf, size, "%s%s%s%s%s", clamp, *clamp && *d->warning ? "; " : "", d->warning,
+                 (*clamp || *d->warning) && *unseen ? "; " : "", unseen);
+    } else {
+        snprintf(buf, size, "%s%s%s", p->reason, *d->note ? "; " : "", d->note);
+    }
+}
+
+/* The note of a device lacking benchmarks ends in the command that
+ * measures them ("...; on HOST run: agent bench ..."): the prose wrapped,
+ * the command on lines of its own. */
+static void s_print_note(FILE *out, int width, const tc_pred_device_t *d, bool wide)
+{
+    char head[512];
+    snprintf(head, sizeof head, "%s: ", s_label(d, wide));
+    const char *run = strstr(d->note, " run: ");
+    if (!run || width == 0) {
+        s_say(out, width, 2, head, d->note);
+        return;
+    }
+    char prose[sizeof d->note];
+    snprintf(prose, sizeof prose, "%.*s run:", (int)(run - d->note), d->note);
+    s_say(out, width, 2, head, prose);
+    s_command(out, width, 2, run + 6);
+}
+
+static void s_print_table(FILE *out, bool wide, const tc_model_t *model,
+                          const tc_pred_request_t *req, const tc_pred_device_t *devs, size_t n,
+                          const tc_pred_compare_t *cmps, size_t n_cmps)
+{
+    int width = wide ? 0 : TC_PRED_TABLE_WIDTH;
     uint32_t c, h, w;
     tc_model_input(model, &c, &h, &w);
-    fprintf(out, "%s (%s): %.2f M parameters, %.2f GFLOPs forward per image at %ux%u; "
-                 "epoch of %.0f images\n\n",
-            tc_model_name(model), tc_model_id(model), tc_model_params(model) / 1e6,
-            tc_model_flops(model) / 1e9, h, w, req->dataset_size);
-    bool clamped = false;
-    /* The device column is as wide as the longest name: a CPU device's name
-     * says its allocator, BLAS and framework, which tell devices apart. */
-    int dw = 30;
+    char line[1024];
+    snprintf(line, sizeof line,
+             "%s (%s): %.2f M parameters, %.2f GFLOPs forward per image at %ux%u; epoch of "
+             "%.0f images",
+             tc_model_name(model), tc_model_id(model), tc_model_params(model) / 1e6,
+             tc_model_flops(model) / 1e9, h, w, req->dataset_size);
+    s_say(out, width, 2, "", line);
+    fputc('\n', out);
+    /* Columns no device fills are left out (all of them with --wide). */
+    bool energy = wide, cost = wide, clamped = false, uncalibrated = false;
+    int dw = 6;
     for (size_t i = 0; i < n; i++) {
-        int len = (int)strlen(devs[i].device.name);
+        energy |= isfinite(devs[i].watts);
+        cost |= isfinite(devs[i].price);
+        int len = (int)strlen(s_label(&devs[i], wide));
         dw = len > dw ? len : dw;
     }
-    /* An energy column when some device has measured its training power. */
-    bool energy = false;
-    for (size_t i = 0; i < n; i++)
-        energy |= isfinite(devs[i].watts);
-    fprintf(out, "%-*s %6s %10s %21s %9s %9s %9s %9s %10s %9s %4s%s\n", dw, "device", "batch",
-            "iter ms", "95% interval", "conv ms", "other ms", "img/s", "epoch", "cost/epoch",
-            "memory", "fits", energy ? "  kJ/epoch" : "");
+    fprintf(out, "%-*s %5s %8s %15s %8s %8s  %8s %8s%s %9s %4s%s\n", dw, "device", "batch",
+            "iter ms", "95% interval", "conv ms", "other ms", "img/s", "epoch",
+            cost ? " cost/epoch" : "", "memory", "fits", energy ? "  kJ/epoch" : "");
     for (size_t i = 0; i < n; i++) {
         const tc_pred_device_t *d = &devs[i];
+        bool calibrated = tc_pred_calibrated(d);
         for (size_t j = 0; j < d->n_points; j++) {
             const tc_pred_point_t *p = &d->points[j];
+            const char *label = j == 0 ? s_label(d, wide) : "";
             if (p->status != TC_PT_OK) {
-                fprintf(out, "%-*s %6u  -- %s: %s\n", dw, j == 0 ? d->device.name : "", p->batch,
-                        tc_pred_point_status_name(p->status), p->reason);
+                char head[256];
+                snprintf(head, sizeof head, "%-*s %5u  -- %s: ", dw, label, p->batch,
+                         tc_pred_point_status_name(p->status));
+                s_say(out, width, dw + 11, head, p->reason);
                 continue;
             }
-            char interval[48], epoch[24], cost[24], mem[24];
-            snprintf(interval, sizeof interval, "%.2f..%.2f", p->lo_ms, p->hi_ms);
+            char iter[24], lo[24], hi[24], interval[64], conv[24], other[24], epoch[24];
+            char costs[24] = "", mem[24], kj[24] = "";
+            s_ms(p->total_ms, iter, sizeof iter);
+            s_ms(p->lo_ms, lo, sizeof lo);
+            s_ms(p->hi_ms, hi, sizeof hi);
+            snprintf(interval, sizeof interval, "%s..%s%s", lo, hi, calibrated ? " " : "?");
+            s_ms(p->conv_ms, conv, sizeof conv);
+            s_ms(p->nonconv_ms, other, sizeof other);
             s_duration(p->epoch_s, epoch, sizeof epoch);
-            if (isfinite(p->cost))
-                snprintf(cost, sizeof cost, "%.2f", p->cost);
-            else
-                snprintf(cost, sizeof cost, "-");
+            if (cost)
+                snprintf(costs, sizeof costs, " %10s", "-");
+            if (cost && isfinite(p->cost))
+                snprintf(costs, sizeof costs, " %10.2f", p->cost);
             s_bytes(p->peak_bytes, mem, sizeof mem);
-            char kj[24] = "";
+            if (energy)
+                snprintf(kj, sizeof kj, " %9s", "-");
             if (energy && isfinite(p->energy_kj))
-                snprintf(kj, sizeof kj, " %10.1f", p->energy_kj);
-            else if (energy)
-                snprintf(kj, sizeof kj, " %10s", "-");
-            fprintf(out, "%-*s %6u %10.2f %21s %9.2f %8.2f%s %9.1f %9s %10s %9s %4s%s\n", dw,
-                    j == 0 ? d->device.name : "", p->batch, p->total_ms, interval, p->conv_ms,
-                    p->nonconv_ms, p->clamped ? "!" : " ", p->images_per_s, epoch, cost, mem,
-                    s_fits(p->fits), kj);
+                snprintf(kj, sizeof kj, " %9.1f", p->energy_kj);
+            fprintf(out, "%-*s %5u %8s %15s %8s %8s%s %8.1f %8s%s %9s %4s%s\n", dw, label,
+                    p->batch, iter, interval, conv, other, p->clamped ? "!" : " ",
+                    p->images_per_s, epoch, costs, mem, s_fits(p->fits), kj);
             clamped |= p->clamped;
+            uncalibrated |= !calibrated;
         }
-        if (*d->warning)
-            fprintf(out, "%-*s  warning: %s\n", dw, "", d->warning);
+        if (*d->warning) {
+            char head[256];
+            snprintf(head, sizeof head, "%-*s  warning: ", dw, "");
+            s_say(out, width, dw + 4, head, d->warning);
+        }
     }
-    const tc_pred_device_t *fd, *cd;
-    const tc_pred_point_t *fp, *cp;
-    s_best(devs, n, &fd, &fp, &cd, &cp);
+    if (clamped || uncalibrated)
+        fputc('\n', out);
+    if (clamped)
+        s_say(out, width, 2, "! ",
+              "the fit predicts a negative non-conv time here (it extrapolates beyond its "
+              "data): shown as 0, and the row's time and interval are not to be trusted; trace "
+              "models like this one on that device and fit again");
+    if (uncalibrated)
+        s_say(out, width, 2, "? ",
+              "the interval is not calibrated (the fit was not validated, or had too few "
+              "held-out points): it reads narrower than the fit's errors; see each fit below");
     bool notes = false;
     for (size_t i = 0; i < n; i++) {
         if (!*devs[i].note)
             continue;
-        fprintf(out, "%s%s: %s\n", notes ? "" : "\n", devs[i].device.name, devs[i].note);
+        if (!notes)
+            fputc('\n', out);
+        s_print_note(out, width, &devs[i], wide);
         notes = true;
     }
-    if (clamped)
-        fprintf(out, "\n! the fit predicts a negative non-conv time here (it extrapolates "
-                     "beyond its data): shown as 0;\n  trace models like this one on that "
-                     "device and fit again\n");
+    const tc_pred_device_t *fd, *cd;
+    const tc_pred_point_t *fp, *cp;
+    s_best(devs, n, &fd, &fp, &cd, &cp);
     fputc('\n', out);
     if (fd) {
         char epoch[24];
         s_duration(fp->epoch_s, epoch, sizeof epoch);
-        fprintf(out, "fastest:  %s at batch %u: %s per epoch (%.1f images/s)\n", fd->device.name,
-                fp->batch, epoch, fp->images_per_s);
+        snprintf(line, sizeof line, "%s at batch %u: %s per epoch (%.1f images/s)",
+                 s_label(fd, wide), fp->batch, epoch, fp->images_per_s);
+        s_say(out, width, 10, "fastest:  ", line);
     }
     if (cd) {
         char epoch[24];
         s_duration(cp->epoch_s, epoch, sizeof epoch);
-        fprintf(out, "cheapest: %s at batch %u: %.2f per epoch (%s)\n", cd->device.name,
-                cp->batch, cp->cost, epoch);
+        snprintf(line, sizeof line, "%s at batch %u: %.2f per epoch (%s)", s_label(cd, wide),
+                 cp->batch, cp->cost, epoch);
+        s_say(out, width, 10, "cheapest: ", line);
     } else if (fd) {
-        fprintf(out, "cheapest: give --prices FILE (DEVICE NAME = PRICE per device-hour) to "
-                     "compare cost\n");
+        s_say(out, width, 10, "cheapest: ",
+              "give --prices FILE (a device's name, part of it or alias = price per "
+              "device-hour) to compare cost");
     }
     if (n_cmps)
         fprintf(out, "\ntold apart (95 %%): at each batch, the fastest device against the next\n");
     for (size_t k = 0; k < n_cmps; k++) {
         const tc_pred_compare_t *cm = &cmps[k];
-        if (cm->apart)
-            fprintf(out, "  batch %-6u %s is %.2fx faster than %s (%.2f..%.2f, %s)\n", cm->batch,
-                    devs[cm->faster].device.name, cm->ratio, devs[cm->slower].device.name,
-                    cm->lo, cm->hi, cm->method);
+        const char *a = s_label(&devs[cm->faster], wide), *b = s_label(&devs[cm->slower], wide);
+        char head[32];
+        snprintf(head, sizeof head, "  batch %-6u ", cm->batch);
+        if (cm->caveat && !strcmp(cm->caveat, "clamped"))
+            snprintf(line, sizeof line, "%s and %s: not compared: predicted %.2fx, but a time "
+                                        "was clamped at 0 (!)",
+                     a, b, cm->ratio);
+        else if (cm->caveat)
+            snprintf(line, sizeof line, "%s and %s: not compared: predicted %.2fx, but the "
+                                        "intervals are not calibrated (?)",
+                     a, b, cm->ratio);
+        else if (cm->apart)
+            snprintf(line, sizeof line, "%s is %.2fx faster than %s (%.2f..%.2f, %s)", a,
+                     cm->ratio, b, cm->lo, cm->hi, cm->method);
         else if (isfinite(cm->hi))
-            fprintf(out, "  batch %-6u %s and %s cannot be told apart: predicted %.2fx, but "
-                         "%.2f..%.2f (%s)\n",
-                    cm->batch, devs[cm->faster].device.name, devs[cm->slower].device.name,
-                    cm->ratio, cm->lo, cm->hi, cm->method);
+            snprintf(line, sizeof line, "%s and %s cannot be told apart: predicted %.2fx, but "
+                                        "%.2f..%.2f (%s)",
+                     a, b, cm->ratio, cm->lo, cm->hi, cm->method);
         else
-            fprintf(out, "  batch %-6u %s and %s cannot be told apart: predicted %.2fx, but the "
-                         "intervals overlap (%s)\n",
-                    cm->batch, devs[cm->faster].device.name, devs[cm->slower].device.name,
-                    cm->ratio, cm->method);
+            snprintf(line, sizeof line, "%s and %s cannot be told apart: predicted %.2fx, but "
+                                        "the intervals overlap (%s)",
+                     a, b, cm->ratio, cm->method);
+        s_say(out, width, 15, head, line);
     }
     fputc('\n', out);
     for (size_t i = 0; i < n; i++) {
-        if (devs[i].status != TC_PRED_OK)
+        const tc_pred_device_t *d = &devs[i];
+        char head[300];
+        snprintf(head, sizeof head, "%s: ", s_label(d, wide));
+        if (d->status != TC_PRED_OK) {
+            if (strcmp(s_label(d, wide), d->device.name))
+                s_say(out, width, 2, head, d->device.name);
             continue;
-        const tc_fit_t *f = &devs[i].fit;
+        }
+        const tc_fit_t *f = &d->fit;
+        char form[64], err[160], cal[200];
+        snprintf(form, sizeof form, "%s", f->p ? tc_fit_form_name(f->form) : "the conv sum alone");
         if (isfinite(f->cv_mape))
-            fprintf(out, "fit of %s: %s, leave-one-CNN-out MAPE %.1f %% over %zu CNNs, "
-                         "batches %u..%u\n",
-                    devs[i].device.name, tc_fit_form_name(f->form), f->cv_mape, f->n_cnns,
-                    f->batch_min, f->batch_max);
+            snprintf(err, sizeof err,
+                     "validated error %.1f %% (leave-one-CNN-out MAPE; the conv sum alone: "
+                     "%.1f %%)",
+                     f->cv_mape, f->conv_only_mape);
         else
-            fprintf(out, "fit of %s: %s over %zu CNNs, batches %u..%u; not validated (fitted "
-                         "with --no-validate or on fewer than 4 CNNs), so its error is unknown "
-                         "and its interval reads narrower than its errors: run aggregator fit "
-                         "without --no-validate\n",
-                    devs[i].device.name, tc_fit_form_name(f->form), f->n_cnns, f->batch_min,
-                    f->batch_max);
-        if (*devs[i].unseen)
-            fprintf(out, "  warning: layers of classes this fit never saw: %s; the prediction "
-                         "extrapolates there\n",
-                    devs[i].unseen);
+            snprintf(err, sizeof err, "not validated (fitted with --no-validate or on fewer "
+                                      "than 4 CNNs), so its error is unknown");
+        if (tc_pred_calibrated(d))
+            snprintf(cal, sizeof cal, "intervals calibrated on its held-out errors");
+        else
+            snprintf(cal, sizeof cal, "intervals not calibrated (?)%s",
+                     isfinite(f->cv_mape) ? ": fewer held-out points than 39" : "");
+        /* The full name after the alias it stands for (once). */
+        bool legend = strcmp(s_label(d, wide), d->device.name) != 0;
+        snprintf(line, sizeof line, "%s%sfit: %s over %zu CNNs, batches %u..%u; %s; %s",
+                 legend ? d->device.name : "", legend ? "; " : "", form, f->n_cnns,
+                 f->batch_min, f->batch_max, err, cal);
+        s_say(out, width, 2, head, line);
+        if (*d->unseen) {
+            snprintf(line, sizeof line,
+                     "layers of classes this fit never saw: %s; the prediction extrapolates "
+                     "there",
+                     d->unseen);
+            s_say(out, width, 4, "  warning: ", line);
+        }
     }
 }
 
@@ -225,27 +392,12 @@ static void s_csv_num(FILE *out, double v, const char *fmt)
         fprintf(out, fmt, v);
 }
 
-static void s_csv_reason(FILE *out, const tc_pred_device_t *d, const tc_pred_point_t *p)
-{
-    char reason[2048];
-    if (p->status == TC_PT_OK) {
-        const char *clamp = p->clamped ? "non-conv time clamped at 0 (negative extrapolation)"
-                                       : "";
-        snprintf(reason, sizeof reason, "%s%s%s", clamp, *clamp && *d->warning ? "; " : "",
-                 d->warning);
-    } else
-        snprintf(reason, sizeof reason, "%s%s%s", p->reason, *d->note ? "; " : "", d->note);
-    fputc(',', out);
-    if (*reason)
-        s_csv_text(out, reason);
-}
-
 static void s_print_csv(FILE *out, const tc_model_t *model, const tc_pred_device_t *devs,
                         size_t n)
 {
-    fprintf(out, "model,device,status,batch,iteration_ms,lo_ms,hi_ms,conv_ms,nonconv_ms,"
+    fprintf(out, "model,device,alias,status,batch,iteration_ms,lo_ms,hi_ms,conv_ms,nonconv_ms,"
                  "images_per_s,epoch_s,cost_per_epoch,peak_memory_bytes,fits,nonconv_clamped,"
-                 "energy_kj_per_epoch,reason\n");
+                 "energy_kj_per_epoch,interval_calibrated,fit_cv_mape_pct,reason\n");
     for (size_t i = 0; i < n; i++) {
         const tc_pred_device_t *d = &devs[i];
         for (size_t j = 0; j < d->n_points; j++) {
@@ -253,6 +405,8 @@ static void s_print_csv(FILE *out, const tc_model_t *model, const tc_pred_device
             s_csv_text(out, tc_model_id(model));
             fputc(',', out);
             s_csv_text(out, d->device.name);
+            fputc(',', out);
+            s_csv_text(out, d->device.alias);
             fprintf(out, ",%s,%u", tc_pred_point_status_name(p->status), p->batch);
             s_csv_num(out, p->total_ms, "%.4f");
             s_csv_num(out, p->lo_ms, "%.4f");
@@ -264,51 +418,75 @@ static void s_print_csv(FILE *out, const tc_model_t *model, const tc_pred_device
             s_csv_num(out, p->cost, "%.4f");
             s_csv_num(out, p->peak_bytes, "%.0f");
             if (p->status == TC_PT_OK)
-                fprintf(out, ",%s,%s", s_fits(p->fits), p->clamped ? "true" : "false");
+                fprintf(out, ",%s,%s", p->fits > 0 ? "true" : p->fits == 0 ? "false" : "",
+                        p->clamped ? "true" : "false");
             else
                 fputs(",,", out);
             s_csv_num(out, p->energy_kj, "%.3f");
-            s_csv_reason(out, d, p);
+            if (d->status == TC_PRED_OK)
+                fprintf(out, ",%s", tc_pred_calibrated(d) ? "true" : "false");
+            else
+                fputc(',', out);
+            s_csv_num(out, d->status == TC_PRED_OK ? d->fit.cv_mape : NAN, "%.2f");
+            char reason[2048];
+            s_row_reason(d, p, reason, sizeof reason);
+            fputc(',', out);
+            if (*reason)
+                s_csv_text(out, reason);
             fputc('\n', out);
         }
     }
 }
 
-static void s_json_point(tc_buf_t *b, const tc_pred_point_t *p)
+/* A number as CSV writes it (the same digits), or null. */
+static void s_json_fixed(tc_buf_t *b, double v, const char *fmt)
+{
+    if (isfinite(v))
+        tc_buf_printf(b, fmt, v);
+    else
+        tc_buf_puts(b, "null");
+}
+
+static void s_json_point(tc_buf_t *b, const tc_pred_device_t *d, const tc_pred_point_t *p)
 {
     tc_buf_printf(b, "{\"batch\":%u,\"status\":\"%s\",\"iteration_ms\":", p->batch,
                   tc_pred_point_status_name(p->status));
-    tc_buf_json_num(b, p->total_ms);
+    s_json_fixed(b, p->total_ms, "%.4f");
     tc_buf_puts(b, ",\"lo_ms\":");
-    tc_buf_json_num(b, p->lo_ms);
+    s_json_fixed(b, p->lo_ms, "%.4f");
     tc_buf_puts(b, ",\"hi_ms\":");
-    tc_buf_json_num(b, p->hi_ms);
+    s_json_fixed(b, p->hi_ms, "%.4f");
     tc_buf_puts(b, ",\"conv_ms\":");
-    tc_buf_json_num(b, p->conv_ms);
+    s_json_fixed(b, p->conv_ms, "%.4f");
     tc_buf_puts(b, ",\"nonconv_ms\":");
-    tc_buf_json_num(b, p->nonconv_ms);
+    s_json_fixed(b, p->nonconv_ms, "%.4f");
     tc_buf_puts(b, ",\"images_per_s\":");
-    tc_buf_json_num(b, p->images_per_s);
+    s_json_fixed(b, p->images_per_s, "%.3f");
     tc_buf_puts(b, ",\"epoch_s\":");
-    tc_buf_json_num(b, p->epoch_s);
+    s_json_fixed(b, p->epoch_s, "%.1f");
     tc_buf_puts(b, ",\"cost_per_epoch\":");
-    tc_buf_json_num(b, p->cost);
+    s_json_fixed(b, p->cost, "%.4f");
     tc_buf_puts(b, ",\"peak_memory_bytes\":");
-    if (isfinite(p->peak_bytes))
-        tc_buf_printf(b, "%.0f", p->peak_bytes); /* whole bytes, as in csv */
-    else
-        tc_buf_puts(b, "null");
+    s_json_fixed(b, p->peak_bytes, "%.0f"); /* whole bytes, as in csv */
     tc_buf_puts(b, ",\"energy_kj_per_epoch\":");
-    tc_buf_json_num(b, p->energy_kj);
+    s_json_fixed(b, p->energy_kj, "%.3f");
     if (p->status == TC_PT_OK)
-        tc_buf_printf(b, ",\"fits\":%s,\"nonconv_clamped\":%s,\"reason\":null}",
+        tc_buf_printf(b, ",\"fits\":%s,\"nonconv_clamped\":%s",
                       p->fits > 0 ? "true" : p->fits == 0 ? "false" : "null",
                       p->clamped ? "true" : "false");
-    else {
-        tc_buf_puts(b, ",\"fits\":null,\"nonconv_clamped\":null,\"reason\":");
-        tc_buf_json_str(b, p->reason);
-        tc_buf_putc(b, '}');
-    }
+    else
+        tc_buf_puts(b, ",\"fits\":null,\"nonconv_clamped\":null");
+    tc_buf_printf(b, ",\"interval_calibrated\":%s,\"fit_cv_mape_pct\":",
+                  d->status != TC_PRED_OK ? "null" : tc_pred_calibrated(d) ? "true" : "false");
+    s_json_fixed(b, d->status == TC_PRED_OK ? d->fit.cv_mape : NAN, "%.2f");
+    char reason[2048];
+    s_row_reason(d, p, reason, sizeof reason);
+    tc_buf_puts(b, ",\"reason\":");
+    if (*reason)
+        tc_buf_json_str(b, reason);
+    else
+        tc_buf_puts(b, "null");
+    tc_buf_putc(b, '}');
 }
 
 static int s_print_json(FILE *out, const tc_model_t *model, const tc_pred_request_t *req,
@@ -330,6 +508,8 @@ static int s_print_json(FILE *out, const tc_model_t *model, const tc_pred_reques
         const tc_pred_device_t *d = &devs[i];
         tc_buf_puts(&b, i ? ",{\"name\":" : "{\"name\":");
         tc_buf_json_str(&b, d->device.name);
+        tc_buf_puts(&b, ",\"alias\":");
+        tc_buf_json_str(&b, d->device.alias);
         tc_buf_puts(&b, ",\"status\":");
         tc_buf_json_str(&b, d->status == TC_PRED_OK ? "ok" : "no_fit");
         tc_buf_puts(&b, ",\"note\":");
@@ -338,25 +518,28 @@ static int s_print_json(FILE *out, const tc_model_t *model, const tc_pred_reques
         else
             tc_buf_puts(&b, "null");
         if (d->status != TC_PRED_OK) {
-            tc_buf_puts(&b, ",\"fit\":null,\"unseen_classes\":null");
+            tc_buf_puts(&b, ",\"fit\":null,\"unseen_classes\":null,\"interval_calibrated\":null");
         } else {
             if (*d->warning) {
                 tc_buf_puts(&b, ",\"warning\":");
                 tc_buf_json_str(&b, d->warning);
             }
             tc_buf_printf(&b, ",\"fit\":{\"id\":%lld,\"form\":", d->fit.fit_id);
-            tc_buf_json_str(&b, tc_fit_form_name(d->fit.form));
+            tc_buf_json_str(&b, d->fit.p ? tc_fit_form_name(d->fit.form) : "conv_sum_only");
             tc_buf_puts(&b, ",\"cv_mape_pct\":");
-            tc_buf_json_num(&b, d->fit.cv_mape);
-            tc_buf_puts(&b, ",\"stat\":");
-            tc_buf_json_str(&b, tc_fit_stat_name(d->fit.stat));
-            tc_buf_printf(&b, ",\"n_cnns\":%zu,\"batch_min\":%u,\"batch_max\":%u",
+            s_json_fixed(&b, d->fit.cv_mape, "%.2f");
+            tc_buf_puts(&b, ",\"conv_only_mape_pct\":");
+            s_json_fixed(&b, d->fit.conv_only_mape, "%.2f");
+            tc_buf_printf(&b, ",\"n_cnns\":%zu,\"batch_min\":%u,\"batch_max\":%u,\"stat\":",
                           d->fit.n_cnns, d->fit.batch_min, d->fit.batch_max);
+            tc_buf_json_str(&b, tc_fit_stat_name(d->fit.stat));
             tc_buf_puts(&b, "},\"unseen_classes\":");
             if (*d->unseen)
                 tc_buf_json_str(&b, d->unseen);
             else
                 tc_buf_puts(&b, "null");
+            tc_buf_printf(&b, ",\"interval_calibrated\":%s",
+                          tc_pred_calibrated(d) ? "true" : "false");
         }
         tc_buf_puts(&b, ",\"price_per_hour\":");
         tc_buf_json_num(&b, d->price);
@@ -373,7 +556,7 @@ static int s_print_json(FILE *out, const tc_model_t *model, const tc_pred_reques
         for (size_t j = 0; j < d->n_points; j++) {
             if (j)
                 tc_buf_putc(&b, ',');
-            s_json_point(&b, &d->points[j]);
+            s_json_point(&b, d, &d->points[j]);
         }
         tc_buf_puts(&b, "]}");
     }
@@ -386,7 +569,7 @@ static int s_print_json(FILE *out, const tc_model_t *model, const tc_pred_reques
         tc_buf_puts(&b, "{\"device\":");
         tc_buf_json_str(&b, fd->device.name);
         tc_buf_printf(&b, ",\"batch\":%u,\"epoch_s\":", fp->batch);
-        tc_buf_json_num(&b, fp->epoch_s);
+        s_json_fixed(&b, fp->epoch_s, "%.1f");
         tc_buf_putc(&b, '}');
     } else {
         tc_buf_puts(&b, "null");
@@ -396,7 +579,7 @@ static int s_print_json(FILE *out, const tc_model_t *model, const tc_pred_reques
         tc_buf_puts(&b, "{\"device\":");
         tc_buf_json_str(&b, cd->device.name);
         tc_buf_printf(&b, ",\"batch\":%u,\"cost_per_epoch\":", cp->batch);
-        tc_buf_json_num(&b, cp->cost);
+        s_json_fixed(&b, cp->cost, "%.4f");
         tc_buf_putc(&b, '}');
     } else {
         tc_buf_puts(&b, "null");
@@ -414,8 +597,13 @@ static int s_print_json(FILE *out, const tc_model_t *model, const tc_pred_reques
         tc_buf_json_num(&b, c->lo);
         tc_buf_putc(&b, ',');
         tc_buf_json_num(&b, c->hi);
-        tc_buf_printf(&b, "],\"apart\":%s,\"method\":\"%s\",\"pairs\":%zu}",
+        tc_buf_printf(&b, "],\"apart\":%s,\"method\":\"%s\",\"pairs\":%zu,\"caveat\":",
                       c->apart ? "true" : "false", c->method, c->pairs);
+        if (c->caveat)
+            tc_buf_json_str(&b, c->caveat);
+        else
+            tc_buf_puts(&b, "null");
+        tc_buf_putc(&b, '}');
     }
     tc_buf_puts(&b, "]}}\n");
     int rc = b.failed ? tc_fail(TC_ENOMEM, "out of memory") : 0;
@@ -425,7 +613,7 @@ static int s_print_json(FILE *out, const tc_model_t *model, const tc_pred_reques
     return rc;
 }
 
-int tc_pred_print(FILE *out, tc_pred_format_t fmt, const tc_model_t *model,
+int tc_pred_print(FILE *out, tc_pred_format_t fmt, bool wide, const tc_model_t *model,
                   const tc_pred_request_t *req, const tc_pred_device_t *devs, size_t n,
                   const tc_pred_compare_t *cmps, size_t n_cmps)
 {
@@ -436,7 +624,7 @@ int tc_pred_print(FILE *out, tc_pred_format_t fmt, const tc_model_t *model,
     case TC_PRED_JSON:
         return s_print_json(out, model, req, devs, n, cmps, n_cmps);
     default:
-        s_print_table(out, model, req, devs, n, cmps, n_cmps);
+        s_print_table(out, wide, model, req, devs, n, cmps, n_cmps);
         return 0;
     }
 }
@@ -498,7 +686,7 @@ int tc_pred_plot(const char *path, bool epoch, const tc_model_t *model,
             clamped[q] = p->clamped;
             q++;
         }
-        *s = (tc_plot_series_t){.label = d->device.name,
+        *s = (tc_plot_series_t){.label = *d->device.alias ? d->device.alias : d->device.name,
                                 .n = q,
                                 .x = x,
                                 .y = y,

@@ -11,15 +11,24 @@ typedef enum { TC_PRED_TABLE = 0, TC_PRED_CSV, TC_PRED_JSON } tc_pred_format_t;
 
 int tc_pred_format_parse(const char *s, tc_pred_format_t *out);
 
+/* The default table fits this many columns. */
+#define TC_PRED_TABLE_WIDTH 120
+
 /* The predictions of every device (notes for those without), then the
  * fastest and the cheapest device per epoch with the batch achieving it,
  * and at each batch whether the fastest device can be told from the next
- * (`cmps`, tc_predict_compare). */
-int tc_pred_print(FILE *out, tc_pred_format_t fmt, const tc_model_t *model,
+ * (`cmps`, tc_predict_compare); each device's fit with its validated error
+ * and whether its intervals are calibrated. The table names devices by
+ * alias, leaves out columns no device fills (cost without prices, energy
+ * without measurements) and keeps every line within TC_PRED_TABLE_WIDTH
+ * columns; `wide` gives full names, every column and unwrapped lines. CSV
+ * and JSON carry the same facts under the same names. */
+int tc_pred_print(FILE *out, tc_pred_format_t fmt, bool wide, const tc_model_t *model,
                   const tc_pred_request_t *req, const tc_pred_device_t *devs, size_t n,
                   const tc_pred_compare_t *cmps, size_t n_cmps);
 
-/* A chart of iteration (or epoch) time against batch, a line per device. */
+/* A chart of iteration (or epoch) time against batch, a line per device
+ * labelled with its alias. */
 int tc_pred_plot(const char *path, bool epoch, const tc_model_t *model,
                  const tc_pred_device_t *devs, size_t n);
 

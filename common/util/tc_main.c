@@ -15,7 +15,9 @@ static void s_usage(FILE *out, const char *prog, const char *summary, const tc_c
         fprintf(out, "  %-14s %s\n", c->name, c->summary);
     fprintf(out, "\n'%s COMMAND --help' describes a command's options; '%s --version' (-V) "
                  "prints the version.\n"
-                 "Environment: TRAINCAST_LOG=error|warn|info|debug sets the log level.\n",
+                 "Environment: TRAINCAST_LOG=error|warn|info|debug sets the log level;\n"
+                 "TRAINCAST_PROGRESS=plain|none: progress as plain lines, or none (default: a "
+                 "bar on a terminal only).\n",
             prog, prog);
 }
 

@@ -1,8 +1,11 @@
 /* Progress for long work: a redrawn bar with ETA when stderr is a terminal,
- * plain lines (at most one every few seconds, and at the end) otherwise. */
+ * kept within its width, and nothing otherwise. TRAINCAST_PROGRESS=plain
+ * asks for plain lines instead (at most one every few seconds, and at the
+ * end: logs of scripts), TRAINCAST_PROGRESS=none for nothing. */
 #ifndef TC_PROGRESS_H
 #define TC_PROGRESS_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 typedef struct tc_progress tc_progress_t;
@@ -14,6 +17,11 @@ tc_progress_t *tc_progress_new(const char *label, uint64_t total);
 void tc_progress_update(tc_progress_t *self, uint64_t done, const char *item);
 /* Finish the line and free. Accepts NULL; nulls the pointer. */
 void tc_progress_destroy(tc_progress_t **self_p);
+
+/* `text` in at most `max` bytes: whole, or its words that fit followed by
+ * "..." (a word is never cut, unless the first alone is too long). Into
+ * buf of `size`. */
+void tc_progress_fit(const char *text, size_t max, char *buf, size_t size);
 
 /* Format seconds as "1h02m", "3m05s" or "12s". */
 void tc_format_duration(double seconds, char *buf, unsigned long size);

@@ -152,7 +152,7 @@ Test(cli, formats_share_their_column_names, .timeout = 600)
                             "--no-store",
                        table, sizeof table),
                  0, "%s", table);
-    cr_assert(strstr(table, "fit of Fast Device: ") && strstr(table, "not validated") &&
+    cr_assert(strstr(table, "Fast Device: fit: ") && strstr(table, "not validated") &&
                   !strstr(table, "nan"),
               "%s", table);
     cr_assert_eq(s_run(env, "fit --format xml", csv, sizeof csv), 2, "%s", csv);

@@ -131,7 +131,7 @@ Test(e2e, run_fit_then_predict_an_unseen_cnn_through_a_serving_agent, .timeout =
     cr_assert(strstr(out, "asking 1 connected agent"), "%s", out);
     for (int b = 2; b <= 4; b += 2) {
         char row[128];
-        snprintf(row, sizeof row, "]\",ok,%d,", b);
+        snprintf(row, sizeof row, "\",ok,%d,", b); /* after the quoted alias */
         cr_assert(strstr(out, row), "no prediction at batch %d:\n%s", b, out);
     }
     cr_assert_eq(tc_bed_count(&bed, "SELECT count(*) FROM jobs WHERE kind = 'bench' AND "

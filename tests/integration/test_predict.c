@@ -45,11 +45,11 @@ static void s_aggregator(const char *args, int want_status, char *out, size_t si
 
 /* Split one CSV line into fields (quotes removed; no embedded commas in
  * the fields read here except inside quoted notes, which come last). */
-static int s_fields(const char *line, char fields[16][512])
+static int s_fields(const char *line, char fields[24][512])
 {
     int n = 0;
     const char *p = line;
-    while (n < 16) {
+    while (n < 24) {
         char *f = fields[n++];
         size_t k = 0;
         if (*p == '"') {
@@ -84,20 +84,20 @@ static int s_fields(const char *line, char fields[16][512])
 static int s_row(const char *csv, const char *device, unsigned batch, double v[6], char *status,
                  size_t status_size)
 {
-    static char f[16][512];
+    static char f[24][512];
     for (const char *line = csv; line && *line;) {
         int n = s_fields(line, f);
         const char *nl = strchr(line, '\n');
         line = nl ? nl + 1 : NULL;
-        if (n < 16 || strcmp(f[1], device) != 0 || (unsigned)atoi(f[3]) != batch)
+        if (n < 20 || strcmp(f[1], device) != 0 || (unsigned)atoi(f[4]) != batch)
             continue;
-        snprintf(status, status_size, "%s", f[2]);
-        v[0] = atof(f[4]);
-        v[1] = atof(f[5]);
-        v[2] = atof(f[6]);
-        v[3] = atof(f[7]);
-        v[4] = atof(f[8]);
-        v[5] = atof(f[12]);
+        snprintf(status, status_size, "%s", f[3]);
+        v[0] = atof(f[5]);
+        v[1] = atof(f[6]);
+        v[2] = atof(f[7]);
+        v[3] = atof(f[8]);
+        v[4] = atof(f[9]);
+        v[5] = atof(f[13]);
         return 1;
     }
     return 0;
@@ -149,8 +149,8 @@ Test(predict, untraced_cnn_follows_the_law, .timeout = 600)
     cr_assert(strstr(out, "11 conv configs lack benchmarks: 32 measurements in all (one per "
                           "config, pass and batch)"),
               "%s", out);
-    cr_assert(strstr(out, "on testhost run (with tests/data/resnet34.onnx copied to that host "
-                          "at that path first): agent bench --models tests/data/resnet34.onnx "
+    cr_assert(strstr(out, "on testhost (with tests/data/resnet34.onnx copied there at that path "
+                          "first) run: agent bench --models tests/data/resnet34.onnx "
                           "--batches 64 "),
               "%s", out);
     tc_model_destroy(&m);
@@ -180,13 +180,14 @@ Test(predict, untraced_cnn_follows_the_law, .timeout = 600)
                  0, out, sizeof out);
     cr_assert(strstr(out, "\"name\":\"Fast Device\"") && !strstr(out, "Slow Device"), "%s", out);
     cr_assert(strstr(out, "\"nonconv_clamped\":false"), "%s", out);
-    /* Energy per epoch: the epoch time at the device's training power. */
+    /* Energy per epoch: the epoch time at the device's training power (to
+     * the digits JSON carries, the same as CSV's: epoch_s to 0.1 s). */
     cr_assert(strstr(out, "\"training_power_w\":150,") && strstr(out, "\"energy_source\":\"nvml\""),
               "%s", out);
     const char *e = strstr(out, "\"epoch_s\":"), *k = strstr(out, "\"energy_kj_per_epoch\":");
     cr_assert(e && k, "%s", out);
     cr_assert_float_eq(atof(k + 22), atof(e + 10) * TC_LAW_TRAINING_WATTS / 1000.0,
-                       1e-6 * atof(k + 22) + 1e-9, "%s", out);
+                       0.05 * TC_LAW_TRAINING_WATTS / 1000.0 + 0.001, "%s", out);
     s_aggregator("predict --gpu 'slow device' --model tests/data/resnet18.onnx --batch 8 "
                  "--format json",
                  0, out, sizeof out);
@@ -287,7 +288,8 @@ Test(predict, bad_input_exits_2, .timeout = 300)
     s_aggregator("predict --gpu 'Fast Device' --model tests/data/alexnet.onnx --batch 8,16 "
                  "--format csv",
                  3, out, sizeof out);
-    cr_assert(strstr(out, "\"Fast Device\",no_fit,8,") && strstr(out, "\"Fast Device\",no_fit,16,"),
+    cr_assert(strstr(out, "\"Fast Device\",\"Fast Device\",no_fit,8,") &&
+                  strstr(out, "\"Fast Device\",\"Fast Device\",no_fit,16,"),
               "%s", out);
     s_aggregator("predict --gpu 'Fast Device' --model tests/data/alexnet.onnx --batch 8 "
                  "--format json",

@@ -123,9 +123,16 @@ void tc_law_put_benchmarks(tc_store_t *s, const tc_model_t *m, const tc_law_devi
 void tc_law_put_trace(tc_store_t *s, const tc_model_t *m, const tc_law_device_t *dev,
                         unsigned batch)
 {
+    tc_law_put_trace_ms(s, m, dev, batch,
+                        tc_law_conv_sum(m, batch, dev->speed) +
+                            tc_law_other_ms(m, batch, dev->speed));
+}
+
+void tc_law_put_trace_ms(tc_store_t *s, const tc_model_t *m, const tc_law_device_t *dev,
+                         unsigned batch, double ms)
+{
     Traincast__V1__ModelGraph *g = NULL;
     cr_assert_eq(tc_model_to_proto(m, &g), 0, "%s", tc_errmsg());
-    double ms = tc_law_conv_sum(m, batch, dev->speed) + tc_law_other_ms(m, batch, dev->speed);
     tc_envelope_t *env = tc_test_envelope("agent-fixture");
     env->body_case = TRAINCAST__V1__ENVELOPE__BODY_TRAIN_TRACE;
     Traincast__V1__TrainTrace *t = tc_test_trace(dev->uuid, tc_model_id(m), batch, ms);

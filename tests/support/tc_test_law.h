@@ -40,6 +40,9 @@ void tc_law_put_benchmarks(tc_store_t *s, const tc_model_t *m, const tc_law_devi
                            const unsigned *batches, size_t n_batches);
 void tc_law_put_trace(tc_store_t *s, const tc_model_t *m, const tc_law_device_t *dev,
                       unsigned batch);
+/* The same trace measuring `ms` instead of the law's time. */
+void tc_law_put_trace_ms(tc_store_t *s, const tc_model_t *m, const tc_law_device_t *dev,
+                         unsigned batch, double ms);
 /* A fresh database `name` (tc_test_fresh_db), migrated, with the fixture. */
 void tc_law_build(const char *name, char *dsn, size_t size);
 

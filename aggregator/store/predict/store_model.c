@@ -147,7 +147,8 @@ int tc_store_device_classes(tc_store_t *s, tc_device_class_t **out, size_t *n)
         "coalesce(sum(t.n), 0), "
         "EXISTS (SELECT 1 FROM fits f WHERE f.device = d.name), "
         "coalesce(max(d.threads), 0), coalesce(min(d.gpu_index), 0), "
-        "coalesce(string_agg(DISTINCT d.host, ','), '') "
+        "coalesce(string_agg(DISTINCT d.host, ','), ''), "
+        "coalesce((SELECT a.alias FROM device_aliases a WHERE a.device = d.name), '') "
         "FROM devices d LEFT JOIN t USING (device_id) "
         "GROUP BY d.name ORDER BY d.name",
         0, NULL);
@@ -169,11 +170,47 @@ int tc_store_device_classes(tc_store_t *s, tc_device_class_t **out, size_t *n)
         v[i].threads = (unsigned)atoi(PQgetvalue(res, (int)i, 6));
         v[i].gpu_index = atoi(PQgetvalue(res, (int)i, 7));
         snprintf(v[i].hosts, sizeof v[i].hosts, "%s", PQgetvalue(res, (int)i, 8));
+        snprintf(v[i].alias, sizeof v[i].alias, "%s", PQgetvalue(res, (int)i, 9));
+        v[i].alias_set = v[i].alias[0] != '\0';
     }
     PQclear(res);
     *out = v;
     *n = rows;
     return 0;
+}
+
+int tc_store_device_alias_set(tc_store_t *s, const char *device, const char *alias)
+{
+    const char *p[] = {device, alias};
+    PGresult *res = NULL;
+    int rc = tc_store_query(s, &res, "finding the device",
+                            "SELECT 1 FROM devices WHERE name = $1 LIMIT 1", 1, p);
+    if (rc < 0)
+        return rc;
+    bool known = PQntuples(res) > 0;
+    PQclear(res);
+    if (!known)
+        return tc_fail(TC_ENOTFOUND, "no device is named '%s'", device);
+    if (!alias)
+        return tc_store_query(s, NULL, "removing the alias",
+                              "DELETE FROM device_aliases WHERE device = $1", 1, p);
+    rc = tc_store_query(s, &res, "checking the alias",
+                        "SELECT device FROM device_aliases "
+                        "WHERE lower(alias) = lower($2) AND device <> $1",
+                        2, p);
+    if (rc < 0)
+        return rc;
+    if (PQntuples(res) > 0)
+        rc = tc_fail(TC_EINVAL, "the alias '%s' is taken by '%s'", alias,
+                     PQgetvalue(res, 0, 0));
+    PQclear(res);
+    if (rc < 0)
+        return rc;
+    return tc_store_query(s, NULL, "setting the alias",
+                          "INSERT INTO device_aliases (device, alias) VALUES ($1, $2) "
+                          "ON CONFLICT (device) DO UPDATE SET alias = EXCLUDED.alias, "
+                          "set_at = now()",
+                          2, p);
 }
 
 int tc_store_memory_points_each(tc_store_t *s, const char *const *devices, size_t n,

@@ -15,6 +15,9 @@
 int tc_store_model_layers(tc_store_t *s, const char *model_id, tc_layer_summary_t **layers,
                           size_t *n);
 
+/* The longest alias (aggregator alias), in bytes. */
+#define TC_DEVICE_ALIAS_MAX 16
+
 /* A device name (a hardware class) as the store knows it. */
 typedef struct {
     char name[256];
@@ -26,10 +29,21 @@ typedef struct {
     char hosts[256];        /* hosts with such a device, comma-separated */
     long traces;
     bool has_fit;
+    /* Its short name: the one set with `aggregator alias` (alias_set), else
+     * "" until tc_device_alias_defaults (device_match.h) derives one. */
+    char alias[TC_DEVICE_ALIAS_MAX + 1];
+    bool alias_set;
 } tc_device_class_t;
 
-/* Every device name, sorted. *out is malloc'ed (caller frees). */
+/* Every device name, sorted, with the aliases set for them. *out is
+ * malloc'ed (caller frees). */
 int tc_store_device_classes(tc_store_t *s, tc_device_class_t **out, size_t *n);
+
+/* Set the alias of device name `device` (replacing its default or the
+ * alias set before), or with alias NULL go back to the default.
+ * TC_ENOTFOUND when the store knows no device of that name; TC_EINVAL when
+ * another device has that alias already (ignoring case). */
+int tc_store_device_alias_set(tc_store_t *s, const char *device, const char *alias);
 
 /* A trace's peak memory with the model's features at its batch, for the
  * memory model. */
