@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# test_package_install.sh BUILD_DIR PG_DIR
+# test_package_install.sh BUILD_DIR PG_DIR [PACKAGES_DIR]
 #
 # Each Debian package of the build (cpack -G DEB) installs with dpkg into a
 # clean root that holds only what it declares, and runs there:
@@ -24,8 +24,9 @@
 # or file of this machine beyond those. A library the package links but
 # does not depend on is absent, and the program fails to start: the last
 # check shows it, with a root made from the aggregator's Depends less one.
-# Needs root, or user namespaces (unshare -r), and dpkg; skipped (77)
-# otherwise.
+# The packages are those test_packages.sh left in PACKAGES_DIR (ctest runs
+# it first), else made here with cpack. Needs root, or user namespaces
+# (unshare -r), and dpkg; skipped (77) otherwise.
 set -uo pipefail
 
 build=${1:?usage: test_package_install.sh BUILD_DIR PG_DIR}
@@ -72,12 +73,16 @@ fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
 ok() { echo "ok: $*"; }
 
 # 1. The packages of this build.
-(cd "$build" && cpack -G DEB -D CPACK_OUTPUT_FILE_PREFIX="$work/out" -B "$work/cpack" \
-    >"$work/cpack.log" 2>&1) \
-    || { tail -n 20 "$work/cpack.log"; echo "FAIL: cpack"; exit 1; }
-deb() { ls "$work"/out/"$1"_*.deb 2>/dev/null | head -n 1; }
+out=${3:-}
+if [ -z "$out" ] || ! ls "$out"/traincast-common_*.deb >/dev/null 2>&1; then
+    out=$work/out
+    (cd "$build" && cpack -G DEB -D CPACK_OUTPUT_FILE_PREFIX="$out" -B "$work/cpack" \
+        >"$work/cpack.log" 2>&1) \
+        || { tail -n 20 "$work/cpack.log"; echo "FAIL: cpack"; exit 1; }
+fi
+deb() { ls "$out"/"$1"_*.deb 2>/dev/null | head -n 1; }
 common=$(deb traincast-common)
-[ -n "$common" ] || { echo "FAIL: no traincast-common package: $(ls "$work/out")"; exit 1; }
+[ -n "$common" ] || { echo "FAIL: no traincast-common package: $(ls "$out")"; exit 1; }
 
 # The host packages a root needs for DEPENDS (one field's text per argument):
 # the Essential set and the closure of the dependencies over the packages
@@ -151,7 +156,7 @@ make_root() {
             [ -e "$p" ] || [ -L "$p" ] || continue
             printf '%s\n' "${p#/}"
         done >"$root.files"
-    tar -C / --no-recursion --verbatim-files-from -T "$root.files" -cf - 2>/dev/null \
+    tar -C / --no-recursion --ignore-failed-read --verbatim-files-from -T "$root.files" -cf - 2>/dev/null \
         | tar -C "$root" --keep-directory-symlink -xf - || return 1
     mkdir -p "$root"/var/lib/dpkg/{info,updates,triggers} "$root"/{proc,sys,dev,tmp,run} \
         "$root/var/log" "$root/etc"
@@ -226,7 +231,7 @@ measured_at, library_version, samples_ms, sample_offsets_us) FROM STDIN" || retu
 # 2. The CPU agent: nothing of CUDA, and it runs.
 cpu=$(deb traincast-agent-cpu)
 if [ -z "$cpu" ]; then
-    fail "no traincast-agent-cpu package: $(ls "$work/out")"
+    fail "no traincast-agent-cpu package: $(ls "$out")"
 else
     depends=$(dpkg-deb -f "$cpu" Pre-Depends Depends | sed 's/^[A-Za-z-]*: //' | paste -sd, -)
     if grep -qiE 'cuda|cudnn|cublas|nvidia|nvrtc' <<<"$depends"; then
@@ -289,7 +294,7 @@ admin_dsn=$(head -n 1 "$pg_dir/dsn" 2>/dev/null)
 psql=$(command -v psql || printf '%s\n' /usr/lib/postgresql/*/bin/psql | sort -V | tail -n 1)
 db=tc_pkg_$$
 if [ -z "$agg" ]; then
-    fail "no traincast-aggregator package: $(ls "$work/out")"
+    fail "no traincast-aggregator package: $(ls "$out")"
 else
     root=$work/aggregator
     if make_root "$root" "$(dpkg-deb -f "$agg" Pre-Depends)" "$(dpkg-deb -f "$agg" Depends)" \

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# test_packages.sh BUILD_DIR
+# test_packages.sh BUILD_DIR [OUT_DIR]
 #
 # The Debian packages of the build (cpack -G DEB): traincast-common holds
 # the harness and the CNN set's exports that the others depend on;
@@ -10,8 +10,9 @@
 # completion, its docs, and the postinst that makes the service user; no
 # file is in two packages but the two agents' (which conflict). The
 # completion completes commands and options from the binaries. Whether each
-# installs and runs: test_package_install.sh. Skipped (77) without cpack,
-# dpkg-deb or help2man.
+# installs and runs: test_package_install.sh, which takes the packages this
+# test leaves in OUT_DIR (emptied first; default: a temporary folder).
+# Skipped (77) without cpack, dpkg-deb or help2man.
 set -euo pipefail
 
 build=$1
@@ -22,15 +23,17 @@ for tool in cpack dpkg-deb help2man; do
     command -v "$tool" >/dev/null || { echo "skipped: $tool is not installed"; exit 77; }
 done
 
-(cd "$build" && cpack -G DEB -D CPACK_OUTPUT_FILE_PREFIX="$work/out" -B "$work/cpack" \
+out=${2:-$work/out}
+rm -rf "$out"
+(cd "$build" && cpack -G DEB -D CPACK_OUTPUT_FILE_PREFIX="$out" -B "$work/cpack" \
     >"$work/cpack.log" 2>&1) \
     || fail "cpack: $(tail -20 "$work/cpack.log")"
 prefix=$(sed -n 's/^CMAKE_INSTALL_PREFIX:PATH=//p' "$build/CMakeCache.txt")
 prefix=${prefix#/}
 list() { dpkg-deb -c "$1" | awk '$1 !~ /^d/ {print $6}' | sed 's#^\./##'; }
 
-common=$(ls "$work"/out/traincast-common_*_all.deb 2>/dev/null | head -1)
-[ -n "$common" ] || fail "no traincast-common package (Architecture: all): $(ls "$work/out")"
+common=$(ls "$out"/traincast-common_*_all.deb 2>/dev/null | head -1)
+[ -n "$common" ] || fail "no traincast-common package (Architecture: all): $(ls "$out")"
 list "$common" >"$work/common.list"
 for f in harness/export_onnx.py harness/trace_runner.py models/resnet50.onnx models/cnn_set.convs; do
     grep -qxF "$prefix/share/traincast/$f" "$work/common.list" || fail "traincast-common lacks $f"
@@ -48,8 +51,8 @@ for package in $packages; do
         role=aggregator other=agent bin=$build/aggregator/aggregator
     fi
     [ "$package" = traincast-agent-cpu ] && [ -x "$build/agent/cpu/agent" ] && bin=$build/agent/cpu/agent
-    deb=$(ls "$work"/out/"$package"_*.deb 2>/dev/null | head -1)
-    [ -n "$deb" ] || fail "no $package package: $(ls "$work/out")"
+    deb=$(ls "$out"/"$package"_*.deb 2>/dev/null | head -1)
+    [ -n "$deb" ] || fail "no $package package: $(ls "$out")"
     [ "$(dpkg-deb -f "$deb" Package)" = "$package" ] || fail "$deb: wrong package name"
     dpkg-deb -f "$deb" Depends | grep -q 'traincast-common (= ' \
         || fail "$package does not depend on traincast-common: $(dpkg-deb -f "$deb" Depends)"
@@ -77,13 +80,13 @@ for package in $packages; do
     echo "ok: $package ($(wc -l <"$work/$package.list") files; depends: $(dpkg-deb -f "$deb" Depends))"
 done
 if [ -f "$work/traincast-agent.list" ]; then
-    [ "$(dpkg-deb -f "$work"/out/traincast-agent_*.deb Conflicts)" = traincast-agent-cpu ] \
+    [ "$(dpkg-deb -f "$out"/traincast-agent_*.deb Conflicts)" = traincast-agent-cpu ] \
         || fail "traincast-agent does not conflict with traincast-agent-cpu"
-    [ "$(dpkg-deb -f "$work"/out/traincast-agent-cpu_*.deb Conflicts)" = traincast-agent ] \
+    [ "$(dpkg-deb -f "$out"/traincast-agent-cpu_*.deb Conflicts)" = traincast-agent ] \
         || fail "traincast-agent-cpu does not conflict with traincast-agent"
     echo "ok: the two agents conflict (they hold the same files)"
 fi
-dpkg-deb --fsys-tarfile "$work"/out/traincast-aggregator_*.deb \
+dpkg-deb --fsys-tarfile "$out"/traincast-aggregator_*.deb \
     | tar -xO "./$prefix/share/man/man1/aggregator-predict.1.gz" | gzip -dc >"$work/predict.1"
 grep -q 'extrapolate' "$work/predict.1" || fail "aggregator-predict(1) lacks --extrapolate"
 grep -q '^\.TH AGGREGATOR-PREDICT ' "$work/predict.1" || fail "aggregator-predict(1) has no title"
