@@ -177,7 +177,7 @@ make_root() {
     for d in proc sys dev; do mount --rbind "/$d" "$root/$d" || return 1; done
 }
 
-# install ROOT DEB...: dpkg into the root, its dependency checks and postinst.
+# install_debs ROOT DEB...: dpkg into the root, its dependency checks and postinst.
 install_debs() {
     local root=$1
     shift
@@ -185,6 +185,17 @@ install_debs() {
         fail "dpkg -i $(basename -a "$@" | tr '\n' ' ')into a clean root: $(tail -n 15 "$root.dpkg")"
         return 1
     fi
+}
+
+# install_clean ROOT DEB: a root of the Essential set and DEB's declared
+# dependencies, with traincast-common and DEB installed by dpkg.
+install_clean() {
+    local root=$1 deb=$2
+    if ! make_root "$root" "$(dpkg-deb -f "$deb" Pre-Depends)" "$(dpkg-deb -f "$deb" Depends)"; then
+        fail "cannot make a root of $(dpkg-deb -f "$deb" Package)'s dependencies"
+        return 1
+    fi
+    install_debs "$root" "$common" "$deb"
 }
 
 # run ROOT LABEL WANT_STATUS PATTERN -- CMD...: CMD inside the root, with
@@ -248,8 +259,7 @@ else
         ok "the CPU agent has nothing of CUDA (needs $needed)"
     fi
     root=$work/agent-cpu
-    if make_root "$root" "$(dpkg-deb -f "$cpu" Pre-Depends)" "$(dpkg-deb -f "$cpu" Depends)" \
-        && install_debs "$root" "$common" "$cpu"; then
+    if install_clean "$root" "$cpu"; then
         ok "traincast-agent-cpu installs into a root of $(wc -l <"$root.pkgs") packages"
         for t in nvidia-smi python3-torch; do
             grep -qx "$t" "$root.pkgs" && fail "the root is not clean: it has $t"
@@ -274,8 +284,7 @@ fi
 gpu=$(deb traincast-agent)
 if [ -n "$gpu" ]; then
     root=$work/agent
-    if make_root "$root" "$(dpkg-deb -f "$gpu" Pre-Depends)" "$(dpkg-deb -f "$gpu" Depends)" \
-        && install_debs "$root" "$common" "$gpu"; then
+    if install_clean "$root" "$gpu"; then
         ok "traincast-agent installs into a root of $(wc -l <"$root.pkgs") packages"
         run "$root" "agent: agent --version" 0 '^agent \(traincast\) [0-9]' -- agent --version
         run "$root" "agent: agent info without a driver or cuDNN" 0 'devices:' -- agent info
@@ -297,8 +306,7 @@ if [ -z "$agg" ]; then
     fail "no traincast-aggregator package: $(ls "$out")"
 else
     root=$work/aggregator
-    if make_root "$root" "$(dpkg-deb -f "$agg" Pre-Depends)" "$(dpkg-deb -f "$agg" Depends)" \
-        && install_debs "$root" "$common" "$agg"; then
+    if install_clean "$root" "$agg"; then
         ok "traincast-aggregator installs into a root of $(wc -l <"$root.pkgs") packages"
         run "$root" "aggregator --version" 0 '^aggregator \(traincast\) [0-9]' -- aggregator --version
         run "$root" "aggregator keygen" 0 '' -- aggregator keygen --keys /tmp/keys
@@ -330,15 +338,16 @@ else
     # 5. The test itself: a Depends less one of the libraries the aggregator
     # links leaves that library out of the root, and the program cannot
     # start there.
-    lib=$(readelf -d "$root$prefix/bin/aggregator" | sed -n 's/.*(NEEDED).*\[\(libzmq[^]]*\)\]/\1/p')
+    lib=$(readelf -d "$build/aggregator/aggregator" | sed -n 's/.*(NEEDED).*\[\(libzmq[^]]*\)\]/\1/p')
     owner=$(dpkg-query -S "*/$lib" 2>/dev/null | head -n 1 | cut -d: -f1)
     if [ -z "$lib" ] || [ -z "$owner" ]; then
         fail "cannot find the package of the aggregator's libzmq"
     else
         less=$(dpkg-deb -f "$agg" Depends | tr ',' '\n' | grep -vE "^ *$owner( |$)" | paste -sd, -)
         root=$work/aggregator-less
-        if make_root "$root" "$less" && install_debs "$root" "$common" && \
-            dpkg-deb -x "$agg" "$root"; then
+        if ! make_root "$root" "$less"; then
+            fail "cannot make a root of the aggregator's dependencies less $owner"
+        elif install_debs "$root" "$common" && dpkg-deb -x "$agg" "$root"; then
             run "$root" "a root without $owner: the aggregator does not start" 127 "$lib" -- \
                 aggregator --version
         fi
