@@ -13,8 +13,8 @@
 #   aggregator  the aggregator, its unit and example config, man pages, bash
 #               completion, docs
 # A plain `cmake --install` installs common, aggregator and the build's
-# agent (agent_cpu is installed by name only where both exist:
-# --component agent_cpu). The binaries look for the harness and the exports
+# agent; where both agents exist, agent_cpu is installed by name only
+# (--component common, then --component agent_cpu). The binaries look for the harness and the exports
 # in PREFIX/share/traincast next to them, else in the source tree they were
 # built from while it exists; TRAINCAST_HARNESS_DIR and TRAINCAST_DATA_DIR
 # override both (common/util/tc_paths.h). The units run the binaries of
