@@ -87,20 +87,25 @@ common=$(deb traincast-common)
 # The host packages a root needs for DEPENDS (one field's text per argument):
 # the Essential set and the closure of the dependencies over the packages
 # installed here, the first installed alternative of each (or an installed
-# provider of a virtual one). traincast-* are the packages under test. An
-# alternative that nothing installed here satisfies fails the test.
+# provider of a virtual one), as NAME:ARCH of this machine's architecture.
+# traincast-* are the packages under test. An alternative that nothing
+# installed here satisfies fails the test.
 closure() {
     python3 - "$@" <<'EOF'
 import re, subprocess, sys
-fields = "${Package}\t${db:Status-Status}\t${Essential}\t${Pre-Depends}, ${Depends}\t${Provides}\n"
+native = subprocess.run(["dpkg", "--print-architecture"], capture_output=True, text=True,
+                        check=True).stdout.strip()
+fields = ("${Package}\t${Architecture}\t${db:Status-Status}\t${Essential}\t"
+          "${Pre-Depends}, ${Depends}\t${Provides}\n")
 out = subprocess.run(["dpkg-query", "-W", "-f", fields], capture_output=True, text=True,
                      check=True).stdout
-installed, provides = {}, {}
+installed, provides, arch = {}, {}, {}
 for line in out.splitlines():
-    name, status, essential, deps, prov = line.split("\t")
-    if status != "installed":
+    name, a, status, essential, deps, prov = line.split("\t")
+    if status != "installed" or a not in (native, "all"):
         continue
     installed[name] = (essential == "yes", deps)
+    arch[name] = a
     for p in prov.split(","):
         if p.strip():
             provides.setdefault(re.split(r"[ (]", p.strip())[0], []).append(name)
@@ -131,7 +136,7 @@ while todo:
         continue
     seen.add(n)
     todo += [resolve(g) for g in groups(installed[n][1])]
-print("\n".join(sorted(seen)))
+print("\n".join(sorted("%s:%s" % (n, arch[n]) for n in seen)))
 EOF
 }
 
@@ -165,7 +170,7 @@ make_root() {
     while IFS= read -r p; do
         dpkg-query -s "$p"
         echo
-        for d in /var/lib/dpkg/info/"$p".list /var/lib/dpkg/info/"$p":*.list; do
+        for d in /var/lib/dpkg/info/"${p%%:*}".list /var/lib/dpkg/info/"$p".list; do
             [ -f "$d" ] && cp "$d" "$root/var/lib/dpkg/info/"
         done
     done <"$root.pkgs" >"$root/var/lib/dpkg/status"
@@ -262,7 +267,7 @@ else
     if install_clean "$root" "$cpu"; then
         ok "traincast-agent-cpu installs into a root of $(wc -l <"$root.pkgs") packages"
         for t in nvidia-smi python3-torch; do
-            grep -qx "$t" "$root.pkgs" && fail "the root is not clean: it has $t"
+            grep -q "^$t:" "$root.pkgs" && fail "the root is not clean: it has $t"
         done
         run "$root" "agent-cpu: agent --version" 0 '^agent \(traincast\) [0-9]' -- agent --version
         run "$root" "agent-cpu: agent info" 0 'built without CUDA' -- agent info
