@@ -242,7 +242,7 @@ preflight() {
             local line
             line=$(awk -v d="$device" '/^devices:/ { on = 1 } on && ($1 == d || $1 == "cuda") { sub(/^ +/, ""); print; exit }' <<<"$info")
             if grep -q 'built without CUDA' <<<"$info"; then
-                refuse "this agent was built without CUDA: rebuild it with -DTRAINCAST_CUDA=ON, or use the relocatable bundle"
+                refuse "this agent was built without CUDA: rebuild it with -DTRAINCAST_CUDA=ON, install traincast-agent rather than traincast-agent-cpu, or use the relocatable bundle"
             elif grep -qi 'driver version is insufficient\|older than CUDA runtime' <<<"$line"; then
                 refuse "the NVIDIA driver is older than the agent's CUDA runtime: ${line#*none: }"
             elif [ -z "$line" ] || grep -qE "^  ($device|cuda) +(none|error):" <<<"$line"; then

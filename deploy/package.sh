@@ -2,12 +2,21 @@
 # package.sh [--role agent|aggregator|all] [--build-dir DIR] [--cuda AUTO|ON|OFF]
 # package.sh --bundle [--build-dir DIR] [--no-build] [--cuda AUTO|ON|OFF] [--out FILE]
 #
-# The Debian packages, one per role: traincast-agent and traincast-aggregator
-# (binaries in /usr/bin, systemd units in /usr/lib/systemd/system, man pages,
-# bash completion, docs, example configs in /usr/share/traincast/deploy).
-# Installs what the role builds with (deploy/setup.sh --role), builds into
-# build-pkg/ with the prefix /usr, and writes build-pkg/packages/*.deb.
-# Install them with `sudo apt install ./build-pkg/packages/traincast-ROLE_*.deb`.
+# The Debian packages (binaries in /usr/bin, systemd units in
+# /usr/lib/systemd/system, man pages, bash completion, docs, example configs
+# in /usr/share/traincast/deploy), from one build:
+#   traincast-agent-cpu   the agent for CPU-only machines: nothing of CUDA
+#   traincast-agent       the agent with the CUDA backend, for GPU boxes
+#                         (where the CUDA toolkit is found; not with --cuda OFF)
+#   traincast-aggregator  the aggregator
+#   traincast-common      the harness and the CNN set's exports, which the
+#                         others depend on
+# --role agent or aggregator leaves the other out. Installs what the role
+# builds with (deploy/setup.sh --role), builds into build-pkg/ with the
+# prefix /usr, and writes build-pkg/packages/*.deb; Depends come from what
+# each binary links, and a library no Debian package owns stops it.
+# Install with `sudo apt install ./build-pkg/packages/traincast-{common,agent-cpu}_*.deb`
+# (or agent, or aggregator).
 #
 # --bundle: instead, one relocatable tarball of the agent for machines with
 # no root, no network and no packages (a bare GPU node: the driver, a Python
@@ -37,7 +46,7 @@ while [ $# -gt 0 ]; do
     --bundle) bundle=1 ;;
     --no-build) do_build=0 ;;
     --out) out=$2; shift ;;
-    -h|--help) sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,31p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "package.sh: unknown option '$1' (see --help)" >&2; exit 2 ;;
     esac
     shift

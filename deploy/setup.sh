@@ -37,11 +37,11 @@ done
 
 # What every role builds with: compiler, CMake, ZeroMQ, libsodium (CURVE keys,
 # SHA-256), jansson (JSON), protobuf-c, the ONNX schema, help2man for the man
-# pages.
+# pages, file for the packages' library dependencies (deploy/package.sh).
 BUILD=(
     build-essential cmake pkg-config ca-certificates
     libzmq3-dev libsodium-dev libjansson-dev zlib1g-dev libprotobuf-c-dev protobuf-c-compiler libonnx-dev
-    help2man
+    help2man file
 )
 # The agent: oneDNN, PyTorch on CPU for the harness, and what its CPU device
 # measures with (the caching allocator it preloads, tcmalloc, and jemalloc

@@ -207,6 +207,12 @@ static int s_export(const char *name, uint32_t size, const char *path)
     char script[1200], size_arg[16], harness[1024];
     snprintf(script, sizeof script, "%s/export_onnx.py",
              tc_resource_dir(TC_DIR_HARNESS, harness, sizeof harness));
+    /* Python exits 2 for a missing script too: say so before it runs. */
+    if (access(script, R_OK) != 0)
+        return tc_fail(TC_ENOTFOUND, "torchvision:%s: the PyTorch harness %s is missing (the "
+                                     "traincast-common package installs it; "
+                                     "TRAINCAST_HARNESS_DIR names another folder)",
+                       name, script);
     snprintf(size_arg, sizeof size_arg, "%u", size);
     char *argv[] = {(char *)tc_python(), script,  (char *)name,  "--output", (char *)path,
                     size ? "--input-size" : NULL, size_arg, NULL};
@@ -286,8 +292,18 @@ static int s_load_torchvision(const char *name, const tc_model_opts_t *opts, tc_
     } else {
         tc_err_clear();
         snprintf(path, sizeof path, "%s/%s.onnx", data_dir, name);
-        if (access(path, R_OK) != 0)
+        if (access(path, R_OK) != 0) {
+            struct stat st;
+            if (stat(data_dir, &st) != 0)
+                return tc_fail(TC_ENOTFOUND, "torchvision:%s: PyTorch is not available (%s "
+                                             "cannot import torch, torchvision and onnx; set "
+                                             "TRAINCAST_PYTHON) and the weight-free exports "
+                                             "%s are missing (the traincast-common package "
+                                             "installs them; TRAINCAST_DATA_DIR names another "
+                                             "folder)",
+                               name, tc_python(), data_dir);
             return s_no_committed_export(name, data_dir);
+        }
     }
     rc = tc_model_load_file(path, &o, out);
     if (rc < 0)

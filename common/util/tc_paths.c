@@ -1,5 +1,5 @@
 /* tc_resource_dir: the harness and the committed exports, from the
- * environment, the source tree or the installed share directory. */
+ * environment, the installed share directory or the source tree. */
 #include "tc_paths.h"
 
 #include <errno.h>
@@ -37,11 +37,11 @@ void tc_resource_pick(const char *env, const char *built, const char *exe,
         snprintf(out, size, "%s", env);
         return;
     }
-    if (s_is_dir(built) || !exe || !*exe) {
+    if (!exe || !*exe) {
         snprintf(out, size, "%s", built);
         return;
     }
-    /* EXE is BINDIR/agent: try BINDIR/../share/traincast/NAME. */
+    /* EXE is BINDIR/agent: the installed copy is BINDIR/../share/traincast/NAME. */
     char bindir[PATH_MAX];
     snprintf(bindir, sizeof bindir, "%s", exe);
     char *slash = strrchr(bindir, '/');
@@ -52,10 +52,22 @@ void tc_resource_pick(const char *env, const char *built, const char *exe,
     char installed[PATH_MAX + 64];
     snprintf(installed, sizeof installed, "%s/../share/traincast/%s", bindir, installed_name);
     char real[PATH_MAX];
-    if (s_is_dir(installed) && realpath(installed, real))
+    if (s_is_dir(installed) && realpath(installed, real)) {
         snprintf(out, size, "%s", real);
-    else
+        return;
+    }
+    if (s_is_dir(built)) {
         snprintf(out, size, "%s", built);
+        return;
+    }
+    /* Neither: the installed place, without the "bin/..", so that errors
+     * name where the package puts it. */
+    char prefix[PATH_MAX];
+    if (realpath(bindir, real) && (slash = strrchr(real, '/')))
+        snprintf(prefix, sizeof prefix, "%.*s", (int)(slash - real), real);
+    else
+        snprintf(prefix, sizeof prefix, "%s/..", bindir);
+    snprintf(out, size, "%s/share/traincast/%s", prefix, installed_name);
 }
 
 const char *tc_resource_dir(tc_dir_t which, char *buf, size_t size)

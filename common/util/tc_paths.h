@@ -2,11 +2,12 @@
  * (agent/harness) and the committed weight-free ONNX exports (tests/data).
  *
  * In order: the environment variable (TRAINCAST_HARNESS_DIR,
- * TRAINCAST_DATA_DIR); the source tree the binary was built from, while it
- * exists; the installed copy next to the executable
- * (BINDIR/../share/traincast/{harness,models}, as `cmake --install` lays it
- * out). When none exists the source-tree path is returned, so errors name
- * the place a build expects. */
+ * TRAINCAST_DATA_DIR); the installed copy next to the executable
+ * (PREFIX/share/traincast/{harness,models} for PREFIX/bin/agent, as
+ * `cmake --install` and the traincast-common package lay it out); the
+ * source tree the binary was built from, while it exists. When none exists
+ * the installed place is returned, so that errors name where the package
+ * puts the files, never a build machine's source tree. */
 #ifndef TC_PATHS_H
 #define TC_PATHS_H
 

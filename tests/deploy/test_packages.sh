@@ -1,12 +1,18 @@
 #!/usr/bin/env bash
-# test_packages.sh BUILD_DIR
+# test_packages.sh BUILD_DIR [OUT_DIR]
 #
-# The Debian packages of the build (cpack -G DEB), one per role: each holds
-# its binary and not the other's, its systemd unit running that binary, man
-# pages generated from --help (with the options --help lists), the bash
-# completion, its docs, and the postinst that makes the service user; the
-# completion completes commands and options from the binaries. Skipped (77)
-# without cpack, dpkg-deb or help2man.
+# The Debian packages of the build (cpack -G DEB): traincast-common holds
+# the harness and the CNN set's exports that the others depend on;
+# traincast-agent-cpu (always) and traincast-agent (a build with CUDA) each
+# hold the agent, traincast-aggregator the aggregator, each its binary and
+# not the other's, its systemd unit running that binary, man pages
+# generated from --help (with the options --help lists), the bash
+# completion, its docs, and the postinst that makes the service user; no
+# file is in two packages but the two agents' (which conflict). The
+# completion completes commands and options from the binaries. Whether each
+# installs and runs: test_package_install.sh, which takes the packages this
+# test leaves in OUT_DIR (emptied first; default: a temporary folder).
+# Skipped (77) without cpack, dpkg-deb or help2man.
 set -euo pipefail
 
 build=$1
@@ -17,40 +23,70 @@ for tool in cpack dpkg-deb help2man; do
     command -v "$tool" >/dev/null || { echo "skipped: $tool is not installed"; exit 77; }
 done
 
-(cd "$build" && cpack -G DEB -D CPACK_OUTPUT_FILE_PREFIX="$work/out" -B "$work/cpack" \
+out=${2:-$work/out}
+rm -rf "$out"
+(cd "$build" && cpack -G DEB -D CPACK_OUTPUT_FILE_PREFIX="$out" -B "$work/cpack" \
     >"$work/cpack.log" 2>&1) \
     || fail "cpack: $(tail -20 "$work/cpack.log")"
 prefix=$(sed -n 's/^CMAKE_INSTALL_PREFIX:PATH=//p' "$build/CMakeCache.txt")
 prefix=${prefix#/}
+list() { dpkg-deb -c "$1" | awk '$1 !~ /^d/ {print $6}' | sed 's#^\./##'; }
 
-for role in agent aggregator; do
-    other=aggregator
-    [ "$role" = aggregator ] && other=agent
-    deb=$(ls "$work"/out/traincast-"$role"_*.deb 2>/dev/null | head -1)
-    [ -n "$deb" ] || fail "no traincast-$role package: $(ls "$work/out")"
-    [ "$(dpkg-deb -f "$deb" Package)" = "traincast-$role" ] || fail "$deb: wrong package name"
-    dpkg-deb -c "$deb" | awk '{print $6}' | sed 's#^\./##' >"$work/$role.list"
-    has() { grep -qxF "$1" "$work/$role.list" || fail "traincast-$role lacks $1"; }
+common=$(ls "$out"/traincast-common_*_all.deb 2>/dev/null | head -1)
+[ -n "$common" ] || fail "no traincast-common package (Architecture: all): $(ls "$out")"
+list "$common" >"$work/common.list"
+for f in harness/export_onnx.py harness/trace_runner.py models/resnet50.onnx models/cnn_set.convs; do
+    grep -qxF "$prefix/share/traincast/$f" "$work/common.list" || fail "traincast-common lacks $f"
+done
+grep -qvE "^$prefix/share/(traincast|doc)/" "$work/common.list" \
+    && fail "traincast-common holds more than share/traincast: $(grep -vE "^$prefix/share/(traincast|doc)/" "$work/common.list" | head -3)"
+echo "ok: traincast-common ($(wc -l <"$work/common.list") files)"
+
+packages="traincast-agent-cpu traincast-aggregator"
+# A build with CUDA makes the CPU-only agent beside its own.
+[ -x "$build/agent/cpu/agent" ] && packages="traincast-agent $packages"
+for package in $packages; do
+    role=agent other=aggregator bin=$build/agent/agent
+    if [ "$package" = traincast-aggregator ]; then
+        role=aggregator other=agent bin=$build/aggregator/aggregator
+    fi
+    [ "$package" = traincast-agent-cpu ] && [ -x "$build/agent/cpu/agent" ] && bin=$build/agent/cpu/agent
+    deb=$(ls "$out"/"$package"_*.deb 2>/dev/null | head -1)
+    [ -n "$deb" ] || fail "no $package package: $(ls "$out")"
+    [ "$(dpkg-deb -f "$deb" Package)" = "$package" ] || fail "$deb: wrong package name"
+    dpkg-deb -f "$deb" Depends | grep -q 'traincast-common (= ' \
+        || fail "$package does not depend on traincast-common: $(dpkg-deb -f "$deb" Depends)"
+    list "$deb" >"$work/$package.list"
+    has() { grep -qxF "$1" "$work/$package.list" || fail "$package lacks $1"; }
     has "$prefix/bin/$role"
-    grep -qx "$prefix/bin/$other" "$work/$role.list" && fail "traincast-$role holds the $other"
+    grep -qx "$prefix/bin/$other" "$work/$package.list" && fail "$package holds the $other"
+    both=$(sort "$work/common.list" "$work/$package.list" | uniq -d | head -3)
+    [ -z "$both" ] || fail "$package and traincast-common both hold $both"
     unit=traincast-$role.service
     [ "$role" = agent ] && unit=traincast-agent@.service
     has "$prefix/lib/systemd/system/$unit"
     has "$prefix/share/man/man1/$role.1.gz"
     has "$prefix/share/bash-completion/completions/$role"
-    has "$prefix/share/doc/traincast-$role/operator-guide.md"
+    has "$prefix/share/doc/$package/operator-guide.md"
     has "$prefix/share/traincast/deploy/$role.conf"
-    dpkg-deb --ctrl-tarfile "$deb" | tar -t | grep postinst >/dev/null || fail "traincast-$role has no postinst"
+    dpkg-deb --ctrl-tarfile "$deb" | tar -t | grep postinst >/dev/null || fail "$package has no postinst"
     dpkg-deb --fsys-tarfile "$deb" | tar -xO "./$prefix/lib/systemd/system/$unit" >"$work/$unit"
     grep -q "^ExecStart=/$prefix/bin/$role " "$work/$unit" \
         || fail "$unit does not run /$prefix/bin/$role: $(grep ExecStart "$work/$unit")"
     # A man page per command, saying what --help says.
-    for cmd in $("$build/$role/$role" --help | sed -n '/^commands:/,/^$/s/^  \([a-z][a-z-]*\) .*/\1/p'); do
+    for cmd in $("$bin" --help | sed -n '/^commands:/,/^$/s/^  \([a-z][a-z-]*\) .*/\1/p'); do
         has "$prefix/share/man/man1/$role-$cmd.1.gz"
     done
-    echo "ok: traincast-$role ($(wc -l <"$work/$role.list") entries; depends: $(dpkg-deb -f "$deb" Depends))"
+    echo "ok: $package ($(wc -l <"$work/$package.list") files; depends: $(dpkg-deb -f "$deb" Depends))"
 done
-dpkg-deb --fsys-tarfile "$work"/out/traincast-aggregator_*.deb \
+if [ -f "$work/traincast-agent.list" ]; then
+    [ "$(dpkg-deb -f "$out"/traincast-agent_*.deb Conflicts)" = traincast-agent-cpu ] \
+        || fail "traincast-agent does not conflict with traincast-agent-cpu"
+    [ "$(dpkg-deb -f "$out"/traincast-agent-cpu_*.deb Conflicts)" = traincast-agent ] \
+        || fail "traincast-agent-cpu does not conflict with traincast-agent"
+    echo "ok: the two agents conflict (they hold the same files)"
+fi
+dpkg-deb --fsys-tarfile "$out"/traincast-aggregator_*.deb \
     | tar -xO "./$prefix/share/man/man1/aggregator-predict.1.gz" | gzip -dc >"$work/predict.1"
 grep -q 'extrapolate' "$work/predict.1" || fail "aggregator-predict(1) lacks --extrapolate"
 grep -q '^\.TH AGGREGATOR-PREDICT ' "$work/predict.1" || fail "aggregator-predict(1) has no title"

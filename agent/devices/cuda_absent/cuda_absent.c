@@ -1,5 +1,6 @@
-/* The cuda backend of a build without the CUDA toolkit or cuDNN (or with
- * TRAINCAST_CUDA=OFF): it lists no devices and says why. */
+/* The cuda backend of the CPU-only agent (agent/cpu/agent, the
+ * traincast-agent-cpu package) and of a build without the CUDA toolkit or
+ * cuDNN (or with TRAINCAST_CUDA=OFF): it lists no devices and says why. */
 #include "device.h"
 
 #include "tc_error.h"
@@ -7,8 +8,9 @@
 #include <stdio.h>
 
 #define S_WHY                                                                                      \
-    "this agent was built without CUDA (the CUDA toolkit and cuDNN were not found at build "      \
-    "time, or TRAINCAST_CUDA=OFF); rebuild it where they are installed to benchmark NVIDIA GPUs"
+    "this agent was built without CUDA (the CPU-only agent of traincast-agent-cpu, or a build "    \
+    "where the CUDA toolkit and cuDNN were not found, or TRAINCAST_CUDA=OFF); the "                \
+    "traincast-agent package, or a build where they are installed, benchmarks NVIDIA GPUs"
 
 static int s_enumerate(unsigned *count, char *why, size_t why_size)
 {

@@ -8,9 +8,10 @@
 #include <stdlib.h>
 #include <sys/stat.h>
 
-/* The harness and the exports: environment, else the source tree while it
- * exists, else the installed share/traincast next to the executable. */
-Test(paths, env_then_source_then_installed, .timeout = 10)
+/* The harness and the exports: environment, else the installed
+ * share/traincast next to the executable, else the source tree while it
+ * exists; with neither, the installed place (never the source tree). */
+Test(paths, env_then_installed_then_source, .timeout = 10)
 {
     char root[] = "/tmp/tc-paths-XXXXXX", src[128], bin[128], share[160], exe[160], out[512];
     cr_assert_not_null(mkdtemp(root));
@@ -22,15 +23,21 @@ Test(paths, env_then_source_then_installed, .timeout = 10)
     tc_resource_pick("/from/env", src, exe, "harness", out, sizeof out);
     cr_expect_str_eq(out, "/from/env");
 
-    /* Nothing exists: the source path, so errors name what a build expects. */
-    tc_resource_pick("", src, exe, "harness", out, sizeof out);
-    cr_expect_str_eq(out, src);
-
-    /* Installed only: the copy next to the binary. */
-    char path[256];
+    /* Nothing exists but the binary's folder: the installed place, so that
+     * errors name where a package puts the files. */
+    char path[256], prefix[PATH_MAX], expect[PATH_MAX + 64];
     snprintf(path, sizeof path, "%s/prefix", root);
     cr_assert_eq(mkdir(path, 0700), 0);
     cr_assert_eq(mkdir(bin, 0700), 0);
+    cr_assert_not_null(realpath(path, prefix));
+    tc_resource_pick("", src, exe, "harness", out, sizeof out);
+    snprintf(expect, sizeof expect, "%s/share/traincast/harness", prefix);
+    cr_expect_str_eq(out, expect);
+    /* Without the executable's path: the source path, as told. */
+    tc_resource_pick(NULL, src, NULL, "harness", out, sizeof out);
+    cr_expect_str_eq(out, src);
+
+    /* Installed only: the copy next to the binary. */
     cr_assert_eq(mkdir(share, 0700), 0);
     snprintf(path, sizeof path, "%s/traincast", share);
     cr_assert_eq(mkdir(path, 0700), 0);
@@ -41,12 +48,16 @@ Test(paths, env_then_source_then_installed, .timeout = 10)
     tc_resource_pick(NULL, src, exe, "harness", out, sizeof out);
     cr_expect_str_eq(out, want);
     tc_resource_pick(NULL, src, exe, "models", out, sizeof out);
-    cr_expect_str_eq(out, src, "no installed models directory: the source path");
+    snprintf(expect, sizeof expect, "%s/share/traincast/models", prefix);
+    cr_expect_str_eq(out, expect, "no installed models directory: where it would be installed");
 
-    /* The source tree wins while it exists. */
+    /* The source tree serves what is not installed (a binary run from its
+     * build tree); the installed copy wins over it. */
     cr_assert_eq(mkdir(src, 0700), 0);
-    tc_resource_pick(NULL, src, exe, "harness", out, sizeof out);
+    tc_resource_pick(NULL, src, exe, "models", out, sizeof out);
     cr_expect_str_eq(out, src);
+    tc_resource_pick(NULL, src, exe, "harness", out, sizeof out);
+    cr_expect_str_eq(out, want);
 
     /* The live lookup honours the environment on every call. */
     setenv("TRAINCAST_DATA_DIR", "/elsewhere/models", 1);
