@@ -10,6 +10,8 @@
 
 #include "tc_conv.h"
 #include "tc_features.h"
+#include "tc_matmul.h"
+#include "tc_matmul_step.h"
 #include "traincast.pb-c.h"
 
 #include <stdbool.h>
@@ -51,6 +53,10 @@ typedef struct {
     /* Added by the importer (extensions of the contract): */
     double macs;              /* multiply-accumulates per sample (Conv, Gemm, MatMul) */
     bool out_batched;         /* the first output carries the batch (out_shape excludes it) */
+    bool is_matmul;           /* a Gemm or MatMul of matrices (not a matrix-vector product) */
+    tc_matmul_config_t matmul; /* valid when is_matmul; minibatch = 0 */
+    bool matmul_grad_a;       /* its operand A needs a gradient (depends on a parameter) */
+    bool matmul_grad_b;       /* its operand B needs one (a weight always does) */
 } tc_model_node_t;
 
 /* A deduplicated conv configuration and how many layers use it. The key is
@@ -63,6 +69,15 @@ typedef struct {
     uint32_t multiplicity;
     bool first_layer;         /* no backward-data pass */
 } tc_conv_usage_t;
+
+/* A deduplicated matmul configuration and how many layers use it, the
+ * matmul's counterpart of tc_conv_usage_t: the key is the config together
+ * with which operands need a gradient (they decide the directions a step
+ * runs, tc_matmul_step.h). */
+typedef struct {
+    tc_matmul_config_t config; /* minibatch = 0 */
+    tc_matmul_use_t use;       /* grad_a, grad_b, multiplicity */
+} tc_matmul_usage_t;
 
 /* Import from a file or memory. Errors: TC_EPARSE (corrupt, truncated,
  * hostile), TC_EUNSUPPORTED (an op it does not know, naming op and node,
@@ -122,6 +137,10 @@ const char *tc_model_unknown(const tc_model_t *m, size_t i);
 /* Deduplicated convs, in first-use order. */
 size_t tc_model_conv_count(const tc_model_t *m);
 const tc_conv_usage_t *tc_model_conv(const tc_model_t *m, size_t i);
+
+/* Deduplicated matmuls (Gemm, MatMul of matrices), in first-use order. */
+size_t tc_model_matmul_count(const tc_model_t *m);
+const tc_matmul_usage_t *tc_model_matmul(const tc_model_t *m, size_t i);
 
 /* Non-conv features at a batch size. */
 void tc_model_features(const tc_model_t *m, unsigned batch, tc_features_t *out);

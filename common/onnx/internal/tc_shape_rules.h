@@ -40,9 +40,15 @@ int tc_infer_global_pool(tc_graph_t *g, tc_gnode_t *n, const tc_op_rule_t *r);
 int tc_infer_adaptive_pool(tc_graph_t *g, tc_gnode_t *n, const tc_op_rule_t *r);
 int tc_infer_batchnorm(tc_graph_t *g, tc_gnode_t *n, const tc_op_rule_t *r);
 int tc_infer_layernorm(tc_graph_t *g, tc_gnode_t *n, const tc_op_rule_t *r);
-int tc_infer_gemm(tc_graph_t *g, tc_gnode_t *n, const tc_op_rule_t *r);
-int tc_infer_matmul(tc_graph_t *g, tc_gnode_t *n, const tc_op_rule_t *r);
 int tc_infer_reduce(tc_graph_t *g, tc_gnode_t *n, const tc_op_rule_t *r);
 int tc_infer_argreduce(tc_graph_t *g, tc_gnode_t *n, const tc_op_rule_t *r);
+
+/* tc_shape_matmul.c: Gemm and MatMul, with their matmul configs */
+int tc_infer_gemm(tc_graph_t *g, tc_gnode_t *n, const tc_op_rule_t *r);
+int tc_infer_matmul(tc_graph_t *g, tc_gnode_t *n, const tc_op_rule_t *r);
+
+/* The data type an op runs in, from its ONNX element type (fp32 unless
+ * fp16 or bf16). */
+Traincast__V1__DType tc_dtype_of(int32_t elem_type);
 
 #endif
