@@ -220,13 +220,15 @@ int tc_infer_matmul(tc_graph_t *g, tc_gnode_t *n, const tc_op_rule_t *r)
         bool ba = ia >= 0 && ia == ab, bbb = ib >= 0 && ib == bb;
         int64_t da = ia >= 0 && !ba ? ad[ia] : 1, db = ib >= 0 && !bbb ? bd[ib] : 1;
         /* Both may carry the batch on the same axis (an attention's
-         * queries and keys); one alone broadcasts only against 1. */
-        if ((ba && !bbb && db != 1) || (bbb && !ba && da != 1))
+         * queries and keys), as the same multiple of it (heads folded in);
+         * one alone broadcasts only against 1. */
+        if ((ba && !bbb && db != 1) || (bbb && !ba && da != 1) ||
+            (ba && bbb && ad[ia] != bd[ib]))
             return tc_node_fail(n, TC_EPARSE, "cannot broadcast the batch");
         if (da != 1 && db != 1 && da != db)
             return tc_node_fail(n, TC_EPARSE, "cannot broadcast %" PRId64 " and %" PRId64, da,
                                 db);
-        dims[k] = da != 1 ? da : db;
+        dims[k] = ba ? ad[ia] : bbb ? bd[ib] : da != 1 ? da : db;
         if (ba || bbb)
             batch = k;
     }

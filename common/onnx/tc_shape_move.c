@@ -334,7 +334,7 @@ int tc_infer_reshape(tc_graph_t *g, tc_gnode_t *n, const tc_op_rule_t *r)
             if (k >= x->rank)
                 return tc_node_fail(n, TC_EPARSE, "0 at position %d copies a missing dimension",
                                     k);
-            s = k == x->batch_axis ? (tc_sym_t){1, 0} : (tc_sym_t){0, x->dims[k]};
+            s = k == x->batch_axis ? (tc_sym_t){x->dims[k], 0} : (tc_sym_t){0, x->dims[k]};
         }
         if (!s.b && s.c == -1) {
             if (infer >= 0)
@@ -343,10 +343,13 @@ int tc_infer_reshape(tc_graph_t *g, tc_gnode_t *n, const tc_op_rule_t *r)
             dims[k] = s;
             continue;
         }
-        if (s.b == 1 && s.c == 0) {
+        if (s.b >= 1 && s.c == 0) {
+            /* The batch, or heads folded into it (b*B): b counts per sample. */
             if (batch)
                 return tc_node_fail(n, TC_EUNSUPPORTED, "the batch appears twice in the target");
             batch = true;
+            if (tc_mul64(known, s.b, &known) < 0)
+                return tc_node_fail(n, TC_ELIMIT, "target shape overflows");
         } else if (s.b || s.c < 0) {
             return tc_node_fail(n, TC_EUNSUPPORTED, "target dimension %d is %" PRId64
                                                     "*batch%+" PRId64,
@@ -360,11 +363,13 @@ int tc_infer_reshape(tc_graph_t *g, tc_gnode_t *n, const tc_op_rule_t *r)
     bool in_batch = x->batch_axis >= 0;
     if (infer >= 0) {
         if (in_batch && !batch) {
-            if (known != elems)
+            /* The -1 takes the batch with what the rest leaves of a
+             * sample (T*B when a sequence-first [T, B, C] is flattened). */
+            if (known == 0 || elems % known)
                 return tc_node_fail(n, TC_EUNSUPPORTED,
                                     "-1 would merge the batch with %" PRId64 "/%" PRId64,
                                     elems, known);
-            dims[infer] = (tc_sym_t){1, 0};
+            dims[infer] = (tc_sym_t){elems / known, 0};
             batch = true;
         } else {
             if (known == 0 || elems % known)

@@ -118,8 +118,19 @@ static int s_sym_op(const char *op, tc_sym_t a, tc_sym_t b, bool exact, tc_sym_t
         r.c = a.c > b.c ? a.c : b.c;
     } else if (consts && !strcmp(op, "Min")) {
         r.c = a.c < b.c ? a.c : b.c;
-    } else if (consts && !strcmp(op, "Equal")) {
-        r.c = a.c == b.c;
+    } else if (!strcmp(op, "Equal")) {
+        /* a - b = d.b B + d.c with B >= 1 (torch.onnx's expand(n, -1, -1)
+         * compares a shape holding the batch with -1): decided where every
+         * batch size gives the same answer. */
+        tc_sym_t d;
+        if (__builtin_sub_overflow(a.b, b.b, &d.b) || __builtin_sub_overflow(a.c, b.c, &d.c))
+            return -1;
+        if (!d.b)
+            r.c = d.c == 0;
+        else if ((d.b > 0 && d.c > -d.b) || (d.b < 0 && d.c < -d.b))
+            r.c = 0;
+        else
+            return -1;
     } else if (consts && !strcmp(op, "Less")) {
         r.c = a.c < b.c;
     } else if (consts && !strcmp(op, "LessOrEqual")) {

@@ -464,10 +464,27 @@ Test(hostile, bad_axes_and_indices, .timeout = 10)
 
 Test(hostile, batch_games, .timeout = 10)
 {
-    /* Reshapes that fold the batch into another dimension cannot stay
-     * symbolic: refused with a message, not miscounted. */
+    Onnx__NodeProto *n0;
+    /* A reshape that folds the batch into another dimension keeps it as a
+     * multiple of the batch ([-1] of [B, 4, 8, 8] is 256 B), counted per
+     * sample; a batch plus a constant cannot stay symbolic: refused with a
+     * message, not miscounted. */
     tc_tb_t *tb = tc_tb_new(4, 8, 8);
     tc_tb_ints(tb, "t", 1, (int64_t[]){-1});
+    tc_tb_node(tb, "Reshape", "r", "x,t", "y");
+    tc_tb_output(tb, "y");
+    cr_expect_eq(s_try_tb(tb), 0);
+    tc_tb_free(&tb);
+    tb = tc_tb_new(4, 8, 8);
+    tc_tb_node(tb, "Shape", "shape", "x", "s");
+    tc_tb_const_ints(tb, "zero", 1, (int64_t[]){0});
+    n0 = tc_tb_node(tb, "Gather", "gather", "s,zero", "b");
+    tc_tb_attr_int(tb, n0, "axis", 0);
+    tc_tb_const_ints(tb, "one", 1, (int64_t[]){1});
+    tc_tb_node(tb, "Add", "add", "b,one", "b1");
+    tc_tb_const_ints(tb, "m1", 1, (int64_t[]){-1});
+    n0 = tc_tb_node(tb, "Concat", "concat", "b1,m1", "t");
+    tc_tb_attr_int(tb, n0, "axis", 0);
     tc_tb_node(tb, "Reshape", "r", "x,t", "y");
     tc_tb_output(tb, "y");
     cr_expect_eq(s_try_tb(tb), TC_EUNSUPPORTED);

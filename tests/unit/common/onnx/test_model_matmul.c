@@ -264,3 +264,42 @@ Test(matmul, batch_dependent_dim_fails, .timeout = 10)
     cr_expect(strstr(tc_errmsg(), "dimension k"), "%s", tc_errmsg());
     tc_tb_free(&tb);
 }
+
+/* torch 1.13's multi-head attention on a sequence-first [T, B, E] (T 5,
+ * E 8, 2 heads of 4): the reshape to [T, 2B, 4] folds the heads into the
+ * batch axis (2 times the batch), the bmm runs 2 products per sample, and
+ * the reshape back to [T*B, E] makes T rows per sample for the output
+ * projection. */
+Test(matmul, heads_folded_into_batch, .timeout = 10)
+{
+    tc_tb_t *tb = tc_tb_new_rank(3, (int64_t[]){0, 5, 8});
+    Onnx__NodeProto *t0 = tc_tb_node(tb, "Transpose", "seq_first", "x", "xs");
+    tc_tb_attr_ints(tb, t0, "perm", 3, (int64_t[]){1, 0, 2});
+    tc_tb_ints(tb, "heads_shape", 3, (int64_t[]){0, -1, 4});
+    tc_tb_node(tb, "Reshape", "split_heads", "xs,heads_shape", "xh");
+    Onnx__NodeProto *t1 = tc_tb_node(tb, "Transpose", "heads_first", "xh", "q");
+    tc_tb_attr_ints(tb, t1, "perm", 3, (int64_t[]){1, 0, 2});
+    Onnx__NodeProto *t2 = tc_tb_node(tb, "Transpose", "kt", "q", "qt");
+    tc_tb_attr_ints(tb, t2, "perm", 3, (int64_t[]){0, 2, 1});
+    tc_tb_node(tb, "MatMul", "scores", "q,qt", "s");
+    tc_tb_node(tb, "MatMul", "values", "s,q", "o");
+    Onnx__NodeProto *t3 = tc_tb_node(tb, "Transpose", "seq_again", "o", "os");
+    tc_tb_attr_ints(tb, t3, "perm", 3, (int64_t[]){1, 0, 2});
+    tc_tb_ints(tb, "rows_shape", 2, (int64_t[]){-1, 8});
+    tc_tb_node(tb, "Reshape", "merge", "os,rows_shape", "rows");
+    tc_tb_weight(tb, "w", 2, (int64_t[]){8, 8});
+    tc_tb_weight(tb, "b", 1, (int64_t[]){8});
+    Onnx__NodeProto *g = tc_tb_node(tb, "Gemm", "out_proj", "rows,w,b", "y");
+    tc_tb_attr_int(tb, g, "transB", 1);
+    tc_tb_output(tb, "y");
+    tc_model_t *m = s_load(tb);
+    s_expect(s_mm(m, "scores"), 2, 5, 5, 4, TC_MM_MB_BATCH, false, true);
+    s_expect(s_mm(m, "values"), 2, 5, 4, 5, TC_MM_MB_BATCH, false, false);
+    s_expect(s_mm(m, "out_proj"), 1, 5, 8, 8, TC_MM_MB_ROWS, false, true);
+    /* Per sample: 2 heads x 5 x 5 scores, 5 x 8 outputs. */
+    cr_expect_eq(s_layer(m, "scores")->macs, 2.0 * 5 * 5 * 4);
+    cr_expect_eq(s_layer(m, "scores")->elems_out, 2 * 5 * 5);
+    cr_expect_eq(s_layer(m, "out_proj")->elems_out, 5 * 8);
+    tc_model_destroy(&m);
+    tc_tb_free(&tb);
+}

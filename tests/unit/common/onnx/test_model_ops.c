@@ -209,6 +209,35 @@ Test(ops, shape_arithmetic_folds_into_reshape, .timeout = 10)
     tc_tb_free(&tb);
 }
 
+/* vit's class token: cls.expand(n, -1, -1) is exported as Where(Equal(
+ * [n, -1, -1], -1), 1, [n, -1, -1]) feeding Expand; n is the batch, which
+ * is never -1, so the comparison folds for every batch size. */
+Test(ops, expand_minus_one_with_the_batch, .timeout = 10)
+{
+    tc_tb_t *tb = tc_tb_new_rank(3, (int64_t[]){0, 4, 8});
+    tc_tb_node(tb, "Shape", "shape", "x", "s");
+    tc_tb_const_ints(tb, "zero", 1, (int64_t[]){0});
+    Onnx__NodeProto *g = tc_tb_node(tb, "Gather", "gather", "s,zero", "n");
+    tc_tb_attr_int(tb, g, "axis", 0);
+    tc_tb_const_ints(tb, "m1m1", 2, (int64_t[]){-1, -1});
+    Onnx__NodeProto *c = tc_tb_node(tb, "Concat", "concat", "n,m1m1", "target");
+    tc_tb_attr_int(tb, c, "axis", 0);
+    tc_tb_const_ints(tb, "minus1", 1, (int64_t[]){-1});
+    tc_tb_node(tb, "Equal", "eq", "target,minus1", "is_m1");
+    tc_tb_const_ints(tb, "ones", 3, (int64_t[]){1, 1, 1});
+    tc_tb_node(tb, "Where", "where", "is_m1,ones,target", "shape");
+    tc_tb_weight(tb, "cls", 3, (int64_t[]){1, 1, 8});
+    tc_tb_node(tb, "Expand", "expand", "cls,shape", "tok");
+    Onnx__NodeProto *cat = tc_tb_node(tb, "Concat", "cat", "tok,x", "y");
+    tc_tb_attr_int(tb, cat, "axis", 1);
+    tc_tb_output(tb, "y");
+    tc_model_t *m = s_load(tb, false);
+    s_shape(m, "tok", 1, 8, -1, -1, -1);
+    s_shape(m, "y", 5, 8, -1, -1, -1);
+    tc_model_destroy(&m);
+    tc_tb_free(&tb);
+}
+
 /* shufflenet's channel shuffle: view(b, g, c/g, h, w), transpose(1, 2),
  * view(b, -1, h, w), with c/g computed by Div on the Shape. */
 Test(ops, channel_shuffle_with_div, .timeout = 10)
