@@ -170,6 +170,43 @@ static int64_t s_clamp(int64_t v, int64_t dim, int64_t lo, int64_t hi)
     return v < lo ? lo : v > hi ? hi : v;
 }
 
+/* Fold output 0 of a data movement of known values: output element at
+ * coordinates c (over out->dims) is input element base + sum c[k] mult[k]
+ * (mult in the input's flat units). A no-op when x has no known values or
+ * the output carries the batch. */
+static int s_move_data(tc_graph_t *g, tc_gnode_t *n, const tc_value_t *x, int64_t base,
+                       const int64_t *mult)
+{
+    tc_value_t *out = tc_node_out(g, n, 0);
+    if (!out || x->n_data < 0 || out->batch_axis >= 0)
+        return 0;
+    int64_t elems = tc_value_elems(out);
+    if (elems > TC_GRAPH_MAX_DATA)
+        return 0;
+    tc_sym_t buf[TC_GRAPH_MAX_DATA];
+    for (int64_t i = 0; i < elems; i++) {
+        int64_t rest = i, at = base;
+        for (int k = out->rank - 1; k >= 0; k--) {
+            at += rest % out->dims[k] * mult[k];
+            rest /= out->dims[k];
+        }
+        if (at < 0 || at >= x->n_data)
+            return 0;
+        buf[i] = x->data[at];
+    }
+    return tc_set_data(g, n, 0, buf, (int)elems);
+}
+
+/* The flat stride of each axis of x. */
+static void s_strides(const tc_value_t *x, int64_t *stride)
+{
+    int64_t s = 1;
+    for (int k = x->rank - 1; k >= 0; k--) {
+        stride[k] = s;
+        s *= x->dims[k];
+    }
+}
+
 int tc_infer_slice(tc_graph_t *g, tc_gnode_t *n, const tc_op_rule_t *r)
 {
     tc_value_t *x = NULL;
@@ -234,7 +271,7 @@ int tc_infer_slice(tc_graph_t *g, tc_gnode_t *n, const tc_op_rule_t *r)
         if (a == x->batch_axis) {
             /* Only the whole batch: start 0 and an end at or past B. */
             bool whole = !starts[k].b && starts[k].c == 0 && st == 1 &&
-                         ((ends[k].b == 1 && ends[k].c >= 0) ||
+                         ((ends[k].b >= x->dims[a] && ends[k].c >= 0) ||
                           (!ends[k].b && ends[k].c >= INT32_MAX));
             if (!whole)
                 return tc_node_fail(n, TC_EUNSUPPORTED, "slices the batch axis");
@@ -260,12 +297,15 @@ int tc_infer_slice(tc_graph_t *g, tc_gnode_t *n, const tc_op_rule_t *r)
     if (rc < 0 || !out)
         return rc;
     out->elem_type = x->elem_type;
-    if (x->n_data < 0 || x->rank != 1)
-        return 0;
-    tc_sym_t buf[TC_GRAPH_MAX_DATA];
-    for (int64_t i = 0; i < dims[0]; i++)
-        buf[i] = x->data[first[0] + i * step[0]];
-    return tc_set_data(g, n, 0, buf, (int)dims[0]);
+    /* Shape arithmetic slices small known tensors (torch's F.pad reverses
+     * its pads with a step of -1 over a [pairs, 2] view). */
+    int64_t stride[TC_MODEL_MAX_RANK], mult[TC_MODEL_MAX_RANK], base = 0;
+    s_strides(x, stride);
+    for (int k = 0; k < x->rank; k++) {
+        base += first[k] * stride[k];
+        mult[k] = step[k] * stride[k];
+    }
+    return s_move_data(g, n, x, base, mult);
 }
 
 int tc_infer_transpose(tc_graph_t *g, tc_gnode_t *n, const tc_op_rule_t *r)
@@ -297,8 +337,13 @@ int tc_infer_transpose(tc_graph_t *g, tc_gnode_t *n, const tc_op_rule_t *r)
     }
     rc = tc_set_shape(g, n, 0, x->rank, dims, batch);
     tc_set_type(g, n, 0, x->elem_type);
-    if (rc == 0 && x->n_data >= 0 && x->rank <= 1)
-        rc = tc_set_data(g, n, 0, x->data, x->n_data);
+    if (rc == 0 && x->n_data >= 0) {
+        int64_t stride[TC_MODEL_MAX_RANK], mult[TC_MODEL_MAX_RANK];
+        s_strides(x, stride);
+        for (int k = 0; k < count; k++)
+            mult[k] = stride[perm[k]];
+        rc = s_move_data(g, n, x, 0, mult);
+    }
     return rc;
 }
 
@@ -435,7 +480,8 @@ int tc_infer_expand(tc_graph_t *g, tc_gnode_t *n, const tc_op_rule_t *r)
     for (int k = 0; k < rank; k++) {
         int ai = k - (rank - x->rank), si = k - (rank - count);
         tc_sym_t a = ai < 0 ? (tc_sym_t){0, 1}
-                            : ai == x->batch_axis ? (tc_sym_t){1, 0} : (tc_sym_t){0, x->dims[ai]};
+                            : ai == x->batch_axis ? (tc_sym_t){x->dims[ai], 0}
+                                                  : (tc_sym_t){0, x->dims[ai]};
         tc_sym_t s = si < 0 ? (tc_sym_t){0, 1} : shape[si];
         if (!a.b && a.c == 1)
             dims[k] = s;

@@ -284,6 +284,38 @@ int tc_infer_constant(tc_graph_t *g, tc_gnode_t *n, const tc_op_rule_t *r)
                                             "understands");
 }
 
+/* Range(start, limit, delta) of scalars known at import time (torch's
+ * arange in index arithmetic, e.g. swin's shifted-window mask). */
+int tc_infer_range(tc_graph_t *g, tc_gnode_t *n, const tc_op_rule_t *r)
+{
+    int64_t v[3];
+    for (int i = 0; i < 3; i++) {
+        int count;
+        int rc = tc_node_ints(g, n, i, &v[i], 1, &count);
+        if (rc < 0)
+            return rc;
+        if (count != 1)
+            return tc_node_fail(n, TC_EPARSE, "input %d has %d values, not a scalar", i, count);
+    }
+    if (v[2] == 0)
+        return tc_node_fail(n, TC_EPARSE, "delta 0");
+    if (v[0] < -TC_GRAPH_MAX_DIM || v[0] > TC_GRAPH_MAX_DIM || v[1] < -TC_GRAPH_MAX_DIM ||
+        v[1] > TC_GRAPH_MAX_DIM)
+        return tc_node_fail(n, TC_EPARSE, "start or limit out of range");
+    int64_t span = v[1] - v[0], len = 0;
+    if ((span > 0 && v[2] > 0) || (span < 0 && v[2] < 0))
+        len = (span + v[2] + (v[2] > 0 ? -1 : 1)) / v[2];
+    int rc = tc_set_shape(g, n, 0, 1, &len, -1);
+    const tc_value_t *start = tc_node_in(g, n, 0);
+    tc_set_type(g, n, 0, start ? start->elem_type : S_INT64);
+    if (rc < 0 || len > TC_GRAPH_MAX_DATA)
+        return rc;
+    tc_sym_t buf[TC_GRAPH_MAX_DATA];
+    for (int64_t i = 0; i < len; i++)
+        buf[i] = (tc_sym_t){0, v[0] + i * v[2]};
+    return tc_set_data(g, n, 0, buf, (int)len);
+}
+
 int tc_infer_constant_of_shape(tc_graph_t *g, tc_gnode_t *n, const tc_op_rule_t *r)
 {
     const tc_sym_t *shape;
@@ -345,7 +377,7 @@ int tc_infer_shape(tc_graph_t *g, tc_gnode_t *n, const tc_op_rule_t *r)
     tc_sym_t v[TC_MODEL_MAX_RANK];
     int count = 0;
     for (int64_t k = start; k < end; k++)
-        v[count++] = k == x->batch_axis ? (tc_sym_t){1, 0} : (tc_sym_t){0, x->dims[k]};
+        v[count++] = k == x->batch_axis ? (tc_sym_t){x->dims[k], 0} : (tc_sym_t){0, x->dims[k]};
     int64_t dims[1] = {count};
     rc = tc_set_shape(g, n, 0, 1, dims, -1);
     tc_set_type(g, n, 0, S_INT64);

@@ -16,6 +16,7 @@ int tc_infer_binary(tc_graph_t *g, tc_gnode_t *n, const tc_op_rule_t *r);
 int tc_infer_where(tc_graph_t *g, tc_gnode_t *n, const tc_op_rule_t *r);
 int tc_infer_constant(tc_graph_t *g, tc_gnode_t *n, const tc_op_rule_t *r);
 int tc_infer_constant_of_shape(tc_graph_t *g, tc_gnode_t *n, const tc_op_rule_t *r);
+int tc_infer_range(tc_graph_t *g, tc_gnode_t *n, const tc_op_rule_t *r);
 int tc_infer_shape(tc_graph_t *g, tc_gnode_t *n, const tc_op_rule_t *r);
 int tc_infer_size(tc_graph_t *g, tc_gnode_t *n, const tc_op_rule_t *r);
 int tc_infer_gather(tc_graph_t *g, tc_gnode_t *n, const tc_op_rule_t *r);
