@@ -29,7 +29,9 @@ typedef struct {
 } tc_model_opts_t;
 
 /* One layer of the graph IR, after shape inference. Shapes exclude the
- * symbolic batch dimension (dims[0] is channels for NCHW tensors).
+ * symbolic batch dimension (dims[0] is channels for NCHW tensors), and with
+ * it a multiple of the batch folded into that axis (an attention's heads in
+ * [T, 12 B, 64]); elems_in and elems_out count the multiple.
  *
  * Layers are the ONNX nodes that touch per-sample data or own parameters.
  * Nodes the importer folds away (constant shape arithmetic such as
