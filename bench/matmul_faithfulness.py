@@ -21,13 +21,15 @@ prints, per thread count, the median ratio and the share of ratios within
 0.85-1.15 against the goal (median 0.95-1.05, at least 90 % within, on one
 thread), and writes a Markdown report (--out) with every row.
 
-The configs come from `agent model describe torchvision:NAME --input-size S
+The PyTorch side runs under $TRAINCAST_PYTHON (default /usr/bin/python3),
+as the agent's harness does. The configs come from `agent model describe torchvision:NAME --input-size S
 --format json` (its "matmuls"); a model the importer cannot read is
 reported and left out.
 
 usage: matmul_faithfulness.py [--models LIST] [--input-size 112] [--batch 8]
          [--threads 1] [--rounds 3] [--budget-ms 150] [--max-reps 25]
-         [--allocator tcmalloc] [--work DIR] [--out FILE.md] [--build-dir build]
+         [--allocator tcmalloc] [--quiet-threshold PCT] [--work DIR] [--out FILE.md]
+         [--build-dir build]
 """
 
 import argparse
@@ -44,6 +46,8 @@ sys.path.insert(0, os.path.join(REPO, "agent", "harness"))
 import cpu_env  # noqa: E402
 
 MODELS = "vit_b_16,swin_t,convnext_tiny"
+# The interpreter with PyTorch, as the agent looks for it.
+PYTHON = os.environ.get("TRAINCAST_PYTHON", "/usr/bin/python3")
 MB_ROWS, MB_BATCH = 1, 2
 DIRS = ("fwd", "bwd_data", "bwd_filter")
 GOAL_MEDIAN = (0.95, 1.05)
@@ -71,8 +75,9 @@ def label(c):
     rows = ("Nx%d" % c["m"]) if c["minibatch_in"] == MB_ROWS else str(c["m"])
     count = ("%dN " % c["batch"]) if c["minibatch_in"] == MB_BATCH else (
         "%d " % c["batch"] if c["batch"] > 1 else "")
-    return "%s%sx%d k%d%s%s%s" % (count, rows, c["n"], c["k"], " tA" if c["trans_a"] else "",
-                                 " tB" if c["trans_b"] else "", " +bias" if c["bias"] else "")
+    return "%s%sx%d k%d%s%s%s%s" % (count, rows, c["n"], c["k"], " tA" if c["trans_a"] else "",
+                                   " tB" if c["trans_b"] else "", " weight" if c["weight"] else "",
+                                   " +bias" if c["bias"] else "")
 
 
 def directions(use):
@@ -131,6 +136,8 @@ def agent_round(a, threads, configs):
                "--direction", ",".join(d for d in DIRS if d in dirs), "--threads", str(threads),
                "--allocator", a.allocator, "--budget-ms", str(a.budget_ms), "--max-reps",
                str(a.max_reps), "--format", "csv"]
+        if a.quiet_threshold is not None:
+            cmd += ["--quiet-threshold", str(a.quiet_threshold)]
         cmd += [f for f, on in (("--trans-a", c["trans_a"]), ("--trans-b", c["trans_b"]),
                                 ("--weight", c["weight"]), ("--bias", c["bias"])) if on]
         text, _ = run(cmd)
@@ -142,7 +149,7 @@ def agent_round(a, threads, configs):
 
 
 def torch_round(a, threads, path):
-    run([sys.executable, os.path.abspath(__file__), "torch", "--json", a.json, "--threads",
+    run([PYTHON, os.path.abspath(__file__), "torch", "--json", a.json, "--threads",
          str(threads), "--batch", str(a.batch), "--allocator", a.allocator, "--budget-ms",
          str(a.budget_ms), "--max-reps", str(a.max_reps), "--out", path])
     with open(path) as f:
@@ -304,6 +311,8 @@ def main(argv):
     r.add_argument("--budget-ms", type=int, default=150)
     r.add_argument("--max-reps", type=int, default=25)
     r.add_argument("--allocator", default=cpu_env.DEFAULT_ALLOCATOR)
+    r.add_argument("--quiet-threshold", type=float, default=None,
+                   help="the agent's quiet guard (default: its own; 100 turns it off)")
     r.add_argument("--work", default=os.path.join(REPO, "build", "bench-matmul-faithfulness"))
     r.add_argument("--out", default=os.path.join(REPO, "build", "bench-matmul-faithfulness",
                                                  "report.md"))
