@@ -11,7 +11,7 @@ dimension is symbolic ("batch"); the spatial size is the model's own
 (inception_v3: 299, the rest 224) unless --input-size says otherwise. Vision
 transformers that fix their sequence length at construction are built for
 that size (vit_*: image_size, a multiple of the patch size; maxvit_t:
-input_size); a size a constructor refuses exits with status 2.
+input_size); a size a constructor refuses exits with status 3.
 
 Initializers keep their name, dims and data type but lose their data, so an
 export is tens of KB instead of hundreds of MB. metadata_props record the
@@ -32,8 +32,8 @@ the in-place bernoulli_, which the exporter cannot express; during export it
 is replaced by the out-of-place torch.bernoulli with the same probability
 and the same per-sample mask shape, so the layer stays in the graph.
 
-Exit status: 0 exported, 2 unknown model name or bad arguments, 1 the export
-failed in every mode.
+Exit status: 0 exported, 2 unknown model name or bad arguments, 3 the model
+cannot be built for that input size, 1 the export failed in every mode.
 """
 import argparse
 import io
@@ -127,7 +127,7 @@ def build_model(name, init_weights=True, input_size=None):
                 with _SkipInit():
                     model = builder(**kwargs)
         except (AssertionError, ValueError, RuntimeError) as e:
-            die(2, "torchvision cannot build %s for %s-pixel inputs: %s"
+            die(3, "torchvision cannot build %s for %s-pixel inputs: %s"
                 % (name, input_size, str(e).split("\n")[0][:200]))
     return model
 

@@ -99,7 +99,8 @@ int tc_model_load_bytes(const uint8_t *data, size_t len, const char *name,
  * exports are found by tc_resource_dir (tc_paths.h). Errors beyond the loaders': TC_ENOTFOUND (no such torchvision model,
  * or no PyTorch and no committed export; the message says how to list the
  * names), TC_EUNSUPPORTED (a non-default input size without PyTorch),
- * TC_ECHILD (the export failed). */
+ * TC_EINVAL (torchvision cannot build the model for that input size, e.g.
+ * vit_b_32 at 112: the message says why), TC_ECHILD (the export failed). */
 int tc_model_load_spec(const char *spec, const tc_model_opts_t *opts, tc_model_t **out);
 
 void tc_model_destroy(tc_model_t **self_p);

@@ -55,13 +55,18 @@ static bool s_transposed(tc_graph_t *g, const tc_value_t *v)
     return count == r && perm[r - 2] == r - 1;
 }
 
-static void s_set_matmul(tc_gnode_t *n, const tc_matmul_config_t *c, const tc_value_t *a,
-                         const tc_value_t *b)
+static int s_set_matmul(tc_gnode_t *n, const tc_matmul_config_t *c, const tc_value_t *a,
+                        const tc_value_t *b)
 {
+    if (!c->batch || !c->m || !c->n || !c->k)
+        return tc_node_fail(n, TC_ELIMIT, "a product of %u x [%u, %u] x [%u, %u] per sample: a "
+                                          "size is 0 or beyond 2^32",
+                            c->batch, c->m, c->k, c->k, c->n);
     n->info.is_matmul = true;
     n->info.matmul = *c;
     n->info.matmul_grad_a = s_needs_grad(a);
     n->info.matmul_grad_b = s_needs_grad(b);
+    return 0;
 }
 
 static uint32_t s_u32(int64_t v)
@@ -129,8 +134,7 @@ int tc_infer_gemm(tc_graph_t *g, tc_gnode_t *n, const tc_op_rule_t *r)
     mc.weight = b->is_param;
     mc.bias = c != NULL;
     mc.dtype = tc_dtype_of(a->elem_type);
-    s_set_matmul(n, &mc, a, b);
-    return 0;
+    return s_set_matmul(n, &mc, a, b);
 }
 
 /* The config of a MatMul of operands of rank >= 2 (ad, bd their dims, ab,
@@ -138,8 +142,8 @@ int tc_infer_gemm(tc_graph_t *g, tc_gnode_t *n, const tc_op_rule_t *r)
  * (aten/src/ATen/native/LinearAlgebra.cpp, _matmul_impl): a 2-D B folds
  * A's leading dims into the rows of one mm (a Linear on a sequence);
  * otherwise the leading dims broadcast into the count of a bmm. */
-static void s_matmul_config(tc_graph_t *g, tc_gnode_t *n, const tc_value_t *a,
-                            const tc_value_t *b, const int64_t *dims, int rank, int batch)
+static int s_matmul_config(tc_graph_t *g, tc_gnode_t *n, const tc_value_t *a,
+                           const tc_value_t *b, const int64_t *dims, int rank, int batch)
 {
     int ar = a->rank, br = b->rank;
     tc_matmul_config_t mc = tc_matmul_config_default();
@@ -169,7 +173,7 @@ static void s_matmul_config(tc_graph_t *g, tc_gnode_t *n, const tc_value_t *a,
         mc.trans_b = s_transposed(g, b);
     }
     mc.dtype = tc_dtype_of(a->elem_type);
-    s_set_matmul(n, &mc, a, b);
+    return s_set_matmul(n, &mc, a, b);
 }
 
 int tc_infer_matmul(tc_graph_t *g, tc_gnode_t *n, const tc_op_rule_t *r)
@@ -240,8 +244,11 @@ int tc_infer_matmul(tc_graph_t *g, tc_gnode_t *n, const tc_op_rule_t *r)
         batch = rank - 1;
     /* A product of matrices (no vector) is a GEMM; matrix-vector products
      * (mv, dot) are not benchmarked. */
-    if (a->rank >= 2 && b->rank >= 2)
-        s_matmul_config(g, n, a, b, dims, rank, batch);
+    if (a->rank >= 2 && b->rank >= 2) {
+        rc = s_matmul_config(g, n, a, b, dims, rank, batch);
+        if (rc < 0)
+            return rc;
+    }
     /* Drop the promoted axes again. */
     int out_rank = rank;
     if (a->rank == 1) {

@@ -112,7 +112,8 @@ Test(matmul_cpu, a_small_product_by_hand, .timeout = 30)
     cr_assert_eq(tc_matmul_plan_read(plan, TC_MM_TENSOR_C, c, 4), 0);
     for (int i = 0; i < 2; i++)
         for (int j = 0; j < 2; j++) {
-            double want = bias[j] + (double)a[2 * i] * b[2 * j] + (double)a[2 * i + 1] * b[2 * j + 1];
+            double want = bias[j] + (double)a[2 * i] * b[2 * j] +
+                          (double)a[2 * i + 1] * b[2 * j + 1];
             cr_expect(fabs(c[2 * i + j] - want) < 1e-5, "c[%d][%d] = %g, want %g", i, j,
                       (double)c[2 * i + j], want);
         }
