@@ -69,6 +69,33 @@ static int s_set_matmul(tc_gnode_t *n, const tc_matmul_config_t *c, const tc_val
     return 0;
 }
 
+/* torch.onnx writes F.linear on a 3-D input as MatMul(x, W^T) + Add(b);
+ * PyTorch 1.13 runs it as one addmm with the bias when x is contiguous
+ * (aten/src/ATen/native/Linear.cpp, linear: "Also hit the fused path for
+ * contiguous 3D input"), else as matmul and add_. A transposed x (as
+ * multi-head attention passes its input) is not contiguous. */
+void tc_matmul_take_bias(tc_graph_t *g, const tc_gnode_t *add)
+{
+    if (*add->domain || add->n_in != 2)
+        return;
+    for (int i = 0; i < 2; i++) {
+        const tc_value_t *y = tc_node_in(g, add, i), *b = tc_node_in(g, add, 1 - i);
+        if (!y || !b || y->producer < 0 || !b->is_param || b->rank != 1)
+            continue;
+        tc_gnode_t *mm = &g->nodes[y->producer];
+        tc_matmul_config_t *c = &mm->info.matmul;
+        if (!mm->info.is_matmul || strcmp(mm->op, "MatMul") || !c->weight || c->bias ||
+            b->dims[0] != (int64_t)c->n)
+            continue;
+        const tc_value_t *x = tc_node_in(g, mm, 0);
+        const tc_gnode_t *xp = x && x->producer >= 0 ? &g->nodes[x->producer] : NULL;
+        if (!x || x->rank != 3 || (xp && !strcmp(xp->op, "Transpose")))
+            continue;
+        c->bias = true;
+        return;
+    }
+}
+
 static uint32_t s_u32(int64_t v)
 {
     return v > 0 && v <= UINT32_MAX ? (uint32_t)v : 0;

@@ -220,6 +220,8 @@ int tc_infer_binary(tc_graph_t *g, tc_gnode_t *n, const tc_op_rule_t *r)
         tc_set_type(g, n, 0, S_BOOL);
     if (strcmp(n->op, "PRelu") != 0)
         rc = s_fold_bcast(g, n, n->n_in, false);
+    if (rc == 0 && !strcmp(n->op, "Add"))
+        tc_matmul_take_bias(g, n);
     return rc;
 }
 

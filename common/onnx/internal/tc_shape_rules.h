@@ -48,6 +48,11 @@ int tc_infer_argreduce(tc_graph_t *g, tc_gnode_t *n, const tc_op_rule_t *r);
 int tc_infer_gemm(tc_graph_t *g, tc_gnode_t *n, const tc_op_rule_t *r);
 int tc_infer_matmul(tc_graph_t *g, tc_gnode_t *n, const tc_op_rule_t *r);
 
+/* An Add of a bias to a Linear's MatMul that PyTorch runs as one addmm
+ * marks the matmul config's bias (call with every Add once its shape is
+ * set). */
+void tc_matmul_take_bias(tc_graph_t *g, const tc_gnode_t *add);
+
 /* The data type an op runs in, from its ONNX element type (fp32 unless
  * fp16 or bf16). */
 Traincast__V1__DType tc_dtype_of(int32_t elem_type);

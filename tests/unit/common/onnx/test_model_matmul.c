@@ -303,3 +303,43 @@ Test(matmul, heads_folded_into_batch, .timeout = 10)
     tc_model_destroy(&m);
     tc_tb_free(&tb);
 }
+
+/* F.linear with a bias on a 3-D input, as torch.onnx writes it (MatMul of
+ * the transposed weight, then Add): PyTorch 1.13 runs a contiguous input
+ * as one addmm with the bias, a transposed one (attention's in-projection)
+ * as matmul and add_, and a 4-D one (convnext's channels-last pixels) too. */
+Test(matmul, linear_bias_as_pytorch_fuses_it, .timeout = 10)
+{
+    tc_tb_t *tb = tc_tb_new_rank(3, (int64_t[]){0, 5, 8});
+    tc_tb_weight(tb, "w", 2, (int64_t[]){8, 8});
+    tc_tb_weight(tb, "b", 1, (int64_t[]){8});
+    tc_tb_weight(tb, "w2", 2, (int64_t[]){8, 8});
+    tc_tb_weight(tb, "b2", 1, (int64_t[]){8});
+    tc_tb_node(tb, "MatMul", "fused", "x,w", "y0");
+    tc_tb_node(tb, "Add", "fused_bias", "y0,b", "y");
+    Onnx__NodeProto *t = tc_tb_node(tb, "Transpose", "seq_first", "y", "ys");
+    tc_tb_attr_ints(tb, t, "perm", 3, (int64_t[]){1, 0, 2});
+    tc_tb_node(tb, "MatMul", "unfused", "ys,w2", "z0");
+    tc_tb_node(tb, "Add", "unfused_bias", "b2,z0", "z");
+    tc_tb_output(tb, "z");
+    tc_model_t *m = s_load(tb);
+    cr_expect(s_mm(m, "fused")->bias);
+    cr_expect_not(s_mm(m, "unfused")->bias, "a transposed input is matmul + add_");
+    tc_model_destroy(&m);
+    tc_tb_free(&tb);
+
+    tb = tc_tb_new(8, 4, 4);
+    Onnx__NodeProto *nhwc = tc_tb_node(tb, "Transpose", "nhwc", "x", "xh");
+    tc_tb_attr_ints(tb, nhwc, "perm", 4, (int64_t[]){0, 2, 3, 1});
+    tc_tb_node(tb, "Relu", "relu", "xh", "xr");
+    tc_tb_weight(tb, "w", 2, (int64_t[]){8, 16});
+    tc_tb_weight(tb, "b", 1, (int64_t[]){16});
+    tc_tb_node(tb, "MatMul", "pw", "xr,w", "y0");
+    tc_tb_node(tb, "Add", "pw_bias", "y0,b", "y");
+    tc_tb_output(tb, "y");
+    m = s_load(tb);
+    s_expect(s_mm(m, "pw"), 1, 16, 16, 8, TC_MM_MB_ROWS, false, true);
+    cr_expect_not(s_mm(m, "pw")->bias, "a 4-D input is matmul + add_");
+    tc_model_destroy(&m);
+    tc_tb_free(&tb);
+}
