@@ -302,8 +302,9 @@ int tc_infer_slice(tc_graph_t *g, tc_gnode_t *n, const tc_op_rule_t *r)
     int64_t stride[TC_MODEL_MAX_RANK], mult[TC_MODEL_MAX_RANK], base = 0;
     s_strides(x, stride);
     for (int k = 0; k < x->rank; k++) {
-        base += first[k] * stride[k];
-        mult[k] = step[k] * stride[k];
+        base += first[k] * stride[k]; /* inside the tensor */
+        if (__builtin_mul_overflow(step[k], stride[k], &mult[k]))
+            return 0; /* a hostile step: leave the values unknown */
     }
     return s_move_data(g, n, x, base, mult);
 }

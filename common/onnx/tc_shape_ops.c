@@ -304,9 +304,11 @@ int tc_infer_range(tc_graph_t *g, tc_gnode_t *n, const tc_op_rule_t *r)
     if (v[0] < -TC_GRAPH_MAX_DIM || v[0] > TC_GRAPH_MAX_DIM || v[1] < -TC_GRAPH_MAX_DIM ||
         v[1] > TC_GRAPH_MAX_DIM)
         return tc_node_fail(n, TC_EPARSE, "start or limit out of range");
-    int64_t span = v[1] - v[0], len = 0;
-    if ((span > 0 && v[2] > 0) || (span < 0 && v[2] < 0))
-        len = (span + v[2] + (v[2] > 0 ? -1 : 1)) / v[2];
+    int64_t span = v[1] - v[0], len = 0; /* |span| <= 2^32 */
+    if (span > 0 && v[2] > 0)
+        len = (span - 1) / v[2] + 1;
+    else if (span < 0 && v[2] < 0)
+        len = (span + 1) / v[2] + 1;
     int rc = tc_set_shape(g, n, 0, 1, &len, -1);
     const tc_value_t *start = tc_node_in(g, n, 0);
     tc_set_type(g, n, 0, start ? start->elem_type : S_INT64);
