@@ -35,10 +35,11 @@
 # (stored in a second database, `outside`, in the same PostgreSQL): the
 # check on CNNs the study never saw.
 #
-# Resumable: everything lives in --dir; a second run skips the rounds of
+# Resumable: everything lives in --dir (its .gitignore keeps what a later
+# session on the same host needs to go on: commit it; docs/fitting.md); a second run skips the rounds of
 # each CNN already measured (and the CNNs that failed, unless
 # --retry-failed), resends what is stored (stored once) and fits again; a
-# run with other settings (CNNs, outside CNNs, batches, sizes, devices,
+# run with other settings (host, CNNs, outside CNNs, batches, sizes, devices,
 # rounds, measuring settings) than the stored ones is refused. --fresh starts over. --analyze-only
 # runs the pipeline and the report on what is measured.
 #
@@ -186,7 +187,13 @@ plot=${plot:-$dir/accuracy.svg}
 mkdir -p "$(dirname "$out")" "$(dirname "$plot")"
 
 # The settings a resumed run must share with the first one.
-settings="order=round-robin models=$(IFS=,; echo "${model_list[*]}") outside=$outside batches=$batches input=$input_sizes devices=$devices_list warmup=$warmup iters=$iters rounds=$rounds remeasure=$remeasure_max bench_budget=$bench_budget max_reps=$max_reps"
+# The machine too (its host name is part of every CPU device's identity: rounds
+# from another host would be other devices, not more rounds of these).
+settings="host=$(uname -n) order=round-robin models=$(IFS=,; echo "${model_list[*]}") outside=$outside batches=$batches input=$input_sizes devices=$devices_list warmup=$warmup iters=$iters rounds=$rounds remeasure=$remeasure_max bench_budget=$bench_budget max_reps=$max_reps"
+# Analysing measures nothing, so it may run anywhere: the stored host stands.
+if [ "$analyze_only" -eq 1 ] && [ -f "$dir/settings" ] && grep -q '^host=' "$dir/settings"; then
+    settings="$(sed -n 's/^\(host=[^ ]*\) .*/\1/p' "$dir/settings") ${settings#host=* }"
+fi
 if [ -f "$dir/settings" ] && [ "$(cat "$dir/settings")" != "$settings" ]; then
     log "$dir holds a study with other settings; its rounds and these would not be one study:"
     # Each setting that differs, by name (a setting absent from one side: "(none)").
@@ -202,6 +209,12 @@ if [ -f "$dir/settings" ] && [ "$(cat "$dir/settings")" != "$settings" ]; then
 fi
 echo "$settings" >"$dir/settings"
 touch "$dir/done" "$dir/failed" "$dir/timeline.tsv"
+# What git keeps of a study directory (docs/fitting.md, "A study over several
+# sessions"): the raw rounds (result files) and the bookkeeping that resumes
+# them; not the database, the agents' keys, the logs or what is derived.
+[ -f "$dir/.gitignore" ] || printf '%s\n' '# written by bench/accuracy.sh: commit the rounds, not what is derived' \
+    '/pg/' '/aggregator/' '/agent-*/' '/outside-agent-*/' '/logs/' '/validate-*.json' \
+    '/*.svg' '/*.png' '/*.tsv' '!/timeline.tsv' '/*.csv' '/*.md' >"$dir/.gitignore"
 
 server_pid=
 cleanup() {

@@ -1,6 +1,31 @@
 """Formatting shared by the accuracy report's modules (bench/accuracy_report.py)."""
 import math
+import os
 import re
+
+_FIT_DATA = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                         "aggregator", "fit", "fit_data.c")
+_families = None
+
+
+def family(name):
+    """A CNN's architectural family as the fit groups it: read from the fit's
+    own table (aggregator/fit/fit_data.c, s_families: name prefixes, first
+    match), so the report and the fit cannot disagree."""
+    global _families
+    if _families is None:
+        with open(_FIT_DATA) as f:
+            text = f.read()
+        table = text[text.index("s_families[] = {"):]
+        table = table[:table.index("};")]
+        _families = re.findall(r'\{"([^"]+)", "([^"]+)"\}', table)
+        if not _families:
+            raise RuntimeError("no family table in " + _FIT_DATA)
+    base = cnn_name(name)
+    for prefix, fam in _families:
+        if base.startswith(prefix):
+            return fam
+    return base
 
 
 def pct(v, digits=1):

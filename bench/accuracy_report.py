@@ -16,7 +16,7 @@ import os
 import re
 import statistics
 
-from accuracy_fmt import cnn_name, pct, short_device
+from accuracy_fmt import cnn_name, family, pct, short_device
 from accuracy_ops import report_class_fit, report_op_times
 
 GOALS = {"cnn": 5.0, "family": 8.0, "batch": 5.0, "outside": 10.0}
@@ -214,7 +214,7 @@ def main():
         report_class_fit(w, read_tsv(a.op_points), read_tsv(a.class_layers))
         report_per_cnn(w, docs)
     if outside:
-        report_outside(w, outside, a.outside_pred, read_tsv(a.outside_truth))
+        report_outside(w, outside, done, a.outside_pred, read_tsv(a.outside_truth))
 
     if a.plot_note:
         w("No chart: %s." % a.plot_note)
@@ -390,10 +390,11 @@ def outside_done(a):
     return [r[0] for r in read_tsv(a.done) if r[0] in outside]
 
 
-def report_outside(w, outside, pred_files, truth_rows):
+def report_outside(w, outside, study, pred_files, truth_rows):
     """CNNs the study never fitted on, predicted from their ONNX export and
     conv benchmarks by the fit on the study's CNNs, against the median of
-    their measured rounds."""
+    their measured rounds: apart, those of a family the study has no CNN of
+    (*new family*) and the other sizes of the study's families."""
     truth = {}
     for r in truth_rows:  # device, model_id, batch, traces, median_ms, spread
         truth[(r[0], r[1], int(r[2]))] = (float(r[4]), float(r[5]) if r[5] else None)
@@ -436,20 +437,39 @@ def report_outside(w, outside, pred_files, truth_rows):
         w("")
         return
     devices = sorted({r["device"] for r in rows})
-    w("| CNN | px | " + " | ".join("%s: MAPE (max)" % short_device(d) for d in devices)
+    known = {family(c) for c in study}
+    kind = {r["cnn"]: "in-family" if family(r["cnn"]) in known else "new family" for r in rows}
+    w("*new family*: no CNN of its architectural family (the fit's grouping) is in the study; "
+      "*in-family*: another size of a family the study trains on. MAPE ± its standard error "
+      "across CNNs.")
+    w("")
+    w("| CNN | family | px | " + " | ".join("%s: MAPE (max)" % short_device(d)
+                                            for d in devices)
       + " | coverage | spread between rounds |")
-    w("|---|---:|" + "---:|" * len(devices) + "---:|---:|")
-    groups = sorted({(r["cnn"], size_of(r["model_id"])) for r in rows})
-    for label, sel in [(g, lambda r, g=g: (r["cnn"], size_of(r["model_id"])) == g)
-                       for g in groups] + [(("**all**", None), lambda r: True)]:
+    w("|---|---|---:|" + "---:|" * len(devices) + "---:|---:|")
+    groups = sorted({(kind[r["cnn"]] == "in-family", r["cnn"], size_of(r["model_id"]))
+                     for r in rows})
+    rowsel = [(("%s" % g[1], family(g[1]) + (" (new)" if kind[g[1]] == "new family" else ""),
+                g[2]), lambda r, g=g: (r["cnn"], size_of(r["model_id"])) == g[1:])
+              for g in groups]
+    for k in ("new family", "in-family"):
+        if k in kind.values():
+            rowsel.append((("**%s**" % k, "", None), lambda r, k=k: kind[r["cnn"]] == k))
+    rowsel.append((("**all**", "", None), lambda r: True))
+    for label, sel in rowsel:
         pts = [r for r in rows if sel(r)]
         cells = []
         for d in devices:
-            s = stats([r for r in pts if r["device"] == d])
-            cells.append("%s (%s)" % (pct(s["mape"]), pct(s["max"])) if s else "–")
+            dp = [r for r in pts if r["device"] == d]
+            s = stats(dp)
+            se = mape_se(dp) if len({r["cnn"] for r in dp}) > 1 else None
+            cells.append("%s%s (%s)" % (pct(s["mape"]), " ± %.1f" % se if se is not None else "",
+                                        pct(s["max"])) if s else "–")
         s = stats(pts)
-        w("| %s | %s | %s | %s | %s |" % (label[0], label[1] or "–", " | ".join(cells),
-                                         pct(s["coverage"]) if s else "–", pct(spread(pts))))
+        w("| %s | %s | %s | %s | %s | %s |" % (label[0], label[1], label[2] or "–",
+                                              " | ".join(cells),
+                                              pct(s["coverage"]) if s else "–",
+                                              pct(spread(pts))))
     w("")
     missing = [m for m in outside if m not in {r["cnn"] for r in rows}]
     if missing:

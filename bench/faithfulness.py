@@ -20,7 +20,16 @@ it also compares C, the conv time PyTorch's profiler attributes to convs in
 a traced training step (agent/harness/trace_runner.py --profile 1, one per
 round), with the agent's conv sum for that CNN (common/ops/tc_conv_step.h:
 forward + backward-filter + backward-data except for the first conv, times
-multiplicity).
+multiplicity). And D, the conv time inside the same training step measured
+without the profiler: each Conv2d of the model runs through an autograd
+function that times its forward (torch.nn.functional.conv2d) and its
+backward (aten::convolution_backward with the output mask autograd asks
+for, one call, as ConvolutionBackward0 makes it) with a wall clock around
+the call and nothing else (`instep`, one process per round); steps with and
+without those timers alternate in the process, so the timers' own cost is
+measured too. A/D tells whether the gap between A and C is conv time the
+benchmarks miss (cold inputs, reorders, allocations inside a real step) or
+the profiler's own cost.
 
 Writes a Markdown report (--out) and the points of a chart (--points: torch
 time against agent time, one series per thread count) for tc-plot-accuracy.
@@ -178,6 +187,116 @@ def time_conv(torch, c, a, needs_data, bias):
     return out
 
 
+def cmd_instep(a):
+    """D: conv time inside real training steps, timed without the profiler.
+
+    The step is the trace runner's (agent/harness/trace_runner.py): forward,
+    cross-entropy loss, backward, SGD step, zero_grad. Timed and plain steps
+    alternate (plain, timed, plain, ...) after a warm-up of both, so that the
+    timers' own cost shows as the ratio of their step times. Prints one JSON
+    object: medians over the timed steps of the conv forward, conv backward
+    and step times, and the median plain step."""
+    def fail(msg):
+        sys.stderr.write(msg + "\n")
+        sys.exit(1)
+
+    cpu_env.ensure_allocator(a.allocator, True, fail)
+    import types
+    import torch
+    import torchvision
+    torch.set_num_threads(a.threads)
+    torch.manual_seed(0)
+    model = getattr(torchvision.models, a.model)(weights=None).train()
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    x = torch.randn(a.batch, 3, a.input_size, a.input_size)
+    y = torch.randint(0, 1000, (a.batch,))
+    loss_fn = torch.nn.CrossEntropyLoss()
+    clock = time.perf_counter
+    acc = {"fwd": 0.0, "bwd": 0.0, "calls": 0}
+    timing = {"on": False}
+
+    class TimedConv(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, inp, weight, bias, conv):
+            t0 = clock()
+            out = torch.nn.functional.conv2d(inp, weight, bias, conv.stride, conv.padding,
+                                             conv.dilation, conv.groups)
+            acc["fwd"] += clock() - t0
+            acc["calls"] += 1
+            ctx.save_for_backward(inp, weight)
+            ctx.conv, ctx.has_bias = conv, bias is not None
+            return out
+
+        @staticmethod
+        def backward(ctx, grad_out):
+            inp, weight = ctx.saved_tensors
+            conv = ctx.conv
+            mask = [ctx.needs_input_grad[0], ctx.needs_input_grad[1],
+                    ctx.has_bias and ctx.needs_input_grad[2]]
+            t0 = clock()
+            gi, gw, gb = torch.ops.aten.convolution_backward(
+                grad_out, inp, weight, [weight.shape[0]] if ctx.has_bias else None,
+                list(conv.stride), list(conv.padding), list(conv.dilation), False, [0, 0],
+                conv.groups, mask)
+            acc["bwd"] += clock() - t0
+            return (gi if mask[0] else None), gw, (gb if mask[2] else None), None
+
+    def forward(self, inp):
+        if timing["on"]:
+            return TimedConv.apply(inp, self.weight, self.bias, self)
+        return self._conv_forward(inp, self.weight, self.bias)
+
+    convs = [m for m in model.modules() if isinstance(m, torch.nn.Conv2d)]
+    for m in convs:
+        if m.padding_mode != "zeros" or isinstance(m.padding, str):
+            fail("instep: %s has a conv with padding %r (mode %s) this timer does not "
+                 "reproduce" % (a.model, m.padding, m.padding_mode))
+        m.forward = types.MethodType(forward, m)
+
+    def gradients(on):
+        timing["on"] = on
+        opt.zero_grad()
+        torch.manual_seed(1)  # the same dropout masks on both passes
+        loss_fn(model(x), y).backward()
+        return [p.grad.clone() for p in model.parameters() if p.grad is not None]
+
+    # The timed convs compute what the module's own do: the same gradients
+    # for every parameter (batch norm in train mode updates its running
+    # statistics on both passes; the gradients do not depend on them).
+    grad_diff = max(float((t - p).abs().max() / (p.abs().max() + 1e-12))
+                    for p, t in zip(gradients(False), gradients(True)))
+    opt.zero_grad()
+
+    def step():
+        t0 = clock()
+        loss = loss_fn(model(x), y)
+        loss.backward()
+        opt.step()
+        opt.zero_grad()
+        return clock() - t0
+
+    for _ in range(a.warmup):
+        for on in (False, True):
+            timing["on"] = on
+            step()
+    plain, timed, fwd, bwd = [], [], [], []
+    for _ in range(a.iters):
+        timing["on"] = False
+        plain.append(step())
+        timing["on"] = True
+        acc.update(fwd=0.0, bwd=0.0, calls=0)
+        timed.append(step())
+        fwd.append(acc["fwd"])
+        bwd.append(acc["bwd"])
+    ms = lambda v: 1e3 * statistics.median(v)  # noqa: E731
+    conv = [f + b for f, b in zip(fwd, bwd)]
+    print(json.dumps({"model": a.model, "threads": a.threads, "convs_per_step": acc["calls"],
+                      "conv_ms": ms(conv), "conv_fwd_ms": ms(fwd), "conv_bwd_ms": ms(bwd),
+                      "step_timed_ms": ms(timed), "step_plain_ms": ms(plain),
+                      "grad_max_rel_diff": grad_diff}))
+    return 0
+
+
 def run(cmd, **kw):
     r = subprocess.run(cmd, capture_output=True, text=True, **kw)
     if r.returncode != 0:
@@ -233,6 +352,13 @@ def trace_round(a, threads, model):
     return float("nan")
 
 
+def instep_round(a, threads, model):
+    out = run([sys.executable, os.path.abspath(__file__), "instep", "--model", model,
+               "--batch", str(a.batch), "--input-size", str(a.input_size), "--threads",
+               str(threads), "--allocator", a.allocator])
+    return json.loads(out.strip().splitlines()[-1])
+
+
 def loadavg():
     with open("/proc/loadavg") as f:
         return " ".join(f.read().split()[:3])
@@ -254,7 +380,8 @@ def cmd_run(a):
     share = Share()
     results = {}
     for threads in [int(t) for t in a.threads.split(",")]:
-        ratios, min_ratios, agent_t, torch_t, prof = {}, {}, {}, {}, {m: [] for m in models}
+        ratios, min_ratios, agent_t, torch_t = {}, {}, {}, {}
+        prof, instep = {m: [] for m in models}, {m: [] for m in models}
         algos, device = {}, ""
         for r in range(a.rounds):
             sys.stderr.write("faithfulness: %d thread(s), round %d of %d\n"
@@ -264,6 +391,7 @@ def cmd_run(a):
             tt, tmin = torch_round(a, threads, os.path.join(a.work, "torch-%d-%d.tsv" % (threads, r)))
             for m in models:
                 prof[m].append(trace_round(a, threads, m))
+                instep[m].append(instep_round(a, threads, m))
             for k, v in at.items():
                 if k in tt:
                     ratios.setdefault(k, []).append(v / tt[k])
@@ -272,7 +400,7 @@ def cmd_run(a):
                     torch_t.setdefault(k, []).append(tt[k])
             loads.append(loadavg())
         results[threads] = dict(ratios=ratios, min_ratios=min_ratios, agent=agent_t,
-                                torch=torch_t, prof=prof, algos=algos, device=device,
+                                torch=torch_t, prof=prof, instep=instep, algos=algos, device=device,
                                 others=share.others())
     write_report(a, models, results, loads, time.time() - t_start, share.others())
     return 0
@@ -357,9 +485,15 @@ def write_report(a, models, results, loads, secs, others):
                 statistics.median(res["torch"][k]), v))
         lines += ["", "Per CNN: A, the agent's conv sum; B, the same sum of PyTorch's per-layer "
                   "times; C, the profiler's conv time in a traced step (which includes the "
-                  "profiler's own cost per recorded op, tens of microseconds per conv call).", "",
-                  "| CNN | A: agent ms | B: PyTorch per layer ms | C: profiler ms | A/B | A/C |",
-                  "|---|---|---|---|---|---|"]
+                  "profiler's own cost per recorded op); D, the conv time inside the same "
+                  "training step timed without the profiler (a wall clock around each conv "
+                  "call, forward and backward; median of 10 steps, median over rounds); "
+                  "*timers*: the step time with those timers over the step without them, "
+                  "alternating in one process (their own cost).", "",
+                  "| CNN | A: agent ms | B: PyTorch per layer ms | C: profiler ms | "
+                  "D: in-step ms | A/B | A/C | A/D | timers |",
+                  "|---|---|---|---|---|---|---|---|---|"]
+        instep_ok = 0
         for m, convs in models.items():
             total, tsum, missing = 0.0, 0.0, 0
             for c in convs:
@@ -372,10 +506,17 @@ def write_report(a, models, results, loads, secs, others):
                         total += c["count"] * statistics.median(v)
                         tsum += c["count"] * statistics.median(w)
             p = statistics.median(res["prof"][m])
-            lines.append("| %s | %.1f%s | %.1f | %.1f | %.3f | %.3f |" % (
-                m, total, " (%d missing)" % missing if missing else "", tsum, p,
-                total / tsum if tsum else float("nan"), total / p))
-        lines.append("")
+            d = statistics.median(r["conv_ms"] for r in res["instep"][m])
+            cost = statistics.median(r["step_timed_ms"] / r["step_plain_ms"]
+                                     for r in res["instep"][m])
+            instep_ok += not missing and abs(total / d - 1) <= 0.10
+            lines.append("| %s | %.1f%s | %.1f | %.1f | %.1f | %.3f | %.3f | %.3f | %.3f |" % (
+                m, total, " (%d missing)" % missing if missing else "", tsum, p, d,
+                total / tsum if tsum else float("nan"), total / p, total / d, cost))
+        lines += ["", "Goal: the agent's conv sum within 10 %% of the conv time inside the step "
+                  "(A/D in 0.90-1.10) for every CNN: %s (%d of %d)." % (
+                      "met" if instep_ok == len(models) else "missed", instep_ok, len(models)),
+                  ""]
         for k, v in med.items():
             points.append("%d thread%s\t%s\t%d\t%.6f\t%.6f" % (
                 threads, "" if threads == 1 else "s", k[13], a.batch,
@@ -438,8 +579,17 @@ def main(argv):
     t.add_argument("--budget-ms", type=int, required=True)
     t.add_argument("--max-reps", type=int, required=True)
     t.add_argument("--out", required=True)
-    a = p.parse_args(argv if argv and argv[0] in ("run", "convs", "torch") else ["run"] + argv)
-    return {"run": cmd_run, "convs": cmd_convs, "torch": cmd_torch}[a.cmd](a)
+    i = sub.add_parser("instep")
+    i.add_argument("--model", required=True)
+    i.add_argument("--batch", type=int, required=True)
+    i.add_argument("--input-size", type=int, required=True)
+    i.add_argument("--threads", type=int, required=True)
+    i.add_argument("--allocator", required=True)
+    i.add_argument("--warmup", type=int, default=3)
+    i.add_argument("--iters", type=int, default=10)
+    cmds = {"run": cmd_run, "convs": cmd_convs, "torch": cmd_torch, "instep": cmd_instep}
+    a = p.parse_args(argv if argv and argv[0] in cmds else ["run"] + argv)
+    return cmds[a.cmd](a)
 
 
 if __name__ == "__main__":

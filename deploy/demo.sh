@@ -8,7 +8,8 @@
 #      at a small input size, waiting for quiet while other processes use the machine
 #   -> the load every measurement was taken under
 #   -> aggregator fit -> aggregator validate
-#   -> aggregator predict --gpu all for a CNN held out of fitting, with a plot.
+#   -> aggregator predict --gpu all for a CNN held out of fitting, with a plot,
+#      and its comparison page (aggregator report --html).
 # The held-out CNN is never traced; only its convolutions are benchmarked,
 # one device at a time (two agents timing at once on a small machine would
 # slow each other down). Agents then serve jobs: were any conv still missing,
@@ -173,6 +174,11 @@ step "aggregator predict --gpu all: $held_out (held out of fitting)"
 "$aggregator" predict --gpu all --model "torchvision:$held_out" --input-size "$input_size" \
     --batch "$batches" --plot "$demo/predict-$held_out.svg" || [ $? -eq 3 ]
 
+step "aggregator report --html: the comparison page of $held_out"
+"$aggregator" report --html "$demo/report-$held_out.html" --model "torchvision:$held_out" \
+    --input-size "$input_size" --batch "$batches"
+
 step "done in $(( $(date +%s) - started )) s"
 echo "plot: $demo/predict-$held_out.svg"
+echo "page: $demo/report-$held_out.html (open it in a browser)"
 echo "database: psql \"$dsn\" (see README, Analysis in SQL); stop it with deploy/pg-local.sh stop $demo/pg"

@@ -56,8 +56,10 @@ AGGREGATOR=(libpq-dev postgresql-client libgsl-dev libplplot-dev plplot-driver-c
 # Tests, demo and benchmarks: the embedded PostgreSQL server, Criterion,
 # clang for the fuzz targets, iproute2 for network namespaces, GNU time for
 # bench/memory.sh, git, patchelf for the relocatable agent bundle
-# (deploy/package.sh --bundle).
-DEV=(git postgresql libcriterion-dev clang libclang-rt-14-dev iproute2 procps time patchelf)
+# (deploy/package.sh --bundle), chromium to render the comparison page
+# (aggregator report --html) in a headless browser.
+DEV=(git postgresql libcriterion-dev clang libclang-rt-14-dev iproute2 procps time patchelf
+     chromium)
 
 case "$role" in
 agent) PACKAGES=("${BUILD[@]}" "${AGENT[@]}"); roles=(-DTRAINCAST_AGENT=ON -DTRAINCAST_AGGREGATOR=OFF) ;;

@@ -38,6 +38,8 @@ static void s_print_table(const tc_model_t *m, unsigned batch)
     if (mode)
         printf("exported in %s mode%s%s\n", mode, missing && *missing ? "; missing layers: " : "",
                missing && *missing ? missing : "");
+    if (*tc_model_export_warning(m))
+        printf("warning: %s\n", tc_model_export_warning(m));
     printf("\n%4s  %-44s %-20s %-7s %-14s %10s %10s  %s\n", "#", "layer", "op", "class",
            "output", "params", "MFLOPs", "conv or matmul config");
     for (size_t i = 0; i < tc_model_node_count(m); i++) {
@@ -140,6 +142,11 @@ static void s_json_head(tc_buf_t *b, const tc_model_t *m, unsigned batch)
         tc_buf_puts(b, ",\"export_mode\":");
         tc_buf_json_str(b, mode);
     }
+    tc_buf_puts(b, ",\"export_warning\":");
+    if (*tc_model_export_warning(m))
+        tc_buf_json_str(b, tc_model_export_warning(m));
+    else
+        tc_buf_puts(b, "null");
 }
 
 /* The "layers" array: one object per layer, with its conv config when it

@@ -38,7 +38,7 @@ static void s_time_text(int64_t ms, char *out, size_t size)
     time_t t = (time_t)(ms / 1000);
     struct tm tm;
     gmtime_r(&t, &tm);
-    strftime(out, size, "%Y-%m-%d %H:%M:%S UTC", &tm);
+    strftime(out, size, "%Y-%m-%dT%H:%M:%SZ", &tm); /* ISO 8601, as the aggregator */
 }
 
 typedef struct {

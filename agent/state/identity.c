@@ -120,6 +120,15 @@ static int s_load_keys(tc_identity_t *self)
     return rc;
 }
 
+static int s_no_keys(const char *dir)
+{
+    return tc_fail(TC_EINVAL,
+                   "this agent has no key pair in %s; run 'agent keygen --state %s' and add the "
+                   "line of agent.pub to the aggregator's allowlist (or use --insecure on a "
+                   "trusted local network only)",
+                   dir, dir);
+}
+
 int tc_identity_open(const char *dir, bool need_keys, tc_identity_t **out)
 {
     *out = NULL;
@@ -129,8 +138,15 @@ int tc_identity_open(const char *dir, bool need_keys, tc_identity_t **out)
     self->lock_fd = -1;
     int rc = 0;
     snprintf(self->dir, sizeof self->dir, "%s", dir);
-    TC_TRY(s_mkdirs(dir));
     char path[2200];
+    /* A command that needs keys creates nothing where there are none: the
+     * state directory is keygen's to make. */
+    snprintf(path, sizeof path, "%s/agent.key", dir);
+    if (need_keys && access(path, F_OK) != 0 && errno == ENOENT) {
+        rc = s_no_keys(dir);
+        goto err;
+    }
+    TC_TRY(s_mkdirs(dir));
     snprintf(path, sizeof path, "%s/lock", dir);
     self->lock_fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
     if (self->lock_fd < 0)
@@ -152,12 +168,10 @@ int tc_identity_open(const char *dir, bool need_keys, tc_identity_t **out)
     /* The state directory's own id (rule 2 of agent_id.h). */
     TC_TRY(tc_identity_read_agent_id(dir, self->agent_id, sizeof self->agent_id));
     TC_TRY(s_load_keys(self));
-    if (need_keys && !self->have_keys)
-        TC_FAIL_GOTO(TC_EINVAL,
-                     "this agent has no key pair in %s; run 'agent keygen --state %s' and add "
-                     "the line of agent.pub to the aggregator's allowlist (or use --insecure on a "
-                     "trusted local network only)",
-                     dir, dir);
+    if (need_keys && !self->have_keys) {
+        rc = s_no_keys(dir);
+        goto err;
+    }
     *out = self;
     return 0;
 err:

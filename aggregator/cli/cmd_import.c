@@ -273,7 +273,8 @@ int tc_cmd_import(int argc, char **argv)
     TC_TRY(s_import_lists(&devs, &lists));
     TC_TRY(tc_store_import_record_file(store, tc_set_reader_sha256(reader)));
     TC_TRY(tc_store_import_finish(store, im.stored, im.duplicates, lists.names, lists.n_names,
-                                  lists.renamed, lists.uuids, lists.originals, lists.n_renamed));
+                                  lists.renamed, lists.uuids, lists.originals, lists.n_renamed,
+                                  h->devices_seen_json));
     open = false;
     tc_progress_destroy(&bar);
     s_print_import(path, h, &im, &lists, &devs);

@@ -1,5 +1,6 @@
 /* aggregator predict: compare device classes for a CNN over batch sizes. */
 #include "cli_db.h"
+#include "cmd_predict.h"
 #include "commands.h"
 #include "device_match.h"
 #include "plot.h"
@@ -194,24 +195,15 @@ static void s_record(tc_store_t *store, const tc_pred_request_t *req,
                     request_id);
 }
 
-/* What the command line asked for. */
-typedef struct {
-    const char *db, *gpu, *model_spec, *batch_text, *prices;
-    const char *format, *plot, *plot_metric;
-    const char *framework, *dtype, *amp;
-    unsigned long input_size, wait_s;
-    double dataset, extrapolate;
-    bool allow_unknown, no_store;
-} s_args_t;
-
 /* The options' values checked; the output format and batch list parsed. */
-static int s_check_args(const s_args_t *a, tc_pred_format_t *fmt, unsigned long **batches,
-                        size_t *n_batches)
+static int s_check_args(const tc_predict_args_t *a, tc_pred_format_t *fmt,
+                        unsigned long **batches, size_t *n_batches)
 {
     Traincast__V1__DType dtype;
-    if (tc_pred_format_parse(a->format, fmt) < 0)
+    if (a->format && tc_pred_format_parse(a->format, fmt) < 0)
         return tc_fail(TC_EUSAGE, "--format must be table, csv or json (got '%s')", a->format);
-    if (strcmp(a->plot_metric, "iteration") && strcmp(a->plot_metric, "epoch"))
+    if (a->plot_metric && strcmp(a->plot_metric, "iteration") &&
+        strcmp(a->plot_metric, "epoch"))
         return tc_fail(TC_EUSAGE, "--plot-metric must be iteration or epoch (got '%s')",
                        a->plot_metric);
     if (!(a->dataset >= 1))
@@ -234,8 +226,15 @@ static int s_check_args(const s_args_t *a, tc_pred_format_t *fmt, unsigned long 
     return tc_parse_uint_list(a->batch_text, "--batch", 1, TC_MAX_BATCH, batches, n_batches);
 }
 
+int tc_predict_check_args(const tc_predict_args_t *a, unsigned long **batches,
+                          size_t *n_batches)
+{
+    tc_pred_format_t fmt;
+    return s_check_args(a, &fmt, batches, n_batches);
+}
+
 /* Load the model the user named; anything wrong with it is bad input. */
-static int s_load_model(const s_args_t *a, tc_model_t **model)
+static int s_load_model(const tc_predict_args_t *a, tc_model_t **model)
 {
     tc_model_opts_t mopts = {.allow_unknown = a->allow_unknown,
                              .input_size = (uint32_t)a->input_size};
@@ -243,85 +242,99 @@ static int s_load_model(const s_args_t *a, tc_model_t **model)
     if (rc < 0) {
         tc_err_context(rc, "--model %s", a->model_spec);
         rc = rc == TC_ENOMEM || rc == TC_EIO || rc == TC_ECHILD ? rc : TC_EINVAL;
+    } else if (*tc_model_export_warning(*model)) {
+        tc_log_warn("--model %s: %s", a->model_spec, tc_model_export_warning(*model));
     }
     return rc;
 }
 
-/* Predict every device's rows, print them, plot and record them; 3 when
- * some rows could not be predicted. */
-static int s_run(const s_args_t *a, tc_pred_format_t fmt, const unsigned long *batches,
-                 size_t n_batches)
+int tc_predict_compute(const tc_predict_args_t *a, const unsigned long *batches,
+                       size_t n_batches, tc_predict_run_t *r)
 {
-    tc_model_t *model = NULL;
-    tc_store_t *store = NULL;
-    tc_pred_device_t *devs = NULL;
-    size_t n_devs = 0;
-    tc_pred_compare_t *cmps = NULL;
-    size_t n_cmps = 0;
+    *r = (tc_predict_run_t){0};
     int rc = 0;
-    TC_TRY(s_load_model(a, &model));
-    TC_TRY(tc_store_open(tc_default_dsn(a->db), &store));
-    TC_TRY(tc_store_check_schema(store));
-    TC_TRY(s_select_devices(store, a->gpu, &devs, &n_devs));
+    /* The database first: a wrong --db is said before a torchvision model
+     * is exported (seconds of PyTorch). */
+    TC_TRY(tc_store_open(tc_default_dsn(a->db), &r->store));
+    TC_TRY(tc_store_check_schema(r->store));
+    TC_TRY(s_load_model(a, &r->model));
+    TC_TRY(s_select_devices(r->store, a->gpu, &r->devs, &r->n_devs));
     /* A look-up large enough to be split over two connections: the second
      * one opens while the fits are read. */
-    if (tc_store_lookup_splits(n_devs * tc_predict_lookups_per_batch(model)))
-        tc_store_side_begin(store);
+    if (tc_store_lookup_splits(r->n_devs * tc_predict_lookups_per_batch(r->model)))
+        tc_store_side_begin(r->store);
     if (a->prices)
-        TC_TRY(s_read_prices(a->prices, devs, n_devs));
+        TC_TRY(s_read_prices(a->prices, r->devs, r->n_devs));
 
-    tc_pred_request_t req = {.model = model,
-                             .batches = batches,
-                             .n_batches = n_batches,
-                             .dataset_size = a->dataset,
-                             .framework = a->framework,
-                             .dtype = a->dtype,
-                             .amp = strcmp(a->amp, "none") ? a->amp : "",
-                             .input_size = (uint32_t)a->input_size,
-                             .extrapolate = a->extrapolate};
-    TC_TRY(s_load_fits(store, &req, devs, n_devs));
-    TC_TRY(tc_predict_lookup_all(store, &req, devs, n_devs, NULL));
-    TC_TRY(tc_predict_fill_missing(store, &req, devs, n_devs, (unsigned)a->wait_s,
+    r->req = (tc_pred_request_t){.model = r->model,
+                                 .batches = batches,
+                                 .n_batches = n_batches,
+                                 .dataset_size = a->dataset,
+                                 .framework = a->framework,
+                                 .dtype = a->dtype,
+                                 .amp = strcmp(a->amp, "none") ? a->amp : "",
+                                 .input_size = (uint32_t)a->input_size,
+                                 .extrapolate = a->extrapolate};
+    TC_TRY(s_load_fits(r->store, &r->req, r->devs, r->n_devs));
+    TC_TRY(tc_predict_lookup_all(r->store, &r->req, r->devs, r->n_devs, NULL));
+    TC_TRY(tc_predict_fill_missing(r->store, &r->req, r->devs, r->n_devs, (unsigned)a->wait_s,
                                    a->model_spec));
-    TC_TRY(s_predict_devices(store, &req, devs, n_devs));
-    TC_TRY(tc_predict_compare(store, devs, n_devs, &cmps, &n_cmps));
-    size_t ok = 0, not_ok = 0;
-    tc_predict_count(devs, n_devs, &ok, &not_ok);
+    TC_TRY(s_predict_devices(r->store, &r->req, r->devs, r->n_devs));
+    TC_TRY(tc_predict_compare(r->store, r->devs, r->n_devs, &r->cmps, &r->n_cmps));
+    tc_predict_count(r->devs, r->n_devs, &r->ok, &r->not_ok);
+err:
+    return rc;
+}
 
-    TC_TRY(tc_pred_print(stdout, fmt, model, &req, devs, n_devs, cmps, n_cmps));
+void tc_predict_run_free(tc_predict_run_t *r)
+{
+    for (size_t i = 0; i < r->n_devs; i++)
+        tc_pred_device_free(&r->devs[i]);
+    free(r->devs);
+    free(r->cmps);
+    tc_store_destroy(&r->store);
+    tc_model_destroy(&r->model);
+    *r = (tc_predict_run_t){0};
+}
+
+/* Predict every device's rows, print them, plot and record them; 3 when
+ * some rows could not be predicted. */
+static int s_run(const tc_predict_args_t *a, tc_pred_format_t fmt, const unsigned long *batches,
+                 size_t n_batches)
+{
+    tc_predict_run_t r = {0};
+    int rc = 0;
+    TC_TRY(tc_predict_compute(a, batches, n_batches, &r));
+    TC_TRY(tc_pred_print(stdout, fmt, r.model, &r.req, r.devs, r.n_devs, r.cmps, r.n_cmps));
     fflush(stdout);
-    if (a->plot && ok)
-        TC_TRY(tc_pred_plot(a->plot, strcmp(a->plot_metric, "epoch") == 0, model, devs, n_devs));
+    if (a->plot && r.ok)
+        TC_TRY(tc_pred_plot(a->plot, strcmp(a->plot_metric, "epoch") == 0, r.model, r.devs,
+                            r.n_devs));
     else if (a->plot)
         tc_log_warn("--plot %s: no row could be predicted, so there is nothing to draw", a->plot);
-    if (!a->no_store && ok)
-        s_record(store, &req, devs, n_devs);
-    if (not_ok) {
+    if (!a->no_store && r.ok)
+        s_record(r.store, &r.req, r.devs, r.n_devs);
+    if (r.not_ok) {
         fprintf(stderr, "aggregator predict: %zu of %zu rows could not be predicted (each "
                         "says why above); exit status 3\n",
-                not_ok, ok + not_ok);
+                r.not_ok, r.ok + r.not_ok);
         rc = 3;
     }
 err:
-    for (size_t i = 0; i < n_devs; i++)
-        tc_pred_device_free(&devs[i]);
-    free(devs);
-    free(cmps);
-    tc_store_destroy(&store);
-    tc_model_destroy(&model);
+    tc_predict_run_free(&r);
     return rc;
 }
 
 int tc_cmd_predict(int argc, char **argv)
 {
-    s_args_t a = {.format = "table",
-                  .plot_metric = "iteration",
-                  .framework = "pytorch",
-                  .dtype = "fp32",
-                  .amp = "none",
-                  .wait_s = 300,
-                  .dataset = 1281167,
-                  .extrapolate = 2};
+    tc_predict_args_t a = {.format = "table",
+                           .plot_metric = "iteration",
+                           .framework = "pytorch",
+                           .dtype = "fp32",
+                           .amp = "none",
+                           .wait_s = 300,
+                           .dataset = 1281167,
+                           .extrapolate = 2};
     const tc_opt_t opts[] = {
         {"gpu", TC_OPT_STR, &a.gpu, "all|NAME,...", "device classes to compare", true},
         {"model", TC_OPT_STR, &a.model_spec, "SPEC",

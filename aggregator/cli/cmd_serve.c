@@ -8,11 +8,27 @@
 #include "tc_error.h"
 #include "tc_wire.h"
 
+#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 static volatile sig_atomic_t s_stop, s_reload;
+
+/* The key pair first: without one nothing else matters, so the missing
+ * key is named before the allowlist (which keygen creates with it). */
+static int s_check_key(const char *keys_dir, bool insecure)
+{
+    char keyfile[2200];
+    snprintf(keyfile, sizeof keyfile, "%s/aggregator.key", keys_dir);
+    if (insecure || access(keyfile, F_OK) == 0 || errno != ENOENT)
+        return 0;
+    return tc_fail(TC_EINVAL,
+                   "no aggregator key in %s: run 'aggregator keygen --keys %s' first and give "
+                   "agents its aggregator.pub (or use --insecure for a local demo)",
+                   keys_dir, keys_dir);
+}
 
 static void s_on_stop(int sig)
 {
@@ -128,7 +144,7 @@ int tc_cmd_serve(int argc, char **argv)
         return rc;
     s_paths_t p;
     s_paths(&a, &p);
-    if ((rc = s_check(&a)) < 0) {
+    if ((rc = s_check(&a)) < 0 || (rc = s_check_key(p.keys_dir, a.insecure)) < 0) {
         tc_cli_result_free(&cli);
         return rc;
     }

@@ -1,5 +1,7 @@
 /* aggregator status: agents, their devices (local or imported), when they
- * were last seen, their backlog (messages waiting in their journals), what is stored, and the job queue. */
+ * were last seen, their backlog (messages waiting in their journals), what
+ * is stored, and the job queue. Times are ISO 8601 in UTC in every format
+ * (2026-12-02T13:38:39Z), how long ago an agent was seen is whole seconds. */
 #include "cli_db.h"
 #include "commands.h"
 #include "store.h"
@@ -22,18 +24,15 @@ static int s_add_row(void *arg, int ncols, const char *const *names, const char 
 
 static const tc_col_t s_agent_cols[] = {
     {"agent_id", TC_COL_TEXT},    {"host", TC_COL_TEXT},          {"version", TC_COL_TEXT},
-    {"accepts_jobs", TC_COL_BOOL}, {"last_seen", TC_COL_TEXT},     {"ago", TC_COL_TEXT},
+    {"accepts_jobs", TC_COL_BOOL}, {"last_seen", TC_COL_TEXT},     {"ago_s", TC_COL_INT},
     {"spool_backlog", TC_COL_INT}, {"messages", TC_COL_INT},
 };
+#define S_ISO(col) "to_char(" col " AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"')"
 static const char s_agent_sql[] =
     "SELECT a.agent_id, a.host, a.version,"
     " CASE WHEN a.accepts_jobs THEN 'yes' ELSE 'no' END,"
-    " to_char(a.last_seen AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') || ' UTC',"
-    " CASE WHEN now() - a.last_seen < interval '1 minute'"
-    "      THEN extract(epoch FROM now() - a.last_seen)::int || ' s'"
-    "      WHEN now() - a.last_seen < interval '1 hour'"
-    "      THEN (extract(epoch FROM now() - a.last_seen) / 60)::int || ' min'"
-    "      ELSE (extract(epoch FROM now() - a.last_seen) / 3600)::int || ' h' END,"
+    " " S_ISO("a.last_seen") ","
+    " greatest(floor(extract(epoch FROM now() - a.last_seen)), 0)::bigint::text,"
     " a.spool_backlog::text,"
     " (SELECT count(*) FROM received_messages m WHERE m.agent_id = a.agent_id)::text"
     " FROM agents a ORDER BY a.last_seen DESC, a.agent_id";
@@ -52,7 +51,7 @@ static const char s_device_sql[] =
     "           || coalesce(', was ''' || d.original_name || '''', '') END,"
     " (SELECT count(*) FROM conv_results r WHERE r.device_id = d.device_id)::text,"
     " (SELECT count(*) FROM traces t WHERE t.device_id = d.device_id)::text,"
-    " to_char(d.last_seen AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') || ' UTC'"
+    " " S_ISO("d.last_seen")
     " FROM devices d LEFT JOIN imports i USING (import_id)"
     " ORDER BY d.import_id NULLS FIRST, d.agent_id, d.name, d.uuid";
 
@@ -75,7 +74,7 @@ static const tc_col_t s_job_cols[] = {
     {"state", TC_COL_TEXT}, {"jobs", TC_COL_INT}, {"latest", TC_COL_TEXT}};
 static const char s_job_sql[] =
     "SELECT state, count(*)::text,"
-    " to_char(max(updated_at) AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') || ' UTC'"
+    " " S_ISO("max(updated_at)")
     " FROM jobs GROUP BY state"
     " ORDER BY array_position(ARRAY['queued','dispatched','running','done','failed'], state)";
 

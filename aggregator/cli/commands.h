@@ -11,5 +11,8 @@ int tc_cmd_fit(int argc, char **argv);
 int tc_cmd_validate(int argc, char **argv);
 int tc_cmd_export(int argc, char **argv);
 int tc_cmd_import(int argc, char **argv);
+int tc_cmd_report(int argc, char **argv);
+int tc_cmd_devices(int argc, char **argv);
+int tc_cmd_models(int argc, char **argv);
 
 #endif

@@ -1,5 +1,7 @@
 /* Charts of predictions against batch size, drawn with PLplot: one line per
- * series with its interval band, a legend, log2 batch axis. */
+ * series with its interval band, marks on points that do not fit in memory
+ * or were clamped, a letter at the foot for every batch a series could not
+ * predict, log2 batch axis, and a legend of only what was drawn. */
 #ifndef TC_PLOT_H
 #define TC_PLOT_H
 
@@ -13,7 +15,22 @@ typedef struct {
     const double *lo;    /* lower end of the interval (may be NULL) */
     const double *hi;    /* upper end of the interval (may be NULL) */
     const int *fits;     /* per point: 0 = does not fit in memory (drawn as x); may be NULL */
+    const int *clamped;  /* per point: 1 = a part of it was clamped at 0 (drawn as an open
+                            ring with "!"); may be NULL */
+    /* Batches the series could not predict, each drawn at the foot of the
+     * chart as its letter in the series' colour (m, r, n, ...); the legend
+     * says what each letter present means (`why`, the same order). */
+    size_t n_skipped;
+    const double *skipped_x;
+    const char *skipped_code; /* one letter per skipped batch */
 } tc_plot_series_t;
+
+/* What a letter at the foot means, for the legend ("m", "conv benchmarks
+ * missing"). */
+typedef struct {
+    char code;
+    const char *text;
+} tc_plot_skip_t;
 
 typedef struct {
     const char *title;
@@ -21,6 +38,8 @@ typedef struct {
     const char *ylabel;
     int log_y;           /* logarithmic value axis */
     int width, height;   /* pixels (PNG) or points (SVG); 0: 1000 x 650 */
+    const tc_plot_skip_t *skips; /* the letters series may use (NULL: none) */
+    size_t n_skips;
 } tc_plot_opts_t;
 
 /* Write the chart to `path`; the format follows its extension (.svg or

@@ -240,7 +240,9 @@ static bool s_unpredictable(const tc_pred_request_t *req, const tc_pred_device_t
     }
     if (lacking) {
         p->status = TC_PT_MISSING;
-        snprintf(p->reason, sizeof p->reason, "lacks %zu of the %zu conv benchmarks at batch %u",
+        snprintf(p->reason, sizeof p->reason,
+                 "lacks %zu of its %zu conv measurements at batch %u (one per conv config and "
+                 "pass)",
                  lacking, per, p->batch);
         return true;
     }

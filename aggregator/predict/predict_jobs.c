@@ -203,15 +203,22 @@ int tc_predict_fill_missing(tc_store_t *s, const tc_pred_request_t *req, tc_pred
         tc_pred_device_t *d = &devs[i];
         if (d->status != TC_PRED_OK || d->missing == 0)
             continue;
-        char cmd[768];
+        char cmd[768], where[1024] = "";
         tc_predict_bench_command(d, req, model_spec, cmd, sizeof cmd);
+        /* A file is read where the command runs: it must be there first. */
+        if (strncmp(model_spec, "torchvision:", 12) != 0)
+            snprintf(where, sizeof where, " (with %s copied to that host at that path first)",
+                     model_spec);
+        size_t configs = s_missing_configs(d);
         snprintf(d->note, sizeof d->note,
-                 "%zu configs (%zu measurements) in all lack benchmarks%s; on %s run: %s",
-                 s_missing_configs(d), d->missing,
+                 "%zu conv config%s lack%s benchmarks: %zu measurement%s in all (one per "
+                 "config, pass and batch)%s; on %s run%s: %s",
+                 configs, configs == 1 ? "" : "s", configs == 1 ? "s" : "", d->missing,
+                 d->missing == 1 ? "" : "s",
                  asked[i] ? ", and its agents did not measure them in time"
                  : wait_s ? ", and no agent of this device is online to measure them"
                           : "",
-                 *d->device.hosts ? d->device.hosts : "its host", cmd);
+                 *d->device.hosts ? d->device.hosts : "its host", where, cmd);
         tc_log_warn("device '%s': %s", d->device.name, d->note);
     }
     free(ids);

@@ -294,7 +294,10 @@ static void s_json_point(tc_buf_t *b, const tc_pred_point_t *p)
     tc_buf_puts(b, ",\"cost_per_epoch\":");
     tc_buf_json_num(b, p->cost);
     tc_buf_puts(b, ",\"peak_memory_bytes\":");
-    tc_buf_json_num(b, p->peak_bytes);
+    if (isfinite(p->peak_bytes))
+        tc_buf_printf(b, "%.0f", p->peak_bytes); /* whole bytes, as in csv */
+    else
+        tc_buf_puts(b, "null");
     tc_buf_puts(b, ",\"energy_kj_per_epoch\":");
     tc_buf_json_num(b, p->energy_kj);
     if (p->status == TC_PT_OK)
@@ -347,6 +350,8 @@ static int s_print_json(FILE *out, const tc_model_t *model, const tc_pred_reques
             tc_buf_json_num(&b, d->fit.cv_mape);
             tc_buf_puts(&b, ",\"stat\":");
             tc_buf_json_str(&b, tc_fit_stat_name(d->fit.stat));
+            tc_buf_printf(&b, ",\"n_cnns\":%zu,\"batch_min\":%u,\"batch_max\":%u",
+                          d->fit.n_cnns, d->fit.batch_min, d->fit.batch_max);
             tc_buf_puts(&b, "},\"unseen_classes\":");
             if (*d->unseen)
                 tc_buf_json_str(&b, d->unseen);
@@ -436,68 +441,98 @@ int tc_pred_print(FILE *out, tc_pred_format_t fmt, const tc_model_t *model,
     }
 }
 
+/* The letter at the foot of the chart for a row that was not predicted. */
+static const tc_plot_skip_t s_skips[] = {
+    {'m', "not predicted: conv benchmarks missing"},
+    {'r', "not predicted: outside the fit's batch sizes"},
+    {'n', "not predicted: the device has no fit"},
+};
+
+static char s_skip_code(tc_pred_point_status_t st)
+{
+    return st == TC_PT_MISSING ? 'm' : st == TC_PT_OUT_OF_RANGE ? 'r' : 'n';
+}
+
 int tc_pred_plot(const char *path, bool epoch, const tc_model_t *model,
                  const tc_pred_device_t *devs, size_t n)
 {
     tc_plot_series_t *series = calloc(n + 1, sizeof *series);
-    double *vals = NULL;
     size_t total = 0;
-    for (size_t i = 0; i < n; i++) {
-        for (size_t j = 0; j < devs[i].n_points; j++)
-            total += devs[i].points[j].status == TC_PT_OK;
-    }
-    vals = calloc(5 * total + 1, sizeof *vals);
-    int *fits = calloc(total + 1, sizeof *fits);
-    if (!series || !vals || !fits) {
+    for (size_t i = 0; i < n; i++)
+        total += devs[i].n_points;
+    /* Per point: x, y, lo, hi and the x of a skipped batch; fits and
+     * clamped; a skipped batch's letter. */
+    double *vals = calloc(5 * total + 1, sizeof *vals);
+    int *flags = calloc(2 * total + 1, sizeof *flags);
+    char *codes = calloc(total + 1, 1);
+    if (!series || !vals || !flags || !codes) {
         free(series);
         free(vals);
-        free(fits);
+        free(flags);
+        free(codes);
         return tc_fail(TC_ENOMEM, "out of memory");
     }
-    size_t ns = 0, k = 0;
+    size_t ns = 0, k = 0, ok = 0;
     for (size_t i = 0; i < n; i++) {
         const tc_pred_device_t *d = &devs[i];
-        size_t m = 0;
-        for (size_t j = 0; j < d->n_points; j++)
-            m += d->points[j].status == TC_PT_OK;
-        if (m == 0)
-            continue;
         tc_plot_series_t *s = &series[ns++];
-        s->label = d->device.name;
-        s->n = m;
         double *x = &vals[k], *y = &vals[total + k], *lo = &vals[2 * total + k],
-               *hi = &vals[3 * total + k];
-        for (size_t j = 0, q = 0; j < d->n_points; j++) {
+               *hi = &vals[3 * total + k], *sx = &vals[4 * total + k];
+        int *fits = &flags[k], *clamped = &flags[total + k];
+        char *code = &codes[k];
+        size_t q = 0, skipped = 0;
+        for (size_t j = 0; j < d->n_points; j++) {
             const tc_pred_point_t *p = &d->points[j];
-            if (p->status != TC_PT_OK)
+            if (p->status != TC_PT_OK) {
+                sx[skipped] = p->batch;
+                code[skipped++] = s_skip_code(p->status);
                 continue;
+            }
             /* Epoch time in minutes scales the iteration interval. */
             double scale = epoch ? p->epoch_s / 60.0 / p->total_ms : 1.0;
             x[q] = p->batch;
             y[q] = p->total_ms * scale;
             lo[q] = p->lo_ms * scale;
             hi[q] = p->hi_ms * scale;
-            fits[k + q] = p->fits != 0;
+            fits[q] = p->fits != 0;
+            clamped[q] = p->clamped;
             q++;
         }
-        s->x = x;
-        s->y = y;
-        s->lo = lo;
-        s->hi = hi;
-        s->fits = &fits[k];
-        k += m;
+        *s = (tc_plot_series_t){.label = d->device.name,
+                                .n = q,
+                                .x = x,
+                                .y = y,
+                                .lo = lo,
+                                .hi = hi,
+                                .fits = fits,
+                                .clamped = clamped,
+                                .n_skipped = skipped,
+                                .skipped_x = sx,
+                                .skipped_code = code};
+        ok += q;
+        k += d->n_points;
     }
+    uint32_t c, h, w;
+    tc_model_input(model, &c, &h, &w);
     char title[512];
-    snprintf(title, sizeof title, "%s: predicted %s", tc_model_name(model),
+    snprintf(title, sizeof title, "%s at %ux%u: predicted %s", tc_model_name(model), h, w,
              epoch ? "epoch time" : "training iteration time");
     tc_plot_opts_t o = {.title = title,
                         .xlabel = "batch size",
                         .ylabel = epoch ? "minutes per epoch" : "ms per iteration",
-                        .log_y = 1};
-    int rc = ns ? tc_plot_write(path, &o, series, ns)
+                        .log_y = 1,
+                        .skips = s_skips,
+                        .n_skips = sizeof s_skips / sizeof s_skips[0]};
+    int rc = ok ? tc_plot_write(path, &o, series, ns)
                 : tc_fail(TC_ENOTFOUND, "--plot: no device has predictions to draw");
     free(series);
     free(vals);
-    free(fits);
+    free(flags);
+    free(codes);
     return rc;
+}
+
+void tc_pred_duration(double seconds, char *buf, size_t size)
+{
+    s_duration(seconds, buf, size);
 }

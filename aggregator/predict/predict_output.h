@@ -23,6 +23,10 @@ int tc_pred_print(FILE *out, tc_pred_format_t fmt, const tc_model_t *model,
 int tc_pred_plot(const char *path, bool epoch, const tc_model_t *model,
                  const tc_pred_device_t *devs, size_t n);
 
+/* A duration as the table prints it: 42.0s, 3m07s, 2h05m, 1d04h ("?" when
+ * not finite). */
+void tc_pred_duration(double seconds, char *buf, size_t size);
+
 /* For devices whose conv lookups are incomplete: ask connected agents of
  * that device to benchmark the missing configs and wait up to `wait_s`
  * seconds with progress; a device still incomplete afterwards gets a note

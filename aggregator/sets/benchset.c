@@ -5,6 +5,7 @@
 #include "tc_error.h"
 #include "tc_sha256.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -178,7 +179,7 @@ struct tc_set_reader {
     char *path;
     tc_json_t *header_doc;
     tc_set_header_t header;
-    char *devices_json, *models_json;
+    char *devices_json, *models_json, *devices_seen_json;
     tc_sha256_t sum;   /* of the bytes before the trailer */
     tc_sha256_t whole; /* of every byte */
     char whole_hex[65];
@@ -311,6 +312,45 @@ static char *s_array_text(const tc_json_value_t *obj, const char *key)
     return out;
 }
 
+/* "YYYY-MM-DDTHH:MM:SSZ", as the exporter writes it. */
+static bool s_iso_time(const char *t)
+{
+    static const char pattern[] = "dddd-dd-ddTdd:dd:ddZ";
+    if (strlen(t) != sizeof pattern - 1)
+        return false;
+    for (size_t i = 0; pattern[i]; i++) {
+        if (pattern[i] == 'd' ? !isdigit((unsigned char)t[i]) : t[i] != pattern[i])
+            return false;
+    }
+    return true;
+}
+
+/* The header's devices that say when they were last seen, as
+ * [{"uuid": ..., "last_seen": ...}, ...]. */
+static char *s_seen_text(const tc_json_value_t *obj)
+{
+    const tc_json_value_t *a = tc_json_get(obj, "devices");
+    tc_buf_t b = {0};
+    tc_buf_putc(&b, '[');
+    size_t k = 0;
+    for (size_t i = 0; a && tc_json_type(a) == TC_JSON_ARRAY && i < tc_json_len(a); i++) {
+        const tc_json_value_t *e = tc_json_at(a, i);
+        const char *uuid = tc_json_string(tc_json_get(e, "uuid"));
+        const char *seen = tc_json_string(tc_json_get(e, "last_seen"));
+        if (!uuid || !seen || !s_iso_time(seen))
+            continue;
+        tc_buf_puts(&b, k++ ? ",{\"uuid\":" : "{\"uuid\":");
+        tc_buf_json_str(&b, uuid);
+        tc_buf_puts(&b, ",\"last_seen\":");
+        tc_buf_json_str(&b, seen);
+        tc_buf_putc(&b, '}');
+    }
+    tc_buf_putc(&b, ']');
+    char *out = b.failed ? NULL : strdup(tc_buf_str(&b));
+    tc_buf_free(&b);
+    return out;
+}
+
 static int s_parse_header(tc_set_reader_t *r, const uint8_t *p, size_t n)
 {
     char where[1200];
@@ -359,10 +399,12 @@ static int s_parse_header(tc_set_reader_t *r, const uint8_t *p, size_t n)
                            : "export it again with a newer traincast");
     r->devices_json = s_array_text(h, "devices");
     r->models_json = s_array_text(h, "models");
-    if (!r->devices_json || !r->models_json)
+    r->devices_seen_json = s_seen_text(h);
+    if (!r->devices_json || !r->models_json || !r->devices_seen_json)
         return tc_fail(TC_ENOMEM, "out of memory");
     r->header.devices_json = r->devices_json;
     r->header.models_json = r->models_json;
+    r->header.devices_seen_json = r->devices_seen_json;
     return 0;
 }
 
@@ -524,6 +566,7 @@ void tc_set_reader_destroy(tc_set_reader_t **self_p)
     tc_json_destroy(&self->header_doc);
     free(self->devices_json);
     free(self->models_json);
+    free(self->devices_seen_json);
     free(self->path);
     free(self);
     *self_p = NULL;

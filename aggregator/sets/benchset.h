@@ -38,9 +38,14 @@ typedef struct {
     const char *exported_at;       /* ISO 8601 UTC */
     long long records;             /* envelopes that follow */
     /* The devices: a JSON array of objects (name, uuid, kind, conv_results,
-     * traces), as the writer got it (already JSON text) or as read. */
+     * traces, last_seen), as the writer got it (already JSON text); as read,
+     * their names only. */
     const char *devices_json;
     const char *models_json;       /* a JSON array of model ids */
+    /* As read: when the exporting database last heard of each device, a JSON
+     * array of {"uuid", "last_seen" (ISO 8601 UTC)} for the devices whose
+     * header entry has both (sets written before last_seen was added: []). */
+    const char *devices_seen_json;
 } tc_set_header_t;
 
 typedef struct tc_set_writer tc_set_writer_t;

@@ -4,10 +4,12 @@
 #include "tc_model.h"
 #include "tc_model_internal.h"
 
+#include "tc_buf.h"
 #include "tc_error.h"
 #include "tc_graph.h"
 #include "tc_pbscan.h"
 #include "tc_sha256.h"
+#include "tc_wire.h"
 
 #include <errno.h>
 #include <stdbool.h>
@@ -25,6 +27,7 @@ struct tc_model {
     char *name;
     char *id;
     char sha256[65];
+    char structure[65]; /* SHA-256 of the structure's text (s_structure_hash) */
     uint32_t in_c, in_h, in_w;
     uint64_t params;
     double flops, macs;
@@ -36,6 +39,7 @@ struct tc_model {
     size_t n_matmuls;
     char **meta; /* key, value pairs */
     size_t n_meta;
+    const char *export_warning; /* "" or why the file looks exported for inference */
 };
 
 static int s_dedup_ops(tc_model_t *m);
@@ -54,6 +58,62 @@ static int s_copy_meta(tc_model_t *m, const Onnx__ModelProto *mp)
             return tc_fail(TC_ENOMEM, "out of memory");
     }
     m->n_meta = mp->n_metadata_props;
+    return 0;
+}
+
+#define S_TRAINING_EXPORT                                                                     \
+    "export it in training mode: model.train(); torch.onnx.export(model, x, FILE, "           \
+    "export_params=False, training=torch.onnx.TrainingMode.TRAINING, "                        \
+    "do_constant_folding=False, opset_version=17, dynamic_axes={'input': {0: 'batch'}}) "     \
+    "(README, your own model)"
+
+/* An export for inference trains differently from the network: batch norm
+ * in eval mode (one output, training_mode 0) or folded into the convs, and
+ * dropout gone. Folding leaves no trace that tells it from a CNN without
+ * batch norm or dropout, so a file with convs and neither says so, hedged. */
+static int s_check_export_mode(tc_model_t *m, const Onnx__ModelProto *mp)
+{
+    m->export_warning = "";
+    const Onnx__GraphProto *g = mp->graph;
+    size_t bn = 0, bn_eval = 0, dropout = 0, conv = 0;
+    for (size_t i = 0; g && i < g->n_node; i++) {
+        const Onnx__NodeProto *n = g->node[i];
+        const char *op = n->op_type ? n->op_type : "";
+        if (!strcmp(op, "BatchNormalization")) {
+            bool training = false;
+            for (size_t k = 0; k < n->n_attribute; k++) {
+                const Onnx__AttributeProto *a = n->attribute[k];
+                if (a->name && !strcmp(a->name, "training_mode") && a->i != 0)
+                    training = true;
+            }
+            bn++;
+            /* opset < 14 has no training_mode: training exports give it the
+             * running mean and variance as outputs */
+            bn_eval += !training && n->n_output < 3;
+        }
+        dropout += !strcmp(op, "Dropout");
+        conv += !strcmp(op, "Conv");
+    }
+    const char *w = NULL;
+    char buf[1024];
+    if (bn_eval) {
+        snprintf(buf, sizeof buf,
+                 "%zu of its %zu BatchNormalization nodes are in inference mode (an eval-mode "
+                 "export): training normalizes by batch statistics and updates the running ones, "
+                 "so the prediction misses that; " S_TRAINING_EXPORT,
+                 bn_eval, bn);
+        w = buf;
+    } else if (conv && !bn && !dropout && !mp->n_metadata_props) {
+        snprintf(buf, sizeof buf,
+                 "no BatchNormalization or Dropout node among its %zu convs: if the network has "
+                 "batch norm or dropout, this is an inference export (torch.onnx.export's "
+                 "defaults fold batch norm into the convs and drop dropout) and its training "
+                 "time comes out too low; " S_TRAINING_EXPORT,
+                 conv);
+        w = buf;
+    }
+    if (w && !(m->export_warning = tc_arena_strdup(&m->g.arena, w)))
+        return tc_fail(TC_ENOMEM, "out of memory");
     return 0;
 }
 
@@ -83,6 +143,71 @@ static int s_collect(tc_model_t *m)
     return s_dedup_ops(m);
 }
 
+static int s_cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+#define S_KEY_U32(b, v) tc_buf_printf(b, "%u,", (unsigned)(v))
+#define S_KEY_DTYPE(b, v) tc_buf_printf(b, "%s,", tc_dtype_name(v))
+#define S_KEY_LAYOUT(b, v) tc_buf_printf(b, "%s,", tc_layout_name(v))
+#define S_KEY_BOOL(b, v) tc_buf_printf(b, "%d,", (v) ? 1 : 0)
+#define S_KEY_(x, y, name, kind, first) S_KEY_##kind(&line, u->config.name);
+
+/* The model's structure as text, hashed: what a file's model id is made
+ * of, so that the same network exported with or without its weights (or
+ * with other names) gets one id. Exactly what the store keeps of it, so
+ * that schema/013_model_structure_ids.sql computes the same from the
+ * tables models, model_layers, model_convs and conv_configs:
+ *   traincast model structure 1
+ *   input C H W
+ *   L op op_class params elems_in elems_out d1,d2,...   (each layer, in order)
+ *   C c,h,w,...,dtype,layout,bias first_layer multiplicity   (each deduplicated
+ *     conv, the lines sorted bytewise; booleans 1 or 0)
+ * each line ending in a newline. */
+static int s_structure_hash(tc_model_t *m)
+{
+    tc_buf_t b = {0};
+    char **lines = calloc(m->n_convs + 1, sizeof *lines);
+    int rc = lines ? 0 : tc_fail(TC_ENOMEM, "out of memory");
+    tc_buf_printf(&b, "traincast model structure 1\ninput %u %u %u\n", m->in_c, m->in_h,
+                  m->in_w);
+    for (size_t i = 0; i < m->n_layers; i++) {
+        const tc_model_node_t *n = m->layers[i];
+        tc_buf_printf(&b, "L %s %s %llu %llu %llu ", n->op, tc_op_class_name(n->op_class),
+                      (unsigned long long)n->params, (unsigned long long)n->elems_in,
+                      (unsigned long long)n->elems_out);
+        for (int k = 0; k < n->rank_out; k++)
+            tc_buf_printf(&b, "%s%lld", k ? "," : "", (long long)n->out_shape[k]);
+        tc_buf_putc(&b, '\n');
+    }
+    for (size_t i = 0; rc == 0 && i < m->n_convs; i++) {
+        const tc_conv_usage_t *u = &m->convs[i];
+        tc_buf_t line = {0};
+        tc_buf_puts(&line, "C ");
+        TC_CONV_KEY(S_KEY_, , )
+        tc_buf_truncate(&line, line.len - 1); /* the last comma */
+        tc_buf_printf(&line, " %d %u\n", u->first_layer ? 1 : 0, u->multiplicity);
+        if (line.failed || !(lines[i] = strdup(tc_buf_str(&line))))
+            rc = tc_fail(TC_ENOMEM, "out of memory");
+        tc_buf_free(&line);
+    }
+    if (rc == 0) {
+        qsort(lines, m->n_convs, sizeof *lines, s_cmp_str);
+        for (size_t i = 0; i < m->n_convs; i++)
+            tc_buf_puts(&b, lines[i]);
+        if (b.failed)
+            rc = tc_fail(TC_ENOMEM, "out of memory");
+    }
+    if (rc == 0)
+        tc_sha256_hex(tc_buf_str(&b), b.len, m->structure);
+    for (size_t i = 0; lines && i < m->n_convs; i++)
+        free(lines[i]);
+    free(lines);
+    tc_buf_free(&b);
+    return rc;
+}
+
 int tc_model_set_identity(tc_model_t *m, const char *name, const char *id_prefix)
 {
     char id[512];
@@ -92,7 +217,7 @@ int tc_model_set_identity(tc_model_t *m, const char *name, const char *id_prefix
     if (id_prefix)
         snprintf(id, sizeof id, "%s%s@%u", id_prefix, name, m->in_h);
     else
-        snprintf(id, sizeof id, "onnx:%.12s@%u", m->sha256, m->in_h);
+        snprintf(id, sizeof id, "onnx:%.12s@%u", m->structure, m->in_h);
     m->id = strdup(id);
     if (!m->name || !m->id)
         return tc_fail(TC_ENOMEM, "out of memory");
@@ -133,7 +258,9 @@ static int s_load(const uint8_t *data, size_t len, const char *name, const char 
     TC_TRY(tc_graph_from_onnx(&m->g, mp, opts->input_size));
     TC_TRY(tc_graph_infer(&m->g));
     TC_TRY(s_copy_meta(m, mp));
+    TC_TRY(s_check_export_mode(m, mp));
     TC_TRY(s_collect(m));
+    TC_TRY(s_structure_hash(m));
     TC_TRY(tc_model_set_identity(m, name && *name ? name : "model", NULL));
     /* The proto is no longer needed; drop every pointer into it. */
     for (size_t i = 0; i < m->g.n_nodes; i++)
@@ -267,6 +394,11 @@ const char *tc_model_name(const tc_model_t *m)
 const char *tc_model_sha256(const tc_model_t *m)
 {
     return m->sha256;
+}
+
+const char *tc_model_export_warning(const tc_model_t *m)
+{
+    return m->export_warning ? m->export_warning : "";
 }
 
 void tc_model_input(const tc_model_t *m, uint32_t *c, uint32_t *h, uint32_t *w)

@@ -110,6 +110,10 @@ void tc_model_destroy(tc_model_t **self_p);
 const char *tc_model_id(const tc_model_t *m);
 const char *tc_model_name(const tc_model_t *m);
 const char *tc_model_sha256(const tc_model_t *m); /* of the source bytes, hex */
+/* "" or, for a file that looks exported for inference (batch norm in eval
+ * mode, or no batch norm and no dropout at all: folded into the convs), why
+ * and how to export it for training. */
+const char *tc_model_export_warning(const tc_model_t *m);
 void tc_model_input(const tc_model_t *m, uint32_t *c, uint32_t *h, uint32_t *w);
 uint64_t tc_model_params(const tc_model_t *m);
 double tc_model_flops(const tc_model_t *m); /* forward, per sample */

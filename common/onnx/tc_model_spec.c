@@ -7,6 +7,7 @@
 #include "tc_log.h"
 #include "tc_paths.h"
 #include "tc_run.h"
+#include "tc_suggest.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -20,6 +21,10 @@
 #include <unistd.h>
 
 #define S_PREFIX "torchvision:"
+/* The harness's model names (export_onnx.py --list), one a line, cached
+ * beside the exports so that a name is checked without Python. */
+#define S_NAMES_FILE "torchvision-models.txt"
+#define S_MAX_NAMES 512
 
 static bool s_have_pytorch(void)
 {
@@ -90,6 +95,113 @@ static void s_list_committed(const char *dir, char *buf, size_t size)
     closedir(d);
 }
 
+/* Names, one a line in `text` (modified), into names[] (pointing into it). */
+static size_t s_split_names(char *text, const char **names, size_t cap)
+{
+    size_t n = 0;
+    for (char *save = NULL, *t = strtok_r(text, "\n", &save); t && n < cap;
+         t = strtok_r(NULL, "\n", &save)) {
+        if (*t && strspn(t, "abcdefghijklmnopqrstuvwxyz0123456789_") == strlen(t))
+            names[n++] = t;
+    }
+    return n;
+}
+
+static bool s_listed(const char *name, const char *const *names, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (!strcmp(names[i], name))
+            return true;
+    }
+    return false;
+}
+
+/* The cached list of the harness's names in `dir` into text (size bytes),
+ * or false when there is none. */
+static bool s_read_names(const char *dir, char *text, size_t size)
+{
+    char path[1200];
+    snprintf(path, sizeof path, "%s/" S_NAMES_FILE, dir);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return false;
+    size_t n = fread(text, 1, size - 1, f);
+    fclose(f);
+    text[n] = '\0';
+    return n > 0;
+}
+
+/* Ask the harness for its names (export_onnx.py --list: imports torchvision,
+ * exports nothing) and cache them in `dir`. False when it cannot say. */
+static bool s_list_names(const char *dir, char *text, size_t size)
+{
+    char script[1200], harness[1024];
+    snprintf(script, sizeof script, "%s/export_onnx.py",
+             tc_resource_dir(TC_DIR_HARNESS, harness, sizeof harness));
+    char *argv[] = {(char *)tc_python(), script, "--list", NULL};
+    if (tc_run_capture(argv, false, text, size) != 0 || !*text)
+        return false;
+    char path[1200], tmp[1300];
+    snprintf(path, sizeof path, "%s/" S_NAMES_FILE, dir);
+    snprintf(tmp, sizeof tmp, "%s.%ld.tmp", path, (long)getpid());
+    FILE *f = fopen(tmp, "w");
+    if (f) {
+        bool ok = fputs(text, f) >= 0;
+        ok = fclose(f) == 0 && ok;
+        if (!ok || rename(tmp, path) < 0)
+            unlink(tmp);
+    }
+    return true;
+}
+
+/* TC_ENOTFOUND for a name that is not among `names`, with the closest as a
+ * suggestion, or the names themselves when none is close. */
+static int s_unknown_name(const char *name, const char *const *names, size_t n, const char *what)
+{
+    const char *best = tc_suggest(name, names, n);
+    if (best)
+        return tc_fail(TC_ENOTFOUND, "'%s' is not %s: did you mean torchvision:%s?", name, what,
+                       best);
+    char list[4096];
+    size_t len = 0;
+    list[0] = '\0';
+    for (size_t i = 0; i < n && len + 1 < sizeof list; i++) {
+        int w = snprintf(list + len, sizeof list - len, "%s%s", i ? ", " : "", names[i]);
+        if (w < 0 || (size_t)w >= sizeof list - len)
+            break;
+        len += (size_t)w;
+    }
+    return tc_fail(TC_ENOTFOUND, "'%s' is not %s; the names: %s", name, what,
+                   n ? list : "none");
+}
+
+/* Check `name` against the harness's names before anything is exported:
+ * from the cached list (a typo near a listed name fails at once, without
+ * Python), else, when PyTorch is there, from a fresh list (cached for the
+ * next time). Without PyTorch the committed exports decide. */
+static int s_check_name(const char *name, const char *dir)
+{
+    static char text[32768];
+    const char *names[S_MAX_NAMES];
+    size_t n = 0;
+    const char *what = "a torchvision classification model";
+    if (s_read_names(dir, text, sizeof text)) {
+        n = s_split_names(text, names, S_MAX_NAMES);
+        if (s_listed(name, names, n))
+            return 0;
+        if (tc_suggest(name, names, n))
+            return s_unknown_name(name, names, n, what);
+    }
+    /* No list yet, or a name far from every listed one (torchvision may have
+     * been upgraded since): list again where PyTorch is. */
+    if (!s_have_pytorch())
+        return 0;
+    if (!s_list_names(dir, text, sizeof text))
+        return 0; /* the export says what went wrong */
+    n = s_split_names(text, names, S_MAX_NAMES);
+    return s_listed(name, names, n) ? 0 : s_unknown_name(name, names, n, what);
+}
+
 static int s_export(const char *name, uint32_t size, const char *path)
 {
     char script[1200], size_arg[16], harness[1024];
@@ -123,6 +235,30 @@ static int s_export(const char *name, uint32_t size, const char *path)
                    tail);
 }
 
+/* TC_ENOTFOUND for a name without PyTorch and without a committed export:
+ * the closest committed name, or what is committed. */
+static int s_no_committed_export(const char *name, const char *data_dir)
+{
+    char list[4096], copy[4096];
+    const char *names[S_MAX_NAMES];
+    size_t n = 0;
+    s_list_committed(data_dir, list, sizeof list);
+    snprintf(copy, sizeof copy, "%s", list);
+    for (char *save = NULL, *t = strtok_r(copy, ", ", &save); t && n < S_MAX_NAMES;
+         t = strtok_r(NULL, ", ", &save))
+        names[n++] = t;
+    const char *best = tc_suggest(name, names, n);
+    if (best)
+        return tc_fail(TC_ENOTFOUND, "torchvision:%s: no committed export of that name: did you "
+                                     "mean torchvision:%s? (without PyTorch, only the committed "
+                                     "exports can be used)",
+                       name, best);
+    return tc_fail(TC_ENOTFOUND, "torchvision:%s: PyTorch is not available (%s cannot import "
+                                 "torch, torchvision and onnx; set TRAINCAST_PYTHON) and there is "
+                                 "no committed export; committed: %s",
+                   name, tc_python(), *list ? list : "none");
+}
+
 static int s_load_torchvision(const char *name, const tc_model_opts_t *opts, tc_model_t **out)
 {
     size_t n = strlen(name);
@@ -147,6 +283,8 @@ static int s_load_torchvision(const char *name, const tc_model_opts_t *opts, tc_
     }
     if (cache && access(path, R_OK) == 0) {
         /* use it */
+    } else if (cache && (rc = s_check_name(name, dir)) < 0) {
+        return rc;
     } else if (cache && s_have_pytorch()) {
         rc = s_export(name, size, path);
         if (rc < 0)
@@ -154,15 +292,8 @@ static int s_load_torchvision(const char *name, const tc_model_opts_t *opts, tc_
     } else {
         tc_err_clear();
         snprintf(path, sizeof path, "%s/%s.onnx", data_dir, name);
-        if (access(path, R_OK) != 0) {
-            char list[2048];
-            s_list_committed(data_dir, list, sizeof list);
-            return tc_fail(TC_ENOTFOUND, "torchvision:%s: PyTorch is not available (%s cannot "
-                                         "import torch, torchvision and onnx; set "
-                                         "TRAINCAST_PYTHON) and there is no committed export; "
-                                         "committed: %s",
-                           name, tc_python(), *list ? list : "none");
-        }
+        if (access(path, R_OK) != 0)
+            return s_no_committed_export(name, data_dir);
     }
     rc = tc_model_load_file(path, &o, out);
     if (rc < 0)

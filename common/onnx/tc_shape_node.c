@@ -141,8 +141,8 @@ int tc_node_const(tc_graph_t *g, const tc_gnode_t *n, int i, const tc_sym_t **da
 
 int tc_node_ints(tc_graph_t *g, const tc_gnode_t *n, int i, int64_t *out, int max, int *count)
 {
-    const tc_sym_t *d;
-    int c, rc = tc_node_const(g, n, i, &d, &c);
+    const tc_sym_t *d = NULL;
+    int c = 0, rc = tc_node_const(g, n, i, &d, &c);
     if (rc < 0)
         return rc;
     if (c > max)

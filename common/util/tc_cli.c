@@ -1,6 +1,7 @@
 #include "tc_cli.h"
 
 #include "tc_error.h"
+#include "tc_suggest.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -24,6 +25,30 @@ static int s_find(const tc_cmd_spec_t *spec, const char *name, size_t len)
             return i;
     }
     return -1;
+}
+
+/* " (did you mean --NAME?)" when an option of `spec` is close to the
+ * unknown `name` (the first `len` bytes), or "". */
+static const char *s_did_you_mean(const tc_cmd_spec_t *spec, const char *name, size_t len,
+                                  char *buf, size_t size)
+{
+    const char *names[TC_CLI_MAX_OPTS + 3];
+    size_t n = 0;
+    for (int i = 0; spec->opts[i].type != TC_OPT_END && n < TC_CLI_MAX_OPTS; i++)
+        names[n++] = spec->opts[i].name;
+    if (spec->config_file) {
+        names[n++] = "config";
+        names[n++] = "check-config";
+    }
+    names[n++] = "help";
+    char typed[256];
+    snprintf(typed, sizeof typed, "%.*s", (int)(len < sizeof typed ? len : sizeof typed - 1),
+             name);
+    const char *best = tc_suggest(typed, names, n);
+    if (!best)
+        return "";
+    snprintf(buf, size, "did you mean --%s? ", best);
+    return buf;
 }
 
 static int s_assign(const tc_opt_t *opt, const char *value, const char *source)
@@ -137,9 +162,14 @@ static int s_read_config(const tc_cmd_spec_t *spec, const char *path, tc_cli_res
             value++;
         }
         int idx = s_find(spec, key, strlen(key));
-        if (idx < 0 || !strcmp(key, "config") || !strcmp(key, "help"))
-            return tc_fail(TC_EINVAL, "%s:%d: unknown key '%s' (keys are the long flags of '%s')",
-                           path, lineno, key, spec->prog);
+        if (idx < 0 || !strcmp(key, "config") || !strcmp(key, "help")) {
+            char hint[300];
+            const char *dym = idx < 0 ? s_did_you_mean(spec, key, strlen(key), hint, sizeof hint)
+                                      : "";
+            return tc_fail(TC_EINVAL,
+                           "%s:%d: unknown key '%s' (%skeys are the long flags of '%s')", path,
+                           lineno, key, dym, spec->prog);
+        }
         if (s_given[idx])
             continue; /* the command line wins */
         snprintf(source, sizeof source, "%s:%d: ", path, lineno);
@@ -198,9 +228,11 @@ int tc_cli_parse(const tc_cmd_spec_t *spec, int argc, char **argv, tc_cli_result
             continue;
         }
         int idx = s_find(spec, name, len);
-        if (idx < 0)
-            return tc_fail(TC_EUSAGE, "unknown option '--%.*s' (see %s --help)", (int)len,
-                           name, spec->prog);
+        if (idx < 0) {
+            char hint[300];
+            return tc_fail(TC_EUSAGE, "unknown option '--%.*s' (%ssee %s --help)", (int)len,
+                           name, s_did_you_mean(spec, name, len, hint, sizeof hint), spec->prog);
+        }
         const tc_opt_t *opt = &spec->opts[idx];
         int rc;
         if (opt->type == TC_OPT_FLAG && !eq) {
@@ -268,6 +300,54 @@ bool tc_cli_given(const tc_cmd_spec_t *spec, const char *name)
     return idx >= 0 && s_given[idx];
 }
 
+#define S_HELP_LEFT 26  /* width of the option column */
+#define S_HELP_WIDTH 100 /* lines wrap before this column */
+
+/* One option's help: the option in a column of S_HELP_LEFT, its
+ * description beside it, wrapped at words to S_HELP_WIDTH and indented
+ * under itself; an option too long for its column stands on a line of its
+ * own with the description under it. */
+static void s_help_line(const char *left, const char *text, const char *suffix)
+{
+    const int indent = 2 + S_HELP_LEFT + 1;
+    if ((int)strlen(left) > S_HELP_LEFT)
+        printf("  %s\n%*s", left, indent, "");
+    else
+        printf("  %-*s ", S_HELP_LEFT, left);
+    int col = indent;
+    char buf[2048];
+    snprintf(buf, sizeof buf, "%s%s", text ? text : "", suffix ? suffix : "");
+    bool line_empty = true;
+    for (const char *p = buf; *p;) {
+        if (*p == '\n') {
+            printf("\n%*s", indent, "");
+            col = indent;
+            line_empty = true;
+            p++;
+            continue;
+        }
+        if (*p == ' ') {
+            p++;
+            continue;
+        }
+        size_t w = strcspn(p, " \n");
+        if (!line_empty && col + 1 + (int)w > S_HELP_WIDTH) {
+            printf("\n%*s", indent, "");
+            col = indent;
+            line_empty = true;
+        }
+        if (!line_empty) {
+            putchar(' ');
+            col++;
+        }
+        printf("%.*s", (int)w, p);
+        col += (int)w;
+        line_empty = false;
+        p += w;
+    }
+    putchar('\n');
+}
+
 void tc_cli_print_help(const tc_cmd_spec_t *spec)
 {
     printf("usage: %s [options]%s%s\n", spec->prog, spec->positional ? " " : "",
@@ -277,19 +357,22 @@ void tc_cli_print_help(const tc_cmd_spec_t *spec)
     printf("\noptions:\n");
     for (int i = 0; spec->opts[i].type != TC_OPT_END; i++) {
         const tc_opt_t *o = &spec->opts[i];
-        char left[64];
+        char left[256];
         if (o->type == TC_OPT_FLAG)
             snprintf(left, sizeof left, "--%s", o->name);
         else
             snprintf(left, sizeof left, "--%s %s", o->name, o->metavar ? o->metavar : "VALUE");
-        printf("  %-26s %s%s\n", left, o->help ? o->help : "", o->required ? " (required)" : "");
+        s_help_line(left, o->help, o->required ? " (required)" : "");
     }
     if (spec->config_file) {
-        printf("  %-26s %s\n", "--config FILE", "read 'key = value' lines with the same keys as the flags");
-        printf("  %-26s %s\n", "--check-config",
-               "check the options and the config file (keys, values, required options) and exit");
+        s_help_line("--config FILE", "read 'key = value' lines with the same keys as the flags",
+                    NULL);
+        s_help_line("--check-config",
+                    "check the options and the config file (keys, values, required options) "
+                    "and exit",
+                    NULL);
     }
-    printf("  %-26s %s\n", "--help", "show this help");
+    s_help_line("--help", "show this help", NULL);
     if (spec->epilog)
         printf("\n%s\n", spec->epilog);
 }

@@ -2,6 +2,7 @@
 
 #include "tc_error.h"
 #include "tc_log.h"
+#include "tc_suggest.h"
 
 #include <signal.h>
 #include <stdio.h>
@@ -46,7 +47,16 @@ int tc_main_dispatch(const char *prog, const char *summary, const tc_command_t *
             fprintf(stderr, "  (at %s)\n", tc_errwhere());
         return tc_exit_status(rc);
     }
-    fprintf(stderr, "%s: unknown command '%s'\n\n", prog, argv[1]);
+    const char *names[64];
+    size_t n = 0;
+    for (const tc_command_t *c = commands; c->name && n < 64; c++)
+        names[n++] = c->name;
+    const char *best = tc_suggest(argv[1], names, n);
+    if (best)
+        fprintf(stderr, "%s: unknown command '%s': did you mean '%s'?\n\n", prog, argv[1],
+                best);
+    else
+        fprintf(stderr, "%s: unknown command '%s'\n\n", prog, argv[1]);
     s_usage(stderr, prog, summary, commands);
     return 2;
 }

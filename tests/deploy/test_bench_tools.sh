@@ -11,7 +11,11 @@
 #   - bench/accuracy.sh refuses a CNN both fitted on and predicted (--outside),
 #     and a study resumed with another CNN set, and names the CNNs whose
 #     rounds disagree (accuracy_remeasure.py),
-#     and its report scores the outside CNNs' predictions against their traces.
+#     and its report scores the outside CNNs' predictions against their traces,
+#     new families apart from other sizes of the study's families;
+#   - bench/faithfulness.py's in-step conv timer (instep) computes exactly the
+#     gradients of the model's own convs, times every conv of the step, and
+#     its conv time is a part of the step.
 set -uo pipefail
 
 build=${1:?usage: test_bench_tools.sh BUILD_DIR}
@@ -104,12 +108,20 @@ rem_less=$(python3 "$repo/bench/accuracy_remeasure.py" "$tmp/rem" 4 2 5 a b c)
 # A study resumed with another CNN set is refused, naming what differs:
 # its stored rounds and new ones would not be one study.
 mkdir -p "$tmp/acc2"
-echo "order=round-robin models=resnet18 outside= batches=2 input=64 devices=cpu:1 warmup=1 iters=1 rounds=2 bench_budget=10 max_reps=2" >"$tmp/acc2/settings"
+echo "host=$(uname -n) order=round-robin models=resnet18 outside= batches=2 input=64 devices=cpu:1 warmup=1 iters=1 rounds=2 remeasure=2 bench_budget=10 max_reps=2" >"$tmp/acc2/settings"
 out=$(BUILD_DIR=$build "$repo/bench/accuracy.sh" --models resnet18,vgg11 --batches 2 --input-size 64 --devices cpu:1 \
     --warmup 1 --iters 1 --rounds 2 --bench-budget-ms 10 --max-reps 2 --dir "$tmp/acc2" 2>&1)
 [ $? -eq 2 ] && grep -q 'models: stored resnet18, now resnet18,vgg11' <<<"$out" \
-    && ! grep -q 'batches:' <<<"$out" && ok "accuracy.sh refuses to resume with another CNN set" \
+    && ! grep -q 'batches:' <<<"$out" && ! grep -q 'host:' <<<"$out" \
+    && ok "accuracy.sh refuses to resume with another CNN set" \
     || fail "accuracy.sh resumed with another CNN set: $out"
+# ... and on another machine: its CPU devices would be other devices.
+sed -i 's/^host=[^ ]*/host=elsewhere/' "$tmp/acc2/settings"
+out=$(BUILD_DIR=$build "$repo/bench/accuracy.sh" --models resnet18 --batches 2 --input-size 64 --devices cpu:1 \
+    --warmup 1 --iters 1 --rounds 2 --bench-budget-ms 10 --max-reps 2 --dir "$tmp/acc2" 2>&1)
+[ $? -eq 2 ] && grep -q "host: stored elsewhere, now $(uname -n)" <<<"$out" && ! grep -q 'models:' <<<"$out" \
+    && ok "accuracy.sh refuses to resume a study of another machine" \
+    || fail "accuracy.sh resumed another machine's study: $out"
 
 # The report's outside section: two devices, one CNN at two batches; the
 # truth of one point is 10 % below its prediction and outside its interval.
@@ -131,6 +143,20 @@ all=$(grep '^| \*\*all\*\*' "$tmp/report.md" 2>/dev/null)
 grep -q '| 5.0 % (10.0 %) | 0.0 % (0.0 %) | 66.7 % |' <<<"$all" \
     && grep -q 'missing_benchmarks (lacks 3 of the 52' "$tmp/report.md" \
     && ok "accuracy report scores the outside CNNs" || fail "accuracy report outside section: $(cat "$tmp/report.md" 2>&1)"
+
+# New families apart: the study trains on mnasnet1_0 (mbconv), so
+# mnasnet0_75 is another size of its family and vgg11 (30 % off) a new one.
+printf 'mnasnet1_0\n' >"$tmp/done.tsv"
+echo "\"torchvision:vgg11@112\",\"$dev1\",ok,2,130,120,140,,,,,,,,," >>"$tmp/pred.csv"
+printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$dev1" torchvision:vgg11@112 2 3 100 0.05 >>"$tmp/truth.tsv"
+python3 "$repo/bench/accuracy_report.py" --outside mnasnet0_75,vgg11 --done "$tmp/done.tsv" \
+    --outside-pred "$tmp/pred.csv" --outside-truth "$tmp/truth.tsv" --out "$tmp/report2.md" >/dev/null 2>&1
+grep -q '^| vgg11 | vgg (new) | 112 | 30.0 % (30.0 %) |' "$tmp/report2.md" \
+    && grep -q '^| \*\*new family\*\* |  | – | 30.0 % (30.0 %) |' "$tmp/report2.md" \
+    && grep -q '^| \*\*in-family\*\* |  | – | 5.0 % (10.0 %) | 0.0 % (0.0 %) |' "$tmp/report2.md" \
+    && grep -q '^| \*\*all\*\* |  | – | 13.3 % ± 12.5 (30.0 %) |' "$tmp/report2.md" \
+    && ok "accuracy report keeps the new-family outside CNNs apart" \
+    || fail "accuracy report new families: $(cat "$tmp/report2.md" 2>&1)"
 
 # The report's ranking section: 81 CNNs, device B predicted and measured
 # twice as slow as A but for two CNNs measured faster on B. The paired
@@ -186,6 +212,24 @@ grep -q '^| bn | 9.0 % | `bn.elems` | 0.0 % | 0.0 % |' "$tmp/classes.md" \
     && grep -q '^| gemm | .* | `gemm.flops` | .* | cnn4 (36.0 %) |$' "$tmp/classes.md" \
     && ok "accuracy report regresses each op class on its feature" \
     || fail "accuracy report class section: $(grep -A12 'follows its feature' "$tmp/classes.md" 2>&1)"
+
+# The in-step conv timer, on a real training step of a small CNN with dropout.
+py=${TRAINCAST_PYTHON:-/usr/bin/python3}
+if "$py" -c 'import torch, torchvision' 2>/dev/null; then
+    "$py" "$repo/bench/faithfulness.py" instep --model squeezenet1_1 --batch 2 --input-size 64 \
+        --threads 1 --allocator system --warmup 1 --iters 2 >"$tmp/instep.json" 2>"$tmp/instep.err"
+    "$py" - "$tmp/instep.json" <<'PY' && ok "instep: same gradients, every conv timed, a part of the step" \
+        || fail "instep: $(cat "$tmp/instep.json" "$tmp/instep.err")"
+import json, sys
+r = json.loads(open(sys.argv[1]).read().splitlines()[-1])
+assert r["grad_max_rel_diff"] < 1e-6, r
+assert r["convs_per_step"] == 26, r  # squeezenet1_1's Conv2d modules
+assert 0 < r["conv_fwd_ms"] and 0 < r["conv_bwd_ms"], r
+assert r["conv_ms"] < r["step_timed_ms"], r
+PY
+else
+    fail "instep: $py cannot import torch and torchvision (set TRAINCAST_PYTHON)"
+fi
 
 [ "$failures" -eq 0 ] || { echo "$failures check(s) failed"; exit 1; }
 echo "all checks passed"

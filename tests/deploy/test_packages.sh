@@ -71,5 +71,19 @@ complete_words aggregator predict --extra | grep -x -- --extrapolate >/dev/null 
 complete_words agent status --format "" | grep -x csv >/dev/null || fail "'--format <TAB>' does not give csv"
 complete_words agent model describe --fo | grep -x -- --format >/dev/null \
     || fail "'agent model describe --fo<TAB>' does not give --format"
+complete_words aggregator predict --dtype "" | grep -x fp32_strict >/dev/null \
+    || fail "'--dtype <TAB>' does not give fp32_strict"
+# Model names from the harness's cached list, device names from this machine.
+names=$(mktemp -d)
+mkdir -p "$names/onnx" && printf 'resnet18\nresnet50\nvgg11\n' >"$names/onnx/torchvision-models.txt"
+TRAINCAST_CACHE=$names complete_words aggregator predict --model tor | grep -x torchvision:resnet50 \
+    >/dev/null || fail "'--model tor<TAB>' does not give torchvision:resnet50"
+TRAINCAST_CACHE=$names complete_words aggregator predict --model torchvision : res \
+    | grep -x resnet50 >/dev/null || fail "'--model torchvision:res<TAB>' does not give resnet50"
+TRAINCAST_CACHE=$names complete_words agent trace --models resnet18,vg | grep -x resnet18,vgg11 \
+    >/dev/null || fail "'--models resnet18,vg<TAB>' does not give resnet18,vgg11"
+rm -rf "$names"
+complete_words agent bench --device "" | grep -x cpu >/dev/null \
+    || fail "'agent bench --device <TAB>' does not give cpu"
 echo "ok: bash completion of commands, options and values"
 echo "packages: all checks passed"

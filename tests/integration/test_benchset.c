@@ -88,6 +88,9 @@ Test(benchset, round_trip_fit_predict_and_import_again, .init = s_setup, .timeou
     static char out[1 << 16];
     char set[1200], args[1400];
     snprintf(set, sizeof set, "%s/fast.tcset", s_dir);
+    /* The device was last heard of long before the import. */
+    tc_test_sql(s_src, "UPDATE devices SET last_seen = '2026-01-02 03:04:05+00' WHERE name = "
+                       "'Fast Device'");
     snprintf(args, sizeof args, "export --device 'fast dev' --out %s --source lab-a", set);
     s_run(s_src, args, 0, out, sizeof out);
     cr_assert(strstr(out, "'lab-a'") && strstr(out, "Fast Device"), "%s", out);
@@ -124,6 +127,12 @@ Test(benchset, round_trip_fit_predict_and_import_again, .init = s_setup, .timeou
     cr_assert(strstr(out, "imported from lab-a (import 1)"), "%s", out);
     s_run(s_dst, "status --format json", 0, out, sizeof out);
     cr_assert(strstr(out, "\"origin\": \"imported from lab-a (import 1)\""), "%s", out);
+    /* ... last seen when the source last heard of it, not at the import. */
+    cr_assert(strstr(out, "\"uuid\": \"") && strstr(out, "\"last_seen\": \"2026-01-02T03:04:05Z\""),
+              "%s", out);
+    cr_expect_eq(s_count(s_dst, "SELECT count(*) FROM devices WHERE name = 'Fast Device' AND "
+                                "last_seen = '2026-01-02 03:04:05+00'"),
+                 1);
 
     /* Fitted and predicted like a local device: resnet34 was never traced,
      * its convs at batch 16 came with the set. */

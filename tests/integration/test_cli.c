@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static char s_dsn[1024];
 
@@ -219,7 +220,59 @@ Test(cli, one_batch_limit_and_the_version, .timeout = 120)
         cr_assert_eq(tc_test_run(cmd, out, sizeof out), 0, "%s", out);
         cr_expect(strstr(out, "(traincast) " TRAINCAST_VERSION), "%s", out);
     }
+    /* A typo of a flag or a command names the closest one, in both binaries. */
+    const struct {
+        const char *args, *says;
+    } typos[] = {
+        {"agent/agent bench --models tests/data/alexnet.onnx --bacthes 8 --out /dev/null",
+         "unknown option '--bacthes' (did you mean --batches? see agent bench --help)"},
+        {"aggregator/aggregator predict --gpu all --model x.onnx --bacth 8",
+         "unknown option '--bacth' (did you mean --batch? see aggregator predict --help)"},
+        {"agent/agent tarce", "unknown command 'tarce': did you mean 'trace'?"},
+        {NULL, NULL},
+    };
+    for (int i = 0; typos[i].args; i++) {
+        snprintf(cmd, sizeof cmd, "cd %s && %s/%s", TC_SOURCE_DIR, TC_BINARY_DIR, typos[i].args);
+        cr_assert_eq(tc_test_run(cmd, out, sizeof out), 2, "%s:\n%s", typos[i].args, out);
+        cr_expect(strstr(out, typos[i].says), "%s:\n%s", typos[i].args, out);
+    }
     snprintf(cmd, sizeof cmd, "%s/agent/agent status --state /nonexistent extra", TC_BINARY_DIR);
     cr_assert_eq(tc_test_run(cmd, out, sizeof out), 2, "%s", out);
     cr_expect(strstr(out, "agent status: error: unexpected argument 'extra'"), "%s", out);
+}
+
+/* A command that needs keys says which to make before anything else and
+ * creates nothing: aggregator serve without a key pair names keygen (not
+ * the allowlist keygen would have made with it); agent push without one
+ * leaves no state directory behind. */
+Test(cli, missing_keys_name_keygen_and_create_nothing, .timeout = 120)
+{
+    static char out[1 << 14];
+    char dir[1024], cmd[4096], keys[1200], state[1200];
+    tc_test_tmpdir("cli_keys", dir, sizeof dir);
+    snprintf(keys, sizeof keys, "%s/no-such-keys", dir);
+    snprintf(cmd, sizeof cmd,
+             "TRAINCAST_LOG=warn %s/aggregator/aggregator serve --keys %s --listen "
+             "tcp://127.0.0.1:1 --db 'host=127.0.0.1 port=1 dbname=x connect_timeout=1'",
+             TC_BINARY_DIR, keys);
+    int st = tc_test_run(cmd, out, sizeof out);
+    cr_assert_neq(st, 0, "%s", out);
+    char want[2600];
+    snprintf(want, sizeof want, "no aggregator key in %s: run 'aggregator keygen --keys %s' first",
+             keys, keys);
+    cr_assert(strstr(out, want), "%s", out);
+    cr_assert(!strstr(out, "allowlist"), "the key comes first:\n%s", out);
+    cr_assert_neq(access(keys, F_OK), 0, "serve created %s", keys);
+
+    snprintf(state, sizeof state, "%s/agent-state", dir);
+    snprintf(cmd, sizeof cmd,
+             "TRAINCAST_LOG=warn %s/agent/agent push --state %s --aggregator tcp://127.0.0.1:1 "
+             "--timeout 1",
+             TC_BINARY_DIR, state);
+    st = tc_test_run(cmd, out, sizeof out);
+    cr_assert_neq(st, 0, "%s", out);
+    snprintf(want, sizeof want, "this agent has no key pair in %s; run 'agent keygen --state %s'",
+             state, state);
+    cr_assert(strstr(out, want), "%s", out);
+    cr_assert_neq(access(state, F_OK), 0, "agent push created %s", state);
 }

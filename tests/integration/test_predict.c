@@ -141,8 +141,17 @@ Test(predict, untraced_cnn_follows_the_law, .timeout = 600)
     cr_assert_str_eq(status, "ok", "%s", out);
     cr_assert(s_row(out, "Slow Device", 64, v, status, sizeof status), "%s", out);
     cr_assert_str_eq(status, "missing_benchmarks", "%s", out);
-    cr_assert(strstr(out, "lacks ") && strstr(out, " conv benchmarks at batch 64"), "%s", out);
-    cr_assert(strstr(out, "agent bench --models tests/data/resnet34.onnx --batches 64 "),
+    /* Configs and measurements told apart: 11 configs, 32 measurements (a
+     * config's passes at a batch); the file must be where the command runs. */
+    cr_assert(strstr(out, "lacks 32 of its 32 conv measurements at batch 64 (one per conv "
+                          "config and pass)"),
+              "%s", out);
+    cr_assert(strstr(out, "11 conv configs lack benchmarks: 32 measurements in all (one per "
+                          "config, pass and batch)"),
+              "%s", out);
+    cr_assert(strstr(out, "on testhost run (with tests/data/resnet34.onnx copied to that host "
+                          "at that path first): agent bench --models tests/data/resnet34.onnx "
+                          "--batches 64 "),
               "%s", out);
     tc_model_destroy(&m);
 
@@ -230,6 +239,9 @@ Test(predict, bad_input_exits_2, .timeout = 300)
     } cases[] = {
         {"predict --gpu 'No Such GPU' --model tests/data/alexnet.onnx --batch 8", "unknown device"},
         {"predict --gpu all --model torchvision:no_such_net --batch 8", "no_such_net"},
+        {"predict --gpu all --model torchvision:resnt18 --batch 8",
+         "did you mean torchvision:resnet18?"},
+        {"predict --gpu all --modle torchvision:resnet18 --batch 8", "did you mean --model?"},
         {"predict --gpu all --model tests/data/alexnet.onnx --batch 8,,16", "--batch"},
         {"predict --gpu all --model tests/data/alexnet.onnx --batch 0..8", "--batch"},
         {"predict --gpu all --model tests/data/alexnet.onnx --batch 8 --format xml", "--format"},
@@ -242,11 +254,30 @@ Test(predict, bad_input_exits_2, .timeout = 300)
         cr_assert(strstr(out, cases[i].says), "'%s' should say '%s':\n%s", cases[i].args,
                   cases[i].says, out);
     }
+    /* The database is checked before the model is read: an unreachable one
+     * is named (exit 1) even with a model that could not be loaded. */
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd,
+             "cd %s && TRAINCAST_LOG=warn %s/aggregator/aggregator predict --gpu all --model %s "
+             "--batch 8 --db 'host=127.0.0.1 port=1 dbname=x connect_timeout=2'",
+             TC_SOURCE_DIR, TC_BINARY_DIR, bad_onnx);
+    cr_assert_eq(tc_test_run(cmd, out, sizeof out), 1, "%s", out);
+    cr_assert(strstr(out, "127.0.0.1") && !strstr(out, bad_onnx), "%s", out);
     char args[512];
     snprintf(args, sizeof args, "predict --gpu all --model %s --batch 8", bad_onnx);
     s_aggregator(args, 2, out, sizeof out);
     cr_assert(strstr(out, bad_onnx), "%s", out);
     remove(bad_onnx);
+
+    /* An inference export is predicted, with a warning that says so and how
+     * to export for training. */
+    s_aggregator("predict --gpu 'Fast Device' --model "
+                 "tests/data/forms/resnet18_eval_params_as_inputs.onnx --batch 8",
+                 3, out, sizeof out);
+    cr_assert(strstr(out, "warn: --model tests/data/forms/resnet18_eval_params_as_inputs.onnx: "
+                          "no BatchNormalization or Dropout node") &&
+                  strstr(out, "TrainingMode.TRAINING"),
+              "%s", out);
 
     /* A device without a fit is no bad input: its rows say no_fit, in every
      * format, and the exit status says rows are missing. */

@@ -621,7 +621,8 @@ int tc_store_export_summary(tc_store_t *s, char *const *names, size_t n, char **
         s, &res, "listing the set's devices",
         "SELECT d.name, d.uuid, d.kind,"
         " (SELECT count(*) FROM conv_results r WHERE r.device_id = d.device_id),"
-        " (SELECT count(*) FROM traces t WHERE t.device_id = d.device_id)"
+        " (SELECT count(*) FROM traces t WHERE t.device_id = d.device_id),"
+        " to_char(d.last_seen AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"')"
         " FROM devices d WHERE d.name = ANY ($1::text[]) ORDER BY d.name, d.uuid",
         1, params);
     tc_buf_putc(&dj, '[');
@@ -632,8 +633,10 @@ int tc_store_export_summary(tc_store_t *s, char *const *names, size_t n, char **
         tc_buf_json_str(&dj, PQgetvalue(res, r, 1));
         tc_buf_puts(&dj, ", \"kind\": ");
         tc_buf_json_str(&dj, PQgetvalue(res, r, 2));
-        tc_buf_printf(&dj, ", \"conv_results\": %lld, \"traces\": %lld}", s_ll(res, r, 3),
-                      s_ll(res, r, 4));
+        tc_buf_printf(&dj, ", \"conv_results\": %lld, \"traces\": %lld, \"last_seen\": ",
+                      s_ll(res, r, 3), s_ll(res, r, 4));
+        tc_buf_json_str(&dj, PQgetvalue(res, r, 5));
+        tc_buf_putc(&dj, '}');
     }
     tc_buf_putc(&dj, ']');
     PQclear(res);

@@ -133,7 +133,7 @@ int tc_store_import_record_file(tc_store_t *s, const char *file_sha256)
 int tc_store_import_finish(tc_store_t *s, long long stored, long long duplicates,
                            char *const *devices, size_t n_devices, char *const *renamed,
                            char *const *renamed_uuids, char *const *original_names,
-                           size_t n_renamed)
+                           size_t n_renamed, const char *devices_seen_json)
 {
     char id[32], st[32], du[32], total[32];
     snprintf(id, sizeof id, "%lld", s->import_id);
@@ -158,6 +158,17 @@ int tc_store_import_finish(tc_store_t *s, long long stored, long long duplicates
                             "UPDATE devices SET original_name = $2 WHERE uuid = $1 AND "
                             "import_id = $3::bigint AND original_name IS NULL",
                             3, p);
+    }
+    /* An imported device was last seen when the exporting database last
+     * heard of it, not when it was imported (a device of this fleet that
+     * the set also holds keeps its own). */
+    if (rc == 0 && devices_seen_json) {
+        const char *p[] = {id, devices_seen_json};
+        rc = tc_store_query(s, NULL, "recording when the set's devices were last seen",
+                            "UPDATE devices d SET last_seen = (j->>'last_seen')::timestamptz "
+                            "FROM json_array_elements($2::json) j WHERE d.uuid = j->>'uuid' "
+                            "AND d.import_id = $1::bigint",
+                            2, p);
     }
     tc_buf_free(&devs);
     tc_buf_free(&ren);

@@ -56,11 +56,12 @@ int tc_store_import_device_name(tc_store_t *s, const Traincast__V1__Device *d,
 int tc_store_import_record_file(tc_store_t *s, const char *file_sha256);
 
 /* Record the counts and the devices (renamed: "OLD -> NEW" each, with the
- * uuids whose original name to keep) and commit. */
+ * uuids whose original name to keep), set the imported devices' last_seen
+ * from `devices_seen_json` (tc_set_header_t; may be NULL) and commit. */
 int tc_store_import_finish(tc_store_t *s, long long stored, long long duplicates,
                            char *const *devices, size_t n_devices, char *const *renamed,
                            char *const *renamed_uuids, char *const *original_names,
-                           size_t n_renamed);
+                           size_t n_renamed, const char *devices_seen_json);
 void tc_store_import_abort(tc_store_t *s);
 
 #endif

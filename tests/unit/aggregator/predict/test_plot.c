@@ -54,3 +54,65 @@ Test(plot, bad_requests, .timeout = 10)
     cr_assert_eq(tc_plot_write("/nonexistent/dir/chart.svg", &o, s, 1), TC_EIO);
     cr_assert_eq(tc_plot_write("/tmp/chart.svg", &o, s, 0), TC_EINVAL);
 }
+
+/* PLplot's SVG writes text as character references (&#x41;): decode
+ * those in place so the text can be searched. */
+static void s_decode(char *buf)
+{
+    char *w = buf;
+    for (const char *r = buf; *r;) {
+        unsigned c;
+        int used = 0;
+        if (sscanf(r, "&#x%x;%n", &c, &used) == 1 && used > 0 && c < 128) {
+            *w++ = (char)c;
+            r += used;
+        } else {
+            *w++ = *r++;
+        }
+    }
+    *w = '\0';
+}
+
+/* The legend explains each kind of mark the chart drew and no other; the
+ * title is the caller's. */
+Test(plot, legend_only_what_is_drawn, .timeout = 30)
+{
+    static const tc_plot_skip_t skips[] = {{'m', "not predicted: conv benchmarks missing"},
+                                           {'r', "not predicted: outside the fit's batch sizes"},
+                                           {'n', "not predicted: the device has no fit"}};
+    static const int clamped[] = {0, 1, 0, 0};
+    static const double skipped_x[] = {128, 256};
+    tc_plot_series_t s[] = {{"Device A", 4, s_x, s_y, s_lo, s_hi, s_fits, clamped, 2, skipped_x,
+                             "mr"},
+                            {"Device B", 0, NULL, NULL, NULL, NULL, NULL, NULL, 1, skipped_x,
+                             "n"}};
+    tc_plot_opts_t o = {.title = "tinynet at 64x64", .ylabel = "ms per iteration", .log_y = 1,
+                        .skips = skips, .n_skips = 3};
+    char svg[] = "/tmp/tc_plot_XXXXXX.svg";
+    close(mkstemps(svg, 4));
+    cr_assert_eq(tc_plot_write(svg, &o, s, 2), 0, "%s", tc_errmsg());
+    static char buf[1 << 20];
+    s_slurp(svg, buf, sizeof buf);
+    s_decode(buf);
+    cr_assert(strstr(buf, "tinynet at 64x64"), "no title");
+    cr_assert(strstr(buf, "95% prediction interval"));
+    cr_assert(strstr(buf, "does not fit in memory"));
+    cr_assert(strstr(buf, "clamped at 0"));
+    cr_assert(strstr(buf, "conv benchmarks missing"));
+    cr_assert(strstr(buf, "outside the fit"));
+    cr_assert(strstr(buf, "the device has no fit"));
+    cr_assert(strstr(buf, "Device B"), "a series with only skipped batches is not in the legend");
+
+    /* Nothing but plain points: no band, no cross, no ring, no letters,
+     * and none of their explanations. */
+    tc_plot_series_t plain[] = {{"Device A", 4, s_x, s_y, NULL, NULL, NULL, NULL, 0, NULL, NULL}};
+    cr_assert_eq(tc_plot_write(svg, &o, plain, 1), 0, "%s", tc_errmsg());
+    s_slurp(svg, buf, sizeof buf);
+    s_decode(buf);
+    cr_assert(strstr(buf, "Device A"));
+    cr_assert_null(strstr(buf, "prediction interval"));
+    cr_assert_null(strstr(buf, "does not fit in memory"));
+    cr_assert_null(strstr(buf, "clamped"));
+    cr_assert_null(strstr(buf, "not predicted"));
+    unlink(svg);
+}

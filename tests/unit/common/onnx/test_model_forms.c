@@ -138,6 +138,29 @@ Test(forms, params_as_inputs_give_the_harness_export, .timeout = 60)
     tc_model_destroy(&inits);
 }
 
+/* An inference export is said to be one, with how to export for training;
+ * training exports (with or without weights, in the harness's form or a
+ * user's) are not. */
+Test(forms, inference_exports_are_warned_about, .timeout = 60)
+{
+    tc_model_t *eval = s_load("tests/data/forms/resnet18_eval_params_as_inputs.onnx");
+    const char *w = tc_model_export_warning(eval);
+    cr_expect(strstr(w, "no BatchNormalization or Dropout node among its 20 convs") &&
+                  strstr(w, "inference export") &&
+                  strstr(w, "training=torch.onnx.TrainingMode.TRAINING") &&
+                  strstr(w, "do_constant_folding=False"),
+              "%s", w);
+    tc_model_destroy(&eval);
+    const char *training[] = {"tests/data/resnet18.onnx", "tests/data/vgg11.onnx",
+                              "tests/data/forms/resnet18_params_as_inputs.onnx",
+                              "tests/data/forms/small_cnn.onnx"};
+    for (size_t i = 0; i < sizeof training / sizeof training[0]; i++) {
+        tc_model_t *m = s_load(training[i]);
+        cr_expect_str_eq(tc_model_export_warning(m), "", "%s", training[i]);
+        tc_model_destroy(&m);
+    }
+}
+
 Test(forms, eval_export_has_batch_norm_folded_into_the_convs, .timeout = 60)
 {
     /* torch.onnx.export's defaults: same convs, no batch norm layer, and

@@ -465,6 +465,29 @@ Test(ops, batchnorm_running_stats_are_not_parameters, .timeout = 10)
     cr_expect_eq(s_layer(m, "hs")->op_class, TC_OPC_ACT);
     cr_expect_eq(s_layer(m, "mul")->op_class, TC_OPC_ELTWISE);
     cr_expect_eq(s_layer(m, "mul")->elems_in, 2 * 16 * 64);
+    cr_expect_str_eq(tc_model_export_warning(m), "", "batch norm in training mode");
+    tc_model_destroy(&m);
+    tc_tb_free(&tb);
+}
+
+/* Batch norm exported in eval mode (one output, training_mode 0) is an
+ * inference export, said so with what to do. */
+Test(ops, batchnorm_in_inference_mode_is_warned_about, .timeout = 10)
+{
+    tc_tb_t *tb = tc_tb_new(16, 8, 8);
+    tc_tb_weight(tb, "bn.w", 1, (int64_t[]){16});
+    tc_tb_weight(tb, "bn.b", 1, (int64_t[]){16});
+    tc_tb_weight(tb, "bn.mean", 1, (int64_t[]){16});
+    tc_tb_weight(tb, "bn.var", 1, (int64_t[]){16});
+    Onnx__NodeProto *bn =
+        tc_tb_node(tb, "BatchNormalization", "bn", "x,bn.w,bn.b,bn.mean,bn.var", "y");
+    tc_tb_attr_int(tb, bn, "training_mode", 0);
+    tc_tb_output(tb, "y");
+    tc_model_t *m = s_load(tb, false);
+    const char *w = tc_model_export_warning(m);
+    cr_expect(strstr(w, "1 of its 1 BatchNormalization nodes are in inference mode") &&
+                  strstr(w, "training=torch.onnx.TrainingMode.TRAINING"),
+              "%s", w);
     tc_model_destroy(&m);
     tc_tb_free(&tb);
 }

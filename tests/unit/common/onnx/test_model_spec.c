@@ -78,15 +78,65 @@ Test(spec, unknown_names, .timeout = 30)
     cr_expect_null(m);
 }
 
-Test(spec, file_spec_gets_a_content_id, .timeout = 30)
+/* A typo in a torchvision name is named before anything is exported: from
+ * the committed exports without PyTorch, and from the cached list of the
+ * harness's names without running Python at all (TRAINCAST_PYTHON is a
+ * script that leaves a mark when it runs). */
+Test(spec, typos_suggest_the_name_before_any_export, .timeout = 30)
+{
+    s_no_pytorch();
+    tc_model_t *m = NULL;
+    cr_expect_eq(tc_model_load_spec("torchvision:resnt18", NULL, &m), TC_ENOTFOUND);
+    cr_expect(strstr(tc_errmsg(), "did you mean torchvision:resnet18?"), "%s", tc_errmsg());
+    cr_expect_eq(tc_model_load_spec("torchvision:alexnte", NULL, &m), TC_ENOTFOUND);
+    cr_expect(strstr(tc_errmsg(), "did you mean torchvision:alexnet?"), "%s", tc_errmsg());
+
+    char dir[256], path[512], python[512], mark[512];
+    s_tmp_cache(dir, sizeof dir);
+    snprintf(path, sizeof path, "%s/onnx", dir);
+    cr_assert_eq(mkdir(path, 0755), 0);
+    snprintf(path, sizeof path, "%s/onnx/torchvision-models.txt", dir);
+    FILE *f = fopen(path, "w");
+    cr_assert_not_null(f);
+    fputs("alexnet\nresnet18\nresnet50\nvit_b_16\nwide_resnet50_2\n", f);
+    fclose(f);
+    snprintf(mark, sizeof mark, "%s/python-ran", dir);
+    snprintf(python, sizeof python, "%s/python3", dir);
+    f = fopen(python, "w");
+    cr_assert_not_null(f);
+    fprintf(f, "#!/bin/sh\ntouch '%s'\nexit 1\n", mark);
+    fclose(f);
+    cr_assert_eq(chmod(python, 0755), 0);
+    setenv("TRAINCAST_PYTHON", python, 1);
+    cr_expect_eq(tc_model_load_spec("torchvision:resnt50", NULL, &m), TC_ENOTFOUND);
+    cr_expect(strstr(tc_errmsg(), "'resnt50' is not a torchvision classification model: did "
+                                  "you mean torchvision:resnet50?"),
+              "%s", tc_errmsg());
+    cr_expect_eq(tc_model_load_spec("torchvision:vit_b16", NULL, &m), TC_ENOTFOUND);
+    cr_expect(strstr(tc_errmsg(), "did you mean torchvision:vit_b_16?"), "%s", tc_errmsg());
+    cr_expect_neq(access(mark, F_OK), 0, "no Python ran for a typo of a cached name");
+    /* A listed name goes on as before (here: no PyTorch, the committed export). */
+    cr_assert_eq(tc_model_load_spec("torchvision:resnet18", NULL, &m), 0, "%s", tc_errmsg());
+    cr_expect_str_eq(tc_model_name(m), "resnet18");
+    tc_model_destroy(&m);
+    cr_expect_null(m);
+}
+
+/* A file's id is its structure's: the same network in two files (weights
+ * as initializers, or as graph inputs) is one model. */
+Test(spec, file_spec_gets_a_structure_id, .timeout = 30)
 {
     char path[1024];
-    tc_test_source_path("tests/data/alexnet.onnx", path, sizeof path);
-    tc_model_t *m = NULL;
+    tc_test_source_path("tests/data/resnet18.onnx", path, sizeof path);
+    tc_model_t *m = NULL, *other = NULL;
     cr_assert_eq(tc_model_load_spec(path, NULL, &m), 0, "%s", tc_errmsg());
     cr_expect_eq(strncmp(tc_model_id(m), "onnx:", 5), 0);
     cr_expect_eq(strlen(tc_model_id(m)), strlen("onnx:") + 12 + strlen("@224"));
-    cr_expect_eq(strncmp(tc_model_id(m) + 5, tc_model_sha256(m), 12), 0);
+    tc_test_source_path("tests/data/forms/resnet18_params_as_inputs.onnx", path, sizeof path);
+    cr_assert_eq(tc_model_load_spec(path, NULL, &other), 0, "%s", tc_errmsg());
+    cr_expect_str_eq(tc_model_id(other), tc_model_id(m));
+    cr_expect_str_neq(tc_model_sha256(other), tc_model_sha256(m));
+    tc_model_destroy(&other);
     tc_model_destroy(&m);
 }
 
@@ -126,8 +176,17 @@ Test(spec, export_through_pytorch, .timeout = 300)
     cr_expect_eq(h, 128);
     cr_expect_eq(tc_model_params(m), 1235496);
     tc_model_destroy(&m);
+    /* A name the harness does not list is refused before any export: the
+     * names, or the closest one; the list is cached beside the exports. */
     cr_expect_eq(tc_model_load_spec("torchvision:not_a_model", NULL, &m), TC_ENOTFOUND);
-    cr_expect(strstr(tc_errmsg(), "--list"), "%s", tc_errmsg());
+    cr_expect(strstr(tc_errmsg(), "the names: alexnet, ") && strstr(tc_errmsg(), "resnet50"),
+              "%s", tc_errmsg());
+    cr_expect_eq(tc_model_load_spec("torchvision:resnt50", NULL, &m), TC_ENOTFOUND);
+    cr_expect(strstr(tc_errmsg(), "did you mean torchvision:resnet50?"), "%s", tc_errmsg());
+    snprintf(cached, sizeof cached, "%s/onnx/torchvision-models.txt", dir);
+    cr_expect_eq(stat(cached, &st), 0, "the names are cached at %s", cached);
+    snprintf(cached, sizeof cached, "%s/onnx/resnt50.onnx", dir);
+    cr_expect_neq(stat(cached, &st), 0, "nothing was exported for the typo");
     cr_expect(tc_test_remove_tree(dir));
 }
 

@@ -5,6 +5,7 @@
 
 #include <criterion/criterion.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -79,6 +80,96 @@ Test(cli, errors_name_the_flag, .timeout = 10)
     char *a5[] = {"cmd", "--batch", "8", "--price", "cheap"};
     cr_assert_eq(s_parse(5, a5), TC_EUSAGE);
     cr_assert_eq(tc_exit_status(TC_EUSAGE), 2);
+}
+
+/* A flag or key one typo away from a known one is named: a swap of two
+ * letters, a letter missing, a name cut short; nothing is suggested for a
+ * name far from every flag. */
+Test(cli, unknown_flags_suggest_the_closest, .timeout = 10)
+{
+    char *a1[] = {"cmd", "--bacth", "8"};
+    cr_assert_eq(s_parse(3, a1), TC_EUSAGE);
+    cr_assert(strstr(tc_errmsg(), "unknown option '--bacth' (did you mean --batch? see test cmd "
+                                  "--help)"),
+              "%s", tc_errmsg());
+    char *a2[] = {"cmd", "--batch", "8", "--verbse"};
+    cr_assert_eq(s_parse(4, a2), TC_EUSAGE);
+    cr_assert(strstr(tc_errmsg(), "did you mean --verbose?"), "%s", tc_errmsg());
+    char *a3[] = {"cmd", "--batch", "8", "--pric=2"};
+    cr_assert_eq(s_parse(4, a3), TC_EUSAGE);
+    cr_assert(strstr(tc_errmsg(), "'--pric' (did you mean --price?"), "%s", tc_errmsg());
+    char *a4[] = {"cmd", "--batch", "8", "--check-confg"};
+    cr_assert_eq(s_parse(4, a4), TC_EUSAGE);
+    cr_assert(strstr(tc_errmsg(), "did you mean --check-config?"), "%s", tc_errmsg());
+    char *a5[] = {"cmd", "--batch", "8", "--quantum"};
+    cr_assert_eq(s_parse(4, a5), TC_EUSAGE);
+    cr_assert(strstr(tc_errmsg(), "unknown option '--quantum' (see test cmd --help)"), "%s",
+              tc_errmsg());
+    cr_assert_not(strstr(tc_errmsg(), "did you mean"), "%s", tc_errmsg());
+
+    char path[] = "/tmp/tc_cfg_XXXXXX";
+    int fd = mkstemp(path);
+    cr_assert_geq(fd, 0);
+    cr_assert_eq(write(fd, "batch = 8\ndeltta = 1\n", 21), 21);
+    close(fd);
+    char *a6[] = {"cmd", "--config", path};
+    cr_assert_eq(s_parse(3, a6), TC_EINVAL);
+    cr_assert(strstr(tc_errmsg(), ":2: unknown key 'deltta' (did you mean --delta? keys are"),
+              "%s", tc_errmsg());
+    unlink(path);
+}
+
+/* --help of `spec` as printed, into `out`. */
+static void s_help_text(const tc_cmd_spec_t *spec, char *out, size_t size)
+{
+    char path[] = "/tmp/tc_help_XXXXXX";
+    int fd = mkstemp(path);
+    cr_assert_geq(fd, 0);
+    fflush(stdout);
+    int saved = dup(1);
+    dup2(fd, 1);
+    tc_cli_print_help(spec);
+    fflush(stdout);
+    dup2(saved, 1);
+    close(saved);
+    ssize_t n = pread(fd, out, size - 1, 0);
+    close(fd);
+    unlink(path);
+    cr_assert_geq(n, 0);
+    out[n] = '\0';
+}
+
+/* An option too long for its column stands on its own line with its
+ * description under it; long descriptions wrap at words, indented under
+ * themselves; no line runs past 100 columns. */
+Test(cli, help_wraps_long_options_and_descriptions, .timeout = 10)
+{
+    static const char *o_s;
+    const tc_opt_t opts[] = {
+        {"dtype", TC_OPT_STR, &o_s, "fp32|fp32_strict|tf32|fp16|bf16", "data type of the fits"},
+        {"plot-metric", TC_OPT_STR, &o_s, "iteration|epoch", "what the chart shows"},
+        {"db", TC_OPT_STR, &o_s, "DSN",
+         "the database, a libpq connection string or URI; without it TRAINCAST_DB, then "
+         "libpq's environment (PGHOST, PGDATABASE, ...) and its service file decide"},
+        {0},
+    };
+    const tc_cmd_spec_t spec = {.prog = "wrap", .max_positional = 0, .opts = opts};
+    char out[4096];
+    s_help_text(&spec, out, sizeof out);
+    cr_assert(strstr(out, "  --dtype fp32|fp32_strict|tf32|fp16|bf16\n"
+                          "                             data type of the fits\n"),
+              "%s", out);
+    cr_assert(strstr(out, "  --plot-metric iteration|epoch\n"
+                          "                             what the chart shows\n"),
+              "%s", out);
+    cr_assert(strstr(out, "  --db DSN                   the database,"), "%s", out);
+    cr_assert(strstr(out, "\n                             "), "%s", out);
+    for (const char *line = out; *line;) {
+        size_t len = strcspn(line, "\n");
+        cr_expect_leq(len, 100, "%.*s", (int)len, line);
+        line += len + (line[len] == '\n');
+    }
+    cr_assert(strstr(out, "its service file decide\n"), "no word lost:\n%s", out);
 }
 
 /* Replace the contents of the config file at `path`. */
