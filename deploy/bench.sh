@@ -38,7 +38,7 @@ only=
 quick=0
 accuracy_args=
 
-all=(predict memory collection transport load conv import export variability allocators faithfulness accuracy bundle)
+all=(predict memory collection transport load conv import export variability allocators faithfulness matmul accuracy bundle)
 declare -A title=(
     [predict]="Predict latency on a large database"
     [memory]="Memory: aggregator while ingesting, agent while benchmarking"
@@ -51,6 +51,7 @@ declare -A title=(
     [variability]="Run-to-run variability of training time"
     [allocators]="Allocators: speed and steadiness of a CPU device"
     [faithfulness]="Faithfulness: conv benchmarks against PyTorch's own time"
+    [matmul]="Matmul faithfulness: CPU matmul benchmarks against PyTorch's own calls"
     [accuracy]="Accuracy study (CPU devices)"
     [bundle]="The relocatable agent bundle: size and start-up"
 )
@@ -59,7 +60,8 @@ declare -A report=(
     [transport]=ingest-throughput.md [load]=aggregator-load.md
     [conv]=conv-benchmark-throughput.md [import]=model-import-time.md
     [export]=model-export-time.md [variability]=training-time-variability.md
-    [allocators]=allocators.md [faithfulness]=faithfulness.md [accuracy]=accuracy.md
+    [allocators]=allocators.md [faithfulness]=faithfulness.md
+    [matmul]=matmul-faithfulness.md [accuracy]=accuracy.md
     [bundle]=agent-bundle.md
 )
 declare -A what=(
@@ -74,6 +76,7 @@ declare -A what=(
     [variability]="run-to-run spread of CPU training time: the floor of any prediction error on the machine"
     [allocators]="speed and steadiness of a CPU device under each memory allocator"
     [faithfulness]="the agent's conv benchmarks against PyTorch's own time, per conv and per CNN"
+    [matmul]="the agent's CPU matmul benchmarks against PyTorch's own calls, per matmul config and direction of vit_b_16, swin_t and convnext_tiny"
     [accuracy]="prediction error on CNNs the fit never saw, per CPU device and input size"
     [bundle]="size and start-up cost of the relocatable agent bundle"
 )
@@ -82,7 +85,8 @@ declare -A script=(
     [collection]=bench/collection_cost.sh [transport]=bench/transport.sh [load]=bench/load.sh
     [conv]=bench/conv_bench.sh [import]=bench/model_import.sh [export]=bench/model_export.sh
     [variability]=bench/trace_variability.sh [allocators]=bench/allocators.py
-    [faithfulness]=bench/faithfulness.py [accuracy]=bench/accuracy.sh
+    [faithfulness]=bench/faithfulness.py [matmul]=bench/matmul_faithfulness.py
+    [accuracy]=bench/accuracy.sh
     [bundle]=bench/bundle_size.sh
 )
 
@@ -236,6 +240,17 @@ run_faithfulness() {
                 --title "agent conv benchmarks vs PyTorch's own time per layer" \
                 --xlabel "PyTorch's time for the layer (ms)" --ylabel "agent benchmark (ms)" \
                 --note "one point per distinct conv and direction; solid: equal; dashed: +-10 %"
+    fi
+}
+run_matmul() {
+    if [ "$quick" -eq 1 ]; then
+        cmd="bench/matmul_faithfulness.py --models vit_b_16 --rounds 1 --budget-ms 40 --max-reps 10"
+        "$bench_python" bench/matmul_faithfulness.py --models vit_b_16 --rounds 1 --budget-ms 40 \
+            --max-reps 10 --build-dir "$build" --work "$work/matmul" --out "$work/matmul.md"
+    else
+        cmd="bench/matmul_faithfulness.py"
+        "$bench_python" bench/matmul_faithfulness.py --build-dir "$build" --work "$work/matmul" \
+            --out "$work/matmul.md"
     fi
 }
 run_accuracy() {

@@ -1,5 +1,5 @@
-/* agent model describe: a CNN's layers, conv configs and non-conv features
- * as the importer sees them. */
+/* agent model describe: a model's layers, conv and matmul configs and
+ * non-conv features as the importer sees them. */
 #include "commands.h"
 
 #include "tc_buf.h"
@@ -41,7 +41,7 @@ static void s_print_table(const tc_model_t *m, unsigned batch)
     if (*tc_model_export_warning(m))
         printf("warning: %s\n", tc_model_export_warning(m));
     printf("\n%4s  %-44s %-20s %-7s %-14s %10s %10s  %s\n", "#", "layer", "op", "class",
-           "output", "params", "MFLOPs", "conv config");
+           "output", "params", "MFLOPs", "conv or matmul config");
     for (size_t i = 0; i < tc_model_node_count(m); i++) {
         const tc_model_node_t *n = tc_model_node(m, i);
         char shape[96], conv[128] = "";
@@ -50,6 +50,8 @@ static void s_print_table(const tc_model_t *m, unsigned batch)
             tc_conv_config_label(&n->conv, conv, sizeof conv);
             if (n->first_layer)
                 strncat(conv, " (first)", sizeof conv - strlen(conv) - 1);
+        } else if (n->is_matmul) {
+            tc_matmul_config_label(&n->matmul, conv, sizeof conv);
         }
         /* Long names keep their end, which names the layer. */
         size_t len = strlen(n->name);
@@ -77,6 +79,16 @@ static void s_print_table(const tc_model_t *m, unsigned batch)
         printf("    %3ux  %s%s\n", u->multiplicity, label,
                u->first_layer ? "  (first layer: no backward-data)" : "");
     }
+    printf("  unique matmul configs %zu (per sample; N: the mini-batch)\n",
+           tc_model_matmul_count(m));
+    for (size_t i = 0; i < tc_model_matmul_count(m); i++) {
+        const tc_matmul_usage_t *u = tc_model_matmul(m, i);
+        char label[128];
+        tc_matmul_config_label(&u->config, label, sizeof label);
+        printf("    %3ux  %s%s%s\n", u->use.multiplicity, label,
+               u->use.grad_a ? "" : "  (no gradient of A)",
+               u->use.grad_b ? "" : "  (no gradient of B)");
+    }
     printf("  non-conv features at batch %u:\n", batch);
     printf("    %-8s %7s %14s %14s %12s %10s\n", "class", "layers", "elems in", "elems out",
            "params", "GFLOPs");
@@ -96,6 +108,13 @@ static void s_json_config(tc_buf_t *b, const tc_conv_config_t *c)
 {
     tc_buf_putc(b, '{');
     tc_conv_key_json(b, c);
+    tc_buf_putc(b, '}');
+}
+
+static void s_json_matmul(tc_buf_t *b, const tc_matmul_config_t *c)
+{
+    tc_buf_putc(b, '{');
+    tc_matmul_key_json(b, c);
     tc_buf_putc(b, '}');
 }
 
@@ -131,7 +150,7 @@ static void s_json_head(tc_buf_t *b, const tc_model_t *m, unsigned batch)
 }
 
 /* The "layers" array: one object per layer, with its conv config when it
- * is a conv. */
+ * is a conv, its matmul config when it is a matmul. */
 static void s_json_layers(tc_buf_t *b, const tc_model_t *m)
 {
     tc_buf_puts(b, ",\"layers\":[");
@@ -153,6 +172,10 @@ static void s_json_layers(tc_buf_t *b, const tc_model_t *m)
             s_json_config(b, &n->conv);
             tc_buf_printf(b, ",\"first_layer\":%s", n->first_layer ? "true" : "false");
         }
+        if (n->is_matmul) {
+            tc_buf_puts(b, ",\"matmul\":");
+            s_json_matmul(b, &n->matmul);
+        }
         tc_buf_putc(b, '}');
     }
     tc_buf_putc(b, ']');
@@ -168,6 +191,22 @@ static void s_json_convs(tc_buf_t *b, const tc_model_t *m)
         s_json_config(b, &u->config);
         tc_buf_printf(b, ",\"multiplicity\":%u,\"first_layer\":%s}", u->multiplicity,
                       u->first_layer ? "true" : "false");
+    }
+    tc_buf_putc(b, ']');
+}
+
+/* The "matmuls" array: each unique matmul config with its multiplicity
+ * and which operands need a gradient. */
+static void s_json_matmuls(tc_buf_t *b, const tc_model_t *m)
+{
+    tc_buf_puts(b, ",\"matmuls\":[");
+    for (size_t i = 0; i < tc_model_matmul_count(m); i++) {
+        const tc_matmul_usage_t *u = tc_model_matmul(m, i);
+        tc_buf_puts(b, i ? ",{\"config\":" : "{\"config\":");
+        s_json_matmul(b, &u->config);
+        tc_buf_printf(b, ",\"multiplicity\":%u,\"grad_a\":%s,\"grad_b\":%s}",
+                      u->use.multiplicity, u->use.grad_a ? "true" : "false",
+                      u->use.grad_b ? "true" : "false");
     }
     tc_buf_putc(b, ']');
 }
@@ -201,6 +240,7 @@ static int s_print_json(const tc_model_t *m, unsigned batch)
     s_json_head(&b, m, batch);
     s_json_layers(&b, m);
     s_json_convs(&b, m);
+    s_json_matmuls(&b, m);
     tc_features_t f;
     tc_model_features(m, batch, &f);
     s_json_features(&b, &f);
@@ -222,21 +262,21 @@ static int s_print_json(const tc_model_t *m, unsigned batch)
 }
 
 /* --format csv: the layers, one row each, with the keys of the JSON's
- * "layers" (out_shape as 64x56x56, conv as its label). */
+ * "layers" (out_shape as 64x56x56, conv and matmul as their labels). */
 static const tc_col_t s_layer_cols[] = {
     {"name", TC_COL_TEXT},    {"op", TC_COL_TEXT},       {"class", TC_COL_TEXT},
     {"out_shape", TC_COL_TEXT}, {"params", TC_COL_INT},  {"flops", TC_COL_NUM},
     {"elems_in", TC_COL_INT}, {"elems_out", TC_COL_INT}, {"conv", TC_COL_TEXT},
-    {"first_layer", TC_COL_BOOL},
+    {"first_layer", TC_COL_BOOL}, {"matmul", TC_COL_TEXT},
 };
 
 static int s_print_csv(const tc_model_t *m)
 {
-    tc_table_t *t = tc_table_new("layers", s_layer_cols, 10);
+    tc_table_t *t = tc_table_new("layers", s_layer_cols, 11);
     int rc = t ? 0 : tc_fail(TC_ENOMEM, "out of memory");
     for (size_t i = 0; rc == 0 && i < tc_model_node_count(m); i++) {
         const tc_model_node_t *n = tc_model_node(m, i);
-        char shape[96], params[32], flops[64], in[32], out[32], conv[128] = "";
+        char shape[96], params[32], flops[64], in[32], out[32], conv[128] = "", mm[128] = "";
         s_shape(n, shape, sizeof shape);
         snprintf(params, sizeof params, "%llu", (unsigned long long)n->params);
         snprintf(flops, sizeof flops, "%.17g", n->flops);
@@ -244,9 +284,12 @@ static int s_print_csv(const tc_model_t *m)
         snprintf(out, sizeof out, "%llu", (unsigned long long)n->elems_out);
         if (n->is_conv)
             tc_conv_config_label(&n->conv, conv, sizeof conv);
+        if (n->is_matmul)
+            tc_matmul_config_label(&n->matmul, mm, sizeof mm);
         const char *row[] = {n->name, n->op, tc_op_class_name(n->op_class), shape, params,
                              flops, in, out, n->is_conv ? conv : NULL,
-                             n->is_conv ? (n->first_layer ? "true" : "false") : NULL};
+                             n->is_conv ? (n->first_layer ? "true" : "false") : NULL,
+                             n->is_matmul ? mm : NULL};
         rc = tc_table_add_row(t, row);
     }
     if (rc == 0)
@@ -274,8 +317,8 @@ static int s_describe(int argc, char **argv)
     };
     const tc_cmd_spec_t spec = {
         .prog = "agent model describe",
-        .summary = "Import a CNN (an ONNX file or a torchvision model) and print its layers, "
-                   "conv configs and non-conv features.",
+        .summary = "Import a model (an ONNX file or a torchvision model) and print its "
+                   "layers, conv and matmul configs and non-conv features.",
         .positional = "FILE.onnx|torchvision:NAME",
         .min_positional = 1,
         .max_positional = 1,

@@ -4,6 +4,7 @@
 
 int tc_cmd_info(int argc, char **argv);
 int tc_cmd_bench_conv(int argc, char **argv);
+int tc_cmd_bench_matmul(int argc, char **argv);
 int tc_cmd_bench(int argc, char **argv);
 int tc_cmd_keygen(int argc, char **argv);
 int tc_cmd_push(int argc, char **argv);

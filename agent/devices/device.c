@@ -1,6 +1,7 @@
 #include "device.h"
 
 #include "tc_error.h"
+#include "tc_matmul_step.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -139,6 +140,61 @@ int tc_conv_plan_create(tc_device_t *dev, const tc_conv_spec_t *spec, tc_conv_pl
     }
     *out = self;
     return 0;
+}
+
+int tc_matmul_plan_create(tc_device_t *dev, const tc_matmul_spec_t *spec,
+                          tc_matmul_plan_t **out)
+{
+    *out = NULL;
+    int rc = tc_matmul_config_check(&spec->config);
+    if (rc < 0)
+        return rc;
+    if (spec->config.minibatch == 0)
+        return tc_fail(TC_EINVAL, "matmul config: the mini-batch must be > 0 to run it");
+    if (!dev->iface->matmul_create)
+        return tc_fail(TC_EUNSUPPORTED, "the %s backend benchmarks no matmuls yet",
+                       dev->iface->kind);
+    tc_matmul_plan_t *self = calloc(1, sizeof *self);
+    if (!self)
+        return tc_fail(TC_ENOMEM, "out of memory creating a matmul plan");
+    self->iface = dev->iface;
+    self->spec = *spec;
+    rc = tc_matmul_step_gemm(&spec->config, spec->direction, &self->gemm);
+    if (rc == 0)
+        rc = dev->iface->matmul_create(dev->ctx, spec, &self->impl);
+    if (rc < 0) {
+        free(self);
+        return rc;
+    }
+    *out = self;
+    return 0;
+}
+
+void tc_matmul_plan_destroy(tc_matmul_plan_t **self_p)
+{
+    if (!self_p || !*self_p)
+        return;
+    tc_matmul_plan_t *self = *self_p;
+    if (self->impl)
+        self->iface->matmul_destroy(self->impl);
+    free(self);
+    *self_p = NULL;
+}
+
+size_t tc_gemm_tensor_count(const tc_gemm_t *g, tc_mm_tensor_t t)
+{
+    switch (t) {
+    case TC_MM_TENSOR_A:
+        return (size_t)(g->count * g->m * g->k);
+    case TC_MM_TENSOR_B:
+        return (size_t)(g->count * g->k * g->n);
+    case TC_MM_TENSOR_C:
+        return (size_t)(g->count * g->m * g->n);
+    case TC_MM_TENSOR_BIAS:
+        return g->bias ? (size_t)g->n : 0;
+    default:
+        return 0;
+    }
 }
 
 void tc_conv_plan_destroy(tc_conv_plan_t **self_p)

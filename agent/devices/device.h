@@ -15,6 +15,7 @@
 #define TC_DEVICE_H
 
 #include "tc_conv.h"
+#include "tc_matmul.h"
 #include "tc_wire.h"
 #include "traincast.pb-c.h"
 
@@ -96,6 +97,25 @@ typedef struct {
     double power_w;        /* 0: unknown */
 } tc_telemetry_t;
 
+/* What a matmul plan is built for: the GEMM of one training direction of a
+ * matmul config at its mini-batch (tc_matmul_step_gemm). */
+typedef struct {
+    tc_matmul_config_t config;          /* minibatch > 0 */
+    Traincast__V1__Direction direction;
+    uint64_t seed;                      /* random input data */
+} tc_matmul_spec_t;
+
+/* Operands of a matmul plan's GEMM, as stored (row-major; op(A) and op(B)
+ * read them transposed where the GEMM says so), products one after the
+ * other. */
+typedef enum {
+    TC_MM_TENSOR_A = 0, /* count x ([m, k], or [k, m] transposed) */
+    TC_MM_TENSOR_B,     /* count x ([k, n], or [n, k] transposed) */
+    TC_MM_TENSOR_C,     /* count x [m, n], the result */
+    TC_MM_TENSOR_BIAS,  /* [n], where the call adds a bias */
+    TC_MM_TENSOR_COUNT
+} tc_mm_tensor_t;
+
 /* The backend interface. Functions return 0 or a negative TC_E* code with a
  * message (tc_fail). `ctx` is the opened device; `plan` a conv plan. */
 typedef struct tc_backend_iface {
@@ -135,6 +155,19 @@ typedef struct tc_backend_iface {
     const char *(*plan_route)(void *plan);
     /* Optional (NULL: none): the device's SM clock and power now. */
     int (*telemetry)(void *ctx, tc_telemetry_t *out);
+
+    /* Optional (NULL: this backend benchmarks no matmuls): a matmul plan
+     * owns the operands of one spec's GEMM, filled with random data once,
+     * and runs it as the framework does. */
+    int (*matmul_create)(void *ctx, const tc_matmul_spec_t *spec, void **plan);
+    /* Run the GEMM once and return its duration in milliseconds. */
+    int (*matmul_run)(void *plan, double *ms);
+    /* Copy operand `t` as float into out[count] (count as stored).
+     * TC_ENOTFOUND when the plan has no such operand. */
+    int (*matmul_read)(void *plan, tc_mm_tensor_t t, float *out, size_t count);
+    /* Which code runs it, as the framework routes it ("blas", "naive"). */
+    const char *(*matmul_route)(void *plan);
+    void (*matmul_destroy)(void *plan);
 } tc_backend_iface_t;
 
 /* Backends linked into this build. The cpu one is always there; the cuda
@@ -152,6 +185,13 @@ typedef struct {
     const tc_backend_iface_t *iface;
     void *impl;
 } tc_conv_plan_t;
+
+typedef struct {
+    const tc_backend_iface_t *iface;
+    void *impl;
+    tc_matmul_spec_t spec;
+    tc_gemm_t gemm; /* the GEMM it runs */
+} tc_matmul_plan_t;
 
 /* All backends, NULL-terminated. */
 const tc_backend_iface_t *const *tc_backends(void);
@@ -211,6 +251,33 @@ static inline void tc_device_telemetry(tc_device_t *d, tc_telemetry_t *out)
         out->power_w = 0;
     }
 }
+
+/* Build a matmul plan: TC_EINVAL for a bad config or direction,
+ * TC_EUNSUPPORTED when the backend benchmarks no matmuls. NULL-safe destroy
+ * that nulls the pointer. */
+int tc_matmul_plan_create(tc_device_t *dev, const tc_matmul_spec_t *spec,
+                          tc_matmul_plan_t **out);
+void tc_matmul_plan_destroy(tc_matmul_plan_t **self_p);
+
+static inline int tc_matmul_plan_run(tc_matmul_plan_t *p, double *ms)
+{
+    return p->iface->matmul_run(p->impl, ms);
+}
+
+static inline int tc_matmul_plan_read(tc_matmul_plan_t *p, tc_mm_tensor_t t, float *out,
+                                      size_t count)
+{
+    return p->iface->matmul_read(p->impl, t, out, count);
+}
+
+static inline const char *tc_matmul_plan_route(tc_matmul_plan_t *p)
+{
+    const char *r = p->iface->matmul_route ? p->iface->matmul_route(p->impl) : NULL;
+    return r ? r : "";
+}
+
+/* Elements of operand t of a GEMM (0 for BIAS without a bias). */
+size_t tc_gemm_tensor_count(const tc_gemm_t *g, tc_mm_tensor_t t);
 
 /* Deterministic uniform values in [-1, 1) for input tensors: value i of
  * stream `seed`. Backends fill inputs with it (or with an equivalent device

@@ -8,7 +8,10 @@ into the conv), dropout stays a Dropout node and auxiliary classifiers
 (googlenet, inception_v3 as torchvision builds them by default) stay in the
 graph as extra outputs, since they run in every training step. The batch
 dimension is symbolic ("batch"); the spatial size is the model's own
-(inception_v3: 299, the rest 224) unless --input-size says otherwise.
+(inception_v3: 299, the rest 224) unless --input-size says otherwise. Vision
+transformers that fix their sequence length at construction are built for
+that size (vit_*: image_size, a multiple of the patch size; maxvit_t:
+input_size); a size a constructor refuses exits with status 3.
 
 Initializers keep their name, dims and data type but lose their data, so an
 export is tens of KB instead of hundreds of MB. metadata_props record the
@@ -29,8 +32,8 @@ the in-place bernoulli_, which the exporter cannot express; during export it
 is replaced by the out-of-place torch.bernoulli with the same probability
 and the same per-sample mask shape, so the layer stays in the graph.
 
-Exit status: 0 exported, 2 unknown model name or bad arguments, 1 the export
-failed in every mode.
+Exit status: 0 exported, 2 unknown model name or bad arguments, 3 the model
+cannot be built for that input size, 1 the export failed in every mode.
 """
 import argparse
 import io
@@ -88,22 +91,44 @@ class _SkipInit:
         return False
 
 
-def build_model(name, init_weights=True):
+def size_kwargs(name, size):
+    """What a torchvision constructor must be told to run at `size` pixels
+    (None: its default). Vision transformers fix their sequence length at
+    construction: vit_* take image_size (a multiple of the patch size, 16 or
+    32 or 14), maxvit_t takes input_size; the rest (the CNNs, swin_* whose
+    windows pad) take any size."""
+    if not size or size == default_input_size(name):
+        return {}
+    if name.startswith("vit_"):
+        return {"image_size": size}
+    if name.startswith("maxvit"):
+        return {"input_size": (size, size)}
+    return {}
+
+
+def build_model(name, init_weights=True, input_size=None):
     """The model as torchvision builds it by default (no pretrained weights),
-    seeded. Without init_weights the parameters keep whatever memory they
-    got: same structure, same shapes, no initialization cost."""
+    seeded, for inputs of input_size pixels (None: its default). Without
+    init_weights the parameters keep whatever memory they got: same
+    structure, same shapes, no initialization cost."""
     torch, torchvision = import_torch()
     if name not in model_names():
         die(2, "unknown torchvision model '%s'; run '%s --list' for the names"
             % (name, os.path.basename(sys.argv[0])))
     torch.manual_seed(0)
+    builder = torchvision.models.get_model_builder(name)
+    kwargs = size_kwargs(name, input_size)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        if init_weights:
-            model = torchvision.models.get_model_builder(name)()
-        else:
-            with _SkipInit():
-                model = torchvision.models.get_model_builder(name)()
+        try:
+            if init_weights:
+                model = builder(**kwargs)
+            else:
+                with _SkipInit():
+                    model = builder(**kwargs)
+        except (AssertionError, ValueError, RuntimeError) as e:
+            die(3, "torchvision cannot build %s for %s-pixel inputs: %s"
+                % (name, input_size, str(e).split("\n")[0][:200]))
     return model
 
 
@@ -237,7 +262,7 @@ def export(name, input_size=None, opset=DEFAULT_OPSET, keep_weights=False, model
     import onnx
     size = input_size or default_input_size(name)
     if model is None:
-        model = build_model(name)
+        model = build_model(name, input_size=size)
     x = torch.randn(EXAMPLE_BATCH, 3, size, size)
     modes = [
         ("training", torch.onnx.TrainingMode.TRAINING, torch.onnx.OperatorExportTypes.ONNX),
@@ -345,7 +370,7 @@ def main(argv=None):
     if args.input_size and not 16 <= args.input_size <= 4096:
         die(2, "--input-size must be between 16 and 4096, not %d" % args.input_size)
     out = args.output or args.model + ".onnx"
-    model = build_model(args.model, init_weights=args.keep_weights)
+    model = build_model(args.model, init_weights=args.keep_weights, input_size=args.input_size)
     proto, info = export(args.model, args.input_size or None, args.opset, args.keep_weights,
                          model=model, mode=args.mode)
     data = proto.SerializeToString()

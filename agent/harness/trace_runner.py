@@ -25,6 +25,7 @@ import time
 
 import cpu_env
 import energy
+import export_onnx
 import gpu_env
 
 PROTOCOL = 1
@@ -334,7 +335,9 @@ def main(argv):
     try:
         if cuda:
             torch.cuda.reset_peak_memory_stats(dev)
-        model = getattr(torchvision.models, a.model)(weights=None)
+        # Vision transformers are built for the input size (export_onnx).
+        model = getattr(torchvision.models, a.model)(
+            weights=None, **export_onnx.size_kwargs(a.model, input_size))
         model = model.to(device=dev, dtype=dtype).train()
         opt = build_optimizer(torch, a.optimizer, model.parameters())
         x = torch.randn(a.batch, 3, input_size, input_size, device=dev, dtype=dtype)

@@ -4,10 +4,12 @@
  * includes it.
  *
  * Shapes carry the batch as a symbol: a tensor's dims are concrete except at
- * most one, `batch_axis`, which is exactly the batch B. Small integer
- * tensors known at import time (shape arithmetic: Shape, Gather, Concat,
- * ...) carry their values as affine expressions b*B + c, so a reshape to
- * [B, 2, C/2, H, W] computed from Shape nodes stays symbolic in B. */
+ * most one, `batch_axis`, which is a whole multiple of the batch B (B itself,
+ * or heads or windows folded into it: dims[batch_axis] says how many B).
+ * Small integer tensors known at import time (shape arithmetic: Shape,
+ * Gather, Concat, ...) carry their values as affine expressions b*B + c, so a
+ * reshape to [B, 2, C/2, H, W] computed from Shape nodes stays symbolic in
+ * B. */
 #ifndef TC_GRAPH_H
 #define TC_GRAPH_H
 
@@ -46,7 +48,7 @@ typedef struct {
     /* Shape, once inferred. */
     bool known;
     int rank;
-    int64_t dims[TC_MODEL_MAX_RANK]; /* dims[batch_axis] is 1 */
+    int64_t dims[TC_MODEL_MAX_RANK]; /* dims[batch_axis]: the multiple of B (1 mostly) */
     int batch_axis;         /* -1: not batched */
     /* Values known at import time, integers only (n_data -1: unknown). */
     int n_data;
@@ -133,7 +135,7 @@ void tc_graph_free(tc_graph_t *g);
 int tc_mul64(int64_t a, int64_t b, int64_t *out);
 int tc_add64(int64_t a, int64_t b, int64_t *out);
 
-/* Per-sample elements of a known value (the batch axis counts 1). */
+/* Per-sample elements of a known value (the batch axis counts its multiple). */
 int64_t tc_value_elems(const tc_value_t *v);
 
 /* Failure naming the node: "node 'NAME' (OP): ...". */

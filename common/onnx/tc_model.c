@@ -1,6 +1,6 @@
 /* tc_model_t: import (caps, pre-flight scan, protobuf-c unpack, graph IR,
  * shape inference) and what users extract from it: layers, deduplicated
- * conv configs, features, the wire form. */
+ * conv and matmul configs, features, the wire form. */
 #include "tc_model.h"
 #include "tc_model_internal.h"
 
@@ -35,12 +35,14 @@ struct tc_model {
     size_t n_layers;
     tc_conv_usage_t *convs;
     size_t n_convs;
+    tc_matmul_usage_t *matmuls;
+    size_t n_matmuls;
     char **meta; /* key, value pairs */
     size_t n_meta;
     const char *export_warning; /* "" or why the file looks exported for inference */
 };
 
-static int s_dedup_convs(tc_model_t *m);
+static int s_dedup_ops(tc_model_t *m);
 
 static int s_copy_meta(tc_model_t *m, const Onnx__ModelProto *mp)
 {
@@ -138,7 +140,7 @@ static int s_collect(tc_model_t *m)
         m->flops += n->info.flops;
         m->macs += n->macs;
     }
-    return s_dedup_convs(m);
+    return s_dedup_ops(m);
 }
 
 static int s_cmp_str(const void *a, const void *b)
@@ -370,6 +372,7 @@ void tc_model_destroy(tc_model_t **self_p)
     tc_graph_free(&m->g);
     free(m->layers);
     free(m->convs);
+    free(m->matmuls);
     free(m->name);
     free(m->id);
     free(m);
@@ -458,6 +461,16 @@ const tc_conv_usage_t *tc_model_conv(const tc_model_t *m, size_t i)
     return i < m->n_convs ? &m->convs[i] : NULL;
 }
 
+size_t tc_model_matmul_count(const tc_model_t *m)
+{
+    return m->n_matmuls;
+}
+
+const tc_matmul_usage_t *tc_model_matmul(const tc_model_t *m, size_t i)
+{
+    return i < m->n_matmuls ? &m->matmuls[i] : NULL;
+}
+
 int tc_model_value_shape(const tc_model_t *m, const char *value, int *rank, int64_t *dims,
                          bool *batched)
 {
@@ -483,71 +496,107 @@ const char *tc_model_meta(const tc_model_t *m, const char *key)
     return NULL;
 }
 
-/* ---- conv configs ---- */
+/* ---- deduplicated ops: convs and matmuls ---- */
 
+/* One use of a benchmarked op: its config (a conv's or a matmul's, compared
+ * by `cmp`), the flags that decide its directions, the layer index. */
 typedef struct {
-    tc_conv_config_t config;
-    bool first;
-    size_t order; /* layer index of the first use */
+    const void *config;
+    int (*cmp)(const void *a, const void *b);
+    unsigned flags;
+    size_t order;
     uint32_t mult;
-} s_conv_ref_t;
+} s_op_ref_t;
 
 static int s_ref_cmp(const void *pa, const void *pb)
 {
-    const s_conv_ref_t *a = pa, *b = pb;
-    int c = tc_conv_config_cmp(&a->config, &b->config);
+    const s_op_ref_t *a = pa, *b = pb;
+    int c = a->cmp(a->config, b->config);
     if (c)
         return c;
-    if (a->first != b->first)
-        return a->first ? -1 : 1;
+    if (a->flags != b->flags)
+        return a->flags < b->flags ? -1 : 1;
     return a->order < b->order ? -1 : a->order > b->order;
 }
 
 static int s_order_cmp(const void *pa, const void *pb)
 {
-    const s_conv_ref_t *a = pa, *b = pb;
+    const s_op_ref_t *a = pa, *b = pb;
     return a->order < b->order ? -1 : a->order > b->order;
 }
 
-/* Deduplicate by (config, first_layer), keeping first-use order. Sorting
- * keeps this O(n log n) on hostile graphs with many convs. */
-static int s_dedup_convs(tc_model_t *m)
+/* Deduplicate refs[0..n) by (config, flags) in place, each with its count
+ * of uses, keeping first-use order; returns how many are left. Sorting
+ * keeps this O(n log n) on hostile graphs with many ops. */
+static size_t s_dedup(s_op_ref_t *refs, size_t n)
 {
-    size_t n = 0;
-    for (size_t i = 0; i < m->n_layers; i++)
-        n += m->layers[i]->is_conv;
-    if (!n)
-        return 0;
-    s_conv_ref_t *refs = malloc(n * sizeof *refs);
-    m->convs = calloc(n, sizeof *m->convs);
-    if (!refs || !m->convs) {
-        free(refs);
-        return tc_fail(TC_ENOMEM, "out of memory");
-    }
-    size_t k = 0;
-    for (size_t i = 0; i < m->n_layers; i++) {
-        const tc_model_node_t *l = m->layers[i];
-        if (l->is_conv)
-            refs[k++] = (s_conv_ref_t){l->conv, l->first_layer, i, 1};
-    }
     qsort(refs, n, sizeof *refs, s_ref_cmp);
     /* Collapse equal runs onto their first use (the smallest order). */
     size_t u = 0;
     for (size_t i = 0; i < n; i++) {
-        if (u && !tc_conv_config_cmp(&refs[i].config, &refs[u - 1].config) &&
-            refs[i].first == refs[u - 1].first) {
+        if (u && !refs[i].cmp(refs[i].config, refs[u - 1].config) &&
+            refs[i].flags == refs[u - 1].flags) {
             refs[u - 1].mult++;
             continue;
         }
         refs[u++] = refs[i];
     }
     qsort(refs, u, sizeof *refs, s_order_cmp);
-    for (size_t i = 0; i < u; i++) {
-        m->convs[i].config = refs[i].config;
-        m->convs[i].first_layer = refs[i].first;
-        m->convs[i].multiplicity = refs[i].mult;
+    return u;
+}
+
+static int s_conv_cmp(const void *a, const void *b)
+{
+    return tc_conv_config_cmp(a, b);
+}
+
+static int s_matmul_cmp(const void *a, const void *b)
+{
+    return tc_matmul_config_cmp(a, b);
+}
+
+/* Convs by (config, first_layer); matmuls by (config, which operands need
+ * a gradient). */
+static int s_dedup_ops(tc_model_t *m)
+{
+    size_t nc = 0, nm = 0;
+    for (size_t i = 0; i < m->n_layers; i++) {
+        nc += m->layers[i]->is_conv;
+        nm += m->layers[i]->is_matmul;
     }
-    m->n_convs = u;
+    if (!nc && !nm)
+        return 0;
+    s_op_ref_t *refs = malloc((nc + nm) * sizeof *refs);
+    m->convs = calloc(nc ? nc : 1, sizeof *m->convs);
+    m->matmuls = calloc(nm ? nm : 1, sizeof *m->matmuls);
+    if (!refs || !m->convs || !m->matmuls) {
+        free(refs);
+        return tc_fail(TC_ENOMEM, "out of memory");
+    }
+    s_op_ref_t *cr = refs, *mr = refs + nc;
+    size_t kc = 0, km = 0;
+    for (size_t i = 0; i < m->n_layers; i++) {
+        const tc_model_node_t *l = m->layers[i];
+        if (l->is_conv)
+            cr[kc++] = (s_op_ref_t){&l->conv, s_conv_cmp, l->first_layer, i, 1};
+        if (l->is_matmul)
+            mr[km++] = (s_op_ref_t){&l->matmul, s_matmul_cmp,
+                                    (l->matmul_grad_a ? 1u : 0u) | (l->matmul_grad_b ? 2u : 0u),
+                                    i, 1};
+    }
+    m->n_convs = s_dedup(cr, nc);
+    for (size_t i = 0; i < m->n_convs; i++) {
+        m->convs[i].config = *(const tc_conv_config_t *)cr[i].config;
+        m->convs[i].first_layer = cr[i].flags != 0;
+        m->convs[i].multiplicity = cr[i].mult;
+    }
+    m->n_matmuls = s_dedup(mr, nm);
+    for (size_t i = 0; i < m->n_matmuls; i++) {
+        m->matmuls[i].config = *(const tc_matmul_config_t *)mr[i].config;
+        m->matmuls[i].use.grad_a = mr[i].flags & 1u;
+        m->matmuls[i].use.grad_b = mr[i].flags & 2u;
+        m->matmuls[i].use.multiplicity = mr[i].mult;
+    }
     free(refs);
     return 0;
 }

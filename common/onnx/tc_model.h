@@ -10,6 +10,8 @@
 
 #include "tc_conv.h"
 #include "tc_features.h"
+#include "tc_matmul.h"
+#include "tc_matmul_step.h"
 #include "traincast.pb-c.h"
 
 #include <stdbool.h>
@@ -27,7 +29,9 @@ typedef struct {
 } tc_model_opts_t;
 
 /* One layer of the graph IR, after shape inference. Shapes exclude the
- * symbolic batch dimension (dims[0] is channels for NCHW tensors).
+ * symbolic batch dimension (dims[0] is channels for NCHW tensors), and with
+ * it a multiple of the batch folded into that axis (an attention's heads in
+ * [T, 12 B, 64]); elems_in and elems_out count the multiple.
  *
  * Layers are the ONNX nodes that touch per-sample data or own parameters.
  * Nodes the importer folds away (constant shape arithmetic such as
@@ -51,6 +55,10 @@ typedef struct {
     /* Added by the importer (extensions of the contract): */
     double macs;              /* multiply-accumulates per sample (Conv, Gemm, MatMul) */
     bool out_batched;         /* the first output carries the batch (out_shape excludes it) */
+    bool is_matmul;           /* a Gemm or MatMul of matrices (not a matrix-vector product) */
+    tc_matmul_config_t matmul; /* valid when is_matmul; minibatch = 0 */
+    bool matmul_grad_a;       /* its operand A needs a gradient (depends on a parameter) */
+    bool matmul_grad_b;       /* its operand B needs one (a weight always does) */
 } tc_model_node_t;
 
 /* A deduplicated conv configuration and how many layers use it. The key is
@@ -63,6 +71,15 @@ typedef struct {
     uint32_t multiplicity;
     bool first_layer;         /* no backward-data pass */
 } tc_conv_usage_t;
+
+/* A deduplicated matmul configuration and how many layers use it, the
+ * matmul's counterpart of tc_conv_usage_t: the key is the config together
+ * with which operands need a gradient (they decide the directions a step
+ * runs, tc_matmul_step.h). */
+typedef struct {
+    tc_matmul_config_t config; /* minibatch = 0 */
+    tc_matmul_use_t use;       /* grad_a, grad_b, multiplicity */
+} tc_matmul_usage_t;
 
 /* Import from a file or memory. Errors: TC_EPARSE (corrupt, truncated,
  * hostile), TC_EUNSUPPORTED (an op it does not know, naming op and node,
@@ -82,7 +99,8 @@ int tc_model_load_bytes(const uint8_t *data, size_t len, const char *name,
  * exports are found by tc_resource_dir (tc_paths.h). Errors beyond the loaders': TC_ENOTFOUND (no such torchvision model,
  * or no PyTorch and no committed export; the message says how to list the
  * names), TC_EUNSUPPORTED (a non-default input size without PyTorch),
- * TC_ECHILD (the export failed). */
+ * TC_EINVAL (torchvision cannot build the model for that input size, e.g.
+ * vit_b_32 at 112: the message says why), TC_ECHILD (the export failed). */
 int tc_model_load_spec(const char *spec, const tc_model_opts_t *opts, tc_model_t **out);
 
 void tc_model_destroy(tc_model_t **self_p);
@@ -126,6 +144,10 @@ const char *tc_model_unknown(const tc_model_t *m, size_t i);
 /* Deduplicated convs, in first-use order. */
 size_t tc_model_conv_count(const tc_model_t *m);
 const tc_conv_usage_t *tc_model_conv(const tc_model_t *m, size_t i);
+
+/* Deduplicated matmuls (Gemm, MatMul of matrices), in first-use order. */
+size_t tc_model_matmul_count(const tc_model_t *m);
+const tc_matmul_usage_t *tc_model_matmul(const tc_model_t *m, size_t i);
 
 /* Non-conv features at a batch size. */
 void tc_model_features(const tc_model_t *m, unsigned batch, tc_features_t *out);

@@ -227,6 +227,14 @@ static int s_export(const char *name, uint32_t size, const char *path)
     }
     size_t len = strlen(out);
     const char *tail = len > 1500 ? out + len - 1500 : out;
+    if (status == 3) { /* the constructor refuses the size: its message says why */
+        const char *why = strstr(out, "export_onnx: ");
+        why = why ? why + 13 : tail;
+        int n = (int)strcspn(why, "\n");
+        while (n > 0 && (why[n - 1] == '.' || why[n - 1] == '!'))
+            n--;
+        return tc_fail(TC_EINVAL, "%.*s; choose another --input-size", n, why);
+    }
     if (status == 2)
         return tc_fail(TC_ENOTFOUND, "'%s' is not a torchvision classification model; '%s %s "
                                      "--list' prints the names",

@@ -170,6 +170,43 @@ static int64_t s_clamp(int64_t v, int64_t dim, int64_t lo, int64_t hi)
     return v < lo ? lo : v > hi ? hi : v;
 }
 
+/* Fold output 0 of a data movement of known values: output element at
+ * coordinates c (over out->dims) is input element base + sum c[k] mult[k]
+ * (mult in the input's flat units). A no-op when x has no known values or
+ * the output carries the batch. */
+static int s_move_data(tc_graph_t *g, tc_gnode_t *n, const tc_value_t *x, int64_t base,
+                       const int64_t *mult)
+{
+    tc_value_t *out = tc_node_out(g, n, 0);
+    if (!out || x->n_data < 0 || out->batch_axis >= 0)
+        return 0;
+    int64_t elems = tc_value_elems(out);
+    if (elems > TC_GRAPH_MAX_DATA)
+        return 0;
+    tc_sym_t buf[TC_GRAPH_MAX_DATA];
+    for (int64_t i = 0; i < elems; i++) {
+        int64_t rest = i, at = base;
+        for (int k = out->rank - 1; k >= 0; k--) {
+            at += rest % out->dims[k] * mult[k];
+            rest /= out->dims[k];
+        }
+        if (at < 0 || at >= x->n_data)
+            return 0;
+        buf[i] = x->data[at];
+    }
+    return tc_set_data(g, n, 0, buf, (int)elems);
+}
+
+/* The flat stride of each axis of x. */
+static void s_strides(const tc_value_t *x, int64_t *stride)
+{
+    int64_t s = 1;
+    for (int k = x->rank - 1; k >= 0; k--) {
+        stride[k] = s;
+        s *= x->dims[k];
+    }
+}
+
 int tc_infer_slice(tc_graph_t *g, tc_gnode_t *n, const tc_op_rule_t *r)
 {
     tc_value_t *x = NULL;
@@ -234,7 +271,7 @@ int tc_infer_slice(tc_graph_t *g, tc_gnode_t *n, const tc_op_rule_t *r)
         if (a == x->batch_axis) {
             /* Only the whole batch: start 0 and an end at or past B. */
             bool whole = !starts[k].b && starts[k].c == 0 && st == 1 &&
-                         ((ends[k].b == 1 && ends[k].c >= 0) ||
+                         ((ends[k].b >= x->dims[a] && ends[k].c >= 0) ||
                           (!ends[k].b && ends[k].c >= INT32_MAX));
             if (!whole)
                 return tc_node_fail(n, TC_EUNSUPPORTED, "slices the batch axis");
@@ -260,12 +297,16 @@ int tc_infer_slice(tc_graph_t *g, tc_gnode_t *n, const tc_op_rule_t *r)
     if (rc < 0 || !out)
         return rc;
     out->elem_type = x->elem_type;
-    if (x->n_data < 0 || x->rank != 1)
-        return 0;
-    tc_sym_t buf[TC_GRAPH_MAX_DATA];
-    for (int64_t i = 0; i < dims[0]; i++)
-        buf[i] = x->data[first[0] + i * step[0]];
-    return tc_set_data(g, n, 0, buf, (int)dims[0]);
+    /* Shape arithmetic slices small known tensors (torch's F.pad reverses
+     * its pads with a step of -1 over a [pairs, 2] view). */
+    int64_t stride[TC_MODEL_MAX_RANK], mult[TC_MODEL_MAX_RANK], base = 0;
+    s_strides(x, stride);
+    for (int k = 0; k < x->rank; k++) {
+        base += first[k] * stride[k]; /* inside the tensor */
+        if (__builtin_mul_overflow(step[k], stride[k], &mult[k]))
+            return 0; /* a hostile step: leave the values unknown */
+    }
+    return s_move_data(g, n, x, base, mult);
 }
 
 int tc_infer_transpose(tc_graph_t *g, tc_gnode_t *n, const tc_op_rule_t *r)
@@ -297,8 +338,13 @@ int tc_infer_transpose(tc_graph_t *g, tc_gnode_t *n, const tc_op_rule_t *r)
     }
     rc = tc_set_shape(g, n, 0, x->rank, dims, batch);
     tc_set_type(g, n, 0, x->elem_type);
-    if (rc == 0 && x->n_data >= 0 && x->rank <= 1)
-        rc = tc_set_data(g, n, 0, x->data, x->n_data);
+    if (rc == 0 && x->n_data >= 0) {
+        int64_t stride[TC_MODEL_MAX_RANK], mult[TC_MODEL_MAX_RANK];
+        s_strides(x, stride);
+        for (int k = 0; k < count; k++)
+            mult[k] = stride[perm[k]];
+        rc = s_move_data(g, n, x, 0, mult);
+    }
     return rc;
 }
 
@@ -334,7 +380,7 @@ int tc_infer_reshape(tc_graph_t *g, tc_gnode_t *n, const tc_op_rule_t *r)
             if (k >= x->rank)
                 return tc_node_fail(n, TC_EPARSE, "0 at position %d copies a missing dimension",
                                     k);
-            s = k == x->batch_axis ? (tc_sym_t){1, 0} : (tc_sym_t){0, x->dims[k]};
+            s = k == x->batch_axis ? (tc_sym_t){x->dims[k], 0} : (tc_sym_t){0, x->dims[k]};
         }
         if (!s.b && s.c == -1) {
             if (infer >= 0)
@@ -343,10 +389,13 @@ int tc_infer_reshape(tc_graph_t *g, tc_gnode_t *n, const tc_op_rule_t *r)
             dims[k] = s;
             continue;
         }
-        if (s.b == 1 && s.c == 0) {
+        if (s.b >= 1 && s.c == 0) {
+            /* The batch, or heads folded into it (b*B): b counts per sample. */
             if (batch)
                 return tc_node_fail(n, TC_EUNSUPPORTED, "the batch appears twice in the target");
             batch = true;
+            if (tc_mul64(known, s.b, &known) < 0)
+                return tc_node_fail(n, TC_ELIMIT, "target shape overflows");
         } else if (s.b || s.c < 0) {
             return tc_node_fail(n, TC_EUNSUPPORTED, "target dimension %d is %" PRId64
                                                     "*batch%+" PRId64,
@@ -360,11 +409,13 @@ int tc_infer_reshape(tc_graph_t *g, tc_gnode_t *n, const tc_op_rule_t *r)
     bool in_batch = x->batch_axis >= 0;
     if (infer >= 0) {
         if (in_batch && !batch) {
-            if (known != elems)
+            /* The -1 takes the batch with what the rest leaves of a
+             * sample (T*B when a sequence-first [T, B, C] is flattened). */
+            if (known == 0 || elems % known)
                 return tc_node_fail(n, TC_EUNSUPPORTED,
                                     "-1 would merge the batch with %" PRId64 "/%" PRId64,
                                     elems, known);
-            dims[infer] = (tc_sym_t){1, 0};
+            dims[infer] = (tc_sym_t){elems / known, 0};
             batch = true;
         } else {
             if (known == 0 || elems % known)
@@ -430,7 +481,8 @@ int tc_infer_expand(tc_graph_t *g, tc_gnode_t *n, const tc_op_rule_t *r)
     for (int k = 0; k < rank; k++) {
         int ai = k - (rank - x->rank), si = k - (rank - count);
         tc_sym_t a = ai < 0 ? (tc_sym_t){0, 1}
-                            : ai == x->batch_axis ? (tc_sym_t){1, 0} : (tc_sym_t){0, x->dims[ai]};
+                            : ai == x->batch_axis ? (tc_sym_t){x->dims[ai], 0}
+                                                  : (tc_sym_t){0, x->dims[ai]};
         tc_sym_t s = si < 0 ? (tc_sym_t){0, 1} : shape[si];
         if (!a.b && a.c == 1)
             dims[k] = s;

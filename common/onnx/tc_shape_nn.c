@@ -1,6 +1,7 @@
 /* Shape rules for the layers with arithmetic: Conv (groups, dilation, pads,
  * auto_pad), pooling (ceil_mode as PyTorch computes it), normalization,
- * Gemm and MatMul, reductions. They also set MACs and FLOPs per sample. */
+ * reductions (Gemm and MatMul: tc_shape_matmul.c). They also set MACs and
+ * FLOPs per sample. */
 #include "tc_shape_rules.h"
 
 #include "tc_error.h"
@@ -100,7 +101,7 @@ static int s_window(const tc_gnode_t *n, s_window_t *w, bool ceil)
     return 0;
 }
 
-static Traincast__V1__DType s_dtype(int32_t t)
+Traincast__V1__DType tc_dtype_of(int32_t t)
 {
     switch (t) {
     case ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT16:
@@ -181,7 +182,7 @@ int tc_infer_conv(tc_graph_t *g, tc_gnode_t *n, const tc_op_rule_t *r)
     cc.dilation_h = (uint32_t)w.dilation[0];
     cc.dilation_w = (uint32_t)w.dilation[1];
     cc.groups = (uint32_t)group;
-    cc.dtype = s_dtype(x->elem_type);
+    cc.dtype = tc_dtype_of(x->elem_type);
     cc.layout = TRAINCAST__V1__LAYOUT__LAYOUT_NCHW;
     cc.bias = bias != NULL;
     n->info.is_conv = true;
@@ -346,134 +347,6 @@ int tc_infer_layernorm(tc_graph_t *g, tc_gnode_t *n, const tc_op_rule_t *r)
         tc_set_type(g, n, k, ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT);
     }
     return rc;
-}
-
-int tc_infer_gemm(tc_graph_t *g, tc_gnode_t *n, const tc_op_rule_t *r)
-{
-    tc_value_t *a = NULL, *b = NULL;
-    int64_t ta, tb;
-    int rc = tc_node_need(g, n, 0, &a);
-    if (rc == 0)
-        rc = tc_node_need(g, n, 1, &b);
-    if (rc == 0)
-        rc = tc_attr_int(n, "transA", 0, &ta);
-    if (rc == 0)
-        rc = tc_attr_int(n, "transB", 0, &tb);
-    if (rc < 0)
-        return rc;
-    if (a->rank != 2 || b->rank != 2)
-        return tc_node_fail(n, TC_EPARSE, "Gemm needs 2-D inputs (ranks %d and %d)", a->rank,
-                            b->rank);
-    int am = ta ? 1 : 0, ak = 1 - am, bk = tb ? 1 : 0, bn = 1 - bk;
-    if (a->batch_axis == ak || b->batch_axis == bk)
-        return tc_node_fail(n, TC_EUNSUPPORTED, "contracts over the batch");
-    if (a->batch_axis >= 0 && b->batch_axis >= 0)
-        return tc_node_fail(n, TC_EUNSUPPORTED, "both operands carry the batch");
-    if (a->dims[ak] != b->dims[bk])
-        return tc_node_fail(n, TC_EPARSE, "inner dimensions %" PRId64 " and %" PRId64 " differ",
-                            a->dims[ak], b->dims[bk]);
-    int64_t dims[2] = {a->dims[am], b->dims[bn]};
-    int batch = a->batch_axis == am ? 0 : b->batch_axis == bn ? 1 : -1;
-    rc = tc_set_shape(g, n, 0, 2, dims, batch);
-    if (rc < 0)
-        return rc;
-    tc_set_type(g, n, 0, a->elem_type);
-    /* C must broadcast to the output. */
-    const tc_value_t *c = tc_node_in(g, n, 2);
-    if (c) {
-        if (c->rank > 2)
-            return tc_node_fail(n, TC_EPARSE, "C has rank %d", c->rank);
-        for (int k = 0; k < c->rank; k++) {
-            int oa = 2 - c->rank + k;
-            int64_t d = oa == batch ? -1 : dims[oa];
-            if (k != c->batch_axis && c->dims[k] != 1 && c->dims[k] != d)
-                return tc_node_fail(n, TC_EPARSE, "C does not broadcast to the output");
-        }
-    }
-    double out = (double)tc_value_elems(tc_node_out(g, n, 0));
-    n->macs = out * (double)a->dims[ak];
-    n->info.flops = 2.0 * n->macs + (c ? out : 0.0);
-    return 0;
-}
-
-int tc_infer_matmul(tc_graph_t *g, tc_gnode_t *n, const tc_op_rule_t *r)
-{
-    tc_value_t *a = NULL, *b = NULL;
-    int rc = tc_node_need(g, n, 0, &a);
-    if (rc == 0)
-        rc = tc_node_need(g, n, 1, &b);
-    if (rc < 0)
-        return rc;
-    if (a->rank < 1 || b->rank < 1)
-        return tc_node_fail(n, TC_EPARSE, "MatMul of a scalar");
-    /* Promote 1-D operands as numpy does. */
-    int ar = a->rank, br = b->rank;
-    int64_t ad[TC_MODEL_MAX_RANK + 1], bd[TC_MODEL_MAX_RANK + 1];
-    int ab = a->batch_axis, bb = b->batch_axis;
-    if (ar == 1) {
-        ad[0] = 1;
-        ad[1] = a->dims[0];
-        ab = ab == 0 ? 1 : -1;
-        ar = 2;
-    } else {
-        memcpy(ad, a->dims, (size_t)ar * sizeof *ad);
-    }
-    if (br == 1) {
-        bd[0] = b->dims[0];
-        bd[1] = 1;
-        bb = bb == 0 ? 0 : -1;
-        br = 2;
-    } else {
-        memcpy(bd, b->dims, (size_t)br * sizeof *bd);
-    }
-    if (ab == ar - 1 || bb == br - 2)
-        return tc_node_fail(n, TC_EUNSUPPORTED, "contracts over the batch");
-    int64_t kdim = ad[ar - 1];
-    if (kdim != bd[br - 2])
-        return tc_node_fail(n, TC_EPARSE, "inner dimensions %" PRId64 " and %" PRId64 " differ",
-                            kdim, bd[br - 2]);
-    int rank = ar > br ? ar : br;
-    int64_t dims[TC_MODEL_MAX_RANK];
-    int batch = -1;
-    for (int k = 0; k < rank - 2; k++) {
-        int ia = k - (rank - ar), ib = k - (rank - br);
-        bool ba = ia >= 0 && ia == ab, bbb = ib >= 0 && ib == bb;
-        int64_t da = ia >= 0 && !ba ? ad[ia] : 1, db = ib >= 0 && !bbb ? bd[ib] : 1;
-        if ((ba && db != 1) || (bbb && da != 1) || (ba && bbb))
-            return tc_node_fail(n, TC_EPARSE, "cannot broadcast the batch");
-        if (da != 1 && db != 1 && da != db)
-            return tc_node_fail(n, TC_EPARSE, "cannot broadcast %" PRId64 " and %" PRId64, da,
-                                db);
-        dims[k] = da != 1 ? da : db;
-        if (ba || bbb)
-            batch = k;
-    }
-    dims[rank - 2] = ad[ar - 2];
-    dims[rank - 1] = bd[br - 1];
-    if (ab == ar - 2)
-        batch = rank - 2;
-    if (bb == br - 1)
-        batch = rank - 1;
-    /* Drop the promoted axes again. */
-    int out_rank = rank;
-    if (a->rank == 1) {
-        memmove(&dims[rank - 2], &dims[rank - 1], sizeof *dims);
-        out_rank--;
-        if (batch == rank - 1)
-            batch = rank - 2;
-    }
-    if (b->rank == 1) {
-        out_rank--;
-        if (batch == out_rank)
-            batch = -1;
-    }
-    rc = tc_set_shape(g, n, 0, out_rank, dims, batch);
-    if (rc < 0)
-        return rc;
-    tc_set_type(g, n, 0, a->elem_type);
-    n->macs = (double)tc_value_elems(tc_node_out(g, n, 0)) * (double)kdim;
-    n->info.flops = 2.0 * n->macs;
-    return 0;
 }
 
 /* ReduceMean and friends: axes from the attribute or input 1. */

@@ -51,7 +51,9 @@ int tc_set_shape(tc_graph_t *g, tc_gnode_t *n, int i, int rank, const int64_t *d
                             batch_axis, rank);
     int64_t elems = 1;
     for (int k = 0; k < rank; k++) {
-        int64_t d = k == batch_axis ? 1 : dims[k];
+        /* The batch axis holds how many times the batch it is (1, or the
+         * heads a reshape folded into it). */
+        int64_t d = k == batch_axis && dims[k] < 1 ? 1 : dims[k];
         if (d < 0 || d > TC_GRAPH_MAX_DIM)
             return tc_node_fail(n, TC_EPARSE, "output %d: dimension %d would be %" PRId64, i,
                                 k, d);
@@ -92,9 +94,9 @@ int tc_set_shape_sym(tc_graph_t *g, tc_gnode_t *n, int i, int rank, const tc_sym
     for (int k = 0; k < rank; k++) {
         if (dims[k].b == 0) {
             d[k] = dims[k].c;
-        } else if (dims[k].b == 1 && dims[k].c == 0 && batch < 0) {
+        } else if (dims[k].b >= 1 && dims[k].c == 0 && batch < 0) {
             batch = k;
-            d[k] = 1;
+            d[k] = dims[k].b;
         } else {
             return tc_node_fail(n, TC_EUNSUPPORTED,
                                 "output %d: dimension %d would be %" PRId64 "*batch%+" PRId64
@@ -264,7 +266,7 @@ int tc_broadcast(tc_graph_t *g, tc_gnode_t *n, int count)
     int64_t dims[TC_MODEL_MAX_RANK];
     int batch = -1;
     for (int k = 0; k < rank; k++) {
-        int64_t d = 1;
+        int64_t d = 1, mult = 1;
         bool is_batch = false;
         for (int j = 0; j < m; j++) {
             int off = rank - in[j]->rank;
@@ -276,7 +278,13 @@ int tc_broadcast(tc_graph_t *g, tc_gnode_t *n, int count)
                     return tc_node_fail(n, TC_EPARSE,
                                         "cannot broadcast dimension %" PRId64 " with the batch",
                                         d);
+                if (is_batch && mult != in[j]->dims[a])
+                    return tc_node_fail(n, TC_EPARSE,
+                                        "cannot broadcast %" PRId64 "*batch with %" PRId64
+                                        "*batch",
+                                        mult, in[j]->dims[a]);
                 is_batch = true;
+                mult = in[j]->dims[a];
                 continue;
             }
             int64_t e = in[j]->dims[a];
@@ -291,7 +299,7 @@ int tc_broadcast(tc_graph_t *g, tc_gnode_t *n, int count)
                                     e);
             d = e;
         }
-        dims[k] = is_batch ? 1 : d;
+        dims[k] = is_batch ? mult : d;
         if (is_batch && batch >= 0)
             return tc_node_fail(n, TC_EUNSUPPORTED,
                                 "inputs carry the batch on different axes (%d and %d)", batch,

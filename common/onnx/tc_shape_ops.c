@@ -118,8 +118,19 @@ static int s_sym_op(const char *op, tc_sym_t a, tc_sym_t b, bool exact, tc_sym_t
         r.c = a.c > b.c ? a.c : b.c;
     } else if (consts && !strcmp(op, "Min")) {
         r.c = a.c < b.c ? a.c : b.c;
-    } else if (consts && !strcmp(op, "Equal")) {
-        r.c = a.c == b.c;
+    } else if (!strcmp(op, "Equal")) {
+        /* a - b = d.b B + d.c with B >= 1 (torch.onnx's expand(n, -1, -1)
+         * compares a shape holding the batch with -1): decided where every
+         * batch size gives the same answer. */
+        tc_sym_t d;
+        if (__builtin_sub_overflow(a.b, b.b, &d.b) || __builtin_sub_overflow(a.c, b.c, &d.c))
+            return -1;
+        if (!d.b)
+            r.c = d.c == 0;
+        else if ((d.b > 0 && d.c > -d.b) || (d.b < 0 && d.c < -d.b))
+            r.c = 0;
+        else
+            return -1;
     } else if (consts && !strcmp(op, "Less")) {
         r.c = a.c < b.c;
     } else if (consts && !strcmp(op, "LessOrEqual")) {
@@ -209,6 +220,8 @@ int tc_infer_binary(tc_graph_t *g, tc_gnode_t *n, const tc_op_rule_t *r)
         tc_set_type(g, n, 0, S_BOOL);
     if (strcmp(n->op, "PRelu") != 0)
         rc = s_fold_bcast(g, n, n->n_in, false);
+    if (rc == 0 && !strcmp(n->op, "Add"))
+        tc_matmul_take_bias(g, n);
     return rc;
 }
 
@@ -273,6 +286,40 @@ int tc_infer_constant(tc_graph_t *g, tc_gnode_t *n, const tc_op_rule_t *r)
                                             "understands");
 }
 
+/* Range(start, limit, delta) of scalars known at import time (torch's
+ * arange in index arithmetic, e.g. swin's shifted-window mask). */
+int tc_infer_range(tc_graph_t *g, tc_gnode_t *n, const tc_op_rule_t *r)
+{
+    int64_t v[3];
+    for (int i = 0; i < 3; i++) {
+        int count;
+        int rc = tc_node_ints(g, n, i, &v[i], 1, &count);
+        if (rc < 0)
+            return rc;
+        if (count != 1)
+            return tc_node_fail(n, TC_EPARSE, "input %d has %d values, not a scalar", i, count);
+    }
+    if (v[2] == 0)
+        return tc_node_fail(n, TC_EPARSE, "delta 0");
+    if (v[0] < -TC_GRAPH_MAX_DIM || v[0] > TC_GRAPH_MAX_DIM || v[1] < -TC_GRAPH_MAX_DIM ||
+        v[1] > TC_GRAPH_MAX_DIM)
+        return tc_node_fail(n, TC_EPARSE, "start or limit out of range");
+    int64_t span = v[1] - v[0], len = 0; /* |span| <= 2^32 */
+    if (span > 0 && v[2] > 0)
+        len = (span - 1) / v[2] + 1;
+    else if (span < 0 && v[2] < 0)
+        len = (span + 1) / v[2] + 1;
+    int rc = tc_set_shape(g, n, 0, 1, &len, -1);
+    const tc_value_t *start = tc_node_in(g, n, 0);
+    tc_set_type(g, n, 0, start ? start->elem_type : S_INT64);
+    if (rc < 0 || len > TC_GRAPH_MAX_DATA)
+        return rc;
+    tc_sym_t buf[TC_GRAPH_MAX_DATA];
+    for (int64_t i = 0; i < len; i++)
+        buf[i] = (tc_sym_t){0, v[0] + i * v[2]};
+    return tc_set_data(g, n, 0, buf, (int)len);
+}
+
 int tc_infer_constant_of_shape(tc_graph_t *g, tc_gnode_t *n, const tc_op_rule_t *r)
 {
     const tc_sym_t *shape;
@@ -334,7 +381,7 @@ int tc_infer_shape(tc_graph_t *g, tc_gnode_t *n, const tc_op_rule_t *r)
     tc_sym_t v[TC_MODEL_MAX_RANK];
     int count = 0;
     for (int64_t k = start; k < end; k++)
-        v[count++] = k == x->batch_axis ? (tc_sym_t){1, 0} : (tc_sym_t){0, x->dims[k]};
+        v[count++] = k == x->batch_axis ? (tc_sym_t){x->dims[k], 0} : (tc_sym_t){0, x->dims[k]};
     int64_t dims[1] = {count};
     rc = tc_set_shape(g, n, 0, 1, dims, -1);
     tc_set_type(g, n, 0, S_INT64);

@@ -95,6 +95,9 @@ static const tc_op_rule_t s_rules[] = {
     {"", "RandomUniformLike", TC_OPC_ELTWISE, tc_infer_unary, 1, 0},
     {"", "RandomNormalLike", TC_OPC_ELTWISE, tc_infer_unary, 1, 0},
     {"", "ConstantOfShape", TC_OPC_ELTWISE, tc_infer_constant_of_shape, 0, 0},
+    {"", "Range", TC_OPC_SHAPE, tc_infer_range, 0, 0},
+    /* index_put (a slice assignment): the data input's shape, its values unknown */
+    {"", "ScatterND", TC_OPC_ELTWISE, tc_infer_unary, 1, 0},
     {"", "Dropout", TC_OPC_DROPOUT, tc_infer_dropout, 2, 0},
     /* concatenation */
     {"", "Concat", TC_OPC_CONCAT, tc_infer_concat, 0, 0},

@@ -1,7 +1,6 @@
 #include "tc_conv.h"
 
 #include "tc_error.h"
-#include "tc_hash.h"
 #include "tc_wire.h"
 
 #include <stdio.h>
@@ -77,24 +76,14 @@ int tc_conv_config_cmp(const tc_conv_config_t *a, const tc_conv_config_t *b)
 
 int tc_conv_key_cmp(const tc_conv_config_t *a, const tc_conv_config_t *b)
 {
-#define X(x, y, name, kind, first)                                            \
-    if (a->name != b->name)                                                   \
-        return a->name < b->name ? -1 : 1;
-    TC_CONV_KEY(X, , )
-#undef X
+    TC_CONV_KEY(TC_KEY_CMP_, a, b)
     return 0;
 }
 
 uint64_t tc_conv_key_hash(const tc_conv_config_t *c)
 {
     uint64_t h = TC_FNV64_INIT;
-    uint32_t v;
-#define X(x, y, name, kind, first)                                            \
-    v = (uint32_t)c->name;                                                    \
-    for (int i = 0; i < 4; i++)                                               \
-        h = tc_fnv1a64_byte(h, (unsigned char)(v >> (8 * i)));
-    TC_CONV_KEY(X, , )
-#undef X
+    TC_CONV_KEY(TC_KEY_HASH_, h, c)
     return h;
 }
 
@@ -120,33 +109,9 @@ void tc_conv_config_label(const tc_conv_config_t *c, char *buf, size_t size)
              c->s, c->stride_h, c->pad_h, extra);
 }
 
-static void s_json_U32(tc_buf_t *b, uint32_t v)
-{
-    tc_buf_printf(b, "%u", v);
-}
-
-static void s_json_DTYPE(tc_buf_t *b, Traincast__V1__DType v)
-{
-    tc_buf_json_str(b, tc_dtype_name(v));
-}
-
-static void s_json_LAYOUT(tc_buf_t *b, Traincast__V1__Layout v)
-{
-    tc_buf_json_str(b, tc_layout_name(v));
-}
-
-static void s_json_BOOL(tc_buf_t *b, bool v)
-{
-    tc_buf_puts(b, v ? "true" : "false");
-}
-
 void tc_conv_key_json(tc_buf_t *b, const tc_conv_config_t *c)
 {
-#define X(x, y, name, kind, first)                                            \
-    tc_buf_puts(b, first ? "\"" #name "\":" : ",\"" #name "\":");             \
-    s_json_##kind(b, c->name);
-    TC_CONV_KEY(X, , )
-#undef X
+    TC_CONV_KEY(TC_KEY_JSON_, b, c)
 }
 
 void tc_conv_config_to_proto(const tc_conv_config_t *c, Traincast__V1__ConvConfig *out)

@@ -15,7 +15,7 @@ typedef struct {
     uint32_t n; /* the mini-batch; 0 where the config is listed without one */
     /* c, h, w, k, r, s, pad_h, pad_w, stride_h, stride_w, dilation_h,
      * dilation_w, groups, dtype, layout, bias: the conv key (tc_conv_key.h) */
-    TC_CONV_KEY(TC_CONV_MEMBER_, , )
+    TC_CONV_KEY(TC_KEY_MEMBER_, , )
 } tc_conv_config_t;
 
 /* A config with stride, dilation and groups 1, fp32, NCHW. */

@@ -8,16 +8,12 @@
  * of conv_configs is this list, in this order.
  *
  * TC_CONV_KEY(X, a, b) calls X(a, b, name, kind, first) once per field, in
- * order: `kind` is U32 (an SQL integer), DTYPE or LAYOUT (SQL text: the
- * enum's name), or BOOL (SQL boolean); `first` is 1 for the first field,
- * else 0 (for separators); `a` and `b` pass through (SQL prefixes). */
+ * order, as every op kind's key does (tc_op_key.h: the kinds, and the
+ * macros that generate the rest from the list). */
 #ifndef TC_CONV_KEY_H
 #define TC_CONV_KEY_H
 
-#include "traincast.pb-c.h"
-
-#include <stdbool.h>
-#include <stdint.h>
+#include "tc_op_key.h"
 
 #define TC_CONV_KEY(X, a, b)                                                   \
     X(a, b, c, U32, 1)          /* input channels */                           \
@@ -40,48 +36,21 @@
                                    filter, as the framework runs them */
 
 /* Number of fields. */
-#define TC_CONV_KEY_ONE_(a, b, name, kind, first) +1
-enum { TC_CONV_KEY_FIELDS = 0 TC_CONV_KEY(TC_CONV_KEY_ONE_, , ) };
+enum { TC_CONV_KEY_FIELDS = 0 TC_CONV_KEY(TC_KEY_ONE_, , ) };
 
-/* C type of each kind. */
-#define TC_CONV_CTYPE_U32 uint32_t
-#define TC_CONV_CTYPE_DTYPE Traincast__V1__DType
-#define TC_CONV_CTYPE_LAYOUT Traincast__V1__Layout
-#define TC_CONV_CTYPE_BOOL bool
-/* The struct members: TC_CONV_KEY(TC_CONV_MEMBER_, , ). */
-#define TC_CONV_MEMBER_(a, b, name, kind, first) TC_CONV_CTYPE_##kind name;
-
-/* ---- SQL, as string literals to concatenate ---- */
-
-#define TC_SQL_TYPE_U32 "integer"
-#define TC_SQL_TYPE_DTYPE "text"
-#define TC_SQL_TYPE_LAYOUT "text"
-#define TC_SQL_TYPE_BOOL "boolean"
-#define TC_SQL_COMMA_1 ""
-#define TC_SQL_COMMA_0 ", "
-#define TC_SQL_AND_1 ""
-#define TC_SQL_AND_0 " AND "
+/* ---- SQL, as string literals to concatenate (tc_op_key.h) ---- */
 
 /* "c, h, ..., bias" with every column prefixed by `p` (a string literal:
  * "" or "cc."). */
-#define TC_SQL_COL_(p, b, name, kind, first) TC_SQL_COMMA_##first p #name
 #define TC_SQL_CONV_KEY_COLS(p) TC_CONV_KEY(TC_SQL_COL_, p, )
 
 /* "c integer, ..., bias boolean": column definitions of a staging table. */
-#define TC_SQL_DEF_(a, b, name, kind, first) TC_SQL_COMMA_##first #name " " TC_SQL_TYPE_##kind
 #define TC_SQL_CONV_KEY_DEFS TC_CONV_KEY(TC_SQL_DEF_, , )
 
 /* "a.c = b.c AND ... AND a.bias = b.bias": two rows have the same key. */
-#define TC_SQL_EQ_(a, b, name, kind, first) TC_SQL_AND_##first a "." #name " = " b "." #name
 #define TC_SQL_CONV_KEY_EQ(a, b) TC_CONV_KEY(TC_SQL_EQ_, a, b)
 
-/* The same but the data type (a benchmark may run in another dtype than the
- * model's conv, e.g. under AMP); the caller adds its dtype condition. */
-#define TC_SQL_EQ_NOT_DTYPE_U32(a, b, name, first) TC_SQL_EQ_(a, b, name, U32, first)
-#define TC_SQL_EQ_NOT_DTYPE_LAYOUT(a, b, name, first) TC_SQL_EQ_(a, b, name, LAYOUT, first)
-#define TC_SQL_EQ_NOT_DTYPE_BOOL(a, b, name, first) TC_SQL_EQ_(a, b, name, BOOL, first)
-#define TC_SQL_EQ_NOT_DTYPE_DTYPE(a, b, name, first)
-#define TC_SQL_EQ_NOT_DTYPE_(a, b, name, kind, first) TC_SQL_EQ_NOT_DTYPE_##kind(a, b, name, first)
+/* The same but the data type; the caller adds its dtype condition. */
 #define TC_SQL_CONV_KEY_EQ_NOT_DTYPE(a, b) TC_CONV_KEY(TC_SQL_EQ_NOT_DTYPE_, a, b)
 
 #endif

@@ -364,4 +364,9 @@ const tc_backend_iface_t tc_backend_cpu = {
     .read = tc_cpu_read,
     .plan_destroy = tc_cpu_plan_destroy,
     .plan_route = tc_cpu_plan_route,
+    .matmul_create = tc_cpu_matmul_create,
+    .matmul_run = tc_cpu_matmul_run,
+    .matmul_read = tc_cpu_matmul_read,
+    .matmul_route = tc_cpu_matmul_route,
+    .matmul_destroy = tc_cpu_matmul_destroy,
 };

@@ -72,6 +72,13 @@ int tc_cpu_native_run(void *plan, double *ms);
 int tc_cpu_native_read(void *plan, tc_tensor_t t, float *out, size_t count);
 void tc_cpu_native_destroy(void *plan);
 
+/* Matmul plans on PyTorch's CPU path for float32 (cpu_matmul.c). */
+int tc_cpu_matmul_create(void *ctx, const tc_matmul_spec_t *spec, void **plan);
+int tc_cpu_matmul_run(void *plan, double *ms);
+int tc_cpu_matmul_read(void *plan, tc_mm_tensor_t t, float *out, size_t count);
+const char *tc_cpu_matmul_route(void *plan);
+void tc_cpu_matmul_destroy(void *plan);
+
 /* The backend's plan functions (cpu_plan.c): the route the framework takes
  * (or the spec's forced path) picks one of the two above. */
 int tc_cpu_plan_create(void *ctx, const tc_conv_spec_t *spec, void **plan);

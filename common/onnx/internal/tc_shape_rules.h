@@ -16,6 +16,7 @@ int tc_infer_binary(tc_graph_t *g, tc_gnode_t *n, const tc_op_rule_t *r);
 int tc_infer_where(tc_graph_t *g, tc_gnode_t *n, const tc_op_rule_t *r);
 int tc_infer_constant(tc_graph_t *g, tc_gnode_t *n, const tc_op_rule_t *r);
 int tc_infer_constant_of_shape(tc_graph_t *g, tc_gnode_t *n, const tc_op_rule_t *r);
+int tc_infer_range(tc_graph_t *g, tc_gnode_t *n, const tc_op_rule_t *r);
 int tc_infer_shape(tc_graph_t *g, tc_gnode_t *n, const tc_op_rule_t *r);
 int tc_infer_size(tc_graph_t *g, tc_gnode_t *n, const tc_op_rule_t *r);
 int tc_infer_gather(tc_graph_t *g, tc_gnode_t *n, const tc_op_rule_t *r);
@@ -40,9 +41,20 @@ int tc_infer_global_pool(tc_graph_t *g, tc_gnode_t *n, const tc_op_rule_t *r);
 int tc_infer_adaptive_pool(tc_graph_t *g, tc_gnode_t *n, const tc_op_rule_t *r);
 int tc_infer_batchnorm(tc_graph_t *g, tc_gnode_t *n, const tc_op_rule_t *r);
 int tc_infer_layernorm(tc_graph_t *g, tc_gnode_t *n, const tc_op_rule_t *r);
-int tc_infer_gemm(tc_graph_t *g, tc_gnode_t *n, const tc_op_rule_t *r);
-int tc_infer_matmul(tc_graph_t *g, tc_gnode_t *n, const tc_op_rule_t *r);
 int tc_infer_reduce(tc_graph_t *g, tc_gnode_t *n, const tc_op_rule_t *r);
 int tc_infer_argreduce(tc_graph_t *g, tc_gnode_t *n, const tc_op_rule_t *r);
+
+/* tc_shape_matmul.c: Gemm and MatMul, with their matmul configs */
+int tc_infer_gemm(tc_graph_t *g, tc_gnode_t *n, const tc_op_rule_t *r);
+int tc_infer_matmul(tc_graph_t *g, tc_gnode_t *n, const tc_op_rule_t *r);
+
+/* An Add of a bias to a Linear's MatMul that PyTorch runs as one addmm
+ * marks the matmul config's bias (call with every Add once its shape is
+ * set). */
+void tc_matmul_take_bias(tc_graph_t *g, const tc_gnode_t *add);
+
+/* The data type an op runs in, from its ONNX element type (fp32 unless
+ * fp16 or bf16). */
+Traincast__V1__DType tc_dtype_of(int32_t elem_type);
 
 #endif

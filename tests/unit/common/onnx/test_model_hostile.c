@@ -464,10 +464,27 @@ Test(hostile, bad_axes_and_indices, .timeout = 10)
 
 Test(hostile, batch_games, .timeout = 10)
 {
-    /* Reshapes that fold the batch into another dimension cannot stay
-     * symbolic: refused with a message, not miscounted. */
+    Onnx__NodeProto *n0;
+    /* A reshape that folds the batch into another dimension keeps it as a
+     * multiple of the batch ([-1] of [B, 4, 8, 8] is 256 B), counted per
+     * sample; a batch plus a constant cannot stay symbolic: refused with a
+     * message, not miscounted. */
     tc_tb_t *tb = tc_tb_new(4, 8, 8);
     tc_tb_ints(tb, "t", 1, (int64_t[]){-1});
+    tc_tb_node(tb, "Reshape", "r", "x,t", "y");
+    tc_tb_output(tb, "y");
+    cr_expect_eq(s_try_tb(tb), 0);
+    tc_tb_free(&tb);
+    tb = tc_tb_new(4, 8, 8);
+    tc_tb_node(tb, "Shape", "shape", "x", "s");
+    tc_tb_const_ints(tb, "zero", 1, (int64_t[]){0});
+    n0 = tc_tb_node(tb, "Gather", "gather", "s,zero", "b");
+    tc_tb_attr_int(tb, n0, "axis", 0);
+    tc_tb_const_ints(tb, "one", 1, (int64_t[]){1});
+    tc_tb_node(tb, "Add", "add", "b,one", "b1");
+    tc_tb_const_ints(tb, "m1", 1, (int64_t[]){-1});
+    n0 = tc_tb_node(tb, "Concat", "concat", "b1,m1", "t");
+    tc_tb_attr_int(tb, n0, "axis", 0);
     tc_tb_node(tb, "Reshape", "r", "x,t", "y");
     tc_tb_output(tb, "y");
     cr_expect_eq(s_try_tb(tb), TC_EUNSUPPORTED);
@@ -534,5 +551,36 @@ Test(hostile, two_inputs_and_bad_input, .timeout = 10)
     tc_model_t *m = NULL;
     cr_expect_eq(tc_model_load_bytes(b, len, "x", &o, &m), 0, "%s", tc_errmsg());
     tc_model_destroy(&m);
+    tc_tb_free(&tb);
+}
+
+Test(hostile, range_and_slice_games, .timeout = 10)
+{
+    /* Range: a huge delta gives one element, a huge length is refused, a
+     * zero delta is an error; a Slice with a huge step folds nothing wrong. */
+    static const int64_t cases[][3] = {
+        {0, 10, INT64_MAX}, {0, -10, INT64_MIN}, {-2147483647, 2147483647, 1}, {0, 5, 0}};
+    static const int want[] = {0, 0, TC_EPARSE, TC_EPARSE};
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        tc_tb_t *tb = tc_tb_new(4, 8, 8);
+        tc_tb_const_ints(tb, "a", 1, &cases[i][0]);
+        tc_tb_const_ints(tb, "b", 1, &cases[i][1]);
+        tc_tb_const_ints(tb, "c", 1, &cases[i][2]);
+        tc_tb_node(tb, "Range", "r", "a,b,c", "y");
+        tc_tb_output(tb, "y");
+        cr_expect_eq(s_try_tb(tb), want[i], "case %zu", i);
+        tc_tb_free(&tb);
+    }
+    tc_tb_t *tb = tc_tb_new(4, 8, 8);
+    tc_tb_const_ints(tb, "v", 6, (int64_t[]){1, 2, 3, 4, 5, 6});
+    tc_tb_ints(tb, "shape", 2, (int64_t[]){2, 3});
+    tc_tb_node(tb, "Reshape", "r", "v,shape", "v2");
+    tc_tb_const_ints(tb, "s", 1, (int64_t[]){0});
+    tc_tb_const_ints(tb, "e", 1, (int64_t[]){INT64_MAX});
+    tc_tb_const_ints(tb, "ax", 1, (int64_t[]){1});
+    tc_tb_const_ints(tb, "st", 1, (int64_t[]){INT64_MAX});
+    tc_tb_node(tb, "Slice", "sl", "v2,s,e,ax,st", "y");
+    tc_tb_output(tb, "y");
+    cr_expect_eq(s_try_tb(tb), 0);
     tc_tb_free(&tb);
 }

@@ -209,6 +209,84 @@ Test(ops, shape_arithmetic_folds_into_reshape, .timeout = 10)
     tc_tb_free(&tb);
 }
 
+/* vit's class token: cls.expand(n, -1, -1) is exported as Where(Equal(
+ * [n, -1, -1], -1), 1, [n, -1, -1]) feeding Expand; n is the batch, which
+ * is never -1, so the comparison folds for every batch size. */
+Test(ops, expand_minus_one_with_the_batch, .timeout = 10)
+{
+    tc_tb_t *tb = tc_tb_new_rank(3, (int64_t[]){0, 4, 8});
+    tc_tb_node(tb, "Shape", "shape", "x", "s");
+    tc_tb_const_ints(tb, "zero", 1, (int64_t[]){0});
+    Onnx__NodeProto *g = tc_tb_node(tb, "Gather", "gather", "s,zero", "n");
+    tc_tb_attr_int(tb, g, "axis", 0);
+    tc_tb_const_ints(tb, "m1m1", 2, (int64_t[]){-1, -1});
+    Onnx__NodeProto *c = tc_tb_node(tb, "Concat", "concat", "n,m1m1", "target");
+    tc_tb_attr_int(tb, c, "axis", 0);
+    tc_tb_const_ints(tb, "minus1", 1, (int64_t[]){-1});
+    tc_tb_node(tb, "Equal", "eq", "target,minus1", "is_m1");
+    tc_tb_const_ints(tb, "ones", 3, (int64_t[]){1, 1, 1});
+    tc_tb_node(tb, "Where", "where", "is_m1,ones,target", "shape");
+    tc_tb_weight(tb, "cls", 3, (int64_t[]){1, 1, 8});
+    tc_tb_node(tb, "Expand", "expand", "cls,shape", "tok");
+    Onnx__NodeProto *cat = tc_tb_node(tb, "Concat", "cat", "tok,x", "y");
+    tc_tb_attr_int(tb, cat, "axis", 1);
+    tc_tb_output(tb, "y");
+    tc_model_t *m = s_load(tb, false);
+    s_shape(m, "tok", 1, 8, -1, -1, -1);
+    s_shape(m, "y", 5, 8, -1, -1, -1);
+    tc_model_destroy(&m);
+    tc_tb_free(&tb);
+}
+
+/* torch's F.pad with pads computed at run time, as swin pads to whole
+ * windows: the pads (last axis first, begin/end pairs) are viewed as
+ * [pairs, 2], reversed with a Slice of step -1, transposed and flattened
+ * into ONNX's order (all begins, then all ends); every step folds. */
+Test(ops, computed_pads_fold_through_slice_and_transpose, .timeout = 10)
+{
+    tc_tb_t *tb = tc_tb_new(3, 5, 6);
+    /* torch order: w (1, 2), h (0, 3), c (0, 0), n (0, 0). */
+    tc_tb_const_ints(tb, "torch_pads", 8, (int64_t[]){1, 2, 0, 3, 0, 0, 0, 0});
+    tc_tb_ints(tb, "pairs", 2, (int64_t[]){-1, 2});
+    tc_tb_node(tb, "Reshape", "as_pairs", "torch_pads,pairs", "p2");
+    tc_tb_const_ints(tb, "start", 1, (int64_t[]){-1});
+    tc_tb_const_ints(tb, "end", 1, (int64_t[]){-1000});
+    tc_tb_const_ints(tb, "axis0", 1, (int64_t[]){0});
+    tc_tb_const_ints(tb, "back", 1, (int64_t[]){-1});
+    tc_tb_node(tb, "Slice", "reverse", "p2,start,end,axis0,back", "rev");
+    Onnx__NodeProto *t = tc_tb_node(tb, "Transpose", "t", "rev", "revt");
+    tc_tb_attr_ints(tb, t, "perm", 2, (int64_t[]){1, 0});
+    tc_tb_ints(tb, "flat", 1, (int64_t[]){-1});
+    tc_tb_node(tb, "Reshape", "onnx_order", "revt,flat", "pads");
+    tc_tb_node(tb, "Pad", "pad", "x,pads", "y");
+    tc_tb_output(tb, "y");
+    tc_model_t *m = s_load(tb, false);
+    s_shape(m, "y", 3, 5 + 3, 6 + 1 + 2, -1, -1);
+    tc_model_destroy(&m);
+    tc_tb_free(&tb);
+}
+
+/* Range of known scalars: its length and values ([2, 3] here, a reshape
+ * target after the batch). */
+Test(ops, range_folds, .timeout = 10)
+{
+    tc_tb_t *tb = tc_tb_new_rank(2, (int64_t[]){0, 6});
+    tc_tb_const_ints(tb, "start", 1, (int64_t[]){2});
+    tc_tb_const_ints(tb, "limit", 1, (int64_t[]){4});
+    tc_tb_const_ints(tb, "delta", 1, (int64_t[]){1});
+    tc_tb_node(tb, "Range", "range", "start,limit,delta", "dims");
+    tc_tb_const_ints(tb, "zero", 1, (int64_t[]){0});
+    Onnx__NodeProto *c = tc_tb_node(tb, "Concat", "target", "zero,dims", "target");
+    tc_tb_attr_int(tb, c, "axis", 0);
+    tc_tb_node(tb, "Reshape", "r", "x,target", "y");
+    tc_tb_output(tb, "y");
+    tc_model_t *m = s_load(tb, false);
+    s_shape(m, "dims", 2, -1, -1, -1, -1);
+    s_shape(m, "y", 2, 3, -1, -1, -1);
+    tc_model_destroy(&m);
+    tc_tb_free(&tb);
+}
+
 /* shufflenet's channel shuffle: view(b, g, c/g, h, w), transpose(1, 2),
  * view(b, -1, h, w), with c/g computed by Div on the Shape. */
 Test(ops, channel_shuffle_with_div, .timeout = 10)

@@ -1,0 +1,97 @@
+#include "matmul_bench.h"
+
+#include "tc_error.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int s_run_cb(void *arg, double *ms)
+{
+    return tc_matmul_plan_run(arg, ms);
+}
+
+int tc_matmul_bench(tc_device_t *dev, const tc_matmul_spec_t *spec, const tc_measure_opts_t *mo,
+                    tc_matmul_outcome_t *out)
+{
+    memset(out, 0, sizeof *out);
+    out->spec = *spec;
+    tc_matmul_plan_t *plan = NULL;
+    int rc = tc_matmul_plan_create(dev, spec, &plan);
+    if (rc < 0)
+        return rc;
+    out->gemm = plan->gemm;
+    snprintf(out->route, sizeof out->route, "%s", tc_matmul_plan_route(plan));
+    rc = tc_measure(s_run_cb, plan, mo, &out->samples);
+    tc_matmul_plan_destroy(&plan);
+    return rc;
+}
+
+void tc_matmul_outcome_free(tc_matmul_outcome_t *o)
+{
+    if (o)
+        tc_samples_free(&o->samples);
+}
+
+void tc_gemm_reference(const tc_gemm_t *g, const float *a, const float *b, const float *bias,
+                       double *c)
+{
+    uint64_t m = g->m, n = g->n, k = g->k;
+    for (uint64_t p = 0; p < g->count; p++) {
+        const float *ap = a + p * m * k, *bp = b + p * k * n;
+        for (uint64_t i = 0; i < m; i++)
+            for (uint64_t j = 0; j < n; j++) {
+                double acc = bias ? bias[j] : 0.0;
+                for (uint64_t l = 0; l < k; l++)
+                    acc += (double)(g->trans_a ? ap[l * m + i] : ap[i * k + l]) *
+                           (double)(g->trans_b ? bp[j * k + l] : bp[l * n + j]);
+                c[p * m * n + i * n + j] = acc;
+            }
+    }
+}
+
+int tc_matmul_verify(tc_device_t *dev, const tc_matmul_spec_t *spec, double *worst)
+{
+    *worst = 0;
+    tc_matmul_plan_t *plan = NULL;
+    float *t[TC_MM_TENSOR_COUNT] = {NULL};
+    double *ref = NULL;
+    int rc = tc_matmul_plan_create(dev, spec, &plan);
+    if (rc < 0)
+        return rc;
+    const tc_gemm_t *g = &plan->gemm;
+    double ms;
+    TC_TRY(tc_matmul_plan_run(plan, &ms));
+    for (int i = 0; i < TC_MM_TENSOR_COUNT; i++) {
+        size_t n = tc_gemm_tensor_count(g, (tc_mm_tensor_t)i);
+        if (!n)
+            continue;
+        t[i] = malloc(n * sizeof *t[i]);
+        if (!t[i])
+            TC_FAIL_GOTO(TC_ENOMEM, "out of memory reading a matmul operand");
+        TC_TRY(tc_matmul_plan_read(plan, (tc_mm_tensor_t)i, t[i], n));
+    }
+    size_t nc = tc_gemm_tensor_count(g, TC_MM_TENSOR_C);
+    ref = malloc(nc * sizeof *ref);
+    if (!ref)
+        TC_FAIL_GOTO(TC_ENOMEM, "out of memory for the reference");
+    tc_gemm_reference(g, t[TC_MM_TENSOR_A], t[TC_MM_TENSOR_B], t[TC_MM_TENSOR_BIAS], ref);
+    size_t at = 0;
+    for (size_t i = 0; i < nc; i++) {
+        double e = fabs((double)t[TC_MM_TENSOR_C][i] - ref[i]) / (1.0 + fabs(ref[i]));
+        if (!(e <= *worst)) { /* NaN counts as the worst */
+            *worst = isnan(e) ? INFINITY : e;
+            at = i;
+        }
+    }
+    if (*worst > 1e-3)
+        TC_FAIL_GOTO(TC_ELIB, "the %s matmul gives wrong results: c[%zu] = %g, reference %g",
+                     tc_matmul_plan_route(plan), at, (double)t[TC_MM_TENSOR_C][at], ref[at]);
+err:
+    for (int i = 0; i < TC_MM_TENSOR_COUNT; i++)
+        free(t[i]);
+    free(ref);
+    tc_matmul_plan_destroy(&plan);
+    return rc;
+}

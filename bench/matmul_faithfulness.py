@@ -1,0 +1,333 @@
+#!/usr/bin/env python3
+"""bench/matmul_faithfulness.py: does the agent time the matmuls PyTorch runs?
+
+For every distinct matmul config of some models (default: vit_b_16, swin_t,
+convnext_tiny) at one input size and mini-batch (112 px, 8), on each thread
+count (default 1), it compares
+
+  A  the agent's benchmark of each training direction of the config
+     (`agent bench-matmul`: PyTorch 1.13's CPU path, one sgemm_ of the
+     framework's BLAS per product, or baddbmm's loops for tiny products), and
+  B  PyTorch's own time for the same product: the forward as the model
+     calls it (torch.addmm with the bias, torch.mm, torch.bmm, on operands
+     laid out as the model holds them: a Linear's weight as weight.t(), an
+     attention's keys as k.transpose(1, 2)), and each gradient as autograd
+     computes it (torch.autograd.grad of that forward for the one operand),
+
+measured A B A B ... (--rounds rounds, each side a fresh process), so that
+drift of a shared machine cancels in the ratio A/B of each round; the
+figure per config and direction is the median ratio over the rounds. It
+prints, per thread count, the median ratio and the share of ratios within
+0.85-1.15 against the goal (median 0.95-1.05, at least 90 % within, on one
+thread), and writes a Markdown report (--out) with every row.
+
+The PyTorch side runs under $TRAINCAST_PYTHON (default /usr/bin/python3),
+as the agent's harness does. The configs come from `agent model describe torchvision:NAME --input-size S
+--format json` (its "matmuls"); a model the importer cannot read is
+reported and left out.
+
+usage: matmul_faithfulness.py [--models LIST] [--input-size 112] [--batch 8]
+         [--threads 1] [--rounds 3] [--budget-ms 150] [--max-reps 25]
+         [--allocator tcmalloc] [--quiet-threshold PCT] [--work DIR] [--out FILE.md]
+         [--build-dir build]
+"""
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(REPO, "agent", "harness"))
+
+import cpu_env  # noqa: E402
+
+MODELS = "vit_b_16,swin_t,convnext_tiny"
+# The interpreter with PyTorch, as the agent looks for it.
+PYTHON = os.environ.get("TRAINCAST_PYTHON", "/usr/bin/python3")
+MB_ROWS, MB_BATCH = 1, 2
+DIRS = ("fwd", "bwd_data", "bwd_filter")
+GOAL_MEDIAN = (0.95, 1.05)
+GOAL_WITHIN = 0.90
+BAND = (0.85, 1.15)
+
+
+def run(cmd, ok_fail=False, **kw):
+    r = subprocess.run(cmd, capture_output=True, text=True, **kw)
+    if r.returncode != 0:
+        if ok_fail:
+            return None, r.stderr.strip().splitlines()[-1:] or [""]
+        sys.stderr.write("matmul_faithfulness: %s failed (%d):\n%s%s\n" % (
+            " ".join(cmd[:3]), r.returncode, r.stdout[-3000:], r.stderr[-3000:]))
+        sys.exit(1)
+    return r.stdout, None
+
+
+def key_of(c):
+    return (c["batch"], c["m"], c["n"], c["k"], c["minibatch_in"], c["trans_a"], c["trans_b"],
+            c["weight"], c["bias"])
+
+
+def label(c):
+    rows = ("Nx%d" % c["m"]) if c["minibatch_in"] == MB_ROWS else str(c["m"])
+    count = ("%dN " % c["batch"]) if c["minibatch_in"] == MB_BATCH else (
+        "%d " % c["batch"] if c["batch"] > 1 else "")
+    return "%s%sx%d k%d%s%s%s%s" % (count, rows, c["n"], c["k"], " tA" if c["trans_a"] else "",
+                                   " tB" if c["trans_b"] else "", " weight" if c["weight"] else "",
+                                   " +bias" if c["bias"] else "")
+
+
+def directions(use):
+    return ["fwd"] + (["bwd_data"] if use["grad_a"] else []) + (
+        ["bwd_filter"] if use["grad_b"] else [])
+
+
+def gemm(c, mb):
+    """The forward GEMM at mini-batch mb (common/ops/tc_matmul.c)."""
+    count, m = c["batch"], c["m"]
+    if c["minibatch_in"] == MB_ROWS:
+        m *= mb
+    elif c["minibatch_in"] == MB_BATCH:
+        count *= mb
+    return count, m, c["n"], c["k"]
+
+
+def is_mm(c):
+    return c["batch"] == 1 and c["minibatch_in"] != MB_BATCH
+
+
+def cmd_configs(a):
+    """The distinct matmul configs of the models, with their directions."""
+    agent = os.path.join(a.build_dir, "agent", "agent")
+    out, skipped = {}, {}
+    for name in a.models.split(","):
+        text, err = run([agent, "model", "describe", "torchvision:" + name, "--input-size",
+                         str(a.input_size), "--format", "json"], ok_fail=True)
+        if text is None:
+            skipped[name] = err[0]
+            continue
+        out[name] = json.loads(text)["matmuls"]
+    with open(a.json, "w") as f:
+        json.dump({"models": out, "skipped": skipped}, f)
+    return 0
+
+
+def distinct(models):
+    """key -> (config, set of directions), over every model."""
+    seen = {}
+    for uses in models.values():
+        for u in uses:
+            k = key_of(u["config"])
+            c, dirs = seen.get(k, (u["config"], set()))
+            seen[k] = (c, dirs | set(directions(u)))
+    return seen
+
+
+def agent_round(a, threads, configs):
+    agent = os.path.join(a.build_dir, "agent", "agent")
+    times = {}
+    for k, (c, dirs) in configs.items():
+        cmd = [agent, "bench-matmul", "--m", str(c["m"]), "--n", str(c["n"]), "--k", str(c["k"]),
+               "--batch", str(c["batch"]), "--minibatch", str(a.batch), "--minibatch-in",
+               ("none", "rows", "batch")[c["minibatch_in"]],
+               "--direction", ",".join(d for d in DIRS if d in dirs), "--threads", str(threads),
+               "--allocator", a.allocator, "--budget-ms", str(a.budget_ms), "--max-reps",
+               str(a.max_reps), "--format", "csv"]
+        if a.quiet_threshold is not None:
+            cmd += ["--quiet-threshold", str(a.quiet_threshold)]
+        cmd += [f for f, on in (("--trans-a", c["trans_a"]), ("--trans-b", c["trans_b"]),
+                                ("--weight", c["weight"]), ("--bias", c["bias"])) if on]
+        text, _ = run(cmd)
+        lines = [l for l in text.splitlines() if l and not l.startswith("direction,")]
+        for line in lines:
+            f = line.split(",")
+            times[k + (f[0],)] = (float(f[9]), f[1])
+    return times
+
+
+def torch_round(a, threads, path):
+    run([PYTHON, os.path.abspath(__file__), "torch", "--json", a.json, "--threads",
+         str(threads), "--batch", str(a.batch), "--allocator", a.allocator, "--budget-ms",
+         str(a.budget_ms), "--max-reps", str(a.max_reps), "--out", path])
+    with open(path) as f:
+        return {tuple(k): v for k, v in json.load(f)}
+
+
+def timed(setup, call, budget_s, max_reps):
+    """Median ms of call(setup()), setup untimed; 2 warm-ups."""
+    for _ in range(2):
+        call(setup())
+    times, t_end = [], time.perf_counter() + budget_s
+    while len(times) < max_reps and (len(times) < 5 or time.perf_counter() < t_end):
+        x = setup()
+        t0 = time.perf_counter()
+        call(x)
+        times.append((time.perf_counter() - t0) * 1e3)
+    return statistics.median(times)
+
+
+def time_matmul(torch, c, dirs, a):
+    """PyTorch's own time of each direction of one config at the mini-batch."""
+    count, m, n, k = gemm(c, a.batch)
+    mm = is_mm(c)
+    lead = () if mm else (count,)
+    a_store = torch.randn(*lead, *((k, m) if c["trans_a"] else (m, k)))
+    b_store = torch.randn(*lead, *((n, k) if c["trans_b"] else (k, n)))
+    bias = torch.randn(n) if c["bias"] else None
+
+    def t(x):
+        return x.transpose(-2, -1) if x.dim() >= 2 else x
+
+    def forward(ga, gb):
+        x = a_store.detach().requires_grad_(ga)
+        w = b_store.detach().requires_grad_(gb)
+        xa = t(x) if c["trans_a"] else x
+        wb = t(w) if c["trans_b"] else w
+        if mm:
+            y = torch.addmm(bias, xa, wb) if bias is not None else torch.mm(xa, wb)
+        else:
+            y = torch.bmm(xa, wb)
+        return y, x, w
+
+    budget = a.budget_ms / 1000.0
+    out = {}
+    with torch.no_grad():
+        y0 = forward(False, False)[0]
+    gy = torch.randn_like(y0)
+    for d in DIRS:
+        if d not in dirs:
+            continue
+        if d == "fwd":
+            def setup():
+                return None
+
+            def call(_):
+                with torch.no_grad():
+                    forward(False, False)
+        else:
+            ga = d == "bwd_data"
+
+            def setup(ga=ga):
+                y, x, w = forward(ga, not ga)
+                return y, (x if ga else w)
+
+            def call(s):
+                torch.autograd.grad(s[0], [s[1]], gy)
+        out[d] = timed(setup, call, budget, a.max_reps)
+    return out
+
+
+def cmd_torch(a):
+    def fail(msg):
+        sys.stderr.write(msg + "\n")
+        sys.exit(1)
+
+    cpu_env.ensure_allocator(a.allocator, True, fail)
+    import torch
+    torch.set_num_threads(a.threads)
+    with open(a.json) as f:
+        configs = distinct(json.load(f)["models"])
+    rows = []
+    for k, (c, dirs) in configs.items():
+        for d, ms in time_matmul(torch, c, dirs, a).items():
+            rows.append([list(k) + [d], ms])
+    with open(a.out, "w") as f:
+        json.dump(rows, f)
+    return 0
+
+
+def summarize(ratios):
+    v = sorted(ratios)
+    if not v:
+        return float("nan"), float("nan")
+    within = sum(BAND[0] <= r <= BAND[1] for r in v) / len(v)
+    return statistics.median(v), within
+
+
+def cmd_run(a):
+    os.makedirs(a.work, exist_ok=True)
+    a.json = os.path.join(a.work, "matmuls.json")
+    cmd_configs(a)
+    with open(a.json) as f:
+        data = json.load(f)
+    configs = distinct(data["models"])
+    lines = ["# Matmul faithfulness: the agent's CPU matmul benchmarks against PyTorch's own "
+             "calls", "",
+             "Models %s at %d px, mini-batch %d, allocator `%s`, %d rounds A B A B (agent, "
+             "PyTorch); ratio = agent / PyTorch, the median over the rounds. Goal on one "
+             "thread: median %.2f-%.2f, at least %d %% within %.2f-%.2f." % (
+                 ", ".join(data["models"]), a.input_size, a.batch, a.allocator, a.rounds,
+                 GOAL_MEDIAN[0], GOAL_MEDIAN[1], GOAL_WITHIN * 100, BAND[0], BAND[1]), ""]
+    for name, why in data["skipped"].items():
+        lines.append("- %s left out: %s" % (name, why))
+    for threads in [int(t) for t in a.threads.split(",")]:
+        per = {}
+        routes = {}
+        for r in range(a.rounds):
+            sys.stderr.write("matmul_faithfulness: %d thread(s), round %d of %d\n"
+                             % (threads, r + 1, a.rounds))
+            at = agent_round(a, threads, configs)
+            tt = torch_round(a, threads, os.path.join(a.work, "torch-%d-%d.json" % (threads, r)))
+            for key, (ms, route) in at.items():
+                if key in tt and tt[key] > 0:
+                    per.setdefault(key, []).append((ms / tt[key], ms, tt[key]))
+                    routes[key] = route
+        ratios = {k: statistics.median(x[0] for x in v) for k, v in per.items()}
+        med, within = summarize(ratios.values())
+        ok = GOAL_MEDIAN[0] <= med <= GOAL_MEDIAN[1] and within >= GOAL_WITHIN
+        summary = ("%d thread(s): %d config directions, median ratio %.3f, %.0f %% within "
+                   "%.2f-%.2f%s" % (threads, len(ratios), med, within * 100, BAND[0], BAND[1],
+                                    (" (goal met)" if ok else " (goal not met)")
+                                    if threads == 1 else ""))
+        print(summary)
+        lines += ["", "## %d thread(s)" % threads, "", summary, "",
+                  "| config | direction | route | agent ms | PyTorch ms | ratio |",
+                  "|---|---|---|---:|---:|---:|"]
+        for key in sorted(ratios):
+            c = dict(zip(("batch", "m", "n", "k", "minibatch_in", "trans_a", "trans_b",
+                          "weight", "bias"), key[:9]))
+            v = per[key]
+            lines.append("| %s | %s | %s | %.4f | %.4f | %.3f |" % (
+                label(c), key[9], routes[key], statistics.median(x[1] for x in v),
+                statistics.median(x[2] for x in v), ratios[key]))
+    with open(a.out, "w") as f:
+        f.write("\n".join(lines) + "\n")
+    sys.stderr.write("matmul_faithfulness: report in %s\n" % a.out)
+    return 0
+
+
+def main(argv):
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    sub = p.add_subparsers(dest="cmd")
+    r = sub.add_parser("run")
+    r.add_argument("--models", default=MODELS)
+    r.add_argument("--input-size", type=int, default=112)
+    r.add_argument("--batch", type=int, default=8)
+    r.add_argument("--threads", default="1")
+    r.add_argument("--rounds", type=int, default=3)
+    r.add_argument("--budget-ms", type=int, default=150)
+    r.add_argument("--max-reps", type=int, default=25)
+    r.add_argument("--allocator", default=cpu_env.DEFAULT_ALLOCATOR)
+    r.add_argument("--quiet-threshold", type=float, default=None,
+                   help="the agent's quiet guard (default: its own; 100 turns it off)")
+    r.add_argument("--work", default=os.path.join(REPO, "build", "bench-matmul-faithfulness"))
+    r.add_argument("--out", default=os.path.join(REPO, "build", "bench-matmul-faithfulness",
+                                                 "report.md"))
+    r.add_argument("--build-dir", default=os.path.join(REPO, "build"))
+    t = sub.add_parser("torch")
+    t.add_argument("--json", required=True)
+    t.add_argument("--threads", type=int, required=True)
+    t.add_argument("--batch", type=int, required=True)
+    t.add_argument("--allocator", required=True)
+    t.add_argument("--budget-ms", type=int, required=True)
+    t.add_argument("--max-reps", type=int, required=True)
+    t.add_argument("--out", required=True)
+    a = p.parse_args(argv if argv and argv[0] in ("run", "torch") else ["run"] + argv)
+    return {"run": cmd_run, "torch": cmd_torch}[a.cmd](a)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
