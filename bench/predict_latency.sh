@@ -128,7 +128,7 @@ for r in $(seq "$runs"); do
     log "run $r: large $(printf %.3f "$a") s, small $(printf %.3f "$b") s"
 done
 rows=$(grep -c 'Synthetic GPU' "$work/predict-bench_predict_large.csv")
-predicted=$(grep -c '^"[^"]*","Synthetic GPU [0-9]*",ok,' "$work/predict-bench_predict_large.csv" || true)
+predicted=$(grep -c '^"[^"]*","Synthetic GPU [0-9]*","[^"]*",ok,' "$work/predict-bench_predict_large.csv" || true)
 
 # Where the time goes: one more run on A with every statement's duration in
 # the server log (PGOPTIONS reaches predict's libpq connection).

@@ -239,9 +239,10 @@ fi
     --batch "$batches" --wait 300 --format csv --plot "$work/predict.svg" >"$work/predict.csv" 2>"$work/predict.log" \
     || fail "predict failed: $(cat "$work/predict.log" "$work/predict.csv")"
 cat "$work/predict.csv"
-ok_rows=$(grep -c "^\"torchvision:$held_out@$size\",\"[^\"]*\",ok," "$work/predict.csv" || true)
+ok_rows=$(grep -c "^\"torchvision:$held_out@$size\",\"[^\"]*\",\"[^\"]*\",ok," "$work/predict.csv" || true)
 [ "$ok_rows" -eq 4 ] || fail "predict should give 4 rows with status ok (2 devices x 2 batches), got $ok_rows"
-bad=$(awk -F, '$3 == "ok" && !($5 > 0 && $8 > 0)' "$work/predict.csv")
+# model, device, alias, status, batch, iteration_ms, lo_ms, hi_ms, conv_ms, ...
+bad=$(awk -F, '$4 == "ok" && !($6 > 0 && $9 > 0)' "$work/predict.csv")
 [ -z "$bad" ] || fail "predicted iteration and conv times must be positive: $bad"
 if [ "$(grep -c '(1 thread)' "$work/predict.csv")" -ne 2 ] || [ "$(grep -c '(2 threads)' "$work/predict.csv")" -ne 2 ]; then
     fail "predict should cover both devices"

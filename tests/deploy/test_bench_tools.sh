@@ -65,7 +65,7 @@ out=$("$plotter" --in "$tmp/points.tsv" --out "$tmp/chart.pdf" 2>&1)
 
 # deploy/bench.sh without running anything.
 n=$("$repo/deploy/bench.sh" --list --build-dir "$build" | wc -l)
-[ "$n" -eq 13 ] && ok "bench.sh --list: $n benchmarks" || fail "bench.sh --list printed $n lines"
+[ "$n" -eq 14 ] && ok "bench.sh --list: $n benchmarks" || fail "bench.sh --list printed $n lines"
 out=$("$repo/deploy/bench.sh" --only nosuch --build-dir "$build" 2>&1)
 [ $? -eq 2 ] && grep -q "unknown benchmark 'nosuch'" <<<"$out" && ok "unknown benchmark refused" || fail "--only nosuch: $out"
 
