@@ -28,26 +28,23 @@ typedef struct {
     double first_s; /* when the first of them was measured */
 } s_batch_t;
 
-/* Wrap the batch in one envelope, check it and hand it to the sink,
- * counting its results in *written; the batch is empty afterwards whatever
- * happened. */
-static int s_flush(s_batch_t *batch, const tc_result_sink_t *sink, Traincast__V1__Device *dev,
-                   const char *backend, const char *agent_id, size_t *written)
+/* Wrap results of one kind (matmul or not) in an envelope, check it and
+ * hand it to the sink, counting them in *written. */
+static int s_emit(Traincast__V1__ConvResult **r, size_t n, bool matmul,
+                  const tc_result_sink_t *sink, Traincast__V1__Device *dev, const char *backend,
+                  const char *agent_id, size_t *written)
 {
-    if (!batch->n)
+    if (!n)
         return 0;
-    /* Convs and matmuls in their lists, each in the order measured. */
-    Traincast__V1__ConvResult *convs[TC_BENCH_BATCH_RESULTS], *mms[TC_BENCH_BATCH_RESULTS];
     Traincast__V1__ConvResults cr = TRAINCAST__V1__CONV_RESULTS__INIT;
     cr.device = dev;
     cr.backend = (char *)backend;
-    cr.results = convs;
-    cr.matmul_results = mms;
-    for (size_t i = 0; i < batch->n; i++) {
-        if (batch->r[i]->matmul)
-            mms[cr.n_matmul_results++] = batch->r[i];
-        else
-            convs[cr.n_results++] = batch->r[i];
+    if (matmul) {
+        cr.n_matmul_results = n;
+        cr.matmul_results = r;
+    } else {
+        cr.n_results = n;
+        cr.results = r;
     }
     tc_envelope_t env = TRAINCAST__V1__ENVELOPE__INIT;
     env.body_case = TRAINCAST__V1__ENVELOPE__BODY_CONV_RESULTS;
@@ -56,11 +53,33 @@ static int s_flush(s_batch_t *batch, const tc_result_sink_t *sink, Traincast__V1
     tc_envelope_stamp(&env, agent_id, id);
     int rc = tc_validate_envelope(&env);
     if (rc < 0)
-        rc = tc_err_context(rc, "refusing to write an invalid result");
-    else
-        rc = sink->emit(&env, sink->arg);
+        return tc_err_context(rc, "refusing to write an invalid result");
+    rc = sink->emit(&env, sink->arg);
     if (rc == 0)
-        *written += batch->n;
+        *written += n;
+    return rc;
+}
+
+/* Hand the batch to the sink: its convs in one envelope, its matmuls in
+ * another (an aggregator that does not store matmuls yet refuses theirs
+ * alone), each list in the order measured; the batch is empty afterwards
+ * whatever happened. */
+static int s_flush(s_batch_t *batch, const tc_result_sink_t *sink, Traincast__V1__Device *dev,
+                   const char *backend, const char *agent_id, size_t *written)
+{
+    if (!batch->n)
+        return 0;
+    Traincast__V1__ConvResult *convs[TC_BENCH_BATCH_RESULTS], *mms[TC_BENCH_BATCH_RESULTS];
+    size_t n_convs = 0, n_mms = 0;
+    for (size_t i = 0; i < batch->n; i++) {
+        if (batch->r[i]->matmul)
+            mms[n_mms++] = batch->r[i];
+        else
+            convs[n_convs++] = batch->r[i];
+    }
+    int rc = s_emit(convs, n_convs, false, sink, dev, backend, agent_id, written);
+    if (rc == 0)
+        rc = s_emit(mms, n_mms, true, sink, dev, backend, agent_id, written);
     for (size_t i = 0; i < batch->n; i++)
         tc_conv_result_proto_free(&batch->r[i]);
     batch->n = 0;

@@ -386,6 +386,27 @@ Test(store, duplicate_message_id_stores_nothing)
     cr_assert_eq(s_count("SELECT count(*) FROM traces"), 1);
 }
 
+/* Matmul results have no tables yet: a message that carries them is
+ * refused for now (TC_EUNSUPPORTED: the server defers it, the agent keeps
+ * it), with nothing stored, not even its id, so that it is taken once the
+ * store has them; a message of convs alone is stored as before. */
+Test(store, matmul_results_are_deferred_not_stored)
+{
+    tc_envelope_t *env = s_conv_results_env("agent-1", "uuid-mm", 2);
+    tc_test_add_matmul_results(env->conv_results, 2);
+    tc_store_outcome_t out;
+    int rc = tc_store_put(s_store, env, &out);
+    cr_assert_eq(rc, TC_EUNSUPPORTED, "got %d: %s", rc, tc_errmsg());
+    cr_assert(strstr(tc_errmsg(), "matmul_results"), "%s", tc_errmsg());
+    cr_assert_eq(s_count("SELECT count(*) FROM received_messages"), 0);
+    cr_assert_eq(s_count("SELECT count(*) FROM conv_results"), 0);
+    env->conv_results->n_results = 0;
+    cr_assert_eq(tc_store_put(s_store, env, &out), TC_EUNSUPPORTED, "%s", tc_errmsg());
+    tc_envelope_t *convs = s_conv_results_env("agent-1", "uuid-mm", 2);
+    s_put_ok(convs, TC_STORE_STORED);
+    cr_assert_eq(s_count("SELECT count(*) FROM conv_results"), 2);
+}
+
 /* Each bad value: rejected with TC_EINVAL naming the field; nothing stored. */
 static void s_expect_rejected(tc_envelope_t *env, const char *field)
 {

@@ -218,7 +218,7 @@ Test(bench_run, writes_results_and_resumes, .timeout = 300)
 
 typedef struct {
     size_t convs, matmuls;
-    int bad;
+    int bad, mixed;
 } kinds_t;
 
 static int s_kinds(const tc_envelope_t *env, void *arg)
@@ -231,6 +231,7 @@ static int s_kinds(const tc_envelope_t *env, void *arg)
     const Traincast__V1__ConvResults *cr = env->conv_results;
     k->convs += cr->n_results;
     k->matmuls += cr->n_matmul_results;
+    k->mixed += cr->n_results && cr->n_matmul_results;
     for (size_t i = 0; i < cr->n_results; i++)
         cr_expect(cr->results[i]->config && !cr->results[i]->matmul);
     for (size_t i = 0; i < cr->n_matmul_results; i++) {
@@ -250,8 +251,8 @@ static int s_kinds(const tc_envelope_t *env, void *arg)
 }
 
 /* A plan of convs and matmuls runs on the cpu into one result file: the
- * matmuls in matmul_results with their keys, and a second run measures
- * nothing again. */
+ * matmuls in matmul_results with their keys, in envelopes apart from the
+ * convs', and resume finds every item done. */
 Test(bench_run, convs_and_matmuls_into_one_file, .timeout = 300)
 {
     char path[] = "/tmp/tc_bench_mm_XXXXXX";
@@ -302,6 +303,7 @@ Test(bench_run, convs_and_matmuls_into_one_file, .timeout = 300)
     cr_expect_eq(k.convs, 3);
     cr_expect_eq(k.matmuls, 3);
     cr_expect_eq(k.bad, 0, "every envelope validates");
+    cr_expect_eq(k.mixed, 0, "convs and matmuls in envelopes of their own");
 
     /* Resume knows both kinds apart: all done; a matmul of another
      * mini-batch is not. */
