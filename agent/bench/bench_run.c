@@ -61,7 +61,7 @@ static int s_emit(Traincast__V1__ConvResult **r, size_t n, bool matmul,
 }
 
 /* Hand the batch to the sink: its convs in one envelope, its matmuls in
- * another (an aggregator that does not store matmuls yet refuses theirs
+ * another (an aggregator that predates matmul results refuses theirs
  * alone), each list in the order measured; the batch is empty afterwards
  * whatever happened. */
 static int s_flush(s_batch_t *batch, const tc_result_sink_t *sink, Traincast__V1__Device *dev,

@@ -321,15 +321,6 @@ int tc_store_put_from(tc_store_t *self, const tc_envelope_t *env, const char *ke
         rc = tc_store_bind_key(self, env->agent_id, key);
         return rc < 0 ? rc : s_put_heartbeat(self, env);
     }
-    /* Matmul results have no tables yet: refused for now, not for good
-     * (the agent keeps the message and sends it again; `agent bench` sends
-     * them in messages of their own, so that the convs are not held back). */
-    if (env->body_case == TRAINCAST__V1__ENVELOPE__BODY_CONV_RESULTS &&
-        env->conv_results->n_matmul_results)
-        return tc_fail(TC_EUNSUPPORTED,
-                       "conv_results.matmul_results: this aggregator does not store matmul "
-                       "results yet (%zu in the message); the agent keeps them",
-                       env->conv_results->n_matmul_results);
     if (env->body_case != TRAINCAST__V1__ENVELOPE__BODY_HELLO &&
         env->body_case != TRAINCAST__V1__ENVELOPE__BODY_CONV_RESULTS &&
         env->body_case != TRAINCAST__V1__ENVELOPE__BODY_MODEL_GRAPH &&
