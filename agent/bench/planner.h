@@ -17,14 +17,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* The kind of benchmarked op an item measures. */
-typedef enum {
-    TC_OP_CONV = 0,
-    TC_OP_MATMUL = 1,
-} tc_op_kind_t;
-
 typedef struct {
-    tc_op_kind_t kind;                  /* zero: a conv */
+    tc_op_kind_t kind;                  /* zero: a conv (tc_op_key.h) */
     union {
         tc_conv_config_t config;        /* a conv: n, dtype and layout set */
         tc_matmul_config_t matmul;      /* a matmul: minibatch and dtype set */
