@@ -1,6 +1,7 @@
 #include "bench_run.h"
 
 #include "conv_bench.h"
+#include "matmul_bench.h"
 #include "tc_buf.h"
 #include "tc_error.h"
 #include "tc_log.h"
@@ -27,19 +28,24 @@ typedef struct {
     double first_s; /* when the first of them was measured */
 } s_batch_t;
 
-/* Wrap the batch in one envelope, check it and hand it to the sink,
- * counting its results in *written; the batch is empty afterwards whatever
- * happened. */
-static int s_flush(s_batch_t *batch, const tc_result_sink_t *sink, Traincast__V1__Device *dev,
-                   const char *backend, const char *agent_id, size_t *written)
+/* Wrap results of one kind (matmul or not) in an envelope, check it and
+ * hand it to the sink, counting them in *written. */
+static int s_emit(Traincast__V1__ConvResult **r, size_t n, bool matmul,
+                  const tc_result_sink_t *sink, Traincast__V1__Device *dev, const char *backend,
+                  const char *agent_id, size_t *written)
 {
-    if (!batch->n)
+    if (!n)
         return 0;
     Traincast__V1__ConvResults cr = TRAINCAST__V1__CONV_RESULTS__INIT;
     cr.device = dev;
     cr.backend = (char *)backend;
-    cr.n_results = batch->n;
-    cr.results = batch->r;
+    if (matmul) {
+        cr.n_matmul_results = n;
+        cr.matmul_results = r;
+    } else {
+        cr.n_results = n;
+        cr.results = r;
+    }
     tc_envelope_t env = TRAINCAST__V1__ENVELOPE__INIT;
     env.body_case = TRAINCAST__V1__ENVELOPE__BODY_CONV_RESULTS;
     env.conv_results = &cr;
@@ -47,11 +53,33 @@ static int s_flush(s_batch_t *batch, const tc_result_sink_t *sink, Traincast__V1
     tc_envelope_stamp(&env, agent_id, id);
     int rc = tc_validate_envelope(&env);
     if (rc < 0)
-        rc = tc_err_context(rc, "refusing to write an invalid result");
-    else
-        rc = sink->emit(&env, sink->arg);
+        return tc_err_context(rc, "refusing to write an invalid result");
+    rc = sink->emit(&env, sink->arg);
     if (rc == 0)
-        *written += batch->n;
+        *written += n;
+    return rc;
+}
+
+/* Hand the batch to the sink: its convs in one envelope, its matmuls in
+ * another (an aggregator that predates matmul results refuses theirs
+ * alone), each list in the order measured; the batch is empty afterwards
+ * whatever happened. */
+static int s_flush(s_batch_t *batch, const tc_result_sink_t *sink, Traincast__V1__Device *dev,
+                   const char *backend, const char *agent_id, size_t *written)
+{
+    if (!batch->n)
+        return 0;
+    Traincast__V1__ConvResult *convs[TC_BENCH_BATCH_RESULTS], *mms[TC_BENCH_BATCH_RESULTS];
+    size_t n_convs = 0, n_mms = 0;
+    for (size_t i = 0; i < batch->n; i++) {
+        if (batch->r[i]->matmul)
+            mms[n_mms++] = batch->r[i];
+        else
+            convs[n_convs++] = batch->r[i];
+    }
+    int rc = s_emit(convs, n_convs, false, sink, dev, backend, agent_id, written);
+    if (rc == 0)
+        rc = s_emit(mms, n_mms, true, sink, dev, backend, agent_id, written);
     for (size_t i = 0; i < batch->n; i++)
         tc_conv_result_proto_free(&batch->r[i]);
     batch->n = 0;
@@ -92,6 +120,72 @@ static void s_json_item(FILE *f, const tc_conv_outcome_t *o)
     tc_buf_free(&b);
 }
 
+/* A measured matmul as a JSON line (agent bench --json). */
+static void s_json_matmul(FILE *f, const tc_matmul_outcome_t *o)
+{
+    const tc_stats_t *st = &o->samples.stats;
+    tc_buf_t b = {0};
+    tc_buf_printf(&b, "{\"op\": \"matmul\", \"minibatch\": %u, ", o->spec.config.minibatch);
+    tc_matmul_key_json(&b, &o->spec.config);
+    tc_buf_printf(&b, ", \"direction\": \"%s\", \"route\": ",
+                  tc_direction_name(o->spec.direction));
+    tc_buf_json_str(&b, o->route);
+    tc_buf_puts(&b, ", \"algo\": ");
+    tc_buf_json_str(&b, tc_matmul_call_name(&o->spec.config));
+    tc_buf_puts(&b, ", \"median_ms\": ");
+    tc_buf_json_num(&b, st->median);
+    tc_buf_puts(&b, ", \"min_ms\": ");
+    tc_buf_json_num(&b, st->min);
+    tc_buf_printf(&b, ", \"repetitions\": %zu}\n", o->samples.n);
+    fputs(tc_buf_str(&b), f);
+    fflush(f);
+    tc_buf_free(&b);
+}
+
+/* Measure one item of either kind into *r (NULL on error); *st its
+ * measurement's statistics and stop, *disturbed its load. */
+static int s_measure_item(tc_device_t *dev, const tc_bench_item_t *it,
+                          const tc_bench_run_opts_t *o, const Traincast__V1__Device *d,
+                          Traincast__V1__ConvResult **r, tc_stats_t *st, size_t *reps,
+                          tc_stop_reason_t *stop, bool *disturbed)
+{
+    int rc;
+    if (it->kind == TC_OP_MATMUL) {
+        tc_matmul_spec_t spec = {.config = it->matmul, .direction = it->direction,
+                                 .seed = o->seed};
+        tc_matmul_outcome_t out;
+        rc = tc_matmul_bench(dev, &spec, &o->measure, &out);
+        if (rc == 0)
+            rc = tc_matmul_outcome_to_proto(&out, o->policy, r);
+        if (rc == 0) {
+            if (o->json)
+                s_json_matmul(o->json, &out);
+            *st = out.samples.stats, *reps = out.samples.n, *stop = out.samples.stop;
+            *disturbed = out.samples.disturbed;
+        }
+        tc_matmul_outcome_free(&out);
+        return rc;
+    }
+    tc_conv_spec_t spec = {.config = it->config,
+                           .direction = it->direction,
+                           .policy = o->policy,
+                           .workspace_limit = tc_bench_workspace_limit(o, d->memory_bytes,
+                                                                       it->config.n),
+                           .seed = o->seed};
+    tc_conv_outcome_t out;
+    rc = tc_conv_bench(dev, &spec, &o->measure, &out);
+    if (rc == 0)
+        rc = tc_conv_outcome_to_proto(&out, r);
+    if (rc == 0) {
+        if (o->json)
+            s_json_item(o->json, &out);
+        *st = out.samples.stats, *reps = out.samples.n, *stop = out.samples.stop;
+        *disturbed = out.samples.disturbed;
+    }
+    tc_conv_outcome_free(&out);
+    return rc;
+}
+
 /* Measure item `it` into the batch (sent when full or due); *disturbed says
  * whether it was taken while the machine was busy. A failed item is counted
  * and logged, not an error. */
@@ -100,31 +194,22 @@ static int s_item(tc_device_t *dev, const tc_bench_item_t *it, const char *item,
                   Traincast__V1__Device *d, const char *backend, size_t max,
                   s_batch_t *batch, tc_bench_report_t *rep, bool *disturbed)
 {
-    tc_conv_spec_t spec = {.config = it->config,
-                           .direction = it->direction,
-                           .policy = o->policy,
-                           .workspace_limit = tc_bench_workspace_limit(o, d->memory_bytes,
-                                                                       it->config.n),
-                           .seed = o->seed};
-    tc_conv_outcome_t out;
     Traincast__V1__ConvResult *r = NULL;
     double item_t0 = s_now_s();
     *disturbed = false;
-    int brc = tc_conv_bench(dev, &spec, &o->measure, &out);
-    if (brc == 0)
-        brc = tc_conv_outcome_to_proto(&out, &r);
+    tc_stats_t st = {0};
+    size_t reps = 0;
+    tc_stop_reason_t stop = TC_STOP_CONVERGED;
+    bool busy = false;
+    int brc = s_measure_item(dev, it, o, d, &r, &st, &reps, &stop, &busy);
     if (brc < 0) {
         tc_log_warn("%s: %s", item, tc_errmsg());
         rep->failed++;
-        tc_conv_outcome_free(&out);
     } else {
-        if (o->json)
-            s_json_item(o->json, &out);
-        rep->measured_ms += out.samples.stats.median;
-        rep->repetitions += out.samples.n;
-        rep->converged += out.samples.stop == TC_STOP_CONVERGED;
-        *disturbed = out.samples.disturbed;
-        tc_conv_outcome_free(&out);
+        rep->measured_ms += st.median;
+        rep->repetitions += reps;
+        rep->converged += stop == TC_STOP_CONVERGED;
+        *disturbed = busy;
         if (!batch->n)
             batch->first_s = s_now_s();
         batch->r[batch->n++] = r;
@@ -137,6 +222,19 @@ static int s_item(tc_device_t *dev, const tc_bench_item_t *it, const char *item,
         (batch->n && (now - batch->first_s + now - item_t0) * 1000.0 >= TC_BENCH_BATCH_MS))
         return s_flush(batch, sink, d, backend, o->agent_id, &rep->measured);
     return 0;
+}
+
+/* "n32 c64 56x56 k64 3x3/1 p1 fwd", "matmul n8 Nx50x3072 k768 tB weight
+ * bwd_data". */
+static void s_item_label(const tc_bench_item_t *it, char *buf, size_t size)
+{
+    char label[192];
+    if (it->kind == TC_OP_MATMUL)
+        tc_matmul_config_label(&it->matmul, label, sizeof label);
+    else
+        tc_conv_config_label(&it->config, label, sizeof label);
+    snprintf(buf, size, "%s%s %s", it->kind == TC_OP_MATMUL ? "matmul " : "", label,
+             tc_direction_name(it->direction));
 }
 
 int tc_bench_run_sink(tc_device_t *dev, const tc_bench_item_t *items, size_t n_items,
@@ -164,10 +262,9 @@ int tc_bench_run_sink(tc_device_t *dev, const tc_bench_item_t *items, size_t n_i
     TC_TRY(tc_device_describe(dev, &d));
     for (size_t i = 0; i < n_items; i++) {
         if (sink->cancelled && sink->cancelled(sink->arg))
-            TC_FAIL_GOTO(TC_EINTR, "stopped after %zu of %zu conv benchmarks", i, n_items);
-        char label[192], item[224];
-        tc_conv_config_label(&items[i].config, label, sizeof label);
-        snprintf(item, sizeof item, "%s %s", label, tc_direction_name(items[i].direction));
+            TC_FAIL_GOTO(TC_EINTR, "stopped after %zu of %zu benchmarks", i, n_items);
+        char item[224];
+        s_item_label(&items[i], item, sizeof item);
         if (sink->progress)
             sink->progress(i, n_items, item, sink->arg);
         bool disturbed = false;
@@ -186,9 +283,8 @@ int tc_bench_run_sink(tc_device_t *dev, const tc_bench_item_t *items, size_t n_i
                 continue;
             if (sink->cancelled && sink->cancelled(sink->arg))
                 TC_FAIL_GOTO(TC_EINTR, "stopped while measuring disturbed items again");
-            char label[192], item[224];
-            tc_conv_config_label(&items[i].config, label, sizeof label);
-            snprintf(item, sizeof item, "%s %s", label, tc_direction_name(items[i].direction));
+            char item[224];
+            s_item_label(&items[i], item, sizeof item);
             bool disturbed = false;
             TC_TRY(s_item(dev, &items[i], item, o, sink, &d, backend, max, batch, rep,
                           &disturbed));

@@ -2,7 +2,8 @@
  * out in ConvResults envelopes of up to TC_BENCH_BATCH_RESULTS results, one
  * sent at the latest TC_BENCH_BATCH_MS after its first result was
  * measured, so a slow stream is not held back (the aggregator stores a
- * message's results with one COPY). Each is handed to a sink (the job
+ * message's results with one COPY); a batch's matmul results go in an
+ * envelope of their own, after its convs'. Each is handed to a sink (the job
  * handlers keep it in the journal) or appended to a result file (crash-safe, so an
  * interrupted run resumes where it stopped: what a crash loses is at most
  * the unsent batch, measured again on resume). Backend-independent: the

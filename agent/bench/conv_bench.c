@@ -191,6 +191,7 @@ void tc_conv_result_proto_free(Traincast__V1__ConvResult **r_p)
         return;
     Traincast__V1__ConvResult *r = *r_p;
     free(r->config);
+    free(r->matmul);
     free(r->algo);
     free(r->route);
     for (size_t i = 0; i < r->n_candidates; i++) {
@@ -219,41 +220,22 @@ int tc_conv_outcome_to_proto(const tc_conv_outcome_t *o, Traincast__V1__ConvResu
     traincast__v1__conv_result__init(r);
     const tc_algo_result_t *ch = &o->algos[o->chosen];
     const tc_stats_t *st = &o->samples.stats;
+    if (tc_samples_to_result(&o->samples, o->spec_quiet_pct, r) < 0)
+        goto nomem;
     r->config = calloc(1, sizeof *r->config);
     r->algo = strdup(ch->info.name);
     r->route = strdup(o->route);
     r->sm_clock_mhz = o->telemetry.sm_clock_mhz;
     r->power_w = o->telemetry.power_w;
-    if (o->samples.load.known) {
-        if (!(r->load = calloc(1, sizeof *r->load)))
-            goto nomem;
-        traincast__v1__load__init(r->load);
-        r->load->others_pct = o->samples.load.others_pct;
-        r->load->steal_pct = o->samples.load.steal_pct;
-        r->load->threshold_pct = o->spec_quiet_pct;
-        r->load->remeasured = o->samples.remeasured;
-        r->load->disturbed = o->samples.disturbed;
-    }
     r->candidates = calloc(o->n_algos ? o->n_algos : 1, sizeof *r->candidates);
-    r->samples_ms = malloc(o->samples.n * sizeof *r->samples_ms);
-    r->sample_offsets_us = malloc(o->samples.n * sizeof *r->sample_offsets_us);
-    if (!r->config || !r->algo || !r->route || !r->candidates || !r->samples_ms || !r->sample_offsets_us)
+    if (!r->config || !r->algo || !r->route || !r->candidates)
         goto nomem;
     traincast__v1__conv_config__init(r->config);
     tc_conv_config_to_proto(&o->spec.config, r->config);
     r->direction = o->spec.direction;
     r->policy = o->spec.policy;
     r->algo_id = ch->info.id;
-    r->median_ms = st->median;
-    r->min_ms = st->min;
-    r->max_ms = st->max;
-    r->stddev_ms = st->stddev;
-    r->repetitions = (uint32_t)o->samples.n;
     r->workspace_bytes = ch->info.workspace_bytes;
-    r->measured_at_us = o->samples.started_at_us;
-    memcpy(r->samples_ms, o->samples.ms, o->samples.n * sizeof *r->samples_ms);
-    memcpy(r->sample_offsets_us, o->samples.offset_us, o->samples.n * sizeof *r->sample_offsets_us);
-    r->n_samples_ms = r->n_sample_offsets_us = o->samples.n;
     for (size_t i = 0; i < o->n_algos; i++) {
         const tc_algo_result_t *a = &o->algos[i];
         Traincast__V1__AlgoTiming *t = calloc(1, sizeof *t);

@@ -38,7 +38,8 @@ int tc_conv_bench(tc_device_t *dev, const tc_conv_spec_t *spec, const tc_measure
                   tc_conv_outcome_t *out);
 void tc_conv_outcome_free(tc_conv_outcome_t *o);
 
-/* The wire form. Free with tc_conv_result_proto_free. */
+/* The wire form. Free with tc_conv_result_proto_free, which frees any
+ * benchmarked op's result (a conv's here, a matmul's: matmul_bench.h). */
 int tc_conv_outcome_to_proto(const tc_conv_outcome_t *o, Traincast__V1__ConvResult **out);
 void tc_conv_result_proto_free(Traincast__V1__ConvResult **r_p);
 

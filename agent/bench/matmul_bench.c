@@ -1,6 +1,8 @@
 #include "matmul_bench.h"
 
+#include "conv_bench.h"
 #include "tc_error.h"
+#include "tc_matmul_step.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -23,6 +25,7 @@ int tc_matmul_bench(tc_device_t *dev, const tc_matmul_spec_t *spec, const tc_mea
         return rc;
     out->gemm = plan->gemm;
     snprintf(out->route, sizeof out->route, "%s", tc_matmul_plan_route(plan));
+    out->spec_quiet_pct = mo->quiet.threshold_pct;
     rc = tc_measure(s_run_cb, plan, mo, &out->samples);
     tc_matmul_plan_destroy(&plan);
     return rc;
@@ -32,6 +35,40 @@ void tc_matmul_outcome_free(tc_matmul_outcome_t *o)
 {
     if (o)
         tc_samples_free(&o->samples);
+}
+
+const char *tc_matmul_call_name(const tc_matmul_config_t *c)
+{
+    return !tc_matmul_is_mm(c) ? "bmm" : c->bias ? "addmm" : "mm";
+}
+
+int tc_matmul_outcome_to_proto(const tc_matmul_outcome_t *o, Traincast__V1__Policy policy,
+                               Traincast__V1__ConvResult **out)
+{
+    *out = NULL;
+    Traincast__V1__ConvResult *r = calloc(1, sizeof *r);
+    if (!r)
+        return tc_fail(TC_ENOMEM, "out of memory building a matmul result");
+    traincast__v1__conv_result__init(r);
+    int rc = tc_samples_to_result(&o->samples, o->spec_quiet_pct, r);
+    if (rc < 0) {
+        tc_conv_result_proto_free(&r);
+        return rc;
+    }
+    r->matmul = calloc(1, sizeof *r->matmul);
+    r->algo = strdup(tc_matmul_call_name(&o->spec.config));
+    r->route = strdup(o->route);
+    if (!r->matmul || !r->algo || !r->route) {
+        tc_conv_result_proto_free(&r);
+        return tc_fail(TC_ENOMEM, "out of memory building a matmul result");
+    }
+    traincast__v1__matmul_config__init(r->matmul);
+    tc_matmul_config_to_proto(&o->spec.config, r->matmul);
+    r->direction = o->spec.direction;
+    r->policy = policy;
+    r->algo_id = -1;
+    *out = r;
+    return 0;
 }
 
 void tc_gemm_reference(const tc_gemm_t *g, const float *a, const float *b, const float *bias,

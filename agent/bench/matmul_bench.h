@@ -15,6 +15,7 @@ typedef struct {
     tc_gemm_t gemm;        /* the GEMM that ran */
     tc_samples_t samples;
     char route[32];        /* which code ran it ("blas", "naive") */
+    double spec_quiet_pct; /* the quiet threshold it was measured under */
 } tc_matmul_outcome_t;
 
 /* Plan and measure. TC_EUNSUPPORTED when the device benchmarks no
@@ -22,6 +23,16 @@ typedef struct {
 int tc_matmul_bench(tc_device_t *dev, const tc_matmul_spec_t *spec, const tc_measure_opts_t *mo,
                     tc_matmul_outcome_t *out);
 void tc_matmul_outcome_free(tc_matmul_outcome_t *o);
+
+/* "addmm", "mm" or "bmm": the call PyTorch makes for the config (the
+ * result's algo; its route says which code ran it). */
+const char *tc_matmul_call_name(const tc_matmul_config_t *c);
+
+/* The wire form: a result whose key is `matmul` (the config at its
+ * mini-batch), with the conv's statistics (tc_samples_to_result), measured
+ * under `policy`. Free with tc_conv_result_proto_free. */
+int tc_matmul_outcome_to_proto(const tc_matmul_outcome_t *o, Traincast__V1__Policy policy,
+                               Traincast__V1__ConvResult **out);
 
 /* C = op(A) op(B) (+ bias) of a GEMM in double precision, from operands
  * stored as the plan stores them (device.h: tc_mm_tensor_t). */

@@ -146,3 +146,33 @@ int tc_measure(tc_measure_fn fn, void *arg, const tc_measure_opts_t *o, tc_sampl
         tc_samples_free(out);
     }
 }
+
+int tc_samples_to_result(const tc_samples_t *s, double quiet_pct, Traincast__V1__ConvResult *r)
+{
+    if (s->n == 0)
+        return tc_fail(TC_EINVAL, "no measured repetitions");
+    if (s->load.known) {
+        if (!(r->load = calloc(1, sizeof *r->load)))
+            return tc_fail(TC_ENOMEM, "out of memory building a result");
+        traincast__v1__load__init(r->load);
+        r->load->others_pct = s->load.others_pct;
+        r->load->steal_pct = s->load.steal_pct;
+        r->load->threshold_pct = quiet_pct;
+        r->load->remeasured = s->remeasured;
+        r->load->disturbed = s->disturbed;
+    }
+    r->samples_ms = malloc(s->n * sizeof *r->samples_ms);
+    r->sample_offsets_us = malloc(s->n * sizeof *r->sample_offsets_us);
+    if (!r->samples_ms || !r->sample_offsets_us)
+        return tc_fail(TC_ENOMEM, "out of memory building a result");
+    r->median_ms = s->stats.median;
+    r->min_ms = s->stats.min;
+    r->max_ms = s->stats.max;
+    r->stddev_ms = s->stats.stddev;
+    r->repetitions = (uint32_t)s->n;
+    r->measured_at_us = s->started_at_us;
+    memcpy(r->samples_ms, s->ms, s->n * sizeof *r->samples_ms);
+    memcpy(r->sample_offsets_us, s->offset_us, s->n * sizeof *r->sample_offsets_us);
+    r->n_samples_ms = r->n_sample_offsets_us = s->n;
+    return 0;
+}

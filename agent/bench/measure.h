@@ -8,6 +8,7 @@
 
 #include "hostload.h"
 #include "stats.h"
+#include "traincast.pb-c.h"
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -68,5 +69,12 @@ int tc_measure(tc_measure_fn fn, void *arg, const tc_measure_opts_t *o, tc_sampl
 
 /* Free the arrays; accepts a zeroed struct. */
 void tc_samples_free(tc_samples_t *s);
+
+/* What every benchmarked op's result (a conv's or a matmul's) carries of
+ * its measurement: the statistics, every sample with its offset, and the
+ * load under the quiet threshold `quiet_pct`, into an initialized result
+ * (arrays and load malloc'ed: tc_conv_result_proto_free frees them).
+ * TC_ENOMEM; TC_EINVAL when nothing was measured. */
+int tc_samples_to_result(const tc_samples_t *s, double quiet_pct, Traincast__V1__ConvResult *r);
 
 #endif

@@ -14,9 +14,22 @@ typedef struct {
     uint32_t inner_layers;   /* of those, layers that are not a network's first */
 } s_conf_t;
 
+/* A matmul config and the layers that use it, by which operands need a
+ * gradient (they decide its backward directions, tc_matmul_step.h). */
+typedef struct {
+    tc_matmul_config_t config; /* minibatch 0, fp32: the dedup key */
+    uint32_t layers;           /* multiplicity over all models */
+    uint32_t grad_a_layers;    /* of those, layers whose A needs a gradient */
+    uint32_t grad_b_layers;    /* and whose B does */
+} s_mm_t;
+
 struct tc_planner {
     s_conf_t *confs;
     size_t n, cap;
+    s_mm_t *mms;
+    size_t n_mm, cap_mm;
+    bool with_matmuls;
+    uint64_t mm_layers;
     bool sorted;
     size_t models;
     uint64_t layers;
@@ -30,6 +43,7 @@ void tc_planner_destroy(tc_planner_t **self_p)
     if (!self_p || !*self_p)
         return;
     free((*self_p)->confs);
+    free((*self_p)->mms);
     free(*self_p);
     *self_p = NULL;
 }
@@ -76,11 +90,60 @@ int tc_planner_add(tc_planner_t *self, const tc_conv_usage_t *convs, size_t n)
     return 0;
 }
 
+static int s_mm_cmp(const void *a, const void *b)
+{
+    return tc_matmul_config_cmp(&((const s_mm_t *)a)->config, &((const s_mm_t *)b)->config);
+}
+
+int tc_planner_add_matmuls(tc_planner_t *self, const tc_matmul_usage_t *mms, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        tc_matmul_config_t k = mms[i].config;
+        k.minibatch = 0;
+        k.dtype = TRAINCAST__V1__DTYPE__DTYPE_FP32;
+        int rc = tc_matmul_config_check(&k);
+        if (rc < 0)
+            return tc_err_context(rc, "matmul %zu of model %zu", i + 1, self->models);
+        uint32_t m = mms[i].use.multiplicity;
+        if (m == 0)
+            return tc_fail(TC_EINVAL, "matmul %zu of model %zu: multiplicity must be > 0", i + 1,
+                           self->models);
+        if (self->n_mm == self->cap_mm) {
+            size_t cap = self->cap_mm ? 2 * self->cap_mm : 64;
+            s_mm_t *nm = realloc(self->mms, cap * sizeof *nm);
+            if (!nm)
+                return tc_fail(TC_ENOMEM, "out of memory planning matmuls");
+            self->mms = nm;
+            self->cap_mm = cap;
+        }
+        self->mms[self->n_mm++] =
+            (s_mm_t){k, m, mms[i].use.grad_a ? m : 0, mms[i].use.grad_b ? m : 0};
+        self->mm_layers += m;
+        self->sorted = false;
+    }
+    return 0;
+}
+
+void tc_planner_set_matmuls(tc_planner_t *self, bool on) { self->with_matmuls = on; }
+
 /* Sort and merge duplicates (kept const for callers: merging is idempotent). */
 static void s_merge(tc_planner_t *self)
 {
     if (self->sorted)
         return;
+    if (self->n_mm)
+        qsort(self->mms, self->n_mm, sizeof *self->mms, s_mm_cmp);
+    size_t wm = 0;
+    for (size_t r = 0; r < self->n_mm; r++) {
+        if (wm > 0 && tc_matmul_config_cmp(&self->mms[wm - 1].config, &self->mms[r].config) == 0) {
+            self->mms[wm - 1].layers += self->mms[r].layers;
+            self->mms[wm - 1].grad_a_layers += self->mms[r].grad_a_layers;
+            self->mms[wm - 1].grad_b_layers += self->mms[r].grad_b_layers;
+        } else {
+            self->mms[wm++] = self->mms[r];
+        }
+    }
+    self->n_mm = wm;
     qsort(self->confs, self->n, sizeof *self->confs, s_conf_cmp);
     size_t w = 0;
     for (size_t r = 0; r < self->n; r++) {
@@ -119,6 +182,8 @@ int tc_planner_add_models(tc_planner_t *self, char *const *specs, size_t n,
             for (size_t j = 0; j < nc; j++)
                 convs[j] = *tc_model_conv(m, j);
             rc = tc_planner_add(self, convs, nc);
+            for (size_t j = 0; j < tc_model_matmul_count(m) && rc == 0; j++)
+                rc = tc_planner_add_matmuls(self, tc_model_matmul(m, j), 1);
             if (rc < 0)
                 rc = tc_err_context(rc, "%s", tc_model_id(m));
         }
@@ -137,6 +202,21 @@ static uint32_t s_layers_for(const s_conf_t *c, Traincast__V1__Direction d)
            (tc_conv_step_counts(true, d) ? first : 0);
 }
 
+/* The layers of a matmul config whose step time includes direction d. */
+static uint32_t s_mm_layers_for(const s_mm_t *c, Traincast__V1__Direction d)
+{
+    switch (d) {
+    case TRAINCAST__V1__DIRECTION__DIRECTION_FWD:
+        return c->layers;
+    case TRAINCAST__V1__DIRECTION__DIRECTION_BWD_DATA:
+        return c->grad_a_layers;
+    case TRAINCAST__V1__DIRECTION__DIRECTION_BWD_FILTER:
+        return c->grad_b_layers;
+    default:
+        return 0;
+    }
+}
+
 int tc_planner_build(const tc_planner_t *cself, const unsigned long *batches, size_t n_batches,
                      Traincast__V1__DType dtype, Traincast__V1__Layout layout,
                      const Traincast__V1__Direction *dirs, size_t n_dirs, tc_bench_item_t **items,
@@ -151,7 +231,8 @@ int tc_planner_build(const tc_planner_t *cself, const unsigned long *batches, si
         if (batches[b] == 0 || batches[b] > (1ul << 20))
             return tc_fail(TC_EINVAL, "batch size %lu is out of range 1..%lu", batches[b],
                            1ul << 20);
-    size_t cap = self->n * n_batches * n_dirs;
+    size_t n_mm = self->with_matmuls ? self->n_mm : 0;
+    size_t cap = (self->n + n_mm) * n_batches * n_dirs;
     tc_bench_item_t *out = malloc((cap ? cap : 1) * sizeof *out);
     if (!out)
         return tc_fail(TC_ENOMEM, "out of memory for %zu bench items", cap);
@@ -160,7 +241,11 @@ int tc_planner_build(const tc_planner_t *cself, const unsigned long *batches, si
     for (size_t i = 0; i < self->n; i++)
         for (size_t d = 0; d < n_dirs; d++)
             passes_per_batch += s_layers_for(&self->confs[i], dirs[d]);
-    for (size_t b = 0; b < n_batches; b++)
+    uint64_t mm_passes_per_batch = 0;
+    for (size_t i = 0; i < n_mm; i++)
+        for (size_t d = 0; d < n_dirs; d++)
+            mm_passes_per_batch += s_mm_layers_for(&self->mms[i], dirs[d]);
+    for (size_t b = 0; b < n_batches; b++) {
         for (size_t i = 0; i < self->n; i++)
             for (size_t d = 0; d < n_dirs; d++) {
                 const s_conf_t *c = &self->confs[i];
@@ -168,6 +253,8 @@ int tc_planner_build(const tc_planner_t *cself, const unsigned long *batches, si
                 if (layers == 0)
                     continue;
                 tc_bench_item_t *it = &out[n++];
+                memset(it, 0, sizeof *it);
+                it->kind = TC_OP_CONV;
                 it->config = c->config;
                 it->config.n = (uint32_t)batches[b];
                 it->config.dtype = dtype;
@@ -175,6 +262,27 @@ int tc_planner_build(const tc_planner_t *cself, const unsigned long *batches, si
                 it->direction = dirs[d];
                 it->layers = layers;
             }
+        for (size_t i = 0; i < n_mm; i++)
+            for (size_t d = 0; d < n_dirs; d++) {
+                uint32_t layers = s_mm_layers_for(&self->mms[i], dirs[d]);
+                if (layers == 0)
+                    continue;
+                tc_bench_item_t *it = &out[n++];
+                memset(it, 0, sizeof *it);
+                it->kind = TC_OP_MATMUL;
+                it->matmul = self->mms[i].config;
+                it->matmul.minibatch = (uint32_t)batches[b];
+                it->matmul.dtype = dtype;
+                it->direction = dirs[d];
+                it->layers = layers;
+                stats->matmul_items++;
+            }
+    }
+    if (n_mm) {
+        stats->matmul_layers = self->mm_layers;
+        stats->matmul_passes = mm_passes_per_batch * n_batches;
+        stats->matmul_configs = n_mm;
+    }
     stats->models = self->models;
     stats->conv_layers = self->layers;
     stats->batches = n_batches;
@@ -189,7 +297,11 @@ int tc_planner_build(const tc_planner_t *cself, const unsigned long *batches, si
 /* --- resume ------------------------------------------------------------ */
 
 typedef struct {
-    tc_conv_config_t config;
+    tc_op_kind_t kind;
+    union {
+        tc_conv_config_t config;
+        tc_matmul_config_t matmul;
+    };
     int direction;
 } s_key_t;
 
@@ -203,7 +315,10 @@ struct tc_resume {
 static int s_key_cmp(const void *a, const void *b)
 {
     const s_key_t *x = a, *y = b;
-    int c = tc_conv_config_cmp(&x->config, &y->config);
+    if (x->kind != y->kind)
+        return x->kind < y->kind ? -1 : 1;
+    int c = x->kind == TC_OP_MATMUL ? tc_matmul_config_cmp(&x->matmul, &y->matmul)
+                                    : tc_conv_config_cmp(&x->config, &y->config);
     return c ? c : (x->direction > y->direction) - (x->direction < y->direction);
 }
 
@@ -215,9 +330,13 @@ static int s_collect(const tc_envelope_t *env, void *arg)
     const Traincast__V1__ConvResults *cr = env->conv_results;
     if (!cr->device || !cr->device->uuid || strcmp(cr->device->uuid, self->uuid) != 0)
         return 0;
-    for (size_t i = 0; i < cr->n_results; i++) {
-        const Traincast__V1__ConvResult *r = cr->results[i];
-        if (!r || !r->config || r->policy != self->policy || r->repetitions == 0)
+    size_t n_all = cr->n_results + cr->n_matmul_results;
+    for (size_t i = 0; i < n_all; i++) {
+        bool mm = i >= cr->n_results;
+        const Traincast__V1__ConvResult *r =
+            mm ? cr->matmul_results[i - cr->n_results] : cr->results[i];
+        if (!r || (mm ? !r->matmul : !r->config) || r->policy != self->policy ||
+            r->repetitions == 0)
             continue;
         if (self->n == self->cap) {
             size_t cap = self->cap ? 2 * self->cap : 256;
@@ -229,7 +348,11 @@ static int s_collect(const tc_envelope_t *env, void *arg)
         }
         s_key_t *k = &self->keys[self->n++];
         memset(k, 0, sizeof *k);
-        tc_conv_config_from_proto(r->config, &k->config);
+        k->kind = mm ? TC_OP_MATMUL : TC_OP_CONV;
+        if (mm)
+            tc_matmul_config_from_proto(r->matmul, &k->matmul);
+        else
+            tc_conv_config_from_proto(r->config, &k->config);
         k->direction = r->direction;
     }
     return 0;
@@ -281,24 +404,44 @@ void tc_resume_destroy(tc_resume_t **self_p)
 
 size_t tc_resume_count(const tc_resume_t *self) { return self ? self->n : 0; }
 
+static bool s_done(const tc_resume_t *self, const s_key_t *k)
+{
+    return self && self->n && bsearch(k, self->keys, self->n, sizeof *k, s_key_cmp) != NULL;
+}
+
 bool tc_resume_done(const tc_resume_t *self, const tc_conv_config_t *c,
                     Traincast__V1__Direction d)
 {
-    if (!self || !self->n)
-        return false;
     s_key_t k;
     memset(&k, 0, sizeof k);
+    k.kind = TC_OP_CONV;
     k.config = *c;
     k.direction = d;
-    return bsearch(&k, self->keys, self->n, sizeof k, s_key_cmp) != NULL;
+    return s_done(self, &k);
+}
+
+bool tc_resume_matmul_done(const tc_resume_t *self, const tc_matmul_config_t *c,
+                           Traincast__V1__Direction d)
+{
+    s_key_t k;
+    memset(&k, 0, sizeof k);
+    k.kind = TC_OP_MATMUL;
+    k.matmul = *c;
+    k.direction = d;
+    return s_done(self, &k);
 }
 
 size_t tc_resume_filter(const tc_resume_t *self, tc_bench_item_t *items, size_t *n_items)
 {
     size_t w = 0, n = *n_items;
-    for (size_t r = 0; r < n; r++)
-        if (!tc_resume_done(self, &items[r].config, items[r].direction))
+    for (size_t r = 0; r < n; r++) {
+        const tc_bench_item_t *it = &items[r];
+        bool done = it->kind == TC_OP_MATMUL
+                        ? tc_resume_matmul_done(self, &it->matmul, it->direction)
+                        : tc_resume_done(self, &it->config, it->direction);
+        if (!done)
             items[w++] = items[r];
+    }
     *n_items = w;
     return n - w;
 }

@@ -66,12 +66,20 @@ static void s_print_device(const Traincast__V1__Device *d, const tc_bench_settin
  * them the result file already holds. */
 static void s_print_plan(const tc_plan_stats_t *st, size_t done, size_t todo)
 {
+    size_t conv_items = st->items - st->matmul_items;
     printf("plan: %zu model%s, %llu conv layers, %zu batch size%s: %llu layer passes -> %zu "
            "unique items (%zu configs; %.1f%% of the passes)\n",
            st->models, st->models == 1 ? "" : "s", (unsigned long long)st->conv_layers,
            st->batches, st->batches == 1 ? "" : "s", (unsigned long long)st->layer_passes,
-           st->items, st->unique_configs,
-           st->layer_passes ? 100.0 * (double)st->items / (double)st->layer_passes : 0.0);
+           conv_items, st->unique_configs,
+           st->layer_passes ? 100.0 * (double)conv_items / (double)st->layer_passes : 0.0);
+    if (st->matmul_configs)
+        printf("matmuls: %llu layers: %llu layer passes -> %zu unique items (%zu configs; "
+               "%.1f%% of the passes)\n",
+               (unsigned long long)st->matmul_layers, (unsigned long long)st->matmul_passes,
+               st->matmul_items, st->matmul_configs,
+               st->matmul_passes ? 100.0 * (double)st->matmul_items / (double)st->matmul_passes
+                                 : 0.0);
     if (done)
         printf("resume: %zu item%s already in the result file, %zu to measure\n", done,
                done == 1 ? "" : "s", todo);
@@ -81,7 +89,7 @@ static void s_print_plan(const tc_plan_stats_t *st, size_t done, size_t todo)
  * line: valid until tc_cli_result_free). */
 typedef struct {
     const char *models, *convs, *batches_text, *out_path, *agent_id_flag, *state, *traces,
-        *json_path, *direction;
+        *json_path, *direction, *ops;
     unsigned long input_size, seed;
     bool dry_run;
     tc_bench_flags_t f;
@@ -94,7 +102,45 @@ typedef struct {
     size_t n_dirs;
     unsigned long *batches; /* malloc'ed: the caller frees it */
     size_t n_batches;
+    bool convs, matmuls;    /* which ops of the models (--ops) */
 } s_what_t;
+
+/* --ops: "all" (convs, and matmuls where the device benchmarks them), or a
+ * list of "conv" and "matmul" (matmuls then required). *convs and *matmuls
+ * say which ops the plan keeps; TC_EUSAGE for an unknown op or matmuls
+ * asked of a device that benchmarks none. */
+static int s_ops(const char *ops, const char *device, bool *convs, bool *matmuls)
+{
+    const tc_backend_iface_t *iface = NULL;
+    unsigned index = 0;
+    int rc = tc_device_parse(device, &iface, &index);
+    if (rc < 0)
+        return rc;
+    bool can = iface->matmul_create != NULL;
+    *convs = true;
+    if (!strcmp(ops, "all")) {
+        *matmuls = can;
+        return 0;
+    }
+    char **names = NULL;
+    size_t n = 0;
+    TC_TRY(tc_parse_name_list(ops, "--ops", &names, &n));
+    *convs = *matmuls = false;
+    for (size_t i = 0; i < n; i++) {
+        if (!strcmp(names[i], "matmul"))
+            *matmuls = true;
+        else if (!strcmp(names[i], "conv"))
+            *convs = true;
+        else
+            TC_FAIL_GOTO(TC_EUSAGE, "--ops: unknown op '%s' (all, conv, matmul)", names[i]);
+    }
+    if (*matmuls && !can)
+        TC_FAIL_GOTO(TC_EUSAGE, "--ops matmul: the %s backend benchmarks no matmuls yet",
+                     iface->kind);
+err:
+    tc_free_strv(names, n);
+    return rc;
+}
 
 /* Check the options and turn them into what to measure (w->batches, once
  * set, is the caller's to free): TC_EUSAGE / TC_EINVAL naming what is
@@ -106,6 +152,7 @@ static int s_check(const s_bench_args_t *a, s_what_t *w)
     TC_TRY(tc_parse_directions(a->direction, w->dirs, &w->n_dirs));
     TC_TRY(tc_parse_uint_list(a->batches_text, "--batches", 1, TC_MAX_BATCH, &w->batches,
                               &w->n_batches));
+    TC_TRY(s_ops(a->ops, a->f.device, &w->convs, &w->matmuls));
     if (!a->models && !a->convs)
         TC_FAIL_GOTO(TC_EUSAGE, "nothing to benchmark: give --models LIST or --convs FILE,...");
     if (a->input_size > 16384)
@@ -126,12 +173,23 @@ static int s_build_plan(const s_bench_args_t *a, const s_what_t *w, tc_bench_ite
     tc_planner_t *planner = tc_planner_new();
     if (!planner)
         TC_FAIL_GOTO(TC_ENOMEM, "out of memory");
+    tc_planner_set_matmuls(planner, w->matmuls);
     if (a->models)
         TC_TRY(s_add_models(planner, a->models, a->input_size));
     if (a->convs)
         TC_TRY(s_add_lists(planner, a->convs));
     TC_TRY(tc_planner_build(planner, w->batches, w->n_batches, w->set.dtype, w->set.layout,
                             w->dirs, w->n_dirs, items, n_items, st));
+    if (!w->convs) { /* --ops matmul: the matmul items alone */
+        size_t k = 0;
+        for (size_t i = 0; i < *n_items; i++)
+            if ((*items)[i].kind == TC_OP_MATMUL)
+                (*items)[k++] = (*items)[i];
+        *n_items = k;
+        st->items = st->matmul_items;
+        st->conv_layers = st->layer_passes = 0;
+        st->unique_configs = 0;
+    }
 err:
     tc_planner_destroy(&planner);
     return rc;
@@ -225,7 +283,7 @@ err:
 
 int tc_cmd_bench(int argc, char **argv)
 {
-    s_bench_args_t a = {.direction = "all", .seed = 1, .f = {.device = "cpu"}};
+    s_bench_args_t a = {.direction = "all", .ops = "all", .seed = 1, .f = {.device = "cpu"}};
     tc_bench_flags_t *f = &a.f;
     double quiet_pct = 0;
     const tc_opt_t opts[] = {
@@ -246,6 +304,9 @@ int tc_cmd_bench(int argc, char **argv)
         {"layout", TC_OPT_STR, &f->layout, "L", "nchw (default) or nhwc"},
         {"direction", TC_OPT_STR, &a.direction, "D",
          "all (default), or a list of fwd, bwd_data, bwd_filter"},
+        {"ops", TC_OPT_STR, &a.ops, "LIST",
+         "which ops of --models: all (default: convs, and matmuls where the device "
+         "benchmarks them), or a list of conv, matmul"},
         {"budget-ms", TC_OPT_DOUBLE, &f->budget_ms, "MS", "time budget per item (default 1000)"},
         {"max-reps", TC_OPT_UINT, &f->max_reps, "N", "at most this many repetitions per item (default 200)"},
         {"workspace-mb", TC_OPT_UINT, &f->workspace_mb, "MB",
@@ -274,9 +335,10 @@ int tc_cmd_bench(int argc, char **argv)
     };
     const tc_cmd_spec_t spec = {
         .prog = "agent bench",
-        .summary = "Benchmark every convolution of some models at some batch sizes on one "
-                   "device: the deduplicated\n(config, batch, direction) items, without "
-                   "backward-data for convs that read the network input.",
+        .summary = "Benchmark every convolution (and matmul, where the device times them) of "
+                   "some models at some\nbatch sizes on one device: the deduplicated (config, "
+                   "batch, direction) items, without\nthe backward passes that a training "
+                   "step does not run.",
         .max_positional = 0,
         .config_file = true,
         .epilog = "Example: agent bench --models torchvision:resnet50 --batches 16,32,64 --out "

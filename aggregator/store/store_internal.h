@@ -84,6 +84,9 @@ int tc_store_put_device(tc_store_t *s, const char *agent_id, const Traincast__V1
                         char device_id[32]);
 /* Store the rows of a ConvResults message (store_put_conv.c). */
 int tc_store_put_conv_results(tc_store_t *s, const tc_envelope_t *env);
+/* The matmul results of a ConvResults message, on the device with id
+ * `device_id` (store_put_matmul.c); called by tc_store_put_conv_results. */
+int tc_store_put_matmul_results(tc_store_t *s, const tc_envelope_t *env, const char *device_id);
 
 /* Turn a failed result (or connection) into a status with a message naming
  * `what`, classed by tc_store_error_code (store.h). Clears `res`. */

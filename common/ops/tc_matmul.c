@@ -109,3 +109,19 @@ void tc_matmul_key_json(tc_buf_t *b, const tc_matmul_config_t *c)
 {
     TC_MATMUL_KEY(TC_KEY_JSON_, b, c)
 }
+
+void tc_matmul_config_to_proto(const tc_matmul_config_t *c, Traincast__V1__MatmulConfig *out)
+{
+    out->minibatch = c->minibatch;
+#define X(x, y, name, kind, first) out->name = c->name;
+    TC_MATMUL_KEY(X, , )
+#undef X
+}
+
+void tc_matmul_config_from_proto(const Traincast__V1__MatmulConfig *in, tc_matmul_config_t *out)
+{
+    out->minibatch = in->minibatch;
+#define X(x, y, name, kind, first) out->name = in->name;
+    TC_MATMUL_KEY(X, , )
+#undef X
+}

@@ -8,6 +8,7 @@
 
 #include "tc_buf.h"
 #include "tc_matmul_key.h"
+#include "traincast.pb-c.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -63,5 +64,11 @@ void tc_matmul_config_label(const tc_matmul_config_t *c, char *buf, size_t size)
 /* The matmul key as JSON object members, compact (no braces; the
  * mini-batch is not part of it). */
 void tc_matmul_key_json(tc_buf_t *b, const tc_matmul_config_t *c);
+
+/* Conversion to and from the wire type (MatmulConfig, whose fields are the
+ * key's names and the mini-batch), generated from the key's list as the
+ * conv's. to_proto fills a caller-owned, already-initialized message. */
+void tc_matmul_config_to_proto(const tc_matmul_config_t *c, Traincast__V1__MatmulConfig *out);
+void tc_matmul_config_from_proto(const Traincast__V1__MatmulConfig *in, tc_matmul_config_t *out);
 
 #endif

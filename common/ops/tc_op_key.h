@@ -17,6 +17,12 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+/* The benchmarked op kinds. */
+typedef enum {
+    TC_OP_CONV = 0,
+    TC_OP_MATMUL = 1,
+} tc_op_kind_t;
+
 /* C type of each kind. */
 #define TC_KEY_CTYPE_U32 uint32_t
 #define TC_KEY_CTYPE_DTYPE Traincast__V1__DType

@@ -256,11 +256,66 @@ static int s_load(const Traincast__V1__Load *l, const char *path)
     return 0;
 }
 
-static int s_conv_result(const Traincast__V1__ConvResult *r, const char *path)
+int tc_validate_matmul_config(const Traincast__V1__MatmulConfig *c, const char *path,
+                              int need_batch)
+{
+    if (!c)
+        return s_field_bad(path, "", "is missing");
+    if (need_batch && (c->minibatch == 0 || c->minibatch > TC_MAX_BATCH))
+        return s_field_bad(path, "minibatch", "must be between 1 and %u (got %u)", TC_MAX_BATCH,
+                            c->minibatch);
+    if (!need_batch && c->minibatch != 0)
+        return s_field_bad(path, "minibatch", "must be 0 in a model's matmul list (got %u)",
+                            c->minibatch);
+    const struct {
+        const char *name;
+        uint32_t v;
+    } dims[] = {{"batch", c->batch}, {"m", c->m}, {"n", c->n}, {"k", c->k}};
+    for (size_t i = 0; i < sizeof dims / sizeof dims[0]; i++) {
+        if (dims[i].v == 0 || dims[i].v > TC_MAX_DIM)
+            return s_field_bad(path, dims[i].name, "must be between 1 and %u (got %u)",
+                                TC_MAX_DIM, dims[i].v);
+    }
+    if (c->minibatch_in > 2)
+        return s_field_bad(path, "minibatch_in", "must be 0 (none), 1 (rows) or 2 (batch) (got %u)",
+                            c->minibatch_in);
+    /* A, B and the product at the mini-batch (0 counts as 1): it scales
+     * all three where it is in the batch, A and C where it is in the rows. */
+    double mb = c->minibatch ? c->minibatch : 1, b = c->batch;
+    double scale_b = c->minibatch_in == 2 ? mb : 1, scale_ac = c->minibatch_in ? mb : 1;
+    const struct {
+        const char *field, *operand;
+        double elems;
+    } ops[] = {{"m", "A", b * c->m * c->k * scale_ac},
+               {"n", "B", b * c->k * c->n * scale_b},
+               {"m", "the product", b * c->m * c->n * scale_ac}};
+    for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++) {
+        if (ops[i].elems > (double)TC_MAX_ELEMS)
+            return s_field_bad(path, ops[i].field, "makes %s %.3g elements, more than %.3g",
+                                ops[i].operand, ops[i].elems, (double)TC_MAX_ELEMS);
+    }
+    if (tc_dtype_name(c->dtype)[0] == 'u')
+        return s_field_bad(path, "dtype", "must be fp32, fp32_strict, tf32, fp16 or bf16 (got %d)",
+                            (int)c->dtype);
+    return 0;
+}
+
+/* One result; `matmul` says which list it is in, and so which key it has
+ * (a conv's config or a matmul's, never both). */
+static int s_conv_result(const Traincast__V1__ConvResult *r, const char *path, bool matmul)
 {
     char sub[PATH_MAX_LEN];
-    snprintf(sub, sizeof sub, "%s.config", path);
-    CHECK(tc_validate_conv_config(r->config, sub, 1));
+    if (matmul) {
+        if (r->config)
+            return s_field_bad(path, "config", "must be absent in a matmul result");
+        snprintf(sub, sizeof sub, "%s.matmul", path);
+        CHECK(tc_validate_matmul_config(r->matmul, sub, 1));
+    } else {
+        if (r->matmul)
+            return s_field_bad(path, "matmul", "must be absent in a conv result");
+        snprintf(sub, sizeof sub, "%s.config", path);
+        CHECK(tc_validate_conv_config(r->config, sub, 1));
+    }
     if (tc_direction_name(r->direction)[0] == 'u')
         return s_field_bad(path, "direction", "must be fwd, bwd_data or bwd_filter (got %d)",
                             (int)r->direction);
@@ -315,17 +370,23 @@ int tc_validate_conv_results(const Traincast__V1__ConvResults *r, const char *pa
     snprintf(sub, sizeof sub, "%s.device", path);
     CHECK(tc_validate_device(r->device, sub));
     CHECK(s_field_name(path, "backend", r->backend, 0));
-    if (r->n_results == 0)
-        return s_field_bad(path, "results", "must not be empty");
-    if (r->n_results > TC_MAX_RESULTS_PER_MESSAGE)
+    if (r->n_results == 0 && r->n_matmul_results == 0)
+        return s_field_bad(path, "results", "must not be empty (nor matmul_results)");
+    if (r->n_results + r->n_matmul_results > TC_MAX_RESULTS_PER_MESSAGE)
         return s_field_bad(path, "results",
-                            "has %zu results, more than the limit of %u per message", r->n_results,
-                            TC_MAX_RESULTS_PER_MESSAGE);
+                            "has %zu results, more than the limit of %u per message",
+                            r->n_results + r->n_matmul_results, TC_MAX_RESULTS_PER_MESSAGE);
     for (size_t i = 0; i < r->n_results; i++) {
         snprintf(sub, sizeof sub, "%s.results[%zu]", path, i);
         if (!r->results[i])
             return s_field_bad(sub, "", "is missing");
-        CHECK(s_conv_result(r->results[i], sub));
+        CHECK(s_conv_result(r->results[i], sub, false));
+    }
+    for (size_t i = 0; i < r->n_matmul_results; i++) {
+        snprintf(sub, sizeof sub, "%s.matmul_results[%zu]", path, i);
+        if (!r->matmul_results[i])
+            return s_field_bad(sub, "", "is missing");
+        CHECK(s_conv_result(r->matmul_results[i], sub, true));
     }
     return 0;
 }

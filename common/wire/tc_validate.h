@@ -41,7 +41,7 @@
 #define TC_MAX_OFFSET_US 604800000000ll  /* a sample's start after the first: 7 days */
 #define TC_MIN_TIME_US 946684800000000ll  /* unix times: 2000-01-01 .. */
 #define TC_MAX_TIME_US 4102444800000000ll /* .. 2100-01-01 (or 0: unknown) */
-#define TC_MAX_RESULTS_PER_MESSAGE 1024u /* conv results in one ConvResults message */
+#define TC_MAX_RESULTS_PER_MESSAGE 1024u /* conv and matmul results in one ConvResults message */
 #define TC_MAX_COUNT 2147483647u  /* counters stored as SQL integer */
 #define TC_MAX_UPTIME_S 3153600000ull /* 100 years */
 #define TC_MAX_JOB_ID_LEN 64
@@ -60,6 +60,9 @@ int tc_validate_agent_id(const char *agent_id);
 int tc_validate_device(const Traincast__V1__Device *d, const char *path);
 /* `need_batch`: n must be > 0 (a benchmarked config) or 0 (a model's layer). */
 int tc_validate_conv_config(const Traincast__V1__ConvConfig *c, const char *path, int need_batch);
+/* The same for a matmul's shape: minibatch > 0 (need_batch) or 0. */
+int tc_validate_matmul_config(const Traincast__V1__MatmulConfig *c, const char *path,
+                              int need_batch);
 int tc_validate_conv_results(const Traincast__V1__ConvResults *r, const char *path);
 int tc_validate_model_graph(const Traincast__V1__ModelGraph *g, const char *path);
 int tc_validate_train_trace(const Traincast__V1__TrainTrace *t, const char *path);

@@ -2,6 +2,7 @@
 #include "store.h"
 #include "store_server.h"
 #include "tc_conv_key.h"
+#include "tc_matmul_key.h"
 #include "tc_error.h"
 #include "tc_test.h"
 #include "tc_test_msg.h"
@@ -384,6 +385,77 @@ Test(store, duplicate_message_id_stores_nothing)
     s_put_ok(tr, TC_STORE_STORED);
     s_put_ok(tr, TC_STORE_DUPLICATE);
     cr_assert_eq(s_count("SELECT count(*) FROM traces"), 1);
+}
+
+/* Matmul results go into matmul_configs and matmul_results beside the
+ * convs of the same message: every field reads back as sent, a config is
+ * one row however many results and messages name it, and a message of
+ * matmuls alone is stored as well. */
+Test(store, matmul_results_round_trip)
+{
+    tc_envelope_t *env = s_conv_results_env("agent-1", "uuid-mm", 2);
+    tc_test_add_matmul_results(env->conv_results, 3);
+    Traincast__V1__ConvResult *r1 = env->conv_results->matmul_results[1];
+    r1->matmul->n = 3072; /* the config of result 0 again, another direction */
+    env->conv_results->matmul_results[2]->matmul->n = 3073;
+    static Traincast__V1__Load load = TRAINCAST__V1__LOAD__INIT;
+    load.others_pct = 12.5;
+    load.threshold_pct = 10;
+    load.remeasured = 1;
+    load.disturbed = 1;
+    r1->load = &load;
+    s_put_ok(env, TC_STORE_STORED);
+    cr_assert_eq(s_count("SELECT count(*) FROM conv_results"), 2);
+    cr_assert_eq(s_count("SELECT count(*) FROM matmul_results"), 3);
+    cr_assert_eq(s_count("SELECT count(*) FROM matmul_configs"), 2);
+    char v[512];
+    cr_assert_eq(tc_store_exec(s_store,
+                               "SELECT r.batch || ',' || c.batch || ',' || m || ',' || n || ',' || k "
+                               "|| ',' || minibatch_in || ',' || trans_a || ',' || trans_b || ',' "
+                               "|| weight || ',' || bias || ',' || dtype || ',' || direction || ',' "
+                               "|| policy || ',' || backend || ',' || algo || ',' || route || ',' "
+                               "|| median_ms || ',' || min_ms || ',' || max_ms || ',' || "
+                               "repetitions || ',' || array_length(samples_ms, 1) || ',' || "
+                               "samples_ms[2] || ',' || load_others_pct || ',' || remeasured || ','"
+                               " || disturbed || ',' || extract(epoch FROM measured_at)::bigint || "
+                               "',' || d.uuid FROM matmul_results r JOIN matmul_configs c USING "
+                               "(config_id) JOIN devices d USING (device_id) WHERE seq = 1",
+                               v, sizeof v),
+                 0, "%s", tc_errmsg());
+    cr_assert_str_eq(v, "8,1,50,3072,768,1,false,true,true,true,fp32,bwd_data,heuristic,onednn,"
+                        "sgemm,blas,3.5,3,4,3,3,3.5,12.5,1,true,1700000000,uuid-mm");
+    cr_assert_eq(tc_store_exec(s_store,
+                               "SELECT count(DISTINCT config_id) || ',' || bool_and(load_others_pct "
+                               "IS NULL) FROM matmul_results WHERE seq <> 1",
+                               v, sizeof v),
+                 0);
+    cr_assert_str_eq(v, "2,true");
+    /* Matmuls alone, on the same configs: no new config rows. */
+    tc_envelope_t *alone = s_conv_results_env("agent-1", "uuid-mm", 0);
+    tc_test_add_matmul_results(alone->conv_results, 2);
+    s_put_ok(alone, TC_STORE_STORED);
+    cr_assert_eq(s_count("SELECT count(*) FROM matmul_results"), 5);
+    cr_assert_eq(s_count("SELECT count(*) FROM matmul_configs"), 2);
+    cr_assert_eq(s_count("SELECT count(*) FROM conv_results"), 2);
+    s_put_ok(alone, TC_STORE_DUPLICATE);
+    cr_assert_eq(s_count("SELECT count(*) FROM matmul_results"), 5);
+}
+
+Test(store, matmul_configs_key_is_the_matmul_key)
+{
+    char cols[512];
+    cr_assert_eq(tc_store_exec(s_store,
+                               "SELECT string_agg(a.attname, ', ' ORDER BY k.ord) FROM "
+                               "pg_constraint con CROSS JOIN LATERAL unnest(con.conkey) WITH "
+                               "ORDINALITY AS k(attnum, ord) JOIN pg_attribute a ON a.attrelid "
+                               "= con.conrelid AND a.attnum = k.attnum WHERE con.conrelid = "
+                               "'matmul_configs'::regclass AND con.contype = 'u'",
+                               cols, sizeof cols),
+                 0, "%s", tc_errmsg());
+    cr_assert_str_eq(cols, TC_SQL_MATMUL_KEY_COLS(""));
+    cr_assert_eq(s_count("SELECT count(*) FROM information_schema.columns WHERE table_name = "
+                         "'matmul_configs' AND column_name <> 'config_id'"),
+                 TC_MATMUL_KEY_FIELDS, "matmul_configs has a column the key does not name");
 }
 
 /* Each bad value: rejected with TC_EINVAL naming the field; nothing stored. */

@@ -288,3 +288,44 @@ Test(store_lookup, a_lost_second_connection_is_replaced_without_an_error)
     cr_assert_eq(s_look_up_many(), 1, "its share ran on the store's connection");
     cr_assert_eq(s_look_up_many(), 2, "and the next look-up opened a new one");
 }
+
+/* Matmul benchmarks are looked up beside the convs, in the same sets, by
+ * the same rule: a Linear 64 -> 32 on 10 rows, "cpu A" fwd at mini-batch 4
+ * three times (2, 6, 4 ms: median 4), bwd_filter at 4 once (3 ms); "cpu B"
+ * fwd at 4 once (1 ms). */
+Test(store_lookup, matmuls_beside_convs)
+{
+    s_sql("INSERT INTO matmul_configs (config_id, batch, m, n, k, minibatch_in, trans_a, "
+          "trans_b, weight, bias, dtype) VALUES (1, 1, 10, 32, 64, 1, false, true, true, true, "
+          "'fp32')");
+    s_sql("INSERT INTO matmul_results (message_id, seq, device_id, config_id, batch, direction, "
+          "policy, algo, median_ms, min_ms, max_ms, stddev_ms, repetitions, measured_at) "
+          "SELECT 'mm', row_number() OVER (), d, 1, 4, dir, 'heuristic', 'addmm', ms, ms, ms, "
+          "ms / 10, 5, now() - make_interval(hours => age) FROM (VALUES "
+          "(1, 'fwd', 2.0, 2), (1, 'fwd', 6.0, 1), (1, 'fwd', 4.0, 0), "
+          "(1, 'bwd_filter', 3.0, 0), (2, 'fwd', 1.0, 0)) AS v (d, dir, ms, age)");
+    tc_conv_lookup_t mm = {.kind = TC_OP_MATMUL};
+    mm.matmul = tc_matmul_config_default();
+    mm.matmul.m = 10, mm.matmul.n = 32, mm.matmul.k = 64;
+    mm.matmul.trans_b = mm.matmul.weight = mm.matmul.bias = true;
+    mm.matmul.minibatch = 4;
+    mm.direction = FWD;
+    tc_conv_lookup_t a[5] = {mm, s_item(4, FWD), mm, mm, mm};
+    a[2].direction = TRAINCAST__V1__DIRECTION__DIRECTION_BWD_FILTER;
+    a[3].matmul.minibatch = 8; /* never measured */
+    a[4].matmul.bias = false;  /* another config */
+    tc_conv_lookup_t b[1] = {mm};
+    tc_conv_lookup_set_t sets[] = {
+        {.device = "cpu A", .policy = "heuristic", .stat = TC_FIT_STAT_MEDIAN, .items = a, .n = 5},
+        {.device = "cpu B", .policy = "heuristic", .stat = TC_FIT_STAT_MEDIAN, .items = b, .n = 1},
+    };
+    cr_assert_eq(tc_store_conv_lookup(s_store, sets, 2), 0, "%s", tc_errmsg());
+    cr_expect_float_eq(a[0].median_ms, 4.0, 1e-9, "median of the three");
+    cr_expect_float_eq(a[1].median_ms, 5.0, 1e-9, "the conv beside it as before");
+    cr_expect_float_eq(a[2].median_ms, 3.0, 1e-9);
+    cr_expect(isnan(a[3].median_ms), "mini-batch 8 was never measured");
+    cr_expect(isnan(a[4].median_ms), "a config without the bias is another");
+    cr_expect_eq(sets[0].missing, 2);
+    cr_expect_float_eq(b[0].median_ms, 1.0, 1e-9, "cpu B's own benchmark");
+    cr_expect_eq(sets[1].missing, 0);
+}

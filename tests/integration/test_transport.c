@@ -214,3 +214,45 @@ Test(transport, ack_log_records_every_message, .timeout = 300)
     cr_expect_eq(tc_bed_stop_server(&bed, SIGTERM), 0);
     tc_bed_fini(&bed);
 }
+
+/* A model's matmuls from `agent bench` to the store: measured on this
+ * machine's cpu, pushed over ZeroMQ, stored in matmul_results (the convs
+ * left out with --ops matmul, to keep it short); pushed again, nothing new. */
+Test(transport, matmul_results_from_bench_to_store, .timeout = 400)
+{
+    tc_bed_t bed;
+    tc_bed_init(&bed, "matmul", NULL);
+    char state[1200], file[1200], log[1200], cmd[4096], out[16384], bin[1024];
+    tc_bed_agent(&bed, "mm", true, state, sizeof state);
+    snprintf(file, sizeof file, "%s/results.tcr", bed.dir);
+    tc_test_binary("agent", bin, sizeof bin);
+    snprintf(cmd, sizeof cmd,
+             "%s bench --models %s/tests/data/resnet18.onnx --ops matmul --batches 2,4 "
+             "--threads 1 --budget-ms 5 --max-reps 3 --quiet-threshold 100 --state '%s' "
+             "--out '%s'",
+             bin, TC_SOURCE_DIR, state, file);
+    cr_assert_eq(tc_test_run(cmd, out, sizeof out), 0, "%s", out);
+    cr_assert(strstr(out, "measured 6 items"), "%s", out);
+    tc_bed_start_server(&bed, NULL);
+    snprintf(log, sizeof log, "%s/push.log", bed.dir);
+    cr_assert_eq(tc_test_wait(tc_bed_push(&bed, state, file, log, NULL), 300000), 0,
+                 "agent push failed (log %s)", log);
+    /* resnet18's fc: one config, three directions at two mini-batches. */
+    cr_expect_eq(tc_bed_count(&bed, "SELECT count(*) FROM matmul_results"), 6);
+    cr_expect_eq(tc_bed_count(&bed, "SELECT count(*) FROM matmul_configs WHERE batch = 1 AND "
+                                    "m = 1 AND n = 1000 AND k = 512 AND minibatch_in = 1 AND "
+                                    "trans_b AND weight AND bias AND dtype = 'fp32'"),
+                 1);
+    cr_expect_eq(tc_bed_count(&bed, "SELECT count(DISTINCT (batch, direction)) FROM "
+                                    "matmul_results WHERE algo = 'addmm' AND median_ms > 0 AND "
+                                    "repetitions = array_length(samples_ms, 1)"),
+                 6);
+    cr_expect_eq(tc_bed_count(&bed, "SELECT count(*) FROM conv_results"), 0);
+    cr_expect_eq(tc_bed_waiting(state), 0);
+    char again[1200];
+    snprintf(again, sizeof again, "%s/push-again.log", bed.dir);
+    cr_expect_eq(tc_test_wait(tc_bed_push(&bed, state, file, again, NULL), 120000), 0);
+    cr_expect(tc_test_file_contains(again, "0 stored"), "log %s", again);
+    cr_expect_eq(tc_bed_count(&bed, "SELECT count(*) FROM matmul_results"), 6);
+    tc_bed_fini(&bed);
+}

@@ -103,6 +103,44 @@ Traincast__V1__ConvResults *tc_test_conv_results(const char *device_uuid, size_t
     return cr;
 }
 
+void tc_test_add_matmul_results(Traincast__V1__ConvResults *cr, size_t n)
+{
+    cr->n_matmul_results = n;
+    cr->matmul_results = s_new(n * sizeof *cr->matmul_results);
+    for (size_t i = 0; i < n; i++) {
+        Traincast__V1__ConvResult *r =
+            NEW(Traincast__V1__ConvResult, TRAINCAST__V1__CONV_RESULT__INIT);
+        Traincast__V1__MatmulConfig *c =
+            NEW(Traincast__V1__MatmulConfig, TRAINCAST__V1__MATMUL_CONFIG__INIT);
+        c->minibatch = 8;
+        c->batch = 1;
+        c->m = 50;
+        c->n = 3072 + (uint32_t)i;
+        c->k = 768;
+        c->minibatch_in = 1;
+        c->trans_b = c->weight = c->bias = 1;
+        c->dtype = TRAINCAST__V1__DTYPE__DTYPE_FP32;
+        r->matmul = c;
+        r->direction = (Traincast__V1__Direction)(1 + i % 3);
+        r->policy = TRAINCAST__V1__POLICY__POLICY_HEURISTIC;
+        r->algo = strdup("sgemm");
+        r->algo_id = -1;
+        r->route = strdup("blas");
+        r->median_ms = 2.5 + (double)i;
+        r->min_ms = 2.0 + (double)i;
+        r->max_ms = 3.0 + (double)i;
+        r->stddev_ms = 0.25;
+        r->repetitions = 3;
+        r->measured_at_us = 1700000000000000LL + (int64_t)i;
+        r->n_samples_ms = 3;
+        r->samples_ms = s_new(3 * sizeof(double));
+        r->samples_ms[0] = r->min_ms;
+        r->samples_ms[1] = r->median_ms;
+        r->samples_ms[2] = r->max_ms;
+        cr->matmul_results[i] = r;
+    }
+}
+
 Traincast__V1__ModelGraph *tc_test_model_graph(const char *model_id)
 {
     Traincast__V1__ModelGraph *g =

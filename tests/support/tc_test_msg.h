@@ -9,6 +9,9 @@
 Traincast__V1__Device *tc_test_device(const char *name, const char *uuid);
 /* `n` results on distinct configs (batch 8), each with 2 candidates. */
 Traincast__V1__ConvResults *tc_test_conv_results(const char *device_uuid, size_t n);
+/* Give `cr` `n` matmul results on distinct configs (mini-batch 8; Linears
+ * 768 -> 3072 + i on 50 rows per sample), one direction each. */
+void tc_test_add_matmul_results(Traincast__V1__ConvResults *cr, size_t n);
 Traincast__V1__ModelGraph *tc_test_model_graph(const char *model_id);
 Traincast__V1__TrainTrace *tc_test_trace(const char *device_uuid, const char *model_id,
                                          unsigned batch, double median_ms);

@@ -1,4 +1,5 @@
-/* Storing a ConvResults message: its rows go straight into conv_results and
+/* Storing a ConvResults message: its matmul results first
+ * (store_put_matmul.c), then its conv rows straight into conv_results and
  * conv_algo_timings by COPY, with their ids resolved first (one statement
  * for the configs, one for the result ids), so that each row is written
  * once. */
@@ -266,6 +267,8 @@ int tc_store_put_conv_results(tc_store_t *s, const tc_envelope_t *env)
         rc = tc_store_put_agent(s, env, NULL);
     if (rc == 0)
         rc = tc_store_put_device(s, env->agent_id, cr->device, device_id);
+    if (rc == 0)
+        rc = tc_store_put_matmul_results(s, env, device_id);
     if (rc == 0)
         rc = s_distinct(cr, &cfg);
     if (rc == 0)

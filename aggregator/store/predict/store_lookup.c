@@ -1,12 +1,14 @@
-/* Predict's look-up of conv benchmarks (store_lookup.h): every device's
- * items grouped by (device, config, direction), their batches in one array,
- * one statement for all, its rows decoded by tc_store_conv_repeats and
- * turned into a time by the fit's rule (tc_fit_conv_time). */
+/* Predict's look-up of benchmarks (store_lookup.h): every device's items
+ * grouped by (device, op kind, config, direction), their batches in one
+ * array, one statement for all of a kind, its rows decoded by
+ * tc_store_conv_repeats and turned into a time by the fit's rule
+ * (tc_fit_conv_time), the same for every kind. */
 #include "store_lookup.h"
 
 #include "store_internal.h"
 
 #include "tc_conv_key.h"
+#include "tc_matmul_key.h"
 #include "tc_error.h"
 #include "tc_wire.h"
 
@@ -21,13 +23,23 @@ typedef struct {
     size_t set_idx, idx;
 } s_ref_t;
 
-/* The group key of a look-up: set, the config without its batch, direction. */
+/* An item's batch, whatever its kind. */
+static unsigned s_batch(const tc_conv_lookup_t *it)
+{
+    return it->kind == TC_OP_MATMUL ? it->matmul.minibatch : it->config.n;
+}
+
+/* The group key of a look-up: set, kind, the config without its batch,
+ * direction. */
 static int s_group_cmp(const s_ref_t *a, const s_ref_t *b)
 {
     if (a->set_idx != b->set_idx)
         return a->set_idx < b->set_idx ? -1 : 1;
     const tc_conv_lookup_t *x = &a->set->items[a->idx], *y = &b->set->items[b->idx];
-    int c = tc_conv_key_cmp(&x->config, &y->config);
+    if (x->kind != y->kind)
+        return x->kind < y->kind ? -1 : 1;
+    int c = x->kind == TC_OP_MATMUL ? tc_matmul_key_cmp(&x->matmul, &y->matmul)
+                                    : tc_conv_key_cmp(&x->config, &y->config);
     if (c || x->direction == y->direction)
         return c;
     return x->direction < y->direction ? -1 : 1;
@@ -41,7 +53,7 @@ static int s_ref_cmp(const void *pa, const void *pb)
     int c = s_group_cmp(a, b);
     if (c)
         return c;
-    uint32_t na = a->set->items[a->idx].config.n, nb = b->set->items[b->idx].config.n;
+    unsigned na = s_batch(&a->set->items[a->idx]), nb = s_batch(&b->set->items[b->idx]);
     return na < nb ? -1 : na > nb;
 }
 
@@ -77,28 +89,39 @@ static int s_group(tc_conv_lookup_set_t *sets, size_t n_sets, size_t total, s_gr
     return 0;
 }
 
-/* Groups [from, to) as one JSON array, a row each (s_lookup_sql's columns). */
-static int s_group_json(const s_groups_t *g, size_t from, size_t to, tc_buf_t *json)
+/* The groups of kind `kind` among [from, to) as one JSON array, a row each
+ * (the columns of its kind's statement). */
+static int s_group_json(const s_groups_t *g, size_t from, size_t to, tc_op_kind_t kind,
+                        tc_buf_t *json)
 {
     tc_buf_putc(json, '[');
+    bool any = false;
     for (size_t gi = from; gi < to; gi++) {
         const s_ref_t *first = &g->refs[g->group[gi]];
         const tc_conv_lookup_set_t *set = first->set;
         const tc_conv_lookup_t *it = &set->items[first->idx];
-        Traincast__V1__ConvConfig key = TRAINCAST__V1__CONV_CONFIG__INIT;
-        tc_conv_config_to_proto(&it->config, &key);
-        tc_buf_printf(json, "%s{\"grp\":%zu,\"device\":", gi > from ? "," : "", gi);
+        if (it->kind != kind)
+            continue;
+        tc_buf_printf(json, "%s{\"grp\":%zu,\"device\":", any ? "," : "", gi);
+        any = true;
         tc_buf_json_str(json, set->device);
         tc_buf_puts(json, ",\"policy\":");
         tc_buf_json_str(json, set->policy);
         tc_buf_puts(json, ",\"library_version\":");
         tc_buf_json_str(json, set->library_version ? set->library_version : "");
         tc_buf_printf(json, ",\"direction\":\"%s\",", tc_direction_name(it->direction));
-        tc_json_conv_key(json, &key);
+        if (kind == TC_OP_MATMUL) {
+            tc_matmul_key_json(json, &it->matmul);
+            tc_buf_putc(json, ',');
+        } else {
+            Traincast__V1__ConvConfig key = TRAINCAST__V1__CONV_CONFIG__INIT;
+            tc_conv_config_to_proto(&it->config, &key);
+            tc_json_conv_key(json, &key);
+        }
         tc_buf_puts(json, "\"batches\":[");
         unsigned last = 0;
         for (size_t i = g->group[gi]; i < g->group[gi + 1]; i++) {
-            unsigned n = set->items[g->refs[i].idx].config.n;
+            unsigned n = s_batch(&set->items[g->refs[i].idx]);
             if (i > g->group[gi] && n == last)
                 continue; /* asked twice: looked up once */
             tc_buf_printf(json, i > g->group[gi] ? ",%u" : "%u", n);
@@ -107,7 +130,7 @@ static int s_group_json(const s_groups_t *g, size_t from, size_t to, tc_buf_t *j
         tc_buf_puts(json, "]}");
     }
     tc_buf_putc(json, ']');
-    return json->failed ? tc_fail(TC_ENOMEM, "out of memory for %zu conv look-ups", g->n) : 0;
+    return json->failed ? tc_fail(TC_ENOMEM, "out of memory for %zu look-ups", g->n) : 0;
 }
 
 /* From this many groups on, the look-up is split over two connections
@@ -134,6 +157,19 @@ static const char s_lookup_sql[] =
     "JOIN LATERAL " TC_SQL_CONV_REPEATS("q.device", "q.policy", "q.library_version",
                                         "cc.config_id", "q.batches", "q.direction") " l ON true";
 
+/* The same for matmuls: their configs and results (matmul_results has no
+ * library version: a matmul is looked up whatever the device's). */
+static const char s_matmul_lookup_sql[] =
+    "SELECT q.grp, l.batch, l.median_ms, l.stddev_ms, l.measured_at, l.result_id, l.disturbed "
+    "FROM json_to_recordset($1::json) "
+    "AS q (grp integer, device text, policy text, library_version text, "
+    "direction text, " TC_SQL_MATMUL_KEY_DEFS ", batches integer[]) "
+    "JOIN matmul_configs mc ON " TC_SQL_MATMUL_KEY_EQ("mc", "q") " "
+    "JOIN LATERAL (SELECT r.batch, r.median_ms, r.stddev_ms, r.measured_at, r.result_id, "
+    "r.disturbed FROM matmul_results r JOIN devices d USING (device_id) "
+    "WHERE d.name = q.device AND r.policy = q.policy AND r.config_id = mc.config_id "
+    "AND r.batch = ANY (q.batches) AND r.direction = q.direction) l ON true";
+
 /* Store a group's time at one batch in every item of the group asked at
  * that batch (tc_store_repeats_fn). */
 static void s_group_fill(void *ctx, long gi, unsigned batch, int row, tc_fit_repeat_t *r,
@@ -149,7 +185,7 @@ static void s_group_fill(void *ctx, long gi, unsigned batch, int row, tc_fit_rep
     for (size_t i = g->group[gi]; i < g->group[gi + 1]; i++) {
         tc_conv_lookup_set_t *set = (tc_conv_lookup_set_t *)g->refs[i].set;
         tc_conv_lookup_t *it = &set->items[g->refs[i].idx];
-        if (it->config.n != batch || !isnan(it->median_ms))
+        if (s_batch(it) != batch || !isnan(it->median_ms))
             continue;
         it->median_ms = median;
         it->stddev_ms = stddev;
@@ -171,26 +207,39 @@ int tc_store_conv_lookup(tc_store_t *s, tc_conv_lookup_set_t *sets, size_t n_set
     if (total == 0)
         return 0;
     s_groups_t g = {0};
-    tc_buf_t json[2] = {{0}};
+    tc_buf_t json[2] = {{0}}, mm = {0};
     int rc = s_group(sets, n_sets, total, &g);
-    size_t half = tc_store_lookup_splits(g.n_groups) ? g.n_groups / 2 : g.n_groups;
-    if (rc == 0)
-        rc = s_group_json(&g, 0, half, &json[0]);
-    if (rc == 0 && half < g.n_groups)
-        rc = s_group_json(&g, half, g.n_groups, &json[1]);
-    PGresult *res[2] = {NULL, NULL};
+    size_t n_mm = 0;
+    for (size_t gi = 0; gi < g.n_groups; gi++)
+        n_mm += g.refs[g.group[gi]].set->items[g.refs[g.group[gi]].idx].kind == TC_OP_MATMUL;
+    size_t n_conv = g.n_groups - n_mm;
+    size_t half = tc_store_lookup_splits(n_conv) ? g.n_groups / 2 : g.n_groups;
+    if (rc == 0 && n_conv)
+        rc = s_group_json(&g, 0, half, TC_OP_CONV, &json[0]);
+    if (rc == 0 && n_conv && half < g.n_groups)
+        rc = s_group_json(&g, half, g.n_groups, TC_OP_CONV, &json[1]);
+    PGresult *res[3] = {NULL, NULL, NULL};
     const char *params[2] = {json[0].data, json[1].data};
-    if (rc == 0 && half < g.n_groups)
+    if (rc == 0 && n_conv && half < g.n_groups)
         rc = tc_store_query_pair(s, "looking up conv benchmarks", s_lookup_sql, params, res);
-    else if (rc == 0)
+    else if (rc == 0 && n_conv)
         rc = tc_store_query_binary(s, &res[0], "looking up conv benchmarks", s_lookup_sql, 1,
                                    params);
-    for (int k = 0; k < 2; k++) {
+    if (rc == 0 && n_mm)
+        rc = s_group_json(&g, 0, g.n_groups, TC_OP_MATMUL, &mm);
+    if (rc == 0 && n_mm) {
+        const char *mp[] = {mm.data};
+        rc = tc_store_query_binary(s, &res[2], "looking up matmul benchmarks",
+                                   s_matmul_lookup_sql, 1, mp);
+    }
+    for (int k = 0; k < 3; k++) {
         if (rc == 0 && res[k])
             rc = tc_store_conv_repeats(res[k], s_group_fill, &g);
         PQclear(res[k]);
-        tc_buf_free(&json[k]);
     }
+    tc_buf_free(&json[0]);
+    tc_buf_free(&json[1]);
+    tc_buf_free(&mm);
     s_groups_free(&g);
     return rc;
 }

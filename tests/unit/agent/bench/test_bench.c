@@ -215,3 +215,110 @@ Test(bench_run, writes_results_and_resumes, .timeout = 300)
     tc_planner_destroy(&p);
     unlink(path);
 }
+
+typedef struct {
+    size_t convs, matmuls;
+    int bad, mixed;
+} kinds_t;
+
+static int s_kinds(const tc_envelope_t *env, void *arg)
+{
+    kinds_t *k = arg;
+    if (tc_validate_envelope(env) < 0)
+        k->bad++;
+    if (env->body_case != TRAINCAST__V1__ENVELOPE__BODY_CONV_RESULTS)
+        return 0;
+    const Traincast__V1__ConvResults *cr = env->conv_results;
+    k->convs += cr->n_results;
+    k->matmuls += cr->n_matmul_results;
+    k->mixed += cr->n_results && cr->n_matmul_results;
+    for (size_t i = 0; i < cr->n_results; i++)
+        cr_expect(cr->results[i]->config && !cr->results[i]->matmul);
+    for (size_t i = 0; i < cr->n_matmul_results; i++) {
+        const Traincast__V1__ConvResult *r = cr->matmul_results[i];
+        cr_expect(r->matmul && !r->config);
+        cr_expect_eq(r->matmul->minibatch, 2);
+        cr_expect_eq(r->matmul->m, 10);
+        cr_expect_eq(r->matmul->n, 24);
+        cr_expect_eq(r->matmul->k, 16);
+        cr_expect(r->matmul->trans_b && r->matmul->weight && r->matmul->bias);
+        cr_expect_str_eq(r->algo, "addmm");
+        cr_expect(!strcmp(r->route, "blas") || !strcmp(r->route, "naive"), "%s", r->route);
+        cr_expect_gt(r->median_ms, 0);
+        cr_expect_eq(r->n_samples_ms, r->repetitions);
+    }
+    return 0;
+}
+
+/* A plan of convs and matmuls runs on the cpu into one result file: the
+ * matmuls in matmul_results with their keys, in envelopes apart from the
+ * convs', and resume finds every item done. */
+Test(bench_run, convs_and_matmuls_into_one_file, .timeout = 300)
+{
+    char path[] = "/tmp/tc_bench_mm_XXXXXX";
+    int fd = mkstemp(path);
+    cr_assert_geq(fd, 0);
+    close(fd);
+    unlink(path);
+    tc_conv_usage_t u;
+    memset(&u, 0, sizeof u);
+    u.config = s_spec(1, 1).config;
+    u.config.n = 0;
+    u.multiplicity = 1;
+    tc_matmul_usage_t mm;
+    memset(&mm, 0, sizeof mm);
+    mm.config = tc_matmul_config_default();
+    mm.config.m = 10, mm.config.n = 24, mm.config.k = 16;
+    mm.config.trans_b = mm.config.weight = mm.config.bias = true;
+    mm.use = (tc_matmul_use_t){.grad_a = true, .grad_b = true, .multiplicity = 2};
+    tc_planner_t *p = tc_planner_new();
+    cr_assert_eq(tc_planner_add(p, &u, 1), 0);
+    cr_assert_eq(tc_planner_add_matmuls(p, &mm, 1), 0);
+    tc_planner_set_matmuls(p, true);
+    const Traincast__V1__Direction all[3] = {1, 2, 3};
+    unsigned long batches[] = {2};
+    tc_bench_item_t *items = NULL;
+    size_t n = 0;
+    tc_plan_stats_t st;
+    cr_assert_eq(tc_planner_build(p, batches, 1, TRAINCAST__V1__DTYPE__DTYPE_FP32,
+                                  TRAINCAST__V1__LAYOUT__LAYOUT_NCHW, all, 3, &items, &n, &st),
+                 0);
+    cr_assert_eq(n, 6);
+    cr_assert_eq(st.matmul_items, 3);
+
+    tc_device_t *dev = NULL;
+    cr_assert_eq(tc_device_open("cpu", 1, &dev), 0, "%s", tc_errmsg());
+    Traincast__V1__Device d = TRAINCAST__V1__DEVICE__INIT;
+    cr_assert_eq(tc_device_describe(dev, &d), 0);
+    tc_bench_run_opts_t ro = {.policy = TRAINCAST__V1__POLICY__POLICY_HEURISTIC,
+                              .measure = s_fast(),
+                              .seed = 1,
+                              .agent_id = "test-agent"};
+    tc_bench_report_t rep;
+    cr_assert_eq(tc_bench_run(dev, items, n, &ro, path, &rep), 0, "%s", tc_errmsg());
+    cr_expect_eq(rep.measured, 6);
+    cr_expect_eq(rep.failed, 0);
+    kinds_t k = {0};
+    cr_assert_eq(tc_resultfile_read(path, false, s_kinds, &k, NULL), 0);
+    cr_expect_eq(k.convs, 3);
+    cr_expect_eq(k.matmuls, 3);
+    cr_expect_eq(k.bad, 0, "every envelope validates");
+    cr_expect_eq(k.mixed, 0, "convs and matmuls in envelopes of their own");
+
+    /* Resume knows both kinds apart: all done; a matmul of another
+     * mini-batch is not. */
+    tc_resume_t *r = NULL;
+    cr_assert_eq(tc_resume_load(path, d.uuid, ro.policy, &r), 0, "%s", tc_errmsg());
+    cr_expect_eq(tc_resume_count(r), 6);
+    tc_matmul_config_t other = items[5].matmul;
+    cr_expect(tc_resume_matmul_done(r, &other, items[5].direction));
+    other.minibatch = 4;
+    cr_expect(!tc_resume_matmul_done(r, &other, items[5].direction));
+    cr_expect_eq(tc_resume_filter(r, items, &n), 6);
+    cr_expect_eq(n, 0);
+    tc_resume_destroy(&r);
+    free(items);
+    tc_device_close(&dev);
+    tc_planner_destroy(&p);
+    unlink(path);
+}

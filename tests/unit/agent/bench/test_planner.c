@@ -327,3 +327,95 @@ Test(planner, cnn_set_dedup_counts, .timeout = 30)
     free(items);
     tc_planner_destroy(&p);
 }
+
+static tc_matmul_usage_t s_mm(unsigned m, unsigned n, unsigned k, bool grad_a, bool grad_b,
+                              unsigned mult)
+{
+    tc_matmul_usage_t u;
+    memset(&u, 0, sizeof u);
+    u.config = tc_matmul_config_default();
+    u.config.m = m, u.config.n = n, u.config.k = k;
+    u.config.trans_b = u.config.weight = grad_b;
+    u.use.grad_a = grad_a;
+    u.use.grad_b = grad_b;
+    u.use.multiplicity = mult;
+    return u;
+}
+
+/* Matmuls are planned beside the convs when the plan asks for them:
+ * deduplicated across models, each direction for the layers whose step
+ * runs it (the input's gradient only where A needs one), after the convs
+ * of each batch. */
+Test(planner, matmuls_dedup_and_directions, .timeout = 10)
+{
+    tc_planner_t *p = tc_planner_new();
+    tc_conv_usage_t conv = s_use(16, 8, 16, 3, 1, 1, 1, 1, false);
+    /* Model A: a first Linear on the data (no input gradient) and two
+     * blocks' Linear; model B: the block Linear again and a product of
+     * activations without a weight (both operands need a gradient). */
+    tc_matmul_usage_t a[2] = {s_mm(50, 64, 32, false, true, 1), s_mm(50, 64, 64, true, true, 2)};
+    tc_matmul_usage_t b[2] = {s_mm(50, 64, 64, true, true, 3), s_mm(50, 50, 64, true, false, 1)};
+    b[1].config.minibatch_in = TC_MM_MB_BATCH;
+    b[1].use.grad_b = true;
+    cr_assert_eq(tc_planner_add(p, &conv, 1), 0);
+    cr_assert_eq(tc_planner_add_matmuls(p, a, 2), 0, "%s", tc_errmsg());
+    cr_assert_eq(tc_planner_add(p, &conv, 1), 0);
+    cr_assert_eq(tc_planner_add_matmuls(p, b, 2), 0, "%s", tc_errmsg());
+    unsigned long batches[] = {4, 8};
+    tc_bench_item_t *items = NULL;
+    size_t n = 0;
+    tc_plan_stats_t st;
+
+    /* Not asked for: convs alone, as before. */
+    cr_assert_eq(tc_planner_build(p, batches, 2, TRAINCAST__V1__DTYPE__DTYPE_FP32,
+                                  TRAINCAST__V1__LAYOUT__LAYOUT_NCHW, s_all, 3, &items, &n, &st),
+                 0);
+    cr_expect_eq(n, 6);
+    cr_expect_eq(st.matmul_items, 0);
+    cr_expect_eq(st.matmul_configs, 0);
+    for (size_t i = 0; i < n; i++)
+        cr_expect_eq(items[i].kind, TC_OP_CONV);
+    free(items);
+
+    tc_planner_set_matmuls(p, true);
+    cr_assert_eq(tc_planner_build(p, batches, 2, TRAINCAST__V1__DTYPE__DTYPE_FP32,
+                                  TRAINCAST__V1__LAYOUT__LAYOUT_NCHW, s_all, 3, &items, &n, &st),
+                 0);
+    /* Per batch: 3 conv items; the first Linear fwd + bwd_filter, the block
+     * Linear and the activation product 3 each: 8 matmul items. */
+    cr_expect_eq(st.matmul_configs, 3);
+    cr_expect_eq(st.matmul_layers, 7);
+    cr_expect_eq(st.matmul_items, 16);
+    cr_expect_eq(st.matmul_passes, 2 * (1 * 2 + 5 * 3 + 1 * 3));
+    cr_expect_eq(st.unique_configs, 1, "conv configs alone");
+    cr_assert_eq(n, 2 * (3 + 8));
+    cr_expect_eq(st.items, n);
+    for (size_t i = 0; i < n; i++) {
+        size_t in_batch = i % 11;
+        cr_expect_eq(items[i].kind, in_batch < 3 ? TC_OP_CONV : TC_OP_MATMUL, "item %zu", i);
+        if (items[i].kind == TC_OP_CONV) {
+            cr_expect_eq(items[i].config.n, batches[i / 11]);
+            continue;
+        }
+        const tc_matmul_config_t *c = &items[i].matmul;
+        cr_expect_eq(c->minibatch, batches[i / 11]);
+        if (c->k == 32) {
+            cr_expect_neq(items[i].direction, BWD_DATA, "the first Linear has no input gradient");
+            cr_expect_eq(items[i].layers, 1);
+        } else if (c->k == 64 && c->weight) {
+            cr_expect_eq(items[i].layers, 5, "2 + 3 layers of two models");
+        } else {
+            cr_expect_eq(c->minibatch_in, TC_MM_MB_BATCH);
+            cr_expect_eq(items[i].layers, 1);
+        }
+    }
+    free(items);
+
+    /* A bad matmul names itself. */
+    tc_matmul_usage_t bad = s_mm(0, 64, 64, true, true, 1);
+    cr_expect_eq(tc_planner_add_matmuls(p, &bad, 1), TC_EINVAL);
+    bad = s_mm(4, 64, 64, true, true, 0);
+    cr_expect_eq(tc_planner_add_matmuls(p, &bad, 1), TC_EINVAL);
+    cr_expect(strstr(tc_errmsg(), "multiplicity"), "%s", tc_errmsg());
+    tc_planner_destroy(&p);
+}

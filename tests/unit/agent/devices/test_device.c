@@ -161,6 +161,27 @@ Test(device_cli, bench_plans_from_onnx_models_and_conv_lists, .timeout = 120)
     cr_expect(strstr(out, "2 models, 25 conv layers, 2 batch sizes: 146 layer passes -> 92 unique "
                           "items (16 configs"),
               "%s", out);
+    /* The cpu times matmuls: the four Linear layers (resnet18's fc, alexnet's three) in 4
+     * configs, each direction at each batch. */
+    cr_expect(strstr(out, "matmuls: 4 layers: 24 layer passes -> 24 unique items (4 configs"),
+              "%s", out);
+    snprintf(args, sizeof args,
+             "bench --models %s/tests/data/resnet18.onnx,%s/tests/data/alexnet.onnx --batches "
+             "8,16 --threads 1 --dry-run --ops matmul",
+             TC_SOURCE_DIR, TC_SOURCE_DIR);
+    s_agent(args, out, sizeof out, &st);
+    cr_expect_eq(st, 0, "%s", out);
+    cr_expect(strstr(out, "-> 0 unique items"), "--ops matmul leaves the convs out: %s", out);
+    cr_expect(strstr(out, "-> 24 unique items (4 configs"), "%s", out);
+    snprintf(args, sizeof args,
+             "bench --models %s/tests/data/resnet18.onnx --batches 8 --dry-run --ops conv",
+             TC_SOURCE_DIR);
+    s_agent(args, out, sizeof out, &st);
+    cr_expect_eq(st, 0, "%s", out);
+    cr_expect(!strstr(out, "matmuls:"), "--ops conv plans no matmuls: %s", out);
+    s_agent("bench --batches 8 --dry-run --models resnet18 --ops gemm", out, sizeof out, &st);
+    cr_expect_eq(st, 2, "%s", out);
+    cr_expect(strstr(out, "unknown op 'gemm'"), "%s", out);
     snprintf(args, sizeof args, "bench --models %s/tests/data/no_such_model.onnx --batches 8 "
                                 "--dry-run",
              TC_SOURCE_DIR);

@@ -137,3 +137,27 @@ Test(matmul, check, .timeout = 10)
     c.minibatch_in = TC_MM_MB_BATCH, c.batch = 2, c.bias = true;
     cr_expect_eq(tc_matmul_config_check(&c), TC_EINVAL, "a bias is addmm's");
 }
+
+/* The wire form carries every key field and the mini-batch, each distinct
+ * so that a field copied to the wrong member shows. */
+Test(matmul, proto_round_trip, .timeout = 10)
+{
+    tc_matmul_config_t a = {.minibatch = 7, .batch = 12, .m = 197, .n = 64, .k = 768,
+                            .minibatch_in = TC_MM_MB_BATCH, .trans_a = true, .trans_b = false,
+                            .weight = true, .bias = false,
+                            .dtype = TRAINCAST__V1__DTYPE__DTYPE_BF16};
+    Traincast__V1__MatmulConfig p = TRAINCAST__V1__MATMUL_CONFIG__INIT;
+    tc_matmul_config_to_proto(&a, &p);
+    cr_expect_eq(p.minibatch, 7);
+    cr_expect_eq(p.batch, 12);
+    cr_expect_eq(p.m, 197);
+    cr_expect_eq(p.n, 64);
+    cr_expect_eq(p.k, 768);
+    cr_expect_eq(p.minibatch_in, 2);
+    cr_expect(p.trans_a && !p.trans_b && p.weight && !p.bias);
+    cr_expect_eq(p.dtype, TRAINCAST__V1__DTYPE__DTYPE_BF16);
+    tc_matmul_config_t b;
+    memset(&b, 0xa5, sizeof b);
+    tc_matmul_config_from_proto(&p, &b);
+    cr_expect_eq(tc_matmul_config_cmp(&a, &b), 0);
+}

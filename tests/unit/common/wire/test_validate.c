@@ -256,3 +256,70 @@ Test(validate, job_requests, .timeout = 10)
     cr_assert_eq(tc_validate_bench_request(&br, "bench_request"), TC_EINVAL);
     cr_assert(strstr(tc_errmsg(), "bench_request.configs"), "%s", tc_errmsg());
 }
+
+/* Matmul results: a list of their own beside the convs, each keyed by a
+ * MatmulConfig instead of a ConvConfig; either list alone is a message. */
+Test(validate, matmul_results, .timeout = 10)
+{
+    tc_envelope_t *env = s_conv();
+    tc_test_add_matmul_results(env->conv_results, 3);
+    cr_assert_eq(tc_validate_envelope(env), 0, "%s", tc_errmsg());
+
+    /* Matmuls alone; neither list is not a message. */
+    env->conv_results->n_results = 0;
+    cr_assert_eq(tc_validate_envelope(env), 0, "%s", tc_errmsg());
+    env->conv_results->n_matmul_results = 0;
+    s_refused(env, "conv_results.results", "must not be empty");
+
+    /* The two lists together are capped per message. */
+    env = s_conv();
+    tc_test_add_matmul_results(env->conv_results, TC_MAX_RESULTS_PER_MESSAGE - 2);
+    s_refused(env, "conv_results.results", "more than the limit of 1024 per message");
+
+    /* A key of the other kind, or none. */
+    env = s_conv();
+    tc_test_add_matmul_results(env->conv_results, 2);
+    Traincast__V1__ConvResult *mm = env->conv_results->matmul_results[1];
+    mm->config = env->conv_results->results[0]->config;
+    s_refused(env, "conv_results.matmul_results[1].config", "absent in a matmul result");
+    env->conv_results->results[0]->matmul = mm->matmul;
+    mm->config = NULL;
+    s_refused(env, "conv_results.results[0].matmul", "absent in a conv result");
+    env->conv_results->results[0]->matmul = NULL;
+    Traincast__V1__MatmulConfig *c = mm->matmul;
+    mm->matmul = NULL;
+    s_refused(env, "conv_results.matmul_results[1].matmul", "is missing");
+    mm->matmul = c;
+    cr_assert_eq(tc_validate_envelope(env), 0, "%s", tc_errmsg());
+
+    /* The key's fields. */
+    c->minibatch = 0;
+    s_refused(env, "conv_results.matmul_results[1].matmul.minibatch", "between 1 and 65536");
+    c->minibatch = 8;
+    c->k = 0;
+    s_refused(env, "conv_results.matmul_results[1].matmul.k", "between 1 and");
+    c->k = TC_MAX_DIM + 1;
+    s_refused(env, "conv_results.matmul_results[1].matmul.k", "between 1 and");
+    c->k = 768;
+    c->batch = 0;
+    s_refused(env, "conv_results.matmul_results[1].matmul.batch", "between 1 and");
+    c->batch = 1;
+    c->minibatch_in = 3;
+    s_refused(env, "conv_results.matmul_results[1].matmul.minibatch_in", "got 3");
+    c->minibatch_in = 1;
+    c->dtype = (Traincast__V1__DType)42;
+    s_refused(env, "conv_results.matmul_results[1].matmul.dtype", "got 42");
+    c->dtype = TRAINCAST__V1__DTYPE__DTYPE_FP32;
+    /* Every dimension in range, the operands not: 2^20 x 2^20 x 2^16. */
+    c->m = c->k = TC_MAX_DIM;
+    c->minibatch = TC_MAX_BATCH;
+    s_refused(env, "conv_results.matmul_results[1].matmul.m", "makes A");
+    c->m = 50;
+    c->k = 768;
+    c->minibatch = 8;
+    cr_assert_eq(tc_validate_envelope(env), 0, "%s", tc_errmsg());
+
+    /* The statistics are checked as a conv's. */
+    mm->median_ms = 0;
+    s_refused(env, "conv_results.matmul_results[1].median_ms", NULL);
+}

@@ -291,3 +291,55 @@ Test(resultfile, missing_and_corrupt_files, .timeout = 10)
     cr_assert(strstr(tc_errmsg(), "limit"), "%s", tc_errmsg());
     unlink(path);
 }
+
+/* Matmul results are a field of their own: a ConvResults of an older agent
+ * (the golden file predates them) reads as convs alone, and matmul keys
+ * survive packing and unpacking. */
+Test(wire, matmul_results_round_trip_and_older_files, .timeout = 10)
+{
+    char path[1024];
+    tc_test_source_path("tests/data/golden/conv_results.bin", path, sizeof path);
+    FILE *f = fopen(path, "rb");
+    cr_assert_not_null(f);
+    uint8_t old[65536];
+    size_t old_len = fread(old, 1, sizeof old, f);
+    fclose(f);
+    tc_envelope_t *env = NULL;
+    cr_assert_eq(tc_envelope_unpack(old, old_len, 0, &env), 0);
+    cr_assert_eq(env->conv_results->n_results, 2);
+    cr_assert_eq(env->conv_results->n_matmul_results, 0);
+    cr_assert_null(env->conv_results->results[0]->matmul);
+    cr_assert_eq(tc_validate_envelope(env), 0, "%s", tc_errmsg());
+    tc_envelope_free(&env);
+
+    tc_envelope_t *mm = s_fixed_envelope();
+    mm->body_case = TRAINCAST__V1__ENVELOPE__BODY_CONV_RESULTS;
+    mm->conv_results = tc_test_conv_results("uuid-1", 2);
+    tc_test_add_matmul_results(mm->conv_results, 2);
+    mm->conv_results->matmul_results[1]->matmul->trans_a = 1;
+    mm->conv_results->matmul_results[1]->matmul->minibatch_in = 2;
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    cr_assert_eq(tc_envelope_pack(mm, &buf, &len), 0, "%s", tc_errmsg());
+    cr_assert_eq(tc_envelope_unpack(buf, len, 0, &env), 0, "%s", tc_errmsg());
+    cr_assert_eq(tc_validate_envelope(env), 0, "%s", tc_errmsg());
+    const Traincast__V1__ConvResults *r = env->conv_results;
+    cr_assert_eq(r->n_results, 2);
+    cr_assert_eq(r->n_matmul_results, 2);
+    const Traincast__V1__MatmulConfig *c = r->matmul_results[1]->matmul;
+    cr_assert_not_null(c);
+    cr_assert_null(r->matmul_results[1]->config);
+    cr_assert_eq(c->minibatch, 8);
+    cr_assert_eq(c->batch, 1);
+    cr_assert_eq(c->m, 50);
+    cr_assert_eq(c->n, 3073);
+    cr_assert_eq(c->k, 768);
+    cr_assert_eq(c->minibatch_in, 2);
+    cr_assert(c->trans_a && c->trans_b && c->weight && c->bias);
+    cr_assert_eq(c->dtype, TRAINCAST__V1__DTYPE__DTYPE_FP32);
+    cr_assert_eq(r->matmul_results[1]->direction, TRAINCAST__V1__DIRECTION__DIRECTION_BWD_DATA);
+    cr_assert_str_eq(r->matmul_results[1]->route, "blas");
+    cr_assert_float_eq(r->matmul_results[1]->median_ms, 3.5, 1e-12);
+    free(buf);
+    tc_envelope_free(&env);
+}

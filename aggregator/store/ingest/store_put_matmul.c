@@ -1,0 +1,203 @@
+/* Storing the matmul results of a ConvResults message (docs/matmul-
+ * benchmarks.md), in the same transaction as its convs: the ids of its
+ * distinct matmul configs in one statement (the same statement as the
+ * conv configs', generated from the matmul key's list), then its rows in
+ * one INSERT from JSON. A matmul message is a few dozen rows: it needs
+ * none of the convs' COPY batching. */
+#include "store_internal.h"
+
+#include "tc_error.h"
+#include "tc_matmul.h"
+#include "tc_wire.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MM_COLS TC_SQL_MATMUL_KEY_COLS("")
+
+/* As the conv configs' statement (store_put_conv.c): config_id carries each
+ * config's position in the list on the way in. */
+static const char s_configs_sql[] =
+    "WITH v AS (SELECT * FROM json_populate_recordset(NULL::matmul_configs, $1)), "
+    "ins AS (INSERT INTO matmul_configs (" MM_COLS ") SELECT " MM_COLS " FROM v "
+    "ON CONFLICT DO NOTHING RETURNING config_id, " MM_COLS ") "
+    "SELECT v.config_id, coalesce(ins.config_id, mc.config_id) FROM v "
+    "LEFT JOIN ins ON " TC_SQL_MATMUL_KEY_EQ("ins", "v") " "
+    "LEFT JOIN matmul_configs mc ON " TC_SQL_MATMUL_KEY_EQ("mc", "v");
+
+/* A config committed by another connection while the first statement ran
+ * is in neither of its answers: a second look finds it. */
+static const char s_reread_sql[] =
+    "SELECT v.config_id, mc.config_id FROM json_populate_recordset(NULL::matmul_configs, $1) v "
+    "JOIN matmul_configs mc ON " TC_SQL_MATMUL_KEY_EQ("mc", "v");
+
+#define RESULT_COLS                                                                                \
+    "message_id, seq, device_id, config_id, batch, direction, policy, backend, algo, route, "     \
+    "median_ms, min_ms, max_ms, stddev_ms, repetitions, measured_at, samples_ms, "               \
+    "sample_offsets_us, sm_clock_mhz, power_w, load_others_pct, load_steal_pct, "                \
+    "gpu_other_processes, load_threshold_pct, remeasured, disturbed"
+
+static const char s_results_sql[] = "INSERT INTO matmul_results (" RESULT_COLS ") SELECT " RESULT_COLS
+                                    " FROM json_populate_recordset(NULL::matmul_results, $1)";
+
+static void s_take_ids(PGresult *res, size_t n, long long *ids)
+{
+    for (int r = 0; r < PQntuples(res); r++) {
+        long long pos = atoll(PQgetvalue(res, r, 0));
+        if (pos >= 0 && (size_t)pos < n && !PQgetisnull(res, r, 1))
+            ids[pos] = atoll(PQgetvalue(res, r, 1));
+    }
+}
+
+/* The config id of every result (*of: per result, the index of its
+ * distinct config; ids: per distinct config). */
+static int s_config_ids(tc_store_t *s, const Traincast__V1__ConvResults *cr, size_t *of,
+                        tc_matmul_config_t *keys, long long *ids, size_t *n_keys)
+{
+    size_t n = 0;
+    tc_buf_t json = {0};
+    tc_buf_putc(&json, '[');
+    for (size_t i = 0; i < cr->n_matmul_results; i++) {
+        tc_matmul_config_t k;
+        tc_matmul_config_from_proto(cr->matmul_results[i]->matmul, &k);
+        k.minibatch = 0; /* not part of the key */
+        size_t j = 0;
+        while (j < n && tc_matmul_key_cmp(&keys[j], &k) != 0)
+            j++;
+        if (j == n) {
+            keys[n++] = k;
+            tc_buf_printf(&json, "%s{", j ? "," : "");
+            tc_matmul_key_json(&json, &k);
+            tc_buf_printf(&json, ",\"config_id\":%zu}", j);
+        }
+        of[i] = j;
+    }
+    tc_buf_putc(&json, ']');
+    *n_keys = n;
+    if (json.failed) {
+        tc_buf_free(&json);
+        return tc_fail(TC_ENOMEM, "out of memory");
+    }
+    const char *params[] = {json.data};
+    PGresult *res = NULL;
+    int rc = tc_store_query(s, &res, "recording matmul configs", s_configs_sql, 1, params);
+    if (rc == 0) {
+        s_take_ids(res, n, ids);
+        PQclear(res);
+    }
+    bool missing = false;
+    for (size_t i = 0; rc == 0 && i < n; i++)
+        missing |= ids[i] == 0;
+    if (rc == 0 && missing) {
+        rc = tc_store_query(s, &res, "reading matmul configs back", s_reread_sql, 1, params);
+        if (rc == 0) {
+            s_take_ids(res, n, ids);
+            PQclear(res);
+        }
+        for (size_t i = 0; rc == 0 && i < n; i++)
+            if (ids[i] == 0)
+                rc = tc_fail(TC_EDB, "database: a matmul config could not be read back");
+    }
+    tc_buf_free(&json);
+    return rc;
+}
+
+static void s_json_opt_num(tc_buf_t *b, const char *name, bool set, double v)
+{
+    tc_buf_printf(b, ",\"%s\":", name);
+    if (set)
+        tc_buf_json_num(b, v);
+    else
+        tc_buf_puts(b, "null");
+}
+
+/* One result as a JSON object of matmul_results' columns. */
+static void s_row(tc_buf_t *b, const tc_envelope_t *env, const char *device_id, size_t seq,
+                  long long config_id, const Traincast__V1__ConvResult *r)
+{
+    const Traincast__V1__ConvResults *cr = env->conv_results;
+    tc_buf_puts(b, "{\"message_id\":");
+    tc_buf_json_str(b, env->message_id);
+    tc_buf_printf(b, ",\"seq\":%zu,\"device_id\":%s,\"config_id\":%lld,\"batch\":%u", seq,
+                  device_id, config_id, r->matmul->minibatch);
+    tc_buf_printf(b, ",\"direction\":\"%s\",\"policy\":\"%s\",\"backend\":",
+                  tc_direction_name(r->direction), tc_policy_name(r->policy));
+    tc_buf_json_str(b, cr->backend ? cr->backend : "");
+    tc_buf_puts(b, ",\"algo\":");
+    tc_buf_json_str(b, r->algo);
+    tc_buf_puts(b, ",\"route\":");
+    if (r->route && *r->route)
+        tc_buf_json_str(b, r->route);
+    else
+        tc_buf_puts(b, "null");
+    s_json_opt_num(b, "median_ms", true, r->median_ms);
+    s_json_opt_num(b, "min_ms", true, r->min_ms);
+    s_json_opt_num(b, "max_ms", true, r->max_ms);
+    s_json_opt_num(b, "stddev_ms", true, r->stddev_ms);
+    tc_buf_printf(b, ",\"repetitions\":%u,\"measured_at\":", r->repetitions);
+    if (r->measured_at_us > 0) {
+        char t[64];
+        tc_store_time_param(r->measured_at_us, t, sizeof t);
+        tc_buf_json_str(b, t);
+    } else {
+        tc_buf_puts(b, "null");
+    }
+    tc_buf_puts(b, ",\"samples_ms\":[");
+    for (size_t i = 0; i < r->n_samples_ms; i++) {
+        if (i)
+            tc_buf_putc(b, ',');
+        tc_buf_json_num(b, r->samples_ms[i]);
+    }
+    tc_buf_puts(b, "],\"sample_offsets_us\":[");
+    for (size_t i = 0; i < r->n_sample_offsets_us; i++)
+        tc_buf_printf(b, "%s%lld", i ? "," : "", (long long)r->sample_offsets_us[i]);
+    tc_buf_printf(b, "],\"sm_clock_mhz\":%u", r->sm_clock_mhz);
+    s_json_opt_num(b, "power_w", true, r->power_w);
+    const Traincast__V1__Load *l = r->load;
+    s_json_opt_num(b, "load_others_pct", l, l ? l->others_pct : 0);
+    s_json_opt_num(b, "load_steal_pct", l, l ? l->steal_pct : 0);
+    s_json_opt_num(b, "gpu_other_processes", l, l ? l->gpu_other_processes : 0);
+    s_json_opt_num(b, "load_threshold_pct", l, l ? l->threshold_pct : 0);
+    s_json_opt_num(b, "remeasured", l, l ? l->remeasured : 0);
+    tc_buf_printf(b, ",\"disturbed\":%s}", l && l->disturbed ? "true" : "false");
+}
+
+int tc_store_put_matmul_results(tc_store_t *s, const tc_envelope_t *env, const char *device_id)
+{
+    const Traincast__V1__ConvResults *cr = env->conv_results;
+    size_t n = cr->n_matmul_results;
+    if (!n)
+        return 0;
+    size_t *of = calloc(n, sizeof *of);
+    tc_matmul_config_t *keys = calloc(n, sizeof *keys);
+    long long *ids = calloc(n, sizeof *ids);
+    tc_buf_t rows = {0};
+    size_t n_keys = 0;
+    int rc = of && keys && ids ? 0 : tc_fail(TC_ENOMEM, "out of memory");
+    if (rc == 0)
+        rc = s_config_ids(s, cr, of, keys, ids, &n_keys);
+    if (rc == 0) {
+        tc_buf_putc(&rows, '[');
+        for (size_t i = 0; i < n; i++) {
+            if (i)
+                tc_buf_putc(&rows, ',');
+            s_row(&rows, env, device_id, i, ids[of[i]], cr->matmul_results[i]);
+        }
+        tc_buf_putc(&rows, ']');
+        if (rows.failed)
+            rc = tc_fail(TC_ENOMEM, "out of memory building the rows of matmul results");
+    }
+    if (rc == 0) {
+        const char *params[] = {rows.data};
+        PGresult *res = NULL;
+        rc = tc_store_query(s, &res, "recording matmul results", s_results_sql, 1, params);
+        if (rc == 0)
+            PQclear(res);
+    }
+    tc_buf_free(&rows);
+    free(of);
+    free(keys);
+    free(ids);
+    return rc;
+}
