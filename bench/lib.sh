@@ -35,7 +35,8 @@ bench_versions() {
     local build=${1:-build}
     local onednn cuda pg torch
     onednn=$("$build/agent/agent" info 2>/dev/null | sed -n 's/^  cpu  *oneDNN \([0-9.]*\).*/\1/p' | head -n 1)
-    cuda=$("$build/agent/agent" info 2>/dev/null | sed -n 's/^  cuda  *//p' | head -n 1)
+    # (the library's file is this machine's: the report keeps its version and whose it is)
+    cuda=$("$build/agent/agent" info 2>/dev/null | sed -n 's/^  cuda  *//p' | head -n 1 | sed -E 's#\(/[^,)]*, #(#')
     pg=$(psql --version 2>/dev/null | awk '{ print $3 }')
     torch=$("$bench_python" -c 'import torch, torchvision; print("PyTorch %s, torchvision %s" % (torch.__version__, torchvision.__version__))' 2>/dev/null || echo "PyTorch not installed")
     echo "oneDNN ${onednn:-?} (agent), cuda backend: ${cuda:-?}; PostgreSQL ${pg:-?}; $torch; $(gcc --version | head -n 1); $(getconf GNU_LIBC_VERSION 2>/dev/null)"
