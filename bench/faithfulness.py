@@ -196,10 +196,11 @@ def cmd_instep(a):
     timers' own cost shows as the ratio of their step times. Prints one JSON
     object: medians over the timed steps of the conv forward, conv backward
     and step times, and the median plain step. With --again each conv call
-    is made a second time at once and timed apart (conv_again_ms): the same
-    call with its operands warm in cache, as an isolated benchmark repeats
-    it, so that conv_ms - conv_again_ms is what coming from the layer
-    before costs."""
+    is made twice more at once and each timed apart: the second
+    (conv_again_ms) with its operands warm in cache but a new output while
+    the first one's is alive, the third (conv_third_ms) also writing into
+    the memory the second's output just gave back, as an isolated
+    benchmark's repetitions do."""
     def fail(msg):
         sys.stderr.write(msg + "\n")
         sys.exit(1)
@@ -216,7 +217,7 @@ def cmd_instep(a):
     y = torch.randint(0, 1000, (a.batch,))
     loss_fn = torch.nn.CrossEntropyLoss()
     clock = time.perf_counter
-    acc = {"fwd": 0.0, "bwd": 0.0, "again": 0.0, "calls": 0}
+    acc = {"fwd": 0.0, "bwd": 0.0, "again": 0.0, "third": 0.0, "calls": 0}
     timing = {"on": False}
 
     class TimedConv(torch.autograd.Function):
@@ -230,10 +231,12 @@ def cmd_instep(a):
             if a.again:
                 # the same call at once, its operands now warm in cache (the
                 # isolated benchmark's condition); its output is dropped
-                t0 = clock()
-                torch.nn.functional.conv2d(inp, weight, bias, conv.stride, conv.padding,
-                                           conv.dilation, conv.groups)
-                acc["again"] += clock() - t0
+                for key in ("again", "third"):
+                    # the third call takes the output memory the second just freed
+                    t0 = clock()
+                    torch.nn.functional.conv2d(inp, weight, bias, conv.stride, conv.padding,
+                                               conv.dilation, conv.groups)
+                    acc[key] += clock() - t0
             ctx.save_for_backward(inp, weight)
             ctx.conv, ctx.has_bias = conv, bias is not None
             return out
@@ -251,12 +254,13 @@ def cmd_instep(a):
                 conv.groups, mask)
             acc["bwd"] += clock() - t0
             if a.again:
-                t0 = clock()
-                torch.ops.aten.convolution_backward(
-                    grad_out, inp, weight, [weight.shape[0]] if ctx.has_bias else None,
-                    list(conv.stride), list(conv.padding), list(conv.dilation), False, [0, 0],
-                    conv.groups, mask)
-                acc["again"] += clock() - t0
+                for key in ("again", "third"):
+                    t0 = clock()
+                    torch.ops.aten.convolution_backward(
+                        grad_out, inp, weight, [weight.shape[0]] if ctx.has_bias else None,
+                        list(conv.stride), list(conv.padding), list(conv.dilation), False,
+                        [0, 0], conv.groups, mask)
+                    acc[key] += clock() - t0
             return (gi if mask[0] else None), gw, (gb if mask[2] else None), None
 
     def forward(self, inp):
@@ -297,23 +301,25 @@ def cmd_instep(a):
         for on in (False, True):
             timing["on"] = on
             step()
-    plain, timed, fwd, bwd, again = [], [], [], [], []
+    plain, timed, fwd, bwd, again, third = [], [], [], [], [], []
     for _ in range(a.iters):
         timing["on"] = False
         plain.append(step())
         timing["on"] = True
-        acc.update(fwd=0.0, bwd=0.0, again=0.0, calls=0)
+        acc.update(fwd=0.0, bwd=0.0, again=0.0, third=0.0, calls=0)
         timed.append(step())
         fwd.append(acc["fwd"])
         bwd.append(acc["bwd"])
         again.append(acc["again"])
+        third.append(acc["third"])
     ms = lambda v: 1e3 * statistics.median(v)  # noqa: E731
     conv = [f + b for f, b in zip(fwd, bwd)]
     print(json.dumps({"model": a.model, "threads": a.threads, "convs_per_step": acc["calls"],
                       "conv_ms": ms(conv), "conv_fwd_ms": ms(fwd), "conv_bwd_ms": ms(bwd),
                       "step_timed_ms": ms(timed), "step_plain_ms": ms(plain),
                       "grad_max_rel_diff": grad_diff,
-                      "conv_again_ms": ms(again) if a.again else None}))
+                      "conv_again_ms": ms(again) if a.again else None,
+                      "conv_third_ms": ms(third) if a.again else None}))
     return 0
 
 
@@ -608,8 +614,9 @@ def main(argv):
     i.add_argument("--warmup", type=int, default=3)
     i.add_argument("--iters", type=int, default=10)
     i.add_argument("--again", action="store_true",
-                   help="also time each conv call repeated at once (operands warm in cache): "
-                        "conv_again_ms; the step then does each conv twice")
+                   help="also time each conv call repeated twice at once (operands warm in "
+                        "cache; the third into the output memory the second freed): "
+                        "conv_again_ms, conv_third_ms; the step then does each conv three times")
     cmds = {"run": cmd_run, "convs": cmd_convs, "torch": cmd_torch, "instep": cmd_instep}
     a = p.parse_args(argv if argv and argv[0] in cmds else ["run"] + argv)
     return cmds[a.cmd](a)
