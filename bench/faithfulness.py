@@ -141,14 +141,20 @@ def cmd_torch(a):
     return 0
 
 
-def median_time(fn, budget_s, max_reps):
-    """(median, min) of timed calls, in ms."""
+def median_time(fn, budget_s, max_reps, setup=None):
+    """(median, min) of timed calls, in ms: fn(), or fn(setup()) with setup
+    untimed; 2 warm-ups, then at least 5 and at most max_reps within the
+    budget."""
+    def args():
+        return () if setup is None else (setup(),)
+
     for _ in range(2):
-        fn()
+        fn(*args())
     times, t_end = [], time.perf_counter() + budget_s
     while len(times) < max_reps and (len(times) < 5 or time.perf_counter() < t_end):
+        x = args()
         t0 = time.perf_counter()
-        fn()
+        fn(*x)
         times.append((time.perf_counter() - t0) * 1e3)
     return statistics.median(times), min(times)
 

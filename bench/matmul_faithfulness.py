@@ -44,6 +44,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(REPO, "agent", "harness"))
 
 import cpu_env  # noqa: E402
+from faithfulness import median_time  # noqa: E402
 
 MODELS = "vit_b_16,swin_t,convnext_tiny"
 # The interpreter with PyTorch, as the agent looks for it.
@@ -156,19 +157,6 @@ def torch_round(a, threads, path):
         return {tuple(k): v for k, v in json.load(f)}
 
 
-def timed(setup, call, budget_s, max_reps):
-    """Median ms of call(setup()), setup untimed; 2 warm-ups."""
-    for _ in range(2):
-        call(setup())
-    times, t_end = [], time.perf_counter() + budget_s
-    while len(times) < max_reps and (len(times) < 5 or time.perf_counter() < t_end):
-        x = setup()
-        t0 = time.perf_counter()
-        call(x)
-        times.append((time.perf_counter() - t0) * 1e3)
-    return statistics.median(times)
-
-
 def time_matmul(torch, c, dirs, a):
     """PyTorch's own time of each direction of one config at the mini-batch."""
     count, m, n, k = gemm(c, a.batch)
@@ -216,7 +204,7 @@ def time_matmul(torch, c, dirs, a):
 
             def call(s):
                 torch.autograd.grad(s[0], [s[1]], gy)
-        out[d] = timed(setup, call, budget, a.max_reps)
+        out[d] = median_time(call, budget, a.max_reps, setup)[0]
     return out
 
 
