@@ -29,6 +29,11 @@ static void s_print_fit(const tc_fit_group_t *g, const tc_fit_run_analysis_t *a)
                "benchmarks (used only where a measurement has no quiet one)\n",
                g->disturbed_traces, g->include_disturbed ? "kept: --include-disturbed" : "left out",
                g->disturbed_benchmarks);
+    if (fit->matmuls)
+        printf("  benchmarked: convs and matmuls (their benchmark sums subtracted from the "
+               "traces)\n");
+    else if (*g->matmuls_why)
+        printf("  benchmarked: convs; matmuls regressed with the rest: %s\n", g->matmuls_why);
     printf("  model: %s\n", model);
     printf("  why: %s\n", a->choice.why);
     if (a->nested)
@@ -70,7 +75,7 @@ static const tc_col_t s_fit_cols[] = {
     {"conv_only_mape", TC_COL_NUM},  {"rse", TC_COL_NUM},
     {"dof", TC_COL_NUM},             {"ridge_lambda", TC_COL_NUM},
     {"interval_lo", TC_COL_NUM},     {"interval_hi", TC_COL_NUM},
-    {"why", TC_COL_TEXT},
+    {"benchmarked", TC_COL_TEXT},    {"why", TC_COL_TEXT},
 };
 #define S_FIT_COLS (sizeof s_fit_cols / sizeof s_fit_cols[0])
 static const tc_col_t s_coef_cols[] = {
@@ -109,6 +114,7 @@ static int s_fit_rows(tc_table_t *fits, tc_table_t *coefs, const tc_fit_group_t 
     s_num(v[23], sizeof v[23], fit->lambda, fit->form == TC_FIT_RIDGE);
     s_num(v[24], sizeof v[24], fit->interval_lo, true);
     s_num(v[25], sizeof v[25], fit->interval_hi, true);
+    snprintf(v[26], sizeof v[26], "%s", fit->matmuls ? "conv,matmul" : "conv");
     const char *cells[S_FIT_COLS] = {
         v[0], g->device, g->framework, *g->policy ? g->policy : NULL, g->dtype, g->conv_policy,
         tc_fit_form_name(fit->form), tc_fit_weighting_name(fit->weighting),

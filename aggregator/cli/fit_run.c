@@ -388,6 +388,7 @@ int tc_fit_run_analyze(const tc_fit_group_t *g, const tc_fit_run_plan_t *plan,
     snprintf(fit->library_version, sizeof fit->library_version, "%s", g->library_version);
     snprintf(fit->settings, sizeof fit->settings, "%s", g->settings);
     snprintf(fit->conv_policy, sizeof fit->conv_policy, "%s", g->conv_policy);
+    fit->matmuls = g->matmuls;
     fit->stat = g->stat;
     tc_fit_from_solution(fit, d, &out->spec, &out->sol);
     fit->interval_lo = ilo;

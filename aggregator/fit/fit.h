@@ -152,6 +152,10 @@ typedef struct {
     unsigned traces;       /* successful traces summarized */
     double measured_ms;    /* the group's statistic of the traces' medians */
     double conv_ms;        /* sum of the conv benchmarks at this batch (same statistic) */
+    /* Sum of the matmul benchmarks by their step rule (tc_matmul_step.h, the
+     * same statistic) where the group benchmarks matmuls, else 0. The fit's
+     * benchmarked part is conv_ms + matmul_ms. */
+    double matmul_ms;
     double spread_within;  /* largest within-trace spread, fraction; NaN if unknown */
     double spread_between; /* (max - min) / median across traces; NaN with one trace */
     /* The truth's own error, from two halves of its traces in the order they
@@ -195,6 +199,12 @@ typedef struct {
      * (each counts only where its measurement has no quiet one). */
     bool include_disturbed;
     size_t disturbed_traces, disturbed_benchmarks;
+    /* Whether the points' matmuls are benchmarked (every model's matmul list
+     * stored and every matmul measurement found on the device), and so
+     * subtracted with the convs; else they are regressed with the rest, and
+     * matmuls_why says why ("" when the device has no matmul benchmarks). */
+    bool matmuls;
+    char matmuls_why[512];
 } tc_fit_group_t;
 
 void tc_fit_group_clear(tc_fit_group_t *g);
@@ -224,7 +234,8 @@ typedef struct {
     char names[TC_FIT_MAX_FEATURES][TC_FIT_NAME_LEN];
     double *x;         /* n x p row-major */
     double *measured;  /* n, ms */
-    double *conv;      /* n, ms */
+    double *conv;      /* n, ms: the benchmarked part (convs, and matmuls where
+                          the group benchmarks them) */
     size_t *cnn;       /* n, index into cnn_names */
     size_t n_cnns;
     char **cnn_names;  /* n_cnns, owned */
@@ -385,6 +396,9 @@ typedef struct {
     char library_version[TC_FIT_LABEL_LEN]; /* on a GPU the cuDNN of its traces */
     char settings[TC_FIT_SETTINGS_LEN];
     char conv_policy[TC_FIT_LABEL_LEN];
+    /* The benchmarked part includes the matmuls (their step times subtracted
+     * from the traces with the convs'): predict must add them too. */
+    bool matmuls;
     tc_fit_form_t form;
     tc_fit_weighting_t weighting;
     size_t p;

@@ -256,9 +256,10 @@ int tc_fit_data_build(const tc_fit_group_t *g, const char *const *features, size
                                     "finite, the measurement positive",
                          pt->model_id, pt->batch, pt->measured_ms, pt->conv_ms);
         out->measured[i] = pt->measured_ms;
-        out->conv[i] = pt->conv_ms;
+        out->conv[i] = pt->conv_ms + (g->matmuls ? pt->matmul_ms : 0);
         for (size_t j = 0; j < p; j++)
-            TC_TRY(tc_fit_feature_at(&pt->features, pt->conv_ms, features[j], &out->x[i * p + j]));
+            TC_TRY(tc_fit_feature_at(&pt->features, out->conv[i], features[j],
+                                     &out->x[i * p + j]));
         size_t c = 0;
         while (c < out->n_cnns && strcmp(out->cnn_names[c], pt->cnn) != 0)
             c++;

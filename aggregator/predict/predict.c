@@ -3,6 +3,7 @@
 #include "store_fit.h"
 #include "store_predict.h"
 #include "tc_conv_step.h"
+#include "tc_matmul_step.h"
 #include "tc_error.h"
 #include "tc_wire.h"
 
@@ -34,10 +35,24 @@ size_t tc_predict_lookups_per_batch(const tc_model_t *m)
     return n;
 }
 
-/* The lookups of the request's b-th batch: d->step.size of them. */
+/* The lookups of the request's b-th batch: d->per_batch of them. */
 static tc_conv_lookup_t *s_batch_lookups(const tc_pred_device_t *d, size_t b)
 {
-    return &d->lookups[b * d->step.size];
+    return &d->lookups[b * d->per_batch];
+}
+
+/* The matmul lookups a model's step needs per batch where the fit
+ * benchmarks matmuls: every usage's directions. */
+static size_t s_matmul_items(const tc_model_t *m, const tc_fit_t *fit)
+{
+    if (!fit->matmuls)
+        return 0;
+    size_t n = 0;
+    for (size_t j = 0; j < tc_model_matmul_count(m); j++) {
+        Traincast__V1__Direction dirs[TC_MATMUL_STEP_MAX_DIRS];
+        n += tc_matmul_step_directions(&tc_model_matmul(m, j)->use, dirs);
+    }
+    return n;
 }
 
 static bool s_out_of_range(const tc_pred_request_t *req, const tc_pred_device_t *d,
@@ -54,7 +69,9 @@ static int s_build_lookups(const tc_pred_request_t *req, tc_pred_device_t *d)
     int rc = s_model_step(m, &d->step);
     if (rc < 0)
         return rc;
-    size_t total = d->step.size * req->n_batches;
+    d->n_mm_items = s_matmul_items(m, &d->fit);
+    d->per_batch = d->step.size + d->n_mm_items;
+    size_t total = d->per_batch * req->n_batches;
     d->lookups = calloc(total ? total : 1, sizeof *d->lookups);
     if (!d->lookups)
         return tc_fail(TC_ENOMEM, "out of memory for %zu conv lookups", total);
@@ -80,6 +97,20 @@ static int s_build_lookups(const tc_pred_request_t *req, tc_pred_device_t *d)
                 l->skip = skip;
             }
         }
+        tc_conv_lookup_t *mm = batch + d->step.size;
+        for (size_t j = 0; d->n_mm_items && j < tc_model_matmul_count(m); j++) {
+            const tc_matmul_usage_t *u = tc_model_matmul(m, j);
+            Traincast__V1__Direction dirs[TC_MATMUL_STEP_MAX_DIRS];
+            size_t n_dirs = tc_matmul_step_directions(&u->use, dirs);
+            for (size_t k = 0; k < n_dirs; k++, mm++) {
+                mm->kind = TC_OP_MATMUL;
+                mm->matmul = u->config;
+                mm->matmul.minibatch = (uint32_t)req->batches[b];
+                mm->matmul.dtype = dtype;
+                mm->direction = dirs[k];
+                mm->skip = skip;
+            }
+        }
     }
     return 0;
 }
@@ -93,7 +124,7 @@ static void s_unreached_not_missing(const tc_pred_request_t *req, tc_pred_device
         if (!s_out_of_range(req, d, (unsigned)req->batches[b], why, sizeof why))
             continue;
         tc_conv_lookup_t *batch = s_batch_lookups(d, b);
-        for (size_t i = 0; i < d->step.size; i++) {
+        for (size_t i = 0; i < d->per_batch; i++) {
             if (!isfinite(batch[i].median_ms)) {
                 batch[i].median_ms = batch[i].stddev_ms = 0;
                 d->missing -= !batch[i].skip;
@@ -164,6 +195,7 @@ static int s_points(const tc_pred_request_t *req, tc_pred_device_t *d)
         tc_pred_point_t *p = &d->points[b];
         p->batch = (unsigned)req->batches[b];
         p->conv_bench_ms = p->conv_ms = p->conv_sd_ms = p->nonconv_ms = p->total_ms = NAN;
+        p->matmul_bench_ms = p->matmul_ms = NAN;
         p->sd_ms = p->lo_ms = p->hi_ms = p->images_per_s = p->epoch_s = p->cost = NAN;
         p->peak_bytes = p->energy_kj = NAN;
         p->fits = -1;
@@ -225,52 +257,95 @@ static double s_conv_sum(const tc_pred_device_t *d, size_t b, double *ms, double
     return tc_conv_step_time(&d->step, ms, sd, conv_var);
 }
 
+/* The matmul sum of the b-th batch by the step rule (tc_matmul_step_ms,
+ * per usage), and its variance; 0 where the fit benchmarks none. */
+static double s_matmul_sum(const tc_pred_request_t *req, const tc_pred_device_t *d, size_t b,
+                           double *var)
+{
+    *var = 0;
+    if (!d->n_mm_items)
+        return 0;
+    const tc_conv_lookup_t *it = s_batch_lookups(d, b) + d->step.size;
+    double sum = 0;
+    for (size_t j = 0; j < tc_model_matmul_count(req->model); j++) {
+        const tc_matmul_use_t *use = &tc_model_matmul(req->model, j)->use;
+        Traincast__V1__Direction dirs[TC_MATMUL_STEP_MAX_DIRS];
+        size_t n_dirs = tc_matmul_step_directions(use, dirs);
+        double ms[TC_MATMUL_STEP_MAX_DIRS] = {0};
+        for (size_t k = 0; k < n_dirs; k++, it++) {
+            ms[k] = it->median_ms;
+            if (isfinite(it->stddev_ms))
+                *var += (double)use->multiplicity * use->multiplicity * it->stddev_ms *
+                        it->stddev_ms;
+        }
+        sum += tc_matmul_step_ms(use, ms);
+    }
+    return sum;
+}
+
 /* A point the fit cannot predict: outside its batch range (unless
- * extrapolating), or lacking conv benchmarks at the b-th batch. */
+ * extrapolating), or lacking benchmarks at the b-th batch. */
 static bool s_unpredictable(const tc_pred_request_t *req, const tc_pred_device_t *d,
                             tc_pred_point_t *p, size_t b)
 {
     const tc_conv_lookup_t *batch = s_batch_lookups(d, b);
-    size_t lacking = 0, per = d->step.size;
-    for (size_t i = 0; i < per; i++)
-        lacking += !isfinite(batch[i].median_ms);
+    size_t lacking = 0, lacking_mm = 0;
+    for (size_t i = 0; i < d->per_batch; i++) {
+        bool lack = !isfinite(batch[i].median_ms);
+        lacking += lack;
+        lacking_mm += lack && i >= d->step.size;
+    }
     if (s_out_of_range(req, d, p->batch, p->reason, sizeof p->reason)) {
         p->status = TC_PT_OUT_OF_RANGE;
+        return true;
+    }
+    if (lacking && !d->n_mm_items) {
+        p->status = TC_PT_MISSING;
+        snprintf(p->reason, sizeof p->reason,
+                 "lacks %zu of its %zu conv measurements at batch %u (one per conv config and "
+                 "pass)",
+                 lacking, d->per_batch, p->batch);
         return true;
     }
     if (lacking) {
         p->status = TC_PT_MISSING;
         snprintf(p->reason, sizeof p->reason,
-                 "lacks %zu of its %zu conv measurements at batch %u (one per conv config and "
-                 "pass)",
-                 lacking, per, p->batch);
+                 "lacks %zu of its %zu conv and %zu of its %zu matmul measurements at batch %u "
+                 "(one per config and pass)",
+                 lacking - lacking_mm, d->step.size, lacking_mm, d->n_mm_items, p->batch);
         return true;
     }
     return false;
 }
 
-/* The point's two columns from the conv sum and the fit's prediction. A
- * factor on the conv sum (the feature conv.ms) belongs with the convs: the
- * conv column shows the corrected sum, the other column what the rest of
- * the fit adds. Nothing takes negative time: a fit extrapolated below zero
- * is shown at zero and flagged, never passed off as a prediction. */
-static void s_split(const tc_fit_t *fit, tc_pred_point_t *p, double conv, double nonconv)
+/* The point's columns from the benchmark sums (conv, matmul) and the fit's
+ * prediction. A factor on the benchmarked sum (the feature conv.ms) belongs
+ * with the benchmarks: the conv and matmul columns show their sums
+ * corrected by it, the non-conv column what the rest of the fit adds.
+ * Nothing takes negative time: a fit extrapolated below zero is shown at
+ * zero and flagged, never passed off as a prediction. */
+static void s_split(const tc_fit_t *fit, tc_pred_point_t *p, double conv, double mm,
+                    double nonconv)
 {
-    double factor_ms = 0;
+    double factor = 0;
     for (size_t j = 0; j < fit->p; j++) {
         if (!strcmp(fit->features[j], "conv.ms"))
-            factor_ms = fit->coef[j] * conv;
+            factor = fit->coef[j];
     }
     p->conv_bench_ms = conv;
-    p->conv_ms = conv + factor_ms;
-    nonconv -= factor_ms;
-    p->clamped = p->conv_ms < 0 || nonconv < 0;
+    p->matmul_bench_ms = mm;
+    p->conv_ms = conv * (1 + factor);
+    p->matmul_ms = mm * (1 + factor);
+    nonconv -= factor * (conv + mm);
+    p->clamped = p->conv_ms < 0 || p->matmul_ms < 0 || nonconv < 0;
     if (p->conv_ms < 0)
         p->conv_ms = 0;
+    if (p->matmul_ms < 0)
+        p->matmul_ms = 0;
     if (nonconv < 0)
         nonconv = 0;
     p->nonconv_ms = nonconv;
-    p->total_ms = p->conv_ms + nonconv;
+    p->total_ms = p->conv_ms + p->matmul_ms + nonconv;
 }
 
 /* The interval, throughput, epoch time, cost, energy and memory of a point
@@ -300,7 +375,7 @@ static void s_derive(const tc_pred_request_t *req, const tc_pred_device_t *d,
 int tc_predict_device(tc_store_t *s, const tc_pred_request_t *req, tc_pred_device_t *d)
 {
     const tc_model_t *m = req->model;
-    if (d->n_lookups != d->step.size * req->n_batches)
+    if (d->n_lookups != d->per_batch * req->n_batches)
         return tc_fail(TC_EINVAL, "predict: device '%s' has no conv lookups for this request "
                                   "(look them up first: tc_predict_lookup_all)",
                        d->device.name);
@@ -324,15 +399,17 @@ int tc_predict_device(tc_store_t *s, const tc_pred_request_t *req, tc_pred_devic
         tc_pred_point_t *p = &d->points[b];
         if (s_unpredictable(req, d, p, b))
             continue;
-        double conv_var;
+        double conv_var, mm_var;
         double conv = s_conv_sum(d, b, ms, ms + d->step.size, &conv_var);
+        double mm = s_matmul_sum(req, d, b, &mm_var);
+        conv_var += mm_var;
         tc_features_t f;
         tc_model_features(m, p->batch, &f);
         double nonconv = NAN, var = NAN;
-        rc = tc_fit_predict(&d->fit, &f, conv, &nonconv, &var);
+        rc = tc_fit_predict(&d->fit, &f, conv + mm, &nonconv, &var);
         if (rc < 0)
             break;
-        s_split(&d->fit, p, conv, nonconv);
+        s_split(&d->fit, p, conv, mm, nonconv);
         p->conv_sd_ms = sqrt(conv_var);
         p->sd_ms = sqrt(var + conv_var);
         s_derive(req, d, &f, t, p);

@@ -32,7 +32,13 @@ typedef struct {
     /* The rest is set when status is TC_PT_OK (NaN otherwise). */
     double conv_bench_ms; /* sum of conv benchmarks (the conv-time rule, tc_conv_step.h) */
     double conv_ms;      /* that sum times the fit's conv factor (conv.ms), if it has one */
-    double conv_sd_ms;   /* their combined standard deviation */
+    double conv_sd_ms;   /* their combined standard deviation (matmuls' included) */
+    /* Where the fit benchmarks matmuls (fit.matmuls): the sum of their
+     * benchmarks by their step rule (tc_matmul_step.h), and that sum times the
+     * fit's factor as conv_ms is; 0 otherwise (the matmuls are then in
+     * nonconv_ms). */
+    double matmul_bench_ms;
+    double matmul_ms;
     double nonconv_ms;   /* the fit's prediction */
     double total_ms;     /* predicted iteration time */
     double sd_ms;        /* standard deviation of a new measurement */
@@ -66,11 +72,15 @@ typedef struct {
     double watts;         /* mean power while training (view device_training_power);
                              NaN when no trace of the fit's kind measured energy */
     char energy_source[16]; /* "nvml" or "rapl" ("" none) */
-    size_t missing;       /* conv lookups not found */
-    /* Every conv measurement the model needs, batch after batch (in the
-     * request's order), each batch's laid out as `step` says (owned). */
+    size_t missing;       /* lookups (conv and matmul) not found */
+    /* Every benchmark the model needs, batch after batch (in the request's
+     * order): each batch's convs laid out as `step` says, then, where the fit
+     * benchmarks matmuls, each matmul usage's directions in the model's order
+     * (tc_matmul_step_directions), n_mm_items of them (owned). */
     tc_conv_step_layout_t step;
-    tc_conv_lookup_t *lookups; /* owned: step.size per batch */
+    size_t n_mm_items;
+    size_t per_batch;          /* step.size + n_mm_items */
+    tc_conv_lookup_t *lookups; /* owned: per_batch per batch */
     size_t n_lookups;
     tc_memory_model_t memory;
     tc_mem_point_t *mem;  /* owned: the traces the memory model learns from */

@@ -208,17 +208,19 @@ static void s_print_table(FILE *out, bool wide, const tc_model_t *model,
     s_say(out, width, 2, "", line);
     fputc('\n', out);
     /* Columns no device fills are left out (all of them with --wide). */
-    bool energy = wide, cost = wide, clamped = false, uncalibrated = false;
+    bool energy = wide, cost = wide, matmul = wide, clamped = false, uncalibrated = false;
     int dw = 6;
     for (size_t i = 0; i < n; i++) {
+        matmul |= devs[i].status == TC_PRED_OK && devs[i].fit.matmuls;
         energy |= isfinite(devs[i].watts);
         cost |= isfinite(devs[i].price);
         int len = (int)strlen(s_label(&devs[i], wide));
         dw = len > dw ? len : dw;
     }
-    fprintf(out, "%-*s %5s %8s %15s %8s %8s  %8s %8s%s %9s %4s%s\n", dw, "device", "batch",
-            "iter ms", "95% interval", "conv ms", "other ms", "img/s", "epoch",
-            cost ? " cost/epoch" : "", "memory", "fits", energy ? "  kJ/epoch" : "");
+    fprintf(out, "%-*s %5s %8s %15s %8s%s %8s  %8s %8s%s %9s %4s%s\n", dw, "device", "batch",
+            "iter ms", "95% interval", "conv ms", matmul ? "    mm ms" : "", "other ms",
+            "img/s", "epoch", cost ? " cost/epoch" : "", "memory", "fits",
+            energy ? "  kJ/epoch" : "");
     for (size_t i = 0; i < n; i++) {
         const tc_pred_device_t *d = &devs[i];
         bool calibrated = tc_pred_calibrated(d);
@@ -233,13 +235,19 @@ static void s_print_table(FILE *out, bool wide, const tc_model_t *model,
                 continue;
             }
             char iter[24], lo[24], hi[24], interval[64], conv[24], other[24], epoch[24];
-            char costs[24] = "", mem[24], kj[24] = "";
+            char costs[24] = "", mem[24], kj[24] = "", mms[24] = "";
             s_ms(p->total_ms, iter, sizeof iter);
             s_ms(p->lo_ms, lo, sizeof lo);
             s_ms(p->hi_ms, hi, sizeof hi);
             snprintf(interval, sizeof interval, "%s..%s%s", lo, hi, calibrated ? " " : "?");
             s_ms(p->conv_ms, conv, sizeof conv);
             s_ms(p->nonconv_ms, other, sizeof other);
+            if (matmul) {
+                char v[24] = "-";
+                if (d->fit.matmuls)
+                    s_ms(p->matmul_ms, v, sizeof v);
+                snprintf(mms, sizeof mms, " %8s", v);
+            }
             s_duration(p->epoch_s, epoch, sizeof epoch);
             if (cost)
                 snprintf(costs, sizeof costs, " %10s", "-");
@@ -250,8 +258,8 @@ static void s_print_table(FILE *out, bool wide, const tc_model_t *model,
                 snprintf(kj, sizeof kj, " %9s", "-");
             if (energy && isfinite(p->energy_kj))
                 snprintf(kj, sizeof kj, " %9.1f", p->energy_kj);
-            fprintf(out, "%-*s %5u %8s %15s %8s %8s%s %8.1f %8s%s %9s %4s%s\n", dw, label,
-                    p->batch, iter, interval, conv, other, p->clamped ? "!" : " ",
+            fprintf(out, "%-*s %5u %8s %15s %8s%s %8s%s %8.1f %8s%s %9s %4s%s\n", dw, label,
+                    p->batch, iter, interval, conv, mms, other, p->clamped ? "!" : " ",
                     p->images_per_s, epoch, costs, mem, s_fits(p->fits), kj);
             clamped |= p->clamped;
             uncalibrated |= !calibrated;
@@ -395,7 +403,8 @@ static void s_csv_num(FILE *out, double v, const char *fmt)
 static void s_print_csv(FILE *out, const tc_model_t *model, const tc_pred_device_t *devs,
                         size_t n)
 {
-    fprintf(out, "model,device,alias,status,batch,iteration_ms,lo_ms,hi_ms,conv_ms,nonconv_ms,"
+    fprintf(out, "model,device,alias,status,batch,iteration_ms,lo_ms,hi_ms,conv_ms,matmul_ms,"
+                 "nonconv_ms,"
                  "images_per_s,epoch_s,cost_per_epoch,peak_memory_bytes,fits,nonconv_clamped,"
                  "energy_kj_per_epoch,interval_calibrated,fit_cv_mape_pct,reason\n");
     for (size_t i = 0; i < n; i++) {
@@ -412,6 +421,7 @@ static void s_print_csv(FILE *out, const tc_model_t *model, const tc_pred_device
             s_csv_num(out, p->lo_ms, "%.4f");
             s_csv_num(out, p->hi_ms, "%.4f");
             s_csv_num(out, p->conv_ms, "%.4f");
+            s_csv_num(out, p->matmul_ms, "%.4f");
             s_csv_num(out, p->nonconv_ms, "%.4f");
             s_csv_num(out, p->images_per_s, "%.3f");
             s_csv_num(out, p->epoch_s, "%.1f");
@@ -458,6 +468,8 @@ static void s_json_point(tc_buf_t *b, const tc_pred_device_t *d, const tc_pred_p
     s_json_fixed(b, p->hi_ms, "%.4f");
     tc_buf_puts(b, ",\"conv_ms\":");
     s_json_fixed(b, p->conv_ms, "%.4f");
+    tc_buf_puts(b, ",\"matmul_ms\":");
+    s_json_fixed(b, p->matmul_ms, "%.4f");
     tc_buf_puts(b, ",\"nonconv_ms\":");
     s_json_fixed(b, p->nonconv_ms, "%.4f");
     tc_buf_puts(b, ",\"images_per_s\":");

@@ -87,6 +87,15 @@ int tc_store_put_conv_results(tc_store_t *s, const tc_envelope_t *env);
 /* The matmul results of a ConvResults message, on the device with id
  * `device_id` (store_put_matmul.c); called by tc_store_put_conv_results. */
 int tc_store_put_matmul_results(tc_store_t *s, const tc_envelope_t *env, const char *device_id);
+/* The ids of matmul configs cfgs[0..n_cfgs) (their minibatch ignored),
+ * recorded where new: per distinct key ids[k] (the first *n_keys of ids),
+ * per config of[i] its key's index. ids and of hold n_cfgs. */
+int tc_store_matmul_config_ids(tc_store_t *s, const Traincast__V1__MatmulConfig *const *cfgs,
+                               size_t n_cfgs, size_t *of, long long *ids, size_t *n_keys);
+/* A model graph's matmul list into model_matmuls, once: when the graph
+ * lists its matmuls and the stored model's are not listed yet (a model
+ * stored from an older agent's graph gets them from a newer one's). */
+int tc_store_put_model_matmuls(tc_store_t *s, const Traincast__V1__ModelGraph *g);
 
 /* Turn a failed result (or connection) into a status with a message naming
  * `what`, classed by tc_store_error_code (store.h). Clears `res`. */
@@ -153,7 +162,16 @@ int tc_store_bind_key(tc_store_t *s, const char *agent_id, const char *key);
     "  AND r.config_id = " config " AND r.batch = ANY (" batches ") "                           \
     "  AND r.direction = " dir ")"
 
-/* Rows (grp int4, batch int4, then TC_SQL_CONV_REPEATS's median_ms,
+/* The same for a matmul: its results carry no library version, so a matmul
+ * counts whatever the device's. */
+#define TC_SQL_MATMUL_REPEATS(dev, policy, config, batches, dir)                                 \
+    "(SELECT r.batch, r.median_ms, r.stddev_ms, r.measured_at, r.result_id, r.disturbed "        \
+    "  FROM matmul_results r JOIN devices d USING (device_id) "                                   \
+    "  WHERE d.name = " dev " AND r.policy = " policy " AND r.config_id = " config                \
+    "  AND r.batch = ANY (" batches ") AND r.direction = " dir ")"
+
+/* Rows (grp int4, batch int4, then TC_SQL_CONV_REPEATS's (or
+ * TC_SQL_MATMUL_REPEATS') median_ms,
  * stddev_ms, measured_at, result_id, disturbed; any columns after) in
  * binary format (tc_store_query_binary), grouped: `each` is called once per
  * distinct (grp, batch), in ascending order, with its benchmarks r[0..n)

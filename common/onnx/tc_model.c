@@ -643,8 +643,10 @@ int tc_model_to_proto(const tc_model_t *m, Traincast__V1__ModelGraph **out)
         goto nomem;
     g->layers = calloc(m->n_layers ? m->n_layers : 1, sizeof *g->layers);
     g->convs = calloc(m->n_convs ? m->n_convs : 1, sizeof *g->convs);
-    if (!g->layers || !g->convs)
+    g->matmuls = calloc(m->n_matmuls ? m->n_matmuls : 1, sizeof *g->matmuls);
+    if (!g->layers || !g->convs || !g->matmuls)
         goto nomem;
+    g->matmuls_listed = true;
     for (size_t i = 0; i < m->n_layers; i++) {
         const tc_model_node_t *n = m->layers[i];
         Traincast__V1__Layer *l = malloc(sizeof *l);
@@ -684,6 +686,23 @@ int tc_model_to_proto(const tc_model_t *m, Traincast__V1__ModelGraph **out)
         u->multiplicity = m->convs[i].multiplicity;
         u->first_layer = m->convs[i].first_layer;
         g->convs[g->n_convs++] = u;
+    }
+    for (size_t i = 0; i < m->n_matmuls; i++) {
+        Traincast__V1__MatmulUsage *u = malloc(sizeof *u);
+        Traincast__V1__MatmulConfig *c = malloc(sizeof *c);
+        if (!u || !c) {
+            free(u);
+            free(c);
+            goto nomem;
+        }
+        traincast__v1__matmul_usage__init(u);
+        traincast__v1__matmul_config__init(c);
+        tc_matmul_config_to_proto(&m->matmuls[i].config, c);
+        u->config = c;
+        u->multiplicity = m->matmuls[i].use.multiplicity;
+        u->grad_a = m->matmuls[i].use.grad_a;
+        u->grad_b = m->matmuls[i].use.grad_b;
+        g->matmuls[g->n_matmuls++] = u;
     }
     *out = g;
     return 0;

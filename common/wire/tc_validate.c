@@ -444,6 +444,19 @@ int tc_validate_model_graph(const Traincast__V1__ModelGraph *g, const char *path
         snprintf(cfg, sizeof cfg, "%s.config", sub);
         CHECK(tc_validate_conv_config(u->config, cfg, 0));
     }
+    CHECK(s_field_count(path, "matmuls", g->n_matmuls));
+    if (g->n_matmuls && !g->matmuls_listed)
+        return s_field_bad(path, "matmuls_listed", "must be true when matmuls are listed");
+    for (size_t i = 0; i < g->n_matmuls; i++) {
+        const Traincast__V1__MatmulUsage *u = g->matmuls[i];
+        snprintf(sub, sizeof sub, "%s.matmuls[%zu]", path, i);
+        if (!u)
+            return s_field_bad(sub, "", "is missing");
+        CHECK(s_field_uint(sub, "multiplicity", u->multiplicity, 1, TC_MAX_ITEMS));
+        char cfg[PATH_MAX_LEN];
+        snprintf(cfg, sizeof cfg, "%s.config", sub);
+        CHECK(tc_validate_matmul_config(u->config, cfg, 0));
+    }
     return 0;
 }
 

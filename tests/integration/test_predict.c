@@ -96,8 +96,8 @@ static int s_row(const char *csv, const char *device, unsigned batch, double v[6
         v[1] = atof(f[6]);
         v[2] = atof(f[7]);
         v[3] = atof(f[8]);
-        v[4] = atof(f[9]);
-        v[5] = atof(f[13]);
+        v[4] = atof(f[10]); /* after matmul_ms */
+        v[5] = atof(f[14]);
         return 1;
     }
     return 0;

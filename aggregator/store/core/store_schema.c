@@ -185,7 +185,8 @@ int tc_store_create_database(const char *admin_dsn, const char *name, char *dsn_
 }
 
 /* What `aggregator serve` does to each table, as granted to
- * traincast_writer in schema/005_security.sql. */
+ * traincast_writer in schema/005_security.sql (and the migrations that add
+ * tables it writes: 015, 016). */
 static const struct {
     const char *table, *privileges;
 } s_writer_grants[] = {
@@ -205,6 +206,9 @@ static const struct {
     {"agent_keys", "SELECT,INSERT"},
     {"model_layers", "SELECT,INSERT,DELETE"},
     {"model_convs", "SELECT,INSERT,DELETE"},
+    {"matmul_configs", "SELECT,INSERT"},
+    {"matmul_results", "SELECT,INSERT"},
+    {"model_matmuls", "SELECT,INSERT,DELETE"},
 };
 
 int tc_store_privileges(tc_store_t *self, tc_store_privileges_t *out)

@@ -89,7 +89,8 @@ static int s_put_points(tc_store_t *s, const tc_fit_t *fit, const tc_fit_group_t
         const tc_fit_point_t *pt = &g->points[i];
         double x[TC_FIT_MAX_FEATURES];
         for (size_t j = 0; j < fit->p && rc == 0; j++)
-            rc = tc_fit_feature_at(&pt->features, pt->conv_ms, fit->features[j], &x[j]);
+            rc = tc_fit_feature_at(&pt->features, pt->conv_ms + (fit->matmuls ? pt->matmul_ms : 0),
+                                   fit->features[j], &x[j]);
         tc_copy_int(&rows, fit->fit_id, 0);
         tc_copy_text(&rows, pt->model_id, 0);
         tc_copy_text(&rows, pt->cnn, 0);
@@ -101,13 +102,14 @@ static int s_put_points(tc_store_t *s, const tc_fit_t *fit, const tc_fit_group_t
         tc_copy_double(&rows, held && held->ms ? held->ms[i] : NAN, 0);
         tc_copy_double_array(&rows, x, fit->p, 0);
         tc_copy_double(&rows, held && held->lo_ms ? held->lo_ms[i] : NAN, 0);
-        tc_copy_double(&rows, held && held->hi_ms ? held->hi_ms[i] : NAN, 1);
+        tc_copy_double(&rows, held && held->hi_ms ? held->hi_ms[i] : NAN, 0);
+        tc_copy_double(&rows, fit->matmuls ? pt->matmul_ms : NAN, 1);
     }
     if (rc == 0)
         rc = tc_store_copy(s, "recording fit points",
                            "COPY fit_points (fit_id, model_id, cnn, batch, traces, measured_ms, "
                            "conv_ms, fitted_ms, held_out_ms, feature_values, held_out_lo_ms, "
-                           "held_out_hi_ms) FROM STDIN",
+                           "held_out_hi_ms, matmul_ms) FROM STDIN",
                            &rows);
     tc_buf_free(&rows);
     return rc;
@@ -189,7 +191,8 @@ int tc_store_fit_put(tc_store_t *s, tc_fit_t *fit, const tc_fit_group_t *g, cons
                             interval ? ihi : NULL,
                             fit->amp,
                             fit->library_version,
-                            fit->settings};
+                            fit->settings,
+                            fit->matmuls ? "true" : "false"};
     rc = tc_store_begin(s);
     if (rc < 0)
         goto done;
@@ -200,11 +203,11 @@ int tc_store_fit_put(tc_store_t *s, tc_fit_t *fit, const tc_fit_group_t *g, cons
         "features, coefficients, covariance, rse, dof, ridge_lambda, candidates, n_points, "
         "n_cnns, models, batches, excluded_oom, excluded_failed, cv_mape, cv_median_ape, "
         "cv_max_ape, selection_mape, conv_only_mape, data_through, stat, interval_lo, "
-        "interval_hi, amp, library_version, settings) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, "
-        "$9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, "
-        "$26, $27, $28, $29, $30, $31, $32) "
+        "interval_hi, amp, library_version, settings, matmuls) VALUES ($1, $2, $3, $4, $5, $6, "
+        "$7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, "
+        "$25, $26, $27, $28, $29, $30, $31, $32, $33) "
         "RETURNING fit_id, (extract(epoch FROM fitted_at) * 1000000)::bigint",
-        32, params);
+        33, params);
     if (rc == 0) {
         fit->fit_id = strtoll(PQgetvalue(res, 0, 0), NULL, 10);
         fit->fitted_at_us = strtoll(PQgetvalue(res, 0, 1), NULL, 10);
@@ -252,7 +255,7 @@ static long s_split_doubles(const char *text, double *v, size_t max)
     "coalesce(ridge_lambda, 0), n_points, n_cnns, (SELECT min(b) FROM unnest(batches) b), "    \
     "(SELECT max(b) FROM unnest(batches) b), excluded_oom, excluded_failed, cv_mape, "         \
     "cv_median_ape, cv_max_ape, selection_mape, conv_only_mape, stat, interval_lo, "         \
-    "interval_hi, amp, library_version, settings FROM fits "
+    "interval_hi, amp, library_version, settings, matmuls FROM fits "
 
 static double s_col(PGresult *res, int row, int col)
 {
@@ -315,6 +318,7 @@ static int s_parse_fit(PGresult *res, int row, tc_fit_t *out)
     snprintf(out->amp, sizeof out->amp, "%s", PQgetvalue(res, row, 29));
     snprintf(out->library_version, sizeof out->library_version, "%s", PQgetvalue(res, row, 30));
     snprintf(out->settings, sizeof out->settings, "%s", PQgetvalue(res, row, 31));
+    out->matmuls = PQgetvalue(res, row, 32)[0] == 't';
     return 0;
 }
 

@@ -8,6 +8,8 @@
 
 #include "tc_cli.h"
 #include "tc_conv_step.h"
+#include "tc_matmul_key.h"
+#include "tc_matmul_step.h"
 #include "tc_error.h"
 #include "tc_wire.h"
 #include "tc_log.h"
@@ -454,6 +456,136 @@ static int s_read_conv_sums(tc_store_t *s, const char *const *params, tc_fit_gro
     return rc;
 }
 
+/* Every matmul measurement a group's points could need: each stored matmul
+ * usage of a point's model in every direction (the step rule in C,
+ * tc_matmul_step_directions, says which count), matched to a benchmarked
+ * config of the same key in the dtype the convs ran in. */
+#define MATMUL_NEEDS_CTE                                                                        \
+    "WITH pts AS (SELECT DISTINCT t.model_id, t.batch " GROUP_TRACES " AND t.status = 'ok'), " \
+    "need AS (SELECT (row_number() OVER ())::int4 AS i, p.model_id, p.batch, "                 \
+    "  mm.multiplicity, mm.grad_a, mm.grad_b, dir.direction, bc.config_id AS bench_config "     \
+    "  FROM pts p JOIN model_matmuls mm ON mm.model_id = p.model_id "                          \
+    "  JOIN matmul_configs c ON c.config_id = mm.config_id "                                   \
+    "  CROSS JOIN unnest(ARRAY['fwd', 'bwd_data', 'bwd_filter']) AS dir(direction) "           \
+    "  LEFT JOIN matmul_configs bc ON " TC_SQL_MATMUL_KEY_EQ_NOT_DTYPE("bc", "c")              \
+    "    AND bc.dtype = CASE WHEN $5 <> '' THEN $5 ELSE $4 END) "
+
+typedef struct {
+    tc_fit_group_t *g;
+    const PGresult *res;
+    long missing;
+    bool failed;
+} s_mm_needs_t;
+
+/* One matmul measurement (tc_store_repeats_fn): columns 7 on are the
+ * point's model, the usage's multiplicity, grad_a, grad_b and the
+ * direction. Its step time goes into the point's matmul_ms by the rule. */
+static void s_add_mm_need(void *ctx, long i, unsigned batch, int row, tc_fit_repeat_t *r,
+                          size_t n)
+{
+    (void)i;
+    s_mm_needs_t *needs = ctx;
+    const PGresult *res = needs->res;
+    tc_matmul_use_t use = {.multiplicity = (uint32_t)tc_store_bin_int4(res, row, 8),
+                           .grad_a = PQgetvalue(res, row, 9)[0] != 0,
+                           .grad_b = PQgetvalue(res, row, 10)[0] != 0};
+    Traincast__V1__Direction dir, dirs[TC_MATMUL_STEP_MAX_DIRS];
+    if (tc_direction_parse(PQgetvalue(res, row, 11), &dir) < 0) {
+        needs->failed = true;
+        return;
+    }
+    size_t n_dirs = tc_matmul_step_directions(&use, dirs), slot = n_dirs;
+    for (size_t k = 0; k < n_dirs; k++)
+        if (dirs[k] == dir)
+            slot = k;
+    if (slot == n_dirs)
+        return; /* a direction this usage's step does not run */
+    if (n == 0) {
+        needs->missing++;
+        return;
+    }
+    tc_fit_point_t *pt = s_find_point(needs->g, PQgetvalue(res, row, 7), batch);
+    if (!pt)
+        return;
+    double ms[TC_MATMUL_STEP_MAX_DIRS] = {0}, sd;
+    tc_fit_conv_time(r, n, needs->g->stat, &ms[slot], &sd);
+    pt->matmul_ms += tc_matmul_step_ms(&use, ms);
+}
+
+/* Whether the group's matmuls are benchmarked, and if so each point's
+ * matmul_ms (see tc_fit_group_t.matmuls). */
+static int s_read_matmul_sums(tc_store_t *s, const char *const *params, tc_fit_group_t *g)
+{
+    g->matmuls = false;
+    g->matmuls_why[0] = '\0';
+    PGresult *res = NULL;
+    const char *dp[] = {g->device, g->conv_policy};
+    int rc = tc_store_query(s, &res, "counting matmul benchmarks",
+                            "SELECT EXISTS (SELECT 1 FROM matmul_results r JOIN devices d USING "
+                            "(device_id) WHERE d.name = $1 AND r.policy = $2)",
+                            2, dp);
+    if (rc < 0)
+        return rc;
+    bool any = PQgetvalue(res, 0, 0)[0] == 't';
+    PQclear(res);
+    if (!any)
+        return 0; /* no matmul benchmarks: regressed with the rest, as ever */
+    rc = tc_store_query(s, &res, "checking the models' matmul lists",
+                        "WITH pts AS (SELECT DISTINCT t.model_id " GROUP_TRACES
+                        " AND t.status = 'ok') SELECT count(*), coalesce(string_agg("
+                        "coalesce(m.name, p.model_id), ', ' ORDER BY 1), '') FROM pts p "
+                        "LEFT JOIN models m USING (model_id) "
+                        "WHERE NOT coalesce(m.matmuls_listed, false)",
+                        7, params);
+    if (rc < 0)
+        return rc;
+    long unlisted = atol(PQgetvalue(res, 0, 0));
+    if (unlisted) {
+        snprintf(g->matmuls_why, sizeof g->matmuls_why,
+                 "%ld traced model%s came without a matmul list (an older agent traced them: "
+                 "trace them again to benchmark their matmuls): %.300s",
+                 unlisted, unlisted == 1 ? "" : "s", PQgetvalue(res, 0, 1));
+        PQclear(res);
+        return 0;
+    }
+    PQclear(res);
+    const char *mp[] = {params[0], params[1], params[2], params[3], params[4],
+                        params[5], params[6], params[7]};
+    rc = tc_store_query_binary(s, &res, "reading matmul benchmarks",
+                               MATMUL_NEEDS_CTE
+                               "SELECT n.i, n.batch, l.median_ms, l.stddev_ms, l.measured_at, "
+                               "l.result_id, l.disturbed, n.model_id, n.multiplicity, n.grad_a, "
+                               "n.grad_b, n.direction FROM need n LEFT JOIN LATERAL "
+                               TC_SQL_MATMUL_REPEATS("$1", "$8", "n.bench_config",
+                                                     "ARRAY[n.batch]", "n.direction")
+                               " l ON true",
+                               8, mp);
+    if (rc < 0)
+        return rc;
+    for (size_t i = 0; i < g->n_points; i++)
+        g->points[i].matmul_ms = 0;
+    s_mm_needs_t needs = {.g = g, .res = res};
+    rc = tc_store_conv_repeats(res, s_add_mm_need, &needs);
+    PQclear(res);
+    if (rc == 0 && needs.failed)
+        rc = tc_fail(TC_EDB, "database: a matmul result has an unknown direction");
+    if (rc < 0)
+        return rc;
+    if (needs.missing) {
+        for (size_t i = 0; i < g->n_points; i++)
+            g->points[i].matmul_ms = 0;
+        snprintf(g->matmuls_why, sizeof g->matmuls_why,
+                 "%ld matmul measurement%s of the traced models lack%s benchmarks on '%s' "
+                 "(policy %s): run 'agent bench --models ... --ops matmul' there for the traced "
+                 "models and batches, then fit again",
+                 needs.missing, needs.missing == 1 ? "" : "s", needs.missing == 1 ? "s" : "",
+                 g->device, g->conv_policy);
+        return 0;
+    }
+    g->matmuls = true;
+    return 0;
+}
+
 static int s_read_features(tc_store_t *s, tc_fit_group_t *g)
 {
     tc_layer_summary_t *layers = NULL;
@@ -507,6 +639,8 @@ static int s_read_group(tc_store_t *s, tc_fit_group_t *g)
         rc = s_read_excluded(s, params, g);
     if (rc == 0)
         rc = s_read_conv_sums(s, params, g);
+    if (rc == 0)
+        rc = s_read_matmul_sums(s, params, g);
     if (rc == 0)
         rc = s_read_features(s, g);
     return rc;

@@ -95,13 +95,20 @@ static int s_put_model_graph(tc_store_t *s, const Traincast__V1__ModelGraph *g)
     int changed = PQntuples(res) > 0;
     PQclear(res);
     if (!changed)
-        return 0;
+        return tc_store_put_model_matmuls(s, g);
     const char *idp[] = {g->model_id};
     rc = tc_store_query(s, NULL, "replacing model layers",
                         "DELETE FROM model_layers WHERE model_id = $1", 1, idp);
     if (rc == 0)
         rc = tc_store_query(s, NULL, "replacing model convs",
                             "DELETE FROM model_convs WHERE model_id = $1", 1, idp);
+    if (rc == 0)
+        rc = tc_store_query(s, NULL, "replacing model matmuls",
+                            "DELETE FROM model_matmuls WHERE model_id = $1", 1, idp);
+    if (rc == 0)
+        rc = tc_store_query(s, NULL, "replacing model matmuls",
+                            "UPDATE models SET matmuls_listed = false WHERE model_id = $1", 1,
+                            idp);
     if (rc == 0)
         rc = tc_store_staging(s);
     if (rc < 0)
@@ -135,6 +142,8 @@ static int s_put_model_graph(tc_store_t *s, const Traincast__V1__ModelGraph *g)
     }
     tc_buf_free(&layers);
     tc_buf_free(&convs);
+    if (rc == 0)
+        rc = tc_store_put_model_matmuls(s, g);
     return rc;
 }
 

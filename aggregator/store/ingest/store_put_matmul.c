@@ -1,5 +1,6 @@
-/* Storing the matmul results of a ConvResults message (docs/matmul-
- * benchmarks.md), in the same transaction as its convs: the ids of its
+/* Storing matmuls: the results of a ConvResults message (docs/matmul-
+ * benchmarks.md), in the same transaction as its convs, and a model
+ * graph's matmul list (model_matmuls). The ids of a message's
  * distinct matmul configs in one statement (the same statement as the
  * conv configs', generated from the matmul key's list), then its rows in
  * one INSERT from JSON. A matmul message is a few dozen rows: it needs
@@ -50,23 +51,23 @@ static void s_take_ids(PGresult *res, size_t n, long long *ids)
     }
 }
 
-/* The config id of every result (*of: per result, the index of its
- * distinct config; ids: per distinct config). */
-static int s_config_ids(tc_store_t *s, const Traincast__V1__ConvResults *cr, size_t *of,
-                        tc_matmul_config_t *keys, long long *ids, size_t *n_keys)
+int tc_store_matmul_config_ids(tc_store_t *s, const Traincast__V1__MatmulConfig *const *cfgs,
+                               size_t n_cfgs, size_t *of, long long *ids, size_t *n_keys)
 {
     size_t n = 0;
+    tc_matmul_config_t *keys = calloc(n_cfgs ? n_cfgs : 1, sizeof *keys);
     tc_buf_t json = {0};
     tc_buf_putc(&json, '[');
-    for (size_t i = 0; i < cr->n_matmul_results; i++) {
+    for (size_t i = 0; keys && i < n_cfgs; i++) {
         tc_matmul_config_t k;
-        tc_matmul_config_from_proto(cr->matmul_results[i]->matmul, &k);
+        tc_matmul_config_from_proto(cfgs[i], &k);
         k.minibatch = 0; /* not part of the key */
         size_t j = 0;
         while (j < n && tc_matmul_key_cmp(&keys[j], &k) != 0)
             j++;
         if (j == n) {
             keys[n++] = k;
+            ids[j] = 0;
             tc_buf_printf(&json, "%s{", j ? "," : "");
             tc_matmul_key_json(&json, &k);
             tc_buf_printf(&json, ",\"config_id\":%zu}", j);
@@ -74,8 +75,9 @@ static int s_config_ids(tc_store_t *s, const Traincast__V1__ConvResults *cr, siz
         of[i] = j;
     }
     tc_buf_putc(&json, ']');
+    free(keys);
     *n_keys = n;
-    if (json.failed) {
+    if (!keys || json.failed) {
         tc_buf_free(&json);
         return tc_fail(TC_ENOMEM, "out of memory");
     }
@@ -100,6 +102,60 @@ static int s_config_ids(tc_store_t *s, const Traincast__V1__ConvResults *cr, siz
                 rc = tc_fail(TC_EDB, "database: a matmul config could not be read back");
     }
     tc_buf_free(&json);
+    return rc;
+}
+
+int tc_store_put_model_matmuls(tc_store_t *s, const Traincast__V1__ModelGraph *g)
+{
+    if (!g->matmuls_listed)
+        return 0;
+    const char *idp[] = {g->model_id};
+    PGresult *res = NULL;
+    int rc = tc_store_query(s, &res, "recording the model's matmul list",
+                            "UPDATE models SET matmuls_listed = true WHERE model_id = $1 "
+                            "AND NOT matmuls_listed RETURNING 1",
+                            1, idp);
+    if (rc < 0)
+        return rc;
+    bool listed_now = PQntuples(res) > 0;
+    PQclear(res);
+    if (!listed_now || g->n_matmuls == 0)
+        return 0; /* listed before (the same structure), or none to list */
+    size_t n = g->n_matmuls, n_keys = 0;
+    const Traincast__V1__MatmulConfig **cfgs = calloc(n, sizeof *cfgs);
+    size_t *of = calloc(n, sizeof *of);
+    long long *ids = calloc(n, sizeof *ids);
+    tc_buf_t json = {0};
+    rc = cfgs && of && ids ? 0 : tc_fail(TC_ENOMEM, "out of memory");
+    for (size_t i = 0; rc == 0 && i < n; i++)
+        cfgs[i] = g->matmuls[i]->config;
+    if (rc == 0)
+        rc = tc_store_matmul_config_ids(s, cfgs, n, of, ids, &n_keys);
+    tc_buf_putc(&json, '[');
+    for (size_t i = 0; rc == 0 && i < n; i++) {
+        const Traincast__V1__MatmulUsage *u = g->matmuls[i];
+        tc_buf_printf(&json, "%s{\"config_id\":%lld,\"grad_a\":%s,\"grad_b\":%s,"
+                             "\"multiplicity\":%u}",
+                      i ? "," : "", ids[of[i]], u->grad_a ? "true" : "false",
+                      u->grad_b ? "true" : "false", u->multiplicity);
+    }
+    tc_buf_putc(&json, ']');
+    if (rc == 0 && json.failed)
+        rc = tc_fail(TC_ENOMEM, "out of memory");
+    if (rc == 0) {
+        const char *p[] = {g->model_id, json.data};
+        rc = tc_store_query(s, NULL, "recording model matmuls",
+                            "INSERT INTO model_matmuls (model_id, config_id, grad_a, grad_b, "
+                            "multiplicity) SELECT $1, v.config_id, v.grad_a, v.grad_b, "
+                            "sum(v.multiplicity) FROM json_to_recordset($2::json) AS v "
+                            "(config_id bigint, grad_a boolean, grad_b boolean, multiplicity "
+                            "integer) GROUP BY 2, 3, 4",
+                            2, p);
+    }
+    tc_buf_free(&json);
+    free(cfgs);
+    free(of);
+    free(ids);
     return rc;
 }
 
@@ -170,13 +226,15 @@ int tc_store_put_matmul_results(tc_store_t *s, const tc_envelope_t *env, const c
     if (!n)
         return 0;
     size_t *of = calloc(n, sizeof *of);
-    tc_matmul_config_t *keys = calloc(n, sizeof *keys);
+    const Traincast__V1__MatmulConfig **cfgs = calloc(n, sizeof *cfgs);
     long long *ids = calloc(n, sizeof *ids);
     tc_buf_t rows = {0};
     size_t n_keys = 0;
-    int rc = of && keys && ids ? 0 : tc_fail(TC_ENOMEM, "out of memory");
+    int rc = of && cfgs && ids ? 0 : tc_fail(TC_ENOMEM, "out of memory");
+    for (size_t i = 0; rc == 0 && i < n; i++)
+        cfgs[i] = cr->matmul_results[i]->matmul;
     if (rc == 0)
-        rc = s_config_ids(s, cr, of, keys, ids, &n_keys);
+        rc = tc_store_matmul_config_ids(s, cfgs, n, of, ids, &n_keys);
     if (rc == 0) {
         tc_buf_putc(&rows, '[');
         for (size_t i = 0; i < n; i++) {
@@ -197,7 +255,7 @@ int tc_store_put_matmul_results(tc_store_t *s, const tc_envelope_t *env, const c
     }
     tc_buf_free(&rows);
     free(of);
-    free(keys);
+    free(cfgs);
     free(ids);
     return rc;
 }

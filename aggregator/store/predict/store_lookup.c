@@ -165,10 +165,8 @@ static const char s_matmul_lookup_sql[] =
     "AS q (grp integer, device text, policy text, library_version text, "
     "direction text, " TC_SQL_MATMUL_KEY_DEFS ", batches integer[]) "
     "JOIN matmul_configs mc ON " TC_SQL_MATMUL_KEY_EQ("mc", "q") " "
-    "JOIN LATERAL (SELECT r.batch, r.median_ms, r.stddev_ms, r.measured_at, r.result_id, "
-    "r.disturbed FROM matmul_results r JOIN devices d USING (device_id) "
-    "WHERE d.name = q.device AND r.policy = q.policy AND r.config_id = mc.config_id "
-    "AND r.batch = ANY (q.batches) AND r.direction = q.direction) l ON true";
+    "JOIN LATERAL " TC_SQL_MATMUL_REPEATS("q.device", "q.policy", "mc.config_id", "q.batches",
+                                          "q.direction") " l ON true";
 
 /* Store a group's time at one batch in every item of the group asked at
  * that batch (tc_store_repeats_fn). */
