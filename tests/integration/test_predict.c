@@ -523,3 +523,80 @@ Test(predict, predictions_are_stored_next_to_later_traces, .timeout = 600)
      * own small error). */
     cr_expect(err <= -85 && err >= -97, "error_pct * 10 = %lld", err);
 }
+
+/* Where every matmul of the traced CNNs is benchmarked, the fit subtracts
+ * their step time from the traces with the convs' and predict adds it back:
+ * with traces = conv sum + matmul sum + the law's rest, the untraced
+ * resnet34 gets the law's matmul sum in its own column and the rest in the
+ * non-conv one. A missing matmul benchmark, or a model stored without its
+ * matmul list, leaves the matmuls regressed, and fit says why. */
+Test(predict, benchmarked_matmuls_subtracted_and_added_back, .timeout = 600)
+{
+    tc_test_fresh_db("predict_matmuls", s_dsn, sizeof s_dsn);
+    tc_store_t *s = NULL;
+    cr_assert_eq(tc_store_open(s_dsn, &s), 0, "%s", tc_errmsg());
+    int applied;
+    cr_assert_eq(tc_store_migrate(s, &applied), 0, "%s", tc_errmsg());
+    const tc_law_device_t *dev = &tc_law_devices[0];
+    for (size_t i = 0; i < sizeof tc_law_traced / sizeof tc_law_traced[0]; i++) {
+        tc_model_t *m = tc_law_load(tc_law_traced[i]);
+        tc_law_put_benchmarks(s, m, dev, tc_law_batches, 3);
+        tc_law_put_matmul_benchmarks(s, m, dev, tc_law_batches, 3);
+        for (size_t b = 0; b < 3; b++) {
+            unsigned n = tc_law_batches[b];
+            tc_law_put_trace_ms(s, m, dev, n,
+                                tc_law_conv_sum(m, n, dev->speed) +
+                                    tc_law_matmul_sum(m, n, dev->speed) +
+                                    tc_law_other_ms(m, n, dev->speed));
+        }
+        tc_model_destroy(&m);
+    }
+    tc_model_t *r34 = tc_law_load("resnet34");
+    const unsigned b16[] = {16};
+    tc_law_put_benchmarks(s, r34, dev, b16, 1);
+    tc_law_put_matmul_benchmarks(s, r34, dev, b16, 1);
+    tc_store_destroy(&s);
+    cr_assert_gt(tc_model_matmul_count(r34), 0, "resnet34 has a classifier");
+    cr_assert_gt(tc_test_sql_count(s_dsn, "SELECT count(*) FROM model_matmuls"), 0);
+
+    static char out[1 << 20];
+    s_aggregator("fit", 0, out, sizeof out);
+    cr_assert(strstr(out, "benchmarked: convs and matmuls"), "%s", out);
+    cr_assert_eq(tc_test_sql_count(s_dsn, "SELECT count(*) FROM fits WHERE matmuls"), 1, "%s",
+                 out);
+    s_aggregator("predict --gpu all --model tests/data/resnet34.onnx --batch 16 --format csv "
+                 "--wait 0",
+                 0, out, sizeof out);
+    static char f[24][512];
+    const char *row = strchr(out, '\n');
+    cr_assert(row && s_fields(row + 1, f) >= 20, "%s", out);
+    cr_assert_str_eq(f[3], "ok", "%s", out);
+    double conv = tc_law_conv_sum(r34, 16, 1.0), mm = tc_law_matmul_sum(r34, 16, 1.0),
+           other = tc_law_other_ms(r34, 16, 1.0);
+    cr_assert_float_eq(atof(f[8]), conv, conv * 1e-6, "conv %s, want %g", f[8], conv);
+    cr_assert_float_eq(atof(f[9]), mm, mm * 1e-3, "matmul %s, want %g", f[9], mm);
+    cr_assert_float_eq(atof(f[10]), other, other * 0.01 + 0.01, "rest %s, want %g", f[10], other);
+    cr_assert_float_eq(atof(f[5]), conv + mm + other, (conv + mm + other) * 0.01, "%s", out);
+    tc_model_destroy(&r34);
+
+    /* One matmul benchmark fewer: regressed with the rest, and said why. */
+    cr_assert_eq(tc_test_sql_count(s_dsn,
+                                   "WITH d AS (DELETE FROM matmul_results WHERE result_id = "
+                                   "(SELECT min(result_id) FROM matmul_results) RETURNING 1) "
+                                   "SELECT count(*) FROM d"),
+                 1);
+    s_aggregator("fit", 0, out, sizeof out);
+    cr_assert(strstr(out, "matmuls regressed with the rest") &&
+                  strstr(out, "1 matmul measurement of the traced models lacks benchmarks"),
+              "%s", out);
+    cr_assert_eq(tc_test_sql_count(s_dsn, "SELECT count(*) FROM fits WHERE NOT matmuls"), 1);
+    /* A model stored from an older agent's graph: its matmuls are unknown. */
+    cr_assert_eq(tc_test_sql_count(s_dsn,
+                                   "WITH u AS (UPDATE models SET matmuls_listed = false "
+                                   "WHERE name = 'vgg11' RETURNING 1) SELECT count(*) FROM u"),
+                 1);
+    s_aggregator("fit --format json", 0, out, sizeof out);
+    cr_assert(strstr(out, "\"benchmarked\": \"conv\""), "%s", out);
+    s_aggregator("fit", 0, out, sizeof out);
+    cr_assert(strstr(out, "came without a matmul list") && strstr(out, "vgg11"), "%s", out);
+}

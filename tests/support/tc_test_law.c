@@ -4,6 +4,7 @@
 #include "tc_error.h"
 #include "tc_test.h"
 #include "tc_test_msg.h"
+#include "tc_matmul_step.h"
 
 #include <criterion/criterion.h>
 #include <math.h>
@@ -113,6 +114,72 @@ void tc_law_put_benchmarks(tc_store_t *s, const tc_model_t *m, const tc_law_devi
                 r->route = (char *)(d ? "onednn" : "onednn-direct");
                 r->sm_clock_mhz = 1410;
                 r->power_w = 212.5;
+            }
+        }
+    }
+    env->conv_results = cr;
+    tc_law_put(s, env);
+}
+
+static double s_mm_ms(const tc_matmul_config_t *c, Traincast__V1__Direction d, double speed)
+{
+    tc_gemm_t g;
+    cr_assert_eq(tc_matmul_step_gemm(c, d, &g), 0, "%s", tc_errmsg());
+    return speed * (2e-8 * tc_gemm_macs(&g) + 0.02);
+}
+
+double tc_law_matmul_sum(const tc_model_t *m, unsigned batch, double speed)
+{
+    double sum = 0;
+    for (size_t j = 0; j < tc_model_matmul_count(m); j++) {
+        const tc_matmul_usage_t *u = tc_model_matmul(m, j);
+        tc_matmul_config_t c = u->config;
+        c.minibatch = batch;
+        Traincast__V1__Direction dirs[TC_MATMUL_STEP_MAX_DIRS];
+        double ms[TC_MATMUL_STEP_MAX_DIRS] = {0};
+        size_t n = tc_matmul_step_directions(&u->use, dirs);
+        for (size_t k = 0; k < n; k++)
+            ms[k] = s_mm_ms(&c, dirs[k], speed);
+        sum += tc_matmul_step_ms(&u->use, ms);
+    }
+    return sum;
+}
+
+void tc_law_put_matmul_benchmarks(tc_store_t *s, const tc_model_t *m,
+                                  const tc_law_device_t *dev, const unsigned *batches,
+                                  size_t n_batches)
+{
+    size_t n = 0;
+    Traincast__V1__Direction dirs[TC_MATMUL_STEP_MAX_DIRS];
+    for (size_t j = 0; j < tc_model_matmul_count(m); j++)
+        n += tc_matmul_step_directions(&tc_model_matmul(m, j)->use, dirs);
+    n *= n_batches;
+    if (n == 0)
+        return;
+    tc_envelope_t *env = tc_test_envelope("agent-fixture");
+    env->body_case = TRAINCAST__V1__ENVELOPE__BODY_CONV_RESULTS;
+    Traincast__V1__ConvResults *cr = tc_test_conv_results(dev->uuid, 0);
+    cr->device->name = (char *)dev->name;
+    cr->device->framework = (char *)"pytorch 1.13.1";
+    cr->device->routing = (char *)"pytorch-1.13-cpu";
+    tc_test_add_matmul_results(cr, n);
+    size_t k = 0;
+    for (size_t b = 0; b < n_batches; b++) {
+        for (size_t j = 0; j < tc_model_matmul_count(m); j++) {
+            const tc_matmul_usage_t *u = tc_model_matmul(m, j);
+            size_t nd = tc_matmul_step_directions(&u->use, dirs);
+            for (size_t d = 0; d < nd; d++, k++) {
+                Traincast__V1__ConvResult *r = cr->matmul_results[k];
+                tc_matmul_config_t c = u->config;
+                c.minibatch = batches[b];
+                tc_matmul_config_to_proto(&c, r->matmul);
+                r->direction = dirs[d];
+                double ms = s_mm_ms(&c, dirs[d], dev->speed);
+                r->median_ms = ms;
+                r->min_ms = r->samples_ms[0] = ms * 0.99;
+                r->samples_ms[1] = ms;
+                r->max_ms = r->samples_ms[2] = ms * 1.01;
+                r->stddev_ms = ms * 0.005;
             }
         }
     }

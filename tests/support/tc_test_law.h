@@ -43,6 +43,15 @@ void tc_law_put_trace(tc_store_t *s, const tc_model_t *m, const tc_law_device_t 
 /* The same trace measuring `ms` instead of the law's time. */
 void tc_law_put_trace_ms(tc_store_t *s, const tc_model_t *m, const tc_law_device_t *dev,
                          unsigned batch, double ms);
+/* Matmuls by the same kind of law, for fixtures that benchmark them:
+ *
+ *   matmul(config, direction) = speed * (2e-8 ms * the direction's MACs + 0.02 ms)
+ *
+ * summed over a model's step by tc_matmul_step_ms. */
+double tc_law_matmul_sum(const tc_model_t *m, unsigned batch, double speed);
+void tc_law_put_matmul_benchmarks(tc_store_t *s, const tc_model_t *m,
+                                  const tc_law_device_t *dev, const unsigned *batches,
+                                  size_t n_batches);
 /* A fresh database `name` (tc_test_fresh_db), migrated, with the fixture. */
 void tc_law_build(const char *name, char *dsn, size_t size);
 
