@@ -88,6 +88,16 @@ void tc_gemm_reference(const tc_gemm_t *g, const float *a, const float *b, const
     }
 }
 
+double tc_matmul_tolerance(Traincast__V1__DType dtype)
+{
+    switch (dtype) {
+    case TRAINCAST__V1__DTYPE__DTYPE_BF16: return 3e-2; /* 8-bit significand, bf16 result */
+    case TRAINCAST__V1__DTYPE__DTYPE_FP16: return 1e-2; /* 11-bit significand, fp16 result */
+    case TRAINCAST__V1__DTYPE__DTYPE_TF32: return 1e-2; /* operands rounded to 11 bits */
+    default: return 1e-3;
+    }
+}
+
 int tc_matmul_verify(tc_device_t *dev, const tc_matmul_spec_t *spec, double *worst)
 {
     *worst = 0;
@@ -122,7 +132,7 @@ int tc_matmul_verify(tc_device_t *dev, const tc_matmul_spec_t *spec, double *wor
             at = i;
         }
     }
-    if (*worst > 1e-3)
+    if (*worst > tc_matmul_tolerance(spec->config.dtype))
         TC_FAIL_GOTO(TC_ELIB, "the %s matmul gives wrong results: c[%zu] = %g, reference %g",
                      tc_matmul_plan_route(plan), at, (double)t[TC_MM_TENSOR_C][at], ref[at]);
 err:

@@ -39,10 +39,15 @@ int tc_matmul_outcome_to_proto(const tc_matmul_outcome_t *o, Traincast__V1__Poli
 void tc_gemm_reference(const tc_gemm_t *g, const float *a, const float *b, const float *bias,
                        double *c);
 
-/* Run the plan of `spec` once and compare its result with the reference:
- * 0 with *worst the largest |error| / (1 + |reference|); TC_ELIB naming the
- * worst element when it is over 1e-3 (float sums over k of values in
- * [-1, 1)). */
+/* The largest |error| / (1 + |reference|) a result of `dtype` may have:
+ * 1e-3 for float sums over k of values in [-1, 1); 1e-2 where the
+ * operands are rounded to TF32 or the result is fp16; 3e-2 for bf16. */
+double tc_matmul_tolerance(Traincast__V1__DType dtype);
+
+/* Run the plan of `spec` once and compare its result with the reference
+ * (computed from the operands as the plan stores them): 0 with *worst the
+ * largest |error| / (1 + |reference|); TC_ELIB naming the worst element
+ * when it is over tc_matmul_tolerance of the config's dtype. */
 int tc_matmul_verify(tc_device_t *dev, const tc_matmul_spec_t *spec, double *worst);
 
 #endif

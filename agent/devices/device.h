@@ -165,7 +165,8 @@ typedef struct tc_backend_iface {
     /* Copy operand `t` as float into out[count] (count as stored).
      * TC_ENOTFOUND when the plan has no such operand. */
     int (*matmul_read)(void *plan, tc_mm_tensor_t t, float *out, size_t count);
-    /* Which code runs it, as the framework routes it ("blas", "naive"). */
+    /* Which code runs it, as the framework routes it ("blas", "naive" on
+     * the CPU; "cublas", "cublaslt" on a GPU). */
     const char *(*matmul_route)(void *plan);
     void (*matmul_destroy)(void *plan);
 } tc_backend_iface_t;

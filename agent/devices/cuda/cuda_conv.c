@@ -151,6 +151,23 @@ err:
     return tc_err_context(rc, "allocating tensor %s (%zu values)", tc_tensor_name(t), n);
 }
 
+int tc_cuda_rotation(const tc_cuda_ctx_t *ctx, uint64_t in_bytes, size_t *copies)
+{
+    int rc = 0;
+    *copies = 1;
+    if (ctx->l2_bytes && in_bytes) {
+        size_t free_b = 0, total_b = 0;
+        TC_CUDA_TRY(cudaMemGetInfo(&free_b, &total_b));
+        uint64_t want = (2 * ctx->l2_bytes + in_bytes - 1) / in_bytes;
+        uint64_t fit = free_b / 4 / in_bytes;
+        size_t n = (size_t)(want < fit ? want : fit);
+        *copies = n < 1 ? 1 : n > TC_CUDA_MAX_ROTATION ? TC_CUDA_MAX_ROTATION : n;
+    }
+    return 0;
+err:
+    return rc;
+}
+
 /* The direction's tensors: its inputs in enough copies to exceed twice the
  * L2 cache (bounded by a quarter of the free memory), its output, the bias
  * or its gradient. */
@@ -167,14 +184,7 @@ static int s_tensors(tc_cuda_plan_t *p)
         p->in_t[0] = TC_TENSOR_X, p->in_t[1] = TC_TENSOR_W, out = TC_TENSOR_Y;
     uint64_t in_bytes = (tc_tensor_count(c, p->in_t[0]) + tc_tensor_count(c, p->in_t[1])) * p->elem;
     size_t copies = 1;
-    if (p->dev->l2_bytes && in_bytes) {
-        size_t free_b = 0, total_b = 0;
-        TC_CUDA_TRY(cudaMemGetInfo(&free_b, &total_b));
-        uint64_t want = (2 * p->dev->l2_bytes + in_bytes - 1) / in_bytes;
-        uint64_t fit = free_b / 4 / in_bytes;
-        copies = (size_t)(want < fit ? want : fit);
-        copies = copies < 1 ? 1 : copies > TC_CUDA_MAX_ROTATION ? TC_CUDA_MAX_ROTATION : copies;
-    }
+    TC_TRY(tc_cuda_rotation(p->dev, in_bytes, &copies));
     for (size_t r = 0; r < copies; r++) {
         for (int i = 0; i < 2; i++)
             TC_TRY(s_alloc(p, &p->in[r][i], p->in_t[i], true, p->spec.seed + p->in_t[i]));
@@ -413,39 +423,6 @@ err:
     return rc;
 }
 
-static float s_half_to_float(uint16_t h)
-{
-    uint32_t sign = (uint32_t)(h & 0x8000u) << 16, exp = (h >> 10) & 0x1f, man = h & 0x3ffu;
-    uint32_t bits;
-    if (exp == 0) {
-        if (man == 0) {
-            bits = sign;
-        } else { /* subnormal: normalize */
-            exp = 127 - 15 + 1;
-            while (!(man & 0x400u)) {
-                man <<= 1;
-                exp--;
-            }
-            bits = sign | exp << 23 | (man & 0x3ffu) << 13;
-        }
-    } else if (exp == 31) {
-        bits = sign | 0x7f800000u | man << 13;
-    } else {
-        bits = sign | (exp + 127 - 15) << 23 | man << 13;
-    }
-    float f;
-    memcpy(&f, &bits, sizeof f);
-    return f;
-}
-
-static float s_bf16_to_float(uint16_t b)
-{
-    uint32_t bits = (uint32_t)b << 16;
-    float f;
-    memcpy(&f, &bits, sizeof f);
-    return f;
-}
-
 int tc_cuda_read(void *plan, tc_tensor_t t, float *out, size_t count)
 {
     int rc = 0;
@@ -497,7 +474,8 @@ int tc_cuda_read(void *plan, tc_tensor_t t, float *out, size_t count)
                     else {
                         uint16_t h16;
                         memcpy(&h16, (const char *)host + stored * 2, 2);
-                        v = p->fill_kind == 1 ? s_half_to_float(h16) : s_bf16_to_float(h16);
+                        v = p->fill_kind == 1 ? tc_cuda_half_to_float(h16)
+                                            : tc_cuda_bf16_to_float(h16);
                     }
                     out[logical] = v;
                 }

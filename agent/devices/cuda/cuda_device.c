@@ -1,7 +1,8 @@
 /* NVIDIA GPUs through the CUDA runtime and cuDNN: one device per GPU index,
  * measured as the training framework runs it (gpu_framework.h): its conv
  * routing for its version (gpu_route.h), its cuDNN API, its own kernels
- * for the convs it keeps (fw_conv.h). On a machine without a driver or a
+ * for the convs it keeps (fw_conv.h), and its cuBLAS / cuBLASLt calls for
+ * matmuls (cuda_matmul.c). On a machine without a driver or a
  * GPU, enumerate() reports none and says why, and open() fails with that
  * reason (TC_ENODEV). */
 #include "cuda_internal.h"
@@ -131,6 +132,9 @@ static void s_close(void *p)
     tc_fw_close(&ctx->fw);
     tc_nvml_close(&ctx->nvml);
     cudaSetDevice(ctx->index);
+    if (ctx->stream)
+        cudaStreamSynchronize(ctx->stream);
+    tc_cuda_blas_destroy(&ctx->blas);
     if (ctx->cudnn)
         cudnnDestroy(ctx->cudnn);
     if (ctx->start)
@@ -316,4 +320,9 @@ const tc_backend_iface_t tc_backend_cuda = {
     .plan_destroy = tc_cuda_plan_destroy,
     .plan_route = tc_cuda_plan_route,
     .telemetry = s_telemetry,
+    .matmul_create = tc_cuda_matmul_create,
+    .matmul_run = tc_cuda_matmul_run,
+    .matmul_read = tc_cuda_matmul_read,
+    .matmul_route = tc_cuda_matmul_route,
+    .matmul_destroy = tc_cuda_matmul_destroy,
 };

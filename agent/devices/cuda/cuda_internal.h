@@ -9,8 +9,11 @@
 
 #include "tc_error.h"
 
+#include <cublasLt.h>
+#include <cublas_v2.h>
 #include <cuda_runtime.h>
 #include <cudnn.h>
+#include <string.h>
 
 /* Every CUDA runtime call goes through this: on failure it records the
  * call, file:line and CUDA's error name and text, sets `rc` (TC_ENOMEM for
@@ -40,10 +43,24 @@
         }                                                                                          \
     } while (0)
 
+/* The same for cuBLAS and cuBLASLt (cuda_blas.c loads them), with the
+ * library's name for the status. */
+#define TC_CUBLAS_TRY(call)                                                                        \
+    do {                                                                                           \
+        cublasStatus_t b_ = (call);                                                                \
+        if (b_ != CUBLAS_STATUS_SUCCESS) {                                                         \
+            rc = tc_fail_at(b_ == CUBLAS_STATUS_ALLOC_FAILED ? TC_ENOMEM : TC_ELIB, __FILE__,     \
+                            __LINE__, "cuBLAS: %s failed: %s (%d)", #call,                         \
+                            tc_cuda_blas_status(b_), (int)b_);                                     \
+            goto err;                                                                              \
+        }                                                                                          \
+    } while (0)
+
 /* Input copies a plan rotates through at most (their sum exceeds L2). */
 #define TC_CUDA_MAX_ROTATION 16
 
 typedef struct tc_nvml tc_nvml_t;
+typedef struct tc_cuda_blas tc_cuda_blas_t;
 
 /* ---- cuDNN and the libraries loaded with it (cuda_libs.c) ------------------ */
 
@@ -57,6 +74,10 @@ typedef struct {
     long version;           /* cudnnGetVersion() */
     char preloaded[3200];   /* "NVRTC PATH, cuBLASLt PATH, ..." loaded before it */
 } tc_cuda_libs_t;
+
+/* dlopen `file` globally (RTLD_NOW | RTLD_GLOBAL), as PyTorch's libraries
+ * are loaded; the real path of what was loaded into `loaded` (may be NULL). */
+void *tc_cuda_dlopen(const char *file, char *loaded, size_t size);
 
 /* Load cuDNN once per process (thread-safe): the file PyTorch loads, with
  * the CUDA libraries it loads alongside, unless TRAINCAST_CUDNN says
@@ -97,7 +118,82 @@ typedef struct {
     int fw_failed;            /* why it could not start (a TC_E code), 0 none */
     char fw_why[400];
     tc_nvml_t *nvml;          /* NULL without NVML */
+    tc_cuda_blas_t *blas;     /* created by the first matmul plan, NULL before */
 } tc_cuda_ctx_t;
+
+/* The device's cuBLAS handle, created on first use (cuda_blas.c). */
+int tc_cuda_blas_get(tc_cuda_ctx_t *ctx, tc_cuda_blas_t **out);
+void tc_cuda_blas_destroy(tc_cuda_blas_t **self_p);
+
+/* ---- cuBLAS and cuBLASLt (cuda_blas.c) ------------------------------------ */
+
+/* The entry points the matmul plans call, by the name each library exports
+ * (cublas_v2.h maps cublasSgemm to cublasSgemm_v2, ...). */
+#define TC_CUBLAS_FUNCS(X)                                                                         \
+    X(cublasCreate_v2)                                                                             \
+    X(cublasDestroy_v2)                                                                            \
+    X(cublasSetStream_v2)                                                                          \
+    X(cublasSetWorkspace_v2)                                                                       \
+    X(cublasSetMathMode)                                                                           \
+    X(cublasSgemm_v2)                                                                              \
+    X(cublasSgemmStridedBatched)                                                                   \
+    X(cublasGemmEx)                                                                                \
+    X(cublasGemmStridedBatchedEx)
+#define TC_CUBLASLT_FUNCS(X)                                                                       \
+    X(cublasLtGetVersion)                                                                          \
+    X(cublasLtMatmulDescCreate)                                                                    \
+    X(cublasLtMatmulDescDestroy)                                                                   \
+    X(cublasLtMatmulDescSetAttribute)                                                              \
+    X(cublasLtMatrixLayoutCreate)                                                                  \
+    X(cublasLtMatrixLayoutDestroy)                                                                 \
+    X(cublasLtMatrixLayoutSetAttribute)                                                            \
+    X(cublasLtMatmulPreferenceCreate)                                                              \
+    X(cublasLtMatmulPreferenceDestroy)                                                             \
+    X(cublasLtMatmulPreferenceSetAttribute)                                                        \
+    X(cublasLtMatmulAlgoGetHeuristic)                                                              \
+    X(cublasLtMatmul)
+
+/* A table of pointers into the loaded libraries, typed by the headers'
+ * own prototypes. Pointers rather than forwarding definitions (as for
+ * cuDNN): cuDNN calls cuBLASLt itself, and a definition of the same name in
+ * the agent must never stand between them. */
+#define TC_CUBLAS_MEMBER_(name) __typeof__(name) *name;
+typedef struct {
+    TC_CUBLAS_FUNCS(TC_CUBLAS_MEMBER_)
+    TC_CUBLASLT_FUNCS(TC_CUBLAS_MEMBER_)
+    __typeof__(cublasGetStatusString) *cublasGetStatusString; /* NULL where absent */
+} tc_cublas_t;
+
+typedef struct {
+    int rc;                 /* 0 loaded, else why not (in `why`) */
+    char why[1024];
+    char path[1024];        /* the libcublas loaded (its real path) */
+    char lt_path[1024];     /* the libcublasLt */
+    const char *whose;      /* "PyTorch's" or "the system's" */
+    long version;           /* cublasLtGetVersion(): 120804 for 12.8.4 */
+    tc_cublas_t f;
+} tc_cuda_blas_libs_t;
+
+/* Load cuBLAS and cuBLASLt once per process (thread-safe): the files the
+ * framework loaded (gpu_framework.h), else the system's of this build's
+ * major version. `out` always points at the outcome; a failure also
+ * returns its reason. */
+int tc_cuda_blas_load(const tc_cuda_blas_libs_t **out);
+
+/* cuBLAS's name for a status ("CUBLAS_STATUS_NOT_SUPPORTED", ...). */
+const char *tc_cuda_blas_status(cublasStatus_t s);
+
+/* A device's cuBLAS handle on its stream, with the workspaces PyTorch gives
+ * it (CublasHandlePool.cpp); the cuBLASLt handle is the same handle, as
+ * PyTorch casts it. Owned by the device context. */
+struct tc_cuda_blas {
+    const tc_cublas_t *f;
+    cublasHandle_t handle;
+    void *ws;               /* cublasSetWorkspace's */
+    size_t ws_size;
+    void *lt_ws;            /* cublasLtMatmul's */
+    size_t lt_ws_size;
+};
 
 /* Make this device current on the calling thread. */
 int tc_cuda_activate(const tc_cuda_ctx_t *ctx);
@@ -116,6 +212,53 @@ int tc_cuda_run(void *plan, double *ms);
 int tc_cuda_read(void *plan, tc_tensor_t t, float *out, size_t count);
 void tc_cuda_plan_destroy(void *plan);
 const char *tc_cuda_plan_route(void *plan);
+
+/* Matmul plans (cuda_matmul.c): the GEMM of a direction on cuBLAS or
+ * cuBLASLt, as PyTorch calls them. */
+int tc_cuda_matmul_create(void *ctx, const tc_matmul_spec_t *spec, void **plan);
+int tc_cuda_matmul_run(void *plan, double *ms);
+int tc_cuda_matmul_read(void *plan, tc_mm_tensor_t t, float *out, size_t count);
+const char *tc_cuda_matmul_route(void *plan);
+void tc_cuda_matmul_destroy(void *plan);
+
+/* The rotation of a plan's inputs: how many copies of `in_bytes` exceed
+ * twice the L2 cache, within a quarter of the free memory (1 to
+ * TC_CUDA_MAX_ROTATION). */
+int tc_cuda_rotation(const tc_cuda_ctx_t *ctx, uint64_t in_bytes, size_t *copies);
+
+/* fp16 and bf16 values read back from the GPU, as float. */
+static inline float tc_cuda_half_to_float(uint16_t h)
+{
+    uint32_t sign = (uint32_t)(h & 0x8000u) << 16, exp = (h >> 10) & 0x1f, man = h & 0x3ffu;
+    uint32_t bits;
+    if (exp == 0) {
+        if (man == 0) {
+            bits = sign;
+        } else { /* subnormal: normalize */
+            exp = 127 - 15 + 1;
+            while (!(man & 0x400u)) {
+                man <<= 1;
+                exp--;
+            }
+            bits = sign | exp << 23 | (man & 0x3ffu) << 13;
+        }
+    } else if (exp == 31) {
+        bits = sign | 0x7f800000u | man << 13;
+    } else {
+        bits = sign | (exp + 127 - 15) << 23 | man << 13;
+    }
+    float f;
+    memcpy(&f, &bits, sizeof f);
+    return f;
+}
+
+static inline float tc_cuda_bf16_to_float(uint16_t b)
+{
+    uint32_t bits = (uint32_t)b << 16;
+    float f;
+    memcpy(&f, &bits, sizeof f);
+    return f;
+}
 
 /* ---- a cuDNN plan: tensors, rotation, timing (cuda_conv.c) ---------------- */
 
@@ -201,6 +344,11 @@ cudaError_t tc_cuda_bias_add(void *y, const void *bias, size_t n, size_t k, size
  * fp32 partial sums in acc[k]. */
 cudaError_t tc_cuda_bias_grad(const void *dy, void *db, float *acc, size_t n, size_t k,
                               size_t pq, int nhwc, int kind, cudaStream_t stream);
+/* The rows of a row-major c[rows x cols] set to bias[cols]: the copy of the
+ * expanded bias into the result that addmm runs before a GEMM with beta 1
+ * (at::native::copy_(result, *self_)). */
+cudaError_t tc_cuda_bias_rows(void *c, const void *bias, size_t rows, size_t cols, int kind,
+                              cudaStream_t stream);
 #ifdef __cplusplus
 }
 #endif

@@ -1,7 +1,8 @@
 // The backend's own kernels: reproducible input data (the same values as
 // tc_random_value() in device.h), the spin that keeps the GPU busy while
-// the host enqueues a timed call, and the bias add and bias-gradient
-// reduction PyTorch runs around a cuDNN convolution.
+// the host enqueues a timed call, the bias add and bias-gradient
+// reduction PyTorch runs around a cuDNN convolution, and the copy of a
+// bias into the rows of a result that addmm runs before cuBLAS.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -170,6 +171,40 @@ extern "C" cudaError_t tc_cuda_bias_grad(const void *dy, void *db, float *acc, s
     default:
         s_bias_grad<float><<<grid, threads, 0, stream>>>((const float *)dy, acc, n, k, pq, nhwc);
         s_store<float><<<out_blocks, threads, 0, stream>>>((float *)db, acc, k);
+        break;
+    }
+    return cudaGetLastError();
+}
+
+/* c[i] = bias[i % cols]: copy_ of the bias expanded to [rows, cols]. */
+template <typename T>
+static __global__ void s_bias_rows(T *c, const T *bias, size_t count, size_t cols)
+{
+    size_t stride = (size_t)blockDim.x * gridDim.x;
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < count; i += stride)
+        c[i] = bias[i % cols];
+}
+
+extern "C" cudaError_t tc_cuda_bias_rows(void *c, const void *bias, size_t rows, size_t cols,
+                                         int kind, cudaStream_t stream)
+{
+    size_t count = rows * cols;
+    if (count == 0)
+        return cudaSuccess;
+    const unsigned threads = 256;
+    unsigned blocks = s_blocks(count, threads, 65535);
+    switch (kind) {
+    case 1:
+        s_bias_rows<__half><<<blocks, threads, 0, stream>>>((__half *)c, (const __half *)bias,
+                                                            count, cols);
+        break;
+    case 2:
+        s_bias_rows<__nv_bfloat16><<<blocks, threads, 0, stream>>>(
+            (__nv_bfloat16 *)c, (const __nv_bfloat16 *)bias, count, cols);
+        break;
+    default:
+        s_bias_rows<float><<<blocks, threads, 0, stream>>>((float *)c, (const float *)bias, count,
+                                                           cols);
         break;
     }
     return cudaGetLastError();

@@ -185,8 +185,7 @@ void CUDNNWINAPI cudnnGetLastErrorString(char *message, size_t max_size)
 static tc_cuda_libs_t s_libs;
 static pthread_once_t s_once = PTHREAD_ONCE_INIT;
 
-/* Load one library globally; its real path into `loaded`. */
-static void *s_open(const char *file, char *loaded, size_t size)
+void *tc_cuda_dlopen(const char *file, char *loaded, size_t size)
 {
     void *h = dlopen(file, RTLD_NOW | RTLD_GLOBAL);
     if (h && loaded) {
@@ -212,7 +211,7 @@ static void s_preload(const tc_gpu_framework_t *f)
         if (!libs[i].path[0])
             continue;
         char real[1024] = "";
-        if (!s_open(libs[i].path, real, sizeof real)) {
+        if (!tc_cuda_dlopen(libs[i].path, real, sizeof real)) {
             tc_log_warn("cannot load %s as PyTorch does (%s): cuDNN engines that need it may not "
                         "build here while they do in training",
                         libs[i].name, dlerror());
@@ -273,7 +272,7 @@ static void s_load(void)
         }
         s_preload(f);
     }
-    l->handle = s_open(file, l->path, sizeof l->path);
+    l->handle = tc_cuda_dlopen(file, l->path, sizeof l->path);
     if (!l->handle) {
         const char *err = dlerror();
         l->rc = tc_fail(TC_ENOTFOUND,
