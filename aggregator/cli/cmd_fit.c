@@ -29,11 +29,10 @@ static void s_print_fit(const tc_fit_group_t *g, const tc_fit_run_analysis_t *a)
                "benchmarks (used only where a measurement has no quiet one)\n",
                g->disturbed_traces, g->include_disturbed ? "kept: --include-disturbed" : "left out",
                g->disturbed_benchmarks);
-    if (fit->matmuls)
-        printf("  benchmarked: convs and matmuls (their benchmark sums subtracted from the "
-               "traces)\n");
-    else if (*g->matmuls_why)
-        printf("  benchmarked: convs; matmuls regressed with the rest: %s\n", g->matmuls_why);
+    char benchmarked[640];
+    tc_fit_run_benchmarked(g, benchmarked, sizeof benchmarked);
+    if (*benchmarked)
+        printf("  benchmarked: %s\n", benchmarked);
     printf("  model: %s\n", model);
     printf("  why: %s\n", a->choice.why);
     if (a->nested)
@@ -143,8 +142,10 @@ static int s_load_groups(const char *db, const tc_fit_run_plan_t *plan, tc_store
     if (rc == 0)
         rc = tc_store_check_schema(*store);
     if (rc == 0)
-        rc = tc_store_fit_groups(*store, plan->devices, plan->n_devices, plan->stat, plan->include_disturbed, groups,
-                                 n_groups);
+        rc = tc_store_fit_groups(*store, plan->devices, plan->n_devices, plan->stat,
+                                 plan->include_disturbed, groups, n_groups);
+    if (rc == 0)
+        tc_fit_run_plan_groups(plan, *groups, *n_groups);
     return rc;
 }
 

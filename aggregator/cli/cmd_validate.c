@@ -156,6 +156,10 @@ static void s_print_table(const tc_fit_group_t *g, const tc_fit_run_analysis_t *
                "benchmarks (used only where a measurement has no quiet one)\n",
                g->disturbed_traces, g->include_disturbed ? "kept: --include-disturbed" : "left out",
                g->disturbed_benchmarks);
+    char benchmarked[640];
+    tc_fit_run_benchmarked(g, benchmarked, sizeof benchmarked);
+    if (*benchmarked)
+        printf("  benchmarked: %s\n", benchmarked);
     printf("  model chosen on every %s: %s\n", what[holdout], model);
     printf("  why: %s\n", a->choice.why);
     printf("  errors are leave-one-%s-out: each %s's model was chosen and fitted without it\n",
@@ -356,6 +360,7 @@ static void s_json_group(tc_buf_t *b, const tc_fit_group_t *g, const tc_fit_run_
                      "\"include_disturbed\": %s, ",
                   g->disturbed_traces, g->disturbed_benchmarks,
                   g->include_disturbed ? "true" : "false");
+    tc_buf_printf(b, "\"benchmarked\": \"%s\", ", g->matmuls ? "conv,matmul" : "conv");
     tc_buf_printf(b, "\"holdout\": \"%s\", \"stat\": \"%s\", \"groups\": %zu, ",
                   tc_fit_holdout_name(holdout), tc_fit_stat_name(a->fit.stat), a->data.n_cnns);
     tc_buf_printf(b, "\"interval_points\": %zu, \"interval_covered\": %zu, "
@@ -409,8 +414,10 @@ static int s_load_groups(const char *db, const tc_fit_run_plan_t *plan, tc_fit_g
     tc_store_t *store = NULL;
     int rc = tc_store_open(tc_default_dsn(db), &store);
     if (rc == 0)
-        rc = tc_store_fit_groups(store, plan->devices, plan->n_devices, plan->stat, plan->include_disturbed, groups,
-                                 n_groups);
+        rc = tc_store_fit_groups(store, plan->devices, plan->n_devices, plan->stat,
+                                 plan->include_disturbed, groups, n_groups);
+    if (rc == 0)
+        tc_fit_run_plan_groups(plan, *groups, *n_groups);
     tc_store_destroy(&store);
     return rc;
 }

@@ -65,6 +65,7 @@ int tc_fit_run_plan_init(const tc_fit_run_cli_t *cli, tc_fit_run_plan_t *plan)
     plan->select = true;
     plan->min_gain = cli->min_gain;
     plan->include_disturbed = cli->include_disturbed;
+    plan->regress_matmuls = cli->regress_matmuls;
     if (!(plan->min_gain >= 0 && plan->min_gain < 1))
         return tc_fail(TC_EUSAGE, "--min-gain must be at least 0 and below 1 (got %g)",
                        plan->min_gain);
@@ -188,6 +189,31 @@ void tc_fit_run_settings_shown(const char *key, char *buf, size_t size)
             len += (size_t)snprintf(buf + len, size - len, "%s%.*s", len ? "; " : "", (int)n, p);
         p += n + (end ? 2 : 0);
     }
+}
+
+void tc_fit_run_plan_groups(const tc_fit_run_plan_t *plan, tc_fit_group_t *groups, size_t n)
+{
+    for (size_t i = 0; plan->regress_matmuls && i < n; i++) {
+        tc_fit_group_t *g = &groups[i];
+        if (!g->matmuls)
+            continue;
+        g->matmuls = false;
+        for (size_t j = 0; j < g->n_points; j++)
+            g->points[j].matmul_ms = 0;
+        snprintf(g->matmuls_why, sizeof g->matmuls_why,
+                 "--regress-matmuls (every one is benchmarked)");
+    }
+}
+
+void tc_fit_run_benchmarked(const tc_fit_group_t *g, char *buf, size_t size)
+{
+    if (g->matmuls)
+        snprintf(buf, size, "convs and matmuls (their benchmark sums subtracted from the "
+                            "traces)");
+    else if (*g->matmuls_why)
+        snprintf(buf, size, "convs; matmuls regressed with the rest: %s", g->matmuls_why);
+    else
+        buf[0] = '\0';
 }
 
 void tc_fit_run_group_label(const tc_fit_group_t *g, char *buf, size_t size)

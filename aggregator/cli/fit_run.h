@@ -19,6 +19,7 @@ typedef struct {
     const char *stat;
     double min_gain;
     bool include_disturbed;
+    bool regress_matmuls;
 } tc_fit_run_cli_t;
 
 /* The options both commands take, for their tc_opt_t tables. */
@@ -45,6 +46,9 @@ typedef struct {
         {"include-disturbed", TC_OPT_FLAG, &(c)->include_disturbed, NULL,                     \
          "also fit the traces taken while other processes used the machine (left out by "    \
          "default; the agent marks them disturbed)"},                                         \
+        {"regress-matmuls", TC_OPT_FLAG, &(c)->regress_matmuls, NULL,                         \
+         "regress the matmuls with the rest even where every one is benchmarked (by "         \
+         "default their benchmarks are subtracted with the convs'), to compare the two"},     \
         TC_DB_OPT(&(c)->db)
 
 /* The options resolved. */
@@ -61,9 +65,15 @@ typedef struct {
     tc_fit_stat_t stat;
     tc_fit_holdout_t holdout; /* what the folds hold out (validate --holdout) */
     bool include_disturbed;
+    bool regress_matmuls;
 } tc_fit_run_plan_t;
 
 int tc_fit_run_plan_init(const tc_fit_run_cli_t *cli, tc_fit_run_plan_t *plan);
+/* What the plan changes in groups as read: --regress-matmuls. */
+void tc_fit_run_plan_groups(const tc_fit_run_plan_t *plan, tc_fit_group_t *groups, size_t n);
+/* "convs and matmuls", or "convs" and why the matmuls are regressed (""
+ * when the group has no matmul benchmarks), into buf. */
+void tc_fit_run_benchmarked(const tc_fit_group_t *g, char *buf, size_t size);
 void tc_fit_run_plan_free(tc_fit_run_plan_t *plan);
 
 /* One group analysed. */
