@@ -32,6 +32,23 @@ int tc_infer_unary(tc_graph_t *g, tc_gnode_t *n, const tc_op_rule_t *r)
     return rc < 0 ? rc : s_all_outputs_like(g, n, x);
 }
 
+int tc_infer_aten(tc_graph_t *g, tc_gnode_t *n, const tc_op_rule_t *r)
+{
+    static const char *const shape_keeping[] = {"zero"};
+    char op[64];
+    int rc = tc_attr_str(n, "operator", "", op, sizeof op);
+    if (rc < 0)
+        return rc;
+    for (size_t i = 0; i < sizeof shape_keeping / sizeof shape_keeping[0]; i++) {
+        if (!strcmp(op, shape_keeping[i]))
+            return tc_infer_unary(g, n, r);
+    }
+    return tc_node_fail(n, TC_EUNSUPPORTED,
+                        "ATen fallback of the PyTorch op '%s' is not supported (only: zero); "
+                        "--allow-unknown counts such nodes as generic element-wise layers",
+                        op);
+}
+
 /* Identity and friends: same shape, same folded values. */
 int tc_infer_identity(tc_graph_t *g, tc_gnode_t *n, const tc_op_rule_t *r)
 {

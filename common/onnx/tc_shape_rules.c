@@ -117,6 +117,9 @@ static const tc_op_rule_t s_rules[] = {
     {"", "Constant", TC_OPC_SHAPE, tc_infer_constant, 0, 0},
     {"", "Shape", TC_OPC_SHAPE, tc_infer_shape, 0, 0},
     {"", "Size", TC_OPC_SHAPE, tc_infer_size, 0, 0},
+    /* PyTorch ops torch.onnx exports as ATen fallbacks (which ones:
+     * tc_infer_aten) */
+    {"org.pytorch.aten", "ATen", TC_OPC_ELTWISE, tc_infer_aten, 1, 0},
 };
 
 const tc_op_rule_t *tc_op_rule_find(const char *domain, const char *op)

@@ -9,6 +9,10 @@
 
 /* tc_shape_ops.c: element-wise, shape arithmetic */
 int tc_infer_unary(tc_graph_t *g, tc_gnode_t *n, const tc_op_rule_t *r);
+/* An ATen fallback node of an element-wise PyTorch op that keeps its
+ * input's shape (its `operator`: zero, swin_v2's in-place zeroing of the
+ * key bias); any other operator is not supported, named. */
+int tc_infer_aten(tc_graph_t *g, tc_gnode_t *n, const tc_op_rule_t *r);
 int tc_infer_identity(tc_graph_t *g, tc_gnode_t *n, const tc_op_rule_t *r);
 int tc_infer_cast(tc_graph_t *g, tc_gnode_t *n, const tc_op_rule_t *r);
 int tc_infer_dropout(tc_graph_t *g, tc_gnode_t *n, const tc_op_rule_t *r);

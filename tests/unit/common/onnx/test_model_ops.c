@@ -691,3 +691,23 @@ Test(ops, expand_tile_squeeze_unsqueeze, .timeout = 10)
     tc_model_destroy(&m);
     tc_tb_free(&tb);
 }
+
+/* An ATen fallback of a shape-keeping op (swin_v2's key-bias zero_()) keeps
+ * its input's shape; any other ATen operator is refused, named. */
+Test(ops, aten_fallback_zero_keeps_the_shape, .timeout = 10)
+{
+    tc_tb_t *tb = tc_tb_new(8, 14, 14);
+    Onnx__NodeProto *n = tc_tb_node(tb, "ATen", "zero", "x", "y");
+    n->domain = "org.pytorch.aten";
+    tc_tb_attr_str(tb, n, "operator", "zero");
+    tc_tb_output(tb, "y");
+    tc_model_t *m = s_load(tb, false);
+    s_shape(m, "y", 8, 14, 14, -1, -1);
+    cr_expect_eq(s_layer(m, "zero")->op_class, TC_OPC_ELTWISE);
+    tc_model_destroy(&m);
+    n->attribute[0]->s.data = (uint8_t *)"linalg_vector_norm";
+    n->attribute[0]->s.len = strlen("linalg_vector_norm");
+    cr_expect_eq(s_load_rc(tb), TC_EUNSUPPORTED, "another ATen operator");
+    cr_expect(strstr(tc_errmsg(), "'linalg_vector_norm'"), "%s", tc_errmsg());
+    tc_tb_free(&tb);
+}
