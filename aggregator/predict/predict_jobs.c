@@ -283,10 +283,13 @@ int tc_predict_fill_missing(tc_store_t *s, const tc_pred_request_t *req, tc_pred
     size_t n_ids = 0;
     int rc = (!ids || !st) ? tc_fail(TC_ENOMEM, "out of memory") : 0;
     bool *asked = calloc(n + 1, sizeof *asked);
-    if (!asked && rc == 0)
+    /* Device i's jobs are ids[first[i] .. first[i + 1]). */
+    size_t *first = calloc(n + 1, sizeof *first);
+    if ((!asked || !first) && rc == 0)
         rc = tc_fail(TC_ENOMEM, "out of memory");
     for (size_t i = 0; rc == 0 && i < n; i++) {
         tc_pred_device_t *d = &devs[i];
+        first[i] = first[i + 1] = n_ids;
         if (d->status != TC_PRED_OK || d->missing == 0 || wait_s == 0)
             continue;
         int agents = 0;
@@ -296,6 +299,7 @@ int tc_predict_fill_missing(tc_store_t *s, const tc_pred_request_t *req, tc_pred
                         "connected agent(s) to measure them",
                         d->device.name, d->missing, agents);
             rc = s_enqueue(s, d, model_spec, ids, &n_ids);
+            first[i + 1] = n_ids;
             asked[i] = true;
         }
     }
@@ -328,13 +332,24 @@ int tc_predict_fill_missing(tc_store_t *s, const tc_pred_request_t *req, tc_pred
         tc_pred_device_t *d = &devs[i];
         if (d->status != TC_PRED_OK || d->missing == 0)
             continue;
-        const char *why = asked[i] ? ", and its agents did not measure them in time"
-                          : wait_s ? ", and no agent of this device is online to measure them"
-                                   : "";
+        char why[320] = "";
+        if (asked[i])
+            snprintf(why, sizeof why, ", and its agents did not measure them in time");
+        else if (wait_s)
+            snprintf(why, sizeof why, ", and no agent of this device is online to measure them");
+        /* A job that failed says why its agent could not. */
+        for (size_t j = first[i]; asked[i] && j < first[i + 1]; j++) {
+            if (!strcmp(st[j].state, "failed")) {
+                snprintf(why, sizeof why, ", and its agent could not measure them all (%.256s)",
+                         st[j].message);
+                break;
+            }
+        }
         rc = tc_predict_missing_note(d, req, model_spec, why, d->note, sizeof d->note);
     }
     free(ids);
     free(st);
     free(asked);
+    free(first);
     return rc;
 }
