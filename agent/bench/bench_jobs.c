@@ -74,15 +74,23 @@ typedef struct {
     size_t sent;
 } s_resend_t;
 
-static bool s_asked(const s_resend_t *r, const Traincast__V1__ConvResult *res)
+/* Whether a kept result (of the list of its kind) is one the request asks
+ * for. */
+static bool s_asked(const s_resend_t *r, const Traincast__V1__ConvResult *res, bool matmul)
 {
-    if (!res->config || res->policy != r->policy)
+    if ((matmul ? !res->matmul : !res->config) || res->policy != r->policy)
         return false;
-    tc_conv_config_t c;
-    tc_conv_config_from_proto(res->config, &c);
+    tc_bench_item_t it = {.kind = matmul ? TC_OP_MATMUL : TC_OP_CONV};
+    if (matmul)
+        tc_matmul_config_from_proto(res->matmul, &it.matmul);
+    else
+        tc_conv_config_from_proto(res->config, &it.config);
     for (size_t i = 0; i < r->n_asked; i++) {
-        if (r->asked[i].direction == res->direction &&
-            tc_conv_config_cmp(&r->asked[i].config, &c) == 0)
+        const tc_bench_item_t *a = &r->asked[i];
+        if (a->kind != it.kind || a->direction != res->direction)
+            continue;
+        if (matmul ? tc_matmul_config_cmp(&a->matmul, &it.matmul) == 0
+                   : tc_conv_config_cmp(&a->config, &it.config) == 0)
             return true;
     }
     return false;
@@ -95,8 +103,11 @@ static int s_resend_record(const tc_envelope_t *env, void *arg)
     if (env->body_case != TRAINCAST__V1__ENVELOPE__BODY_CONV_RESULTS || !cr || !cr->device ||
         !cr->device->uuid || strcmp(cr->device->uuid, r->uuid) != 0)
         return 0;
-    for (size_t i = 0; i < cr->n_results; i++) {
-        if (s_asked(r, cr->results[i])) {
+    for (size_t i = 0; i < cr->n_results + cr->n_matmul_results; i++) {
+        bool matmul = i >= cr->n_results;
+        const Traincast__V1__ConvResult *res =
+            matmul ? cr->matmul_results[i - cr->n_results] : cr->results[i];
+        if (res && s_asked(r, res, matmul)) {
             r->sent++;
             return tc_job_emit_record(r->job, env);
         }
@@ -187,7 +198,7 @@ static int s_run(tc_bench_jobs_t *self, s_task_t *t, size_t base, size_t total, 
     int rc = tc_device_open(ad->spec, ad->threads, &dev);
     if (rc < 0)
         return rc;
-    tc_log_info("%s [%s]: measuring %zu conv item%s (policy %s; %zu measured before)",
+    tc_log_info("%s [%s]: measuring %zu benchmark item%s (policy %s; %zu measured before)",
                 ad->device->name, ad->device->uuid, t->n_items, t->n_items == 1 ? "" : "s",
                 tc_policy_name(t->policy), t->held);
     tc_bench_run_opts_t ro = {.policy = t->policy,
@@ -208,7 +219,7 @@ static int s_run(tc_bench_jobs_t *self, s_task_t *t, size_t base, size_t total, 
                 rep.measured, rep.measured == 1 ? "" : "s", rep.elapsed_s,
                 rep.measured ? (double)rep.repetitions / (double)rep.measured : 0.0);
     if (rep.failed)
-        return tc_fail(TC_ELIB, "%zu of %zu conv items could not be measured on %s (warnings "
+        return tc_fail(TC_ELIB, "%zu of %zu benchmark items could not be measured on %s (warnings "
                                 "in the agent's log); the same job again retries them",
                        rep.failed, t->n_items, ad->device->name);
     return 0;
@@ -234,15 +245,40 @@ static int s_run_tasks(tc_bench_jobs_t *self, s_task_t *tasks, size_t n,
     return rc;
 }
 
+/* The batch of an item of either kind. */
+static uint32_t s_item_batch(const tc_bench_item_t *it)
+{
+    return it->kind == TC_OP_MATMUL ? it->matmul.minibatch : it->config.n;
+}
+
+/* By batch, then kind (convs first), config and direction: the planner's
+ * order. */
 static int s_item_cmp(const void *a, const void *b)
 {
     const tc_bench_item_t *x = a, *y = b;
-    if (x->config.n != y->config.n)
-        return x->config.n < y->config.n ? -1 : 1;
-    int c = tc_conv_config_cmp(&x->config, &y->config);
+    uint32_t bx = s_item_batch(x), by = s_item_batch(y);
+    if (bx != by)
+        return bx < by ? -1 : 1;
+    if (x->kind != y->kind)
+        return x->kind < y->kind ? -1 : 1;
+    int c = x->kind == TC_OP_MATMUL ? tc_matmul_config_cmp(&x->matmul, &y->matmul)
+                                    : tc_conv_config_cmp(&x->config, &y->config);
     if (c)
         return c;
     return (int)x->direction - (int)y->direction;
+}
+
+/* Whether the backend of a device benchmarks matmuls (it has the device
+ * interface's matmul functions); *kind names the backend. */
+static bool s_times_matmuls(const tc_agent_device_t *ad, const char **kind)
+{
+    const tc_backend_iface_t *iface = NULL;
+    unsigned index = 0;
+    *kind = ad->spec;
+    if (tc_device_parse(ad->spec, &iface, &index) < 0 || !iface)
+        return false;
+    *kind = iface->kind;
+    return iface->matmul_create != NULL;
 }
 
 int tc_bench_jobs_request(tc_bench_jobs_t *self, const tc_agent_device_t *dev,
@@ -266,16 +302,26 @@ int tc_bench_jobs_request(tc_bench_jobs_t *self, const tc_agent_device_t *dev,
                 dirs[n_dirs++] = d;
         }
     }
-    size_t n = req->n_configs * n_dirs, k = 0;
+    /* Matmuls on a backend that times none are not measured (nor dropped
+     * silently): the convs run, then the job fails saying so. */
+    const char *backend = NULL;
+    bool matmuls = req->n_matmuls && s_times_matmuls(dev, &backend);
+    size_t n_mm = matmuls ? req->n_matmuls : 0;
+    size_t n = (req->n_configs + n_mm) * n_dirs, k = 0;
     tc_bench_item_t *items = calloc(n ? n : 1, sizeof *items);
     if (!items)
-        return tc_fail(TC_ENOMEM, "out of memory for %zu conv items", n);
-    for (size_t i = 0; i < req->n_configs; i++) {
+        return tc_fail(TC_ENOMEM, "out of memory for %zu benchmark items", n);
+    for (size_t i = 0; i < req->n_configs + n_mm; i++) {
         for (size_t d = 0; d < n_dirs; d++) {
-            tc_conv_config_from_proto(req->configs[i], &items[k].config);
-            items[k].direction = dirs[d];
-            items[k].layers = 1;
-            k++;
+            tc_bench_item_t *it = &items[k++];
+            if (i < req->n_configs) {
+                tc_conv_config_from_proto(req->configs[i], &it->config);
+            } else {
+                it->kind = TC_OP_MATMUL;
+                tc_matmul_config_from_proto(req->matmuls[i - req->n_configs], &it->matmul);
+            }
+            it->direction = dirs[d];
+            it->layers = 1;
         }
     }
     /* A config asked for twice is measured once. */
@@ -289,8 +335,17 @@ int tc_bench_jobs_request(tc_bench_jobs_t *self, const tc_agent_device_t *dev,
                      .policy = req->policy != TRAINCAST__V1__POLICY__POLICY_UNSPECIFIED
                                    ? req->policy
                                    : self->set.policy};
-    int rc = s_run_tasks(self, &task, 1, items, u, true, job);
+    int rc = u ? s_run_tasks(self, &task, 1, items, u, true, job) : 0;
     free(items);
+    if (rc == 0 && req->n_matmuls && !matmuls) {
+        size_t asked = req->n_matmuls * n_dirs;
+        rc = tc_fail(TC_EUNSUPPORTED,
+                     "%zu matmul item%s (%zu config%s) of this request cannot be measured on %s: "
+                     "its %s backend benchmarks no matmuls%s",
+                     asked, asked == 1 ? "" : "s", req->n_matmuls, req->n_matmuls == 1 ? "" : "s",
+                     dev->device ? dev->device->name : dev->spec, backend,
+                     req->n_configs ? "; its conv items were measured" : "");
+    }
     return rc;
 }
 

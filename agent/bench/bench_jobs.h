@@ -1,5 +1,6 @@
-/* Conv benchmark jobs: the `bench` entry of the job handlers (a
- * BenchRequest's configs, sent by the aggregator to `agent serve`) and the
+/* Benchmark jobs: the `bench` entry of the job handlers (a BenchRequest's
+ * conv configs and matmul configs, sent by the aggregator to `agent serve`,
+ * results as `agent bench` sends them: matmuls in matmul_results) and the
  * `bench_models` one (every conv of some models at some batch sizes, for
  * `agent run`, as `agent bench --models` plans them). Items run on the
  * device layer through the bench runner; every ConvResults goes to the
@@ -27,8 +28,11 @@ void tc_bench_jobs_destroy(tc_bench_jobs_t **self_p);
 /* The policy of benchmarks (and of traces: exhaustive = cudnn.benchmark). */
 Traincast__V1__Policy tc_bench_jobs_policy(const tc_bench_jobs_t *self);
 
-/* Measure req->configs (n set) in req->directions (none: all three) under
- * req->policy (unspecified: the agent's) on `dev`. */
+/* Measure req->configs (n set) and req->matmuls (minibatch set) in
+ * req->directions (none: all three) under req->policy (unspecified: the
+ * agent's) on `dev`. Matmuls on a device whose backend benchmarks none
+ * are not measured: the convs are, then TC_EUNSUPPORTED says how many
+ * matmul items were left and why. */
 int tc_bench_jobs_request(tc_bench_jobs_t *self, const tc_agent_device_t *dev,
                           const Traincast__V1__BenchRequest *req, tc_job_t *job);
 

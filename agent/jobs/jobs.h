@@ -67,7 +67,8 @@ typedef struct {
     /* The devices this agent measures, for its Hello (owned by ctx). NULL:
      * the agent announces no device and the aggregator sends it no job. */
     int (*devices)(void *ctx, Traincast__V1__Device *const **devices, size_t *n);
-    /* Benchmark the configs of a BenchRequest (n set) on req->device_uuid. */
+    /* Benchmark the conv configs (n set) and matmul configs (minibatch
+     * set) of a BenchRequest on req->device_uuid. */
     int (*bench)(void *ctx, const Traincast__V1__BenchRequest *req, tc_job_t *job);
     /* Benchmark every conv of req->models at req->batches (agent run; the
      * request's trace settings are ignored). */

@@ -1,5 +1,5 @@
-/* Printing and plotting predictions; and filling in missing conv
- * benchmarks before predicting. */
+/* Printing and plotting predictions; and filling in missing benchmarks
+ * (convs and matmuls) before predicting. */
 #ifndef TC_PREDICT_OUTPUT_H
 #define TC_PREDICT_OUTPUT_H
 
@@ -36,8 +36,8 @@ int tc_pred_plot(const char *path, bool epoch, const tc_model_t *model,
  * not finite). */
 void tc_pred_duration(double seconds, char *buf, size_t size);
 
-/* For devices whose conv lookups are incomplete: ask connected agents of
- * that device to benchmark the missing configs and wait up to `wait_s`
+/* For devices whose lookups (convs, matmuls) are incomplete: ask connected
+ * agents of that device to benchmark the missing configs and wait up to `wait_s`
  * seconds with progress; a device still incomplete afterwards gets a note
  * naming how many configs it lacks and the exact `agent bench` command
  * that fills the gap (its batches that lack some are then not predicted,
@@ -45,8 +45,30 @@ void tc_pred_duration(double seconds, char *buf, size_t size);
 int tc_predict_fill_missing(tc_store_t *s, const tc_pred_request_t *req, tc_pred_device_t *devs,
                             size_t n, unsigned wait_s, const char *model_spec);
 
-/* The `agent bench` command line that measures what `d` lacks. */
-void tc_predict_bench_command(const tc_pred_device_t *d, const tc_pred_request_t *req,
-                              const char *model_spec, char *buf, size_t size);
+/* What `d` lacks (its lookups neither found nor skipped), by op kind:
+ * distinct configs (apart from batch and direction) and measurements. */
+typedef struct {
+    size_t conv_configs, matmul_configs;
+    size_t conv_items, matmul_items;
+} tc_pred_missing_t;
+int tc_predict_missing_count(const tc_pred_device_t *d, tc_pred_missing_t *out);
+
+/* The `agent bench` command line that measures what `d` lacks (with
+ * `--ops all` when matmuls are missing). */
+int tc_predict_bench_command(const tc_pred_device_t *d, const tc_pred_request_t *req,
+                             const char *model_spec, char *buf, size_t size);
+
+/* The note of a device that still lacks benchmarks: how many configs and
+ * measurements of each kind, `why` (appended as it is, may be NULL), where
+ * and what to run. */
+int tc_predict_missing_note(const tc_pred_device_t *d, const tc_pred_request_t *req,
+                            const char *model_spec, const char *why, char *buf, size_t size);
+
+/* The BenchRequest (packed, *buf malloc'ed; NULL when nothing is missing)
+ * that measures what `d` lacks in direction `dir`: its convs in configs,
+ * its matmuls in matmuls, under the fit's conv policy; *n_convs and
+ * *n_matmuls count them. */
+int tc_predict_bench_request(const tc_pred_device_t *d, Traincast__V1__Direction dir,
+                             uint8_t **buf, size_t *len, size_t *n_convs, size_t *n_matmuls);
 
 #endif

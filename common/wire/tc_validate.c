@@ -659,12 +659,17 @@ int tc_validate_bench_request(const Traincast__V1__BenchRequest *r, const char *
         return s_field_bad(path, "", "is missing");
     CHECK(s_job_id(path, r->job_id));
     CHECK(s_field_name(path, "device_uuid", r->device_uuid, 1));
-    if (r->n_configs == 0)
-        return s_field_bad(path, "configs", "must not be empty");
+    if (r->n_configs == 0 && r->n_matmuls == 0)
+        return s_field_bad(path, "configs", "must not be empty (nor matmuls)");
     CHECK(s_field_count(path, "configs", r->n_configs));
+    CHECK(s_field_count(path, "matmuls", r->n_matmuls));
     for (size_t i = 0; i < r->n_configs; i++) {
         snprintf(sub, sizeof sub, "%s.configs[%zu]", path, i);
         CHECK(tc_validate_conv_config(r->configs[i], sub, 1));
+    }
+    for (size_t i = 0; i < r->n_matmuls; i++) {
+        snprintf(sub, sizeof sub, "%s.matmuls[%zu]", path, i);
+        CHECK(tc_validate_matmul_config(r->matmuls[i], sub, 1));
     }
     if (r->n_directions > 3)
         return s_field_bad(path, "directions", "has %zu items, at most 3", r->n_directions);

@@ -30,7 +30,35 @@ static int s_devices(void *ctx, Traincast__V1__Device *const **devices, size_t *
     return 0;
 }
 
-/* Emits one ConvResults per requested config with made-up times. */
+/* One ConvResults of the request's matmuls (matmul_results), made-up
+ * times. */
+static int s_bench_matmuls(const Traincast__V1__BenchRequest *req, tc_job_t *job)
+{
+    Traincast__V1__ConvResult r[4], *rp[4];
+    size_t n = req->n_matmuls < 4 ? req->n_matmuls : 4;
+    for (size_t i = 0; i < n; i++) {
+        traincast__v1__conv_result__init(&r[i]);
+        r[i].matmul = req->matmuls[i];
+        r[i].direction = TRAINCAST__V1__DIRECTION__DIRECTION_FWD;
+        r[i].policy = req->policy ? req->policy : TRAINCAST__V1__POLICY__POLICY_HEURISTIC;
+        r[i].algo = "addmm";
+        r[i].median_ms = r[i].min_ms = r[i].max_ms = 0.5;
+        r[i].repetitions = 1;
+        rp[i] = &r[i];
+    }
+    Traincast__V1__ConvResults cr = TRAINCAST__V1__CONV_RESULTS__INIT;
+    cr.device = &s_dev;
+    cr.backend = "test";
+    cr.n_matmul_results = n;
+    cr.matmul_results = rp;
+    tc_envelope_t env = TRAINCAST__V1__ENVELOPE__INIT;
+    env.body_case = TRAINCAST__V1__ENVELOPE__BODY_CONV_RESULTS;
+    env.conv_results = &cr;
+    return n ? tc_job_emit(job, &env) : 0;
+}
+
+/* Emits one ConvResults per requested config with made-up times (the
+ * matmuls' first, in one). */
 static int s_bench(void *ctx, const Traincast__V1__BenchRequest *req, tc_job_t *job)
 {
     (void)ctx;
@@ -39,6 +67,9 @@ static int s_bench(void *ctx, const Traincast__V1__BenchRequest *req, tc_job_t *
             return tc_fail(TC_EINTR, "cancelled");
         tc_test_sleep_ms(50);
     }
+    int mrc = s_bench_matmuls(req, job);
+    if (mrc < 0)
+        return mrc;
     for (size_t i = 0; i < req->n_configs; i++) {
         Traincast__V1__ConvResult r = TRAINCAST__V1__CONV_RESULT__INIT;
         Traincast__V1__ConvResult *rp = &r;
@@ -137,6 +168,8 @@ static bool s_wait_state(tc_bed_t *bed, const char *job_id, const char *want, in
  * often be stored before some of its results if the aggregator did not keep
  * an agent's job progress behind its earlier messages. */
 #define S_BENCH_CONFIGS 48
+/* And matmul configs beside them (BenchRequest.matmuls). */
+#define S_BENCH_MATMULS 2
 
 static void s_enqueue(tc_bed_t *bed, const char *kind, char job_id[TC_MSGID_LEN + 1])
 {
@@ -155,12 +188,27 @@ static void s_enqueue(tc_bed_t *bed, const char *kind, char job_id[TC_MSGID_LEN 
         cfg[i].layout = TRAINCAST__V1__LAYOUT__LAYOUT_NCHW;
         cp[i] = &cfg[i];
     }
+    Traincast__V1__MatmulConfig mm[S_BENCH_MATMULS], *mp[S_BENCH_MATMULS];
+    for (int i = 0; i < S_BENCH_MATMULS; i++) {
+        traincast__v1__matmul_config__init(&mm[i]);
+        mm[i].minibatch = 8;
+        mm[i].batch = 1;
+        mm[i].m = 50;
+        mm[i].n = 3072u + (unsigned)i;
+        mm[i].k = 768;
+        mm[i].minibatch_in = 1;
+        mm[i].trans_b = mm[i].weight = mm[i].bias = 1;
+        mm[i].dtype = TRAINCAST__V1__DTYPE__DTYPE_FP32;
+        mp[i] = &mm[i];
+    }
     uint8_t buf[16384];
     size_t len;
     if (!strcmp(kind, "bench")) {
         Traincast__V1__BenchRequest r = TRAINCAST__V1__BENCH_REQUEST__INIT;
         r.configs = cp;
         r.n_configs = S_BENCH_CONFIGS;
+        r.matmuls = mp;
+        r.n_matmuls = S_BENCH_MATMULS;
         r.policy = TRAINCAST__V1__POLICY__POLICY_HEURISTIC;
         len = traincast__v1__bench_request__pack(&r, buf);
     } else {
@@ -258,6 +306,11 @@ Test(jobs, dispatched_run_and_recorded, .timeout = 240)
     cr_expect_eq(tc_bed_count(&bed, "SELECT count(*) FROM conv_results r JOIN devices d USING "
                                     "(device_id) WHERE d.uuid = 'test-cpu-uuid'"),
                  S_BENCH_CONFIGS, "the job was done before all its results were stored");
+    /* The request's matmuls went to the agent with it (the stored request
+     * dispatched as it was queued), their results to matmul_results. */
+    cr_expect_eq(tc_bed_count(&bed, "SELECT count(*) FROM matmul_results r JOIN devices d USING "
+                                    "(device_id) WHERE d.uuid = 'test-cpu-uuid'"),
+                 S_BENCH_MATMULS, "the request's matmuls were not measured and stored");
     char q[256];
     snprintf(q, sizeof q,
              "SELECT count(*) FROM job_events WHERE job_id = '%s' AND state = 'running'",

@@ -3,6 +3,8 @@
  * budget, results kept in the journal, resumed from there (also after a
  * restart, and after a crash that tore the last one), and sent again when
  * the aggregator asks for them. */
+#include "bench_jobs.h"
+#include "device.h"
 #include "jobs.h"
 #include "journal.h"
 #include "tc_error.h"
@@ -101,8 +103,9 @@ static size_t s_spooled_results(tc_journal_t *sp, const char *uuid, char (*ids)[
         cr_assert_eq(tc_validate_envelope(env), 0, "%s", tc_errmsg());
         cr_assert_str_eq(env->agent_id, "agent-b");
         if (env->body_case == TRAINCAST__V1__ENVELOPE__BODY_CONV_RESULTS) {
-            cr_assert_str_eq(env->conv_results->device->uuid, uuid);
-            cr_assert_eq(env->conv_results->results[0]->policy,
+            const Traincast__V1__ConvResults *cr = env->conv_results;
+            cr_assert_str_eq(cr->device->uuid, uuid);
+            cr_assert_eq(cr->n_results ? cr->results[0]->policy : cr->matmul_results[0]->policy,
                          TRAINCAST__V1__POLICY__POLICY_HEURISTIC);
             if (n < max)
                 memcpy(ids[n], all[i], sizeof ids[n]);
@@ -146,12 +149,24 @@ static int s_idcmp(const void *a, const void *b)
     return strcmp(a, b);
 }
 
-/* A BenchRequest envelope for two small configs, all directions. */
-static void s_request(const char *job_id, const char *uuid, uint8_t **buf, size_t *len,
-                      tc_envelope_t **env)
+/* A BenchRequest envelope for n_convs (up to 2) small conv configs and
+ * n_matmuls (up to 2) small matmul configs (a Linear's), all directions. */
+static void s_request_ops(const char *job_id, const char *uuid, size_t n_convs,
+                          size_t n_matmuls, uint8_t **buf, size_t *len, tc_envelope_t **env)
 {
     Traincast__V1__ConvConfig cfg[2], *cp[2];
+    Traincast__V1__MatmulConfig mm[2], *mp[2];
     for (int i = 0; i < 2; i++) {
+        traincast__v1__matmul_config__init(&mm[i]);
+        mm[i].minibatch = 2;
+        mm[i].batch = 1;
+        mm[i].m = 4;
+        mm[i].n = 16u << i;
+        mm[i].k = 8;
+        mm[i].minibatch_in = 1;
+        mm[i].trans_b = mm[i].weight = mm[i].bias = 1;
+        mm[i].dtype = TRAINCAST__V1__DTYPE__DTYPE_FP32;
+        mp[i] = &mm[i];
         traincast__v1__conv_config__init(&cfg[i]);
         cfg[i].n = 2;
         cfg[i].c = cfg[i].k = 8u << i;
@@ -168,7 +183,9 @@ static void s_request(const char *job_id, const char *uuid, uint8_t **buf, size_
     r.job_id = (char *)job_id;
     r.device_uuid = (char *)uuid;
     r.configs = cp;
-    r.n_configs = 2;
+    r.n_configs = n_convs;
+    r.matmuls = mp;
+    r.n_matmuls = n_matmuls;
     tc_envelope_t e = TRAINCAST__V1__ENVELOPE__INIT;
     e.body_case = TRAINCAST__V1__ENVELOPE__BODY_BENCH_REQUEST;
     e.bench_request = &r;
@@ -176,6 +193,13 @@ static void s_request(const char *job_id, const char *uuid, uint8_t **buf, size_
     tc_envelope_stamp(&e, "aggregator", id);
     cr_assert_eq(tc_envelope_pack(&e, buf, len), 0);
     cr_assert_eq(tc_envelope_unpack(*buf, *len, 0, env), 0);
+}
+
+/* A BenchRequest envelope for two small conv configs, all directions. */
+static void s_request(const char *job_id, const char *uuid, uint8_t **buf, size_t *len,
+                      tc_envelope_t **env)
+{
+    s_request_ops(job_id, uuid, 2, 0, buf, len, env);
 }
 
 Test(bench_job, a_request_is_measured_once_and_answered_again_from_the_results, .timeout = 180)
@@ -350,4 +374,112 @@ Test(bench_job, results_go_out_several_per_message, .timeout = 180)
     tc_envelope_free(&env);
     free(buf);
     s_agent_free(&a);
+}
+
+/* The results of the ConvResults messages waiting in the journal, by list:
+ * convs and matmuls (each a matmul key: n and direction, told apart). */
+static void s_count_results(tc_journal_t *sp, size_t *convs, size_t *matmuls, char seen[][32],
+                            size_t max)
+{
+    size_t total = tc_journal_waiting(sp);
+    char (*all)[TC_MSGID_LEN + 1] = calloc(total + 1, sizeof *all);
+    cr_assert_eq(tc_journal_oldest(sp, all, total), total);
+    *convs = *matmuls = 0;
+    for (size_t i = 0; i < total; i++) {
+        tc_envelope_t *e = tc_test_journal_envelope(sp, all[i]);
+        cr_assert_eq(tc_validate_envelope(e), 0, "%s", tc_errmsg());
+        if (e->body_case == TRAINCAST__V1__ENVELOPE__BODY_CONV_RESULTS) {
+            const Traincast__V1__ConvResults *cr = e->conv_results;
+            *convs += cr->n_results;
+            for (size_t r = 0; r < cr->n_matmul_results; r++) {
+                const Traincast__V1__ConvResult *x = cr->matmul_results[r];
+                cr_assert_not_null(x->matmul);
+                cr_assert_null(x->config);
+                cr_assert_eq(x->matmul->minibatch, 2);
+                cr_assert_gt(x->median_ms, 0);
+                cr_assert_str_eq(x->algo, "addmm", "a Linear with a bias: %s", x->algo);
+                cr_assert_lt(*matmuls, max, "more matmul results than asked for");
+                snprintf(seen[*matmuls], 32, "%u %d", x->matmul->n, (int)x->direction);
+                for (size_t k = 0; k < *matmuls; k++)
+                    cr_assert_str_neq(seen[k], seen[*matmuls], "result %s sent twice", seen[k]);
+                (*matmuls)++;
+            }
+        }
+        tc_envelope_free(&e);
+        tc_journal_ack(sp, all[i]);
+    }
+    free(all);
+}
+
+/* A request with matmuls beside a conv: each measured on the cpu device's
+ * matmul path (one GEMM per direction) and sent in matmul_results, as
+ * `agent bench --ops matmul` sends them; kept, and sent again, not
+ * measured again, when asked a second time. */
+Test(bench_job, a_request_with_matmuls_is_measured_into_matmul_results, .timeout = 180)
+{
+    s_agent_t a;
+    s_agent(&a);
+    char uuid[128], msg[1024];
+    snprintf(uuid, sizeof uuid, "%s", a.dev->uuid);
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    tc_envelope_t *env = NULL;
+    s_request_ops("job-mm", uuid, 1, 2, &buf, &len, &env);
+    cr_assert_eq(tc_jobs_submit(a.jobs, env), 0, "%s", tc_errmsg());
+    cr_assert_eq(s_wait(a.jobs, msg, sizeof msg), 0, "%s", msg);
+    size_t convs = 0, matmuls = 0;
+    char seen[8][32];
+    s_count_results(a.sp, &convs, &matmuls, seen, 8);
+    cr_assert_eq(convs, 3, "1 conv config x 3 directions");
+    cr_assert_eq(matmuls, 6, "2 matmul configs x 3 directions");
+    s_file_t f;
+    s_read_kept(&a, uuid, &f);
+    cr_assert_eq(f.n, 9, "one result per message: %zu kept", f.n);
+
+    /* Matmuls alone, asked again: sent again from what was kept. */
+    tc_envelope_free(&env);
+    free(buf);
+    s_request_ops("job-mm-2", uuid, 0, 2, &buf, &len, &env);
+    cr_assert_eq(tc_jobs_submit(a.jobs, env), 0, "%s", tc_errmsg());
+    cr_assert_eq(s_wait(a.jobs, msg, sizeof msg), 0, "%s", msg);
+    s_count_results(a.sp, &convs, &matmuls, seen, 8);
+    cr_assert_eq(convs, 0);
+    cr_assert_eq(matmuls, 6, "the matmul results sent again");
+    s_read_kept(&a, uuid, &f);
+    cr_assert_eq(f.n, 9, "nothing measured twice");
+    tc_envelope_free(&env);
+    free(buf);
+    s_agent_free(&a);
+}
+
+/* On a device whose backend benchmarks no matmuls, a request's matmuls are
+ * not dropped silently: the job fails naming them and the backend. */
+Test(bench_job, matmuls_on_a_backend_without_them_fail_the_job_naming_them, .timeout = 60)
+{
+    const tc_backend_iface_t *const *b = tc_backends();
+    const tc_backend_iface_t *none = NULL;
+    for (size_t i = 0; b[i] && !none; i++)
+        if (!b[i]->matmul_create)
+            none = b[i];
+    if (!none)
+        cr_skip_test("every backend of this build benchmarks matmuls");
+    tc_job_settings_t js = {.device = "cpu", .threads = 1, .budget_ms = 5, .max_reps = 3};
+    tc_bench_jobs_t *bj = NULL;
+    cr_assert_eq(tc_bench_jobs_new(&js, &bj), 0, "%s", tc_errmsg());
+    tc_agent_device_t ad = {.threads = 0};
+    snprintf(ad.spec, sizeof ad.spec, "%s:0", none->kind);
+    snprintf(ad.why, sizeof ad.why, "not opened by this test");
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    tc_envelope_t *env = NULL;
+    s_request_ops("job-mm-none", "gpu-1", 0, 2, &buf, &len, &env);
+    cr_assert_eq(tc_bench_jobs_request(bj, &ad, env->bench_request, NULL), TC_EUNSUPPORTED);
+    cr_assert(strstr(tc_errmsg(), "6 matmul items (2 configs) of this request cannot be "
+                                  "measured"),
+              "%s", tc_errmsg());
+    cr_assert(strstr(tc_errmsg(), "benchmarks no matmuls"), "%s", tc_errmsg());
+    cr_assert(strstr(tc_errmsg(), none->kind), "%s", tc_errmsg());
+    tc_envelope_free(&env);
+    free(buf);
+    tc_bench_jobs_destroy(&bj);
 }

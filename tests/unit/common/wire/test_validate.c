@@ -257,6 +257,82 @@ Test(validate, job_requests, .timeout = 10)
     cr_assert(strstr(tc_errmsg(), "bench_request.configs"), "%s", tc_errmsg());
 }
 
+/* A BenchRequest of matmuls: alone or beside convs, each key checked as a
+ * matmul result's (with its mini-batch); neither list is no request. */
+Test(validate, bench_request_with_matmuls, .timeout = 10)
+{
+    Traincast__V1__MatmulConfig mm[2], *mp[2];
+    for (int i = 0; i < 2; i++) {
+        traincast__v1__matmul_config__init(&mm[i]);
+        mm[i].minibatch = 8;
+        mm[i].batch = 1;
+        mm[i].m = 50;
+        mm[i].n = 3072;
+        mm[i].k = 768;
+        mm[i].minibatch_in = 1;
+        mm[i].trans_b = mm[i].weight = mm[i].bias = 1;
+        mm[i].dtype = TRAINCAST__V1__DTYPE__DTYPE_FP32;
+        mp[i] = &mm[i];
+    }
+    Traincast__V1__ConvConfig cc = TRAINCAST__V1__CONV_CONFIG__INIT, *cp = &cc;
+    cc.n = 8;
+    cc.c = cc.k = 16;
+    cc.h = cc.w = 8;
+    cc.r = cc.s = 3;
+    cc.pad_h = cc.pad_w = 1;
+    cc.stride_h = cc.stride_w = cc.dilation_h = cc.dilation_w = cc.groups = 1;
+    cc.dtype = TRAINCAST__V1__DTYPE__DTYPE_FP32;
+    cc.layout = TRAINCAST__V1__LAYOUT__LAYOUT_NCHW;
+
+    tc_envelope_t *env = tc_test_envelope("aggregator");
+    Traincast__V1__BenchRequest br = TRAINCAST__V1__BENCH_REQUEST__INIT;
+    br.job_id = "job-3";
+    br.device_uuid = "cpu-1";
+    br.matmuls = mp;
+    br.n_matmuls = 2;
+    env->body_case = TRAINCAST__V1__ENVELOPE__BODY_BENCH_REQUEST;
+    env->bench_request = &br;
+    cr_assert_eq(tc_validate_envelope(env), 0, "matmuls alone: %s", tc_errmsg());
+    br.configs = &cp;
+    br.n_configs = 1;
+    cr_assert_eq(tc_validate_envelope(env), 0, "beside a conv: %s", tc_errmsg());
+    br.n_configs = 0;
+    br.n_matmuls = 0;
+    s_refused(env, "bench_request.configs", "must not be empty (nor matmuls)");
+    br.n_matmuls = 2;
+
+    /* The key at its mini-batch, as in a result. */
+    mm[1].minibatch = 0;
+    s_refused(env, "bench_request.matmuls[1].minibatch", "between 1 and");
+    mm[1].minibatch = TC_MAX_BATCH + 1;
+    s_refused(env, "bench_request.matmuls[1].minibatch", "between 1 and");
+    mm[1].minibatch = 8;
+    mm[1].n = 0;
+    s_refused(env, "bench_request.matmuls[1].n", "between 1 and");
+    mm[1].n = 3072;
+    mm[1].minibatch_in = 7;
+    s_refused(env, "bench_request.matmuls[1].minibatch_in", "got 7");
+    mm[1].minibatch_in = 1;
+    mm[1].m = mm[1].k = TC_MAX_DIM;
+    mm[1].minibatch = TC_MAX_BATCH;
+    s_refused(env, "bench_request.matmuls[1].m", "makes A");
+    mm[1].m = 50;
+    mm[1].k = 768;
+    mm[1].minibatch = 8;
+    mm[0].dtype = (Traincast__V1__DType)42;
+    s_refused(env, "bench_request.matmuls[0].dtype", "got 42");
+    mm[0].dtype = TRAINCAST__V1__DTYPE__DTYPE_FP32;
+    mp[1] = NULL;
+    s_refused(env, "bench_request.matmuls[1]", "is missing");
+    mp[1] = &mm[1];
+    cr_assert_eq(tc_validate_envelope(env), 0, "%s", tc_errmsg());
+
+    /* Borrowed: not freed with the envelope. */
+    env->bench_request = NULL;
+    env->body_case = TRAINCAST__V1__ENVELOPE__BODY__NOT_SET;
+    tc_envelope_free(&env);
+}
+
 /* Matmul results: a list of their own beside the convs, each keyed by a
  * MatmulConfig instead of a ConvConfig; either list alone is a message. */
 Test(validate, matmul_results, .timeout = 10)
