@@ -303,6 +303,10 @@ static void s_json_points(tc_buf_t *b, const tc_fit_group_t *g, const tc_fit_run
                       pt->traces);
         tc_buf_json_num(b, d->measured[i]);
         tc_buf_puts(b, ", \"conv_ms\": ");
+        tc_buf_json_num(b, pt->conv_ms);
+        tc_buf_puts(b, ", \"matmul_ms\": ");
+        tc_buf_json_num(b, g->matmuls ? pt->matmul_ms : NAN);
+        tc_buf_puts(b, ", \"bench_ms\": "); /* what the regression did not predict */
         tc_buf_json_num(b, d->conv[i]);
         tc_buf_puts(b, ", \"held_out_ms\": ");
         tc_buf_json_num(b, a->held_out[i]);
