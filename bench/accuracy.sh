@@ -20,7 +20,8 @@
 # PostgreSQL (deploy/pg-local.sh, in the study's directory), `aggregator
 # serve` with CURVE keys, `agent push`, `aggregator fit` and `aggregator
 # validate --format json` with every hold-out (one CNN, one family, one batch
-# size) and statistic (median, p10, min). The report (bench/accuracy_report.py)
+# size) and statistic (median, p10, min), and, where the models' matmuls are
+# benchmarked, with them regressed instead (--regress-matmuls). The report (bench/accuracy_report.py)
 # gives per device and input size the nested leave-one-CNN-out and
 # leave-one-family-out errors, per-family errors, unseen batch sizes, the
 # spread, interval coverage and width, the baseline (the published method's
@@ -445,6 +446,7 @@ analyses=(
     "memory|--candidates $memory_candidates"
     "baseline|--features $baseline_features --forms ols --weightings none"
     "disturbed|--include-disturbed"
+    "regress-matmuls|--regress-matmuls"
 )
 val_st=0
 validate_args=()
@@ -456,6 +458,11 @@ for entry in "${analyses[@]}"; do
     # shellcheck disable=SC2086
     TRAINCAST_PROGRESS=plain "$aggregator" validate --db "$dsn" --format json $args \
         >"$dir/validate-$name.json" 2>"$dir/logs/validate-$name.err" || st=$?
+    if [ "$name" = regress-matmuls ] && [ "$st" -eq 0 ] &&
+        ! grep -q '"benchmarked": "conv,matmul"' "$dir/validate-main.json" 2>/dev/null; then
+        rm -f "$dir/validate-$name.json" # the same analysis as main: nothing was benchmarked
+        continue
+    fi
     if [ "$st" -ne 0 ]; then
         log "aggregator validate ($name) failed (exit $st): $(tail -n 1 "$dir/logs/validate-$name.err")"
         [ "$name" = main ] && val_st=$st
