@@ -422,6 +422,24 @@ Test(benchset, matmuls_round_trip_and_fit_alike, .init = s_setup, .timeout = 600
     cr_expect_eq(s_count(s_dst, "SELECT count(*) FROM imports WHERE stored = 0 AND "
                                 "duplicates > 0"),
                  1);
+
+    /* A database that imported the models before their matmuls were listed
+     * gets the lists from a set that has them. */
+    char old[1200], late[1024];
+    snprintf(old, sizeof old, "%s/unlisted.tcset", s_dir);
+    tc_test_sql(s_src, "UPDATE models SET matmuls_listed = false");
+    snprintf(args, sizeof args, "export --device all --out %s --source lab-a", old);
+    s_run(s_src, args, 0, out, sizeof out);
+    tc_test_sql(s_src, "UPDATE models SET matmuls_listed = model_id <> "
+                       "'torchvision:oldagent@32'");
+    s_fresh("set_late", late, sizeof late);
+    snprintf(args, sizeof args, "import %s", old);
+    s_run(late, args, 0, out, sizeof out);
+    cr_expect_eq(s_count(late, "SELECT count(*) FROM models WHERE matmuls_listed"), 0);
+    snprintf(args, sizeof args, "import %s", set);
+    s_run(late, args, 0, out, sizeof out);
+    cr_expect_eq(s_matmul_digest(late, "lists"), s_matmul_digest(s_src, "lists"));
+    cr_expect_eq(s_matmul_digest(late, "results"), s_matmul_digest(s_src, "results"));
 }
 
 Test(benchset, damaged_sets_store_nothing_and_name_the_record, .init = s_setup, .timeout = 600)

@@ -200,8 +200,12 @@ static size_t s_ints(s_pool_t *pool, const char *text, int64_t **out)
 
 /* A deterministic message id for a model graph (the same model exported
  * twice is the same message, so a second import stores nothing): a ULID
- * whose 130 bits come from SHA-256 of the model id and its source hash. */
-static void s_model_msgid(const char *model_id, const char *sha, char out[TC_MSGID_LEN + 1])
+ * whose 130 bits come from SHA-256 of the model id and its source hash,
+ * and, for a graph that lists its matmuls, a mark of that: a graph exported
+ * before its matmuls were listed (or by a traincast that did not list them)
+ * is another message, so that an importer that holds it stores the list. */
+static void s_model_msgid(const char *model_id, const char *sha, bool matmuls_listed,
+                          char out[TC_MSGID_LEN + 1])
 {
     static const char b32[] = "0123456789ABCDEFGHJKMNPQRSTVWXYZ";
     tc_sha256_t h;
@@ -210,6 +214,8 @@ static void s_model_msgid(const char *model_id, const char *sha, char out[TC_MSG
     tc_sha256_update(&h, "traincast model graph\n", 22);
     tc_sha256_update(&h, model_id, strlen(model_id) + 1);
     tc_sha256_update(&h, sha ? sha : "", strlen(sha ? sha : ""));
+    if (matmuls_listed)
+        tc_sha256_update(&h, "\nmatmuls listed", 15);
     tc_sha256_final(&h, d);
     /* 3 bits for the first character (a ULID starts at most with 7), then
      * 25 characters of 5 bits. */
@@ -341,7 +347,7 @@ static int s_export_models(tc_store_t *s, const char *const *params, tc_store_en
                 g->convs[i] = u;
             }
             s_model_matmuls(&pool, models, m, matmuls, g);
-            s_model_msgid(g->model_id, g->source_sha256, msgid);
+            s_model_msgid(g->model_id, g->source_sha256, g->matmuls_listed, msgid);
             env->message_id = msgid;
             env->agent_id = (char *)"traincast-export";
             env->sent_at_us = s_ll(models, m, 8);
