@@ -269,9 +269,9 @@ static int s_export_models(tc_store_t *s, const char *const *params, tc_store_en
     PGresult *models = NULL;
     int rc = tc_store_query(s, &models, "reading the set's models",
                             "SELECT model_id, name, input_c, input_h, input_w, params, flops, "
-                            "source_sha256, " TC_SQL_US("stored_at") ", matmuls_listed FROM models WHERE "
-                            "model_id IN (SELECT t.model_id FROM traces t WHERE t.device_id IN "
-                            TC_SQL_SET_DEVICES ") ORDER BY model_id",
+                            "source_sha256, " TC_SQL_US("stored_at") ", matmuls_listed FROM "
+                            "models WHERE model_id IN (SELECT t.model_id FROM traces t WHERE "
+                            "t.device_id IN " TC_SQL_SET_DEVICES ") ORDER BY model_id",
                             1, params);
     for (int m = 0; rc == 0 && m < PQntuples(models); m++) {
         s_pool_t pool = {0};
