@@ -1,6 +1,7 @@
-/* aggregator export: some device classes' conv benchmarks (with every
- * sample), traces (with every iteration) and the model graphs those need,
- * as a self-describing, versioned benchmark set (docs/benchmark-sets.md). */
+/* aggregator export: some device classes' conv and matmul benchmarks (with
+ * every sample), traces (with every iteration) and the model graphs those
+ * need, as a self-describing, versioned benchmark set
+ * (docs/benchmark-sets.md). */
 #include "benchset.h"
 #include "cli_db.h"
 #include "commands.h"
@@ -135,9 +136,9 @@ int tc_cmd_export(int argc, char **argv)
     };
     const tc_cmd_spec_t spec = {
         .prog = "aggregator export",
-        .summary = "Write the conv benchmarks (with every sample), traces (with every "
-                   "iteration) and model graphs\nof some device classes as a benchmark set "
-                   "that 'aggregator import' loads into another\ntraincast database.",
+        .summary = "Write the conv and matmul benchmarks (with every sample), traces (with "
+                   "every iteration)\nand model graphs of some device classes as a benchmark "
+                   "set that 'aggregator import'\nloads into another traincast database.",
         .max_positional = 0,
         .config_file = true,
         .epilog = "The set is one file: a header (format version, traincast and schema version, "

@@ -234,8 +234,8 @@ int tc_cmd_import(int argc, char **argv)
     const tc_cmd_spec_t spec = {
         .prog = "aggregator import",
         .summary = "Load a benchmark set written by 'aggregator export' in another traincast "
-                   "database: its\ndevices, conv benchmarks, traces and model graphs. Its "
-                   "devices can then be fitted and\npredicted like local ones; 'aggregator "
+                   "database: its\ndevices, conv and matmul benchmarks, traces and model graphs. "
+                   "Its devices can then be\nfitted and predicted like local ones; 'aggregator "
                    "status' shows where they came from.",
         .positional = "FILE",
         .min_positional = 1,

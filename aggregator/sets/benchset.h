@@ -38,8 +38,8 @@ typedef struct {
     const char *exported_at;       /* ISO 8601 UTC */
     long long records;             /* envelopes that follow */
     /* The devices: a JSON array of objects (name, uuid, kind, conv_results,
-     * traces, last_seen), as the writer got it (already JSON text); as read,
-     * their names only. */
+     * matmul_results, traces, last_seen), as the writer got it (already JSON
+     * text); as read, their names only. */
     const char *devices_json;
     const char *models_json;       /* a JSON array of model ids */
     /* As read: when the exporting database last heard of each device, a JSON

@@ -1,8 +1,9 @@
 /* aggregator export and import between two real databases: a benchmark set
- * carries a device's results exactly (every sample and iteration), the
- * imported device fits and predicts like a local one, a second import
- * stores nothing, a clashing device is renamed, and a truncated, corrupt or
- * newer set stores nothing and says why. */
+ * carries a device's results exactly (every sample and iteration, conv and
+ * matmul results, the models' conv and matmul lists), the imported device
+ * fits and predicts like a local one, a second import stores nothing, a
+ * clashing device is renamed, and a truncated, corrupt or newer set stores
+ * nothing and says why. */
 #include "benchset.h"
 #include "store.h"
 #include "tc_error.h"
@@ -248,6 +249,197 @@ static size_t s_record_at(const unsigned char *b, size_t n, int k)
         off += 5 + len + 8;
     }
     return off;
+}
+
+/* The matmuls stored about the devices, as one digest: every result by its
+ * key and values, and each model's matmul list with whether its agent
+ * listed them. */
+static long long s_matmul_digest(const char *dsn, const char *what)
+{
+    char sql[2048];
+    if (!strcmp(what, "results"))
+        snprintf(sql, sizeof sql,
+                 "SELECT ('x' || substr(md5(string_agg(concat_ws('|', d.name, r.message_id, "
+                 "r.seq, c.batch, c.m, c.n, c.k, c.minibatch_in, c.trans_a, c.trans_b, "
+                 "c.weight, c.bias, c.dtype, r.batch, r.direction, r.policy, r.backend, r.algo, "
+                 "r.route, r.median_ms, r.min_ms, r.max_ms, r.stddev_ms, r.repetitions, "
+                 "r.measured_at, r.samples_ms, r.sample_offsets_us, r.sm_clock_mhz, r.power_w, "
+                 "r.load_others_pct, r.load_steal_pct, r.gpu_other_processes, "
+                 "r.load_threshold_pct, r.remeasured, r.disturbed), ';' ORDER BY r.message_id, "
+                 "r.seq)), 1, 15))::bit(60)::bigint FROM matmul_results r JOIN matmul_configs c "
+                 "USING (config_id) JOIN devices d USING (device_id)");
+    else
+        snprintf(sql, sizeof sql,
+                 "SELECT ('x' || substr(md5(string_agg(concat_ws('|', m.model_id, "
+                 "m.matmuls_listed, (SELECT string_agg(concat_ws(':', c.batch, c.m, c.n, c.k, "
+                 "c.minibatch_in, c.trans_a, c.trans_b, c.weight, c.bias, c.dtype, mm.grad_a, "
+                 "mm.grad_b, mm.multiplicity), ',' ORDER BY c.batch, c.m, c.n, c.k, "
+                 "c.minibatch_in, c.trans_a, c.trans_b, c.weight, c.bias, c.dtype, mm.grad_a, "
+                 "mm.grad_b) FROM model_matmuls mm JOIN matmul_configs c USING (config_id) "
+                 "WHERE mm.model_id = m.model_id)), ';' ORDER BY m.model_id)), 1, 15))"
+                 "::bit(60)::bigint FROM models m");
+    return tc_test_sql_count(dsn, sql);
+}
+
+/* A trace on the slow device of a small model whose graph lists its matmuls
+ * (none) or, as an older agent's, does not. */
+static void s_put_listed_trace(tc_store_t *s, const char *model_id, bool listed)
+{
+    tc_envelope_t *env = tc_test_envelope("agent-fixture");
+    env->body_case = TRAINCAST__V1__ENVELOPE__BODY_TRAIN_TRACE;
+    Traincast__V1__TrainTrace *t = tc_test_trace(tc_law_devices[1].uuid, model_id, 8, 30.0);
+    t->device->name = (char *)tc_law_devices[1].name;
+    t->device->memory_bytes = 64ull << 30;
+    t->graph->matmuls_listed = listed;
+    env->train_trace = t;
+    tc_law_put(s, env);
+}
+
+/* A set carries matmuls: a message of convs and matmuls, messages of
+ * matmuls alone (each with its id, so that importing them again stores
+ * nothing), and the models' matmul lists; the importer stores the same
+ * rows and fits the imported device as the exporter fits it, subtracting
+ * its benchmarked matmuls. */
+Test(benchset, matmuls_round_trip_and_fit_alike, .init = s_setup, .timeout = 600)
+{
+    static char out[1 << 16];
+    const tc_law_device_t *fast = &tc_law_devices[0];
+    tc_store_t *s = NULL;
+    cr_assert_eq(tc_store_open(s_src, &s), 0, "%s", tc_errmsg());
+    /* Every matmul of the traced CNNs (their classifiers) benchmarked on
+     * the fast device, in messages of matmuls alone. */
+    for (size_t i = 0; i < sizeof tc_law_traced / sizeof tc_law_traced[0]; i++) {
+        tc_model_t *m = tc_law_load(tc_law_traced[i]);
+        tc_law_put_matmul_benchmarks(s, m, fast, tc_law_batches, 3);
+        tc_model_destroy(&m);
+    }
+    /* One message of convs and matmuls, one matmul an attention's batched
+     * product, with the load it was measured under. */
+    tc_envelope_t *env = tc_test_envelope("agent-mixed");
+    env->body_case = TRAINCAST__V1__ENVELOPE__BODY_CONV_RESULTS;
+    env->conv_results = tc_test_conv_results(fast->uuid, 2);
+    env->conv_results->device->name = (char *)fast->name;
+    env->conv_results->device->framework = (char *)"pytorch 1.13.1";
+    env->conv_results->device->routing = (char *)"pytorch-1.13-cpu";
+    tc_test_add_matmul_results(env->conv_results, 3);
+    Traincast__V1__ConvResult *att = env->conv_results->matmul_results[2];
+    att->matmul->batch = 12;
+    att->matmul->m = att->matmul->n = 50;
+    att->matmul->k = 64;
+    att->matmul->minibatch_in = 2;
+    att->matmul->weight = att->matmul->bias = false;
+    att->algo = (char *)"bmm";
+    att->route = (char *)"naive";
+    static Traincast__V1__Load load = TRAINCAST__V1__LOAD__INIT;
+    load.others_pct = 3.5;
+    load.threshold_pct = 10;
+    load.remeasured = 1;
+    att->load = &load;
+    tc_law_put(s, env);
+    /* Graphs that list no matmul, and one from an older agent. */
+    s_put_listed_trace(s, "torchvision:nomatmul@32", true);
+    s_put_listed_trace(s, "torchvision:oldagent@32", false);
+    tc_store_destroy(&s);
+    cr_assert_eq(s_count(s_src, "SELECT count(*) FROM models WHERE model_id = "
+                                "'torchvision:nomatmul@32' AND matmuls_listed"),
+                 1);
+    long long alone = s_count(s_src, "SELECT count(DISTINCT message_id) FROM matmul_results r "
+                                     "WHERE NOT EXISTS (SELECT 1 FROM conv_results c WHERE "
+                                     "c.message_id = r.message_id)");
+    cr_assert_gt(alone, 0);
+
+    char set[1200], args[1400];
+    snprintf(set, sizeof set, "%s/all.tcset", s_dir);
+    snprintf(args, sizeof args, "export --device all --out %s --source lab-a", set);
+    s_run(s_src, args, 0, out, sizeof out);
+    /* The header counts each device's matmul results. */
+    size_t n = 0;
+    unsigned char *b = s_slurp(set, &n);
+    char want[256];
+    snprintf(want, sizeof want, "\"conv_results\": %lld, \"matmul_results\": %lld,",
+             s_count(s_src, "SELECT count(*) FROM conv_results r JOIN devices d USING "
+                            "(device_id) WHERE d.name = 'Fast Device'"),
+             s_count(s_src, "SELECT count(*) FROM matmul_results r JOIN devices d USING "
+                            "(device_id) WHERE d.name = 'Fast Device'"));
+    cr_assert_not_null(memmem(b, n, want, strlen(want)), "the header lacks %s", want);
+    free(b);
+
+    snprintf(args, sizeof args, "import %s", set);
+    s_run(s_dst, args, 0, out, sizeof out);
+    /* The same rows, by key and values, and the same lists. */
+    cr_expect_gt(s_count(s_dst, "SELECT count(*) FROM matmul_results"), 0);
+    cr_expect_eq(s_count(s_dst, "SELECT count(*) FROM matmul_results"),
+                 s_count(s_src, "SELECT count(*) FROM matmul_results"));
+    cr_expect_eq(s_matmul_digest(s_dst, "results"), s_matmul_digest(s_src, "results"));
+    cr_expect_eq(s_count(s_dst, "SELECT count(*) FROM model_matmuls"),
+                 s_count(s_src, "SELECT count(*) FROM model_matmuls"));
+    cr_expect_eq(s_matmul_digest(s_dst, "lists"), s_matmul_digest(s_src, "lists"));
+    cr_expect_eq(s_count(s_dst, "SELECT count(*) FROM models WHERE matmuls_listed"),
+                 s_count(s_src, "SELECT count(*) FROM models WHERE matmuls_listed"));
+    cr_expect_eq(s_count(s_dst, "SELECT count(*) FROM models WHERE NOT matmuls_listed"), 1,
+                 "the older agent's graph stays without a list");
+    cr_expect_eq(s_digest(s_dst, "Fast Device", "convs"), s_digest(s_src, "Fast Device", "convs"));
+    /* The message of both kinds is one message, and those of matmuls alone
+     * are there as they were. */
+    cr_expect_eq(s_count(s_dst, "SELECT count(DISTINCT message_id) FROM matmul_results r WHERE "
+                                "EXISTS (SELECT 1 FROM conv_results c WHERE c.message_id = "
+                                "r.message_id)"),
+                 1);
+    cr_expect_eq(s_count(s_dst, "SELECT count(DISTINCT message_id) FROM matmul_results r "
+                                "WHERE NOT EXISTS (SELECT 1 FROM conv_results c WHERE "
+                                "c.message_id = r.message_id)"),
+                 alone);
+
+    /* Fitted alike: both subtract the benchmarked matmuls. */
+    const char *fit_sql = "SELECT count(*) FILTER (WHERE matmuls) * 1000000000 + "
+                          "coalesce(sum(round(rse * 1000000)), 0)::bigint FROM fits WHERE device = "
+                          "'Fast Device'";
+    s_run(s_src, "fit --device 'Fast Device'", 0, out, sizeof out);
+    cr_assert(strstr(out, "benchmarked: convs and matmuls"), "%s", out);
+    s_run(s_dst, "fit --device 'Fast Device'", 0, out, sizeof out);
+    cr_assert(strstr(out, "benchmarked: convs and matmuls"), "%s", out);
+    cr_expect_eq(s_count(s_dst, fit_sql), s_count(s_src, fit_sql));
+    cr_expect_eq(s_count(s_dst, "SELECT count(*) FROM fits WHERE matmuls"), 1);
+    cr_expect_eq(s_count(s_dst, "SELECT round(sum(p.matmul_ms) * 1000)::bigint FROM "
+                                "fit_points p JOIN fits f USING (fit_id)"),
+                 s_count(s_src, "SELECT round(sum(p.matmul_ms) * 1000)::bigint FROM "
+                                "fit_points p JOIN fits f USING (fit_id)"));
+
+    /* A new export of the same database: another set, every message of it
+     * already here. */
+    const char *rows_sql = "SELECT (SELECT count(*) FROM matmul_results) + (SELECT count(*) "
+                           "FROM matmul_configs) + (SELECT count(*) FROM model_matmuls) + "
+                           "(SELECT count(*) FROM received_messages)";
+    long long rows = s_count(s_dst, rows_sql);
+    char again[1200];
+    snprintf(again, sizeof again, "%s/again.tcset", s_dir);
+    snprintf(args, sizeof args, "export --device all --out %s --source lab-a", again);
+    s_run(s_src, args, 0, out, sizeof out);
+    snprintf(args, sizeof args, "import %s", again);
+    s_run(s_dst, args, 0, out, sizeof out);
+    cr_assert(strstr(out, "  0 messages stored"), "%s", out);
+    cr_expect_eq(s_count(s_dst, rows_sql), rows);
+    cr_expect_eq(s_count(s_dst, "SELECT count(*) FROM imports WHERE stored = 0 AND "
+                                "duplicates > 0"),
+                 1);
+
+    /* A database that imported the models before their matmuls were listed
+     * gets the lists from a set that has them. */
+    char old[1200], late[1024];
+    snprintf(old, sizeof old, "%s/unlisted.tcset", s_dir);
+    tc_test_sql(s_src, "UPDATE models SET matmuls_listed = false");
+    snprintf(args, sizeof args, "export --device all --out %s --source lab-a", old);
+    s_run(s_src, args, 0, out, sizeof out);
+    tc_test_sql(s_src, "UPDATE models SET matmuls_listed = model_id <> "
+                       "'torchvision:oldagent@32'");
+    s_fresh("set_late", late, sizeof late);
+    snprintf(args, sizeof args, "import %s", old);
+    s_run(late, args, 0, out, sizeof out);
+    cr_expect_eq(s_count(late, "SELECT count(*) FROM models WHERE matmuls_listed"), 0);
+    snprintf(args, sizeof args, "import %s", set);
+    s_run(late, args, 0, out, sizeof out);
+    cr_expect_eq(s_matmul_digest(late, "lists"), s_matmul_digest(s_src, "lists"));
+    cr_expect_eq(s_matmul_digest(late, "results"), s_matmul_digest(s_src, "results"));
 }
 
 Test(benchset, damaged_sets_store_nothing_and_name_the_record, .init = s_setup, .timeout = 600)

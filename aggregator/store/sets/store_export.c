@@ -1,16 +1,18 @@
 /* Exporting benchmark sets (store_set.h): the export's read-only
  * transaction, the set's summary, and its stored results listed as the
- * messages that brought them, in the order they were stored: model graphs,
- * conv results with their algorithm timings, and training traces, each
- * rebuilt in a pool freed once the message has been handed on. One subject,
- * over 600 lines: the queries and the rebuilding of what they read are read
- * together. */
+ * messages that brought them, in the order they were stored: model graphs
+ * (with their conv and matmul lists), conv results with their algorithm
+ * timings and the matmul results of the same messages, and training traces,
+ * each rebuilt in a pool freed once the message has been handed on. One
+ * subject, over 800 lines: the queries and the rebuilding of what they read
+ * are read together. */
 #include "store_set.h"
 
 #include "store_internal.h"
 
 #include "tc_buf.h"
 #include "tc_error.h"
+#include "tc_matmul_key.h"
 #include "tc_sha256.h"
 #include "tc_validate.h"
 
@@ -144,6 +146,15 @@ static void s_conv_key(PGresult *res, int r, int col, Traincast__V1__ConvConfig 
 #undef X
 }
 
+/* The matmul key from columns col.. (as TC_SQL_MATMUL_KEY_COLS selects it):
+ * the proto's fields have the key's names. */
+static void s_matmul_key(PGresult *res, int r, int col, Traincast__V1__MatmulConfig *c)
+{
+#define X(x, y, name, kind, first) s_key_##kind(res, r, col++, &c->name);
+    TC_MATMUL_KEY(X, , )
+#undef X
+}
+
 /* "1.5,2,3" (array_to_string) into a pooled array. */
 static size_t s_doubles(s_pool_t *pool, const char *text, double **out)
 {
@@ -189,8 +200,12 @@ static size_t s_ints(s_pool_t *pool, const char *text, int64_t **out)
 
 /* A deterministic message id for a model graph (the same model exported
  * twice is the same message, so a second import stores nothing): a ULID
- * whose 130 bits come from SHA-256 of the model id and its source hash. */
-static void s_model_msgid(const char *model_id, const char *sha, char out[TC_MSGID_LEN + 1])
+ * whose 130 bits come from SHA-256 of the model id and its source hash,
+ * and, for a graph that lists its matmuls, a mark of that: a graph exported
+ * before its matmuls were listed (or by a traincast that did not list them)
+ * is another message, so that an importer that holds it stores the list. */
+static void s_model_msgid(const char *model_id, const char *sha, bool matmuls_listed,
+                          char out[TC_MSGID_LEN + 1])
 {
     static const char b32[] = "0123456789ABCDEFGHJKMNPQRSTVWXYZ";
     tc_sha256_t h;
@@ -199,6 +214,8 @@ static void s_model_msgid(const char *model_id, const char *sha, char out[TC_MSG
     tc_sha256_update(&h, "traincast model graph\n", 22);
     tc_sha256_update(&h, model_id, strlen(model_id) + 1);
     tc_sha256_update(&h, sha ? sha : "", strlen(sha ? sha : ""));
+    if (matmuls_listed)
+        tc_sha256_update(&h, "\nmatmuls listed", 15);
     tc_sha256_final(&h, d);
     /* 3 bits for the first character (a ULID starts at most with 7), then
      * 25 characters of 5 bits. */
@@ -221,20 +238,45 @@ static int s_emit(s_pool_t *pool, tc_envelope_t *env, tc_store_envelope_fn fn, v
     return fn(arg, env);
 }
 
+/* A model's matmul list (model_matmuls, in the key's order) and whether
+ * its agent listed them (models.matmuls_listed, column 9 of `models`). */
+static void s_model_matmuls(s_pool_t *pool, PGresult *models, int m, PGresult *matmuls,
+                            Traincast__V1__ModelGraph *g)
+{
+    g->matmuls_listed = PQgetvalue(models, m, 9)[0] == 't';
+    g->n_matmuls = g->matmuls_listed ? (size_t)PQntuples(matmuls) : 0;
+    g->matmuls = s_alloc(pool, (g->n_matmuls + 1) * sizeof *g->matmuls);
+    for (size_t i = 0; g->matmuls && i < g->n_matmuls; i++) {
+        Traincast__V1__MatmulUsage *u = s_alloc(pool, sizeof *u);
+        Traincast__V1__MatmulConfig *c = s_alloc(pool, sizeof *c);
+        if (!u || !c)
+            return;
+        traincast__v1__matmul_usage__init(u);
+        traincast__v1__matmul_config__init(c);
+        int r = (int)i;
+        s_matmul_key(matmuls, r, 0, c); /* minibatch 0: a model's list has none */
+        u->config = c;
+        u->multiplicity = (uint32_t)s_ll(matmuls, r, TC_MATMUL_KEY_FIELDS);
+        u->grad_a = PQgetvalue(matmuls, r, TC_MATMUL_KEY_FIELDS + 1)[0] == 't';
+        u->grad_b = PQgetvalue(matmuls, r, TC_MATMUL_KEY_FIELDS + 2)[0] == 't';
+        g->matmuls[i] = u;
+    }
+}
+
 static int s_export_models(tc_store_t *s, const char *const *params, tc_store_envelope_fn fn,
                            void *arg)
 {
     PGresult *models = NULL;
     int rc = tc_store_query(s, &models, "reading the set's models",
                             "SELECT model_id, name, input_c, input_h, input_w, params, flops, "
-                            "source_sha256, " TC_SQL_US("stored_at") " FROM models WHERE "
-                            "model_id IN (SELECT t.model_id FROM traces t WHERE t.device_id IN "
-                            TC_SQL_SET_DEVICES ") ORDER BY model_id",
+                            "source_sha256, " TC_SQL_US("stored_at") ", matmuls_listed FROM "
+                            "models WHERE model_id IN (SELECT t.model_id FROM traces t WHERE "
+                            "t.device_id IN " TC_SQL_SET_DEVICES ") ORDER BY model_id",
                             1, params);
     for (int m = 0; rc == 0 && m < PQntuples(models); m++) {
         s_pool_t pool = {0};
         const char *idp[] = {PQgetvalue(models, m, 0)};
-        PGresult *layers = NULL, *convs = NULL;
+        PGresult *layers = NULL, *convs = NULL, *matmuls = NULL;
         rc = tc_store_query(s, &layers, "reading a model's layers",
                             "SELECT name, op, op_class, params, flops, elems_in, elems_out, "
                             "array_to_string(out_shape, ',') FROM model_layers WHERE model_id = "
@@ -246,6 +288,15 @@ static int s_export_models(tc_store_t *s, const char *const *params, tc_store_en
                                 "mc.first_layer FROM model_convs mc JOIN conv_configs c USING "
                                 "(config_id) WHERE mc.model_id = $1 ORDER BY mc.config_id, "
                                 "mc.first_layer",
+                                1, idp);
+        /* In the key's order, so that the same list is the same message
+         * whatever ids its configs have in this database. */
+        if (rc == 0)
+            rc = tc_store_query(s, &matmuls, "reading a model's matmuls",
+                                "SELECT " TC_SQL_MATMUL_KEY_COLS("c.") ", mm.multiplicity, "
+                                "mm.grad_a, mm.grad_b FROM model_matmuls mm JOIN matmul_configs "
+                                "c USING (config_id) WHERE mm.model_id = $1 ORDER BY "
+                                TC_SQL_MATMUL_KEY_COLS("c.") ", mm.grad_a, mm.grad_b",
                                 1, idp);
         Traincast__V1__ModelGraph *g = s_alloc(&pool, sizeof *g);
         tc_envelope_t *env = s_alloc(&pool, sizeof *env);
@@ -295,7 +346,8 @@ static int s_export_models(tc_store_t *s, const char *const *params, tc_store_en
                 u->first_layer = PQgetvalue(convs, r, TC_CONV_KEY_FIELDS + 1)[0] == 't';
                 g->convs[i] = u;
             }
-            s_model_msgid(g->model_id, g->source_sha256, msgid);
+            s_model_matmuls(&pool, models, m, matmuls, g);
+            s_model_msgid(g->model_id, g->source_sha256, g->matmuls_listed, msgid);
             env->message_id = msgid;
             env->agent_id = (char *)"traincast-export";
             env->sent_at_us = s_ll(models, m, 8);
@@ -307,6 +359,7 @@ static int s_export_models(tc_store_t *s, const char *const *params, tc_store_en
         }
         PQclear(layers);
         PQclear(convs);
+        PQclear(matmuls);
         s_pool_free(&pool);
     }
     PQclear(models);
@@ -358,29 +411,91 @@ static const char *s_trace_status_name(int v)
     return tc_trace_status_name((Traincast__V1__TraceStatus)v);
 }
 
+/* A message's matmul results, in their order (seq): their columns are a
+ * conv result's less what only a conv has (algorithm candidates, workspace,
+ * an algorithm id: -1, as the agent sends it). */
+#define TC_SQL_MATMUL_RESULT_COLS                                                              \
+    "r.seq, " TC_SQL_MATMUL_KEY_COLS("c.") ", r.batch, r.direction, r.policy, r.algo, "       \
+    "r.route, r.median_ms, r.min_ms, r.max_ms, r.stddev_ms, r.repetitions, "                 \
+    TC_SQL_US("r.measured_at") ", array_to_string(r.samples_ms, ','), "                      \
+    "array_to_string(r.sample_offsets_us, ','), r.sm_clock_mhz, r.power_w, "                 \
+    "r.load_others_pct, r.load_steal_pct, r.gpu_other_processes, r.load_threshold_pct, "     \
+    "r.remeasured, r.disturbed"
+
+static void s_matmul_results(s_pool_t *pool, PGresult *rows, Traincast__V1__ConvResults *cr)
+{
+    cr->n_matmul_results = (size_t)PQntuples(rows);
+    cr->matmul_results = s_alloc(pool, (cr->n_matmul_results + 1) * sizeof *cr->matmul_results);
+    for (size_t i = 0; cr->matmul_results && i < cr->n_matmul_results; i++) {
+        int r = (int)i;
+        Traincast__V1__ConvResult *x = s_alloc(pool, sizeof *x);
+        Traincast__V1__MatmulConfig *c = s_alloc(pool, sizeof *c);
+        if (!x || !c)
+            return;
+        traincast__v1__conv_result__init(x);
+        traincast__v1__matmul_config__init(c);
+        /* seq, the matmul key, then the result's columns from B on. */
+        enum { B = 1 + TC_MATMUL_KEY_FIELDS };
+        s_matmul_key(rows, r, 1, c);
+        c->minibatch = (uint32_t)s_ll(rows, r, B);
+        x->matmul = c;
+        tc_direction_parse(PQgetvalue(rows, r, B + 1), &x->direction);
+        tc_policy_parse(PQgetvalue(rows, r, B + 2), &x->policy);
+        x->algo = s_str(pool, s_v(rows, r, B + 3));
+        x->algo_id = -1;
+        x->route = s_str(pool, s_v(rows, r, B + 4));
+        x->median_ms = s_d(rows, r, B + 5);
+        x->min_ms = s_d(rows, r, B + 6);
+        x->max_ms = s_d(rows, r, B + 7);
+        x->stddev_ms = s_d(rows, r, B + 8);
+        x->repetitions = (uint32_t)s_ll(rows, r, B + 9);
+        x->measured_at_us = s_ll(rows, r, B + 10);
+        x->n_samples_ms = s_doubles(pool, s_v(rows, r, B + 11), &x->samples_ms);
+        x->n_sample_offsets_us = s_ints(pool, s_v(rows, r, B + 12), &x->sample_offsets_us);
+        x->sm_clock_mhz = (uint32_t)s_ll(rows, r, B + 13);
+        x->power_w = s_d(rows, r, B + 14);
+        x->load = s_load(pool, rows, r, B + 15);
+        cr->matmul_results[i] = x;
+    }
+}
+
+/* One ConvResults message as it was sent: `msgs` row m has its id, agent,
+ * send time, backend, its device's columns from 4, and how many convs and
+ * matmuls it holds (S_MSG_CONVS, S_MSG_MATMULS); either may be none. */
+enum { S_MSG_CONVS = 4 + TC_SQL_DEVICE_NCOLS, S_MSG_MATMULS };
+
 static int s_export_conv_message(tc_store_t *s, PGresult *msgs, int m, tc_store_envelope_fn fn,
                                  void *arg)
 {
     s_pool_t pool = {0};
     const char *idp[] = {PQgetvalue(msgs, m, 0)};
-    PGresult *rows = NULL, *cands = NULL;
-    int rc = tc_store_query(
-        s, &rows, "reading a message's conv results",
-        "SELECT r.seq, " TC_SQL_CONV_KEY_COLS("c.") ", r.batch, r.direction, "
-        "r.policy, r.algo, r.algo_id, r.median_ms, r.min_ms, r.max_ms, r.stddev_ms, "
-        "r.repetitions, r.workspace_bytes, " TC_SQL_US("r.measured_at") ", "
-        "array_to_string(r.samples_ms, ','), array_to_string(r.sample_offsets_us, ','), "
-        "r.result_id, r.route, r.library_version, r.sm_clock_mhz, r.power_w, "
-        "r.load_others_pct, r.load_steal_pct, r.gpu_other_processes, r.load_threshold_pct, "
-        "r.remeasured, r.disturbed FROM "
-        "conv_results r JOIN conv_configs c USING (config_id) WHERE "
-        "r.message_id = $1 ORDER BY r.seq",
-        1, idp);
-    if (rc == 0)
+    PGresult *rows = NULL, *cands = NULL, *mms = NULL;
+    bool convs = s_ll(msgs, m, S_MSG_CONVS) > 0;
+    int rc = 0;
+    if (convs)
+        rc = tc_store_query(
+            s, &rows, "reading a message's conv results",
+            "SELECT r.seq, " TC_SQL_CONV_KEY_COLS("c.") ", r.batch, r.direction, "
+            "r.policy, r.algo, r.algo_id, r.median_ms, r.min_ms, r.max_ms, r.stddev_ms, "
+            "r.repetitions, r.workspace_bytes, " TC_SQL_US("r.measured_at") ", "
+            "array_to_string(r.samples_ms, ','), array_to_string(r.sample_offsets_us, ','), "
+            "r.result_id, r.route, r.library_version, r.sm_clock_mhz, r.power_w, "
+            "r.load_others_pct, r.load_steal_pct, r.gpu_other_processes, r.load_threshold_pct, "
+            "r.remeasured, r.disturbed FROM "
+            "conv_results r JOIN conv_configs c USING (config_id) WHERE "
+            "r.message_id = $1 ORDER BY r.seq",
+            1, idp);
+    if (rc == 0 && convs)
         rc = tc_store_query(s, &cands, "reading a message's algorithm timings",
                             "SELECT r.seq, t.algo, t.algo_id, t.time_ms, t.workspace_bytes, "
                             "t.status, t.message FROM conv_algo_timings t JOIN conv_results r "
                             "USING (result_id) WHERE r.message_id = $1 ORDER BY r.seq, t.ctid",
+                            1, idp);
+    if (rc == 0 && s_ll(msgs, m, S_MSG_MATMULS) > 0)
+        rc = tc_store_query(s, &mms, "reading a message's matmul results",
+                            "SELECT " TC_SQL_MATMUL_RESULT_COLS " FROM matmul_results r JOIN "
+                            "matmul_configs c USING (config_id) WHERE r.message_id = $1 ORDER "
+                            "BY r.seq",
                             1, idp);
     tc_envelope_t *env = s_alloc(&pool, sizeof *env);
     Traincast__V1__ConvResults *cr = s_alloc(&pool, sizeof *cr);
@@ -449,6 +564,8 @@ static int s_export_conv_message(tc_store_t *s, PGresult *msgs, int m, tc_store_
             }
             cr->results[i] = x;
         }
+        if (mms)
+            s_matmul_results(&pool, mms, cr);
         env->message_id = s_str(&pool, PQgetvalue(msgs, m, 0));
         env->agent_id = s_str(&pool, PQgetvalue(msgs, m, 1));
         env->sent_at_us = s_ll(msgs, m, 2);
@@ -460,6 +577,7 @@ static int s_export_conv_message(tc_store_t *s, PGresult *msgs, int m, tc_store_
     }
     PQclear(rows);
     PQclear(cands);
+    PQclear(mms);
     s_pool_free(&pool);
     return rc;
 }
@@ -622,7 +740,8 @@ int tc_store_export_summary(tc_store_t *s, char *const *names, size_t n, char **
         "SELECT d.name, d.uuid, d.kind,"
         " (SELECT count(*) FROM conv_results r WHERE r.device_id = d.device_id),"
         " (SELECT count(*) FROM traces t WHERE t.device_id = d.device_id),"
-        " to_char(d.last_seen AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"')"
+        " to_char(d.last_seen AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"'),"
+        " (SELECT count(*) FROM matmul_results r WHERE r.device_id = d.device_id)"
         " FROM devices d WHERE d.name = ANY ($1::text[]) ORDER BY d.name, d.uuid",
         1, params);
     tc_buf_putc(&dj, '[');
@@ -633,8 +752,10 @@ int tc_store_export_summary(tc_store_t *s, char *const *names, size_t n, char **
         tc_buf_json_str(&dj, PQgetvalue(res, r, 1));
         tc_buf_puts(&dj, ", \"kind\": ");
         tc_buf_json_str(&dj, PQgetvalue(res, r, 2));
-        tc_buf_printf(&dj, ", \"conv_results\": %lld, \"traces\": %lld, \"last_seen\": ",
-                      s_ll(res, r, 3), s_ll(res, r, 4));
+        tc_buf_printf(&dj,
+                      ", \"conv_results\": %lld, \"matmul_results\": %lld, \"traces\": %lld, "
+                      "\"last_seen\": ",
+                      s_ll(res, r, 3), s_ll(res, r, 6), s_ll(res, r, 4));
         tc_buf_json_str(&dj, PQgetvalue(res, r, 5));
         tc_buf_putc(&dj, '}');
     }
@@ -659,9 +780,11 @@ int tc_store_export_summary(tc_store_t *s, char *const *names, size_t n, char **
     res = NULL;
     if (rc == 0)
         rc = tc_store_query(s, &res, "counting the set's messages",
-                            "SELECT (SELECT count(DISTINCT message_id) FROM conv_results WHERE "
-                            "device_id IN " TC_SQL_SET_DEVICES "), (SELECT count(*) FROM traces "
-                            "WHERE device_id IN " TC_SQL_SET_DEVICES ")",
+                            "SELECT (SELECT count(DISTINCT message_id) FROM (SELECT message_id "
+                            "FROM conv_results WHERE device_id IN " TC_SQL_SET_DEVICES " UNION "
+                            "ALL SELECT message_id FROM matmul_results WHERE device_id IN "
+                            TC_SQL_SET_DEVICES ") u), (SELECT count(*) FROM traces WHERE "
+                            "device_id IN " TC_SQL_SET_DEVICES ")",
                             1, params);
     if (rc == 0) {
         *messages = models + s_ll(res, 0, 0) + s_ll(res, 0, 1);
@@ -691,17 +814,23 @@ int tc_store_export_messages(tc_store_t *s, char *const *names, size_t n,
     const char *params[] = {tc_buf_str(&arr)};
     int rc = s_export_models(s, params, fn, arg);
     PGresult *res = NULL;
-    /* One message per stored message id, in the order they were stored; the
-     * agent and send time from received_messages. */
+    /* One message per stored message id, with its convs and its matmuls:
+     * those with convs in the order they were stored, then those of matmuls
+     * alone in theirs; the agent and send time from received_messages. */
     if (rc == 0)
         rc = tc_store_query(
             s, &res, "listing the set's conv result messages",
             "SELECT x.message_id, coalesce(m.agent_id, d.agent_id, 'traincast-export'), "
-            "coalesce(" TC_SQL_US("m.sent_at") ", 0), x.backend, " TC_SQL_DEVICE_COLS " FROM "
-            "(SELECT r.message_id, min(r.device_id) AS device_id, min(r.backend) AS backend, "
-            "min(r.result_id) AS first FROM conv_results r WHERE r.device_id IN "
-            TC_SQL_SET_DEVICES " GROUP BY r.message_id) x JOIN devices d USING (device_id) "
-            "LEFT JOIN received_messages m USING (message_id) ORDER BY x.first",
+            "coalesce(" TC_SQL_US("m.sent_at") ", 0), x.backend, " TC_SQL_DEVICE_COLS ", "
+            "x.convs, x.matmuls FROM (SELECT u.message_id, min(u.device_id) AS device_id, "
+            "min(u.backend) AS backend, min(u.conv) AS conv_first, min(u.mm) AS mm_first, "
+            "count(u.conv) AS convs, count(u.mm) AS matmuls FROM ("
+            "SELECT r.message_id, r.device_id, r.backend, r.result_id AS conv, NULL::bigint AS "
+            "mm FROM conv_results r WHERE r.device_id IN " TC_SQL_SET_DEVICES " UNION ALL "
+            "SELECT r.message_id, r.device_id, r.backend, NULL, r.result_id FROM matmul_results "
+            "r WHERE r.device_id IN " TC_SQL_SET_DEVICES ") u GROUP BY u.message_id) x "
+            "JOIN devices d USING (device_id) LEFT JOIN received_messages m USING (message_id) "
+            "ORDER BY x.conv_first NULLS LAST, x.mm_first",
             1, params);
     for (int m = 0; rc == 0 && m < PQntuples(res); m++)
         rc = s_export_conv_message(s, res, m, fn, arg);

@@ -24,8 +24,10 @@ int tc_store_export_summary(tc_store_t *s, char *const *names, size_t n, char **
                             char **models_json, long long *messages);
 
 /* Every message of the set, in order: the model graphs the devices' traces
- * need, then the conv results (one message per message stored, with its
- * original id, its samples and every algorithm tried), then the traces
+ * need (with their conv and matmul lists), then the conv results (one
+ * message per message stored, with its original id, its samples, every
+ * algorithm tried and the message's matmul results; those with convs in the
+ * order they were stored, then those of matmuls alone), then the traces
  * (with every iteration). `fn` gets each envelope (valid during the call)
  * and returns 0 to go on. */
 typedef int (*tc_store_envelope_fn)(void *arg, const tc_envelope_t *env);
