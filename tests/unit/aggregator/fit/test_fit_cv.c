@@ -45,6 +45,27 @@ Test(fit_features, composite_features_add_up, .timeout = 10)
     cr_expect_eq(v, 42.0, "conv.ms is the point's conv sum");
     cr_expect_eq(tc_fit_feature_value(&f, "conv.ms", &v), TC_EINVAL,
                  "conv.ms needs the conv sum");
+    /* A CNN has no layer norm, softmax or copy: zero columns. */
+    cr_assert_eq(tc_fit_feature_value(&f, "norm.elems", &v), 0);
+    cr_expect_eq(v, 0.0);
+    cr_assert_eq(tc_fit_feature_value(&f, "copy.elems", &v), 0);
+    cr_expect_eq(v, 0.0);
+}
+
+/* memory.elems is the sum it was before norm, softmax and copy were classes
+ * of their own: they were parts of reduce and shape, and count in it. */
+Test(fit_features, memory_elems_counts_the_new_classes, .timeout = 10)
+{
+    const tc_layer_summary_t layers[] = {
+        {TC_OPC_NORM, 16, 0, 400, 400},     {TC_OPC_SOFTMAX, 0, 0, 250, 250},
+        {TC_OPC_COPY, 0, 0, 100, 100},      {TC_OPC_SHAPE, 0, 0, 10, 10},
+        {TC_OPC_REDUCE, 0, 0, 20, 1},       {TC_OPC_BN, 16, 0, 1000, 1000},
+    };
+    tc_features_t f;
+    tc_features_from_layers(layers, 6, 2, &f);
+    double v;
+    cr_assert_eq(tc_fit_feature_value(&f, "memory.elems", &v), 0);
+    cr_expect_eq(v, 2.0 * (800 + 500 + 200 + 20 + 21), "batch norm is not in it");
 }
 
 Test(fit_features, families_of_torchvision_cnns, .timeout = 10)
