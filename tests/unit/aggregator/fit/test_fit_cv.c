@@ -257,6 +257,44 @@ static double s_honest(tc_fit_data_t *d, const tc_fit_select_opts_t *o, tc_fit_s
     return ape.mape;
 }
 
+/* As many candidates as the defaults (14), the last three zero on every
+ * point, as norm.elems, softmax.elems and copy.elems are for CNNs without
+ * layer norm, softmax or copies: selection and the nested run choose and
+ * predict exactly as without them. */
+Test(fit_cv, zero_columns_change_no_choice, .timeout = 120)
+{
+    const double beta[14] = {20, 0, 0, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+    tc_fit_data_t d;
+    tc_test_seed(23);
+    s_make_data(&d, 8, beta, 14, 0.01);
+    for (size_t i = 0; i < d.n; i++)
+        for (size_t j = 11; j < 14; j++)
+            d.x[i * d.p + j] = 0;
+    tc_fit_select_opts_t o;
+    tc_fit_select_opts_default(&d, &o);
+    cr_assert_eq(o.candidates, (1u << 14) - 1);
+    tc_fit_choice_t all, some;
+    cr_assert_eq(tc_fit_select(&d, NULL, &o, &all), 0, "%s", tc_errmsg());
+    double ms_all[32], ms_some[32];
+    tc_fit_spec_t folds_all[8], folds_some[8];
+    double honest_all = s_honest(&d, &o, folds_all, ms_all);
+    o.candidates = (1u << 11) - 1;
+    cr_assert_eq(tc_fit_select(&d, NULL, &o, &some), 0, "%s", tc_errmsg());
+    double honest_some = s_honest(&d, &o, folds_some, ms_some);
+    cr_expect_eq(all.spec.mask, some.spec.mask, "0x%x (%s) against 0x%x (%s)", all.spec.mask,
+                 all.why, some.spec.mask, some.why);
+    cr_expect_eq(all.spec.form, some.spec.form);
+    cr_expect_eq(all.spec.weighting, some.spec.weighting);
+    cr_expect_eq(all.spec.mask & ~((1u << 11) - 1), 0u, "a zero column chosen: %s", all.why);
+    cr_expect_float_eq(all.mape, some.mape, 1e-9);
+    for (size_t f = 0; f < 8; f++)
+        cr_expect_eq(folds_all[f].mask, folds_some[f].mask, "fold %zu", f);
+    cr_expect_float_eq(honest_all, honest_some, 1e-9);
+    for (size_t i = 0; i < d.n; i++)
+        cr_expect_float_eq(ms_all[i], ms_some[i], 1e-9 * ms_some[i], "row %zu", i);
+    tc_fit_data_free(&d);
+}
+
 /* Five CNNs and the way a small set goes wrong: the non-conv time is a
  * constant plus a cost per element of f1; f2 costs nothing, but the four
  * CNNs with small f2 happen to run slower the smaller their f2 (the noise
