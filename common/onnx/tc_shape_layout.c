@@ -78,10 +78,12 @@ static bool s_view_strides(int orank, const int64_t *osize, const int64_t *ostri
         return false;
     int view_d = nrank - 1;
     int64_t chunk_base_stride = orank > 0 ? ostride[orank - 1] : 1;
-    int64_t tensor_numel = 1, view_numel = 1;
+    int64_t tensor_numel = 1, view_numel = 1, span;
     for (int d = orank - 1; d >= 0; d--) {
         tensor_numel *= osize[d];
-        if (d == 0 || (osize[d - 1] != 1 && ostride[d - 1] != tensor_numel * chunk_base_stride)) {
+        if (__builtin_mul_overflow(tensor_numel, chunk_base_stride, &span))
+            return false;
+        if (d == 0 || (osize[d - 1] != 1 && ostride[d - 1] != span)) {
             while (view_d >= 0 && (view_numel < tensor_numel || nsize[view_d] == 1)) {
                 nstride[view_d] = view_numel * chunk_base_stride;
                 view_numel *= nsize[view_d];
@@ -158,8 +160,10 @@ static void s_node(tc_graph_t *g, const tc_gnode_t *n, const s_layout_t *in, s_l
             }
             for (int k = 0; k < na && k < ns; k++) {
                 int64_t a = axes[k] < 0 ? axes[k] + x->rank : axes[k];
-                if (a >= 0 && a < x->rank)
-                    out->strides[a] *= steps[k] < 0 ? -steps[k] : steps[k];
+                int64_t step = steps[k] < 0 ? -steps[k] : steps[k];
+                /* A step past the axis leaves one element: its stride is moot. */
+                if (a >= 0 && a < x->rank && step > 1 && step < xs[a])
+                    out->strides[a] *= step;
             }
         }
         out->strided = !s_is_contiguous(y->rank, ys, out->strides);

@@ -48,6 +48,26 @@ Test(model_ids, one_network_one_id_whatever_its_file, .timeout = 60)
     tc_model_destroy(&inits);
 }
 
+/* Classes are how the regression reads a layer, not the network: the ids
+ * of models with layer norms and copies are those the importer gave before
+ * norm, softmax and copy were classes of their own. */
+Test(model_ids, new_op_classes_keep_the_ids, .timeout = 60)
+{
+    static const char *const cases[][2] = {
+        {"tests/data/convnext_tiny.onnx", "onnx:943dd30c5447@224"},
+        {"tests/data/shufflenet_v2_x1_0.onnx", "onnx:50cd22b9fc9c@224"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        tc_model_t *m = s_load(cases[i][0]);
+        size_t copies = 0;
+        for (size_t k = 0; k < tc_model_node_count(m); k++)
+            copies += tc_model_node(m, k)->op_class == TC_OPC_COPY;
+        cr_expect_gt(copies, 0, "%s has copies", cases[i][0]);
+        cr_expect_str_eq(tc_model_id(m), cases[i][1], "%s", cases[i][0]);
+        tc_model_destroy(&m);
+    }
+}
+
 /* The copy of stored model X under id `to` (graph, layers, convs). */
 static void s_copy_model(const char *dsn, const char *from, const char *to, const char *when)
 {
