@@ -48,6 +48,10 @@ CLASS_FEATURES = [
     ("act", "act.elems", "elems", "layers"),
     ("concat", "concat.elems", "elems", "layers"),
     ("eltwise", "eltwise.elems", "elems", "layers"),
+    # transformer blocks (convnext and shufflenet among the CNNs)
+    ("norm", "norm.elems", "elems", "layers"),
+    ("softmax", "softmax.elems", "elems", "layers"),
+    ("copy", "copy.elems", "elems", "layers"),
 ]
 
 

@@ -196,12 +196,16 @@ _OP_RULES = [(cls, re.compile(rx)) for cls, rx in [
     ("dropout", r"dropout|bernoulli"),
     ("gemm", r"^(addmm|linear|matmul|mm|bmm)(_|" + _BWD + r"$)"),
     ("concat", r"^(cat|stack|split|split_with_sizes|unsafe_split|chunk)(_|" + _BWD + r"$)"),
-    ("reduce", r"^(mean|sum|softmax|_softmax|layer_norm|native_layer_norm|layernorm|"
-               r"nativelayernorm)(_|" + _BWD + r"$)"),
+    ("norm", r"^(layer_norm|native_layer_norm|layernorm|nativelayernorm)(_|" + _BWD + r"$)"),
+    ("softmax", r"^(softmax|_softmax)(_|" + _BWD + r"$)"),
+    ("reduce", r"^(mean|sum)(_|" + _BWD + r"$)"),
     ("eltwise", r"^(add|mul|sub|div|rsub)(_|" + _BWD + r"$)"),
+    # Explicit copies; a reshape that copies keeps its clone under "shape"
+    # (the outermost op with a class wins).
+    ("copy", r"^(constant_pad_nd|pad|contiguous|clone|index_select|repeat)(_|" + _BWD + r"$)"),
     ("shape", r"^(view|reshape|_reshape_alias|reshapealias|flatten|transpose|permute|t|slice|"
-              r"constant_pad_nd|pad|contiguous|expand|squeeze|unsqueeze|narrow|select|"
-              r"as_strided|clone|_unsafe_view|unsafe_view|unsafeview)(_|" + _BWD + r"$)"),
+              r"expand|squeeze|unsqueeze|narrow|select|"
+              r"as_strided|_unsafe_view|unsafe_view|unsafeview)(_|" + _BWD + r"$)"),
 ]]
 _PREFIXES = ("autograd::engine::evaluate_function: ", "aten::")
 

@@ -34,7 +34,7 @@ typedef struct {
         {"candidates", TC_OPT_STR, &(c)->candidates, "LIST",                                  \
          "features that forward selection may use (default: total.one, nonconv.layers, "      \
          "conv.layers, bn.elems, act.elems, pool.elems, eltwise.elems, concat.elems, "        \
-         "total.params, gemm.flops, conv.ms)"},                                               \
+         "total.params, gemm.flops, conv.ms, norm.elems, softmax.elems, copy.elems)"},        \
         {"features", TC_OPT_STR, &(c)->features, "LIST",                                      \
          "use exactly these features, without selection (instead of --candidates)"},          \
         {"stat", TC_OPT_STR, &(c)->stat, "S",                                                 \

@@ -23,6 +23,10 @@ static const char *const s_default_candidates[] = {
     "total.params",   /* optimizer step and gradient zeroing over every parameter */
     "gemm.flops",     /* the classifier's matrix products */
     "conv.ms",        /* a factor on the conv benchmarks' sum */
+    /* Transformer blocks (zero for CNNs without them, so never chosen there). */
+    "norm.elems",     /* layer norm: a mean and variance pass per token, fwd and bwd */
+    "softmax.elems",  /* attention's softmax: max, exp-sum and scale passes per row */
+    "copy.elems",     /* token reshapes that materialise a permuted or sliced tensor */
 };
 
 size_t tc_fit_default_candidates(const char *const **names)
@@ -38,9 +42,12 @@ int tc_fit_feature_value(const tc_features_t *f, const char *name, double *out)
         return 0;
     }
     if (!strcmp(name, "memory.elems")) {
-        static const tc_op_class_t classes[] = {TC_OPC_ACT,     TC_OPC_POOL,   TC_OPC_ELTWISE,
-                                                TC_OPC_CONCAT,  TC_OPC_DROPOUT, TC_OPC_SHAPE,
-                                                TC_OPC_REDUCE,  TC_OPC_OTHER};
+        /* norm, softmax and copy were parts of reduce and shape: the sum is
+         * the same as before they were classes of their own. */
+        static const tc_op_class_t classes[] = {
+            TC_OPC_ACT,   TC_OPC_POOL,   TC_OPC_ELTWISE, TC_OPC_CONCAT, TC_OPC_DROPOUT,
+            TC_OPC_SHAPE, TC_OPC_REDUCE, TC_OPC_OTHER,   TC_OPC_NORM,   TC_OPC_SOFTMAX,
+            TC_OPC_COPY};
         double v = 0;
         for (size_t i = 0; i < sizeof classes / sizeof classes[0]; i++)
             v += f->cls[classes[i]].elems_in + f->cls[classes[i]].elems_out;

@@ -13,16 +13,19 @@
 /* X(enum suffix, name) — the op classes non-conv layers are grouped into. */
 #define TC_OP_CLASS_MAP(X)                                                                       \
     X(CONV, "conv")       /* Conv (benchmarked, not a feature) */                                \
-    X(BN, "bn")           /* BatchNormalization */                                               \
-    X(ACT, "act")         /* Relu, Clip, Sigmoid, HardSigmoid, HardSwish, ... */                 \
+    X(BN, "bn")           /* BatchNormalization, InstanceNormalization, GroupNormalization */    \
+    X(ACT, "act")         /* Relu, Clip, Sigmoid, HardSigmoid, HardSwish, Erf, ... */            \
     X(POOL, "pool")       /* MaxPool, AveragePool, GlobalAveragePool */                          \
     X(ELTWISE, "eltwise") /* Add, Mul, Sub, Div between tensors */                               \
     X(CONCAT, "concat")   /* Concat, Split */                                                    \
-    X(GEMM, "gemm")       /* Gemm, MatMul: the classifier */                                     \
+    X(GEMM, "gemm")       /* Gemm, MatMul: classifiers, projections, attention */                \
     X(DROPOUT, "dropout") /* Dropout */                                                          \
-    X(SHAPE, "shape")     /* Reshape, Flatten, Transpose, Slice, Pad: data movement */           \
-    X(REDUCE, "reduce")   /* ReduceMean, Softmax, LayerNormalization */                          \
-    X(OTHER, "other")     /* unknown ops accepted with --allow-unknown */
+    X(SHAPE, "shape")     /* Reshape, Transpose, Slice, Expand, ... as views: no data moved */   \
+    X(REDUCE, "reduce")   /* ReduceMean, ReduceSum, ArgMax, Hardmax, ... */                      \
+    X(OTHER, "other")     /* unknown ops accepted with --allow-unknown */                        \
+    X(NORM, "norm")       /* LayerNormalization: one row's mean and variance, per token */       \
+    X(SOFTMAX, "softmax") /* Softmax, LogSoftmax */                                              \
+    X(COPY, "copy")       /* data movement that copies: a reshape of a permuted tensor, Pad */
 
 typedef enum {
 #define TC_OPC_ENUM(e, name) TC_OPC_##e,

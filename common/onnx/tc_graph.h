@@ -129,6 +129,9 @@ int tc_onnx_sniff(const uint8_t *data, size_t len);
 int tc_graph_from_onnx(tc_graph_t *g, const Onnx__ModelProto *m, uint32_t input_size);
 /* Sort, infer shapes, count parameters, FLOPs and elements. */
 int tc_graph_infer(tc_graph_t *g);
+/* After inference: mark the data-movement nodes that copy as PyTorch runs
+ * them (class `copy`; tc_shape_layout.c). */
+int tc_graph_layout(tc_graph_t *g);
 void tc_graph_free(tc_graph_t *g);
 
 /* Checked int64 arithmetic: 0 or -1 on overflow. */

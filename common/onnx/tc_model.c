@@ -164,7 +164,24 @@ static int s_cmp_str(const void *a, const void *b)
  *   L op op_class params elems_in elems_out d1,d2,...   (each layer, in order)
  *   C c,h,w,...,dtype,layout,bias first_layer multiplicity   (each deduplicated
  *     conv, the lines sorted bytewise; booleans 1 or 0)
- * each line ending in a newline. */
+ * each line ending in a newline. The op class is written as structure 1
+ * named it before layer norm, softmax and copies were classes of their own
+ * (norm and softmax as reduce, copy as shape): the class is how the
+ * regression reads a layer, not the network, and a file's id stays what it
+ * was. */
+static const char *s_structure_class(tc_op_class_t c)
+{
+    switch (c) {
+    case TC_OPC_NORM:
+    case TC_OPC_SOFTMAX:
+        return tc_op_class_name(TC_OPC_REDUCE);
+    case TC_OPC_COPY:
+        return tc_op_class_name(TC_OPC_SHAPE);
+    default:
+        return tc_op_class_name(c);
+    }
+}
+
 static int s_structure_hash(tc_model_t *m)
 {
     tc_buf_t b = {0};
@@ -174,7 +191,7 @@ static int s_structure_hash(tc_model_t *m)
                   m->in_w);
     for (size_t i = 0; i < m->n_layers; i++) {
         const tc_model_node_t *n = m->layers[i];
-        tc_buf_printf(&b, "L %s %s %llu %llu %llu ", n->op, tc_op_class_name(n->op_class),
+        tc_buf_printf(&b, "L %s %s %llu %llu %llu ", n->op, s_structure_class(n->op_class),
                       (unsigned long long)n->params, (unsigned long long)n->elems_in,
                       (unsigned long long)n->elems_out);
         for (int k = 0; k < n->rank_out; k++)

@@ -315,6 +315,9 @@ int tc_graph_infer(tc_graph_t *g)
         if (rc < 0)
             return rc;
     }
+    rc = tc_graph_layout(g);
+    if (rc < 0)
+        return rc;
     for (size_t i = 0; i < g->n_unknown; i++)
         tc_log_warn("counted as a generic element-wise layer: %s", g->unknown[i]);
     return 0;

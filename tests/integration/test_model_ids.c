@@ -3,6 +3,7 @@
  * stored file models (ids of the file's bytes, two for that network) the
  * id the importer computes now, with their traces. */
 #include "store.h"
+#include "store_model.h"
 #include "tc_error.h"
 #include "tc_model.h"
 #include "tc_test.h"
@@ -45,6 +46,26 @@ Test(model_ids, one_network_one_id_whatever_its_file, .timeout = 60)
     tc_model_destroy(&eval);
     tc_model_destroy(&inputs);
     tc_model_destroy(&inits);
+}
+
+/* Classes are how the regression reads a layer, not the network: the ids
+ * of models with layer norms and copies are those the importer gave before
+ * norm, softmax and copy were classes of their own. */
+Test(model_ids, new_op_classes_keep_the_ids, .timeout = 60)
+{
+    static const char *const cases[][2] = {
+        {"tests/data/convnext_tiny.onnx", "onnx:943dd30c5447@224"},
+        {"tests/data/shufflenet_v2_x1_0.onnx", "onnx:50cd22b9fc9c@224"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        tc_model_t *m = s_load(cases[i][0]);
+        size_t copies = 0;
+        for (size_t k = 0; k < tc_model_node_count(m); k++)
+            copies += tc_model_node(m, k)->op_class == TC_OPC_COPY;
+        cr_expect_gt(copies, 0, "%s has copies", cases[i][0]);
+        cr_expect_str_eq(tc_model_id(m), cases[i][1], "%s", cases[i][0]);
+        tc_model_destroy(&m);
+    }
 }
 
 /* The copy of stored model X under id `to` (graph, layers, convs). */
@@ -126,4 +147,46 @@ Test(model_ids, stored_file_ids_become_structure_ids, .timeout = 300)
                  0, "no layer left behind");
     tc_model_destroy(&inputs);
     tc_model_destroy(&inits);
+}
+
+/* Layers stored before layer norm and softmax were classes of their own say
+ * reduce: the fit and predict read them as an import classes them now. */
+Test(model_ids, layers_stored_as_reduce_read_as_norm_and_softmax, .timeout = 120)
+{
+    char dsn[1024];
+    tc_test_fresh_db("model_ids_classes", dsn, sizeof dsn);
+    tc_store_t *s = NULL;
+    cr_assert_eq(tc_store_open(dsn, &s), 0, "%s", tc_errmsg());
+    int applied;
+    cr_assert_eq(tc_store_migrate(s, &applied), 0, "%s", tc_errmsg());
+    tc_model_t *m = s_load("tests/data/convnext_tiny.onnx");
+    const char *id = tc_model_id(m);
+    tc_law_put_trace(s, m, &tc_law_devices[0], 8);
+    char sql[1024];
+    snprintf(sql, sizeof sql,
+             "SELECT count(*) FROM model_layers WHERE model_id = '%s' AND op_class = 'norm'", id);
+    long long norms = tc_test_sql_count(dsn, sql);
+    cr_assert_gt(norms, 0, "convnext's layer norms are stored as norm");
+    snprintf(sql, sizeof sql,
+             "UPDATE model_layers SET op_class = 'reduce' WHERE model_id = '%s' AND "
+             "op_class = 'norm'; UPDATE model_layers SET op = 'Softmax', op_class = 'reduce' "
+             "WHERE model_id = '%s' AND idx = (SELECT max(idx) FROM model_layers WHERE "
+             "model_id = '%s')",
+             id, id, id);
+    tc_test_sql(dsn, sql);
+    tc_layer_summary_t *layers = NULL;
+    size_t n = 0;
+    cr_assert_eq(tc_store_model_layers(s, id, &layers, &n), 0, "%s", tc_errmsg());
+    cr_assert_eq(n, tc_model_node_count(m));
+    size_t got_norm = 0, got_reduce = 0;
+    for (size_t i = 0; i < n; i++) {
+        got_norm += layers[i].op_class == TC_OPC_NORM;
+        got_reduce += layers[i].op_class == TC_OPC_REDUCE;
+    }
+    cr_expect_eq(got_norm, (size_t)norms, "every layer norm read as norm");
+    cr_expect_eq(layers[n - 1].op_class, TC_OPC_SOFTMAX, "a softmax stored as reduce");
+    cr_expect_eq(got_reduce, 0);
+    free(layers);
+    tc_store_destroy(&s);
+    tc_model_destroy(&m);
 }

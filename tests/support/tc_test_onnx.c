@@ -281,6 +281,19 @@ void tc_tb_attr_str(tc_tb_t *tb, Onnx__NodeProto *n, const char *name, const cha
     a->s.data = (uint8_t *)s_str(tb, v);
 }
 
+void tc_tb_const_scalar(tc_tb_t *tb, const char *output, int64_t val)
+{
+    char name[128];
+    snprintf(name, sizeof name, "const_%s", output);
+    Onnx__NodeProto *node = tc_tb_node(tb, "Constant", name, "", output);
+    Onnx__AttributeProto *a =
+        s_attr(tb, node, "value", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSOR);
+    a->t = s_tensor(tb, "", ONNX__TENSOR_PROTO__DATA_TYPE__INT64, 0, NULL);
+    a->t->n_int64_data = 1;
+    a->t->int64_data = tc_tb_alloc(tb, sizeof(int64_t));
+    a->t->int64_data[0] = val;
+}
+
 void tc_tb_const_ints(tc_tb_t *tb, const char *output, int n, const int64_t *vals)
 {
     char name[128];

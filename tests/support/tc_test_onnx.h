@@ -41,6 +41,8 @@ void tc_tb_attr_ints(tc_tb_t *tb, Onnx__NodeProto *n, const char *name, int coun
 void tc_tb_attr_float(tc_tb_t *tb, Onnx__NodeProto *n, const char *name, float v);
 void tc_tb_attr_str(tc_tb_t *tb, Onnx__NodeProto *n, const char *name, const char *v);
 /* A Constant node with an int64 1-D value. */
+/* A Constant node whose value is an int64 scalar (rank 0). */
+void tc_tb_const_scalar(tc_tb_t *tb, const char *output, int64_t val);
 void tc_tb_const_ints(tc_tb_t *tb, const char *output, int n, const int64_t *vals);
 
 void tc_tb_output(tc_tb_t *tb, const char *name);

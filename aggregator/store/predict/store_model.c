@@ -93,8 +93,14 @@ static int s_cache_models(tc_store_t *s, s_layers_t *c, const char *const *ids, 
         tc_store_text_array(&arr, want, k);
         const char *p[] = {arr.data};
         PGresult *res = NULL;
+        /* Layers stored before layer norm and softmax were classes of their
+         * own hold them as reduce: read as an import classes them now
+         * (common/onnx/tc_shape_rules.c). */
         rc = tc_store_query(s, &res, "reading model layers",
-                            "SELECT model_id, op_class, params, flops, elems_in, elems_out "
+                            "SELECT model_id, CASE WHEN op_class <> 'reduce' THEN op_class "
+                            "WHEN op = 'LayerNormalization' THEN 'norm' "
+                            "WHEN op IN ('Softmax', 'LogSoftmax') THEN 'softmax' "
+                            "ELSE op_class END, params, flops, elems_in, elems_out "
                             "FROM model_layers WHERE model_id = ANY ($1::text[]) "
                             "ORDER BY model_id, idx",
                             1, p);

@@ -76,4 +76,12 @@ t = trace_runner.op_class_times(cpu, cuda=False)
 check(abs(t.get("conv", 0) - 1.7) < 1e-9 and abs(t.get("act", 0) - 0.1) < 1e-9,
       "cpu: self CPU time per class, got %s" % t)
 
+for name, want in [("aten::layer_norm", "norm"), ("NativeLayerNormBackward0", "norm"),
+                   ("aten::softmax", "softmax"), ("aten::_softmax_backward_data", "softmax"),
+                   ("aten::log_softmax", "other"), ("aten::mean", "reduce"),
+                   ("aten::contiguous", "copy"), ("aten::constant_pad_nd", "copy"),
+                   ("aten::transpose", "shape"), ("aten::_reshape_alias", "shape")]:
+    got = trace_runner.op_class(name)
+    check(got == want, "%s is %s, got %s" % (name, want, got))
+
 sys.exit(1 if failures else 0)

@@ -45,6 +45,27 @@ Test(fit_features, composite_features_add_up, .timeout = 10)
     cr_expect_eq(v, 42.0, "conv.ms is the point's conv sum");
     cr_expect_eq(tc_fit_feature_value(&f, "conv.ms", &v), TC_EINVAL,
                  "conv.ms needs the conv sum");
+    /* A CNN has no layer norm, softmax or copy: zero columns. */
+    cr_assert_eq(tc_fit_feature_value(&f, "norm.elems", &v), 0);
+    cr_expect_eq(v, 0.0);
+    cr_assert_eq(tc_fit_feature_value(&f, "copy.elems", &v), 0);
+    cr_expect_eq(v, 0.0);
+}
+
+/* memory.elems is the sum it was before norm, softmax and copy were classes
+ * of their own: they were parts of reduce and shape, and count in it. */
+Test(fit_features, memory_elems_counts_the_new_classes, .timeout = 10)
+{
+    const tc_layer_summary_t layers[] = {
+        {TC_OPC_NORM, 16, 0, 400, 400},     {TC_OPC_SOFTMAX, 0, 0, 250, 250},
+        {TC_OPC_COPY, 0, 0, 100, 100},      {TC_OPC_SHAPE, 0, 0, 10, 10},
+        {TC_OPC_REDUCE, 0, 0, 20, 1},       {TC_OPC_BN, 16, 0, 1000, 1000},
+    };
+    tc_features_t f;
+    tc_features_from_layers(layers, 6, 2, &f);
+    double v;
+    cr_assert_eq(tc_fit_feature_value(&f, "memory.elems", &v), 0);
+    cr_expect_eq(v, 2.0 * (800 + 500 + 200 + 20 + 21), "batch norm is not in it");
 }
 
 Test(fit_features, families_of_torchvision_cnns, .timeout = 10)
@@ -234,6 +255,44 @@ static double s_honest(tc_fit_data_t *d, const tc_fit_select_opts_t *o, tc_fit_s
     tc_fit_ape_t ape;
     tc_fit_ape(d->measured, ms, NULL, d->n, &ape);
     return ape.mape;
+}
+
+/* As many candidates as the defaults (14), the last three zero on every
+ * point, as norm.elems, softmax.elems and copy.elems are for CNNs without
+ * layer norm, softmax or copies: selection and the nested run choose and
+ * predict exactly as without them. */
+Test(fit_cv, zero_columns_change_no_choice, .timeout = 120)
+{
+    const double beta[14] = {20, 0, 0, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+    tc_fit_data_t d;
+    tc_test_seed(23);
+    s_make_data(&d, 8, beta, 14, 0.01);
+    for (size_t i = 0; i < d.n; i++)
+        for (size_t j = 11; j < 14; j++)
+            d.x[i * d.p + j] = 0;
+    tc_fit_select_opts_t o;
+    tc_fit_select_opts_default(&d, &o);
+    cr_assert_eq(o.candidates, (1u << 14) - 1);
+    tc_fit_choice_t all, some;
+    cr_assert_eq(tc_fit_select(&d, NULL, &o, &all), 0, "%s", tc_errmsg());
+    double ms_all[32], ms_some[32];
+    tc_fit_spec_t folds_all[8], folds_some[8];
+    double honest_all = s_honest(&d, &o, folds_all, ms_all);
+    o.candidates = (1u << 11) - 1;
+    cr_assert_eq(tc_fit_select(&d, NULL, &o, &some), 0, "%s", tc_errmsg());
+    double honest_some = s_honest(&d, &o, folds_some, ms_some);
+    cr_expect_eq(all.spec.mask, some.spec.mask, "0x%x (%s) against 0x%x (%s)", all.spec.mask,
+                 all.why, some.spec.mask, some.why);
+    cr_expect_eq(all.spec.form, some.spec.form);
+    cr_expect_eq(all.spec.weighting, some.spec.weighting);
+    cr_expect_eq(all.spec.mask & ~((1u << 11) - 1), 0u, "a zero column chosen: %s", all.why);
+    cr_expect_float_eq(all.mape, some.mape, 1e-9);
+    for (size_t f = 0; f < 8; f++)
+        cr_expect_eq(folds_all[f].mask, folds_some[f].mask, "fold %zu", f);
+    cr_expect_float_eq(honest_all, honest_some, 1e-9);
+    for (size_t i = 0; i < d.n; i++)
+        cr_expect_float_eq(ms_all[i], ms_some[i], 1e-9 * ms_some[i], "row %zu", i);
+    tc_fit_data_free(&d);
 }
 
 /* Five CNNs and the way a small set goes wrong: the non-conv time is a

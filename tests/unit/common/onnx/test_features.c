@@ -37,3 +37,35 @@ Test(features, aggregate_by_class_times_batch, .timeout = 10)
     cr_assert_eq(tc_op_class_parse("eltwise"), TC_OPC_ELTWISE);
     cr_assert_eq(tc_op_class_parse("nope"), -1);
 }
+
+/* Layer norm, softmax and copies are classes of their own, apart from the
+ * reductions and the views they used to be counted with. */
+Test(features, transformer_classes, .timeout = 10)
+{
+    tc_layer_summary_t layers[] = {
+        {TC_OPC_NORM, 1536, 4e5, 38400, 38400},   {TC_OPC_SHAPE, 0, 0, 115200, 38400},
+        {TC_OPC_COPY, 0, 0, 38400, 38400},        {TC_OPC_SOFTMAX, 0, 9e4, 30000, 30000},
+        {TC_OPC_REDUCE, 0, 768, 38400, 768},      {TC_OPC_NORM, 1536, 4e5, 38400, 38400},
+    };
+    tc_features_t f;
+    tc_features_from_layers(layers, 6, 4, &f);
+    double v;
+    cr_assert_eq(tc_feature_value(&f, "norm.elems", &v), 0);
+    cr_expect_float_eq(v, 4.0 * 2 * (38400 + 38400), 1e-9);
+    cr_assert_eq(tc_feature_value(&f, "norm.params", &v), 0);
+    cr_expect_float_eq(v, 3072, 1e-9);
+    cr_assert_eq(tc_feature_value(&f, "softmax.elems", &v), 0);
+    cr_expect_float_eq(v, 4.0 * 60000, 1e-9);
+    cr_assert_eq(tc_feature_value(&f, "copy.elems", &v), 0);
+    cr_expect_float_eq(v, 4.0 * 76800, 1e-9);
+    cr_assert_eq(tc_feature_value(&f, "copy.layers", &v), 0);
+    cr_expect_float_eq(v, 1, 0);
+    cr_assert_eq(tc_feature_value(&f, "shape.elems", &v), 0);
+    cr_expect_float_eq(v, 4.0 * 153600, 1e-9, "views only");
+    cr_assert_eq(tc_feature_value(&f, "reduce.layers", &v), 0);
+    cr_expect_float_eq(v, 1, 0, "the reduction alone");
+    cr_expect_eq(tc_op_class_parse("norm"), TC_OPC_NORM);
+    cr_expect_eq(tc_op_class_parse("softmax"), TC_OPC_SOFTMAX);
+    cr_expect_eq(tc_op_class_parse("copy"), TC_OPC_COPY);
+    cr_expect_str_eq(tc_op_class_name(TC_OPC_COPY), "copy");
+}

@@ -7,6 +7,7 @@
 
 #include <criterion/criterion.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 static tc_model_t *s_load(tc_tb_t *tb, bool allow_unknown)
@@ -318,6 +319,10 @@ Test(ops, channel_shuffle_with_div, .timeout = 10)
     s_shape(m, "x5t", 3, 2, 5, 5, -1);
     s_shape(m, "y", 6, 5, 5, -1, -1);
     cr_expect_eq(tc_model_node_count(m), 3, "two reshapes and a transpose");
+    cr_expect_eq(s_layer(m, "r1")->op_class, TC_OPC_SHAPE, "a view");
+    cr_expect_eq(s_layer(m, "tr")->op_class, TC_OPC_SHAPE, "a view");
+    cr_expect_eq(s_layer(m, "r2")->op_class, TC_OPC_COPY,
+                 "the shuffle's .contiguous().view() copies");
     tc_model_destroy(&m);
     tc_tb_free(&tb);
 }
@@ -385,9 +390,110 @@ Test(ops, channels_last_linear_and_layernorm, .timeout = 10)
     cr_expect_eq(mm->params, 128, "the MatMul owns the transposed weight");
     cr_expect_eq(mm->macs, 4.0 * 4 * 16 * 8);
     cr_expect_eq(mm->op_class, TC_OPC_GEMM);
-    cr_expect_eq(s_layer(m, "ln")->op_class, TC_OPC_REDUCE);
+    cr_expect_eq(s_layer(m, "ln")->op_class, TC_OPC_NORM);
+    cr_expect_eq(s_layer(m, "to_nhwc")->op_class, TC_OPC_COPY,
+                 "layer norm makes the permuted tensor contiguous");
+    cr_expect_eq(s_layer(m, "to_nchw")->op_class, TC_OPC_SHAPE, "a permute that stays a view");
     cr_expect_eq(s_layer(m, "ln")->params, 16);
     cr_expect_eq(tc_model_node_count(m), 5, "the weight transpose is not a layer");
+    tc_model_destroy(&m);
+    tc_tb_free(&tb);
+}
+
+/* Multi-head attention as torch.onnx writes nn.MultiheadAttention (1.13):
+ * tokens first, a packed q/k/v projection chunked by Slice, each head's
+ * `.contiguous().view()` a copy, the heads' transpose a view, softmax over
+ * the scores, the heads merged back by another copy; layer norm before. */
+Test(ops, attention_norm_softmax_and_copies, .timeout = 10)
+{
+    tc_tb_t *tb = tc_tb_new_rank(3, (int64_t[]){0, 5, 8}); /* [B, 5 tokens, 8] */
+    tc_tb_weight(tb, "ln.w", 1, (int64_t[]){8});
+    tc_tb_weight(tb, "ln.b", 1, (int64_t[]){8});
+    Onnx__NodeProto *ln = tc_tb_node(tb, "LayerNormalization", "ln", "x,ln.w,ln.b", "xn");
+    tc_tb_attr_int(tb, ln, "axis", -1);
+    Onnx__NodeProto *t0 = tc_tb_node(tb, "Transpose", "seq_first", "xn", "xs");
+    tc_tb_attr_ints(tb, t0, "perm", 3, (int64_t[]){1, 0, 2});
+    tc_tb_weight(tb, "in_proj", 2, (int64_t[]){8, 24});
+    tc_tb_node(tb, "MatMul", "qkv", "xs,in_proj", "p"); /* [5, B, 24] */
+    const char *names[3] = {"q", "k", "v"};
+    for (int i = 0; i < 3; i++) {
+        char st[8], en[8], ax[8], sl[8], out[8], sh[8], r[8], rv[8], t[8], tv[8];
+        snprintf(st, sizeof st, "st%d", i);
+        snprintf(en, sizeof en, "en%d", i);
+        snprintf(ax, sizeof ax, "ax%d", i);
+        snprintf(sl, sizeof sl, "sl_%s", names[i]);
+        snprintf(out, sizeof out, "%s0", names[i]);
+        snprintf(sh, sizeof sh, "sh%d", i);
+        snprintf(r, sizeof r, "view_%s", names[i]);
+        snprintf(rv, sizeof rv, "%s1", names[i]);
+        snprintf(t, sizeof t, "heads_%s", names[i]);
+        snprintf(tv, sizeof tv, "%s2", names[i]);
+        tc_tb_ints(tb, st, 1, (int64_t[]){8 * i});
+        tc_tb_ints(tb, en, 1, (int64_t[]){8 * i + 8});
+        tc_tb_ints(tb, ax, 1, (int64_t[]){2});
+        char in[40];
+        snprintf(in, sizeof in, "p,%s,%s,%s", st, en, ax);
+        tc_tb_node(tb, "Slice", sl, in, out); /* [5, B, 8], a view */
+        tc_tb_ints(tb, sh, 3, (int64_t[]){5, -1, 4});
+        snprintf(in, sizeof in, "%s,%s", out, sh);
+        tc_tb_node(tb, "Reshape", r, in, rv); /* [5, 2B, 4] */
+        Onnx__NodeProto *tn = tc_tb_node(tb, "Transpose", t, rv, tv); /* [2B, 5, 4] */
+        tc_tb_attr_ints(tb, tn, "perm", 3, (int64_t[]){1, 0, 2});
+    }
+    Onnx__NodeProto *kt = tc_tb_node(tb, "Transpose", "kt", "k2", "k3");
+    tc_tb_attr_ints(tb, kt, "perm", 3, (int64_t[]){0, 2, 1});
+    tc_tb_node(tb, "MatMul", "scores", "q2,k3", "s"); /* [2B, 5, 5] */
+    Onnx__NodeProto *sm = tc_tb_node(tb, "Softmax", "softmax", "s", "a");
+    tc_tb_attr_int(tb, sm, "axis", -1);
+    tc_tb_node(tb, "MatMul", "mix", "a,v2", "o"); /* [2B, 5, 4] */
+    Onnx__NodeProto *tb1 = tc_tb_node(tb, "Transpose", "tokens_first", "o", "os");
+    tc_tb_attr_ints(tb, tb1, "perm", 3, (int64_t[]){1, 0, 2});
+    tc_tb_ints(tb, "merged", 2, (int64_t[]){-1, 8});
+    tc_tb_node(tb, "Reshape", "merge", "os,merged", "y"); /* [5 B, 8] */
+    tc_tb_const_scalar(tb, "zero", 0);
+    Onnx__NodeProto *g = tc_tb_node(tb, "Gather", "token0", "xn,zero", "cls");
+    tc_tb_attr_int(tb, g, "axis", 1);
+    tc_tb_ints(tb, "firsts", 2, (int64_t[]){0, 1});
+    Onnx__NodeProto *g2 = tc_tb_node(tb, "Gather", "tokens01", "xn,firsts", "two");
+    tc_tb_attr_int(tb, g2, "axis", 1);
+    Onnx__NodeProto *sm2 = tc_tb_node(tb, "Softmax", "softmax_t", "q2t", "at");
+    tc_tb_attr_int(tb, sm2, "axis", -1);
+    Onnx__NodeProto *q2t = tc_tb_node(tb, "Transpose", "q_t", "q2", "q2t");
+    tc_tb_attr_ints(tb, q2t, "perm", 3, (int64_t[]){0, 2, 1});
+    tc_tb_output(tb, "y");
+    tc_tb_output(tb, "cls");
+    tc_tb_output(tb, "two");
+    tc_tb_output(tb, "at");
+    tc_model_t *m = s_load(tb, false);
+    s_shape(m, "q1", 5, 4, -1, -1, -1); /* [5, 2B, 4] */
+    s_shape(m, "y", 8, -1, -1, -1, -1); /* [5B, 8] */
+    cr_expect_eq(s_layer(m, "ln")->op_class, TC_OPC_NORM);
+    cr_expect_eq(s_layer(m, "softmax")->op_class, TC_OPC_SOFTMAX);
+    cr_expect_eq(s_layer(m, "seq_first")->op_class, TC_OPC_SHAPE, "a view a matmul reads");
+    for (int i = 0; i < 3; i++) {
+        char sl[8], r[8], t[8];
+        snprintf(sl, sizeof sl, "sl_%s", names[i]);
+        snprintf(r, sizeof r, "view_%s", names[i]);
+        snprintf(t, sizeof t, "heads_%s", names[i]);
+        cr_expect_eq(s_layer(m, sl)->op_class, TC_OPC_SHAPE, "%s: chunk is a view", sl);
+        cr_expect_eq(s_layer(m, r)->op_class, TC_OPC_COPY, "%s: a view of a chunk copies", r);
+        cr_expect_eq(s_layer(m, t)->op_class, TC_OPC_SHAPE, "%s: a view", t);
+    }
+    cr_expect_eq(s_layer(m, "kt")->op_class, TC_OPC_SHAPE, "bmm reads the keys transposed");
+    cr_expect_eq(s_layer(m, "merge")->op_class, TC_OPC_COPY, "merging the heads copies");
+    cr_expect_eq(s_layer(m, "token0")->op_class, TC_OPC_SHAPE, "a select is a view");
+    cr_expect_eq(s_layer(m, "tokens01")->op_class, TC_OPC_COPY, "index_select copies");
+    cr_expect_eq(s_layer(m, "q_t")->op_class, TC_OPC_COPY,
+                 "softmax makes the transposed input contiguous");
+    tc_features_t f;
+    tc_model_features(m, 3, &f);
+    cr_expect_eq(f.cls[TC_OPC_NORM].layers, 1);
+    cr_expect_eq(f.cls[TC_OPC_NORM].elems_in, 3.0 * 40);
+    cr_expect_eq(f.cls[TC_OPC_SOFTMAX].layers, 2);
+    cr_expect_eq(f.cls[TC_OPC_SOFTMAX].elems_out, 3.0 * (2 * 25 + 2 * 20));
+    cr_expect_eq(f.cls[TC_OPC_COPY].layers, 6);
+    cr_expect_eq(f.cls[TC_OPC_COPY].elems_out, 3.0 * (5 * 40 + 16));
+    cr_expect_eq(f.cls[TC_OPC_REDUCE].layers, 0);
     tc_model_destroy(&m);
     tc_tb_free(&tb);
 }
@@ -417,7 +523,8 @@ Test(ops, classifier_head, .timeout = 10)
     s_shape(m, "mx", 32, -1, -1, -1, -1);
     cr_expect_eq(s_layer(m, "drop")->op_class, TC_OPC_DROPOUT);
     cr_expect_eq(s_layer(m, "drop")->elems_out, 64, "output and mask");
-    cr_expect_eq(s_layer(m, "softmax")->op_class, TC_OPC_REDUCE);
+    cr_expect_eq(s_layer(m, "softmax")->op_class, TC_OPC_SOFTMAX);
+    cr_expect_eq(s_layer(m, "mean")->op_class, TC_OPC_REDUCE);
     cr_expect_eq(s_layer(m, "fc")->macs, 160);
     tc_model_destroy(&m);
     tc_tb_free(&tb);
@@ -434,6 +541,8 @@ Test(ops, pad_then_average_pool, .timeout = 10)
     tc_model_t *m = s_load(tb, false);
     s_shape(m, "xp", 4, 19, 19, -1, -1);
     s_shape(m, "y", 4, 17, 17, -1, -1);
+    cr_expect_eq(s_layer(m, "pad")->op_class, TC_OPC_SHAPE,
+                 "the pool's own padding as the exporter writes it: no copy");
     tc_model_destroy(&m);
     tc_tb_free(&tb);
 }
