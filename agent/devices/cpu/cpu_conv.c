@@ -28,6 +28,11 @@
  *   memory are paid as they are in training (on virtual machines they can
  *   cost more than the convolution; docs/conv-benchmarks.md).
  *
+ * With cold operands (operands.h, cpu_cold.h) the inputs and outputs rotate
+ * through K copies: run() points the user memories at the next copy
+ * (dnnl_memory_set_data_handle) before the timed region, and the output
+ * goes to its copy instead of a new allocation.
+ *
  * Candidates: every implementation oneDNN's primitive descriptor iterator
  * offers for convolution_direct, in its order (the first is what PyTorch
  * gets), plus the convolution_winograd ones under the exhaustive policy.

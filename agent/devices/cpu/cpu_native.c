@@ -33,6 +33,9 @@
  * CPU allocator does) and freed when the framework frees it; outputs are
  * replaced after the timed region.
  *
+ * With cold operands (operands.h, cpu_cold.h) every run reads the next copy
+ * of its inputs and writes the next output buffer instead of a new one.
+ *
  * Bias, when the layer has one: the forward first copies the bias over the
  * whole output (output.copy_(bias.reshape({-1, 1, 1})), a TensorIterator
  * copy) and the GEMM then adds into it (beta 1 instead of 0); backward-
