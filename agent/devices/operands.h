@@ -5,13 +5,10 @@
  *   warm  (default) every repetition calls the conv on the same tensors, so
  *         they are in cache from the repetition before;
  *   cold  every repetition uses the next of K copies of the tensors the
- *         direction reads, weights included, and its output goes to memory
- *         last written K repetitions ago; K copies together exceed twice
- *         the last-level cache. The operand the layer before has just
- *         written in a training step (forward: the input; backward: the
- *         output gradient) is written again in place before the
- *         repetition, outside the timed region, so it is as warm as a
- *         freshly written tensor of its size.
+ *         direction reads, weights included, and writes the next of K output
+ *         buffers, last written K repetitions ago; K copies together exceed twice
+ *         the last-level cache: no operand is in cache, as in a training
+ *         step, where the other layers have evicted them.
  *
  * The setting is part of the CPU device's identity (its name ends in
  * "| cold operands" and its uuid changes; warm devices keep the name and

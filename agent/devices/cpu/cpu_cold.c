@@ -7,12 +7,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-int tc_cpu_cold_init(tc_cpu_cold_t *c, const tc_cpu_ctx_t *dev,
-                     Traincast__V1__Direction direction, uint64_t copy_bytes)
+int tc_cpu_cold_init(tc_cpu_cold_t *c, const tc_cpu_ctx_t *dev, uint64_t copy_bytes)
 {
     memset(c, 0, sizeof *c);
     c->copies = 1;
-    c->fresh = direction == TRAINCAST__V1__DIRECTION__DIRECTION_FWD ? TC_TENSOR_X : TC_TENSOR_DY;
     if (!dev->cold)
         return 0;
     c->copies = tc_operands_copies(dev->cache_bytes, copy_bytes, tc_mem_available());
@@ -48,13 +46,6 @@ void tc_cpu_cold_next(tc_cpu_cold_t *c)
 void *tc_cpu_cold_input(const tc_cpu_cold_t *c, tc_tensor_t t, void *first)
 {
     return c->in[t] ? c->in[t][c->turn] : first;
-}
-
-void tc_cpu_cold_touch(void *buf, size_t bytes)
-{
-    volatile unsigned char *v = buf;
-    for (size_t i = 0; i < bytes; i += 64)
-        v[i] = v[i];
 }
 
 int tc_cpu_cold_add_output(tc_cpu_cold_t *c, tc_tensor_t t, size_t bytes)

@@ -18,14 +18,12 @@ typedef struct {
     size_t copies;                  /* K; 1 with warm operands */
     size_t turn;                    /* the copy the current run uses */
     void **in[TC_TENSOR_COUNT];     /* in[t][r]: copy r of tensor t (owned); NULL: none */
-    tc_tensor_t fresh;              /* the input a step has just written */
 } tc_cpu_cold_t;
 
 /* Decide K for a plan whose run reads and writes `copy_bytes` (all its
  * tensors once): 1 with warm operands, else tc_operands_copies() over the
  * device's last-level cache and the memory available now. */
-int tc_cpu_cold_init(tc_cpu_cold_t *c, const tc_cpu_ctx_t *dev,
-                     Traincast__V1__Direction direction, uint64_t copy_bytes);
+int tc_cpu_cold_init(tc_cpu_cold_t *c, const tc_cpu_ctx_t *dev, uint64_t copy_bytes);
 
 /* Make K copies of input t (nothing when K is 1) of the plan's own
  * buffer `first` of `bytes`, filled already. */
@@ -36,10 +34,6 @@ void tc_cpu_cold_next(tc_cpu_cold_t *c);
 
 /* The current copy of input t (`first` when it has no copies). */
 void *tc_cpu_cold_input(const tc_cpu_cold_t *c, tc_tensor_t t, void *first);
-
-/* Write every cache line of buf again, values unchanged: the state of a
- * tensor the layer before has just written. */
-void tc_cpu_cold_touch(void *buf, size_t bytes);
 
 /* Make K zeroed buffers for output t (nothing when K is 1). */
 int tc_cpu_cold_add_output(tc_cpu_cold_t *c, tc_tensor_t t, size_t bytes);

@@ -307,7 +307,7 @@ static int s_copies(tc_cpu_plan_t *p)
     uint64_t bytes = 0;
     for (int i = 0; i < p->n_binds; i++)
         bytes += dnnl_memory_desc_get_size(&p->user_md[p->binds[i].t]);
-    TC_TRY(tc_cpu_cold_init(&p->cold, p->dev, p->spec.direction, bytes));
+    TC_TRY(tc_cpu_cold_init(&p->cold, p->dev, bytes));
     for (int i = 0; i < p->n_binds; i++) {
         tc_tensor_t t = p->binds[i].t;
         if (!p->binds[i].input) {

@@ -88,8 +88,7 @@ err:
     return rc;
 }
 
-/* With cold operands, point the inputs and outputs at their next copy and
- * write again the input a step's layer before has just written
+/* With cold operands, point the inputs and outputs at their next copy
  * (cpu_cold.h). */
 static int s_cold_inputs(tc_cpu_plan_t *p)
 {
@@ -106,8 +105,6 @@ static int s_cold_inputs(tc_cpu_plan_t *p)
         void *buf = tc_cpu_cold_input(&p->cold, t, now);
         if (buf != now) /* setting oneDNN's own buffer again would free it */
             TC_DNNL_TRY(dnnl_memory_set_data_handle(p->user_mem[t], buf));
-        if (t == p->cold.fresh && p->binds[b].input)
-            tc_cpu_cold_touch(buf, dnnl_memory_desc_get_size(&p->user_md[t]));
     }
 err:
     return rc;

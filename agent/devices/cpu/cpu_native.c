@@ -253,8 +253,7 @@ int tc_cpu_native_run(void *plan, double *ms)
     TC_TRY(tc_cpu_apply_threads(p->dev));
     tc_cpu_aten_geom_t g = {c, p->cg, p->kg, p->p, p->q, p->crs, p->pq, p->dev->blas};
     int64_t n = c->n, hw = (int64_t)c->h * c->w;
-    /* The inputs of this run: with cold operands the next copy, the one a
-     * step's layer before has just written written again (cpu_cold.h). */
+    /* The inputs of this run: with cold operands the next copy (cpu_cold.h). */
     tc_cpu_cold_next(&p->cold);
     rot_out = tc_cpu_cold_rotates(&p->cold, tc_direction_output(p->spec.direction));
     rot_db = tc_cpu_cold_rotates(&p->cold, TC_TENSOR_DB);
@@ -262,12 +261,6 @@ int tc_cpu_native_run(void *plan, double *ms)
     float *w = tc_cpu_cold_input(&p->cold, TC_TENSOR_W, p->w);
     float *dy = tc_cpu_cold_input(&p->cold, TC_TENSOR_DY, p->dy);
     float *bias = tc_cpu_cold_input(&p->cold, TC_TENSOR_B, p->b);
-    if (p->dev->cold) {
-        float *fresh = p->cold.fresh == TC_TENSOR_X ? x : dy;
-        tc_tensor_t ft = p->cold.fresh;
-        if (fresh)
-            tc_cpu_cold_touch(fresh, tc_tensor_count(c, ft) * sizeof *fresh);
-    }
     double t0 = s_now_ms();
     switch (p->spec.direction) {
     case TRAINCAST__V1__DIRECTION__DIRECTION_BWD_DATA:
@@ -463,7 +456,7 @@ int tc_cpu_native_create(tc_cpu_ctx_t *dev, const tc_conv_spec_t *spec, bool dil
      * (cpu_cold.h). */
     size_t bias_n = c->bias ? (size_t)c->k : 0;
     size_t in_n = (p->x ? xs : 0) + (p->w ? ws : 0) + (p->dy ? ys : 0) + 2 * bias_n;
-    TC_TRY(tc_cpu_cold_init(&p->cold, dev, spec->direction, (in_n + outs) * sizeof(float)));
+    TC_TRY(tc_cpu_cold_init(&p->cold, dev, (in_n + outs) * sizeof(float)));
     const struct { tc_tensor_t t; const float *v; size_t n; } ins[] = {
         {TC_TENSOR_X, p->x, xs}, {TC_TENSOR_W, p->w, ws}, {TC_TENSOR_DY, p->dy, ys},
         {TC_TENSOR_B, p->b, bias_n}};
