@@ -36,7 +36,8 @@ time against agent time, one series per thread count) for tc-plot-accuracy.
 
 usage: faithfulness.py [--models LIST] [--input-size 112] [--batch 8]
          [--threads 1,2] [--rounds 3] [--budget-ms 120] [--max-reps 25]
-         [--allocator tcmalloc] [--work DIR] [--out FILE.md] [--points FILE.tsv]
+         [--allocator tcmalloc] [--operands warm|cold] [--work DIR] [--out FILE.md]
+         [--points FILE.tsv]
          [--build-dir build]
 """
 
@@ -344,7 +345,8 @@ def agent_round(a, threads, path):
     agent = os.path.join(a.build_dir, "agent", "agent")
     run([agent, "bench", "--convs", os.path.join(a.work, "convs.txt"), "--batches",
          str(a.batch), "--threads", str(threads), "--allocator", a.allocator, "--budget-ms",
-         str(a.budget_ms), "--max-reps", str(a.max_reps), "--out", path],
+         str(a.budget_ms), "--max-reps", str(a.max_reps), "--operands", a.operands,
+         "--out", path],
         env=dict(os.environ, TRAINCAST_PROGRESS="plain", TRAINCAST_LOG="error"))
     dump = run([os.path.join(a.build_dir, "bench", "tc-dump-results"), path])
     times, mins, algos, device = {}, {}, {}, ""
@@ -452,11 +454,11 @@ def write_report(a, models, results, loads, secs, others):
         "benchmark (A, `agent bench`, on the path PyTorch takes) and PyTorch's own time for that "
         "one layer (B: `torch.nn.functional.conv2d`, and `aten::convolution_backward`, the op the "
         "autograd node calls, for the input gradient only or for the weight and bias gradients "
-        "only), same threads, allocator `%s`, measured A B A B in "
+        "only), same threads, allocator `%s`, the agent's operands %s, measured A B A B in "
         "%d rounds (fresh processes); the figure is the median over rounds of A/B. Per CNN: the "
         "agent's conv sum (the conv-time rule of `common/ops/tc_conv_step.h`) against the conv time "
         "PyTorch's profiler attributes to convs in one traced step (one per round, median)."
-        % (", ".join(models), a.input_size, a.batch, a.allocator, a.rounds), "",
+        % (", ".join(models), a.input_size, a.batch, a.allocator, a.operands, a.rounds), "",
         "Goals: median ratio 0.95-1.05 and 90 % of the convs within 0.85-1.15 on each thread "
         "count; per CNN conv sum within 5 %.", ""]
     if a.plot_link:
@@ -592,6 +594,9 @@ def main(argv):
         q.add_argument("--budget-ms", type=int, default=120)
         q.add_argument("--max-reps", type=int, default=25)
         q.add_argument("--allocator", default=cpu_env.DEFAULT_ALLOCATOR)
+        q.add_argument("--operands", default="warm", choices=("warm", "cold"),
+                       help="the agent's cache state (agent bench --operands): warm (default) "
+                            "or cold (rotated through copies larger than the last-level cache)")
         q.add_argument("--work", default=os.path.join(REPO, "build", "bench-faithfulness"))
         q.add_argument("--out", default=os.path.join(REPO, "docs", "reports", "faithfulness.md"))
         q.add_argument("--points", default="")

@@ -31,6 +31,11 @@ int tc_bench_settings(const tc_bench_flags_t *f, tc_bench_settings_t *out)
     }
     if (f->max_reps > 100000)
         return tc_fail(TC_EUSAGE, "--max-reps must be at most 100000 (got %lu)", f->max_reps);
+    if (f->operands && strcmp(f->operands, "warm") != 0 && f->device &&
+        strncmp(f->device, "cpu", 3) != 0)
+        return tc_fail(TC_EUSAGE, "--operands %s: the setting is the cpu device's; a GPU always "
+                                  "rotates its inputs through copies larger than its L2 cache",
+                       f->operands);
     if (f->threads > 4096)
         return tc_fail(TC_EUSAGE, "--threads %lu is implausible", f->threads);
     rc = tc_measure_opts_check(&out->measure);

@@ -11,6 +11,7 @@
 typedef struct {
     const char *device;     /* "cpu" default */
     const char *allocator;  /* --allocator (allocator.h); NULL: the default */
+    const char *operands;   /* --operands (operands.h); NULL: TRAINCAST_OPERANDS, else warm */
     unsigned long threads;  /* 0: all logical CPUs */
     const char *policy;     /* "heuristic" default */
     const char *dtype;      /* "fp32" default */

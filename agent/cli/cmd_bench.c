@@ -4,6 +4,7 @@
 #include "agent_id.h"
 #include "agent_devices.h"
 #include "allocator.h"
+#include "operands.h"
 #include "bench_opts.h"
 #include "bench_run.h"
 #include "commands.h"
@@ -298,6 +299,7 @@ int tc_cmd_bench(int argc, char **argv)
         {"device", TC_OPT_STR, &f->device, "DEV", "cpu (default) or cuda:INDEX"},
         {"threads", TC_OPT_UINT, &f->threads, "N", "cpu threads (default: all logical CPUs)"},
         TC_ALLOCATOR_OPT(f->allocator),
+        TC_OPERANDS_OPT(f->operands),
         {"policy", TC_OPT_STR, &f->policy, "P", "heuristic (default) or exhaustive"},
         {"dtype", TC_OPT_STR, &f->dtype, "T",
          "fp32 (default: as PyTorch computes it by default), fp32_strict, tf32, fp16 or bf16"},
@@ -349,7 +351,8 @@ int tc_cmd_bench(int argc, char **argv)
     int rc = tc_cli_begin(&spec, argc, argv, &cli);
     if (rc < 0 || cli.help_shown)
         return rc;
-    if ((rc = tc_agent_prepare(f->allocator, tc_cli_given(&spec, "quiet-threshold"), quiet_pct)) < 0) {
+    if ((rc = tc_operands_apply(f->operands)) < 0 ||
+        (rc = tc_agent_prepare(f->allocator, tc_cli_given(&spec, "quiet-threshold"), quiet_pct)) < 0) {
         tc_cli_result_free(&cli);
         return rc;
     }

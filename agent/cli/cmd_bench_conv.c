@@ -2,6 +2,7 @@
  * candidate algorithm with its statistics and the chosen one. */
 #include "agent_devices.h"
 #include "allocator.h"
+#include "operands.h"
 #include "bench_opts.h"
 #include "commands.h"
 #include "conv_bench.h"
@@ -289,6 +290,7 @@ int tc_cmd_bench_conv(int argc, char **argv)
         {"device", TC_OPT_STR, &f->device, "DEV", "cpu (default) or cuda:INDEX"},
         {"threads", TC_OPT_UINT, &f->threads, "N", "cpu threads (default: all logical CPUs)"},
         TC_ALLOCATOR_OPT(f->allocator),
+        TC_OPERANDS_OPT(f->operands),
         {"path", TC_OPT_STR, &a.path_text, "WHICH",
          "framework (default: where PyTorch sends this conv, oneDNN or its native im2col + "
          "GEMM), library (always oneDNN or cuDNN) or native (PyTorch's native kernels)"},
@@ -321,7 +323,8 @@ int tc_cmd_bench_conv(int argc, char **argv)
     int rc = tc_cli_begin(&spec, argc, argv, &cli);
     if (rc < 0 || cli.help_shown)
         return rc;
-    if ((rc = tc_agent_prepare(f->allocator, tc_cli_given(&spec, "quiet-threshold"), quiet_pct)) < 0) {
+    if ((rc = tc_operands_apply(f->operands)) < 0 ||
+        (rc = tc_agent_prepare(f->allocator, tc_cli_given(&spec, "quiet-threshold"), quiet_pct)) < 0) {
         tc_cli_result_free(&cli);
         return rc;
     }

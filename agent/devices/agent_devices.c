@@ -3,6 +3,7 @@
 
 #include "allocator.h"
 #include "device.h"
+#include "operands.h"
 #include "gpu_framework.h"
 #include "tc_buf.h"
 #include "tc_error.h"
@@ -185,5 +186,7 @@ int tc_agent_devices_find(const tc_agent_devices_t *self, const char *uuid, cons
 int tc_agent_prepare(const char *allocator, bool quiet_given, double quiet_pct)
 {
     int rc = tc_quiet_set_threshold(quiet_given, quiet_pct, "--quiet-threshold");
+    if (rc == 0 && getenv("TRAINCAST_OPERANDS"))
+        rc = tc_operands_apply(NULL); /* a bad value is an error, not warm */
     return rc < 0 ? rc : tc_allocator_apply(allocator);
 }

@@ -26,7 +26,8 @@ typedef struct {
 typedef struct tc_agent_devices tc_agent_devices_t;
 
 /* Ready this process to measure: settle the quiet-machine guard
- * (--quiet-threshold when `quiet_given`, hostload.h), then run under
+ * (--quiet-threshold when `quiet_given`, hostload.h), check
+ * TRAINCAST_OPERANDS (operands.h) where it is set, then run under
  * `allocator` (tc_allocator_apply, which may re-execute the program). Every
  * command that measures calls it first. A GPU loads its libraries when it
  * is first opened (agent/devices/cuda/cuda_libs.c). */

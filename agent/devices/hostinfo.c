@@ -112,6 +112,21 @@ uint64_t tc_mem_total(void)
     return (uint64_t)kb * 1024;
 }
 
+uint64_t tc_mem_available(void)
+{
+    FILE *f = fopen("/proc/meminfo", "r");
+    if (!f)
+        return 0;
+    char line[256];
+    unsigned long long kb = 0;
+    while (fgets(line, sizeof line, f)) {
+        if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1)
+            break;
+    }
+    fclose(f);
+    return (uint64_t)kb * 1024;
+}
+
 unsigned tc_cpu_mhz(void)
 {
     char buf[64];

@@ -15,6 +15,8 @@ unsigned tc_cpu_logical(void);
 unsigned tc_cpu_physical(void);
 /* Total memory in bytes (MemTotal), 0 if unknown. */
 uint64_t tc_mem_total(void);
+/* MemAvailable of /proc/meminfo in bytes (0 if unknown). */
+uint64_t tc_mem_available(void);
 /* Nominal CPU clock in MHz from /proc/cpuinfo, 0 if unknown. */
 unsigned tc_cpu_mhz(void);
 /* Kernel and C library: "Linux 6.1.0 glibc 2.36". */

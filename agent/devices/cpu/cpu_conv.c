@@ -28,6 +28,11 @@
  *   memory are paid as they are in training (on virtual machines they can
  *   cost more than the convolution; docs/conv-benchmarks.md).
  *
+ * With cold operands (operands.h, cpu_cold.h) the inputs and outputs rotate
+ * through K copies: run() points the user memories at the next copy
+ * (dnnl_memory_set_data_handle) before the timed region, and the output
+ * goes to its copy instead of a new allocation.
+ *
  * Candidates: every implementation oneDNN's primitive descriptor iterator
  * offers for convolution_direct, in its order (the first is what PyTorch
  * gets), plus the convolution_winograd ones under the exhaustive policy.
@@ -293,6 +298,34 @@ err:
     return rc;
 }
 
+/* With cold operands, the inputs in K copies and the outputs in K buffers
+ * (cpu_cold.h); each memory then points at the copy of the run. The buffer
+ * oneDNN allocated for an input is freed when its first copy replaces it. */
+static int s_copies(tc_cpu_plan_t *p)
+{
+    int rc = 0;
+    uint64_t bytes = 0;
+    for (int i = 0; i < p->n_binds; i++)
+        bytes += dnnl_memory_desc_get_size(&p->user_md[p->binds[i].t]);
+    TC_TRY(tc_cpu_cold_init(&p->cold, p->dev, bytes));
+    for (int i = 0; i < p->n_binds; i++) {
+        tc_tensor_t t = p->binds[i].t;
+        if (!p->binds[i].input) {
+            TC_TRY(tc_cpu_cold_add_output(&p->cold, t, dnnl_memory_desc_get_size(&p->user_md[t])));
+            continue;
+        }
+        void *first = NULL;
+        TC_DNNL_TRY(dnnl_memory_get_data_handle(p->user_mem[t], &first));
+        TC_TRY(tc_cpu_cold_add_input(&p->cold, t, first,
+                                     dnnl_memory_desc_get_size(&p->user_md[t])));
+        void *copy = tc_cpu_cold_input(&p->cold, t, first);
+        if (copy != first) /* never set oneDNN's own buffer again: that frees it */
+            TC_DNNL_TRY(dnnl_memory_set_data_handle(p->user_mem[t], copy));
+    }
+err:
+    return rc;
+}
+
 void tc_cpu_dnnl_destroy(void *plan)
 {
     tc_cpu_plan_t *p = plan;
@@ -308,6 +341,7 @@ void tc_cpu_dnnl_destroy(void *plan)
             dnnl_memory_destroy(p->user_mem[t]);
         free(p->out_buf[t]);
     }
+    tc_cpu_cold_release(&p->cold);
     if (p->attr)
         dnnl_primitive_attr_destroy(p->attr);
     free(p->cands);
@@ -362,6 +396,7 @@ int tc_cpu_dnnl_create(tc_cpu_ctx_t *dev, const tc_conv_spec_t *spec, void **out
     }
     for (int i = 0; i < p->n_binds; i++)
         TC_TRY(s_alloc_user(p, p->binds[i].t, p->binds[i].input, seed + (uint64_t)p->binds[i].t));
+    TC_TRY(s_copies(p));
 
     rc = s_build_op(p, 0);
     if (rc < 0)

@@ -4,6 +4,7 @@
 #ifndef TC_CPU_CONV_PLAN_H
 #define TC_CPU_CONV_PLAN_H
 
+#include "cpu_cold.h"
 #include "cpu_internal.h"
 
 #define MAX_BINDINGS 4 /* three tensors, and a bias (forward) or its gradient */
@@ -36,6 +37,7 @@ typedef struct {
     tc_cpu_dnnl_cand_t *cands;
     size_t n_cands;
     void *out_buf[TC_TENSOR_COUNT]; /* current buffers of output tensors (owned) */
+    tc_cpu_cold_t cold;             /* copies of the inputs with cold operands */
     /* The selected candidate. */
     int sel;
     dnnl_primitive_desc_t sel_pd;

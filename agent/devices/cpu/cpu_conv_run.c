@@ -88,6 +88,28 @@ err:
     return rc;
 }
 
+/* With cold operands, point the inputs and outputs at their next copy
+ * (cpu_cold.h). */
+static int s_cold_inputs(tc_cpu_plan_t *p)
+{
+    int rc = 0;
+    if (!p->dev->cold)
+        return 0;
+    tc_cpu_cold_next(&p->cold);
+    for (int b = 0; b < p->n_binds; b++) {
+        tc_tensor_t t = p->binds[b].t;
+        if (!p->binds[b].input && !tc_cpu_cold_rotates(&p->cold, t))
+            continue;
+        void *now = NULL;
+        TC_DNNL_TRY(dnnl_memory_get_data_handle(p->user_mem[t], &now));
+        void *buf = tc_cpu_cold_input(&p->cold, t, now);
+        if (buf != now) /* setting oneDNN's own buffer again would free it */
+            TC_DNNL_TRY(dnnl_memory_set_data_handle(p->user_mem[t], buf));
+    }
+err:
+    return rc;
+}
+
 int tc_cpu_dnnl_run(void *plan, double *ms)
 {
     int rc = 0;
@@ -99,6 +121,7 @@ int tc_cpu_dnnl_run(void *plan, double *ms)
         return tc_fail(TC_EINVAL, "cpu conv plan: no candidate selected before run");
     TC_TRY(tc_cpu_apply_threads(p->dev));
     const tc_cpu_dnnl_cand_t *c = &p->cands[p->sel];
+    TC_TRY(s_cold_inputs(p));
     double t0 = s_now_ms();
     /* ideep creates backward primitive descriptors on every call. */
     if (p->bwd)
@@ -108,8 +131,9 @@ int tc_cpu_dnnl_run(void *plan, double *ms)
     int nargs = 0;
     for (int b = 0; b < p->n_binds; b++) {
         tc_tensor_t t = p->binds[b].t;
-        if (!p->binds[b].input) {
-            /* A new output tensor, as the framework returns one per call. */
+        if (!p->binds[b].input && !tc_cpu_cold_rotates(&p->cold, t)) {
+            /* A new output tensor, as the framework returns one per call
+             * (with cold operands, the next output buffer: s_cold_inputs). */
             fresh[b] = tc_cpu_dnnl_alloc(dnnl_memory_desc_get_size(&p->user_md[t]));
             if (!fresh[b])
                 TC_FAIL_GOTO(TC_ENOMEM, "out of memory for tensor %s", tc_tensor_name(t));

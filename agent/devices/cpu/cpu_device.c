@@ -7,7 +7,8 @@
  *
  *   Intel(R) Xeon(R) CPU @ 2.20GHz (2 threads) [tcmalloc 2.10 | OpenBLAS 0.3.21 openmp | pytorch 1.13.0a0]
  *
- * and its uuid hashes them, so an agent whose allocator, BLAS or framework
+ * and its uuid hashes them (with cold operands, operands.h, the name ends
+ * in "| cold operands" and the uuid hashes that too), so an agent whose allocator, BLAS or framework
  * changed measures a new device (and says so), and nothing stored under
  * the old one is relabelled.
  *
@@ -24,6 +25,7 @@
 #include "allocator.h"
 #include "cpu_framework.h"
 #include "hostinfo.h"
+#include "operands.h"
 #include "tc_log.h"
 
 #include <errno.h>
@@ -226,7 +228,8 @@ static void s_note_change(const tc_cpu_ctx_t *ctx, const char *model, unsigned t
     if (mkdir(dir, 0755) < 0 && errno != EEXIST)
         return;
     char key[512], path[1200];
-    snprintf(key, sizeof key, "%s\n%s\n%u", ctx->host, model, threads);
+    snprintf(key, sizeof key, "%s\n%s\n%u%s", ctx->host, model, threads,
+             ctx->cold ? "\ncold" : "");
     snprintf(path, sizeof path, "%s/cpu-%016llx", dir, (unsigned long long)s_hash(key, 7));
     char old[512] = "";
     FILE *f = fopen(path, "r");
@@ -290,12 +293,18 @@ static int s_open(unsigned index, unsigned threads, void **out)
     s_environment(ctx);
     char routing[64];
     s_routing(ctx, routing, sizeof routing);
-    snprintf(ctx->name, sizeof ctx->name, "%s (%u thread%s) [%s | %s | %s%s%s]", model, threads,
+    /* Cold operands are another device; warm ones keep the name and uuid
+     * they always had. */
+    ctx->cold = tc_operands_get() == TC_OPERANDS_COLD;
+    ctx->cache_bytes = tc_operands_cache_bytes();
+    snprintf(ctx->name, sizeof ctx->name, "%s (%u thread%s) [%s | %s | %s%s%s%s]", model, threads,
              threads == 1 ? "" : "s", ctx->allocator, ctx->blas_name, ctx->framework,
-             ctx->rule->verified ? "" : " routing ", ctx->rule->verified ? "" : "unverified");
+             ctx->rule->verified ? "" : " routing ", ctx->rule->verified ? "" : "unverified",
+             ctx->cold ? " | cold operands" : "");
     char key[1024];
-    snprintf(key, sizeof key, "%s\n%s\n%u\n%s\n%s\n%s\n%s", ctx->host, model, threads,
-             ctx->allocator, ctx->blas_name, ctx->framework, routing);
+    snprintf(key, sizeof key, "%s\n%s\n%u\n%s\n%s\n%s\n%s%s", ctx->host, model, threads,
+             ctx->allocator, ctx->blas_name, ctx->framework, routing,
+             ctx->cold ? "\ncold operands" : "");
     snprintf(ctx->uuid, sizeof ctx->uuid, "cpu-%016llx%016llx",
              (unsigned long long)s_hash(key, 0xcbf29ce484222325ull),
              (unsigned long long)s_hash(key, 0x84222325cbf29ce4ull));

@@ -46,6 +46,8 @@ typedef struct {
     const tc_route_rule_t *rule; /* PyTorch's conv dispatch for its version */
     bool onednn_enabled;     /* the framework runs convs on oneDNN at all */
     bool bf16_onednn;        /* mkldnn_bf16_device_check() holds on this CPU */
+    bool cold;               /* cold operands (operands.h; cpu_cold.h) */
+    uint64_t cache_bytes;    /* the last-level cache cold operands exceed */
 } tc_cpu_ctx_t;
 
 /* Set this thread's OpenMP team size to the device's thread count (oneDNN

@@ -33,6 +33,9 @@
  * CPU allocator does) and freed when the framework frees it; outputs are
  * replaced after the timed region.
  *
+ * With cold operands (operands.h, cpu_cold.h) every run reads the next copy
+ * of its inputs and writes the next output buffer instead of a new one.
+ *
  * Bias, when the layer has one: the forward first copies the bias over the
  * whole output (output.copy_(bias.reshape({-1, 1, 1})), a TensorIterator
  * copy) and the GEMM then adds into it (beta 1 instead of 0); backward-
@@ -40,6 +43,7 @@
  * (at::sum_out(grad_bias, grad_output, {0, 2, 3})). A grouped conv does
  * both per group with the group's slice of the bias, as _convolution's
  * per-group path passes it. */
+#include "cpu_cold.h"
 #include "cpu_native_aten.h"
 
 #include <stdio.h>
@@ -59,6 +63,9 @@ typedef struct {
     float *b;             /* the bias (forward, when the layer has one) */
     float *out;           /* the current output: y, dx or dw */
     float *db;            /* the current bias gradient (backward-filter with a bias) */
+    tc_cpu_cold_t cold;   /* copies of the tensors with cold operands */
+    float *out_now;       /* with cold operands: the output copy of the last run */
+    float *db_now;        /* and its bias gradient copy */
     bool selected;
 } s_plan_t;
 
@@ -226,25 +233,42 @@ static void s_slice(float *full, float *part, int64_t n, int64_t ct, int64_t c0,
     }
 }
 
+/* A new output tensor, as the framework returns one per call, or with
+ * cold operands the next output buffer. */
+static float *s_out(s_plan_t *p, tc_tensor_t t, size_t floats)
+{
+    return tc_cpu_cold_rotates(&p->cold, t) ? tc_cpu_cold_input(&p->cold, t, NULL)
+                                            : s_alloc(floats);
+}
+
 int tc_cpu_native_run(void *plan, double *ms)
 {
     int rc = 0;
     s_plan_t *p = plan;
     const tc_conv_config_t *c = &p->spec.config;
     float *out = NULL, *xs = NULL, *ys = NULL, *db = NULL;
+    bool rot_out = false, rot_db = false; /* outputs from the cold copies: never freed here */
     if (!p->selected)
         return tc_fail(TC_EINVAL, "native conv plan: no candidate selected before run");
     TC_TRY(tc_cpu_apply_threads(p->dev));
     tc_cpu_aten_geom_t g = {c, p->cg, p->kg, p->p, p->q, p->crs, p->pq, p->dev->blas};
     int64_t n = c->n, hw = (int64_t)c->h * c->w;
+    /* The inputs of this run: with cold operands the next copy (cpu_cold.h). */
+    tc_cpu_cold_next(&p->cold);
+    rot_out = tc_cpu_cold_rotates(&p->cold, tc_direction_output(p->spec.direction));
+    rot_db = tc_cpu_cold_rotates(&p->cold, TC_TENSOR_DB);
+    float *x = tc_cpu_cold_input(&p->cold, TC_TENSOR_X, p->x);
+    float *w = tc_cpu_cold_input(&p->cold, TC_TENSOR_W, p->w);
+    float *dy = tc_cpu_cold_input(&p->cold, TC_TENSOR_DY, p->dy);
+    float *bias = tc_cpu_cold_input(&p->cold, TC_TENSOR_B, p->b);
     double t0 = s_now_ms();
     switch (p->spec.direction) {
     case TRAINCAST__V1__DIRECTION__DIRECTION_BWD_DATA:
-        out = s_alloc((size_t)(n * c->c * hw));
+        out = s_out(p, TC_TENSOR_DX, (size_t)(n * c->c * hw));
         if (!out)
             TC_FAIL_GOTO(TC_ENOMEM, "out of memory for grad_input");
         if (p->g == 1) {
-            TC_TRY(s_group_bwd_data(p, &g, p->dy, p->w, out));
+            TC_TRY(s_group_bwd_data(p, &g, dy, w, out));
             break;
         }
         ys = s_alloc((size_t)(n * p->kg * p->pq));
@@ -252,19 +276,19 @@ int tc_cpu_native_run(void *plan, double *ms)
         if (!ys || !xs)
             TC_FAIL_GOTO(TC_ENOMEM, "out of memory for a group's slices");
         for (int64_t k = 0; k < p->g; k++) {
-            s_slice(p->dy, ys, n, c->k, k * p->kg, p->kg, p->pq, true);
-            TC_TRY(s_group_bwd_data(p, &g, ys, p->w + k * p->kg * p->crs, xs));
+            s_slice(dy, ys, n, c->k, k * p->kg, p->kg, p->pq, true);
+            TC_TRY(s_group_bwd_data(p, &g, ys, w + k * p->kg * p->crs, xs));
             s_slice(out, xs, n, c->c, k * p->cg, p->cg, hw, false);
         }
         break;
     case TRAINCAST__V1__DIRECTION__DIRECTION_BWD_FILTER: {
-        out = s_alloc((size_t)(c->k * p->crs));
+        out = s_out(p, TC_TENSOR_DW, (size_t)(c->k * p->crs));
         if (!out)
             TC_FAIL_GOTO(TC_ENOMEM, "out of memory for grad_weight");
-        if (c->bias && !(db = s_alloc(c->k)))
+        if (c->bias && !(db = s_out(p, TC_TENSOR_DB, c->k)))
             TC_FAIL_GOTO(TC_ENOMEM, "out of memory for grad_bias");
         if (p->g == 1) {
-            TC_TRY(s_group_bwd_filter(p, &g, p->x, p->dy, out, db));
+            TC_TRY(s_group_bwd_filter(p, &g, x, dy, out, db));
             break;
         }
         ys = s_alloc((size_t)(n * p->kg * p->pq));
@@ -272,19 +296,19 @@ int tc_cpu_native_run(void *plan, double *ms)
         if (!ys || !xs)
             TC_FAIL_GOTO(TC_ENOMEM, "out of memory for a group's slices");
         for (int64_t k = 0; k < p->g; k++) {
-            s_slice(p->x, xs, n, c->c, k * p->cg, p->cg, hw, true);
-            s_slice(p->dy, ys, n, c->k, k * p->kg, p->kg, p->pq, true);
+            s_slice(x, xs, n, c->c, k * p->cg, p->cg, hw, true);
+            s_slice(dy, ys, n, c->k, k * p->kg, p->kg, p->pq, true);
             TC_TRY(s_group_bwd_filter(p, &g, xs, ys, out + k * p->kg * p->crs,
                                       db ? db + k * p->kg : NULL));
         }
         break;
     }
     default:
-        out = s_alloc((size_t)(n * c->k * p->pq));
+        out = s_out(p, TC_TENSOR_Y, (size_t)(n * c->k * p->pq));
         if (!out)
             TC_FAIL_GOTO(TC_ENOMEM, "out of memory for the output");
         if (p->g == 1) {
-            TC_TRY(s_group_forward(p, &g, p->x, p->w, p->b, out));
+            TC_TRY(s_group_forward(p, &g, x, w, bias, out));
             break;
         }
         ys = s_alloc((size_t)(n * p->kg * p->pq));
@@ -292,9 +316,9 @@ int tc_cpu_native_run(void *plan, double *ms)
         if (!ys || !xs)
             TC_FAIL_GOTO(TC_ENOMEM, "out of memory for a group's slices");
         for (int64_t k = 0; k < p->g; k++) {
-            s_slice(p->x, xs, n, c->c, k * p->cg, p->cg, hw, true);
-            TC_TRY(s_group_forward(p, &g, xs, p->w + k * p->kg * p->crs,
-                                   p->b ? p->b + k * p->kg : NULL, ys));
+            s_slice(x, xs, n, c->c, k * p->cg, p->cg, hw, true);
+            TC_TRY(s_group_forward(p, &g, xs, w + k * p->kg * p->crs,
+                                   bias ? bias + k * p->kg : NULL, ys));
             s_slice(out, ys, n, c->k, k * p->kg, p->kg, p->pq, false);
         }
         break;
@@ -304,17 +328,27 @@ int tc_cpu_native_run(void *plan, double *ms)
     xs = ys = NULL;
     *ms = s_now_ms() - t0;
     /* The new outputs replace the old ones outside the timed region. */
-    free(p->out);
-    p->out = out;
+    if (rot_out) {
+        p->out_now = out;
+    } else {
+        free(p->out);
+        p->out = out;
+    }
     out = NULL;
     if (db) {
-        free(p->db);
-        p->db = db;
+        if (rot_db) {
+            p->db_now = db;
+        } else {
+            free(p->db);
+            p->db = db;
+        }
         db = NULL;
     }
 err:
-    free(out);
-    free(db);
+    if (!rot_out)
+        free(out);
+    if (!rot_db)
+        free(db);
     free(xs);
     free(ys);
     return rc;
@@ -341,6 +375,7 @@ void tc_cpu_native_destroy(void *plan)
     free(p->b);
     free(p->out);
     free(p->db);
+    tc_cpu_cold_release(&p->cold);
     free(p);
 }
 
@@ -417,6 +452,21 @@ int tc_cpu_native_create(tc_cpu_ctx_t *dev, const tc_conv_spec_t *spec, bool dil
     if (!p->out)
         TC_FAIL_GOTO(TC_ENOMEM, "out of memory for the output");
     memset(p->out, 0, outs * sizeof *p->out);
+    /* With cold operands, the inputs in K copies, the outputs in K buffers
+     * (cpu_cold.h). */
+    size_t bias_n = c->bias ? (size_t)c->k : 0;
+    size_t in_n = (p->x ? xs : 0) + (p->w ? ws : 0) + (p->dy ? ys : 0) + 2 * bias_n;
+    TC_TRY(tc_cpu_cold_init(&p->cold, dev, (in_n + outs) * sizeof(float)));
+    const struct { tc_tensor_t t; const float *v; size_t n; } ins[] = {
+        {TC_TENSOR_X, p->x, xs}, {TC_TENSOR_W, p->w, ws}, {TC_TENSOR_DY, p->dy, ys},
+        {TC_TENSOR_B, p->b, bias_n}};
+    for (size_t i = 0; i < sizeof ins / sizeof ins[0]; i++)
+        if (ins[i].v)
+            TC_TRY(tc_cpu_cold_add_input(&p->cold, ins[i].t, ins[i].v, ins[i].n * sizeof(float)));
+    TC_TRY(tc_cpu_cold_add_output(&p->cold, tc_direction_output(spec->direction),
+                                  outs * sizeof(float)));
+    if (p->db)
+        TC_TRY(tc_cpu_cold_add_output(&p->cold, TC_TENSOR_DB, c->k * sizeof(float)));
     const char *what = spec->direction == TRAINCAST__V1__DIRECTION__DIRECTION_BWD_DATA
                            ? "sgemm+col2im"
                            : (p->plain_1x1 ? "sgemm" : "im2col+sgemm");
@@ -461,18 +511,18 @@ int tc_cpu_native_select(void *plan, size_t i)
 int tc_cpu_native_read(void *plan, tc_tensor_t t, float *out, size_t count)
 {
     s_plan_t *p = plan;
-    const float *src = NULL;
+    const float *src = NULL, *cur = p->out_now ? p->out_now : p->out;
     bool bwd_data = p->spec.direction == TRAINCAST__V1__DIRECTION__DIRECTION_BWD_DATA;
     bool bwd_filter = p->spec.direction == TRAINCAST__V1__DIRECTION__DIRECTION_BWD_FILTER;
     switch (t) {
     case TC_TENSOR_X: src = p->x; break;
     case TC_TENSOR_W: src = p->w; break;
     case TC_TENSOR_DY: src = p->dy; break;
-    case TC_TENSOR_Y: src = !bwd_data && !bwd_filter ? p->out : NULL; break;
-    case TC_TENSOR_DX: src = bwd_data ? p->out : NULL; break;
-    case TC_TENSOR_DW: src = bwd_filter ? p->out : NULL; break;
+    case TC_TENSOR_Y: src = !bwd_data && !bwd_filter ? cur : NULL; break;
+    case TC_TENSOR_DX: src = bwd_data ? cur : NULL; break;
+    case TC_TENSOR_DW: src = bwd_filter ? cur : NULL; break;
     case TC_TENSOR_B: src = p->b; break;
-    case TC_TENSOR_DB: src = bwd_filter ? p->db : NULL; break;
+    case TC_TENSOR_DB: src = bwd_filter ? (p->db_now ? p->db_now : p->db) : NULL; break;
     default: break;
     }
     if (!src)

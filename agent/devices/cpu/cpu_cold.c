@@ -1,0 +1,78 @@
+#include "cpu_cold.h"
+
+#include "hostinfo.h"
+#include "operands.h"
+#include "tc_log.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+int tc_cpu_cold_init(tc_cpu_cold_t *c, const tc_cpu_ctx_t *dev, uint64_t copy_bytes)
+{
+    memset(c, 0, sizeof *c);
+    c->copies = 1;
+    if (!dev->cold)
+        return 0;
+    c->copies = tc_operands_copies(dev->cache_bytes, copy_bytes, tc_mem_available());
+    tc_log_debug("cold operands: %zu copies of %llu bytes (last-level cache %llu bytes)",
+                 c->copies, (unsigned long long)copy_bytes, (unsigned long long)dev->cache_bytes);
+    return 0;
+}
+
+int tc_cpu_cold_add_input(tc_cpu_cold_t *c, tc_tensor_t t, const void *first, size_t bytes)
+{
+    if (c->copies < 2)
+        return 0;
+    c->in[t] = calloc(c->copies, sizeof *c->in[t]);
+    if (!c->in[t])
+        return tc_fail(TC_ENOMEM, "out of memory for the copies of tensor %s", tc_tensor_name(t));
+    for (size_t r = 0; r < c->copies; r++) {
+        if (posix_memalign(&c->in[t][r], 64, bytes ? bytes : 64) != 0) {
+            c->in[t][r] = NULL;
+            return tc_fail(TC_ENOMEM, "out of memory for copy %zu of %zu of tensor %s (%zu bytes)",
+                           r, c->copies, tc_tensor_name(t), bytes);
+        }
+        memcpy(c->in[t][r], first, bytes);
+    }
+    return 0;
+}
+
+void tc_cpu_cold_next(tc_cpu_cold_t *c)
+{
+    if (c->copies > 1)
+        c->turn = (c->turn + 1) % c->copies;
+}
+
+void *tc_cpu_cold_input(const tc_cpu_cold_t *c, tc_tensor_t t, void *first)
+{
+    return c->in[t] ? c->in[t][c->turn] : first;
+}
+
+int tc_cpu_cold_add_output(tc_cpu_cold_t *c, tc_tensor_t t, size_t bytes)
+{
+    if (c->copies < 2)
+        return 0;
+    c->in[t] = calloc(c->copies, sizeof *c->in[t]);
+    if (!c->in[t])
+        return tc_fail(TC_ENOMEM, "out of memory for the copies of tensor %s", tc_tensor_name(t));
+    for (size_t r = 0; r < c->copies; r++) {
+        if (posix_memalign(&c->in[t][r], 64, bytes ? bytes : 64) != 0) {
+            c->in[t][r] = NULL;
+            return tc_fail(TC_ENOMEM, "out of memory for copy %zu of %zu of tensor %s (%zu bytes)",
+                           r, c->copies, tc_tensor_name(t), bytes);
+        }
+        memset(c->in[t][r], 0, bytes);
+    }
+    return 0;
+}
+
+void tc_cpu_cold_release(tc_cpu_cold_t *c)
+{
+    for (int t = 0; t < TC_TENSOR_COUNT; t++) {
+        if (c->in[t])
+            for (size_t r = 0; r < c->copies; r++)
+                free(c->in[t][r]);
+        free(c->in[t]);
+        c->in[t] = NULL;
+    }
+}
