@@ -97,34 +97,31 @@ unsigned tc_cpu_physical(void)
     return n > 0 && n <= logical ? n : logical;
 }
 
-uint64_t tc_mem_total(void)
+/* A "NAME: N kB" line of /proc/meminfo, in bytes (0 unknown). */
+static uint64_t s_meminfo(const char *name)
 {
     FILE *f = fopen("/proc/meminfo", "r");
     if (!f)
         return 0;
-    char line[256];
+    char line[256], fmt[64];
+    snprintf(fmt, sizeof fmt, "%s: %%llu kB", name);
     unsigned long long kb = 0;
     while (fgets(line, sizeof line, f)) {
-        if (sscanf(line, "MemTotal: %llu kB", &kb) == 1)
+        if (sscanf(line, fmt, &kb) == 1)
             break;
     }
     fclose(f);
     return (uint64_t)kb * 1024;
 }
 
+uint64_t tc_mem_total(void)
+{
+    return s_meminfo("MemTotal");
+}
+
 uint64_t tc_mem_available(void)
 {
-    FILE *f = fopen("/proc/meminfo", "r");
-    if (!f)
-        return 0;
-    char line[256];
-    unsigned long long kb = 0;
-    while (fgets(line, sizeof line, f)) {
-        if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1)
-            break;
-    }
-    fclose(f);
-    return (uint64_t)kb * 1024;
+    return s_meminfo("MemAvailable");
 }
 
 unsigned tc_cpu_mhz(void)
