@@ -19,7 +19,8 @@ int tc_cpu_cold_init(tc_cpu_cold_t *c, const tc_cpu_ctx_t *dev, uint64_t copy_by
     return 0;
 }
 
-int tc_cpu_cold_add_input(tc_cpu_cold_t *c, tc_tensor_t t, const void *first, size_t bytes)
+/* K copies of tensor t, each a copy of `first` (NULL: zeros). */
+static int s_copies(tc_cpu_cold_t *c, tc_tensor_t t, const void *first, size_t bytes)
 {
     if (c->copies < 2)
         return 0;
@@ -32,9 +33,17 @@ int tc_cpu_cold_add_input(tc_cpu_cold_t *c, tc_tensor_t t, const void *first, si
             return tc_fail(TC_ENOMEM, "out of memory for copy %zu of %zu of tensor %s (%zu bytes)",
                            r, c->copies, tc_tensor_name(t), bytes);
         }
-        memcpy(c->in[t][r], first, bytes);
+        if (first)
+            memcpy(c->in[t][r], first, bytes);
+        else
+            memset(c->in[t][r], 0, bytes);
     }
     return 0;
+}
+
+int tc_cpu_cold_add_input(tc_cpu_cold_t *c, tc_tensor_t t, const void *first, size_t bytes)
+{
+    return s_copies(c, t, first, bytes);
 }
 
 void tc_cpu_cold_next(tc_cpu_cold_t *c)
@@ -50,20 +59,7 @@ void *tc_cpu_cold_input(const tc_cpu_cold_t *c, tc_tensor_t t, void *first)
 
 int tc_cpu_cold_add_output(tc_cpu_cold_t *c, tc_tensor_t t, size_t bytes)
 {
-    if (c->copies < 2)
-        return 0;
-    c->in[t] = calloc(c->copies, sizeof *c->in[t]);
-    if (!c->in[t])
-        return tc_fail(TC_ENOMEM, "out of memory for the copies of tensor %s", tc_tensor_name(t));
-    for (size_t r = 0; r < c->copies; r++) {
-        if (posix_memalign(&c->in[t][r], 64, bytes ? bytes : 64) != 0) {
-            c->in[t][r] = NULL;
-            return tc_fail(TC_ENOMEM, "out of memory for copy %zu of %zu of tensor %s (%zu bytes)",
-                           r, c->copies, tc_tensor_name(t), bytes);
-        }
-        memset(c->in[t][r], 0, bytes);
-    }
-    return 0;
+    return s_copies(c, t, NULL, bytes);
 }
 
 void tc_cpu_cold_release(tc_cpu_cold_t *c)

@@ -36,9 +36,6 @@
 #define DIR_BWD_DATA TRAINCAST__V1__DIRECTION__DIRECTION_BWD_DATA
 #define DIR_BWD_FILTER TRAINCAST__V1__DIRECTION__DIRECTION_BWD_FILTER
 
-/* The spin before each timed call, in microseconds of SM clock. */
-#define S_SPIN_US 1000
-
 /* A plan of any route: a cuDNN one, or one the framework runs. */
 typedef struct {
     tc_cuda_plan_t *cudnn;
@@ -398,9 +395,7 @@ int tc_cuda_run(void *plan, double *ms)
     p->buf[p->in_t[0]] = p->in[p->rot][0];
     p->buf[p->in_t[1]] = p->in[p->rot][1];
     p->rot = (p->rot + 1) % p->n_rot;
-    long long cycles = (long long)d->clock_khz * S_SPIN_US / 1000;
-    TC_CUDA_TRY(tc_cuda_spin(cycles > 0 ? cycles : 100000, d->stream));
-    TC_CUDA_TRY(cudaEventRecord(d->start, d->stream));
+    TC_TRY(tc_cuda_timed_begin(d));
     if (p->v8)
         TC_TRY(tc_cuda_v8_launch(p, c));
     else
@@ -413,12 +408,7 @@ int tc_cuda_run(void *plan, double *ms)
     if (cfg->bias && p->spec.direction == DIR_BWD_FILTER)
         TC_CUDA_TRY(tc_cuda_bias_grad(p->buf[TC_TENSOR_DY], p->buf[TC_TENSOR_DB], p->bias_acc,
                                       cfg->n, cfg->k, pq, nhwc, p->fill_kind, d->stream));
-    TC_CUDA_TRY(cudaEventRecord(d->stop, d->stream));
-    TC_CUDA_TRY(cudaEventSynchronize(d->stop));
-    float elapsed = 0;
-    TC_CUDA_TRY(cudaEventElapsedTime(&elapsed, d->start, d->stop));
-    *ms = elapsed;
-    return 0;
+    return tc_cuda_timed_end(d, ms);
 err:
     return rc;
 }

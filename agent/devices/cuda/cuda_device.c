@@ -99,6 +99,33 @@ err:
     return rc;
 }
 
+/* The spin before each timed call, in microseconds of SM clock. */
+#define S_SPIN_US 1000
+
+int tc_cuda_timed_begin(tc_cuda_ctx_t *d)
+{
+    int rc = 0;
+    long long cycles = (long long)d->clock_khz * S_SPIN_US / 1000;
+    TC_CUDA_TRY(tc_cuda_spin(cycles > 0 ? cycles : 100000, d->stream));
+    TC_CUDA_TRY(cudaEventRecord(d->start, d->stream));
+    return 0;
+err:
+    return rc;
+}
+
+int tc_cuda_timed_end(tc_cuda_ctx_t *d, double *ms)
+{
+    int rc = 0;
+    TC_CUDA_TRY(cudaEventRecord(d->stop, d->stream));
+    TC_CUDA_TRY(cudaEventSynchronize(d->stop));
+    float elapsed = 0;
+    TC_CUDA_TRY(cudaEventElapsedTime(&elapsed, d->start, d->stop));
+    *ms = elapsed;
+    return 0;
+err:
+    return rc;
+}
+
 tc_fw_t *tc_cuda_framework(tc_cuda_ctx_t *ctx)
 {
     if (ctx->fw)

@@ -198,6 +198,13 @@ struct tc_cuda_blas {
 /* Make this device current on the calling thread. */
 int tc_cuda_activate(const tc_cuda_ctx_t *ctx);
 
+/* The timed region of every plan's run, convs and matmuls alike: a spin of
+ * about 1 ms of SM clock queued first (the launches after it are timed on a
+ * busy GPU, not on their own latency), then the start event (begin); the
+ * stop event, waited for, and the time between them in ms (end). */
+int tc_cuda_timed_begin(tc_cuda_ctx_t *d);
+int tc_cuda_timed_end(tc_cuda_ctx_t *d, double *ms);
+
 /* The framework helper for this GPU, started on first use; NULL (with the
  * reason in tc_errmsg()) when there is none. */
 tc_fw_t *tc_cuda_framework(tc_cuda_ctx_t *ctx);

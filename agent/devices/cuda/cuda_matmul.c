@@ -52,9 +52,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The spin before each timed call, in microseconds of SM clock. */
-#define S_SPIN_US 1000
-
 typedef struct {
     tc_cuda_ctx_t *dev;
     tc_cuda_blas_t *blas;
@@ -348,9 +345,7 @@ int tc_cuda_matmul_run(void *plan, double *ms)
     if (!lt)
         TC_CUBLAS_TRY(f->cublasSetMathMode(p->blas->handle, p->tf32 ? CUBLAS_TF32_TENSOR_OP_MATH
                                                                     : CUBLAS_DEFAULT_MATH));
-    long long cycles = (long long)d->clock_khz * S_SPIN_US / 1000;
-    TC_CUDA_TRY(tc_cuda_spin(cycles > 0 ? cycles : 100000, d->stream));
-    TC_CUDA_TRY(cudaEventRecord(d->start, d->stream));
+    TC_TRY(tc_cuda_timed_begin(d));
     if (lt) {
         const float one = 1.0f, zero = 0.0f;
         TC_CUBLAS_TRY(f->cublasLtMatmul((cublasLtHandle_t)p->blas->handle, p->op, &one, b,
@@ -363,12 +358,7 @@ int tc_cuda_matmul_run(void *plan, double *ms)
                                           p->fill_kind, d->stream));
         TC_TRY(s_cublas(p, a, b));
     }
-    TC_CUDA_TRY(cudaEventRecord(d->stop, d->stream));
-    TC_CUDA_TRY(cudaEventSynchronize(d->stop));
-    float elapsed = 0;
-    TC_CUDA_TRY(cudaEventElapsedTime(&elapsed, d->start, d->stop));
-    *ms = elapsed;
-    return 0;
+    return tc_cuda_timed_end(d, ms);
 err:
     return rc;
 }
