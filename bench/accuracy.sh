@@ -65,6 +65,9 @@
 #   --quick              a smoke run: 5 small CNNs, batches 2,8, 2 rounds of 3 iterations
 #   --analyze-only       measure nothing: push, fit, validate and report what is there
 #   --retry-failed       measure again the CNNs that failed in an earlier run
+#   --analyses LIST      run only these analyses besides main (see below: family, batch,
+#                        p10, min, memory, baseline, disturbed, regress-matmuls,
+#                        apart-cnns, apart-modern) [all]
 #   --fresh              start over: delete DIR (its database included) first
 set -euo pipefail
 
@@ -94,6 +97,7 @@ plot=
 plot_link=
 retry_failed=0
 fresh=0
+only_analyses=
 
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -120,11 +124,20 @@ while [ $# -gt 0 ]; do
         models=squeezenet1_1,shufflenet_v2_x0_5,mnasnet0_5,mobilenet_v3_small,regnet_x_400mf
         batches=2,8; input_sizes=64; warmup=2; iters=3; rounds=2; bench_budget=50; max_reps=10 ;;
     --retry-failed) retry_failed=1 ;;
+    --analyses) only_analyses=$2; shift ;;
     --fresh) fresh=1 ;;
     -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
     *) echo "accuracy: unknown option '$1' (see --help)" >&2; exit 2 ;;
     esac
     shift
+done
+
+IFS=, read -r -a wanted <<<"$only_analyses"
+for w in "${wanted[@]}"; do
+    case ",main,family,batch,p10,min,memory,baseline,disturbed,regress-matmuls,apart-cnns,apart-modern," in
+    *",$w,"*) ;;
+    *) echo "accuracy: --analyses: no analysis '$w' (main, family, batch, p10, min, memory, baseline, disturbed, regress-matmuls, apart-cnns, apart-modern)" >&2; exit 2 ;;
+    esac
 done
 
 agent=$build/agent/agent
@@ -435,6 +448,11 @@ TRAINCAST_PROGRESS=plain "$aggregator" fit --db "$dsn" >"$dir/logs/fit.out" 2>"$
 #               feature, ordinary least squares, no selection
 #   disturbed   the traces taken while other processes used the machine
 #               kept (aggregator fit --include-disturbed), against main
+#   apart-cnns, apart-modern
+#               where the study has both (4 or more of each with a round
+#               measured): the CNNs of 2012-2019 alone and the ConvNeXts and
+#               transformers alone (validate --models), to set beside their
+#               errors in main, where every model is fitted together
 baseline_features=total.one,total.params,bn.elems,act.elems,pool.elems,eltwise.elems,concat.elems,gemm.flops
 memory_candidates=total.one,nonconv.layers,conv.layers,bn.elems,memory.elems,total.params,gemm.flops,conv.ms
 analyses=(
@@ -448,11 +466,29 @@ analyses=(
     "disturbed|--include-disturbed"
     "regress-matmuls|--regress-matmuls"
 )
+# The study's models with a round measured, by kind: the report's "apart"
+# (bench/accuracy_fmt.py, MODERN_FAMILIES: the same split).
+apart_cnns=() apart_modern=()
+for m in "${model_list[@]}"; do
+    grep -q "^$m " "$dir/rounds_done" || continue
+    grep -q "^$m	" "$dir/failed" && continue
+    case $m in
+    convnext* | vit_* | swin* | maxvit*) apart_modern+=("$m") ;;
+    *) apart_cnns+=("$m") ;;
+    esac
+done
+if [ "${#apart_cnns[@]}" -ge 4 ] && [ "${#apart_modern[@]}" -ge 4 ]; then
+    analyses+=("apart-cnns|--models $(IFS=,; echo "${apart_cnns[*]}")"
+        "apart-modern|--models $(IFS=,; echo "${apart_modern[*]}")")
+fi
 val_st=0
 validate_args=()
 for entry in "${analyses[@]}"; do
     name=${entry%%|*}
     args=${entry#*|}
+    if [ -n "$only_analyses" ] && [ "$name" != main ] && [[ ",$only_analyses," != *",$name,"* ]]; then
+        continue
+    fi
     log "aggregator validate ($name${args:+: $args})"
     st=0
     # shellcheck disable=SC2086

@@ -28,6 +28,17 @@ def family(name):
     return base
 
 
+# The families of the ConvNeXts and transformers (the fit's own family names):
+# the report sets them apart from the CNNs of 2012-2019, as bench/accuracy.sh
+# does for its apart-cnns and apart-modern analyses.
+MODERN_FAMILIES = ("convnext", "vit", "swin", "maxvit")
+
+
+def kind(name):
+    """"modern" for a ConvNeXt or transformer, else "cnn"."""
+    return "modern" if family(name) in MODERN_FAMILIES else "cnn"
+
+
 def pct(v, digits=1):
     if v is None or (isinstance(v, float) and not math.isfinite(v)):
         return "–"

@@ -16,11 +16,24 @@ import os
 import re
 import statistics
 
-from accuracy_fmt import cnn_name, family, pct, short_device
+from accuracy_fmt import MODERN_FAMILIES, cnn_name, family, pct, short_device
+from accuracy_fmt import kind as model_kind
 from accuracy_ops import report_class_fit, report_op_times
 
-GOALS = {"cnn": 5.0, "family": 8.0, "batch": 5.0, "outside": 10.0}
+# The goals of the study (docs/fitting.md): on one CPU thread (or a GPU) and
+# on several threads, the noisier device; the outside goal is for CNNs of
+# a family the study lacks (other sizes of its families should do better).
+GOALS = {"cnn": 5.0, "family": 7.0, "batch": 5.0, "outside": 8.0}
+GOALS_THREADS = {"cnn": 8.0, "family": 10.0, "batch": 8.0, "outside": 12.0}
+FLOOR_GOAL = 2.0
 COVERAGE = (90.0, 98.0)
+
+
+def goals_for(device):
+    """The goals of a device by its name: "(N threads)" with N > 1 is the
+    several-threads CPU device."""
+    m = re.search(r"\((\d+) threads?\)", device or "")
+    return GOALS_THREADS if m and int(m.group(1)) > 1 else GOALS
 
 
 def read_tsv(path):
@@ -212,6 +225,8 @@ def main():
         w("")
     else:
         report_accuracy(w, docs)
+        report_apart(w, docs)
+        report_stability(w, docs)
         report_ranking(w, docs["main"])
         report_op_times(w, read_tsv(a.op_times))
         report_class_fit(w, read_tsv(a.op_points), read_tsv(a.class_layers))
@@ -287,9 +302,12 @@ def report_accuracy(w, docs):
       "point's traces (a perfect model would show it). *coverage*: share of held-out truths inside their 95 %% interval (each "
       "calibrated without the CNN it covers); *width*: median interval width relative to the "
       "prediction. *baseline*: the published method's form (every aggregated non-conv feature, "
-      "ordinary least squares, no selection). Goals: CNN ≤ %.0f %%, family ≤ %.0f %%, batch ≤ "
-      "%.0f %%; coverage %.0f–%.0f %%."
-      % (GOALS["cnn"], GOALS["family"], GOALS["batch"], COVERAGE[0], COVERAGE[1]))
+      "ordinary least squares, no selection). Goals on one thread (or a GPU): CNN ≤ %.0f %%, "
+      "family ≤ %.0f %%, batch ≤ %.0f %%; on several threads %.0f, %.0f and %.0f %%; floor ≤ "
+      "%.0f %% (enough rounds, spread over time); coverage %.0f–%.0f %%."
+      % (GOALS["cnn"], GOALS["family"], GOALS["batch"], GOALS_THREADS["cnn"],
+         GOALS_THREADS["family"], GOALS_THREADS["batch"], FLOOR_GOAL, COVERAGE[0],
+         COVERAGE[1]))
     w("")
     w("| device | px | CNNs | points | **CNN** | family | batch | spread | floor | coverage | "
       "width | baseline | conv sum alone | goals met |")
@@ -305,12 +323,16 @@ def report_accuracy(w, docs):
         sp = spread(pts)
         cnns = len({p["cnn"] for p in pts})
         met, missed = [], []
-        for name, st, goal in (("CNN", s, GOALS["cnn"]), ("family", sf, GOALS["family"]),
-                               ("batch", sb, GOALS["batch"])):
+        goals = goals_for(d["device"])
+        for name, st, goal in (("CNN", s, goals["cnn"]), ("family", sf, goals["family"]),
+                               ("batch", sb, goals["batch"])):
             if not st:
                 continue
             ok = st["mape"] <= goal
             (met if ok else missed).append(name)
+        floor = noise_floor(pts)
+        if floor is not None:
+            (met if floor <= FLOOR_GOAL else missed).append("floor")
         if s["coverage"] is not None:
             ok = COVERAGE[0] <= s["coverage"] <= COVERAGE[1]
             (met if ok else missed).append("coverage")
@@ -321,7 +343,7 @@ def report_accuracy(w, docs):
           % (d["device"], key[1] or "–", cnns, s["n"], pct(s["mape"]),
              " ± %.1f" % se if se is not None else "",
              pct(sf["mape"]) if sf else "–", pct(sb["mape"]) if sb else "–", pct(sp),
-             pct(noise_floor(pts)), pct(s["coverage"]), pct(s["width"]), pct(sbl["mape"]) if sbl else "–",
+             pct(floor), pct(s["coverage"]), pct(s["width"]), pct(sbl["mape"]) if sbl else "–",
              pct(conv_only(pts)), verdict))
     w("")
 
@@ -333,12 +355,14 @@ def report_accuracy(w, docs):
       "in one feature (memory.elems), the default candidates before the study of "
       "docs/fitting.md kept them apart. *regress-matmuls*: the matmuls regressed with the rest "
       "even where every one is benchmarked (run only when the main analysis benchmarked "
-      "them).")
+      "them). *apart-cnns*, *apart-modern*: the CNNs of 2012–2019 alone, the ConvNeXts and "
+      "transformers alone (validate --models), where the study has both.")
     w("")
     w("| device | px | analysis | MAPE | median | max | coverage | width | model chosen on every "
       "CNN |")
     w("|---|---:|---|---:|---:|---:|---:|---:|---|")
-    order = ["main", "family", "batch", "p10", "min", "memory", "regress-matmuls", "baseline"]
+    order = ["main", "family", "batch", "p10", "min", "memory", "regress-matmuls", "apart-cnns",
+             "apart-modern", "baseline"]
     for name in order:
         if name not in docs:
             continue
@@ -390,6 +414,92 @@ def report_accuracy(w, docs):
         w("")
 
 
+def report_apart(w, docs):
+    """The CNNs of 2012-2019 and the ConvNeXts and transformers, each with
+    its errors in the fit on every model (together) and in a fit on its
+    kind alone (apart)."""
+    main = by_device_size(docs["main"])
+    if not any(len({model_kind(p["cnn"]) for p in pts}) > 1 for _, pts in main.values()):
+        return
+    family_docs = by_device_size(docs.get("family"))
+    apart = {k: by_device_size(docs.get("apart-" + k)) for k in ("cnns", "modern")}
+    w("### CNNs and transformers, together and apart")
+    w("")
+    w("*together*: the nested errors of the models of each kind in the analyses above, where "
+      "every model of the study is fitted on (hold out one model; hold out its family); "
+      "*apart*: a study of that kind alone, the same procedure on its models only "
+      "(`validate --models`). *ConvNeXts and transformers*: the families %s. Each MAPE with "
+      "its standard error across models; *floor* and *benchmarks alone* over the same points."
+      % ", ".join(MODERN_FAMILIES))
+    w("")
+    w("| device | px | models | count | points | together: model out | together: family out | "
+      "apart: model out | floor | benchmarks alone |")
+    w("|---|---:|---|---:|---:|---:|---:|---:|---:|---:|")
+    labels = (("cnns", "CNNs of 2012–2019"), ("modern", "ConvNeXts and transformers"),
+              ("all", "all"))
+    for key in sorted(main):
+        d, pts = main[key]
+        for k, label in labels:
+            def sel(p, k=k):
+                return k == "all" or model_kind(p["cnn"]) == {"cnns": "cnn"}.get(k, k)
+            sub = [p for p in pts if sel(p)]
+            s = stats(sub)
+            if not s:
+                continue
+            fam = [p for p in family_docs.get(key, (None, []))[1] if sel(p)]
+            sf = stats(fam)
+            ap = (pts if k == "all" else
+                  [p for p in apart.get(k, {}).get(key, (None, []))[1]])
+            sa = stats(ap)
+
+            def cell(st, pp):
+                if not st:
+                    return "–"
+                se = mape_se(pp)
+                return pct(st["mape"]) + (" ± %.1f" % se if se is not None else "")
+            w("| %s | %s | %s | %d | %d | %s | %s | %s | %s | %s |"
+              % (short_device(d["device"]), key[1] or "–", label,
+                 len({p["cnn"] for p in sub}), s["n"], cell(s, sub), cell(sf, fam),
+                 cell(sa, ap), pct(noise_floor(sub)), pct(conv_only(sub))))
+    w("")
+
+
+def report_stability(w, docs):
+    """Does the selection swing with the grouping? The model each analysis
+    chose on every model, and how many of its folds (one per held-out
+    group) chose the same."""
+    rows = []
+    for name in ("main", "family"):
+        for key, (d, pts) in sorted(by_device_size(docs.get(name)).items()):
+            folds = [c.get("fold_model") for c in d.get("per_cnn", []) if c.get("fold_model")]
+            if not folds:
+                continue
+            common = max(set(folds), key=folds.count)
+            # as validate words a fold's model (tc_fit_run_spec_describe)
+            m = d.get("model", {})
+            chosen = "%s, %s weights: %s" % (
+                m.get("form"), "relative" if m.get("weighting") == "relative" else "no",
+                " + ".join(m.get("features", [])) or "no features (conv sum only)")
+            rows.append("| %s | %s | %s | %s | %d | %d | %s (%d) |"
+                        % (short_device(d["device"]), key[1] or "–", name, chosen,
+                           len(set(folds)), folds.count(chosen), common, folds.count(common)))
+    if not rows:
+        return
+    w("### Does the selection swing?")
+    w("")
+    w("The model chosen on every model of the study, per grouping of the folds (*main*: one "
+      "model held out; *family*: a family), and how the nested run's folds chose: how many "
+      "distinct models, how many chose the one chosen on every model, and the most common "
+      "(per held-out model, the fold that predicted it).")
+    w("")
+    w("| device | px | grouping | chosen on every model | distinct fold models | folds choosing "
+      "it | most common (folds) |")
+    w("|---|---:|---|---|---:|---:|---|")
+    for r in rows:
+        w(r)
+    w("")
+
+
 def outside_done(a):
     outside = [m for m in a.outside.split(",") if m]
     return [r[0] for r in read_tsv(a.done) if r[0] in outside]
@@ -433,8 +543,9 @@ def report_outside(w, outside, study, pred_files, truth_rows):
       "`--outside` from its start) but never fitted on: only their conv benchmarks went "
       "into the study's database, and the fit on the study's CNNs predicted each from its "
       "structure (torchvision's ONNX export) and those benchmarks (`aggregator predict --model "
-      "torchvision:NAME`), against the median of their measured rounds. Goal: MAPE ≤ %.0f %%."
-      % GOALS["outside"])
+      "torchvision:NAME`), against the median of their measured rounds. Goal for a new "
+      "family: MAPE ≤ %.0f %% on one thread (or a GPU), ≤ %.0f %% on several."
+      % (GOALS["outside"], GOALS_THREADS["outside"]))
     w("")
     if not rows:
         w("No outside CNN was predicted%s." % (": " + "; ".join(unpredicted[:5])

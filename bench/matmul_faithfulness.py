@@ -270,6 +270,14 @@ def cmd_run(a):
                    "%.2f-%.2f%s" % (threads, len(ratios), med, within * 100, BAND[0], BAND[1],
                                     (" (goal met)" if ok else " (goal not met)")
                                     if threads == 1 else ""))
+        # The small attention products miss most: how much of the time is
+        # in config directions within the band (each counted once).
+        torch_ms = {k: statistics.median(x[2] for x in v) for k, v in per.items()}
+        total = sum(torch_ms.values())
+        if total > 0:
+            summary += "; %.1f %% of PyTorch's time (each config direction once) is in those " \
+                       "within" % (100.0 * sum(t for k, t in torch_ms.items()
+                                               if BAND[0] <= ratios[k] <= BAND[1]) / total)
         print(summary)
         lines += ["", "## %d thread(s)" % threads, "", summary, "",
                   "| config | direction | route | agent ms | PyTorch ms | ratio |",

@@ -145,7 +145,7 @@ static int s_load_groups(const char *db, const tc_fit_run_plan_t *plan, tc_store
         rc = tc_store_fit_groups(*store, plan->devices, plan->n_devices, plan->stat,
                                  plan->include_disturbed, groups, n_groups);
     if (rc == 0)
-        tc_fit_run_plan_groups(plan, *groups, *n_groups);
+        rc = tc_fit_run_plan_groups(plan, *groups, n_groups);
     return rc;
 }
 

@@ -387,10 +387,10 @@ static void s_json_group(tc_buf_t *b, const tc_fit_group_t *g, const tc_fit_run_
     tc_buf_puts(b, "]}");
 }
 
-/* Parse --format and --holdout and make the fit plan (freed with
+/* Parse --format, --holdout and --models and make the fit plan (freed with
  * tc_fit_run_plan_free when this returns 0). */
 static int s_plan(const tc_fit_run_cli_t *cli, const char *format, const char *holdout,
-                  format_t *fmt, tc_fit_run_plan_t *plan)
+                  const char *models, format_t *fmt, tc_fit_run_plan_t *plan)
 {
     if (!strcmp(format, "table"))
         *fmt = FMT_TABLE;
@@ -407,7 +407,10 @@ static int s_plan(const tc_fit_run_cli_t *cli, const char *format, const char *h
     if (rc < 0)
         return rc;
     plan->holdout = hold;
-    return 0;
+    if (models && (rc = tc_parse_name_list(models, "--models", &plan->models,
+                                           &plan->n_models)) < 0)
+        tc_fit_run_plan_free(plan);
+    return rc;
 }
 
 /* Read the fit groups of the plan's devices from the database db names
@@ -421,7 +424,7 @@ static int s_load_groups(const char *db, const tc_fit_run_plan_t *plan, tc_fit_g
         rc = tc_store_fit_groups(store, plan->devices, plan->n_devices, plan->stat,
                                  plan->include_disturbed, groups, n_groups);
     if (rc == 0)
-        tc_fit_run_plan_groups(plan, *groups, *n_groups);
+        rc = tc_fit_run_plan_groups(plan, *groups, n_groups);
     tc_store_destroy(&store);
     return rc;
 }
@@ -482,12 +485,16 @@ static int s_report(const tc_fit_group_t *groups, size_t n_groups, const tc_fit_
 int tc_cmd_validate(int argc, char **argv)
 {
     tc_fit_run_cli_t cli = {.min_gain = 0.01};
-    const char *format = "table", *holdout = "cnn";
+    const char *format = "table", *holdout = "cnn", *models = NULL;
     const tc_opt_t opts[] = {
         TC_FIT_RUN_OPTS(&cli),
         {"holdout", TC_OPT_STR, &holdout, "WHAT",
          "what each fold holds out: cnn (default), family (every CNN of an architectural "
          "family: resnet with resnext, mbconv, vgg, ...) or batch (one batch size of every CNN)"},
+        {"models", TC_OPT_STR, &models, "LIST",
+         "validate on these CNNs alone, by name as validate prints them (resnet18) or model "
+         "id: the other CNNs' traces are left out of every fold, so that a subset (the CNNs, "
+         "the transformers) is reported apart (default: every traced CNN)"},
         {"format", TC_OPT_STR, &format, "FMT", "table, csv or json (default: table)"},
         {0},
     };
@@ -509,7 +516,7 @@ int tc_cmd_validate(int argc, char **argv)
         return rc;
     format_t fmt = FMT_TABLE;
     tc_fit_run_plan_t plan;
-    rc = s_plan(&cli, format, holdout, &fmt, &plan);
+    rc = s_plan(&cli, format, holdout, models, &fmt, &plan);
     if (rc < 0) {
         tc_cli_result_free(&res);
         return rc;

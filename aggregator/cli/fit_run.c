@@ -49,6 +49,7 @@ void tc_fit_run_plan_free(tc_fit_run_plan_t *plan)
 {
     tc_free_strv(plan->devices, plan->n_devices);
     tc_free_strv(plan->features, plan->p);
+    tc_free_strv(plan->models, plan->n_models);
     memset(plan, 0, sizeof *plan);
 }
 
@@ -191,9 +192,48 @@ void tc_fit_run_settings_shown(const char *key, char *buf, size_t size)
     }
 }
 
-void tc_fit_run_plan_groups(const tc_fit_run_plan_t *plan, tc_fit_group_t *groups, size_t n)
+static bool s_listed(const tc_fit_run_plan_t *plan, const char *cnn, const char *model_id,
+                     bool *seen)
 {
-    for (size_t i = 0; plan->regress_matmuls && i < n; i++) {
+    bool in = false;
+    for (size_t k = 0; k < plan->n_models; k++) {
+        if (!strcmp(plan->models[k], cnn) || !strcmp(plan->models[k], model_id)) {
+            seen[k] = in = true;
+        }
+    }
+    return in;
+}
+
+/* Keep the points (and excluded points) of the listed CNNs in g. */
+static void s_keep_listed(const tc_fit_run_plan_t *plan, tc_fit_group_t *g, bool *seen)
+{
+    size_t kept = 0;
+    for (size_t j = 0; j < g->n_points; j++) {
+        tc_fit_point_t *pt = &g->points[j];
+        if (s_listed(plan, pt->cnn, pt->model_id, seen)) {
+            g->points[kept++] = *pt;
+        } else {
+            free(pt->model_id);
+            free(pt->cnn);
+        }
+    }
+    g->n_points = kept;
+    kept = 0;
+    for (size_t j = 0; j < g->n_excluded; j++) {
+        tc_fit_excluded_t *ex = &g->excluded[j];
+        if (s_listed(plan, ex->cnn, ex->model_id, seen)) {
+            g->excluded[kept++] = *ex;
+        } else {
+            free(ex->model_id);
+            free(ex->cnn);
+        }
+    }
+    g->n_excluded = kept;
+}
+
+int tc_fit_run_plan_groups(const tc_fit_run_plan_t *plan, tc_fit_group_t *groups, size_t *n)
+{
+    for (size_t i = 0; plan->regress_matmuls && i < *n; i++) {
         tc_fit_group_t *g = &groups[i];
         if (!g->matmuls)
             continue;
@@ -203,6 +243,32 @@ void tc_fit_run_plan_groups(const tc_fit_run_plan_t *plan, tc_fit_group_t *group
         snprintf(g->matmuls_why, sizeof g->matmuls_why,
                  "--regress-matmuls (every one is benchmarked)");
     }
+    if (!plan->n_models)
+        return 0;
+    bool *seen = calloc(plan->n_models, sizeof *seen);
+    if (!seen)
+        return tc_fail(TC_ENOMEM, "out of memory");
+    size_t kept = 0;
+    for (size_t i = 0; i < *n; i++) {
+        s_keep_listed(plan, &groups[i], seen);
+        if (groups[i].n_points + groups[i].n_excluded)
+            groups[kept++] = groups[i];
+        else
+            tc_fit_group_clear(&groups[i]);
+    }
+    for (size_t i = kept; i < *n; i++)
+        memset(&groups[i], 0, sizeof groups[i]);
+    *n = kept;
+    int rc = 0;
+    for (size_t k = 0; rc == 0 && k < plan->n_models; k++) {
+        if (!seen[k])
+            rc = tc_fail(TC_EUSAGE, "--models: no traces of '%s' on the devices read (a CNN's "
+                                    "name as validate prints it, e.g. resnet18, or its model "
+                                    "id; validate without --models lists every traced CNN)",
+                         plan->models[k]);
+    }
+    free(seen);
+    return rc;
 }
 
 void tc_fit_run_benchmarked(const tc_fit_group_t *g, char *buf, size_t size)

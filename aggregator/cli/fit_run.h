@@ -66,11 +66,17 @@ typedef struct {
     tc_fit_holdout_t holdout; /* what the folds hold out (validate --holdout) */
     bool include_disturbed;
     bool regress_matmuls;
+    /* validate --models: only these CNNs' points, by name or model id
+     * (NULL: every traced CNN). */
+    char **models;
+    size_t n_models;
 } tc_fit_run_plan_t;
 
 int tc_fit_run_plan_init(const tc_fit_run_cli_t *cli, tc_fit_run_plan_t *plan);
-/* What the plan changes in groups as read: --regress-matmuls. */
-void tc_fit_run_plan_groups(const tc_fit_run_plan_t *plan, tc_fit_group_t *groups, size_t n);
+/* What the plan changes in groups as read: --regress-matmuls, and with
+ * models, every other CNN's points left out (a group left without points
+ * dropped, *n updated). Bad input when a model has no point in any group. */
+int tc_fit_run_plan_groups(const tc_fit_run_plan_t *plan, tc_fit_group_t *groups, size_t *n);
 /* "convs and matmuls", or "convs" and why the matmuls are regressed (""
  * when the group has no matmul benchmarks), into buf. */
 void tc_fit_run_benchmarked(const tc_fit_group_t *g, char *buf, size_t size);

@@ -25,14 +25,16 @@ typedef struct {
     double rse;
 } ols2_t;
 
-/* OLS of the residual on (1, bn.elems) over points of CNNs other than `skip`
- * (-1: all), by the 2 x 2 normal equations. */
-static ols2_t s_ols2(int skip)
+#define ALL_CNNS ((1u << TC_SYNTH_N_CNNS) - 1)
+
+/* OLS of the residual on (1, bn.elems) over points of the CNNs in `set` (a
+ * bit per CNN) other than `skip` (-1: none), by the 2 x 2 normal equations. */
+static ols2_t s_ols2_of(int skip, unsigned set)
 {
     double s11 = 0, s12 = 0, s22 = 0, t1 = 0, t2 = 0;
     int n = 0;
     for (int k = 0; k < TC_SYNTH_N_CNNS; k++) {
-        if (k == skip)
+        if (k == skip || !(set & 1u << k))
             continue;
         for (int bi = 0; bi < TC_SYNTH_N_BATCHES; bi++) {
             double x = tc_synth_bn_elems(k, tc_synth_batches[bi]);
@@ -51,7 +53,7 @@ static ols2_t s_ols2(int skip)
     o.b1 = (s11 * t2 - s12 * t1) / det;
     double rss = 0;
     for (int k = 0; k < TC_SYNTH_N_CNNS; k++) {
-        if (k == skip)
+        if (k == skip || !(set & 1u << k))
             continue;
         for (int bi = 0; bi < TC_SYNTH_N_BATCHES; bi++) {
             double x = tc_synth_bn_elems(k, tc_synth_batches[bi]);
@@ -68,9 +70,14 @@ static ols2_t s_ols2(int skip)
     return o;
 }
 
-static double s_held_out_ape(int k, int bi)
+static ols2_t s_ols2(int skip)
 {
-    ols2_t o = s_ols2(k);
+    return s_ols2_of(skip, ALL_CNNS);
+}
+
+static double s_held_out_ape(int k, int bi, unsigned set)
+{
+    ols2_t o = s_ols2_of(k, set);
     unsigned b = tc_synth_batches[bi];
     double pred = tc_synth_conv_sum(k, b) + o.b0 + o.b1 * tc_synth_bn_elems(k, b);
     double m = tc_synth_measured(k, bi);
@@ -83,16 +90,17 @@ static int s_cmp(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* MAPE, median and max over CNN k (-1: all). */
-static void s_hand_stats(int only, double *mape, double *median, double *max)
+/* MAPE, median and max over CNN `only` (-1: every CNN of `set`), each held
+ * out of a fit on the others of `set`. */
+static void s_hand_stats_of(int only, unsigned set, double *mape, double *median, double *max)
 {
     double ape[TC_SYNTH_N_CNNS * TC_SYNTH_N_BATCHES];
     int n = 0;
     for (int k = 0; k < TC_SYNTH_N_CNNS; k++) {
-        if (only >= 0 && k != only)
+        if ((only >= 0 && k != only) || !(set & 1u << k))
             continue;
         for (int bi = 0; bi < TC_SYNTH_N_BATCHES; bi++)
-            ape[n++] = s_held_out_ape(k, bi);
+            ape[n++] = s_held_out_ape(k, bi, set);
     }
     qsort(ape, (size_t)n, sizeof *ape, s_cmp);
     double sum = 0;
@@ -101,6 +109,11 @@ static void s_hand_stats(int only, double *mape, double *median, double *max)
     *mape = sum / n;
     *median = n % 2 ? ape[n / 2] : 0.5 * (ape[n / 2 - 1] + ape[n / 2]);
     *max = ape[n - 1];
+}
+
+static void s_hand_stats(int only, double *mape, double *median, double *max)
+{
+    s_hand_stats_of(only, ALL_CNNS, mape, median, max);
 }
 
 
@@ -396,5 +409,41 @@ Test(fit_store, validate_reports_the_noise_floor_and_the_standard_error, .timeou
     cr_assert_eq(rc, 0, "%s", out);
     cr_expect(strstr(out, "with a standard error of") != NULL, "%s", out);
     cr_expect(strstr(out, "noise floor") != NULL, "%s", out);
+    tc_store_destroy(&st);
+}
+
+/* validate --models: the listed CNNs alone, every fold fitted on them only
+ * (by name or model id), the others' excluded points gone too; a name with
+ * no traces is bad input that names it. */
+Test(fit_store, validate_on_a_subset_of_the_cnns, .timeout = 300)
+{
+    tc_store_t *st = tc_synth_fresh_db("fit_subset");
+    tc_synth_populate(st);
+    char out[65536];
+    int rc = tc_synth_aggregator("validate " FIXED " --models cnn0,cnn2,cnn3,test:cnn4@32 "
+                                 "--format csv", out, sizeof out);
+    cr_assert_eq(rc, 0, "validate failed:\n%s", out);
+    const unsigned set = 1u << 0 | 1u << 2 | 1u << 3 | 1u << 4;
+    char csv[65536], *f[20];
+    snprintf(csv, sizeof csv, "%s", out);
+    cr_assert(s_csv_row(csv, "", f, 20), "no device row in:\n%s", out);
+    double mape, median, max;
+    s_hand_stats_of(-1, set, &mape, &median, &max);
+    cr_expect(fabs(atof(f[9]) - mape) < 2e-4, "subset MAPE %s, hand %.6f", f[9], mape);
+    cr_expect(fabs(atof(f[11]) - max) < 2e-4, "subset max %s, hand %.6f", f[11], max);
+    cr_expect_eq(atoi(f[6]), 4 * TC_SYNTH_N_BATCHES, "points %s", f[6]);
+    cr_expect_eq(atoi(f[7]), 1, "cnn0's out-of-memory point stays: %s", f[7]);
+    cr_expect_eq(atoi(f[8]), 0, "cnn1's failed point goes with it: %s", f[8]);
+    snprintf(csv, sizeof csv, "%s", out);
+    cr_assert(s_csv_row(csv, "cnn2", f, 20), "no cnn2 row in:\n%s", out);
+    s_hand_stats_of(2, set, &mape, &median, &max);
+    cr_expect(fabs(atof(f[9]) - mape) < 2e-4, "cnn2 MAPE %s, hand %.6f", f[9], mape);
+    snprintf(csv, sizeof csv, "%s", out);
+    cr_expect(!s_csv_row(csv, "cnn1", f, 20), "cnn1 was left out:\n%s", out);
+
+    rc = tc_synth_aggregator("validate " FIXED " --models cnn0,cnn2,cnn3,nosuch", out,
+                             sizeof out);
+    cr_expect_eq(rc, 2, "%s", out);
+    cr_expect(strstr(out, "--models") && strstr(out, "'nosuch'"), "%s", out);
     tc_store_destroy(&st);
 }
