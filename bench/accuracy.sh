@@ -132,12 +132,11 @@ while [ $# -gt 0 ]; do
     shift
 done
 
+known_analyses=main,family,batch,p10,min,memory,baseline,disturbed,regress-matmuls,apart-cnns,apart-modern
 IFS=, read -r -a wanted <<<"$only_analyses"
 for w in "${wanted[@]}"; do
-    case ",main,family,batch,p10,min,memory,baseline,disturbed,regress-matmuls,apart-cnns,apart-modern," in
-    *",$w,"*) ;;
-    *) echo "accuracy: --analyses: no analysis '$w' (main, family, batch, p10, min, memory, baseline, disturbed, regress-matmuls, apart-cnns, apart-modern)" >&2; exit 2 ;;
-    esac
+    [[ ",$known_analyses," == *",$w,"* ]] \
+        || { echo "accuracy: --analyses: no analysis '$w' (${known_analyses//,/, })" >&2; exit 2; }
 done
 
 agent=$build/agent/agent
@@ -466,17 +465,21 @@ analyses=(
     "disturbed|--include-disturbed"
     "regress-matmuls|--regress-matmuls"
 )
-# The study's models with a round measured, by kind: the report's "apart"
-# (bench/accuracy_fmt.py, MODERN_FAMILIES: the same split).
-apart_cnns=() apart_modern=()
+# The study's models with a round measured, by kind: the report's own split
+# (bench/accuracy_fmt.py kind: the fit's families, MODERN_FAMILIES).
+measured=()
 for m in "${model_list[@]}"; do
     grep -q "^$m " "$dir/rounds_done" || continue
     grep -q "^$m	" "$dir/failed" && continue
-    case $m in
-    convnext* | vit_* | swin* | maxvit*) apart_modern+=("$m") ;;
-    *) apart_cnns+=("$m") ;;
-    esac
+    measured+=("$m")
 done
+apart_cnns=() apart_modern=()
+if [ "${#measured[@]}" -gt 0 ]; then
+    mapfile -t kinds < <("$bench_python" "$repo/bench/accuracy_fmt.py" kind "${measured[@]}")
+    for i in "${!measured[@]}"; do
+        if [ "${kinds[$i]}" = modern ]; then apart_modern+=("${measured[$i]}"); else apart_cnns+=("${measured[$i]}"); fi
+    done
+fi
 if [ "${#apart_cnns[@]}" -ge 4 ] && [ "${#apart_modern[@]}" -ge 4 ]; then
     analyses+=("apart-cnns|--models $(IFS=,; echo "${apart_cnns[*]}")"
         "apart-modern|--models $(IFS=,; echo "${apart_modern[*]}")")

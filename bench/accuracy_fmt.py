@@ -53,3 +53,13 @@ def cnn_name(model_id):
 def short_device(name):
     """The device name without its bracketed software stack, for narrow tables."""
     return re.sub(r"\s*\[.*\]\s*$", "", name)
+
+
+if __name__ == "__main__":
+    # `accuracy_fmt.py kind NAME...`: each model's kind on a line of its own
+    # (bench/accuracy.sh splits its apart analyses by it).
+    import sys
+    if len(sys.argv) < 2 or sys.argv[1] != "kind":
+        sys.exit("usage: accuracy_fmt.py kind NAME...")
+    for name in sys.argv[2:]:
+        print(kind(name))

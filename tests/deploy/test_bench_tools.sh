@@ -85,6 +85,11 @@ out=$(BUILD_DIR=$build "$repo/bench/accuracy.sh" --models resnet18,vgg11 --outsi
 [ $? -eq 2 ] && grep -q -- '--outside: vgg11 is one of the study' <<<"$out" && ok "accuracy.sh --outside overlap refused" \
     || fail "accuracy.sh --outside overlap: $out"
 
+# bench/accuracy.sh --analyses: an unknown analysis is refused before anything is measured.
+out=$(BUILD_DIR=$build "$repo/bench/accuracy.sh" --models resnet18 --analyses family,nosuch --dir "$tmp/acc-an" 2>&1)
+[ $? -eq 2 ] && grep -q -- "--analyses: no analysis 'nosuch'" <<<"$out" && [ ! -e "$tmp/acc-an" ] \
+    && ok "accuracy.sh --analyses unknown name refused" || fail "accuracy.sh --analyses: $out"
+
 # The re-measure rule: of four CNNs measured in three rounds, the one whose
 # rounds disagree far more than the device's typical point (24 % against
 # about 2 %) is named; rounds from UPTO on do not count; a CNN outside the
