@@ -11,7 +11,8 @@ batch (112 px, 8), on each thread count (1 and 2), it compares
      (torch.nn.functional.conv2d) and aten::convolution_backward, the op
      the autograd node calls, for the input gradient only (backward-data)
      or for the weight (and bias) gradients only (backward-filter), with
-     the same threads and the same allocator,
+     the same threads and the same allocator, on a channels-last input
+     where the model hands the conv one (ConvNeXt; A times it as nhwc),
 
 measured A B A B ... (--rounds rounds, each side a fresh process), so that
 drift of a shared machine cancels in the ratio A/B of each round; the
@@ -74,7 +75,10 @@ def model_convs(torch, torchvision, name, size):
             tuple(mod.kernel_size) + tuple(mod.padding) + tuple(mod.stride) + \
             tuple(mod.dilation) + (mod.groups,)
         first = inp.data_ptr() == x.data_ptr()
-        e = convs.setdefault(key, {"count": 0, "first": True, "bias": mod.bias is not None})
+        # channels-last as PyTorch runs the conv (bench/torchvision_convs.py)
+        nhwc = not inp.is_contiguous() and inp.is_contiguous(memory_format=torch.channels_last)
+        e = convs.setdefault(key, {"count": 0, "first": True, "bias": mod.bias is not None,
+                                   "nhwc": nhwc})
         e["count"] += 1
         e["first"] = e["first"] and first
 
@@ -103,8 +107,9 @@ def cmd_convs(a):
         for m, convs in out.items():
             f.write("model %s\n" % m)
             for c in convs:
-                f.write(" ".join(str(c[k]) for k in KEYS) + " %d %d %d\n"
-                        % (c["count"], c["first"], key_of(c) in biased))
+                f.write(" ".join(str(c[k]) for k in KEYS) + " %d %d %d%s\n"
+                        % (c["count"], c["first"], key_of(c) in biased,
+                           " nhwc" if c.get("nhwc") else ""))
     return 0
 
 
@@ -171,6 +176,8 @@ def time_conv(torch, c, a, needs_data, bias):
     w = torch.randn(c["k"], c["c"] // c["groups"], c["r"], c["s"])
     b = torch.randn(c["k"]) if bias else None
     x = torch.randn(a.batch, c["c"], c["h"], c["w"])
+    fmt = torch.channels_last if c.get("nhwc") else torch.contiguous_format
+    x = x.contiguous(memory_format=fmt)
     key = key_of(c)
     budget = a.budget_ms / 1000.0
     f = torch.nn.functional.conv2d
@@ -180,6 +187,7 @@ def time_conv(torch, c, a, needs_data, bias):
 
     out = [key + ("fwd",) + median_time(fwd, budget, a.max_reps)]
     gy = torch.randn_like(f(x, w, b, stride, pad, dil, c["groups"]))
+    gy = gy.contiguous(memory_format=fmt)
     bias_sizes = [c["k"]] if bias else None
 
     def backward(mask):

@@ -5,8 +5,8 @@ Builds each model as training builds it (torchvision defaults, so
 GoogLeNet and Inception v3 keep their auxiliary classifiers), runs it once
 in training mode on a zero input (batch 2, no weights needed: the structure
 is what matters) with forward hooks on every Conv2d, records each conv's
-input shape and parameters (a bias included), and groups identical configs
-per model. A conv
+input shape and parameters (a bias included, and nhwc where the input
+arrives channels-last), and groups identical configs per model. A conv
 whose input is the network input itself is marked first (no backward-data
 pass). The output format is described in agent/bench/convlist.h.
 
@@ -32,6 +32,14 @@ def pair(v):
     return (v, v) if isinstance(v, int) else tuple(v)
 
 
+def channels_last(t):
+    """Whether PyTorch runs a conv on input t channels-last: t's strides
+    are channels-last and not contiguous (suggest_memory_format, which
+    mkldnn_conv_use_channels_last asks, for the dense tensors met here)."""
+    return t.dim() == 4 and not t.is_contiguous() and \
+        t.is_contiguous(memory_format=torch.channels_last)
+
+
 def model_convs(name):
     kwargs = {"weights": None}
     if name in ("inception_v3", "googlenet"):
@@ -50,7 +58,7 @@ def model_convs(name):
         dh, dw = pair(mod.dilation)
         r, s = pair(mod.kernel_size)
         key = (inp.shape[1], inp.shape[2], inp.shape[3], mod.out_channels, r, s, ph, pw, sh, sw,
-               dh, dw, mod.groups, int(mod.bias is not None))
+               dh, dw, mod.groups, int(mod.bias is not None), channels_last(inp))
         first = inp.data_ptr() == x.data_ptr() and inp.shape == x.shape
         count, all_first = convs.get(key, (0, True))
         convs[key] = (count + 1, all_first and first)
@@ -73,7 +81,7 @@ def main():
         out.write("# conv layers of torchvision %s models (bench/torchvision_convs.py)\n"
                   % torchvision.__version__)
         out.write("# c h w k r s pad_h pad_w stride_h stride_w dil_h dil_w groups count first "
-                  "bias\n")
+                  "bias [layout]\n")
         inner = {}  # config -> whether any use needs backward-data
         total_layers = total_passes = 0
         for name in names:
@@ -84,7 +92,8 @@ def main():
                 total_passes += count * (2 if first else 3)
             out.write(f"model torchvision:{name}\n")
             for key, (count, first) in convs.items():
-                out.write(" ".join(str(v) for v in key[:-1]) + f" {count} {int(first)} {key[-1]}\n")
+                out.write(" ".join(str(v) for v in key[:-2]) + f" {count} {int(first)} {key[-2]}"
+                          + (" nhwc" if key[-1] else "") + "\n")
             layers = sum(c for c, _ in convs.values())
             print(f"{name}: {layers} conv layers, {len(convs)} configs", file=sys.stderr)
     items = sum(3 if i else 2 for i in inner.values())

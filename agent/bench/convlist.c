@@ -1,6 +1,7 @@
 #include "convlist.h"
 
 #include "tc_error.h"
+#include "tc_wire.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -108,14 +109,25 @@ static int s_conv_line(s_model_t *m, char *p, const char *path, unsigned lineno)
     unsigned long v[16];
     char *end;
     int got = s_numbers(p, v, &end);
+    char word[8] = "nchw";
+    if (isalpha((unsigned char)*end)) {
+        size_t k = strcspn(end, " \t\r\n#");
+        snprintf(word, sizeof word, "%.*s", k < sizeof word ? (int)k : (int)sizeof word, end);
+        end += k;
+        while (isspace((unsigned char)*end))
+            end++;
+    }
     if ((got != 15 && got != 16) || (*end && *end != '#'))
         return tc_fail(TC_EPARSE, "%s:%u: expected 15 or 16 numbers (c h w k r s pad_h pad_w "
-                                  "stride_h stride_w dil_h dil_w groups count first [bias])",
+                                  "stride_h stride_w dil_h dil_w groups count first [bias]) "
+                                  "and an optional layout (nchw or nhwc)",
                        path, lineno);
     tc_conv_usage_t u;
     int rc = s_conv_usage(v, got, path, lineno, &u);
     if (rc < 0)
         return rc;
+    if (tc_layout_parse(word, &u.config.layout) < 0)
+        return tc_err_context(TC_EPARSE, "%s:%u: the layout", path, lineno);
     return s_append(m, &u, path);
 }
 

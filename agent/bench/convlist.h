@@ -9,7 +9,8 @@
  *
  * `count` is how many layers share the config; `first` is 1 when the conv
  * reads the network input (no backward-data pass); `bias` (optional, 0 when
- * left out) is 1 when the layer adds a bias. A `model NAME` line
+ * left out) is 1 when the layer adds a bias; a last word `nhwc` marks a conv
+ * whose input arrives channels-last (`nchw` when left out). A `model NAME` line
  * starts the next model; lines before any belong to a model named after the
  * file. */
 #ifndef TC_CONVLIST_H

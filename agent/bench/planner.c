@@ -53,7 +53,6 @@ static tc_conv_config_t s_key(const tc_conv_config_t *c)
     tc_conv_config_t k = *c;
     k.n = 0;
     k.dtype = TRAINCAST__V1__DTYPE__DTYPE_FP32;
-    k.layout = TRAINCAST__V1__LAYOUT__LAYOUT_NCHW;
     return k;
 }
 
@@ -226,6 +225,12 @@ int tc_planner_build(const tc_planner_t *cself, const unsigned long *batches, si
     *items = NULL;
     *n_items = 0;
     memset(stats, 0, sizeof *stats);
+    if (layout == TRAINCAST__V1__LAYOUT__LAYOUT_NHWC) /* every conv channels-last */
+        for (size_t i = 0; i < self->n; i++)
+            if (self->confs[i].config.layout != layout) {
+                self->confs[i].config.layout = layout;
+                self->sorted = false;
+            }
     s_merge(self);
     for (size_t b = 0; b < n_batches; b++)
         if (batches[b] == 0 || batches[b] > (1ul << 20))
@@ -258,7 +263,6 @@ int tc_planner_build(const tc_planner_t *cself, const unsigned long *batches, si
                 it->config = c->config;
                 it->config.n = (uint32_t)batches[b];
                 it->config.dtype = dtype;
-                it->config.layout = layout;
                 it->direction = dirs[d];
                 it->layers = layers;
             }

@@ -47,8 +47,9 @@ typedef struct tc_planner tc_planner_t;
 tc_planner_t *tc_planner_new(void);
 void tc_planner_destroy(tc_planner_t **self_p);
 
-/* Add one model's conv list (configs with n = 0; dtype and layout are
- * replaced by the plan's). TC_EINVAL names a bad config. */
+/* Add one model's conv list (configs with n = 0; dtype is replaced by the
+ * plan's, and layout nchw by the plan's: a conv the importer found running
+ * channels-last keeps nhwc). TC_EINVAL names a bad config. */
 int tc_planner_add(tc_planner_t *self, const tc_conv_usage_t *convs, size_t n);
 
 /* Add one model's matmul list (configs with minibatch 0; dtype is replaced
@@ -67,8 +68,11 @@ int tc_planner_add_models(tc_planner_t *self, char *const *specs, size_t n,
                           uint32_t input_size);
 
 /* The work list for these batches and directions, ordered by batch, then
- * op kind (convs first), config, direction. A matmul runs in `dtype`
- * (`layout` is a conv's). *items is malloc'ed (caller frees). */
+ * op kind (convs first), config, direction. A matmul runs in `dtype`.
+ * `layout` nhwc runs every conv channels-last (a model moved to
+ * channels_last); nchw keeps each conv's own layout (the framework's default
+ * format, in which a conv that reads a channels-last tensor still runs
+ * nhwc). *items is malloc'ed (caller frees). */
 int tc_planner_build(const tc_planner_t *self, const unsigned long *batches, size_t n_batches,
                      Traincast__V1__DType dtype, Traincast__V1__Layout layout,
                      const Traincast__V1__Direction *dirs, size_t n_dirs, tc_bench_item_t **items,

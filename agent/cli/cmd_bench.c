@@ -303,7 +303,9 @@ int tc_cmd_bench(int argc, char **argv)
         {"policy", TC_OPT_STR, &f->policy, "P", "heuristic (default) or exhaustive"},
         {"dtype", TC_OPT_STR, &f->dtype, "T",
          "fp32 (default: as PyTorch computes it by default), fp32_strict, tf32, fp16 or bf16"},
-        {"layout", TC_OPT_STR, &f->layout, "L", "nchw (default) or nhwc"},
+        {"layout", TC_OPT_STR, &f->layout, "L",
+         "nchw (default: each conv as the framework lays it out, channels-last where its "
+         "input is) or nhwc (every conv channels-last)"},
         {"direction", TC_OPT_STR, &a.direction, "D",
          "all (default), or a list of fwd, bwd_data, bwd_filter"},
         {"ops", TC_OPT_STR, &a.ops, "LIST",

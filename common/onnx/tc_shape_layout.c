@@ -19,9 +19,25 @@
  *     make their input contiguous first (`expect_contiguous`), a copy the
  *     graph does not show, counted at the view that needs it.
  *
- * Element-wise ops and matmuls read strided inputs without a copy, and every
- * other op writes a fresh contiguous output. The batch is taken as 2 (any
- * size above 1 gives the same answer; 1 would make the batch axis free). */
+ * Element-wise ops and matmuls read strided inputs without a copy. Ops
+ * that allocate their output lay it out as PyTorch does:
+ *
+ *   - element-wise ops and activations (TensorIterator) after their inputs'
+ *     strides: `compute_fast_setup_type` and `reorder_dimensions` in
+ *     aten/src/ATen/TensorIterator.cpp (the first input that orders two
+ *     dimensions decides, broadcast dimensions do not vote);
+ *   - a conv, batch norm or pooling node channels-last when its input
+ *     suggests channels-last (`suggest_memory_format`, with
+ *     `is_channels_last_strides_2d_s4` of c10/core/MemoryFormat.h; the conv's
+ *     rule is `mkldnn_conv_use_channels_last` in
+ *     aten/src/ATen/native/ConvUtils.h, its weights being plain
+ *     parameters), and such a conv is benchmarked in layout nhwc: the
+ *     depthwise convs of a ConvNeXt block read the residual sum of a branch
+ *     permuted back from channels-last, and run channels-last;
+ *   - every other op contiguous.
+ *
+ * The batch is taken as 2 (any size above 1 gives the same answer; 1 would
+ * make the batch axis free). */
 #include "tc_error.h"
 #include "tc_graph.h"
 
@@ -205,6 +221,201 @@ static void s_node(tc_graph_t *g, const tc_gnode_t *n, const s_layout_t *in, s_l
     }
 }
 
+/* c10's is_channels_last_strides_2d_s4 (c10/core/MemoryFormat.h): whether
+ * a 4-D tensor's strides suggest channels-last; ambiguous cases (a trivial
+ * C, N111 shapes) fall back to NCHW as PyTorch does. */
+static bool s_suggests_channels_last(int rank, const int64_t *sizes, const int64_t *strides)
+{
+    if (rank != 4 || strides[1] == 0)
+        return false;
+    int64_t min = 0;
+    static const int order[] = {1, 3, 2, 0};
+    for (int i = 0; i < 4; i++) {
+        int d = order[i];
+        if (sizes[d] == 0 || strides[d] < min)
+            return false;
+        if (d == 0 && min == strides[1])
+            return false;
+        min = strides[d];
+        if (sizes[d] > 1)
+            min *= sizes[d];
+    }
+    return true;
+}
+
+/* c10's get_channels_last_strides_2d. */
+static void s_channels_last(const int64_t *sizes, int64_t *strides)
+{
+    strides[1] = 1;
+    strides[3] = sizes[1];
+    strides[2] = strides[3] * sizes[3];
+    strides[0] = strides[2] * sizes[2];
+}
+
+/* The strides of input i of n seen from the output (sizes ys, rank yr):
+ * broadcast dimensions get stride 0, as TensorIterator's compute_strides
+ * sets them. False when the input is absent or cannot broadcast. */
+static bool s_operand(tc_graph_t *g, const tc_gnode_t *n, const s_layout_t *lay, int i, int yr,
+                     const int64_t *ys, int64_t *st, bool *same_shape)
+{
+    const tc_value_t *v = tc_node_in(g, n, i);
+    if (!v || !v->known || v->rank > yr)
+        return false;
+    int64_t vs[TC_MODEL_MAX_RANK], vst[TC_MODEL_MAX_RANK];
+    s_sizes(v, vs);
+    if (lay[n->in[i]].set)
+        memcpy(vst, lay[n->in[i]].strides, sizeof vst);
+    else
+        s_contiguous(v->rank, vs, vst);
+    int off = yr - v->rank;
+    *same_shape = off == 0;
+    for (int k = 0; k < yr; k++) {
+        int j = k - off;
+        if (j >= 0 && vs[j] != ys[k] && vs[j] != 1)
+            return false;
+        if (j >= 0 && vs[j] != ys[k])
+            *same_shape = false;
+        st[k] = j < 0 || (vs[j] == 1 && ys[k] != 1) ? 0 : vst[j];
+    }
+    return true;
+}
+
+/* Whether strides lay the tensor out densely, without gaps or overlap, in
+ * some order of its dimensions (size-1 dimensions ignored). */
+static bool s_is_dense(int rank, const int64_t *sizes, const int64_t *strides)
+{
+    bool used[TC_MODEL_MAX_RANK] = {false};
+    int64_t expect = 1;
+    for (int step = 0; step < rank; step++) {
+        int best = -1;
+        for (int k = 0; k < rank; k++)
+            if (!used[k] && sizes[k] > 1 && (best < 0 || strides[k] < strides[best]))
+                best = k;
+        if (best < 0)
+            return true;
+        if (strides[best] != expect)
+            return false;
+        used[best] = true;
+        expect *= sizes[best];
+    }
+    return true;
+}
+
+/* The strides TensorIterator gives the output of element-wise node n (sizes
+ * ys, rank yr) from its inputs' (aten/src/ATen/TensorIterator.cpp:
+ * compute_fast_setup_type, then reorder_dimensions and
+ * allocate_or_resize_outputs). */
+static void s_iter_strides(tc_graph_t *g, const tc_gnode_t *n, const s_layout_t *lay, int yr,
+                           const int64_t *ys, int64_t *out)
+{
+    int64_t st[8][TC_MODEL_MAX_RANK];
+    int nops = 0;
+    bool all_same = true;
+    for (int i = 0; i < n->n_in && nops < 8; i++) {
+        bool same = false;
+        if (s_operand(g, n, lay, i, yr, ys, st[nops], &same)) {
+            all_same = all_same && same;
+            nops++;
+        }
+    }
+    s_contiguous(yr, ys, out);
+    if (nops == 0)
+        return;
+    if (all_same) { /* the fast setup: every operand of the output's shape */
+        bool contiguous = true, channels_last = yr == 4, dense_alike = true;
+        int64_t cl[4];
+        if (channels_last)
+            s_channels_last(ys, cl);
+        for (int o = 0; o < nops; o++) {
+            contiguous = contiguous && s_is_contiguous(yr, ys, st[o]);
+            for (int k = 0; channels_last && k < 4; k++)
+                channels_last = ys[k] == 1 || st[o][k] == cl[k];
+            dense_alike = dense_alike && s_is_dense(yr, ys, st[o]) &&
+                          !memcmp(st[o], st[0], (size_t)yr * sizeof st[0][0]);
+        }
+        if (contiguous)
+            return;
+        if (channels_last) {
+            memcpy(out, cl, sizeof cl);
+            return;
+        }
+        if (dense_alike) {
+            memcpy(out, st[0], (size_t)yr * sizeof *out);
+            return;
+        }
+    }
+    /* perm[0] is the fastest-moving dimension; insertion sort with
+     * ambiguous comparisons (should_swap). */
+    int perm[TC_MODEL_MAX_RANK];
+    for (int k = 0; k < yr; k++)
+        perm[k] = yr - 1 - k;
+    for (int i = 1; i < yr; i++) {
+        int d1 = i;
+        for (int d0 = i - 1; d0 >= 0; d0--) {
+            int a = perm[d0], b = perm[d1], cmp = 0;
+            for (int o = 0; o < nops && cmp == 0; o++) {
+                int64_t s0 = st[o][a], s1 = st[o][b];
+                if (s0 == 0 || s1 == 0)
+                    continue;
+                if (s0 != s1)
+                    cmp = s0 < s1 ? -1 : 1;
+                else if (ys[a] > ys[b])
+                    cmp = 1;
+            }
+            if (cmp > 0) {
+                perm[d0] = b;
+                perm[d1] = a;
+                d1 = d0;
+            } else if (cmp < 0) {
+                break;
+            }
+        }
+    }
+    int64_t s = 1;
+    for (int j = 0; j < yr; j++) {
+        out[perm[j]] = s;
+        s *= ys[perm[j]];
+    }
+}
+
+/* The layout of the output of a node that allocates it (not a view):
+ * TensorIterator's for element-wise ops, channels-last or contiguous for a
+ * conv, batch norm or pool after its input's suggested memory format. A
+ * conv that runs channels-last is benchmarked as nhwc. */
+static void s_alloc(tc_graph_t *g, tc_gnode_t *n, const s_layout_t *lay, s_layout_t *out)
+{
+    const tc_value_t *y = tc_node_out(g, n, 0), *x = tc_node_in(g, n, 0);
+    int64_t ys[TC_MODEL_MAX_RANK];
+    s_sizes(y, ys);
+    s_contiguous(y->rank, ys, out->strides);
+    switch (n->info.op_class) {
+    case TC_OPC_ELTWISE:
+    case TC_OPC_ACT:
+    case TC_OPC_DROPOUT:
+        s_iter_strides(g, n, lay, y->rank, ys, out->strides);
+        break;
+    case TC_OPC_CONV:
+    case TC_OPC_BN:
+    case TC_OPC_POOL: {
+        if (!x || !x->known || x->batch_axis != 0 || x->rank != 4 || y->rank != 4 ||
+            !lay[n->in[0]].set)
+            break;
+        int64_t xs[TC_MODEL_MAX_RANK];
+        s_sizes(x, xs);
+        if (!s_suggests_channels_last(4, xs, lay[n->in[0]].strides))
+            break;
+        s_channels_last(ys, out->strides);
+        if (n->info.is_conv)
+            n->info.conv.layout = TRAINCAST__V1__LAYOUT__LAYOUT_NHWC;
+        break;
+    }
+    default:
+        break;
+    }
+    out->strided = !s_is_contiguous(y->rank, ys, out->strides);
+    out->set = true;
+}
+
 /* Ops whose CPU kernels make a strided input contiguous first (layer norm's
  * and softmax's last-axis kernels). A conv or pool takes a permuted NCHW
  * tensor as channels-last instead, without a copy. */
@@ -224,7 +435,11 @@ int tc_graph_layout(tc_graph_t *g)
             n->out[0] < 0)
             continue;
         tc_value_t *x = &g->values[n->in[0]], *y = &g->values[n->out[0]];
-        if (!x->known || !y->known || x->batch_axis < 0)
+        if (!y->known)
+            continue;
+        if (n->info.op_class != TC_OPC_SHAPE && y->batch_axis >= 0)
+            s_alloc(g, n, lay, &lay[n->out[0]]);
+        if (!x->known || x->batch_axis < 0)
             continue;
         if (s_needs_contiguous(n) && lay[n->in[0]].strided && x->producer >= 0) {
             tc_gnode_t *p = &g->nodes[x->producer];
@@ -239,7 +454,7 @@ int tc_graph_layout(tc_graph_t *g)
                 p->info.op_class = TC_OPC_SHAPE;
         }
         if (n->info.op_class != TC_OPC_SHAPE)
-            continue; /* a fresh contiguous output */
+            continue; /* an output of its own (s_alloc) */
         s_layout_t *in = &lay[n->in[0]];
         if (!in->set) {
             int64_t xs[TC_MODEL_MAX_RANK];

@@ -101,7 +101,9 @@ void tc_conv_config_label(const tc_conv_config_t *c, char *buf, size_t size)
     if ((c->dilation_h > 1 || c->dilation_w > 1) && used < sizeof extra)
         used += (size_t)snprintf(extra + used, sizeof extra - used, " d%u", c->dilation_h);
     if (c->bias && used < sizeof extra)
-        snprintf(extra + used, sizeof extra - used, " +bias");
+        used += (size_t)snprintf(extra + used, sizeof extra - used, " +bias");
+    if (c->layout == TRAINCAST__V1__LAYOUT__LAYOUT_NHWC && used < sizeof extra)
+        snprintf(extra + used, sizeof extra - used, " nhwc");
     char batch[24] = "";
     if (c->n)
         snprintf(batch, sizeof batch, "n%u ", c->n);

@@ -43,7 +43,7 @@ int tc_conv_key_cmp(const tc_conv_config_t *a, const tc_conv_config_t *b);
 uint64_t tc_conv_key_hash(const tc_conv_config_t *c);
 
 /* A short readable label: "n32 c64 56x56 k64 3x3/1 p1" (+ " g32", " d2",
- * " +bias"). */
+ * " +bias", " nhwc"). */
 void tc_conv_config_label(const tc_conv_config_t *c, char *buf, size_t size);
 
 /* The conv key as JSON object members, compact: "c":64,"h":56,...,

@@ -50,11 +50,13 @@ Test(model_ids, one_network_one_id_whatever_its_file, .timeout = 60)
 
 /* Classes are how the regression reads a layer, not the network: the ids
  * of models with layer norms and copies are those the importer gave before
- * norm, softmax and copy were classes of their own. */
+ * norm, softmax and copy were classes of their own. A conv's layout is part
+ * of its config, so ConvNeXt's id changed (from onnx:943dd30c5447) when its
+ * convs were found to run channels-last: its stored convs are NCHW ones. */
 Test(model_ids, new_op_classes_keep_the_ids, .timeout = 60)
 {
     static const char *const cases[][2] = {
-        {"tests/data/convnext_tiny.onnx", "onnx:943dd30c5447@224"},
+        {"tests/data/convnext_tiny.onnx", "onnx:7206ec270395@224"},
         {"tests/data/shufflenet_v2_x1_0.onnx", "onnx:50cd22b9fc9c@224"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {

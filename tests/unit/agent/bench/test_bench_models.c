@@ -18,7 +18,8 @@ static const Traincast__V1__Direction s_all[3] = {TRAINCAST__V1__DIRECTION__DIRE
                                                   TRAINCAST__V1__DIRECTION__DIRECTION_BWD_DATA,
                                                   TRAINCAST__V1__DIRECTION__DIRECTION_BWD_FILTER};
 
-static void s_stats(tc_planner_t *p, tc_plan_stats_t *st)
+/* The plan's items at batch 8 (*items: the caller frees; NULL: dropped). */
+static size_t s_plan(tc_planner_t *p, tc_plan_stats_t *st, tc_bench_item_t **items_out)
 {
     unsigned long batch = 8;
     tc_bench_item_t *items = NULL;
@@ -26,7 +27,16 @@ static void s_stats(tc_planner_t *p, tc_plan_stats_t *st)
     cr_assert_eq(tc_planner_build(p, &batch, 1, TRAINCAST__V1__DTYPE__DTYPE_FP32,
                                   TRAINCAST__V1__LAYOUT__LAYOUT_NCHW, s_all, 3, &items, &n, st),
                  0, "%s", tc_errmsg());
-    free(items);
+    if (items_out)
+        *items_out = items;
+    else
+        free(items);
+    return n;
+}
+
+static void s_stats(tc_planner_t *p, tc_plan_stats_t *st)
+{
+    s_plan(p, st, NULL);
 }
 
 typedef struct {
@@ -55,8 +65,23 @@ static int s_compare_model(const char *model, const tc_conv_usage_t *convs, size
     cr_assert_eq(tc_planner_add(ctx->all_onnx, mine, nc), 0);
     cr_assert_eq(tc_planner_add(ctx->all_hooks, convs, n), 0);
     tc_plan_stats_t sa, sb;
-    s_stats(a, &sa);
-    s_stats(b, &sb);
+    tc_bench_item_t *ia = NULL, *ib = NULL;
+    size_t na = s_plan(a, &sa, &ia), nb = s_plan(b, &sb, &ib);
+    /* The same configs (shape, bias, layout: the convs PyTorch hands a
+     * channels-last tensor are nhwc on both sides), directions and layers. */
+    for (size_t i = 0; i < na && i < nb; i++) {
+        char la[128], lb[128];
+        tc_conv_config_label(&ia[i].config, la, sizeof la);
+        tc_conv_config_label(&ib[i].config, lb, sizeof lb);
+        if (tc_conv_config_cmp(&ia[i].config, &ib[i].config) != 0 ||
+            ia[i].direction != ib[i].direction || ia[i].layers != ib[i].layers) {
+            cr_expect_fail("%s: item %zu is %s (%u layers) from ONNX, %s (%u) in PyTorch", name,
+                           i, la, ia[i].layers, lb, ib[i].layers);
+            break;
+        }
+    }
+    free(ia);
+    free(ib);
     cr_expect_eq(sa.conv_layers, sb.conv_layers, "%s: %llu conv layers from ONNX, %llu in PyTorch",
                  name, (unsigned long long)sa.conv_layers, (unsigned long long)sb.conv_layers);
     cr_expect_eq(sa.unique_configs, sb.unique_configs, "%s: %zu configs from ONNX, %zu in PyTorch",

@@ -35,6 +35,46 @@ static tc_conv_usage_t s_use(unsigned c, unsigned hw, unsigned k, unsigned r, un
     return u;
 }
 
+/* A conv the importer found running channels-last keeps nhwc in an nchw
+ * plan (a distinct config from the same shape in NCHW); an nhwc plan runs
+ * every conv channels-last, the two uses of the shape merged into one. */
+Test(planner, keeps_each_convs_layout_unless_the_plan_is_nhwc, .timeout = 10)
+{
+    tc_conv_usage_t a[] = {s_use(16, 8, 16, 3, 1, 1, 16, 2, false),
+                           s_use(16, 8, 16, 3, 1, 1, 16, 1, false)};
+    a[1].config.layout = TRAINCAST__V1__LAYOUT__LAYOUT_NHWC;
+    const Traincast__V1__Direction fwd[1] = {FWD};
+    unsigned long batch = 4;
+    for (int plan_nhwc = 0; plan_nhwc <= 1; plan_nhwc++) {
+        tc_planner_t *p = tc_planner_new();
+        cr_assert_eq(tc_planner_add(p, a, 2), 0, "%s", tc_errmsg());
+        tc_bench_item_t *items = NULL;
+        size_t n = 0;
+        tc_plan_stats_t st;
+        cr_assert_eq(tc_planner_build(p, &batch, 1, TRAINCAST__V1__DTYPE__DTYPE_FP32,
+                                      plan_nhwc ? TRAINCAST__V1__LAYOUT__LAYOUT_NHWC
+                                                : TRAINCAST__V1__LAYOUT__LAYOUT_NCHW,
+                                      fwd, 1, &items, &n, &st),
+                     0, "%s", tc_errmsg());
+        if (plan_nhwc) {
+            cr_assert_eq(n, 1, "one channels-last config for both uses");
+            cr_expect_eq(items[0].config.layout, TRAINCAST__V1__LAYOUT__LAYOUT_NHWC);
+            cr_expect_eq(items[0].layers, 3);
+        } else {
+            cr_assert_eq(n, 2, "the layouts are two configs");
+            int nhwc = 0;
+            for (size_t i = 0; i < n; i++) {
+                bool cl = items[i].config.layout == TRAINCAST__V1__LAYOUT__LAYOUT_NHWC;
+                nhwc += cl;
+                cr_expect_eq(items[i].layers, cl ? 1u : 2u);
+            }
+            cr_expect_eq(nhwc, 1);
+        }
+        free(items);
+        tc_planner_destroy(&p);
+    }
+}
+
 Test(planner, dedups_across_models_and_skips_bwd_data_of_first_layers, .timeout = 10)
 {
     /* Model A: stem (first layer), 3 identical 3x3 blocks, a 1x1 downsample.
@@ -239,7 +279,7 @@ Test(planner, resume_skips_items_of_this_device_and_policy_only, .timeout = 10)
 }
 
 typedef struct {
-    size_t models, layers;
+    size_t models, layers, nhwc_layers;
     char names[4][64];
 } seen_t;
 
@@ -249,8 +289,11 @@ static int s_seen(const char *model, const tc_conv_usage_t *convs, size_t n, voi
     if (s->models < 4)
         snprintf(s->names[s->models], sizeof s->names[0], "%s", model);
     s->models++;
-    for (size_t i = 0; i < n; i++)
+    for (size_t i = 0; i < n; i++) {
         s->layers += convs[i].multiplicity;
+        if (convs[i].config.layout == TRAINCAST__V1__LAYOUT__LAYOUT_NHWC)
+            s->nhwc_layers += convs[i].multiplicity;
+    }
     return 0;
 }
 
@@ -273,11 +316,14 @@ Test(convlist, reads_models_and_rejects_bad_lines, .timeout = 10)
                   "\n"
                   "model second\n"
                   "  16 32 32 16 3 3 1 1 1 1 1 1 16 4 0   # depthwise\n"
-                  "16 16 16 32 1 1 0 0 2 2 1 1 1 2 0\n");
+                  "16 16 16 32 1 1 0 0 2 2 1 1 1 2 0\n"
+                  "16 16 16 16 7 7 3 3 1 1 1 1 16 3 0 1 nhwc # channels-last input\n"
+                  "16 16 16 16 2 2 0 0 2 2 1 1 1 1 0 nchw\n");
     seen_t s = {0};
     cr_assert_eq(tc_convlist_read(path, s_seen, &s), 0, "%s", tc_errmsg());
     cr_expect_eq(s.models, 2);
-    cr_expect_eq(s.layers, 7);
+    cr_expect_eq(s.layers, 11);
+    cr_expect_eq(s.nhwc_layers, 3);
     cr_expect_str_eq(s.names[1], "second");
     cr_expect(strstr(path, s.names[0]) != NULL, "the first model is named after the file");
 
@@ -291,6 +337,9 @@ Test(convlist, reads_models_and_rejects_bad_lines, .timeout = 10)
     cr_expect_eq(tc_convlist_read(path, s_seen, &s), TC_EPARSE);
     s_write(path, "3 32 32 16 3 3 1 1 1 1 1 1 1 1 1 extra\n");
     cr_expect_eq(tc_convlist_read(path, s_seen, &s), TC_EPARSE);
+    cr_expect(strstr(tc_errmsg(), "layout") != NULL, "names the layout: %s", tc_errmsg());
+    s_write(path, "3 32 32 16 3 3 1 1 1 1 1 1 1 1 1 nhwc 7\n");
+    cr_expect_eq(tc_convlist_read(path, s_seen, &s), TC_EPARSE, "the layout comes last");
     unlink(path);
     cr_expect_eq(tc_convlist_read(path, s_seen, &s), TC_ENOTFOUND);
 }

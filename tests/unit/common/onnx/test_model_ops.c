@@ -400,6 +400,80 @@ Test(ops, channels_last_linear_and_layernorm, .timeout = 10)
     tc_tb_free(&tb);
 }
 
+static Onnx__NodeProto *s_permute(tc_tb_t *tb, const char *name, const char *in,
+                                  const char *out, bool to_nhwc)
+{
+    Onnx__NodeProto *t = tc_tb_node(tb, "Transpose", name, in, out);
+    tc_tb_attr_ints(tb, t, "perm", 4, to_nhwc ? (int64_t[]){0, 2, 3, 1} : (int64_t[]){0, 3, 1, 2});
+    return t;
+}
+
+static void s_norm(tc_tb_t *tb, const char *name, const char *in, const char *out)
+{
+    char w[32], b[32], ins[96];
+    snprintf(w, sizeof w, "%s.w", name);
+    snprintf(b, sizeof b, "%s.b", name);
+    snprintf(ins, sizeof ins, "%s,%s,%s", in, w, b);
+    tc_tb_weight(tb, w, 1, (int64_t[]){8});
+    tc_tb_weight(tb, b, 1, (int64_t[]){8});
+    tc_tb_attr_int(tb, tc_tb_node(tb, "LayerNormalization", name, ins, out), "axis", -1);
+}
+
+static Traincast__V1__Layout s_conv_layout(tc_model_t *m, const char *name)
+{
+    const tc_model_node_t *n = s_layer(m, name);
+    cr_assert(n->is_conv, "%s is a conv", name);
+    return n->conv.layout;
+}
+
+/* A ConvNeXt stage as torchvision 0.14 writes it: the stem's LayerNorm2d
+ * (permute, layer norm, permute back) hands the block a channels-last view,
+ * the block's depthwise conv runs channels-last, its branch (permute, layer
+ * norm, Linear, permute back) is scaled by a [C, 1, 1] parameter and added
+ * to the block's input: still channels-last, so the next conv runs nhwc.
+ * An Add whose first operand is NCHW gives NCHW (TensorIterator's order). */
+Test(ops, convnext_convs_run_channels_last, .timeout = 10)
+{
+    tc_tb_t *tb = tc_tb_new(8, 6, 6);
+    tc_tb_weight(tb, "stem.w", 4, (int64_t[]){8, 8, 1, 1});
+    tc_tb_node(tb, "Conv", "stem", "x,stem.w", "s");
+    s_permute(tb, "p1", "s", "s_h", true);
+    s_norm(tb, "ln1", "s_h", "s_n");
+    s_permute(tb, "p1b", "s_n", "h", false);
+    tc_tb_weight(tb, "dw.w", 4, (int64_t[]){8, 1, 3, 3});
+    Onnx__NodeProto *dw = tc_tb_node(tb, "Conv", "dw", "h,dw.w", "d");
+    tc_tb_attr_int(tb, dw, "group", 8);
+    tc_tb_attr_ints(tb, dw, "pads", 4, (int64_t[]){1, 1, 1, 1});
+    s_permute(tb, "p2", "d", "d_h", true);
+    s_norm(tb, "ln2", "d_h", "d_n");
+    tc_tb_weight(tb, "fc.w", 2, (int64_t[]){8, 8});
+    tc_tb_node(tb, "MatMul", "fc", "d_n,fc.w", "f");
+    s_permute(tb, "p2b", "f", "b", false);
+    tc_tb_weight(tb, "gamma", 3, (int64_t[]){8, 1, 1});
+    tc_tb_node(tb, "Mul", "scale", "gamma,b", "sc");
+    tc_tb_node(tb, "Add", "res", "sc,h", "r");
+    tc_tb_weight(tb, "down.w", 4, (int64_t[]){8, 8, 2, 2});
+    Onnx__NodeProto *down = tc_tb_node(tb, "Conv", "down", "r,down.w", "y");
+    tc_tb_attr_ints(tb, down, "strides", 2, (int64_t[]){2, 2});
+    tc_tb_node(tb, "Add", "mix", "s,r", "z");
+    tc_tb_weight(tb, "after.w", 4, (int64_t[]){8, 8, 3, 3});
+    tc_tb_node(tb, "Conv", "after", "z,after.w", "u");
+    tc_tb_output(tb, "y");
+    tc_tb_output(tb, "u");
+    tc_model_t *m = s_load(tb, false);
+    const Traincast__V1__Layout nchw = TRAINCAST__V1__LAYOUT__LAYOUT_NCHW,
+                                nhwc = TRAINCAST__V1__LAYOUT__LAYOUT_NHWC;
+    cr_expect_eq(s_conv_layout(m, "stem"), nchw, "the network input is NCHW");
+    cr_expect_eq(s_conv_layout(m, "dw"), nhwc, "a permuted-back layer norm output");
+    cr_expect_eq(s_conv_layout(m, "down"), nhwc, "scaled branch plus input stays channels-last");
+    cr_expect_eq(s_conv_layout(m, "after"), nchw, "the first operand (NCHW) orders the sum");
+    cr_expect_eq(s_layer(m, "p1")->op_class, TC_OPC_COPY, "layer norm of a permuted NCHW tensor");
+    cr_expect_eq(s_layer(m, "p2")->op_class, TC_OPC_SHAPE,
+                 "the permute of a channels-last conv output is contiguous: no copy");
+    tc_model_destroy(&m);
+    tc_tb_free(&tb);
+}
+
 /* Multi-head attention as torch.onnx writes nn.MultiheadAttention (1.13):
  * tokens first, a packed q/k/v projection chunked by Slice, each head's
  * `.contiguous().view()` a copy, the heads' transpose a view, softmax over
