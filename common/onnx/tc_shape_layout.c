@@ -259,7 +259,9 @@ static bool s_operand(tc_graph_t *g, const tc_gnode_t *n, const s_layout_t *lay,
                      const int64_t *ys, int64_t *st, bool *same_shape)
 {
     const tc_value_t *v = tc_node_in(g, n, i);
-    if (!v || !v->known || v->rank > yr)
+    /* Values known at import time (ConstantOfShape's shape) are shape
+     * arithmetic, not operands of the element-wise kernel. */
+    if (!v || !v->known || v->rank > yr || (v->n_data >= 0 && v->batch_axis < 0))
         return false;
     int64_t vs[TC_MODEL_MAX_RANK], vst[TC_MODEL_MAX_RANK];
     s_sizes(v, vs);
