@@ -1,8 +1,14 @@
 /* Conv plans on oneDNN, calling it the way PyTorch 1.13 does on the CPU
  * (aten/src/ATen/native/mkldnn/Conv.cpp through ideep's conv.hpp):
  *
- * - Tensors in and out are plain framework tensors: NCHW (weights OIHW) or,
- *   for the NHWC layout, channels-last (weights OHWI).
+ * - Tensors in and out are plain framework tensors: NCHW, or for the NHWC
+ *   layout channels-last. Weights are a layer's parameter, OIHW either way.
+ *   A channels-last conv makes them channels-last (OHWI) first, a copy on
+ *   every call unless their layouts coincide (one input channel per group,
+ *   or a 1x1 kernel), and returns its weight gradient made dense (OIHW) and
+ *   then channels-last, two copies (mkldnn_convolution and
+ *   mkldnn_convolution_backward_weights in Conv.cpp; weight.contiguous() in
+ *   mkldnn_convolution_backward); run() makes the same copies.
  * - The conv primitive is created with format_tag::any for weights (and for
  *   activations in NCHW; channels-last activations stay NHWC), so oneDNN
  *   picks its blocked layouts; every plain tensor whose layout differs is
@@ -83,16 +89,25 @@ static void s_dims(const tc_conv_config_t *c, tc_tensor_t t, dnnl_dims_t d, int 
     }
 }
 
-/* The framework's tag for tensor t: plain, in the plan's layout. */
+static dnnl_format_tag_t s_weight_tag(const tc_conv_config_t *c, bool nhwc)
+{
+    if (s_ndims_weights(c) == 5)
+        return nhwc ? dnnl_gohwi : dnnl_goihw;
+    return nhwc ? dnnl_ohwi : dnnl_oihw;
+}
+
+/* The framework's tag for tensor t: plain, in the plan's layout; the
+ * weights a parameter (OIHW), their gradient channels-last when the conv
+ * is (the .to(ChannelsLast) that mkldnn_convolution_backward_weights
+ * returns). */
 static dnnl_format_tag_t s_user_tag(const tc_conv_config_t *c, tc_tensor_t t, bool logical)
 {
     bool nhwc = !logical && c->layout == TRAINCAST__V1__LAYOUT__LAYOUT_NHWC;
     switch (t) {
     case TC_TENSOR_W:
+        return s_weight_tag(c, false);
     case TC_TENSOR_DW:
-        if (s_ndims_weights(c) == 5)
-            return nhwc ? dnnl_gohwi : dnnl_goihw;
-        return nhwc ? dnnl_ohwi : dnnl_oihw;
+        return s_weight_tag(c, nhwc);
     case TC_TENSOR_B:
     case TC_TENSOR_DB:
         return dnnl_x;
@@ -112,6 +127,25 @@ static int s_md(const tc_cpu_plan_t *p, tc_tensor_t t, dnnl_data_type_t dt, dnnl
     return 0;
 err:
     return rc;
+}
+
+/* The copy between tensor t and ideep that a channels-last conv makes on
+ * every call, as a tag (dnnl_format_tag_undef: none). Weights: OHWI, unless
+ * the OIHW parameter is already channels-last contiguous (PyTorch's
+ * compute_channels_last_contiguous_2d skips dimensions of size one: one
+ * input channel per group, or a 1x1 kernel), when contiguous() returns it.
+ * Weight gradient: always the dense OIHW tensor mkldnn_to_dense makes
+ * before .to(ChannelsLast), whose suggest_memory_format is never
+ * channels-last for a dense OIHW tensor of more than one channel. */
+static dnnl_format_tag_t s_fw_tag(const tc_conv_config_t *c, tc_tensor_t t)
+{
+    if (c->layout != TRAINCAST__V1__LAYOUT__LAYOUT_NHWC)
+        return dnnl_format_tag_undef;
+    if (t == TC_TENSOR_W && c->c / c->groups > 1 && c->r * c->s > 1)
+        return s_weight_tag(c, true);
+    if (t == TC_TENSOR_DW)
+        return s_weight_tag(c, false);
+    return dnnl_format_tag_undef;
 }
 
 /* One reorder between two memories, created and run now (as ideep does). */
@@ -266,6 +300,13 @@ static int s_alloc_user(tc_cpu_plan_t *p, tc_tensor_t t, bool input, uint64_t se
     float *tmp = NULL;
     dnnl_memory_t tmp_mem = NULL;
     TC_TRY(s_md(p, t, p->dt, s_user_tag(&p->spec.config, t, false), &p->user_md[t]));
+    dnnl_format_tag_t fw = s_fw_tag(&p->spec.config, t);
+    if (fw != dnnl_format_tag_undef) {
+        /* Its buffer comes with each run, as PyTorch allocates it per call. */
+        TC_TRY(s_md(p, t, p->dt, fw, &p->fw_md[t]));
+        TC_DNNL_TRY(dnnl_memory_create(&p->fw_mem[t], &p->fw_md[t], p->dev->engine,
+                                       DNNL_MEMORY_NONE));
+    }
     if (!input) {
         /* Outputs get a new buffer on every run; this one holds zeros until then. */
         size_t bytes = dnnl_memory_desc_get_size(&p->user_md[t]);
@@ -339,6 +380,8 @@ void tc_cpu_dnnl_destroy(void *plan)
     for (int t = 0; t < TC_TENSOR_COUNT; t++) {
         if (p->user_mem[t])
             dnnl_memory_destroy(p->user_mem[t]);
+        if (p->fw_mem[t])
+            dnnl_memory_destroy(p->fw_mem[t]);
         free(p->out_buf[t]);
     }
     tc_cpu_cold_release(&p->cold);

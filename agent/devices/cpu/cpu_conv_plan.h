@@ -37,6 +37,11 @@ typedef struct {
     tc_cpu_dnnl_cand_t *cands;
     size_t n_cands;
     void *out_buf[TC_TENSOR_COUNT]; /* current buffers of output tensors (owned) */
+    /* The plain copy PyTorch makes between a tensor and ideep on each call of
+     * a channels-last conv (cpu_conv.c): the weights made channels-last
+     * before it, the weight gradient made dense (OIHW) after it. NULL: none. */
+    dnnl_memory_desc_t fw_md[TC_TENSOR_COUNT];
+    dnnl_memory_t fw_mem[TC_TENSOR_COUNT];
     tc_cpu_cold_t cold;             /* copies of the inputs with cold operands */
     /* The selected candidate. */
     int sel;

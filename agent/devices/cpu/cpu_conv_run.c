@@ -1,8 +1,8 @@
 /* A oneDNN conv plan (cpu_conv.c) selecting a candidate and running it the
  * way PyTorch 1.13 calls oneDNN: backward primitive descriptors, the
  * primitive and every reorder are created on each call, output tensors,
- * blocked copies and the scratchpad are allocated on each call, all inside
- * the timed region. */
+ * blocked and plain copies and the scratchpad are allocated on each call,
+ * all inside the timed region. */
 #include "cpu_conv_plan.h"
 
 #include <stdlib.h>
@@ -70,7 +70,10 @@ int tc_cpu_dnnl_select(void *plan, size_t i)
         if (!md)
             TC_FAIL_GOTO(TC_ELIB, "oneDNN: no memory descriptor for argument %d of %s",
                          p->binds[b].arg, c->info.name);
-        if (dnnl_memory_desc_equal(md, &p->user_md[p->binds[b].t]))
+        tc_tensor_t t = p->binds[b].t;
+        /* A dense weight gradient is ideep's result copied (to_public). */
+        if (p->fw_mem[t] ? p->binds[b].input && dnnl_memory_desc_equal(md, &p->fw_md[t])
+                         : dnnl_memory_desc_equal(md, &p->user_md[t]))
             continue;
         /* Buffers come with each run, as PyTorch allocates them per call. */
         TC_DNNL_TRY(dnnl_memory_create(&p->inner[b], md, p->dev->engine, DNNL_MEMORY_NONE));
@@ -117,6 +120,7 @@ int tc_cpu_dnnl_run(void *plan, double *ms)
     dnnl_primitive_desc_t pd = NULL;
     dnnl_primitive_t prim = NULL;
     void *tmp[MAX_BINDINGS] = {NULL}, *scratch = NULL, *fresh[MAX_BINDINGS] = {NULL};
+    void *fw[MAX_BINDINGS] = {NULL};
     if (p->sel < 0)
         return tc_fail(TC_EINVAL, "cpu conv plan: no candidate selected before run");
     TC_TRY(tc_cpu_apply_threads(p->dev));
@@ -139,6 +143,18 @@ int tc_cpu_dnnl_run(void *plan, double *ms)
                 TC_FAIL_GOTO(TC_ENOMEM, "out of memory for tensor %s", tc_tensor_name(t));
             TC_DNNL_TRY(dnnl_memory_set_data_handle(p->user_mem[t], fresh[b]));
         }
+        /* The framework's side of the call: the tensor itself, or the plain
+         * copy a channels-last conv makes of it (cpu_conv.c). */
+        dnnl_memory_t side = p->user_mem[t];
+        if (p->fw_mem[t]) {
+            fw[b] = tc_cpu_dnnl_alloc(dnnl_memory_desc_get_size(&p->fw_md[t]));
+            if (!fw[b])
+                TC_FAIL_GOTO(TC_ENOMEM, "out of memory for a plain copy of %s", tc_tensor_name(t));
+            TC_DNNL_TRY(dnnl_memory_set_data_handle(p->fw_mem[t], fw[b]));
+            if (p->binds[b].input)
+                TC_TRY(tc_cpu_dnnl_reorder(p, p->user_mem[t], p->fw_mem[t]));
+            side = p->fw_mem[t];
+        }
         if (p->inner[b]) {
             tmp[b] = tc_cpu_dnnl_alloc(p->inner_bytes[b]);
             if (!tmp[b])
@@ -146,9 +162,9 @@ int tc_cpu_dnnl_run(void *plan, double *ms)
                              tc_tensor_name(t));
             TC_DNNL_TRY(dnnl_memory_set_data_handle(p->inner[b], tmp[b]));
             if (p->binds[b].input)
-                TC_TRY(tc_cpu_dnnl_reorder(p, p->user_mem[t], p->inner[b]));
+                TC_TRY(tc_cpu_dnnl_reorder(p, side, p->inner[b]));
         }
-        args[nargs++] = (dnnl_exec_arg_t){p->binds[b].arg, p->inner[b] ? p->inner[b] : p->user_mem[t]};
+        args[nargs++] = (dnnl_exec_arg_t){p->binds[b].arg, p->inner[b] ? p->inner[b] : side};
     }
     if (p->scratch) {
         scratch = tc_cpu_dnnl_alloc(p->scratch_bytes);
@@ -159,13 +175,21 @@ int tc_cpu_dnnl_run(void *plan, double *ms)
     }
     TC_DNNL_TRY(dnnl_primitive_execute(prim, p->dev->stream, nargs, args));
     for (int b = 0; b < p->n_binds; b++) {
-        if (p->inner[b] && !p->binds[b].input)
-            TC_TRY(tc_cpu_dnnl_reorder(p, p->inner[b], p->user_mem[p->binds[b].t]));
+        tc_tensor_t t = p->binds[b].t;
+        if (p->binds[b].input)
+            continue;
+        if (p->fw_mem[t]) {
+            TC_TRY(tc_cpu_dnnl_reorder(p, p->inner[b], p->fw_mem[t]));
+            TC_TRY(tc_cpu_dnnl_reorder(p, p->fw_mem[t], p->user_mem[t]));
+        } else if (p->inner[b]) {
+            TC_TRY(tc_cpu_dnnl_reorder(p, p->inner[b], p->user_mem[t]));
+        }
     }
     TC_DNNL_TRY(dnnl_stream_wait(p->dev->stream));
     for (int b = 0; b < MAX_BINDINGS; b++) {
         free(tmp[b]);
-        tmp[b] = NULL;
+        free(fw[b]);
+        tmp[b] = fw[b] = NULL;
     }
     free(scratch);
     scratch = NULL;
@@ -182,6 +206,7 @@ int tc_cpu_dnnl_run(void *plan, double *ms)
 err:
     for (int b = 0; b < MAX_BINDINGS; b++) {
         free(tmp[b]);
+        free(fw[b]);
         if (fresh[b]) {
             /* Failed: point the output back at its current buffer. */
             dnnl_memory_set_data_handle(p->user_mem[p->binds[b].t], p->out_buf[p->binds[b].t]);
