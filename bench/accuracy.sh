@@ -201,11 +201,14 @@ mkdir -p "$(dirname "$out")" "$(dirname "$plot")"
 
 # The settings a resumed run must share with the first one.
 # The machine too (its host name is part of every CPU device's identity: rounds
-# from another host would be other devices, not more rounds of these).
-settings="host=$(uname -n) order=round-robin models=$(IFS=,; echo "${model_list[*]}") outside=$outside batches=$batches input=$input_sizes devices=$devices_list warmup=$warmup iters=$iters rounds=$rounds remeasure=$remeasure_max bench_budget=$bench_budget max_reps=$max_reps"
+# from another host would be other devices, not more rounds of these), and its
+# kind (bench_machine_kind: virtual machines may share a host name).
+settings="host=$(uname -n) machine=$(bench_machine_kind) order=round-robin models=$(IFS=,; echo "${model_list[*]}") outside=$outside batches=$batches input=$input_sizes devices=$devices_list warmup=$warmup iters=$iters rounds=$rounds remeasure=$remeasure_max bench_budget=$bench_budget max_reps=$max_reps"
 # Analysing measures nothing, so it may run anywhere: the stored host stands.
 if [ "$analyze_only" -eq 1 ] && [ -f "$dir/settings" ] && grep -q '^host=' "$dir/settings"; then
-    settings="$(sed -n 's/^\(host=[^ ]*\) .*/\1/p' "$dir/settings") ${settings#host=* }"
+    stored_machine=$(tr ' ' '\n' <"$dir/settings" | grep '^machine=' || true)
+    settings="${settings#host=* machine=* }"
+    settings="$(sed -n 's/^\(host=[^ ]*\) .*/\1/p' "$dir/settings")${stored_machine:+ $stored_machine} $settings"
 fi
 if [ -f "$dir/settings" ] && [ "$(cat "$dir/settings")" != "$settings" ]; then
     log "$dir holds a study with other settings; its rounds and these would not be one study:"

@@ -43,6 +43,17 @@ bench_versions() {
 }
 
 bench_cpu_model() { grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//'; }
+# The machine's kind in one word: CPU model, family.model.stepping, the
+# level-3 cache it reports, logical CPUs. Host names do not tell virtual
+# machines apart (each may be called the same), and two kinds run the same
+# conv at different speeds, so a study's rounds must share this.
+bench_machine_kind() {
+    local fms l3
+    fms=$(awk -F: '/^cpu family/ { f = $2 } /^model\t/ { m = $2 } /^stepping/ { s = $2 }
+                   END { gsub(/ /, "", f); gsub(/ /, "", m); gsub(/ /, "", s); print f "." m "." s }' /proc/cpuinfo)
+    l3=$(cat /sys/devices/system/cpu/cpu0/cache/index3/size 2>/dev/null || echo none)
+    echo "$(bench_cpu_model | tr -c 'A-Za-z0-9.\n-' '_')/$fms/l3-$l3/$(nproc)cpu"
+}
 bench_mem() { awk '/MemTotal/ { printf "%.1f GiB", $2 / 1048576 }' /proc/meminfo; }
 bench_loadavg() { cut -d' ' -f1-3 /proc/loadavg; }
 
