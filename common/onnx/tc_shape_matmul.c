@@ -147,7 +147,8 @@ int tc_infer_gemm(tc_graph_t *g, tc_gnode_t *n, const tc_op_rule_t *r)
                 return tc_node_fail(n, TC_EPARSE, "C does not broadcast to the output");
         }
     }
-    double out = (double)tc_value_elems(tc_node_out(g, n, 0));
+    /* From the dims, not the output value: a node may have none. */
+    double out = (double)dims[0] * (double)dims[1];
     n->macs = out * (double)a->dims[ak];
     n->info.flops = 2.0 * n->macs + (c ? out : 0.0);
     /* torch.onnx writes a 2-D Linear as Gemm(x, W, b, transB=1): addmm. */
@@ -293,7 +294,10 @@ int tc_infer_matmul(tc_graph_t *g, tc_gnode_t *n, const tc_op_rule_t *r)
     if (rc < 0)
         return rc;
     tc_set_type(g, n, 0, a->elem_type);
-    n->macs = (double)tc_value_elems(tc_node_out(g, n, 0)) * (double)kdim;
+    double out = 1; /* from the dims, not the output value: a node may have none */
+    for (int k = 0; k < out_rank; k++)
+        out *= (double)dims[k];
+    n->macs = out * (double)kdim;
     n->info.flops = 2.0 * n->macs;
     return 0;
 }

@@ -374,6 +374,34 @@ Test(hostile, missing_and_duplicate_values, .timeout = 10)
     tc_tb_free(&tb);
 }
 
+/* A matrix product whose one output has an empty name, an optional output
+ * not produced (found by fuzz_model): its flops come from the shapes, never
+ * from an output value it does not have, and the model is refused for the
+ * node that produces nothing, by name. */
+Test(hostile, products_without_an_output, .timeout = 10)
+{
+    tc_tb_t *tb = tc_tb_new(3, 8, 8);
+    tc_tb_weight(tb, "w", 2, (const int64_t[]){8, 4});
+    Onnx__NodeProto *mm = tc_tb_node(tb, "MatMul", "mm", "x,w", "unnamed");
+    mm->output[0] = "";
+    tc_tb_node(tb, "Relu", "r", "x", "y");
+    tc_tb_output(tb, "y");
+    cr_expect_eq(s_try_tb(tb), TC_EPARSE);
+    cr_expect(strstr(tc_errmsg(), "'mm'"), "%s", tc_errmsg());
+    tc_tb_free(&tb);
+    tb = tc_tb_new(3, 8, 8);
+    tc_tb_weight(tb, "w", 2, (const int64_t[]){4, 192});
+    tc_tb_node(tb, "Flatten", "f", "x", "flat");
+    Onnx__NodeProto *g = tc_tb_node(tb, "Gemm", "gemm", "flat,w", "unnamed");
+    g->output[0] = "";
+    tc_tb_attr_int(tb, g, "transB", 1);
+    tc_tb_node(tb, "Relu", "r", "flat", "y");
+    tc_tb_output(tb, "y");
+    cr_expect_eq(s_try_tb(tb), TC_EPARSE);
+    cr_expect(strstr(tc_errmsg(), "'gemm'"), "%s", tc_errmsg());
+    tc_tb_free(&tb);
+}
+
 Test(hostile, structural_problems, .timeout = 10)
 {
     tc_tb_t *tb = tc_tb_new(3, 8, 8);
