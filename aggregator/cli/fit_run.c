@@ -88,7 +88,6 @@ int tc_fit_run_plan_init(const tc_fit_run_cli_t *cli, tc_fit_run_plan_t *plan)
         TC_TRY(tc_parse_name_list(list, what, &plan->features, &plan->p));
         plan->select = !cli->features;
     } else {
-        plan->default_candidates = true;
         const char *const *names;
         size_t n = tc_fit_default_candidates(&names);
         plan->features = calloc(n, sizeof *plan->features);
@@ -409,9 +408,6 @@ int tc_fit_run_analyze(const tc_fit_group_t *g, const tc_fit_run_plan_t *plan,
     out->opts.select = plan->select;
     out->opts.min_gain = plan->min_gain;
     out->opts.candidates = (1u << plan->n_candidates) - 1;
-    for (size_t j = 0; plan->default_candidates && j < plan->n_candidates; j++)
-        if (!tc_fit_default_candidate_applies(plan->features[j], g->matmuls))
-            out->opts.candidates &= ~(1u << j);
     for (size_t j = 0; j < plan->p; j++)
         for (size_t k = 0; plan->select && k < sizeof s_simple / sizeof s_simple[0]; k++)
             if (!strcmp(plan->features[j], s_simple[k]))

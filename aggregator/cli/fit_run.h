@@ -34,8 +34,7 @@ typedef struct {
         {"candidates", TC_OPT_STR, &(c)->candidates, "LIST",                                  \
          "features that forward selection may use (default: total.one, nonconv.layers, "      \
          "conv.layers, bn.elems, act.elems, pool.elems, eltwise.elems, concat.elems, "        \
-         "total.params, gemm.flops (gemm.layers instead where every matmul is benchmarked), " \
-         "conv.ms, norm.elems, softmax.elems, copy.elems)"},                                   \
+         "total.params, gemm.flops, conv.ms, norm.elems, softmax.elems, copy.elems)"},        \
         {"features", TC_OPT_STR, &(c)->features, "LIST",                                      \
          "use exactly these features, without selection (instead of --candidates)"},          \
         {"stat", TC_OPT_STR, &(c)->stat, "S",                                                 \
@@ -62,7 +61,6 @@ typedef struct {
     size_t n_candidates; /* the first n_candidates of features are candidates */
     uint32_t forms, weightings;
     bool select;
-    bool default_candidates; /* neither --candidates nor --features given */
     double min_gain;
     tc_fit_stat_t stat;
     tc_fit_holdout_t holdout; /* what the folds hold out (validate --holdout) */

@@ -140,14 +140,6 @@ int tc_fit_feature_at(const tc_features_t *f, double conv_ms, const char *name, 
  * memory.elems, total.params (optimizer step), gemm.flops (classifier).
  * Returns the count; *names points to static storage. */
 size_t tc_fit_default_candidates(const char *const **names);
-/* Whether default candidate `name` is one for a group whose matmuls are
- * benchmarked (or not). Where every matmul is benchmarked and subtracted,
- * their arithmetic is in the benchmarks: gemm.flops would only stand in for
- * the model's size, and the rest of a ViT, whose step is nearly all matmul,
- * is not proportional to it; the per-call cost around each matmul
- * (gemm.layers, as conv.layers for convs) is what remains. Where they are
- * regressed, gemm.flops is their cost and gemm.layers is not a candidate. */
-bool tc_fit_default_candidate_applies(const char *name, bool matmuls_benchmarked);
 
 /* ---- training data ------------------------------------------------------ */
 

@@ -21,11 +21,7 @@ static const char *const s_default_candidates[] = {
     "eltwise.elems",  /* element-wise: residual adds, multiplies */
     "concat.elems",   /* concatenation */
     "total.params",   /* optimizer step and gradient zeroing over every parameter */
-    /* The matrix products: their arithmetic where they are regressed (the
-     * CNNs' classifiers), their count where every one is benchmarked, whose
-     * time the benchmarks then carry (tc_fit_default_candidate_applies). */
-    "gemm.flops",
-    "gemm.layers",
+    "gemm.flops",     /* the classifier's matrix products */
     "conv.ms",        /* a factor on the conv benchmarks' sum */
     /* Transformer blocks (zero for CNNs without them, so never chosen there). */
     "norm.elems",     /* layer norm: a mean and variance pass per token, fwd and bwd */
@@ -37,15 +33,6 @@ size_t tc_fit_default_candidates(const char *const **names)
 {
     *names = s_default_candidates;
     return sizeof s_default_candidates / sizeof s_default_candidates[0];
-}
-
-bool tc_fit_default_candidate_applies(const char *name, bool matmuls_benchmarked)
-{
-    if (!strcmp(name, "gemm.flops"))
-        return !matmuls_benchmarked;
-    if (!strcmp(name, "gemm.layers"))
-        return matmuls_benchmarked;
-    return true;
 }
 
 int tc_fit_feature_value(const tc_features_t *f, const char *name, double *out)

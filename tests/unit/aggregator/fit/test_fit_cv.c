@@ -52,33 +52,6 @@ Test(fit_features, composite_features_add_up, .timeout = 10)
     cr_expect_eq(v, 0.0);
 }
 
-/* Where every matmul is benchmarked, their arithmetic is in the benchmarks:
- * the defaults offer their count instead (as conv.layers for the convs);
- * where they are regressed, their arithmetic and not their count. Every
- * other default applies to both. */
-Test(fit_features, matmul_candidates_follow_what_is_benchmarked, .timeout = 10)
-{
-    const char *const *names;
-    size_t n = tc_fit_default_candidates(&names);
-    size_t with = 0, without = 0;
-    bool flops = false, layers = false;
-    for (size_t i = 0; i < n; i++) {
-        with += tc_fit_default_candidate_applies(names[i], true);
-        without += tc_fit_default_candidate_applies(names[i], false);
-        flops |= !strcmp(names[i], "gemm.flops");
-        layers |= !strcmp(names[i], "gemm.layers");
-    }
-    cr_assert(flops && layers, "both matmul features are defaults");
-    cr_expect_eq(with, n - 1);
-    cr_expect_eq(without, n - 1);
-    cr_expect(tc_fit_default_candidate_applies("gemm.flops", false));
-    cr_expect_not(tc_fit_default_candidate_applies("gemm.flops", true));
-    cr_expect(tc_fit_default_candidate_applies("gemm.layers", true));
-    cr_expect_not(tc_fit_default_candidate_applies("gemm.layers", false));
-    cr_expect(tc_fit_default_candidate_applies("total.params", true));
-    cr_expect(tc_fit_default_candidate_applies("conv.layers", false));
-}
-
 /* memory.elems is the sum it was before norm, softmax and copy were classes
  * of their own: they were parts of reduce and shape, and count in it. */
 Test(fit_features, memory_elems_counts_the_new_classes, .timeout = 10)
@@ -284,8 +257,7 @@ static double s_honest(tc_fit_data_t *d, const tc_fit_select_opts_t *o, tc_fit_s
     return ape.mape;
 }
 
-/* As many candidates as the defaults offer one group (14 of 15: gemm.flops
- * or gemm.layers, by whether its matmuls are benchmarked), the last three zero on every
+/* As many candidates as the defaults (14), the last three zero on every
  * point, as norm.elems, softmax.elems and copy.elems are for CNNs without
  * layer norm, softmax or copies: selection and the nested run choose and
  * predict exactly as without them. */
