@@ -113,6 +113,20 @@ err:
     return rc;
 }
 
+/* A new buffer for memory `mem`, as PyTorch's allocator hands one out on
+ * every call; *buf owns it. `what` and `name` say what for, on failure. */
+static int s_new_buffer(dnnl_memory_t mem, size_t bytes, void **buf, const char *what,
+                        const char *name)
+{
+    int rc = 0;
+    *buf = tc_cpu_dnnl_alloc(bytes);
+    if (!*buf)
+        return tc_fail(TC_ENOMEM, "out of memory for %s%s (%zu bytes)", what, name, bytes);
+    TC_DNNL_TRY(dnnl_memory_set_data_handle(mem, *buf));
+err:
+    return rc;
+}
+
 int tc_cpu_dnnl_run(void *plan, double *ms)
 {
     int rc = 0;
@@ -138,39 +152,29 @@ int tc_cpu_dnnl_run(void *plan, double *ms)
         if (!p->binds[b].input && !tc_cpu_cold_rotates(&p->cold, t)) {
             /* A new output tensor, as the framework returns one per call
              * (with cold operands, the next output buffer: s_cold_inputs). */
-            fresh[b] = tc_cpu_dnnl_alloc(dnnl_memory_desc_get_size(&p->user_md[t]));
-            if (!fresh[b])
-                TC_FAIL_GOTO(TC_ENOMEM, "out of memory for tensor %s", tc_tensor_name(t));
-            TC_DNNL_TRY(dnnl_memory_set_data_handle(p->user_mem[t], fresh[b]));
+            TC_TRY(s_new_buffer(p->user_mem[t], dnnl_memory_desc_get_size(&p->user_md[t]),
+                                &fresh[b], "tensor ", tc_tensor_name(t)));
         }
         /* The framework's side of the call: the tensor itself, or the plain
          * copy a channels-last conv makes of it (cpu_conv.c). */
         dnnl_memory_t side = p->user_mem[t];
         if (p->fw_mem[t]) {
-            fw[b] = tc_cpu_dnnl_alloc(dnnl_memory_desc_get_size(&p->fw_md[t]));
-            if (!fw[b])
-                TC_FAIL_GOTO(TC_ENOMEM, "out of memory for a plain copy of %s", tc_tensor_name(t));
-            TC_DNNL_TRY(dnnl_memory_set_data_handle(p->fw_mem[t], fw[b]));
+            TC_TRY(s_new_buffer(p->fw_mem[t], dnnl_memory_desc_get_size(&p->fw_md[t]), &fw[b],
+                                "a plain copy of ", tc_tensor_name(t)));
             if (p->binds[b].input)
                 TC_TRY(tc_cpu_dnnl_reorder(p, p->user_mem[t], p->fw_mem[t]));
             side = p->fw_mem[t];
         }
         if (p->inner[b]) {
-            tmp[b] = tc_cpu_dnnl_alloc(p->inner_bytes[b]);
-            if (!tmp[b])
-                TC_FAIL_GOTO(TC_ENOMEM, "out of memory for a blocked copy of %s",
-                             tc_tensor_name(t));
-            TC_DNNL_TRY(dnnl_memory_set_data_handle(p->inner[b], tmp[b]));
+            TC_TRY(s_new_buffer(p->inner[b], p->inner_bytes[b], &tmp[b], "a blocked copy of ",
+                                tc_tensor_name(t)));
             if (p->binds[b].input)
                 TC_TRY(tc_cpu_dnnl_reorder(p, side, p->inner[b]));
         }
         args[nargs++] = (dnnl_exec_arg_t){p->binds[b].arg, p->inner[b] ? p->inner[b] : side};
     }
     if (p->scratch) {
-        scratch = tc_cpu_dnnl_alloc(p->scratch_bytes);
-        if (!scratch)
-            TC_FAIL_GOTO(TC_ENOMEM, "out of memory for a %zu byte scratchpad", p->scratch_bytes);
-        TC_DNNL_TRY(dnnl_memory_set_data_handle(p->scratch, scratch));
+        TC_TRY(s_new_buffer(p->scratch, p->scratch_bytes, &scratch, "the scratchpad", ""));
         args[nargs++] = (dnnl_exec_arg_t){DNNL_ARG_SCRATCHPAD, p->scratch};
     }
     TC_DNNL_TRY(dnnl_primitive_execute(prim, p->dev->stream, nargs, args));
