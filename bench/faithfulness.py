@@ -65,6 +65,9 @@ KEYS = ("c", "h", "w", "k", "r", "s", "pad_h", "pad_w", "stride_h", "stride_w", 
 def model_convs(torch, torchvision, name, size):
     """Distinct convs of a model in first-use order: config -> count, first
     (every use reads the network input), bias."""
+    # The conv lists' own rule for a channels-last conv; imported here, once
+    # torch is (it reads the thread settings when first imported).
+    from torchvision_convs import channels_last
     model = getattr(torchvision.models, name)(weights=None).train()
     x = torch.zeros(2, 3, size, size)
     convs = {}
@@ -75,10 +78,8 @@ def model_convs(torch, torchvision, name, size):
             tuple(mod.kernel_size) + tuple(mod.padding) + tuple(mod.stride) + \
             tuple(mod.dilation) + (mod.groups,)
         first = inp.data_ptr() == x.data_ptr()
-        # channels-last as PyTorch runs the conv (bench/torchvision_convs.py)
-        nhwc = not inp.is_contiguous() and inp.is_contiguous(memory_format=torch.channels_last)
         e = convs.setdefault(key, {"count": 0, "first": True, "bias": mod.bias is not None,
-                                   "nhwc": nhwc})
+                                   "nhwc": channels_last(inp)})
         e["count"] += 1
         e["first"] = e["first"] and first
 
