@@ -173,7 +173,7 @@ def main():
              "rounds for a CNN whose rounds disagree (bench/accuracy_remeasure.py)"
              % settings.get("remeasure", "0")
              if settings.get("order") == "round-robin" else "interleaved per CNN")
-    w(("Settings: %d of %d CNNs measured (%s), %s px, batch sizes %s; devices %s; %s "
+    w(("Settings: %d of %d CNNs measured in every round (%s), %s px, batch sizes %s; devices %s; %s "
        "rounds " + order.replace("%", "%%") + ", each a conv benchmark of the CNN's convs and "
        "one trace (a fresh process per batch size) of %s warm-up + %s measured iterations, on "
        "each device in turn; conv benchmarks with a %s ms budget and at most %s repetitions per "
@@ -191,7 +191,7 @@ def main():
           + ".")
         w("")
     if left:
-        w("Not measured yet (time budget): %s." % ", ".join(left))
+        w("Not every round measured yet (time budget; the analysis uses the rounds there are): %s." % ", ".join(left))
         w("")
     timeline = read_tsv(a.timeline)
     if timeline:
