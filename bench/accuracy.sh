@@ -549,7 +549,12 @@ psql -X -q -tA -F$'\t' "$dsn" -c "
 outside_args=()
 if [ "${#outside_list[@]}" -gt 0 ] && [ "$fit_st" -eq 0 ]; then
     for m in "${outside_list[@]}"; do
-        grep -qx "$m" "$dir/done" || { log "outside CNN $m was not measured; not predicted"; continue; }
+        # Like the study's models: every round there is (a study stopped by
+        # its time budget predicts them from the rounds they have).
+        if ! grep -q "^$m " "$dir/rounds_done" || grep -q "^$m	" "$dir/failed"; then
+            log "outside CNN $m has no round measured, or failed; not predicted"
+            continue
+        fi
         for px in "${size_list[@]}"; do
             log "aggregator predict (outside the study: $m, $px px)"
             st=0

@@ -232,7 +232,12 @@ def main():
         report_class_fit(w, read_tsv(a.op_points), read_tsv(a.class_layers))
         report_per_cnn(w, docs)
     if outside:
-        report_outside(w, outside, done, a.outside_pred, read_tsv(a.outside_truth))
+        # The families the fit trained on: its CNNs with a round measured,
+        # as the main validation saw them (a study stopped by its time
+        # budget may have no CNN with every round).
+        fitted = sorted({c["cnn"] for d in docs.get("main", {}).get("devices", [])
+                         for c in d.get("per_cnn", []) if c.get("points")})
+        report_outside(w, outside, fitted or done, a.outside_pred, read_tsv(a.outside_truth))
 
     if a.plot_note:
         w("No chart: %s." % a.plot_note)

@@ -12,7 +12,8 @@
 #     and a study resumed with another CNN set, and names the CNNs whose
 #     rounds disagree (accuracy_remeasure.py),
 #     and its report scores the outside CNNs' predictions against their traces,
-#     new families apart from other sizes of the study's families;
+#     new families apart from other sizes of the study's families (the fit's
+#     families, also when no CNN has every round yet);
 #   - bench/faithfulness.py's in-step conv timer (instep) computes exactly the
 #     gradients of the model's own convs, times every conv of the step, and
 #     its conv time is a part of the step.
@@ -162,6 +163,19 @@ grep -q '^| vgg11 | vgg (new) | 112 | 30.0 % (30.0 %) |' "$tmp/report2.md" \
     && grep -q '^| \*\*all\*\* |  | – | 13.3 % ± 12.5 (30.0 %) |' "$tmp/report2.md" \
     && ok "accuracy report keeps the new-family outside CNNs apart" \
     || fail "accuracy report new families: $(cat "$tmp/report2.md" 2>&1)"
+
+# A study stopped by its time budget before any CNN had every round: no CNN
+# is done, but the fit trained on mnasnet1_0 (the main validation's CNNs),
+# so mnasnet0_75 is still in-family, not new (vgg11, in the same
+# prediction file, stays new).
+: >"$tmp/done0.tsv"
+echo '{"devices": [{"device": "cpu A [stack]", "per_cnn": [{"cnn": "mnasnet1_0", "points": 2, "mape": 0.05, "spread_between": 0.1}]}]}' >"$tmp/main.json"
+python3 "$repo/bench/accuracy_report.py" --validate main="$tmp/main.json" --outside mnasnet0_75 \
+    --done "$tmp/done0.tsv" --outside-pred "$tmp/pred.csv" --outside-truth "$tmp/truth.tsv" \
+    --out "$tmp/report3.md" >/dev/null 2>&1
+grep -q '^| mnasnet0_75 | mbconv | 112 |' "$tmp/report3.md" && grep -q '^| \*\*in-family\*\* |' "$tmp/report3.md" \
+    && ok "accuracy report takes the fitted families from the fit when no CNN has every round" \
+    || fail "accuracy report families of a stopped study: $(cat "$tmp/report3.md" 2>&1)"
 
 # The report's ranking section: 81 CNNs, device B predicted and measured
 # twice as slow as A but for two CNNs measured faster on B. The paired
