@@ -468,13 +468,14 @@ analyses=(
     "disturbed|--include-disturbed"
     "regress-matmuls|--regress-matmuls"
 )
+# has_rounds CNN: it has a round measured and never failed; the analysis
+# uses every round there is (the study's models and the outside CNNs alike).
+has_rounds() { grep -q "^$1 " "$dir/rounds_done" && ! grep -q "^$1	" "$dir/failed"; }
 # The study's models with a round measured, by kind: the report's own split
 # (bench/accuracy_fmt.py kind: the fit's families, MODERN_FAMILIES).
 measured=()
 for m in "${model_list[@]}"; do
-    grep -q "^$m " "$dir/rounds_done" || continue
-    grep -q "^$m	" "$dir/failed" && continue
-    measured+=("$m")
+    if has_rounds "$m"; then measured+=("$m"); fi
 done
 apart_cnns=() apart_modern=()
 if [ "${#measured[@]}" -gt 0 ]; then
@@ -549,12 +550,7 @@ psql -X -q -tA -F$'\t' "$dsn" -c "
 outside_args=()
 if [ "${#outside_list[@]}" -gt 0 ] && [ "$fit_st" -eq 0 ]; then
     for m in "${outside_list[@]}"; do
-        # Like the study's models: every round there is (a study stopped by
-        # its time budget predicts them from the rounds they have).
-        if ! grep -q "^$m " "$dir/rounds_done" || grep -q "^$m	" "$dir/failed"; then
-            log "outside CNN $m has no round measured, or failed; not predicted"
-            continue
-        fi
+        has_rounds "$m" || { log "outside CNN $m has no round measured, or failed; not predicted"; continue; }
         for px in "${size_list[@]}"; do
             log "aggregator predict (outside the study: $m, $px px)"
             st=0
