@@ -121,6 +121,8 @@ int tc_fit_ridge_gcv(const double *x, const double *y, const double *w, size_t n
 /* A named scalar of a model's features at its batch: everything
  * tc_feature_value knows ("bn.elems", "total.params", ...) plus
  *   nonconv.layers  layers other than conv (per-layer dispatch overhead)
+ *   kernel.layers   layers other than conv that run a kernel: nonconv.layers
+ *                   without the views (shape class)
  *   memory.elems    elements read + written by memory-bound layers other
  *                   than batch norm (act, pool, eltwise, concat, dropout,
  *                   shape, reduce, other), times the batch
@@ -135,9 +137,10 @@ int tc_fit_feature_value(const tc_features_t *f, const char *name, double *out);
 int tc_fit_feature_at(const tc_features_t *f, double conv_ms, const char *name, double *out);
 
 /* The default candidate set, physically motivated (docs/fitting.md):
- * total.one (constant per-iteration overhead), nonconv.layers,
- * conv.layers (framework work around each conv call), bn.elems,
- * memory.elems, total.params (optimizer step), gemm.flops (classifier).
+ * total.one (constant per-iteration overhead), kernel.layers,
+ * conv.layers (framework work around each conv call), the memory-bound
+ * classes' elements each apart (bn, act, pool, eltwise, concat, norm, softmax,
+ * copy), total.params (optimizer step), gemm.flops (classifier), conv.ms.
  * Returns the count; *names points to static storage. */
 size_t tc_fit_default_candidates(const char *const **names);
 

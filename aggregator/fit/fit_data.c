@@ -10,7 +10,8 @@
 
 static const char *const s_default_candidates[] = {
     "total.one",      /* constant per-iteration overhead: loss, optimizer launch, framework */
-    "nonconv.layers", /* per-layer dispatch and launch overhead */
+    "kernel.layers",  /* per-layer dispatch and launch overhead of the layers that run a
+                       * kernel (views left out: docs/fitting.md, "Views are not layers") */
     "conv.layers",    /* framework work around each conv call */
     "bn.elems",       /* batch norm: several passes over its tensors, fwd and bwd */
     /* The other memory-bound classes each apart (bytes moved): the accuracy
@@ -41,6 +42,12 @@ int tc_fit_feature_value(const tc_features_t *f, const char *name, double *out)
         *out = f->total_layers - f->conv_layers;
         return 0;
     }
+    if (!strcmp(name, "kernel.layers")) {
+        /* A view (reshape, transpose, flatten) is a dispatcher call and an
+         * autograd node, no kernel: it costs a fraction of a layer that runs one. */
+        *out = f->total_layers - f->conv_layers - f->cls[TC_OPC_SHAPE].layers;
+        return 0;
+    }
     if (!strcmp(name, "memory.elems")) {
         /* norm, softmax and copy were parts of reduce and shape: the sum is
          * the same as before they were classes of their own. */
@@ -56,7 +63,7 @@ int tc_fit_feature_value(const tc_features_t *f, const char *name, double *out)
     }
     int rc = tc_feature_value(f, name, out);
     if (rc < 0)
-        return tc_err_context(rc, "fit feature (also nonconv.layers, memory.elems, conv.ms)");
+        return tc_err_context(rc, "fit feature (also nonconv.layers, kernel.layers, memory.elems, conv.ms)");
     return 0;
 }
 

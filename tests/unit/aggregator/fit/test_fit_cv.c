@@ -29,6 +29,8 @@ Test(fit_features, composite_features_add_up, .timeout = 10)
     double v;
     cr_assert_eq(tc_fit_feature_value(&f, "nonconv.layers", &v), 0);
     cr_expect_eq(v, 5.0);
+    cr_assert_eq(tc_fit_feature_value(&f, "kernel.layers", &v), 0);
+    cr_expect_eq(v, 5.0, "no view among the layers");
     cr_assert_eq(tc_fit_feature_value(&f, "memory.elems", &v), 0);
     cr_expect_eq(v, 8.0 * (128000 + 80000 + 48000));
     cr_assert_eq(tc_fit_feature_value(&f, "bn.elems", &v), 0);
@@ -66,6 +68,10 @@ Test(fit_features, memory_elems_counts_the_new_classes, .timeout = 10)
     double v;
     cr_assert_eq(tc_fit_feature_value(&f, "memory.elems", &v), 0);
     cr_expect_eq(v, 2.0 * (800 + 500 + 200 + 20 + 21), "batch norm is not in it");
+    cr_assert_eq(tc_fit_feature_value(&f, "nonconv.layers", &v), 0);
+    cr_expect_eq(v, 6.0);
+    cr_assert_eq(tc_fit_feature_value(&f, "kernel.layers", &v), 0);
+    cr_expect_eq(v, 5.0, "the view runs no kernel; the copy does");
 }
 
 Test(fit_features, families_of_torchvision_cnns, .timeout = 10)
