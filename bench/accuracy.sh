@@ -456,7 +456,7 @@ TRAINCAST_PROGRESS=plain "$aggregator" fit --db "$dsn" >"$dir/logs/fit.out" 2>"$
 #               transformers alone (validate --models), to set beside their
 #               errors in main, where every model is fitted together
 baseline_features=total.one,total.params,bn.elems,act.elems,pool.elems,eltwise.elems,concat.elems,gemm.flops
-memory_candidates=total.one,kernel.layers,conv.layers,bn.elems,memory.elems,total.params,gemm.flops,conv.ms
+memory_candidates=total.one,nonconv.layers,conv.layers,bn.elems,memory.elems,total.params,gemm.flops,conv.ms
 analyses=(
     "main|"
     "family|--holdout family"

@@ -32,7 +32,7 @@ typedef struct {
          "point weightings to choose from: none (absolute error), relative (error as a "      \
          "fraction of the measured time) (default: both)"},                                   \
         {"candidates", TC_OPT_STR, &(c)->candidates, "LIST",                                  \
-         "features that forward selection may use (default: total.one, kernel.layers, "      \
+         "features that forward selection may use (default: total.one, nonconv.layers, "      \
          "conv.layers, bn.elems, act.elems, pool.elems, eltwise.elems, concat.elems, "        \
          "total.params, gemm.flops, conv.ms, norm.elems, softmax.elems, copy.elems)"},        \
         {"features", TC_OPT_STR, &(c)->features, "LIST",                                      \

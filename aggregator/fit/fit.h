@@ -137,7 +137,7 @@ int tc_fit_feature_value(const tc_features_t *f, const char *name, double *out);
 int tc_fit_feature_at(const tc_features_t *f, double conv_ms, const char *name, double *out);
 
 /* The default candidate set, physically motivated (docs/fitting.md):
- * total.one (constant per-iteration overhead), kernel.layers,
+ * total.one (constant per-iteration overhead), nonconv.layers,
  * conv.layers (framework work around each conv call), the memory-bound
  * classes' elements each apart (bn, act, pool, eltwise, concat, norm, softmax,
  * copy), total.params (optimizer step), gemm.flops (classifier), conv.ms.
