@@ -125,7 +125,7 @@ int tc_fit_ridge_gcv(const double *x, const double *y, const double *w, size_t n
  *                   without the views (shape class)
  *   memory.elems    elements read + written by memory-bound layers other
  *                   than batch norm (act, pool, eltwise, concat, dropout,
- *                   shape, reduce, other), times the batch
+ *                   shape, reduce, other, norm, softmax, copy), times the batch
  * Returns 0 or TC_EINVAL naming the feature. */
 int tc_fit_feature_value(const tc_features_t *f, const char *name, double *out);
 

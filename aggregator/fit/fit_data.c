@@ -10,8 +10,9 @@
 
 static const char *const s_default_candidates[] = {
     "total.one",      /* constant per-iteration overhead: loss, optimizer launch, framework */
-    "nonconv.layers", /* per-layer dispatch and launch overhead (kernel.layers, the same
-                       * without views, was tried: docs/fitting.md, "Views are not layers") */
+    /* kernel.layers, the same without the views, was tried in its place
+     * (docs/fitting.md, "Views are not layers"). */
+    "nonconv.layers", /* per-layer dispatch and launch overhead */
     "conv.layers",    /* framework work around each conv call */
     "bn.elems",       /* batch norm: several passes over its tensors, fwd and bwd */
     /* The other memory-bound classes each apart (bytes moved): the accuracy
@@ -63,7 +64,8 @@ int tc_fit_feature_value(const tc_features_t *f, const char *name, double *out)
     }
     int rc = tc_feature_value(f, name, out);
     if (rc < 0)
-        return tc_err_context(rc, "fit feature (also nonconv.layers, kernel.layers, memory.elems, conv.ms)");
+        return tc_err_context(rc, "fit feature (also nonconv.layers, kernel.layers, "
+                                  "memory.elems, conv.ms)");
     return 0;
 }
 
