@@ -54,6 +54,17 @@ bench_machine_kind() {
     l3=$(cat /sys/devices/system/cpu/cpu0/cache/index3/size 2>/dev/null || echo none)
     echo "$(bench_cpu_model | tr -c 'A-Za-z0-9.\n-' '_')/$fms/l3-$l3/$(nproc)cpu"
 }
+# bench_settings_extends STORED NOW: true when the settings line NOW is the
+# stored line STORED with more rounds (rounds=N) and nothing else changed:
+# a study may be given more rounds, since the rounds it has stay rounds of
+# the same study; any other change makes another study.
+bench_settings_extends() {
+    local was now
+    was=$(tr ' ' '\n' <<<"$1" | sed -n 's/^rounds=//p')
+    now=$(tr ' ' '\n' <<<"$2" | sed -n 's/^rounds=//p')
+    [[ $was =~ ^[0-9]+$ && $now =~ ^[0-9]+$ ]] && [ "$now" -gt "$was" ] || return 1
+    [ "$(tr ' ' '\n' <<<"$1" | grep -v '^rounds=')" = "$(tr ' ' '\n' <<<"$2" | grep -v '^rounds=')" ]
+}
 bench_mem() { awk '/MemTotal/ { printf "%.1f GiB", $2 / 1048576 }' /proc/meminfo; }
 bench_loadavg() { cut -d' ' -f1-3 /proc/loadavg; }
 

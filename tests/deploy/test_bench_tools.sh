@@ -129,6 +129,40 @@ out=$(BUILD_DIR=$build "$repo/bench/accuracy.sh" --models resnet18 --batches 2 -
     && ok "accuracy.sh refuses to resume a study of another machine" \
     || fail "accuracy.sh resumed another machine's study: $out"
 
+# More rounds are not another study: it goes on to them, what is measured
+# stands, and a CNN's extra round numbered up to the new count is one of its
+# rounds (resnet18 has rounds 1 and 2 of 2: done, nothing left to measure).
+mkdir -p "$tmp/acc3"
+acc3_settings() {
+    echo "host=$(uname -n) machine=$(. "$repo/bench/lib.sh"; bench_machine_kind) order=round-robin models=resnet18 outside= batches=2 input=64 devices=cpu:1 warmup=1 iters=1 rounds=$1 remeasure=1 bench_budget=10 max_reps=2"
+}
+acc3_settings 1 >"$tmp/acc3/settings"
+printf 'resnet18 1\nresnet18 2\n' >"$tmp/acc3/rounds_done"
+: >"$tmp/acc3/done"
+acc3() {
+    BUILD_DIR=$build "$repo/bench/accuracy.sh" --models resnet18 --batches 2 --input-size 64 --devices cpu:1 \
+        --warmup 1 --iters 1 --rounds "$1" --remeasure 1 --bench-budget-ms 10 --max-reps 2 --dir "$tmp/acc3" 2>&1
+}
+out=$(acc3 2)
+grep -q 'the study goes from 1 to 2 rounds' <<<"$out" && [ "$(cat "$tmp/acc3/done")" = resnet18 ] \
+    && [ "$(cat "$tmp/acc3/settings")" = "$(acc3_settings 2)" ] && ! grep -q 'resnet18, round' <<<"$out" \
+    && ok "accuracy.sh extends a study by rounds, keeping what is measured" \
+    || fail "accuracy.sh did not extend the study: $out; done: $(cat "$tmp/acc3/done")"
+"$repo/deploy/pg-local.sh" stop "$tmp/acc3/pg" >/dev/null 2>&1 || true
+# ... but fewer rounds, or more rounds with any other change, are another study.
+out=$(acc3 1)
+[ $? -eq 2 ] && grep -q 'rounds: stored 2, now 1' <<<"$out" \
+    && ok "accuracy.sh refuses fewer rounds than a study has" || fail "accuracy.sh took fewer rounds: $out"
+(
+    . "$repo/bench/lib.sh"
+    a='host=h machine=k models=a,b rounds=5 remeasure=1 max_reps=30'
+    bench_settings_extends "$a" "${a/rounds=5/rounds=8}" \
+        && ! bench_settings_extends "$a" "$a" \
+        && ! bench_settings_extends "$a" "${a/rounds=5/rounds=4}" \
+        && ! bench_settings_extends "$a" "$(sed 's/rounds=5/rounds=8/; s/models=a,b/models=a/' <<<"$a")" \
+        && ! bench_settings_extends "$a" "${a/remeasure=1/remeasure=2}"
+) && ok "bench_settings_extends: more rounds and nothing else" || fail "bench_settings_extends"
+
 # The report's outside section: two devices, one CNN at two batches; the
 # truth of one point is 10 % below its prediction and outside its interval.
 dev1='cpu A [stack]'
