@@ -211,28 +211,30 @@ if [ "$analyze_only" -eq 1 ] && [ -f "$dir/settings" ] && grep -q '^host=' "$dir
     settings="${settings#host=* machine=* }"
     settings="$(sed -n 's/^\(host=[^ ]*\) .*/\1/p' "$dir/settings")${stored_machine:+ $stored_machine} $settings"
 fi
-if [ -f "$dir/settings" ] && [ "$(cat "$dir/settings")" != "$settings" ] && [ "$analyze_only" -eq 0 ] \
-    && bench_settings_extends "$(cat "$dir/settings")" "$settings"; then
-    # More rounds for the same study (a lower noise floor): what is measured
-    # stands. A CNN's extra round numbered up to the new count becomes its
-    # regular round of that number (it was taken earlier than the others'),
-    # and `done` holds the CNNs that have every round of the new count.
-    log "$dir: the study goes from $(tr ' ' '\n' <"$dir/settings" | sed -n 's/^rounds=//p') to $rounds rounds; the rounds measured stand"
-    touch "$dir/rounds_done"
-    awk -v n="$rounds" '$2 <= n && !seen[$1 " " $2]++ { c[$1]++ } END { for (m in c) if (c[m] == n) print m }' \
-        "$dir/rounds_done" >"$dir/done"
-elif [ -f "$dir/settings" ] && [ "$(cat "$dir/settings")" != "$settings" ]; then
-    log "$dir holds a study with other settings; its rounds and these would not be one study:"
-    # Each setting that differs, by name (a setting absent from one side: "(none)").
-    for key in $(tr ' ' '\n' <"$dir/settings" | cut -d= -f1; tr ' ' '\n' <<<"$settings" | cut -d= -f1); do
-        echo "$key"
-    done | awk '!seen[$0]++' | while read -r key; do
-        was=$(tr ' ' '\n' <"$dir/settings" | sed -n "s/^$key=//p")
-        now=$(tr ' ' '\n' <<<"$settings" | sed -n "s/^$key=//p")
-        [ "$was" = "$now" ] || log "  $key: stored ${was:-(none)}, now ${now:-(none)}"
-    done
-    log "rerun with the stored settings to resume (--rounds may grow), or add --fresh to start over"
-    exit 2
+stored_settings=$(cat "$dir/settings" 2>/dev/null || true)
+if [ -f "$dir/settings" ] && [ "$stored_settings" != "$settings" ]; then
+    if [ "$analyze_only" -eq 0 ] && bench_settings_extends "$stored_settings" "$settings"; then
+        # More rounds for the same study (a lower noise floor): what is
+        # measured stands. A CNN's extra round numbered up to the new count
+        # becomes its regular round of that number (it was taken earlier than
+        # the others'), and `done` holds the CNNs with every round of the new count.
+        log "$dir: the study goes from $(tr ' ' '\n' <<<"$stored_settings" | sed -n 's/^rounds=//p') to $rounds rounds; the rounds measured stand"
+        touch "$dir/rounds_done"
+        awk -v n="$rounds" '$2 <= n && !seen[$1 " " $2]++ { c[$1]++ } END { for (m in c) if (c[m] == n) print m }' \
+            "$dir/rounds_done" >"$dir/done"
+    else
+        log "$dir holds a study with other settings; its rounds and these would not be one study:"
+        # Each setting that differs, by name (a setting absent from one side: "(none)").
+        for key in $(tr ' ' '\n' <<<"$stored_settings" | cut -d= -f1; tr ' ' '\n' <<<"$settings" | cut -d= -f1); do
+            echo "$key"
+        done | awk '!seen[$0]++' | while read -r key; do
+            was=$(tr ' ' '\n' <<<"$stored_settings" | sed -n "s/^$key=//p")
+            now=$(tr ' ' '\n' <<<"$settings" | sed -n "s/^$key=//p")
+            [ "$was" = "$now" ] || log "  $key: stored ${was:-(none)}, now ${now:-(none)}"
+        done
+        log "rerun with the stored settings to resume (--rounds may grow), or add --fresh to start over"
+        exit 2
+    fi
 fi
 echo "$settings" >"$dir/settings"
 touch "$dir/done" "$dir/failed" "$dir/timeline.tsv"
