@@ -58,6 +58,9 @@
 #   --time-budget MIN    start no new CNN after this many minutes of this run [0: no limit]
 #   --warmup W --iters N trace settings [3, 10]
 #   --bench-budget-ms MS --max-reps N conv benchmark settings per item [100, 30]
+#   --operands MODE      warm or cold: the CPU conv benchmarks' operands, as
+#                        TRAINCAST_OPERANDS (docs/conv-benchmarks.md, "Cold
+#                        operands"); cold is another device, with its own traces [warm]
 #   --trace-timeout SEC  per trace run [900]
 #   --dir DIR            state, results, database [BUILD_DIR/bench-accuracy]
 #   --out FILE           Markdown report [BUILD_DIR/bench-out/accuracy.md]
@@ -91,6 +94,7 @@ iters=10
 analyze_only=0
 bench_budget=100
 max_reps=30
+operands=warm
 trace_timeout=900
 dir=$build/bench-accuracy
 out=
@@ -116,6 +120,7 @@ while [ $# -gt 0 ]; do
     --iters) iters=$2; shift ;;
     --bench-budget-ms) bench_budget=$2; shift ;;
     --max-reps) max_reps=$2; shift ;;
+    --operands) operands=$2; shift ;;
     --trace-timeout) trace_timeout=$2; shift ;;
     --dir) dir=$2; shift ;;
     --out) out=$2; shift ;;
@@ -184,6 +189,15 @@ for spec in "${device_specs[@]}"; do
 done
 [ "${#device_keys[@]}" -ge 2 ] || echo "accuracy: warning: one device only; the study compares devices when there are two" >&2
 IFS=, read -r -a size_list <<<"$input_sizes"
+case "$operands" in
+warm|cold) ;;
+*) echo "accuracy: --operands: '$operands' is not warm or cold" >&2; exit 2 ;;
+esac
+[ "$operands" = warm ] || [[ ",$devices_list" != *,cuda:* ]] \
+    || { echo "accuracy: --operands cold is for CPU devices (a GPU always rotates its inputs); drop the cuda devices or the option" >&2; exit 2; }
+# Every agent call of the study (bench, trace, push) runs with these operands,
+# whatever the caller's environment says: they are part of the CPU device.
+export TRAINCAST_OPERANDS=$operands
 [[ $rounds =~ ^[1-9][0-9]*$ ]] || { echo "accuracy: --rounds: '$rounds' is not a count from 1" >&2; exit 2; }
 [[ $remeasure_max =~ ^[0-9]+$ ]] || { echo "accuracy: --remeasure: '$remeasure_max' is not a count" >&2; exit 2; }
 for px in "${size_list[@]}"; do
@@ -205,6 +219,9 @@ mkdir -p "$(dirname "$out")" "$(dirname "$plot")"
 # from another host would be other devices, not more rounds of these), and its
 # kind (bench_machine_kind: virtual machines may share a host name).
 settings="host=$(uname -n) machine=$(bench_machine_kind) order=round-robin models=$(IFS=,; echo "${model_list[*]}") outside=$outside batches=$batches input=$input_sizes devices=$devices_list warmup=$warmup iters=$iters rounds=$rounds remeasure=$remeasure_max bench_budget=$bench_budget max_reps=$max_reps"
+# Cold operands only where asked: the studies measured before the setting
+# existed were warm, and their stored settings do not name it.
+[ "$operands" = warm ] || settings+=" operands=$operands"
 # Analysing measures nothing, so it may run anywhere: the stored host stands.
 if [ "$analyze_only" -eq 1 ] && [ -f "$dir/settings" ] && grep -q '^host=' "$dir/settings"; then
     stored_machine=$(tr ' ' '\n' <"$dir/settings" | grep '^machine=' || true)

@@ -129,6 +129,17 @@ out=$(BUILD_DIR=$build "$repo/bench/accuracy.sh" --models resnet18 --batches 2 -
     && ok "accuracy.sh refuses to resume a study of another machine" \
     || fail "accuracy.sh resumed another machine's study: $out"
 
+# ... and with other operands: a cold CPU device is another device.
+echo "host=$(uname -n) machine=$(. "$repo/bench/lib.sh"; bench_machine_kind) order=round-robin models=resnet18 outside= batches=2 input=64 devices=cpu:1 warmup=1 iters=1 rounds=2 remeasure=2 bench_budget=10 max_reps=2 operands=cold" >"$tmp/acc2/settings"
+out=$(BUILD_DIR=$build "$repo/bench/accuracy.sh" --models resnet18 --batches 2 --input-size 64 --devices cpu:1 \
+    --warmup 1 --iters 1 --rounds 2 --bench-budget-ms 10 --max-reps 2 --dir "$tmp/acc2" 2>&1)
+[ $? -eq 2 ] && grep -q 'operands: stored cold, now (none)' <<<"$out" && ! grep -q 'models:' <<<"$out" \
+    && ok "accuracy.sh refuses to resume a cold-operands study warm" \
+    || fail "accuracy.sh resumed a cold study warm: $out"
+out=$(BUILD_DIR=$build "$repo/bench/accuracy.sh" --models resnet18 --operands tepid --dir "$tmp/acc2" 2>&1)
+[ $? -eq 2 ] && grep -q "'tepid' is not warm or cold" <<<"$out" \
+    && ok "accuracy.sh names a bad --operands" || fail "accuracy.sh took --operands tepid: $out"
+
 # More rounds are not another study: it goes on to them, what is measured
 # stands, and a CNN's extra round numbered up to the new count is one of its
 # rounds (resnet18 has rounds 1 and 2 of 2: done, nothing left to measure).
