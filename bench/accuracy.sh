@@ -222,13 +222,13 @@ settings="host=$(uname -n) machine=$(bench_machine_kind) order=round-robin model
 # Cold operands only where asked: the studies measured before the setting
 # existed were warm, and their stored settings do not name it.
 [ "$operands" = warm ] || settings+=" operands=$operands"
-# Analysing measures nothing, so it may run anywhere: the stored host stands.
-if [ "$analyze_only" -eq 1 ] && [ -f "$dir/settings" ] && grep -q '^host=' "$dir/settings"; then
-    stored_machine=$(tr ' ' '\n' <"$dir/settings" | grep '^machine=' || true)
-    settings="${settings#host=* machine=* }"
-    settings="$(sed -n 's/^\(host=[^ ]*\) .*/\1/p' "$dir/settings")${stored_machine:+ $stored_machine} $settings"
-fi
 stored_settings=$(cat "$dir/settings" 2>/dev/null || true)
+# Analysing measures nothing, so it may run anywhere: the stored host stands.
+if [ "$analyze_only" -eq 1 ] && [[ $stored_settings == host=* ]]; then
+    stored_machine=$(tr ' ' '\n' <<<"$stored_settings" | grep '^machine=' || true)
+    settings="${settings#host=* machine=* }"
+    settings="$(sed -n 's/^\(host=[^ ]*\) .*/\1/p' <<<"$stored_settings")${stored_machine:+ $stored_machine} $settings"
+fi
 if [ -f "$dir/settings" ] && [ "$stored_settings" != "$settings" ]; then
     if [ "$analyze_only" -eq 0 ] && bench_settings_extends "$stored_settings" "$settings"; then
         # More rounds for the same study (a lower noise floor): what is
