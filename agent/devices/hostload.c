@@ -209,6 +209,14 @@ void tc_load_since(const tc_load_mark_t *start, double min_s, tc_load_t *out)
         }
         pthread_mutex_unlock(&s_ring_lock);
     }
+    double short_s = min_s - (now.at_s - from.at_s);
+    if (short_s > 0) {
+        /* No mark of this process goes back far enough (its first blocks):
+         * a few milliseconds hold a tick or two, which read 0 % or 100 % by
+         * chance. Read on until the window is long enough. */
+        usleep((useconds_t)(short_s * 1e6) + 1000);
+        tc_load_mark(&now);
+    }
     tc_load_between(&from, &now, out);
 }
 

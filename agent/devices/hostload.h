@@ -40,7 +40,8 @@ void tc_load_between(const tc_load_mark_t *a, const tc_load_mark_t *b, tc_load_t
 /* The load from `start` to now, read over at least `min_s` seconds: for a
  * shorter block, from an earlier mark of this process (every mark is kept
  * for a while), so that the kernel's tick counters (1 % of two CPUs over
- * half a second) say something. */
+ * half a second) say something; where no mark goes back far enough (a
+ * process's first blocks), it waits until the window is `min_s` long. */
 void tc_load_since(const tc_load_mark_t *start, double min_s, tc_load_t *out);
 /* The window tc_load_since reads at least. */
 #define TC_LOAD_MIN_S 0.5

@@ -96,6 +96,28 @@ Test(load, others_are_counted_and_the_agents_own_work_is_not, .timeout = 60)
     cr_expect_not(tc_quiet_disturbed(&q, &hog), "a threshold of 100 %% turns the guard off");
 }
 
+/* A block of a few milliseconds, the first of its process (no earlier mark
+ * to read back to): read over the tick window all the same, not over the
+ * tick or two that land in it by chance. */
+Test(load, a_short_first_block_is_read_over_the_tick_window, .timeout = 60)
+{
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    pid_t pid = s_hog();
+    tc_test_sleep_ms(200);
+    tc_load_mark_t a;
+    tc_load_t l;
+    tc_load_mark(&a);
+    cr_assert(a.ok, "no /proc/stat here");
+    s_spin_ms(5);
+    tc_load_since(&a, TC_LOAD_MIN_S, &l);
+    s_stop(pid);
+    cr_assert(l.known);
+    cr_expect_geq(l.seconds, TC_LOAD_MIN_S, "read over %.3f s", l.seconds);
+    cr_expect_gt(l.others_pct, 0.7 * 100.0 / (double)cpus,
+                 "a busy process read %.1f %% of %ld CPUs over %.3f s", l.others_pct, cpus,
+                 l.seconds);
+}
+
 Test(load, a_benchmark_beside_a_busy_process_is_marked_and_stored, .timeout = 300)
 {
     char agent[1024], cmd[3072], out[65536];
