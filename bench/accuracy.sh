@@ -71,7 +71,7 @@
 #   --retry-failed       measure again the CNNs that failed in an earlier run
 #   --analyses LIST      run only these analyses besides main (see below: family, batch,
 #                        p10, min, memory, baseline, disturbed, regress-matmuls,
-#                        apart-cnns, apart-modern) [all]
+#                        apart-cnns, apart-modern, cnns-before) [all]
 #   --fresh              start over: delete DIR (its database included) first
 set -euo pipefail
 
@@ -138,7 +138,7 @@ while [ $# -gt 0 ]; do
     shift
 done
 
-known_analyses=main,family,batch,p10,min,memory,baseline,disturbed,regress-matmuls,apart-cnns,apart-modern
+known_analyses=main,family,batch,p10,min,memory,baseline,disturbed,regress-matmuls,apart-cnns,apart-modern,cnns-before
 IFS=, read -r -a wanted <<<"$only_analyses"
 for w in "${wanted[@]}"; do
     [[ ",$known_analyses," == *",$w,"* ]] \
@@ -485,6 +485,9 @@ TRAINCAST_PROGRESS=plain "$aggregator" fit --db "$dsn" >"$dir/logs/fit.out" 2>"$
 #               measured): the CNNs of 2012-2019 alone and the ConvNeXts and
 #               transformers alone (validate --models), to set beside their
 #               errors in main, where every model is fitted together
+#   cnns-before the CNNs alone with their matmuls regressed (where main
+#               benchmarks matmuls): the method before matmuls were
+#               benchmarked, set CNN by CNN beside main's errors
 baseline_features=total.one,total.params,bn.elems,act.elems,pool.elems,eltwise.elems,concat.elems,gemm.flops
 memory_candidates=total.one,nonconv.layers,conv.layers,bn.elems,memory.elems,total.params,gemm.flops,conv.ms
 analyses=(
@@ -516,7 +519,8 @@ if [ "${#measured[@]}" -gt 0 ]; then
 fi
 if [ "${#apart_cnns[@]}" -ge 4 ] && [ "${#apart_modern[@]}" -ge 4 ]; then
     analyses+=("apart-cnns|--models $(IFS=,; echo "${apart_cnns[*]}")"
-        "apart-modern|--models $(IFS=,; echo "${apart_modern[*]}")")
+        "apart-modern|--models $(IFS=,; echo "${apart_modern[*]}")"
+        "cnns-before|--models $(IFS=,; echo "${apart_cnns[*]}") --regress-matmuls")
 fi
 val_st=0
 validate_args=()
@@ -531,9 +535,10 @@ for entry in "${analyses[@]}"; do
     # shellcheck disable=SC2086
     TRAINCAST_PROGRESS=plain "$aggregator" validate --db "$dsn" --format json $args \
         >"$dir/validate-$name.json" 2>"$dir/logs/validate-$name.err" || st=$?
-    if [ "$name" = regress-matmuls ] && [ "$st" -eq 0 ] &&
+    if { [ "$name" = regress-matmuls ] || [ "$name" = cnns-before ]; } && [ "$st" -eq 0 ] &&
         ! grep -q '"benchmarked": "conv,matmul"' "$dir/validate-main.json" 2>/dev/null; then
-        rm -f "$dir/validate-$name.json" # the same analysis as main: nothing was benchmarked
+        # the same analysis as main or apart-cnns: no matmul was benchmarked
+        rm -f "$dir/validate-$name.json"
         continue
     fi
     if [ "$st" -ne 0 ]; then

@@ -226,6 +226,7 @@ def main():
     else:
         report_accuracy(w, docs)
         report_apart(w, docs)
+        report_cnns_before(w, docs)
         report_stability(w, docs)
         report_ranking(w, docs["main"])
         report_op_times(w, read_tsv(a.op_times))
@@ -361,13 +362,14 @@ def report_accuracy(w, docs):
       "docs/fitting.md kept them apart. *regress-matmuls*: the matmuls regressed with the rest "
       "even where every one is benchmarked (run only when the main analysis benchmarked "
       "them). *apart-cnns*, *apart-modern*: the CNNs of 2012–2019 alone, the ConvNeXts and "
-      "transformers alone (validate --models), where the study has both.")
+      "transformers alone (validate --models), where the study has both. *cnns-before*: the "
+      "CNNs alone with their matmuls regressed, the method before matmuls were benchmarked.")
     w("")
     w("| device | px | analysis | MAPE | median | max | coverage | width | model chosen on every "
       "CNN |")
     w("|---|---:|---|---:|---:|---:|---:|---:|---|")
     order = ["main", "family", "batch", "p10", "min", "memory", "regress-matmuls", "apart-cnns",
-             "apart-modern", "baseline"]
+             "apart-modern", "cnns-before", "baseline"]
     for name in order:
         if name not in docs:
             continue
@@ -466,6 +468,62 @@ def report_apart(w, docs):
               % (short_device(d["device"]), key[1] or "–", label,
                  len({p["cnn"] for p in sub}), s["n"], cell(s, sub), cell(sf, fam),
                  cell(sa, ap), pct(noise_floor(sub)), pct(conv_only(sub))))
+    w("")
+
+
+def per_model_ape(points):
+    """{model: its MAPE} over held-out points."""
+    per = {}
+    for p in points:
+        m, h = p.get("measured_ms"), p.get("held_out_ms")
+        if finite(m) and finite(h) and m > 0:
+            per.setdefault(p["cnn"], []).append(100.0 * abs(h - m) / m)
+    return {k: statistics.fmean(v) for k, v in per.items()}
+
+
+def report_cnns_before(w, docs):
+    """The CNNs' own errors now (every model fitted together, matmuls
+    benchmarked: main) against the method as it stood before matmuls were
+    benchmarked (the CNNs fitted alone, their classifiers' matmuls regressed
+    with the rest: cnns-before), on the same truths, paired CNN by CNN."""
+    before = by_device_size(docs.get("cnns-before"))
+    if not before:
+        return
+    main = by_device_size(docs["main"])
+    rows = []
+    for key in sorted(main):
+        if key not in before:
+            continue
+        now_pts = [p for p in main[key][1] if model_kind(p["cnn"]) == "cnn"]
+        a, b = per_model_ape(now_pts), per_model_ape(before[key][1])
+        common = sorted(set(a) & set(b))
+        if len(common) < 2:
+            continue
+        now_pts = [p for p in now_pts if p["cnn"] in common]
+        b_pts = [p for p in before[key][1] if p["cnn"] in common]
+        diffs = [a[c] - b[c] for c in common]
+        d_se = statistics.stdev(diffs) / len(diffs) ** 0.5
+        sn, sb = stats(now_pts), stats(b_pts)
+        rows.append("| %s | %s | %d | %d | %s ± %.1f | %s ± %.1f | %+.1f ± %.1f | %d of %d | %s |"
+                    % (short_device(main[key][0]["device"]), key[1] or "–", len(common), sn["n"],
+                       pct(sb["mape"]), mape_se(b_pts), pct(sn["mape"]), mape_se(now_pts),
+                       statistics.fmean(diffs), d_se, sum(x > 0 for x in diffs), len(diffs),
+                       pct(noise_floor(now_pts))))
+    if not rows:
+        return
+    w("### The CNNs before and after the matmul benchmarks")
+    w("")
+    w("The CNNs of 2012–2019 held out one at a time (nested), on the same truths: *before*, the "
+      "method as it stood before matmuls were benchmarked (the CNNs fitted alone, their "
+      "classifiers' matrix products regressed with the rest: `validate --models CNNS "
+      "--regress-matmuls`); *now*, the main analysis (every model of the study fitted "
+      "together, matmuls benchmarked). *Paired*: now minus before, CNN by CNN, with its "
+      "standard error across CNNs (positive: worse now); *worse*: how many CNNs read worse now.")
+    w("")
+    w("| device | px | CNNs | points | before | now | paired now − before | worse | floor |")
+    w("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for r in rows:
+        w(r)
     w("")
 
 

@@ -277,6 +277,26 @@ grep -q '^| bn | 9.0 % | `bn.elems` | 0.0 % | 0.0 % |' "$tmp/classes.md" \
     && ok "accuracy report regresses each op class on its feature" \
     || fail "accuracy report class section: $(grep -A12 'follows its feature' "$tmp/classes.md" 2>&1)"
 
+# The CNNs before and after the matmul benchmarks: three CNNs held out in
+# main (10, 5, 0 %) and in cnns-before (20, 5, 3 %); convnext_tiny (a
+# modern model, 50 % in main) stays out of the comparison. Paired now -
+# before: -10, 0, -3 points, mean -4.3, standard error 3.0; none worse.
+python3 - "$tmp/now.json" "$tmp/before.json" <<'PY'
+import json, sys
+def doc(held):
+    return {"devices": [{"device": "cpu A [stack]", "points": [
+        {"model_id": "torchvision:%s@112" % c, "cnn": c, "batch": 8, "measured_ms": 100.0,
+         "held_out_ms": h, "conv_ms": 10, "noise_floor": 0.02} for c, h in held.items()]}]}
+json.dump(doc({"resnet18": 110.0, "vgg11": 105.0, "alexnet": 100.0, "convnext_tiny": 150.0}),
+          open(sys.argv[1], "w"))
+json.dump(doc({"resnet18": 120.0, "vgg11": 105.0, "alexnet": 103.0}), open(sys.argv[2], "w"))
+PY
+python3 "$repo/bench/accuracy_report.py" --validate "main=$tmp/now.json" \
+    --validate "cnns-before=$tmp/before.json" --out "$tmp/before.md" >/dev/null 2>&1
+grep -q '^| cpu A | 112 | 3 | 3 | 9.3 % ± 5.4 | 5.0 % ± 2.9 | -4.3 ± 3.0 | 0 of 3 | 2.0 % |$' "$tmp/before.md" \
+    && ok "accuracy report pairs the CNNs before and after the matmul benchmarks" \
+    || fail "accuracy report before/after: $(grep -A6 'before and after' "$tmp/before.md" 2>&1)"
+
 # The in-step conv timer, on a real training step of a small CNN with dropout.
 py=${TRAINCAST_PYTHON:-/usr/bin/python3}
 if "$py" -c 'import torch, torchvision' 2>/dev/null; then
