@@ -89,14 +89,19 @@ def noise_floor(points):
     return statistics.fmean(v) if v else None
 
 
-def mape_se(points):
-    """The standard error of the MAPE across CNNs: points of one CNN are not independent."""
+def per_model_ape(points):
+    """{model: its MAPE} over held-out points."""
     per = {}
     for p in points:
         m, h = p.get("measured_ms"), p.get("held_out_ms")
         if finite(m) and finite(h) and m > 0:
             per.setdefault(p["cnn"], []).append(100.0 * abs(h - m) / m)
-    v = [statistics.fmean(a) for a in per.values()]
+    return {k: statistics.fmean(v) for k, v in per.items()}
+
+
+def mape_se(points):
+    """The standard error of the MAPE across CNNs: points of one CNN are not independent."""
+    v = list(per_model_ape(points).values())
     return statistics.stdev(v) / len(v) ** 0.5 if len(v) >= 2 else None
 
 
@@ -469,16 +474,6 @@ def report_apart(w, docs):
                  len({p["cnn"] for p in sub}), s["n"], cell(s, sub), cell(sf, fam),
                  cell(sa, ap), pct(noise_floor(sub)), pct(conv_only(sub))))
     w("")
-
-
-def per_model_ape(points):
-    """{model: its MAPE} over held-out points."""
-    per = {}
-    for p in points:
-        m, h = p.get("measured_ms"), p.get("held_out_ms")
-        if finite(m) and finite(h) and m > 0:
-            per.setdefault(p["cnn"], []).append(100.0 * abs(h - m) / m)
-    return {k: statistics.fmean(v) for k, v in per.items()}
 
 
 def report_cnns_before(w, docs):
