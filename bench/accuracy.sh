@@ -518,9 +518,10 @@ if [ "${#measured[@]}" -gt 0 ]; then
     done
 fi
 if [ "${#apart_cnns[@]}" -ge 4 ] && [ "${#apart_modern[@]}" -ge 4 ]; then
-    analyses+=("apart-cnns|--models $(IFS=,; echo "${apart_cnns[*]}")"
+    cnn_list=$(IFS=,; echo "${apart_cnns[*]}")
+    analyses+=("apart-cnns|--models $cnn_list"
         "apart-modern|--models $(IFS=,; echo "${apart_modern[*]}")"
-        "cnns-before|--models $(IFS=,; echo "${apart_cnns[*]}") --regress-matmuls")
+        "cnns-before|--models $cnn_list --regress-matmuls")
 fi
 val_st=0
 validate_args=()
