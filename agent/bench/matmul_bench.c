@@ -25,6 +25,7 @@ int tc_matmul_bench(tc_device_t *dev, const tc_matmul_spec_t *spec, const tc_mea
         return rc;
     out->gemm = plan->gemm;
     snprintf(out->route, sizeof out->route, "%s", tc_matmul_plan_route(plan));
+    out->framework_ms = tc_matmul_plan_framework_ms(plan);
     out->spec_quiet_pct = mo->quiet.threshold_pct;
     rc = tc_measure(s_run_cb, plan, mo, &out->samples);
     tc_matmul_plan_destroy(&plan);

@@ -15,6 +15,8 @@ typedef struct {
     tc_gemm_t gemm;        /* the GEMM that ran */
     tc_samples_t samples;
     char route[32];        /* which code ran it ("blas", "naive") */
+    double framework_ms;   /* of each sample, the framework's own time
+                              besides the library (device.h) */
     double spec_quiet_pct; /* the quiet threshold it was measured under */
 } tc_matmul_outcome_t;
 

@@ -30,6 +30,7 @@ static const tc_col_t s_cols[] = {
     {"trans_a", TC_COL_BOOL},   {"trans_b", TC_COL_BOOL},    {"bias", TC_COL_BOOL},
     {"median_ms", TC_COL_NUM},  {"min_ms", TC_COL_NUM},      {"max_ms", TC_COL_NUM},
     {"stddev_ms", TC_COL_NUM},  {"repetitions", TC_COL_INT}, {"verified", TC_COL_BOOL},
+    {"framework_ms", TC_COL_NUM},
 };
 
 static int s_minibatch_in(const char *text, uint32_t *out)
@@ -68,7 +69,7 @@ static int s_row(tc_table_t *t, const tc_matmul_outcome_t *o, bool verified)
 {
     const tc_gemm_t *g = &o->gemm;
     const tc_stats_t *st = &o->samples.stats;
-    char v[9][32];
+    char v[10][32];
     snprintf(v[0], sizeof v[0], "%llu", (unsigned long long)g->count);
     snprintf(v[1], sizeof v[1], "%llu", (unsigned long long)g->m);
     snprintf(v[2], sizeof v[2], "%llu", (unsigned long long)g->n);
@@ -78,10 +79,11 @@ static int s_row(tc_table_t *t, const tc_matmul_outcome_t *o, bool verified)
     snprintf(v[6], sizeof v[6], "%.6g", st->max);
     snprintf(v[7], sizeof v[7], "%.6g", st->stddev);
     snprintf(v[8], sizeof v[8], "%zu", st->n);
+    snprintf(v[9], sizeof v[9], "%.6g", o->framework_ms);
     const char *row[] = {tc_direction_name(o->spec.direction), o->route, v[0], v[1], v[2], v[3],
                          g->trans_a ? "true" : "false", g->trans_b ? "true" : "false",
                          g->bias ? "true" : "false", v[4], v[5], v[6], v[7], v[8],
-                         verified ? "true" : "false"};
+                         verified ? "true" : "false", v[9]};
     return tc_table_add_row(t, row);
 }
 
@@ -155,7 +157,10 @@ int tc_cmd_bench_matmul(int argc, char **argv)
         .max_positional = 0,
         .config_file = true,
         .epilog = "Sizes are per sample, as 'agent model describe' lists them; the GEMM of "
-                  "each direction\nfollows PyTorch's autograd (docs/matmul-benchmarks.md).\n"
+                  "each direction\nfollows PyTorch's autograd (docs/matmul-benchmarks.md). "
+                  "framework_ms is the part of each\ntime that is the framework's own work "
+                  "(on the CPU, a bmm's cost per product besides\nits sgemm_, measured once "
+                  "per process).\n"
                   "Example (a ViT-B/16 MLP at 112 px, batch 8): agent bench-matmul --m 50 "
                   "--n 3072 --k 768\n  --trans-b --weight --bias --minibatch 8",
         .opts = opts,

@@ -168,6 +168,10 @@ typedef struct tc_backend_iface {
     /* Which code runs it, as the framework routes it ("blas", "naive" on
      * the CPU; "cublas", "cublaslt" on a GPU). */
     const char *(*matmul_route)(void *plan);
+    /* Optional (NULL: none): the framework's own time in each run besides
+     * the library's calls, already in what matmul_run returns (on the CPU,
+     * a split bmm's cost per product; cpu_matmul.c). */
+    double (*matmul_framework_ms)(void *plan);
     void (*matmul_destroy)(void *plan);
 } tc_backend_iface_t;
 
@@ -275,6 +279,11 @@ static inline const char *tc_matmul_plan_route(tc_matmul_plan_t *p)
 {
     const char *r = p->iface->matmul_route ? p->iface->matmul_route(p->impl) : NULL;
     return r ? r : "";
+}
+
+static inline double tc_matmul_plan_framework_ms(tc_matmul_plan_t *p)
+{
+    return p->iface->matmul_framework_ms ? p->iface->matmul_framework_ms(p->impl) : 0;
 }
 
 /* Elements of operand t of a GEMM (0 for BIAS without a bias). */

@@ -238,6 +238,47 @@ def describe_blas(path):
     return "reference BLAS %s" % (m.group(1) if m else "?")
 
 
+# The batched matmul the probe times (products of m x k by k x n): over
+# baddbmm's 400 multiply-accumulates, so PyTorch 1.13 without MKL runs it on
+# bmm_out_or_baddbmm_'s split path, and so small that its sgemm_ calls are a
+# small part of the time; the agent times its own loop on the same config
+# (agent/devices/cpu/cpu_matmul.c) and takes the difference per product.
+BMM_SPLIT = {"count": 512, "m": 8, "n": 8, "k": 8}
+
+
+def bmm_split_ms(torch, blocks=6, reps=15, warmup=3):
+    """PyTorch's own time for one torch.bmm of BMM_SPLIT, on one thread
+    (the split loop is serial), in ms: the fastest call of `blocks` blocks,
+    each on operands newly allocated (the earlier ones kept, so that each
+    lands elsewhere). The cost is a fixed amount of work that the machine
+    can only lengthen: where a block's operands land makes every call of it
+    up to 1.9x slower on a 2-vCPU VM (one block in four or five), and
+    a neighbour's burst does the same for a few calls. None where PyTorch
+    has MKL, whose batched call has no split loop. The agent times its
+    own loop the same way (tc_cpu_bmm_product_ms)."""
+    import time
+    if torch.backends.mkl.is_available():
+        return None
+    c = BMM_SPLIT
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    held, best = [], None
+    try:
+        for _ in range(blocks):
+            a = torch.randn(c["count"], c["m"], c["k"])
+            b = torch.randn(c["count"], c["k"], c["n"])
+            held.append((a, b))
+            for i in range(warmup + reps):
+                t0 = time.perf_counter()
+                torch.bmm(a, b)
+                t = time.perf_counter() - t0
+                if i >= warmup and (best is None or t < best):
+                    best = t
+    finally:
+        torch.set_num_threads(threads)
+    return best * 1e3
+
+
 def _probe(argv):
     import argparse
     p = argparse.ArgumentParser()
@@ -267,6 +308,7 @@ def _probe(argv):
         "allocator": describe_allocator(),
         "blas": describe_blas(blas_path),
         "blas_path": blas_path,
+        "bmm_split": dict(BMM_SPLIT, ms=bmm_split_ms(torch)),
     }) + "\n")
     return 0
 

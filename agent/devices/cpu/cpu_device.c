@@ -195,6 +195,7 @@ static void s_environment(tc_cpu_ctx_t *ctx)
         snprintf(ctx->blas_name, sizeof ctx->blas_name, "no BLAS");
         tc_err_clear();
     }
+    ctx->bmm_product_ms = f->found ? tc_cpu_bmm_product_ms(ctx->blas, &f->bmm_split) : 0;
     /* mkldnn_bf16_device_check(): AVX-512 BW, VL and DQ, which oneDNN's
      * avx512_core level requires. */
     dnnl_cpu_isa_t isa = dnnl_get_effective_cpu_isa();
@@ -377,5 +378,6 @@ const tc_backend_iface_t tc_backend_cpu = {
     .matmul_run = tc_cpu_matmul_run,
     .matmul_read = tc_cpu_matmul_read,
     .matmul_route = tc_cpu_matmul_route,
+    .matmul_framework_ms = tc_cpu_matmul_framework_ms,
     .matmul_destroy = tc_cpu_matmul_destroy,
 };

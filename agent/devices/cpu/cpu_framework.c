@@ -19,6 +19,23 @@ static void s_copy(char *dst, size_t size, const tc_json_value_t *root, const ch
     snprintf(dst, size, "%s", v ? v : "");
 }
 
+/* The probe's batched-matmul timing; left at 0 ms unless every field is
+ * there and in range (sizes of 1 to 4096, a positive time). */
+static void s_bmm_split(tc_framework_t *f, const tc_json_value_t *v)
+{
+    const char *keys[] = {"count", "m", "n", "k"};
+    int64_t n[4];
+    for (int i = 0; i < 4; i++)
+        if (!tc_json_int(tc_json_get(v, keys[i]), &n[i]) || n[i] < 1 || n[i] > 4096)
+            return;
+    double ms = tc_json_number(tc_json_get(v, "ms"));
+    if (!(ms > 0))
+        return;
+    f->bmm_split.count = (unsigned)n[0], f->bmm_split.m = (unsigned)n[1];
+    f->bmm_split.n = (unsigned)n[2], f->bmm_split.k = (unsigned)n[3];
+    f->bmm_split.ms = ms;
+}
+
 static void s_probe(void)
 {
     tc_framework_t *f = &s_info;
@@ -59,6 +76,7 @@ static void s_probe(void)
     s_copy(f->blas, sizeof f->blas, root, "blas");
     s_copy(f->blas_path, sizeof f->blas_path, root, "blas_path");
     f->mkldnn = tc_json_bool(tc_json_get(root, "mkldnn"));
+    s_bmm_split(f, tc_json_get(root, "bmm_split"));
     f->found = *f->framework && *f->version;
     if (!f->found)
         snprintf(f->why, sizeof f->why, "the probe named no framework");

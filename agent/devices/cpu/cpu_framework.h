@@ -9,6 +9,12 @@
 
 #include <stdbool.h>
 
+/* A batched matmul of `count` products of m x k by k x n, and a time. */
+typedef struct {
+    unsigned count, m, n, k;
+    double ms;
+} tc_bmm_split_t;
+
 typedef struct {
     bool found;           /* the framework answered */
     char framework[32];   /* "pytorch" */
@@ -18,6 +24,12 @@ typedef struct {
     char blas[96];        /* as tc_blas_name() words it; "none" */
     char blas_path[1024]; /* the library it loaded; "" when none is separate */
     char why[600];        /* why not found */
+    /* PyTorch's own time for one batched matmul on its split path (the
+     * fastest of some calls, one thread; cpu_env.py's BMM_SPLIT: `count`
+     * products of m x k by k x n), from which the CPU device takes the
+     * framework's cost per product (cpu_matmul.c); ms is 0 where the probe
+     * did not measure it (a framework with MKL, an older harness). */
+    tc_bmm_split_t bmm_split;
 } tc_framework_t;
 
 /* The probe's answer, asked once per process (thread-safe). Never fails:

@@ -3,7 +3,8 @@
  * operands) and attention-like (bmm) configs runs a real GEMM on the
  * framework's BLAS, or baddbmm's loops below 400 multiply-accumulates, and
  * gives what a double-precision reference computes, on 1 and 2 threads;
- * the benchmark around it measures with the conv benchmarks' loop. */
+ * the benchmark around it measures with the conv benchmarks' loop, and a
+ * split bmm pays the framework's cost per product. */
 #include "matmul_bench.h"
 
 #include "tc_error.h"
@@ -143,6 +144,49 @@ Test(matmul_cpu, routes_and_measurement, .timeout = 60)
         cr_expect_eq(o.gemm.m, f.m);
         tc_matmul_outcome_free(&o);
     }
+    tc_device_close(&dev);
+}
+
+/* A bmm on the split path (PyTorch 1.13 without MKL: one addmm_impl_cpu_
+ * per product) pays the framework's own cost per product besides its
+ * sgemm_: taken once per process from the probe's timing of PyTorch's own
+ * bmm, the same for every product, and inside each timed run; an mm and
+ * baddbmm's loops for tiny products pay none. */
+Test(matmul_cpu, a_split_bmm_pays_the_framework_per_product, .timeout = 60)
+{
+    tc_device_t *dev = s_open(1);
+    tc_device_env_t env;
+    tc_device_environment(dev, &env);
+    if (!strcmp(env.framework, "no framework"))
+        cr_skip_test("no framework to take the cost from (agent/harness/cpu_env.py --probe)");
+    tc_measure_opts_t mo = tc_measure_defaults();
+    mo.budget_ms = 20;
+    mo.max_reps = 10;
+    double per = -1;
+    for (size_t i = 0; i < sizeof s_shapes / sizeof s_shapes[0]; i++) {
+        tc_matmul_spec_t spec = {.config = s_config(&s_shapes[i], 3),
+                                 .direction = TRAINCAST__V1__DIRECTION__DIRECTION_FWD};
+        tc_matmul_outcome_t o;
+        int rc = tc_matmul_bench(dev, &spec, &mo, &o);
+        if (rc == TC_ENOTFOUND)
+            cr_skip_test("no BLAS: %s", tc_errmsg());
+        cr_assert_eq(rc, 0, "%s", tc_errmsg());
+        bool split = !tc_matmul_is_mm(&spec.config) && !strcmp(o.route, "blas");
+        if (split) {
+            double p = o.framework_ms / (double)o.gemm.count;
+            cr_expect_gt(p, 0.0, "shape %zu", i);
+            if (per < 0)
+                per = p;
+            cr_expect(fabs(p - per) <= 1e-9 * per, "shape %zu: %g ms per product, not %g", i,
+                      p, per);
+            cr_expect_geq(o.samples.stats.min, o.framework_ms, "shape %zu: runs include it", i);
+        } else {
+            cr_expect_eq(o.framework_ms, 0.0, "shape %zu (%s)", i, o.route);
+        }
+        tc_matmul_outcome_free(&o);
+    }
+    cr_expect_gt(per, 0.0, "a split bmm among the shapes, and %s's cost per product taken "
+                           "from the probe (one with MKL has no split loop)", env.framework);
     tc_device_close(&dev);
 }
 
