@@ -27,7 +27,7 @@ as the agent's harness does. The configs come from `agent model describe torchvi
 reported and left out.
 
 usage: matmul_faithfulness.py [--models LIST] [--input-size 112] [--batch 8]
-         [--threads 1] [--rounds 3] [--budget-ms 150] [--max-reps 25]
+         [--threads 1] [--rounds 6] [--budget-ms 150] [--max-reps 25]
          [--allocator tcmalloc] [--quiet-threshold PCT] [--work DIR] [--out FILE.md]
          [--build-dir build]
 """
@@ -303,7 +303,7 @@ def main(argv):
     r.add_argument("--input-size", type=int, default=112)
     r.add_argument("--batch", type=int, default=8)
     r.add_argument("--threads", default="1")
-    r.add_argument("--rounds", type=int, default=3)
+    r.add_argument("--rounds", type=int, default=6)
     r.add_argument("--budget-ms", type=int, default=150)
     r.add_argument("--max-reps", type=int, default=25)
     r.add_argument("--allocator", default=cpu_env.DEFAULT_ALLOCATOR)

@@ -10,7 +10,8 @@ run with the device's allocator and BLAS is refused, not stored under it.
 As a module: ensure_allocator(), describe_allocator(), loaded_blas(),
 describe_blas(). As a program (`cpu_env.py --probe [--allocator NAME]`):
 prints one JSON line with the framework, allocator and BLAS that PyTorch
-runs with here, for the agent's CPU device (exit 0), or an "error" line
+runs with here, and PyTorch's time for a batched matmul on its split path
+(bmm_split_ms), for the agent's CPU device (exit 0), or an "error" line
 (exit 1).
 """
 
@@ -251,9 +252,9 @@ def bmm_split_ms(torch, blocks=6, reps=15, warmup=3):
     (the split loop is serial), in ms: the fastest call of `blocks` blocks,
     each on operands newly allocated (the earlier ones kept, so that each
     lands elsewhere). The cost is a fixed amount of work that the machine
-    can only lengthen: where a block's operands land makes every call of it
-    up to 1.9x slower on a 2-vCPU VM (one block in four or five), and
-    a neighbour's burst does the same for a few calls. None where PyTorch
+    can only lengthen, and a 2-vCPU VM lengthens it by up to 1.9x in phases
+    that last from a few calls to seconds (its host's load), so no one
+    stretch of calls or one set of operands decides it. None where PyTorch
     has MKL, whose batched call has no split loop. The agent times its
     own loop the same way (tc_cpu_bmm_product_ms)."""
     import time
