@@ -7,6 +7,7 @@
 #include "bench_opts.h"
 #include "commands.h"
 #include "matmul_bench.h"
+#include "operands.h"
 
 #include "tc_cli.h"
 #include "tc_error.h"
@@ -139,6 +140,7 @@ int tc_cmd_bench_matmul(int argc, char **argv)
         {"device", TC_OPT_STR, &f->device, "DEV", "cpu (default) or cuda:INDEX"},
         {"threads", TC_OPT_UINT, &f->threads, "N", "cpu threads (default: all logical CPUs)"},
         TC_ALLOCATOR_OPT(f->allocator),
+        TC_OPERANDS_OPT(f->operands),
         {"budget-ms", TC_OPT_DOUBLE, &f->budget_ms, "MS",
          "time budget per direction (default 1000)"},
         {"max-reps", TC_OPT_UINT, &f->max_reps, "N",
@@ -169,7 +171,8 @@ int tc_cmd_bench_matmul(int argc, char **argv)
     int rc = tc_cli_begin(&spec, argc, argv, &cli);
     if (rc < 0 || cli.help_shown)
         return rc;
-    if ((rc = tc_agent_prepare(f->allocator, tc_cli_given(&spec, "quiet-threshold"),
+    if ((rc = tc_operands_apply(f->operands)) < 0 ||
+        (rc = tc_agent_prepare(f->allocator, tc_cli_given(&spec, "quiet-threshold"),
                                quiet_pct)) < 0) {
         tc_cli_result_free(&cli);
         return rc;

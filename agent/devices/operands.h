@@ -1,8 +1,8 @@
-/* Warm or cold operands: the state of the caches a CPU conv benchmark
- * meets, a setting of the CPU device (docs/conv-benchmarks.md, "Cold
+/* Warm or cold operands: the state of the caches a CPU conv or matmul
+ * benchmark meets, a setting of the CPU device (docs/conv-benchmarks.md, "Cold
  * operands").
  *
- *   warm  (default) every repetition calls the conv on the same tensors, so
+ *   warm  (default) every repetition calls the conv (matmul) on the same tensors, so
  *         they are in cache from the repetition before;
  *   cold  every repetition uses the next of K copies of the tensors the
  *         direction reads, weights included, and writes the next of K output
@@ -30,9 +30,9 @@ typedef enum {
 /* The --operands entry of a measuring command's option table. */
 #define TC_OPERANDS_OPT(var)                                                                       \
     {"operands", TC_OPT_STR, &(var), "MODE",                                                      \
-     "cache state of the cpu device's conv benchmarks: warm (default: the same tensors every "    \
-     "repetition) or cold (rotated through copies larger than the last-level cache, as in a "      \
-     "training step); cold is another device (TRAINCAST_OPERANDS)"}
+     "cache state of the cpu device's conv and matmul benchmarks: warm (default: the same "     \
+     "tensors every repetition) or cold (rotated through copies larger than the last-level "      \
+     "cache, as in a training step); cold is another device (TRAINCAST_OPERANDS)"}
 
 /* "warm", "cold". */
 const char *tc_operands_name(tc_operands_t m);

@@ -352,12 +352,13 @@ static int s_copies(tc_cpu_plan_t *p)
     for (int i = 0; i < p->n_binds; i++) {
         tc_tensor_t t = p->binds[i].t;
         if (!p->binds[i].input) {
-            TC_TRY(tc_cpu_cold_add_output(&p->cold, t, dnnl_memory_desc_get_size(&p->user_md[t])));
+            TC_TRY(tc_cpu_cold_add_output(&p->cold, t, tc_tensor_name(t),
+                                          dnnl_memory_desc_get_size(&p->user_md[t])));
             continue;
         }
         void *first = NULL;
         TC_DNNL_TRY(dnnl_memory_get_data_handle(p->user_mem[t], &first));
-        TC_TRY(tc_cpu_cold_add_input(&p->cold, t, first,
+        TC_TRY(tc_cpu_cold_add_input(&p->cold, t, tc_tensor_name(t), first,
                                      dnnl_memory_desc_get_size(&p->user_md[t])));
         void *copy = tc_cpu_cold_input(&p->cold, t, first);
         if (copy != first) /* never set oneDNN's own buffer again: that frees it */

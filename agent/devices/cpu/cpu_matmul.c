@@ -23,7 +23,11 @@
  *
  * The GEMM of each training direction is tc_matmul_step_gemm's; operands
  * are stored contiguous (a transposed operand as the transpose it is a
- * view of). The result is allocated once, outside the timing. */
+ * view of). The result is allocated once, outside the timing. With cold
+ * operands (operands.h) each run reads the next of K copies of A, B and
+ * the bias and writes the next of K results, as the conv plans do
+ * (cpu_cold.h). */
+#include "cpu_cold.h"
 #include "cpu_internal.h"
 
 #include "tc_log.h"
@@ -40,7 +44,10 @@ typedef struct {
     double framework_ms; /* the split loop's own cost per run */
     float *t[TC_MM_TENSOR_COUNT];
     size_t n[TC_MM_TENSOR_COUNT];
+    tc_cpu_cold_t cold; /* copies of the operands with cold operands */
 } s_plan_t;
+
+static const char *const s_names[TC_MM_TENSOR_COUNT] = {"A", "B", "C", "bias"};
 
 static double s_now_ms(void)
 {
@@ -54,6 +61,7 @@ void tc_cpu_matmul_destroy(void *plan)
     s_plan_t *p = plan;
     if (!p)
         return;
+    tc_cpu_cold_release(&p->cold);
     for (int i = 0; i < TC_MM_TENSOR_COUNT; i++)
         free(p->t[i]);
     free(p);
@@ -102,6 +110,19 @@ int tc_cpu_matmul_create(void *ctx, const tc_matmul_spec_t *spec, void **plan)
         for (size_t j = 0; j < p->n[i]; j++)
             p->t[i][j] = i == TC_MM_TENSOR_C ? 0.0f : tc_random_value(spec->seed + (uint64_t)i, j);
     }
+    uint64_t bytes = 0;
+    for (int i = 0; i < TC_MM_TENSOR_COUNT; i++)
+        bytes += p->n[i] * sizeof(float);
+    rc = tc_cpu_cold_init(&p->cold, dev, bytes);
+    for (int i = 0; rc == 0 && i < TC_MM_TENSOR_COUNT; i++)
+        if (p->t[i])
+            rc = i == TC_MM_TENSOR_C
+                     ? tc_cpu_cold_add_output(&p->cold, (unsigned)i, s_names[i],
+                                              p->n[i] * sizeof(float))
+                     : tc_cpu_cold_add_input(&p->cold, (unsigned)i, s_names[i], p->t[i],
+                                             p->n[i] * sizeof(float));
+    if (rc < 0)
+        goto err;
     rc = tc_cpu_apply_threads(dev);
     if (rc < 0)
         goto err;
@@ -150,19 +171,26 @@ static void s_blas(const tc_blas_t *blas, const tc_gemm_t *g, const float *a, co
     }
 }
 
+/* Operand t as the current run uses it: its copy with cold operands. */
+static float *s_operand(const s_plan_t *p, tc_mm_tensor_t t)
+{
+    return tc_cpu_cold_input(&p->cold, (unsigned)t, p->t[t]);
+}
+
 int tc_cpu_matmul_run(void *plan, double *ms)
 {
     s_plan_t *p = plan;
     int rc = tc_cpu_apply_threads(p->dev);
     if (rc < 0)
         return rc;
-    const float *a = p->t[TC_MM_TENSOR_A], *b = p->t[TC_MM_TENSOR_B];
-    float *c = p->t[TC_MM_TENSOR_C];
+    tc_cpu_cold_next(&p->cold);
+    const float *a = s_operand(p, TC_MM_TENSOR_A), *b = s_operand(p, TC_MM_TENSOR_B);
+    float *c = s_operand(p, TC_MM_TENSOR_C);
     double t0 = s_now_ms();
     if (p->naive)
         s_naive(&p->g, a, b, c);
     else
-        s_blas(p->dev->blas, &p->g, a, b, p->t[TC_MM_TENSOR_BIAS], c);
+        s_blas(p->dev->blas, &p->g, a, b, s_operand(p, TC_MM_TENSOR_BIAS), c);
     *ms = s_now_ms() - t0 + p->framework_ms;
     return 0;
 }
@@ -224,7 +252,7 @@ int tc_cpu_matmul_read(void *plan, tc_mm_tensor_t t, float *out, size_t count)
     if (count != p->n[t])
         return tc_fail(TC_EINVAL, "operand %d has %zu elements, not %zu", (int)t, p->n[t],
                        count);
-    memcpy(out, p->t[t], count * sizeof *out);
+    memcpy(out, s_operand(p, t), count * sizeof *out);
     return 0;
 }
 

@@ -462,11 +462,13 @@ int tc_cpu_native_create(tc_cpu_ctx_t *dev, const tc_conv_spec_t *spec, bool dil
         {TC_TENSOR_B, p->b, bias_n}};
     for (size_t i = 0; i < sizeof ins / sizeof ins[0]; i++)
         if (ins[i].v)
-            TC_TRY(tc_cpu_cold_add_input(&p->cold, ins[i].t, ins[i].v, ins[i].n * sizeof(float)));
-    TC_TRY(tc_cpu_cold_add_output(&p->cold, tc_direction_output(spec->direction),
-                                  outs * sizeof(float)));
+            TC_TRY(tc_cpu_cold_add_input(&p->cold, ins[i].t, tc_tensor_name(ins[i].t), ins[i].v,
+                                         ins[i].n * sizeof(float)));
+    tc_tensor_t out_t = tc_direction_output(spec->direction);
+    TC_TRY(tc_cpu_cold_add_output(&p->cold, out_t, tc_tensor_name(out_t), outs * sizeof(float)));
     if (p->db)
-        TC_TRY(tc_cpu_cold_add_output(&p->cold, TC_TENSOR_DB, c->k * sizeof(float)));
+        TC_TRY(tc_cpu_cold_add_output(&p->cold, TC_TENSOR_DB, tc_tensor_name(TC_TENSOR_DB),
+                                      c->k * sizeof(float)));
     const char *what = spec->direction == TRAINCAST__V1__DIRECTION__DIRECTION_BWD_DATA
                            ? "sgemm+col2im"
                            : (p->plain_1x1 ? "sgemm" : "im2col+sgemm");

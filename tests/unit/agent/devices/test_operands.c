@@ -1,19 +1,22 @@
 /* Cold operands (agent/devices/operands.h, agent/devices/cpu/cpu_cold.c):
  * the setting and its validation, how many copies a plan rotates through,
  * the device identity it gives, and that a cold plan computes what a warm
- * one does (the reference check of every direction on both CPU paths,
- * over enough runs to use several copies). */
+ * one does (the reference check of every direction on both CPU conv paths
+ * and for matmuls, over enough runs to use several copies). */
 #include "conv_verify.h"
 #include "device.h"
+#include "matmul_bench.h"
 #include "operands.h"
 #include "tc_test.h"
 
 #include "tc_error.h"
+#include "tc_matmul_step.h"
 
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define MIB ((uint64_t)1 << 20)
 
@@ -173,6 +176,87 @@ Test(operands, cold_onednn_plans_compute_what_warm_ones_do, .timeout = 300)
 Test(operands, cold_native_plans_compute_what_warm_ones_do, .timeout = 300)
 {
     s_same_as_warm(TC_PATH_NATIVE);
+}
+
+/* A matmul plan with cold operands, run past several copies, passes the
+ * reference check and gives the warm plan's values in every direction, for
+ * a Linear (addmm) and an attention bmm. */
+Test(operands, cold_matmul_plans_compute_what_warm_ones_do, .timeout = 300)
+{
+    static const Traincast__V1__Direction dirs[] = {
+        TRAINCAST__V1__DIRECTION__DIRECTION_FWD, TRAINCAST__V1__DIRECTION__DIRECTION_BWD_DATA,
+        TRAINCAST__V1__DIRECTION__DIRECTION_BWD_FILTER};
+    tc_matmul_config_t lin = tc_matmul_config_default();
+    lin.m = 49, lin.n = 96, lin.k = 64, lin.trans_b = lin.weight = lin.bias = true;
+    tc_matmul_config_t att = tc_matmul_config_default();
+    att.batch = 4, att.m = 64, att.n = 64, att.k = 64, att.trans_b = true;
+    att.minibatch_in = TC_MM_MB_BATCH;
+    const tc_matmul_config_t *cfgs[] = {&lin, &att};
+    for (size_t i = 0; i < 2; i++)
+        for (size_t d = 0; d < 3; d++) {
+            tc_matmul_spec_t spec = {.config = *cfgs[i], .direction = dirs[d], .seed = 5 + i};
+            spec.config.minibatch = 3;
+            char what[160];
+            tc_matmul_config_label(&spec.config, what, sizeof what);
+            tc_gemm_t g;
+            cr_assert_eq(tc_matmul_step_gemm(&spec.config, dirs[d], &g), 0);
+            size_t n = tc_gemm_tensor_count(&g, TC_MM_TENSOR_C);
+            float *out[2] = {malloc(n * sizeof(float)), malloc(n * sizeof(float))};
+            cr_assert(out[0] && out[1]);
+            for (int mode = 0; mode < 2; mode++) {
+                tc_device_t *dev = NULL;
+                cr_assert_eq(tc_operands_apply(mode ? "cold" : "warm"), 0);
+                cr_assert_eq(tc_device_open("cpu", 1, &dev), 0, "%s", tc_errmsg());
+                double worst = -1;
+                int rc = tc_matmul_verify(dev, &spec, &worst);
+                if (rc == TC_ENOTFOUND)
+                    cr_skip_test("no BLAS: %s", tc_errmsg());
+                cr_expect_eq(rc, 0, "%s %s %s: %s", what, tc_direction_name(dirs[d]),
+                             mode ? "cold" : "warm", tc_errmsg());
+                tc_matmul_plan_t *plan = NULL;
+                cr_assert_eq(tc_matmul_plan_create(dev, &spec, &plan), 0, "%s", tc_errmsg());
+                for (int r = 0; r < 7; r++) {
+                    double ms = 0;
+                    cr_assert_eq(tc_matmul_plan_run(plan, &ms), 0, "%s", tc_errmsg());
+                }
+                cr_assert_eq(tc_matmul_plan_read(plan, TC_MM_TENSOR_C, out[mode], n), 0, "%s",
+                             tc_errmsg());
+                tc_matmul_plan_destroy(&plan);
+                tc_device_close(&dev);
+            }
+            size_t differ = 0;
+            for (size_t k = 0; k < n; k++)
+                differ += out[0][k] != out[1][k];
+            cr_expect_eq(differ, 0, "%s %s: %zu of %zu values differ from the warm plan's", what,
+                         tc_direction_name(dirs[d]), differ, n);
+            free(out[0]);
+            free(out[1]);
+        }
+    cr_assert_eq(tc_operands_apply("warm"), 0);
+}
+
+/* `agent bench-matmul --operands cold` rotates its operands through copies
+ * (it logs how many: more than one), on the cold device; warm makes none. */
+Test(operands, a_cold_matmul_benchmark_rotates_copies, .timeout = 120)
+{
+    static char out[1 << 15];
+    char cmd[2048];
+    for (int cold = 0; cold < 2; cold++) {
+        snprintf(cmd, sizeof cmd,
+                 "env -u TRAINCAST_OPERANDS TRAINCAST_LOG=debug %s/agent/agent bench-matmul "
+                 "--m 64 --n 64 --k 64 --batch 4 --minibatch 3 --minibatch-in batch --trans-b "
+                 "--direction fwd --threads 1 --budget-ms 20 --max-reps 5 --operands %s 2>&1",
+                 TC_BINARY_DIR, cold ? "cold" : "warm");
+        cr_assert_eq(tc_test_run(cmd, out, sizeof out), 0, "%s:\n%s", cmd, out);
+        const char *at = strstr(out, "cold operands: ");
+        if (!cold) {
+            cr_expect_null(at, "warm operands make no copies:\n%s", out);
+            continue;
+        }
+        cr_assert_not_null(at, "%s:\n%s", cmd, out);
+        unsigned long copies = strtoul(at + strlen("cold operands: "), NULL, 10);
+        cr_expect_gt(copies, 1, "%lu copies:\n%s", copies, out);
+    }
 }
 
 /* `agent bench --operands` takes warm or cold and says so otherwise. */
