@@ -229,8 +229,7 @@ static void s_print_report(const tc_bench_report_t *rep, double ci_rel)
     char el[32];
     tc_format_duration(rep->elapsed_s, el, sizeof el);
     printf("measured %zu item%s in %s: %.2f items/s, %.1f repetitions per item, %zu of them "
-           "(%.0f%%) with the median's 95%% CI within %.0f%%; %.1f s of conv time at the "
-           "medians%s\n",
+           "(%.0f%%) with the median's 95%% CI within %.0f%%; the medians sum to %.1f s%s\n",
            rep->measured, rep->measured == 1 ? "" : "s", el,
            rep->elapsed_s > 0 ? (double)rep->measured / rep->elapsed_s : 0.0,
            rep->measured ? (double)rep->repetitions / (double)rep->measured : 0.0,
