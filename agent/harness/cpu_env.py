@@ -256,7 +256,7 @@ def bmm_split_ms(torch, blocks=6, reps=15, warmup=3):
     that last from a few calls to seconds (its host's load), so no one
     stretch of calls or one set of operands decides it. None where PyTorch
     has MKL, whose batched call has no split loop. The agent times its
-    own loop the same way (tc_cpu_bmm_product_ms)."""
+    own loop the same way (agent/devices/cpu/cpu_matmul.c)."""
     import time
     if torch.backends.mkl.is_available():
         return None

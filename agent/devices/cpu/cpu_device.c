@@ -195,7 +195,6 @@ static void s_environment(tc_cpu_ctx_t *ctx)
         snprintf(ctx->blas_name, sizeof ctx->blas_name, "no BLAS");
         tc_err_clear();
     }
-    ctx->bmm_product_ms = f->found ? tc_cpu_bmm_product_ms(ctx->blas, &f->bmm_split) : 0;
     /* mkldnn_bf16_device_check(): AVX-512 BW, VL and DQ, which oneDNN's
      * avx512_core level requires. */
     dnnl_cpu_isa_t isa = dnnl_get_effective_cpu_isa();
@@ -280,6 +279,7 @@ static int s_open(unsigned index, unsigned threads, void **out)
     if (!ctx)
         return tc_fail(TC_ENOMEM, "out of memory opening the cpu device");
     ctx->threads = threads;
+    ctx->bmm_product_ms = -1; /* measured when a split bmm first needs it */
     TC_TRY(tc_cpu_apply_threads(ctx));
     int team = s_team_size();
     if (team != (int)threads)

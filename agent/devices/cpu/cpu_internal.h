@@ -3,7 +3,6 @@
 #define TC_CPU_INTERNAL_H
 
 #include "cpu_blas.h"
-#include "cpu_framework.h"
 #include "cpu_route.h"
 #include "device.h"
 
@@ -50,7 +49,8 @@ typedef struct {
     bool cold;               /* cold operands (operands.h; cpu_cold.h) */
     uint64_t cache_bytes;    /* the last-level cache cold operands exceed */
     double bmm_product_ms;   /* the framework's cost per product of a split
-                                bmm, besides its sgemm_ (cpu_matmul.c) */
+                                bmm, besides its sgemm_ (cpu_matmul.c);
+                                < 0 until the first split bmm plan asks */
 } tc_cpu_ctx_t;
 
 /* Set this thread's OpenMP team size to the device's thread count (oneDNN
@@ -76,12 +76,6 @@ int tc_cpu_native_select(void *plan, size_t i);
 int tc_cpu_native_run(void *plan, double *ms);
 int tc_cpu_native_read(void *plan, tc_tensor_t t, float *out, size_t count);
 void tc_cpu_native_destroy(void *plan);
-
-/* The framework's cost per product of a batched matmul on its split path
- * besides the product's sgemm_, in ms (cpu_matmul.c): PyTorch's time for
- * the probe's bmm `torch` less this BLAS's loop on the same products, per
- * product, never below 0; 0 without a timing or a BLAS. */
-double tc_cpu_bmm_product_ms(const tc_blas_t *blas, const tc_bmm_split_t *torch);
 
 /* Matmul plans on PyTorch's CPU path for float32 (cpu_matmul.c). */
 int tc_cpu_matmul_create(void *ctx, const tc_matmul_spec_t *spec, void **plan);

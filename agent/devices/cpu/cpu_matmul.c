@@ -18,7 +18,7 @@
  *                  addmm_impl_cpu_'s checks, resize_ and resolve_conj: the
  *                  framework's own work, which a loop of sgemm_ calls does
  *                  not do. It is measured, not modelled
- *                  (tc_cpu_bmm_product_ms), and each run of a split bmm
+ *                  (s_bmm_product_ms), and each run of a split bmm
  *                  adds it once per product to the time it took.
  *
  * The GEMM of each training direction is tc_matmul_step_gemm's; operands
@@ -28,6 +28,7 @@
  * the bias and writes the next of K results, as the conv plans do
  * (cpu_cold.h). */
 #include "cpu_cold.h"
+#include "cpu_framework.h"
 #include "cpu_internal.h"
 
 #include "tc_log.h"
@@ -54,83 +55,6 @@ static double s_now_ms(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
-void tc_cpu_matmul_destroy(void *plan)
-{
-    s_plan_t *p = plan;
-    if (!p)
-        return;
-    tc_cpu_cold_release(&p->cold);
-    for (int i = 0; i < TC_MM_TENSOR_COUNT; i++)
-        free(p->t[i]);
-    free(p);
-}
-
-int tc_cpu_matmul_create(void *ctx, const tc_matmul_spec_t *spec, void **plan)
-{
-    *plan = NULL;
-    tc_cpu_ctx_t *dev = ctx;
-    if (spec->config.dtype != TRAINCAST__V1__DTYPE__DTYPE_FP32)
-        return tc_fail(TC_EUNSUPPORTED, "CPU matmul benchmarks run in fp32, not %s",
-                       tc_dtype_name(spec->config.dtype));
-    if (!dev->blas)
-        return tc_fail(TC_ENOTFOUND, "no BLAS to run matmuls on: %s", dev->blas_why);
-    s_plan_t *p = calloc(1, sizeof *p);
-    if (!p)
-        return tc_fail(TC_ENOMEM, "out of memory creating a matmul plan");
-    p->dev = dev;
-    int rc = tc_matmul_step_gemm(&spec->config, spec->direction, &p->g);
-    if (rc < 0)
-        goto err;
-    const tc_gemm_t *g = &p->g;
-    if (g->m > INT32_MAX || g->n > INT32_MAX || g->k > INT32_MAX) {
-        rc = tc_fail(TC_EUNSUPPORTED, "a GEMM of %llu x %llu x %llu is beyond the BLAS's int "
-                                      "sizes",
-                     (unsigned long long)g->m, (unsigned long long)g->n,
-                     (unsigned long long)g->k);
-        goto err;
-    }
-    p->naive = !tc_matmul_is_mm(&spec->config) && g->m * g->n * g->k < 400;
-    if (!tc_matmul_is_mm(&spec->config) && !p->naive)
-        p->framework_ms = (double)g->count * dev->bmm_product_ms;
-    for (int i = 0; i < TC_MM_TENSOR_COUNT; i++) {
-        p->n[i] = tc_gemm_tensor_count(g, (tc_mm_tensor_t)i);
-        if (!p->n[i])
-            continue;
-        /* PyTorch's CPU allocator aligns to 64 bytes. */
-        void *mem = NULL;
-        if (posix_memalign(&mem, 64, p->n[i] * sizeof(float)) != 0)
-            mem = NULL;
-        p->t[i] = mem;
-        if (!p->t[i]) {
-            rc = tc_fail(TC_ENOMEM, "out of memory for a %zu-element matmul operand", p->n[i]);
-            goto err;
-        }
-        for (size_t j = 0; j < p->n[i]; j++)
-            p->t[i][j] = i == TC_MM_TENSOR_C ? 0.0f : tc_random_value(spec->seed + (uint64_t)i, j);
-    }
-    uint64_t bytes = 0;
-    for (int i = 0; i < TC_MM_TENSOR_COUNT; i++)
-        bytes += p->n[i] * sizeof(float);
-    rc = tc_cpu_cold_init(&p->cold, dev, bytes);
-    for (int i = 0; rc == 0 && i < TC_MM_TENSOR_COUNT; i++)
-        if (p->t[i])
-            rc = i == TC_MM_TENSOR_C
-                     ? tc_cpu_cold_add_output(&p->cold, (unsigned)i, s_names[i],
-                                              p->n[i] * sizeof(float))
-                     : tc_cpu_cold_add_input(&p->cold, (unsigned)i, s_names[i], p->t[i],
-                                             p->n[i] * sizeof(float));
-    if (rc < 0)
-        goto err;
-    rc = tc_cpu_apply_threads(dev);
-    if (rc < 0)
-        goto err;
-    *plan = p;
-    return 0;
-err:
-    tc_cpu_matmul_destroy(p);
-    return rc;
 }
 
 /* baddbmm_cpu_kernel<float, is_bmm = true>: r[i][j] = sum_k s1[i][k] *
@@ -171,36 +95,16 @@ static void s_blas(const tc_blas_t *blas, const tc_gemm_t *g, const float *a, co
     }
 }
 
-/* Operand t as the current run uses it: its copy with cold operands. */
-static float *s_operand(const s_plan_t *p, tc_mm_tensor_t t)
-{
-    return tc_cpu_cold_input(&p->cold, (unsigned)t, p->t[t]);
-}
-
-int tc_cpu_matmul_run(void *plan, double *ms)
-{
-    s_plan_t *p = plan;
-    int rc = tc_cpu_apply_threads(p->dev);
-    if (rc < 0)
-        return rc;
-    tc_cpu_cold_next(&p->cold);
-    const float *a = s_operand(p, TC_MM_TENSOR_A), *b = s_operand(p, TC_MM_TENSOR_B);
-    float *c = s_operand(p, TC_MM_TENSOR_C);
-    double t0 = s_now_ms();
-    if (p->naive)
-        s_naive(&p->g, a, b, c);
-    else
-        s_blas(p->dev->blas, &p->g, a, b, s_operand(p, TC_MM_TENSOR_BIAS), c);
-    *ms = s_now_ms() - t0 + p->framework_ms;
-    return 0;
-}
-
 /* The loop below is timed as the probe times PyTorch's (cpu_env.py,
  * bmm_split_ms): the fastest call of S_SPLIT_BLOCKS blocks, each on
  * operands newly allocated while the earlier ones are kept. */
 enum { S_SPLIT_BLOCKS = 6, S_SPLIT_WARMUP = 3, S_SPLIT_REPS = 15 };
 
-double tc_cpu_bmm_product_ms(const tc_blas_t *blas, const tc_bmm_split_t *torch)
+/* The framework's cost per product of a batched matmul on its split path
+ * besides the product's sgemm_, in ms: PyTorch's time for the probe's bmm
+ * `torch` less this BLAS's loop on the same products, per product, never
+ * below 0; 0 without a timing or a BLAS. */
+static double s_bmm_product_ms(const tc_blas_t *blas, const tc_bmm_split_t *torch)
 {
     if (!blas || !(torch->ms > 0) || !torch->count)
         return 0;
@@ -236,6 +140,118 @@ out:
                  per * 1e3, torch->ms, best, torch->count, torch->m, torch->k, torch->k,
                  torch->n);
     return per > 0 ? per : 0;
+}
+
+/* The device's cost per product, measured once, when its first split bmm
+ * plan is made (no other device work pays for it). */
+static double s_device_product_ms(tc_cpu_ctx_t *dev)
+{
+    if (dev->bmm_product_ms < 0) {
+        const tc_framework_t *f = tc_framework_probe();
+        dev->bmm_product_ms = f->found ? s_bmm_product_ms(dev->blas, &f->bmm_split) : 0;
+    }
+    return dev->bmm_product_ms;
+}
+
+void tc_cpu_matmul_destroy(void *plan)
+{
+    s_plan_t *p = plan;
+    if (!p)
+        return;
+    tc_cpu_cold_release(&p->cold);
+    for (int i = 0; i < TC_MM_TENSOR_COUNT; i++)
+        free(p->t[i]);
+    free(p);
+}
+
+int tc_cpu_matmul_create(void *ctx, const tc_matmul_spec_t *spec, void **plan)
+{
+    *plan = NULL;
+    tc_cpu_ctx_t *dev = ctx;
+    if (spec->config.dtype != TRAINCAST__V1__DTYPE__DTYPE_FP32)
+        return tc_fail(TC_EUNSUPPORTED, "CPU matmul benchmarks run in fp32, not %s",
+                       tc_dtype_name(spec->config.dtype));
+    if (!dev->blas)
+        return tc_fail(TC_ENOTFOUND, "no BLAS to run matmuls on: %s", dev->blas_why);
+    s_plan_t *p = calloc(1, sizeof *p);
+    if (!p)
+        return tc_fail(TC_ENOMEM, "out of memory creating a matmul plan");
+    p->dev = dev;
+    int rc = tc_matmul_step_gemm(&spec->config, spec->direction, &p->g);
+    if (rc < 0)
+        goto err;
+    const tc_gemm_t *g = &p->g;
+    if (g->m > INT32_MAX || g->n > INT32_MAX || g->k > INT32_MAX) {
+        rc = tc_fail(TC_EUNSUPPORTED, "a GEMM of %llu x %llu x %llu is beyond the BLAS's int "
+                                      "sizes",
+                     (unsigned long long)g->m, (unsigned long long)g->n,
+                     (unsigned long long)g->k);
+        goto err;
+    }
+    p->naive = !tc_matmul_is_mm(&spec->config) && g->m * g->n * g->k < 400;
+    if (!tc_matmul_is_mm(&spec->config) && !p->naive)
+        p->framework_ms = (double)g->count * s_device_product_ms(dev);
+    for (int i = 0; i < TC_MM_TENSOR_COUNT; i++) {
+        p->n[i] = tc_gemm_tensor_count(g, (tc_mm_tensor_t)i);
+        if (!p->n[i])
+            continue;
+        /* PyTorch's CPU allocator aligns to 64 bytes. */
+        void *mem = NULL;
+        if (posix_memalign(&mem, 64, p->n[i] * sizeof(float)) != 0)
+            mem = NULL;
+        p->t[i] = mem;
+        if (!p->t[i]) {
+            rc = tc_fail(TC_ENOMEM, "out of memory for a %zu-element matmul operand", p->n[i]);
+            goto err;
+        }
+        for (size_t j = 0; j < p->n[i]; j++)
+            p->t[i][j] = i == TC_MM_TENSOR_C ? 0.0f : tc_random_value(spec->seed + (uint64_t)i, j);
+    }
+    uint64_t bytes = 0;
+    for (int i = 0; i < TC_MM_TENSOR_COUNT; i++)
+        bytes += p->n[i] * sizeof(float);
+    rc = tc_cpu_cold_init(&p->cold, dev, bytes);
+    for (int i = 0; rc == 0 && i < TC_MM_TENSOR_COUNT; i++)
+        if (p->t[i])
+            rc = i == TC_MM_TENSOR_C
+                     ? tc_cpu_cold_add_output(&p->cold, (unsigned)i, s_names[i],
+                                              p->n[i] * sizeof(float))
+                     : tc_cpu_cold_add_input(&p->cold, (unsigned)i, s_names[i], p->t[i],
+                                             p->n[i] * sizeof(float));
+    if (rc < 0)
+        goto err;
+    rc = tc_cpu_apply_threads(dev);
+    if (rc < 0)
+        goto err;
+    *plan = p;
+    return 0;
+err:
+    tc_cpu_matmul_destroy(p);
+    return rc;
+}
+
+/* Operand t as the current run uses it: its copy with cold operands. */
+static float *s_operand(const s_plan_t *p, tc_mm_tensor_t t)
+{
+    return tc_cpu_cold_input(&p->cold, (unsigned)t, p->t[t]);
+}
+
+int tc_cpu_matmul_run(void *plan, double *ms)
+{
+    s_plan_t *p = plan;
+    int rc = tc_cpu_apply_threads(p->dev);
+    if (rc < 0)
+        return rc;
+    tc_cpu_cold_next(&p->cold);
+    const float *a = s_operand(p, TC_MM_TENSOR_A), *b = s_operand(p, TC_MM_TENSOR_B);
+    float *c = s_operand(p, TC_MM_TENSOR_C);
+    double t0 = s_now_ms();
+    if (p->naive)
+        s_naive(&p->g, a, b, c);
+    else
+        s_blas(p->dev->blas, &p->g, a, b, s_operand(p, TC_MM_TENSOR_BIAS), c);
+    *ms = s_now_ms() - t0 + p->framework_ms;
+    return 0;
 }
 
 double tc_cpu_matmul_framework_ms(void *plan)
