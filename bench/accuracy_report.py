@@ -105,6 +105,15 @@ def mape_se(points):
     return statistics.stdev(v) / len(v) ** 0.5 if len(v) >= 2 else None
 
 
+def mape_text(points):
+    """'MAPE ± its standard error' of held-out points ('–' without any)."""
+    st = stats(points)
+    if not st:
+        return "–"
+    se = mape_se(points)
+    return pct(st["mape"]) + (" ± %.1f" % se if se is not None else "")
+
+
 def conv_only(points):
     # the benchmarked sum (convs, and matmuls where the fit benchmarks them);
     # reports of older aggregators have conv_ms alone
@@ -459,20 +468,12 @@ def report_apart(w, docs):
             if not s:
                 continue
             fam = [p for p in family_docs.get(key, (None, []))[1] if sel(p)]
-            sf = stats(fam)
             ap = (pts if k == "all" else
                   [p for p in apart.get(k, {}).get(key, (None, []))[1]])
-            sa = stats(ap)
-
-            def cell(st, pp):
-                if not st:
-                    return "–"
-                se = mape_se(pp)
-                return pct(st["mape"]) + (" ± %.1f" % se if se is not None else "")
             w("| %s | %s | %s | %d | %d | %s | %s | %s | %s | %s |"
               % (short_device(d["device"]), key[1] or "–", label,
-                 len({p["cnn"] for p in sub}), s["n"], cell(s, sub), cell(sf, fam),
-                 cell(sa, ap), pct(noise_floor(sub)), pct(conv_only(sub))))
+                 len({p["cnn"] for p in sub}), s["n"], mape_text(sub), mape_text(fam),
+                 mape_text(ap), pct(noise_floor(sub)), pct(conv_only(sub))))
     w("")
 
 
@@ -498,10 +499,9 @@ def report_cnns_before(w, docs):
         b_pts = [p for p in before[key][1] if p["cnn"] in common]
         diffs = [a[c] - b[c] for c in common]
         d_se = statistics.stdev(diffs) / len(diffs) ** 0.5
-        sn, sb = stats(now_pts), stats(b_pts)
-        rows.append("| %s | %s | %d | %d | %s ± %.1f | %s ± %.1f | %+.1f ± %.1f | %d of %d | %s |"
-                    % (short_device(main[key][0]["device"]), key[1] or "–", len(common), sn["n"],
-                       pct(sb["mape"]), mape_se(b_pts), pct(sn["mape"]), mape_se(now_pts),
+        rows.append("| %s | %s | %d | %d | %s | %s | %+.1f ± %.1f | %d of %d | %s |"
+                    % (short_device(main[key][0]["device"]), key[1] or "–", len(common),
+                       stats(now_pts)["n"], mape_text(b_pts), mape_text(now_pts),
                        statistics.fmean(diffs), d_se, sum(x > 0 for x in diffs), len(diffs),
                        pct(noise_floor(now_pts))))
     if not rows:
