@@ -58,9 +58,11 @@
 #   --time-budget MIN    start no new CNN after this many minutes of this run [0: no limit]
 #   --warmup W --iters N trace settings [3, 10]
 #   --bench-budget-ms MS --max-reps N conv benchmark settings per item [100, 30]
-#   --operands MODE      warm or cold: the CPU conv benchmarks' operands, as
+#   --operands MODE      cold or warm: the CPU conv and matmul benchmarks' operands, as
 #                        TRAINCAST_OPERANDS (docs/conv-benchmarks.md, "Cold
-#                        operands"); cold is another device, with its own traces [warm]
+#                        operands"); each is its own device, with its own
+#                        traces [cold; a resumed study keeps its own: warm
+#                        when its settings do not name them]
 #   --trace-timeout SEC  per trace run [900]
 #   --dir DIR            state, results, database [BUILD_DIR/bench-accuracy]
 #   --out FILE           Markdown report [BUILD_DIR/bench-out/accuracy.md]
@@ -94,7 +96,7 @@ iters=10
 analyze_only=0
 bench_budget=100
 max_reps=30
-operands=warm
+operands=
 trace_timeout=900
 dir=$build/bench-accuracy
 out=
@@ -190,11 +192,23 @@ done
 [ "${#device_keys[@]}" -ge 2 ] || echo "accuracy: warning: one device only; the study compares devices when there are two" >&2
 IFS=, read -r -a size_list <<<"$input_sizes"
 case "$operands" in
-warm|cold) ;;
+warm|cold)
+    [ "$operands" = warm ] || [[ ",$devices_list" != *,cuda:* ]] \
+        || { echo "accuracy: --operands cold is for CPU devices (a GPU always rotates its inputs); drop the cuda devices or the option" >&2; exit 2; } ;;
+'')
+    # Not given: a study goes on with the operands it was measured with (the
+    # studies from before the setting existed were warm and do not name it);
+    # a new one takes the agent's default, cold, where it has a CPU device.
+    if [ "$fresh" -eq 0 ] && [ -f "$dir/settings" ]; then
+        operands=$(tr ' ' '\n' <"$dir/settings" | sed -n 's/^operands=//p')
+        operands=${operands:-warm}
+    elif [[ ",$devices_list" == *,cpu:* ]]; then
+        operands=cold
+    else
+        operands=warm
+    fi ;;
 *) echo "accuracy: --operands: '$operands' is not warm or cold" >&2; exit 2 ;;
 esac
-[ "$operands" = warm ] || [[ ",$devices_list" != *,cuda:* ]] \
-    || { echo "accuracy: --operands cold is for CPU devices (a GPU always rotates its inputs); drop the cuda devices or the option" >&2; exit 2; }
 # Every agent call of the study (bench, trace, push) runs with these operands,
 # whatever the caller's environment says: they are part of the CPU device.
 export TRAINCAST_OPERANDS=$operands

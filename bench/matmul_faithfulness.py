@@ -28,8 +28,8 @@ reported and left out.
 
 usage: matmul_faithfulness.py [--models LIST] [--input-size 112] [--batch 8]
          [--threads 1] [--rounds 6] [--budget-ms 150] [--max-reps 25]
-         [--allocator tcmalloc] [--quiet-threshold PCT] [--work DIR] [--out FILE.md]
-         [--build-dir build]
+         [--allocator tcmalloc] [--operands warm|cold] [--quiet-threshold PCT]
+         [--work DIR] [--out FILE.md] [--build-dir build]
 """
 
 import argparse
@@ -136,7 +136,7 @@ def agent_round(a, threads, configs):
                ("none", "rows", "batch")[c["minibatch_in"]],
                "--direction", ",".join(d for d in DIRS if d in dirs), "--threads", str(threads),
                "--allocator", a.allocator, "--budget-ms", str(a.budget_ms), "--max-reps",
-               str(a.max_reps), "--format", "csv"]
+               str(a.max_reps), "--operands", a.operands, "--format", "csv"]
         if a.quiet_threshold is not None:
             cmd += ["--quiet-threshold", str(a.quiet_threshold)]
         cmd += [f for f, on in (("--trans-a", c["trans_a"]), ("--trans-b", c["trans_b"]),
@@ -244,10 +244,11 @@ def cmd_run(a):
     configs = distinct(data["models"])
     lines = ["# Matmul faithfulness: the agent's CPU matmul benchmarks against PyTorch's own "
              "calls", "",
-             "Models %s at %d px, mini-batch %d, allocator `%s`, %d rounds A B A B (agent, "
-             "PyTorch); ratio = agent / PyTorch, the median over the rounds. Goal on one "
-             "thread: median %.2f-%.2f, at least %d %% within %.2f-%.2f." % (
-                 ", ".join(data["models"]), a.input_size, a.batch, a.allocator, a.rounds,
+             "Models %s at %d px, mini-batch %d, allocator `%s`, the agent's operands %s, %d "
+             "rounds A B A B (agent, PyTorch); ratio = agent / PyTorch, the median over the "
+             "rounds. Goal on one thread: median %.2f-%.2f, at least %d %% within %.2f-%.2f." % (
+                 ", ".join(data["models"]), a.input_size, a.batch, a.allocator, a.operands,
+                 a.rounds,
                  GOAL_MEDIAN[0], GOAL_MEDIAN[1], GOAL_WITHIN * 100, BAND[0], BAND[1]), ""]
     for name, why in data["skipped"].items():
         lines.append("- %s left out: %s" % (name, why))
@@ -307,6 +308,9 @@ def main(argv):
     r.add_argument("--budget-ms", type=int, default=150)
     r.add_argument("--max-reps", type=int, default=25)
     r.add_argument("--allocator", default=cpu_env.DEFAULT_ALLOCATOR)
+    r.add_argument("--operands", default="warm", choices=("warm", "cold"),
+                   help="the agent's cache state (agent bench-matmul --operands): warm (default, "
+                        "as PyTorch's calls in a loop of their own meet it) or cold")
     r.add_argument("--quiet-threshold", type=float, default=None,
                    help="the agent's quiet guard (default: its own; 100 turns it off)")
     r.add_argument("--work", default=os.path.join(REPO, "build", "bench-matmul-faithfulness"))

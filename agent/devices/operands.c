@@ -32,7 +32,7 @@ int tc_operands_apply(const char *text)
     const char *env = getenv(S_ENV);
     const char *from = text ? "--operands" : S_ENV;
     if (!text)
-        text = env && *env ? env : "warm";
+        text = env && *env ? env : tc_operands_name(TC_OPERANDS_DEFAULT);
     tc_operands_t m;
     if (tc_operands_parse(text, &m) < 0)
         return tc_err_context(TC_EUSAGE, "%s", from);
@@ -46,10 +46,10 @@ tc_operands_t tc_operands_get(void)
     if (s_applied >= 0)
         return (tc_operands_t)s_applied;
     const char *env = getenv(S_ENV);
-    tc_operands_t m = TC_OPERANDS_WARM;
+    tc_operands_t m = TC_OPERANDS_DEFAULT;
     if (env && *env && tc_operands_parse(env, &m) < 0) {
         tc_err_clear();
-        m = TC_OPERANDS_WARM;
+        m = TC_OPERANDS_DEFAULT;
     }
     return m;
 }

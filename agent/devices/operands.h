@@ -1,21 +1,23 @@
-/* Warm or cold operands: the state of the caches a CPU conv or matmul
+/* Cold or warm operands: the state of the caches a CPU conv or matmul
  * benchmark meets, a setting of the CPU device (docs/conv-benchmarks.md, "Cold
  * operands").
  *
- *   warm  (default) every repetition calls the conv (matmul) on the same tensors, so
- *         they are in cache from the repetition before;
- *   cold  every repetition uses the next of K copies of the tensors the
- *         direction reads, weights included, and writes the next of K output
- *         buffers, last written K repetitions ago; K copies together exceed twice
- *         the last-level cache: no operand is in cache, as in a training
- *         step, where the other layers have evicted them.
+ *   cold  (default) every repetition uses the next of K copies of the tensors
+ *         the direction reads, weights included, and writes the next of K
+ *         output buffers, last written K repetitions ago; K copies together
+ *         exceed twice the last-level cache: no operand is in cache, as in a
+ *         training step, where the other layers have evicted them.
+ *   warm  every repetition calls the conv (matmul) on the same tensors, so
+ *         they are in cache from the repetition before: what a layer called
+ *         in a loop of its own meets (the faithfulness benches' isolated
+ *         comparison), and the default before 2026-12.
  *
- * The setting is part of the CPU device's identity (its name ends in
- * "| cold operands" and its uuid changes; warm devices keep the name and
- * uuid they had), so benchmarks of the two modes are never fitted together.
- * It is process-wide: set once, before the device is opened, by --operands
- * or TRAINCAST_OPERANDS. GPUs ignore it: they always rotate their inputs
- * through copies larger than L2. */
+ * The setting is part of the CPU device's identity (a cold device's name ends
+ * in "| cold operands" and its uuid hashes that; warm devices keep the name
+ * and uuid they always had), so benchmarks of the two modes are never fitted
+ * together. It is process-wide: set once, before the device is opened, by
+ * --operands or TRAINCAST_OPERANDS. GPUs ignore it: they always rotate their
+ * inputs through copies larger than L2. */
 #ifndef TC_OPERANDS_H
 #define TC_OPERANDS_H
 
@@ -27,12 +29,15 @@ typedef enum {
     TC_OPERANDS_COLD,
 } tc_operands_t;
 
+/* Without --operands or TRAINCAST_OPERANDS. */
+#define TC_OPERANDS_DEFAULT TC_OPERANDS_COLD
+
 /* The --operands entry of a measuring command's option table. */
 #define TC_OPERANDS_OPT(var)                                                                       \
     {"operands", TC_OPT_STR, &(var), "MODE",                                                      \
-     "cache state of the cpu device's conv and matmul benchmarks: warm (default: the same "     \
-     "tensors every repetition) or cold (rotated through copies larger than the last-level "      \
-     "cache, as in a training step); cold is another device (TRAINCAST_OPERANDS)"}
+     "cache state of the cpu device's conv and matmul benchmarks: cold (default: rotated "        \
+     "through copies larger than the last-level cache, as in a training step) or warm (the "      \
+     "same tensors every repetition); each is its own device (TRAINCAST_OPERANDS)"}
 
 /* "warm", "cold". */
 const char *tc_operands_name(tc_operands_t m);
@@ -40,14 +45,14 @@ const char *tc_operands_name(tc_operands_t m);
 /* TC_EUSAGE naming the choices for anything but "warm" or "cold". */
 int tc_operands_parse(const char *text, tc_operands_t *out);
 
-/* Make `text` the process's setting (NULL: TRAINCAST_OPERANDS, else warm)
+/* Make `text` the process's setting (NULL: TRAINCAST_OPERANDS, else cold)
  * and export it in TRAINCAST_OPERANDS for what this process starts. A bad
  * value, from the flag or the environment, is TC_EUSAGE naming where it
  * came from. Call before a device is opened. */
 int tc_operands_apply(const char *text);
 
 /* The setting in effect (TRAINCAST_OPERANDS when apply was not called,
- * warm when that is unset or not valid). */
+ * TC_OPERANDS_DEFAULT when that is unset or not valid). */
 tc_operands_t tc_operands_get(void);
 
 /* The most copies a cold plan rotates through. */

@@ -118,8 +118,8 @@ echo "host=$(uname -n) order=round-robin models=resnet18 outside= batches=2 inpu
 out=$(BUILD_DIR=$build "$repo/bench/accuracy.sh" --models resnet18,vgg11 --batches 2 --input-size 64 --devices cpu:1 \
     --warmup 1 --iters 1 --rounds 2 --bench-budget-ms 10 --max-reps 2 --dir "$tmp/acc2" 2>&1)
 [ $? -eq 2 ] && grep -q 'models: stored resnet18, now resnet18,vgg11' <<<"$out" \
-    && ! grep -q 'batches:' <<<"$out" && ! grep -q 'host:' <<<"$out" \
-    && ok "accuracy.sh refuses to resume with another CNN set" \
+    && ! grep -q 'batches:' <<<"$out" && ! grep -q 'host:' <<<"$out" && ! grep -q 'operands:' <<<"$out" \
+    && ok "accuracy.sh refuses to resume with another CNN set (a study that names no operands goes on warm)" \
     || fail "accuracy.sh resumed with another CNN set: $out"
 # ... and on another machine: its CPU devices would be other devices.
 sed -i 's/^host=[^ ]*/host=elsewhere/' "$tmp/acc2/settings"
@@ -129,13 +129,20 @@ out=$(BUILD_DIR=$build "$repo/bench/accuracy.sh" --models resnet18 --batches 2 -
     && ok "accuracy.sh refuses to resume a study of another machine" \
     || fail "accuracy.sh resumed another machine's study: $out"
 
-# ... and with other operands: a cold CPU device is another device.
+# ... and with other operands: a cold CPU device is another device. Without
+# --operands a study keeps its own (checked on the other CNN set: cold stays
+# cold, so only the models differ).
 echo "host=$(uname -n) machine=$(. "$repo/bench/lib.sh"; bench_machine_kind) order=round-robin models=resnet18 outside= batches=2 input=64 devices=cpu:1 warmup=1 iters=1 rounds=2 remeasure=2 bench_budget=10 max_reps=2 operands=cold" >"$tmp/acc2/settings"
 out=$(BUILD_DIR=$build "$repo/bench/accuracy.sh" --models resnet18 --batches 2 --input-size 64 --devices cpu:1 \
-    --warmup 1 --iters 1 --rounds 2 --bench-budget-ms 10 --max-reps 2 --dir "$tmp/acc2" 2>&1)
+    --warmup 1 --iters 1 --rounds 2 --bench-budget-ms 10 --max-reps 2 --operands warm --dir "$tmp/acc2" 2>&1)
 [ $? -eq 2 ] && grep -q 'operands: stored cold, now (none)' <<<"$out" && ! grep -q 'models:' <<<"$out" \
     && ok "accuracy.sh refuses to resume a cold-operands study warm" \
     || fail "accuracy.sh resumed a cold study warm: $out"
+out=$(BUILD_DIR=$build "$repo/bench/accuracy.sh" --models resnet18,vgg11 --batches 2 --input-size 64 --devices cpu:1 \
+    --warmup 1 --iters 1 --rounds 2 --bench-budget-ms 10 --max-reps 2 --dir "$tmp/acc2" 2>&1)
+[ $? -eq 2 ] && grep -q 'models: stored resnet18, now resnet18,vgg11' <<<"$out" && ! grep -q 'operands:' <<<"$out" \
+    && ok "accuracy.sh without --operands keeps a cold study's operands" \
+    || fail "accuracy.sh did not keep a cold study's operands: $out"
 out=$(BUILD_DIR=$build "$repo/bench/accuracy.sh" --models resnet18 --operands tepid --dir "$tmp/acc2" 2>&1)
 [ $? -eq 2 ] && grep -q "'tepid' is not warm or cold" <<<"$out" \
     && ok "accuracy.sh names a bad --operands" || fail "accuracy.sh took --operands tepid: $out"

@@ -37,7 +37,7 @@ Test(operands, parse_names_the_choices)
 Test(operands, apply_checks_the_flag_and_the_environment)
 {
     setenv("TRAINCAST_OPERANDS", "tepid", 1);
-    cr_expect_eq(tc_operands_get(), TC_OPERANDS_WARM, "a bad value is never cold");
+    cr_expect_eq(tc_operands_get(), TC_OPERANDS_DEFAULT, "a bad value reads as the default");
     cr_expect_eq(tc_operands_apply(NULL), TC_EUSAGE);
     cr_expect(strstr(tc_errmsg(), "TRAINCAST_OPERANDS") && strstr(tc_errmsg(), "'tepid'"), "%s",
               tc_errmsg());
@@ -47,9 +47,12 @@ Test(operands, apply_checks_the_flag_and_the_environment)
     cr_expect_eq(tc_operands_apply("cold"), 0);
     cr_expect_eq(tc_operands_get(), TC_OPERANDS_COLD);
     cr_expect_str_eq(getenv("TRAINCAST_OPERANDS"), "cold", "exported to what the agent starts");
+    cr_expect_eq(tc_operands_apply("warm"), 0);
+    cr_expect_str_eq(getenv("TRAINCAST_OPERANDS"), "warm");
     unsetenv("TRAINCAST_OPERANDS");
     cr_expect_eq(tc_operands_apply(NULL), 0);
-    cr_expect_eq(tc_operands_get(), TC_OPERANDS_WARM, "warm by default");
+    cr_expect_eq(tc_operands_get(), TC_OPERANDS_COLD, "cold by default");
+    cr_expect_str_eq(getenv("TRAINCAST_OPERANDS"), "cold", "the default exported too");
 }
 
 /* K copies exceed twice the cache unless the count or the memory caps them. */
@@ -236,20 +239,25 @@ Test(operands, cold_matmul_plans_compute_what_warm_ones_do, .timeout = 300)
 }
 
 /* `agent bench-matmul --operands cold` rotates its operands through copies
- * (it logs how many: more than one), on the cold device; warm makes none. */
+ * (it logs how many: more than one), on the cold device; warm makes none;
+ * without the flag or TRAINCAST_OPERANDS it is cold. */
 Test(operands, a_cold_matmul_benchmark_rotates_copies, .timeout = 120)
 {
     static char out[1 << 15];
     char cmd[2048];
-    for (int cold = 0; cold < 2; cold++) {
+    const struct {
+        const char *flag;
+        int cold;
+    } modes[] = {{"--operands warm", 0}, {"--operands cold", 1}, {"", 1}};
+    for (size_t i = 0; i < sizeof modes / sizeof modes[0]; i++) {
         snprintf(cmd, sizeof cmd,
                  "env -u TRAINCAST_OPERANDS TRAINCAST_LOG=debug %s/agent/agent bench-matmul "
                  "--m 64 --n 64 --k 64 --batch 4 --minibatch 3 --minibatch-in batch --trans-b "
-                 "--direction fwd --threads 1 --budget-ms 20 --max-reps 5 --operands %s 2>&1",
-                 TC_BINARY_DIR, cold ? "cold" : "warm");
+                 "--direction fwd --threads 1 --budget-ms 20 --max-reps 5 %s 2>&1",
+                 TC_BINARY_DIR, modes[i].flag);
         cr_assert_eq(tc_test_run(cmd, out, sizeof out), 0, "%s:\n%s", cmd, out);
         const char *at = strstr(out, "cold operands: ");
-        if (!cold) {
+        if (!modes[i].cold) {
             cr_expect_null(at, "warm operands make no copies:\n%s", out);
             continue;
         }
