@@ -12,7 +12,10 @@ count (default 1), it compares
      calls it (torch.addmm with the bias, torch.mm, torch.bmm, on operands
      laid out as the model holds them: a Linear's weight as weight.t(), an
      attention's keys as k.transpose(1, 2)), and each gradient as autograd
-     computes it (torch.autograd.grad of that forward for the one operand),
+     computes it: the forward's node (AddmmBackward0, MmBackward0,
+     BmmBackward0) called directly for the one operand, its products on the
+     layouts the forward saved, without the engine around it (as
+     faithfulness.py times aten::convolution_backward for convs),
 
 measured A B A B ... (--rounds rounds, each side a fresh process), so that
 drift of a shared machine cancels in the ratio A/B of each round; the
@@ -54,6 +57,8 @@ DIRS = ("fwd", "bwd_data", "bwd_filter")
 GOAL_MEDIAN = (0.95, 1.05)
 GOAL_WITHIN = 0.90
 BAND = (0.85, 1.15)
+# The suffix of a gradient's PyTorch time taken through the autograd engine.
+ENGINE = "+engine"
 
 
 def run(cmd, ok_fail=False, **kw):
@@ -196,14 +201,29 @@ def time_matmul(torch, c, dirs, a):
                 with torch.no_grad():
                     forward(False, False)
         else:
+            # The forward's autograd node called directly, as the engine calls
+            # it: its formula (mm_mat1_backward, mm_mat2_backward, bmm's
+            # transposes) computes the one operand's gradient, on the layouts
+            # the forward saved; not the engine around it, as faithfulness.py
+            # times aten::convolution_backward and not torch.autograd.grad.
+            node = forward(d == "bwd_data", d == "bwd_filter")[0].grad_fn
+
+            def setup():
+                return None
+
+            def call(_, node=node):
+                node(gy)
+            # Beside it, as the report gave it before (ENGINE): through
+            # torch.autograd.grad, a fresh forward before each call.
             ga = d == "bwd_data"
 
-            def setup(ga=ga):
+            def setup_engine(ga=ga):
                 y, x, w = forward(ga, not ga)
                 return y, (x if ga else w)
 
-            def call(s):
+            def call_engine(s):
                 torch.autograd.grad(s[0], [s[1]], gy)
+            out[d + ENGINE] = median_time(call_engine, budget, a.max_reps, setup_engine)[0]
         out[d] = median_time(call, budget, a.max_reps, setup)[0]
     return out
 
@@ -249,11 +269,17 @@ def cmd_run(a):
              "rounds. Goal on one thread: median %.2f-%.2f, at least %d %% within %.2f-%.2f." % (
                  ", ".join(data["models"]), a.input_size, a.batch, a.allocator, a.operands,
                  a.rounds,
-                 GOAL_MEDIAN[0], GOAL_MEDIAN[1], GOAL_WITHIN * 100, BAND[0], BAND[1]), ""]
+                 GOAL_MEDIAN[0], GOAL_MEDIAN[1], GOAL_WITHIN * 100, BAND[0], BAND[1]), "",
+             "PyTorch's time for a gradient is its forward's autograd node called directly (the "
+             "products of its formula on the layouts the forward saved, as faithfulness.py times "
+             "aten::convolution_backward); the last column divides by the same gradient through "
+             "torch.autograd.grad with a fresh forward before each call (the engine and the "
+             "cache the forward leaves), the reference before 2026-12-04.", ""]
     for name, why in data["skipped"].items():
         lines.append("- %s left out: %s" % (name, why))
     for threads in [int(t) for t in a.threads.split(",")]:
         per = {}
+        per_engine = {}
         routes = {}
         for r in range(a.rounds):
             sys.stderr.write("matmul_faithfulness: %d thread(s), round %d of %d\n"
@@ -264,6 +290,9 @@ def cmd_run(a):
                 if key in tt and tt[key] > 0:
                     per.setdefault(key, []).append((ms / tt[key], ms, tt[key]))
                     routes[key] = route
+                    ek = key[:-1] + (key[-1] + ENGINE,)
+                    if tt.get(ek, 0) > 0:
+                        per_engine.setdefault(key, []).append(ms / tt[ek])
         ratios = {k: statistics.median(x[0] for x in v) for k, v in per.items()}
         med, within = summarize(ratios.values())
         ok = GOAL_MEDIAN[0] <= med <= GOAL_MEDIAN[1] and within >= GOAL_WITHIN
@@ -279,17 +308,29 @@ def cmd_run(a):
             summary += "; %.1f %% of PyTorch's time (each config direction once) is in those " \
                        "within" % (100.0 * sum(t for k, t in torch_ms.items()
                                                if BAND[0] <= ratios[k] <= BAND[1]) / total)
+        # The gradients against PyTorch's time through the engine, the
+        # reference before the node was called directly.
+        grads = [k for k in ratios if k[9] != "fwd"]
+        eng = {k: statistics.median(v) for k, v in per_engine.items()}
+        if grads and eng:
+            gm, gw = summarize([ratios[k] for k in grads])
+            em, ew = summarize(eng.values())
+            summary += ("; the %d gradients %.3f, %.0f %% within (against PyTorch through "
+                        "torch.autograd.grad with a forward before each call: %.3f, %.0f %%)"
+                        % (len(grads), gm, gw * 100, em, ew * 100))
         print(summary)
         lines += ["", "## %d thread(s)" % threads, "", summary, "",
-                  "| config | direction | route | agent ms | PyTorch ms | ratio |",
-                  "|---|---|---|---:|---:|---:|"]
+                  "| config | direction | route | agent ms | PyTorch ms | ratio | ratio, "
+                  "PyTorch through the engine |",
+                  "|---|---|---|---:|---:|---:|---:|"]
         for key in sorted(ratios):
             c = dict(zip(("batch", "m", "n", "k", "minibatch_in", "trans_a", "trans_b",
                           "weight", "bias"), key[:9]))
             v = per[key]
-            lines.append("| %s | %s | %s | %.4f | %.4f | %.3f |" % (
+            lines.append("| %s | %s | %s | %.4f | %.4f | %.3f | %s |" % (
                 label(c), key[9], routes[key], statistics.median(x[1] for x in v),
-                statistics.median(x[2] for x in v), ratios[key]))
+                statistics.median(x[2] for x in v), ratios[key],
+                "%.3f" % eng[key] if key in eng else ""))
     with open(a.out, "w") as f:
         f.write("\n".join(lines) + "\n")
     sys.stderr.write("matmul_faithfulness: report in %s\n" % a.out)

@@ -187,6 +187,6 @@ int tc_agent_prepare(const char *allocator, bool quiet_given, double quiet_pct)
 {
     int rc = tc_quiet_set_threshold(quiet_given, quiet_pct, "--quiet-threshold");
     if (rc == 0 && getenv("TRAINCAST_OPERANDS"))
-        rc = tc_operands_apply(NULL); /* a bad value is an error, not warm */
+        rc = tc_operands_apply(NULL); /* a bad value is an error, not the default */
     return rc < 0 ? rc : tc_allocator_apply(allocator);
 }
