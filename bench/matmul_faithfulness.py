@@ -194,10 +194,7 @@ def time_matmul(torch, c, dirs, a):
         if d not in dirs:
             continue
         if d == "fwd":
-            def setup():
-                return None
-
-            def call(_):
+            def call():
                 with torch.no_grad():
                     forward(False, False)
         else:
@@ -208,10 +205,7 @@ def time_matmul(torch, c, dirs, a):
             # times aten::convolution_backward and not torch.autograd.grad.
             node = forward(d == "bwd_data", d == "bwd_filter")[0].grad_fn
 
-            def setup():
-                return None
-
-            def call(_, node=node):
+            def call(node=node):
                 node(gy)
             # Beside it, as the report gave it before (ENGINE): through
             # torch.autograd.grad, a fresh forward before each call.
@@ -224,7 +218,7 @@ def time_matmul(torch, c, dirs, a):
             def call_engine(s):
                 torch.autograd.grad(s[0], [s[1]], gy)
             out[d + ENGINE] = median_time(call_engine, budget, a.max_reps, setup_engine)[0]
-        out[d] = median_time(call, budget, a.max_reps, setup)[0]
+        out[d] = median_time(call, budget, a.max_reps)[0]
     return out
 
 
