@@ -203,14 +203,13 @@ def time_matmul(torch, c, dirs, a):
             # transposes) computes the one operand's gradient, on the layouts
             # the forward saved; not the engine around it, as faithfulness.py
             # times aten::convolution_backward and not torch.autograd.grad.
-            node = forward(d == "bwd_data", d == "bwd_filter")[0].grad_fn
+            ga = d == "bwd_data"
+            node = forward(ga, not ga)[0].grad_fn
 
             def call(node=node):
                 node(gy)
             # Beside it, as the report gave it before (ENGINE): through
             # torch.autograd.grad, a fresh forward before each call.
-            ga = d == "bwd_data"
-
             def setup_engine(ga=ga):
                 y, x, w = forward(ga, not ga)
                 return y, (x if ga else w)
