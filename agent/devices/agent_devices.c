@@ -9,6 +9,7 @@
 #include "tc_error.h"
 #include "tc_log.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,7 +22,7 @@ struct tc_agent_devices {
 };
 
 /* Open, describe into an owned copy, close. */
-static int s_describe(const char *spec, unsigned threads, Traincast__V1__Device **out)
+static int s_describe_here(const char *spec, unsigned threads, Traincast__V1__Device **out)
 {
     *out = NULL;
     tc_device_t *dev = NULL;
@@ -44,6 +45,46 @@ static int s_describe(const char *spec, unsigned threads, Traincast__V1__Device 
     }
     tc_device_close(&dev);
     return rc;
+}
+
+typedef struct {
+    const char *spec;
+    unsigned threads;
+    Traincast__V1__Device *device;
+    int rc;
+    char msg[1024];
+} s_describe_t;
+
+static void *s_describe_thread(void *arg)
+{
+    s_describe_t *d = arg;
+    d->rc = s_describe_here(d->spec, d->threads, &d->device);
+    if (d->rc < 0)
+        snprintf(d->msg, sizeof d->msg, "%s", tc_errmsg());
+    return NULL;
+}
+
+/* s_describe_here on a thread of its own, which ends with it. Opening the
+ * cpu device runs an OpenMP team, and libgomp keeps a pool of threads for
+ * every thread that ever ran one. Had the main thread kept one, the jobs'
+ * benchmarks (on a job thread, with a pool of their own) would run with
+ * more OpenMP threads alive than CPUs, and libgomp then spins only about a
+ * hundred rounds before a waiting thread sleeps in the kernel: every
+ * parallel region paid a wake-up that PyTorch, with one pool, does not
+ * (on 2 threads `agent run` timed shufflenet_v2_x0_5's convs at 64 px 3 to
+ * 5 times slower than `agent bench`). The thread's pool ends with it. */
+static int s_describe(const char *spec, unsigned threads, Traincast__V1__Device **out)
+{
+    *out = NULL;
+    s_describe_t d = {.spec = spec, .threads = threads};
+    pthread_t th;
+    if (pthread_create(&th, NULL, s_describe_thread, &d) != 0)
+        return tc_fail(TC_ENOMEM, "cannot start a thread to describe device %s", spec);
+    pthread_join(th, NULL);
+    if (d.rc < 0)
+        return tc_fail(d.rc, "%s", d.msg);
+    *out = d.device;
+    return 0;
 }
 
 static int s_add(tc_agent_devices_t *self, const char *spec, unsigned threads, bool required)

@@ -1,6 +1,7 @@
 /* The device layer: device specs, the cpu device's identity, the cuda
  * backend's explanation when it cannot run here, and the agent's device
  * commands. */
+#include "agent_devices.h"
 #include "device.h"
 #include "hostinfo.h"
 
@@ -8,6 +9,7 @@
 #include "tc_test.h"
 
 #include <criterion/criterion.h>
+#include <dirent.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -68,6 +70,46 @@ Test(device, cpu_identity_follows_model_host_and_threads, .timeout = 30)
     cr_expect_eq(tc_device_open("cpu", logical + 1, &c), TC_EINVAL);
     cr_expect(strstr(tc_errmsg(), "logical CPUs") != NULL, "%s", tc_errmsg());
     cr_expect_null(c);
+}
+
+/* Threads this process has now. */
+static int s_tasks(void)
+{
+    DIR *d = opendir("/proc/self/task");
+    cr_assert_not_null(d);
+    int n = 0;
+    for (struct dirent *e; (e = readdir(d));)
+        n += e->d_name[0] != '.';
+    closedir(d);
+    return n;
+}
+
+/* The agent describes its devices when it starts (agent run, agent serve)
+ * and benchmarks on a job thread. Describing the cpu device opens it, which
+ * runs an OpenMP team: on the calling thread that would leave an OpenMP
+ * pool behind, and the benchmarks' own pool would then find more OpenMP
+ * threads than CPUs (libgomp's cue to stop spinning: every parallel region
+ * paid a wake-up). Describing leaves no thread behind; opening the device
+ * on this thread, as the control, does. */
+Test(device, describing_the_devices_leaves_no_openmp_pool, .timeout = 30)
+{
+    if (tc_cpu_logical() < 2)
+        cr_skip_test("one logical CPU: no OpenMP team to leave behind");
+    int before = s_tasks();
+    tc_agent_devices_t *devs = NULL;
+    cr_assert_eq(tc_agent_devices_new("cpu", 2, &devs), 0, "%s", tc_errmsg());
+    cr_expect_eq(tc_agent_devices_count(devs), 1);
+    cr_expect_eq(s_tasks(), before, "describing the cpu device left %d threads behind",
+                 s_tasks() - before);
+    tc_agent_devices_destroy(&devs);
+    tc_device_t *dev = NULL;
+    cr_assert_eq(tc_device_open("cpu", 2, &dev), 0, "%s", tc_errmsg());
+    tc_device_close(&dev);
+    cr_expect_gt(s_tasks(), before, "control: a 2-thread team on this thread keeps its pool");
+    /* An error raised on the describing thread reaches the caller. */
+    cr_expect_eq(tc_agent_devices_new("cpu", tc_cpu_logical() + 1, &devs), TC_EINVAL);
+    cr_expect(strstr(tc_errmsg(), "logical CPUs") != NULL, "%s", tc_errmsg());
+    cr_expect_null(devs);
 }
 
 Test(device, cuda_explains_why_it_cannot_run, .timeout = 60)
