@@ -71,8 +71,9 @@ static void *s_describe_thread(void *arg)
  * more OpenMP threads alive than CPUs, and libgomp then spins only about a
  * hundred rounds before a waiting thread sleeps in the kernel: every
  * parallel region paid a wake-up that PyTorch, with one pool, does not
- * (on 2 threads `agent run` timed shufflenet_v2_x0_5's convs at 64 px 3 to
- * 5 times slower than `agent bench`). The thread's pool ends with it. */
+ * (on 2 threads `agent run` timed shufflenet_v2_x0_5's convs at 64 px at 7
+ * to 13 ms, 1.7 to 1.9 ms once described apart). The thread's pool ends
+ * with it. */
 static int s_describe(const char *spec, unsigned threads, Traincast__V1__Device **out)
 {
     *out = NULL;
