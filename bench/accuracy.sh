@@ -47,7 +47,9 @@
 #
 # Options (defaults in brackets):
 #   --models LIST        CNNs [the CNN set: every model of tests/data/cnn_set.convs]
-#   --outside LIST       CNNs predicted by the study's fit, never fitted on [none]
+#   --outside LIST       CNNs predicted by the study's fit, never fitted on [none];
+#                        in both lists a torchvision NAME or FILE.py:FUNC, a model
+#                        a Python file builds (bench/models/new_families.py)
 #   --batches LIST       batch sizes [2,4,8,16,32]
 #   --input-sizes LIST   image sizes [112] (--input-size PX: one size)
 #   --threads LIST       one cpu device per thread count [1,<all logical CPUs>]
@@ -157,6 +159,30 @@ done
 IFS=, read -r -a model_list <<<"$models"
 outside_list=()
 [ -z "$outside" ] || IFS=, read -r -a outside_list <<<"$outside"
+models_given=$(IFS=,; echo "${model_list[*]}")
+# A model is a torchvision NAME or FILE.py:FUNC, one a Python file builds
+# (bench/models/new_families.py; docs/model-graphs.md). The study names each
+# as traincast does (NAME; STEM.FUNC for python:STEM.FUNC): its bookkeeping,
+# logs and report use the name, the agent and the aggregator get the spec.
+declare -A spec_of=()
+name_models() { # ARRAY: its specs replaced by their names
+    local -n list=$1
+    local i m f
+    for i in "${!list[@]}"; do
+        m=${list[$i]}
+        if [[ $m == *.py:* ]]; then
+            [ -f "${m%:*}" ] || { echo "accuracy: $m: no such file ${m%:*}" >&2; exit 2; }
+            f=${m%:*}
+            f=${f##*/}
+            list[$i]=${f%.py}.${m##*:}
+        else
+            m=torchvision:$m
+        fi
+        spec_of[${list[$i]}]=$m
+    done
+}
+name_models model_list
+name_models outside_list
 declare -A is_outside=()
 for m in "${outside_list[@]}"; do
     for s in "${model_list[@]}"; do
@@ -232,7 +258,7 @@ mkdir -p "$(dirname "$out")" "$(dirname "$plot")"
 # The machine too (its host name is part of every CPU device's identity: rounds
 # from another host would be other devices, not more rounds of these), and its
 # kind (bench_machine_kind: virtual machines may share a host name).
-settings="host=$(uname -n) machine=$(bench_machine_kind) order=round-robin models=$(IFS=,; echo "${model_list[*]}") outside=$outside batches=$batches input=$input_sizes devices=$devices_list warmup=$warmup iters=$iters rounds=$rounds remeasure=$remeasure_max bench_budget=$bench_budget max_reps=$max_reps"
+settings="host=$(uname -n) machine=$(bench_machine_kind) order=round-robin models=$models_given outside=$outside batches=$batches input=$input_sizes devices=$devices_list warmup=$warmup iters=$iters rounds=$rounds remeasure=$remeasure_max bench_budget=$bench_budget max_reps=$max_reps"
 # Cold operands only where asked: the studies measured before the setting
 # existed were warm, and their stored settings do not name it.
 [ "$operands" = warm ] || settings+=" operands=$operands"
@@ -319,7 +345,7 @@ measure() {
             tag="$m-$t-${px}px-r$r"
             log "[$i/$n_models] $m, $label, ${device_flags[$t]#--device }, $px px: conv benchmarks"
             t0=$(date +%s)
-            if ! TRAINCAST_PROGRESS=plain "$agent" bench --models "torchvision:$m" --input-size "$px" \
+            if ! TRAINCAST_PROGRESS=plain "$agent" bench --models "${spec_of[$m]}" --input-size "$px" \
                 --batches "$batches" ${device_flags[$t]} --budget-ms "$bench_budget" --max-reps "$max_reps" \
                 --state "$dir/${prefix}agent-$t" --out "$($file bench "$t" "$r")" >"$dir/logs/bench-$tag.out" 2>"$dir/logs/bench-$tag.err"; then
                 failed="$(grep -m1 'error' "$dir/logs/bench-$tag.err" || echo "agent bench: $(tail -n 1 "$dir/logs/bench-$tag.err")")"
@@ -328,7 +354,7 @@ measure() {
             t1=$(date +%s)
             log "[$i/$n_models] $m, $label, ${device_flags[$t]#--device }, $px px: training traces"
             st=0
-            TRAINCAST_PROGRESS=plain "$agent" trace --models "$m" --batches "$batches" --input-size "$px" \
+            TRAINCAST_PROGRESS=plain "$agent" trace --models "${spec_of[$m]}" --batches "$batches" --input-size "$px" \
                 ${device_flags[$t]} --warmup "$warmup" --iters "$iters" --repeat 1 \
                 --timeout "$trace_timeout" --state "$dir/${prefix}agent-$t" --out "$($file trace "$t" "$r")" \
                 >"$dir/logs/trace-$tag.out" 2>"$dir/logs/trace-$tag.err" || st=$?
@@ -473,7 +499,11 @@ if [ "${#outside_list[@]}" -gt 0 ]; then
     serve_start "$outside_dsn"
     for t in "${device_keys[@]}"; do push "$dir/outside-agent-$t" outside_file "$t" trace; done
     serve_stop
-    leaked=$(psql -X -tA "$dsn" -c "SELECT count(*) FROM traces WHERE model_id LIKE ANY (SELECT 'torchvision:' || m || '@%' FROM unnest(string_to_array('$outside', ',')) m)")
+    # their ids without the size: torchvision:NAME, or python:STEM.FUNC
+    outside_ids=$(for m in "${outside_list[@]}"; do
+        if [[ ${spec_of[$m]} == torchvision:* ]]; then echo "torchvision:$m"; else echo "python:$m"; fi
+    done | paste -sd,)
+    leaked=$(psql -X -tA "$dsn" -c "SELECT count(*) FROM traces WHERE model_id LIKE ANY (SELECT m || '@%' FROM unnest(string_to_array('$outside_ids', ',')) m)")
     [ "$leaked" -eq 0 ] || { log "$leaked traces of an --outside CNN reached the study's database; the check would not be blind"; exit 1; }
 fi
 
@@ -604,7 +634,7 @@ if [ "${#outside_list[@]}" -gt 0 ] && [ "$fit_st" -eq 0 ]; then
         for px in "${size_list[@]}"; do
             log "aggregator predict (outside the study: $m, $px px)"
             st=0
-            TRAINCAST_PROGRESS=plain "$aggregator" predict --db "$dsn" --model "torchvision:$m" --input-size "$px" \
+            TRAINCAST_PROGRESS=plain "$aggregator" predict --db "$dsn" --model "${spec_of[$m]}" --input-size "$px" \
                 --batch "$batches" --gpu all --wait 0 --no-store --format csv \
                 >"$dir/outside-pred-$m-$px.csv" 2>"$dir/logs/outside-pred-$m-$px.err" || st=$?
             # 3: some rows could not be predicted; each row says why.
@@ -646,7 +676,8 @@ total_s=$(( $(date +%s) - started ))
     --op-times "$dir/op_times.tsv" --op-points "$dir/op_points.tsv" \
     --class-layers "$dir/class_layers.tsv" --stored "$dir/stored.tsv" --timeline "$dir/timeline.tsv" \
     --conditions "$dir/conditions.tsv" \
-    --done "$dir/done" --failed "$dir/failed" --requested "$models" --outside "$outside" "${outside_args[@]}" \
+    --done "$dir/done" --failed "$dir/failed" --requested "$(IFS=,; echo "${model_list[*]}")" \
+    --outside "$(IFS=,; echo "${outside_list[*]}")" "${outside_args[@]}" \
     --settings "$settings" --measure-s "$measure_s" --total-s "$total_s" --load "$load_measure" \
     --plot "$plot" --plot-link "$plot_link" --plot-note "$plot_note" --repo "$repo" --out "$out"
 log "wrote $out${plot_note:+ ($plot_note)}"

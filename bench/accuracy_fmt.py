@@ -46,8 +46,9 @@ def pct(v, digits=1):
 
 
 def cnn_name(model_id):
-    """torchvision:resnet18@112 -> resnet18"""
-    return re.sub(r"^torchvision:|@\d+$", "", model_id)
+    """torchvision:resnet18@112 -> resnet18; python:new_families.xception@112
+    -> new_families.xception (a model a Python file builds)"""
+    return re.sub(r"^(torchvision|python):|@\d+$", "", model_id)
 
 
 def short_device(name):

@@ -600,8 +600,9 @@ def report_outside(w, outside, study, pred_files, truth_rows):
     w("CNNs measured with the study's settings (in its rounds when they were named with "
       "`--outside` from its start) but never fitted on: only their conv benchmarks went "
       "into the study's database, and the fit on the study's CNNs predicted each from its "
-      "structure (torchvision's ONNX export) and those benchmarks (`aggregator predict --model "
-      "torchvision:NAME`), against the median of their measured rounds. Goal for a new "
+      "structure (the ONNX export of torchvision's model, or of its Python file) and those "
+      "benchmarks (`aggregator predict --model torchvision:NAME` or `FILE.py:FUNC`), against "
+      "the median of their measured rounds. Goal for a new "
       "family: MAPE ≤ %.0f %% on one thread (or a GPU), ≤ %.0f %% on several."
       % (GOALS["outside"], GOALS_THREADS["outside"]))
     w("")

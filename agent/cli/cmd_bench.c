@@ -288,7 +288,7 @@ int tc_cmd_bench(int argc, char **argv)
     double quiet_pct = 0;
     const tc_opt_t opts[] = {
         {"models", TC_OPT_STR, &a.models, "LIST",
-         "models: torchvision:NAME (or NAME) or FILE.onnx, comma-separated"},
+         "models: torchvision:NAME (or NAME), FILE.py:FUNC or FILE.onnx, comma-separated"},
         {"input-size", TC_OPT_UINT, &a.input_size, "S",
          "input height and width of --models (default: each model's own)"},
         {"convs", TC_OPT_STR, &a.convs, "FILE,...",

@@ -306,8 +306,8 @@ static int s_describe(int argc, char **argv)
     const tc_opt_t opts[] = {
         {"batch", TC_OPT_UINT, &batch, "N", "mini-batch size for FLOPs and features (default 1)"},
         {"input-size", TC_OPT_UINT, &input_size, "S",
-         "spatial input size in pixels (default: the model's own; torchvision models are "
-         "re-exported at S, files are re-inferred)"},
+         "spatial input size in pixels (default: the model's own; torchvision and Python "
+         "models are exported at S, ONNX files are re-inferred)"},
         {"format", TC_OPT_STR, &format, "table|csv|json",
          "output format (default table; csv: the layers, with the keys of json's layers)"},
         {"allow-unknown", TC_OPT_FLAG, &allow_unknown, NULL,
@@ -317,9 +317,10 @@ static int s_describe(int argc, char **argv)
     };
     const tc_cmd_spec_t spec = {
         .prog = "agent model describe",
-        .summary = "Import a model (an ONNX file or a torchvision model) and print its "
+        .summary = "Import a model (an ONNX file, a torchvision model or a Python one) and "
+                   "print its "
                    "layers, conv and matmul configs and non-conv features.",
-        .positional = "FILE.onnx|torchvision:NAME",
+        .positional = "FILE.onnx|torchvision:NAME|FILE.py:FUNC",
         .min_positional = 1,
         .max_positional = 1,
         .config_file = true,
@@ -327,7 +328,10 @@ static int s_describe(int argc, char **argv)
                   "PyTorch is installed\n($TRAINCAST_PYTHON, default /usr/bin/python3; cached "
                   "under $TRAINCAST_CACHE or ~/.cache/traincast),\nelse the committed "
                   "weight-free export is used (tests/data of the source tree, or\n"
-                  "share/traincast/models of an install; $TRAINCAST_DATA_DIR overrides).",
+                  "share/traincast/models of an install; $TRAINCAST_DATA_DIR overrides).\n"
+                  "FILE.py:FUNC is the torch.nn.Module that FUNC (no arguments) of FILE.py "
+                  "returns,\nexported the same way (PyTorch needed; cached per file "
+                  "content);\nits id is python:STEM.FUNC, STEM the file name without .py.",
         .opts = opts,
     };
     tc_cli_result_t cli;
@@ -365,8 +369,8 @@ int tc_cmd_model(int argc, char **argv)
         return s_describe(argc - 1, argv + 1);
     bool help = argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"));
     FILE *out = help ? stdout : stderr;
-    fprintf(out, "usage: agent model describe FILE.onnx|torchvision:NAME [--batch N] "
-                 "[--input-size S]\n"
+    fprintf(out, "usage: agent model describe FILE.onnx|torchvision:NAME|FILE.py:FUNC "
+                 "[--batch N] [--input-size S]\n"
                  "                            [--format table|csv|json] [--allow-unknown]\n\n"
                  "'agent model describe --help' describes the options.\n");
     if (help)

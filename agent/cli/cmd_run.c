@@ -159,7 +159,9 @@ int tc_cmd_run(int argc, char **argv)
     const tc_opt_t opts[] = {
         TC_SESSION_OPTS(f),
         {"models", TC_OPT_STR, &a.models, "LIST",
-         "models: torchvision names (torchvision:resnet50 or resnet50) or .onnx files", true},
+         "models: torchvision names (torchvision:resnet50 or resnet50), FILE.py:FUNC (the "
+         "model that function of a Python file builds) or .onnx files",
+         true},
         {"batches", TC_OPT_STR, &a.batches, "LIST", "mini-batch sizes: 8,16,32 or 8..256", true},
         TC_JOB_SETTINGS_OPTS(js),
         TC_ALLOCATOR_OPT(a.allocator),

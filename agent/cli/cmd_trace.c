@@ -150,7 +150,9 @@ int tc_cmd_trace(int argc, char **argv)
     double quiet_pct = 0;
     const tc_opt_t opts[] = {
         {"models", TC_OPT_STR, &o.models, "LIST",
-         "torchvision names (resnet50 or torchvision:resnet50), comma-separated", true},
+         "torchvision names (resnet50 or torchvision:resnet50) or FILE.py:FUNC (the model "
+         "that function of a Python file builds), comma-separated",
+         true},
         {"batches", TC_OPT_STR, &o.batches, "LIST", "batch sizes: 8,16,32 or 8..256", true},
         {"out", TC_OPT_STR, &o.out, "FILE",
          "result file to append TrainTrace records to; traces already in it are skipped", true},

@@ -1,5 +1,6 @@
 #!/usr/bin/python3
-"""Export a torchvision classification model to ONNX, without weights.
+"""Export a torchvision classification model, or one a Python file builds,
+to ONNX without weights.
 
 The export keeps every layer that costs time in training: the model is put in
 training mode and exported with torch.onnx.TrainingMode.TRAINING and no
@@ -12,6 +13,13 @@ dimension is symbolic ("batch"); the spatial size is the model's own
 transformers that fix their sequence length at construction are built for
 that size (vit_*: image_size, a multiple of the patch size; maxvit_t:
 input_size); a size a constructor refuses exits with status 3.
+
+A model from a Python file is named FILE.py:FUNC: FUNC, a function of that
+file, builds it (called without arguments, or with input_size=PIXELS when it
+takes that parameter) and returns a torch.nn.Module whose forward maps an
+(N, 3, H, W) batch to (N, classes) logits. The file is imported as a module
+of its own name (its directory first on sys.path, so its neighbours
+import). Its default size is 224; its traincast name is python:STEM.FUNC.
 
 Initializers keep their name, dims and data type but lose their data, so an
 export is tens of KB instead of hundreds of MB. metadata_props record the
@@ -32,10 +40,13 @@ the in-place bernoulli_, which the exporter cannot express; during export it
 is replaced by the out-of-place torch.bernoulli with the same probability
 and the same per-sample mask shape, so the layer stays in the graph.
 
-Exit status: 0 exported, 2 unknown model name or bad arguments, 3 the model
-cannot be built for that input size, 1 the export failed in every mode.
+Exit status: 0 exported, 2 unknown model name (or no such file or function)
+or bad arguments, 3 the model cannot be built for that input size, 1 the
+export failed in every mode (or the Python file failed to import or build).
 """
 import argparse
+import importlib.util
+import inspect
 import io
 import json
 import os
@@ -66,6 +77,46 @@ def import_torch():
 def model_names():
     _, torchvision = import_torch()
     return sorted(torchvision.models.list_models(module=torchvision.models))
+
+
+def python_spec(name):
+    """FILE.py:FUNC -> (FILE.py, FUNC); None for a torchvision name."""
+    i = name.rfind(".py:")
+    return (name[:i + 3], name[i + 4:]) if i >= 0 else None
+
+
+def traincast_name(name):
+    """The model's name in traincast ids: torchvision:NAME or python:STEM.FUNC."""
+    spec = python_spec(name)
+    if not spec:
+        return "torchvision:" + name
+    return "python:%s.%s" % (os.path.basename(spec[0])[:-3], spec[1])
+
+
+def python_builder(name):
+    """The function FILE.py:FUNC names, imported; exits 2 when the file or
+    the function is not there, 1 when importing the file fails."""
+    path, func = python_spec(name)
+    if not os.path.isfile(path):
+        die(2, "model %s: no such file %s" % (name, path))
+    stem = os.path.basename(path)[:-3]
+    sys.path.insert(0, os.path.dirname(os.path.abspath(path)))
+    try:
+        loader = importlib.util.spec_from_file_location(stem, path)
+        module = importlib.util.module_from_spec(loader)
+        loader.loader.exec_module(module)
+    except Exception as e:  # the user's code may raise anything
+        die(1, "model %s: importing %s failed: %s: %s"
+            % (name, path, type(e).__name__, str(e).split("\n")[0][:300]))
+    finally:
+        sys.path.pop(0)
+    builder = getattr(module, func, None)
+    if not callable(builder):
+        funcs = sorted(n for n, v in vars(module).items()
+                       if inspect.isfunction(v) and v.__module__ == stem and n[0] != "_")
+        die(2, "model %s: %s has no function %s (its functions: %s)"
+            % (name, path, func, ", ".join(funcs) or "none"))
+    return builder
 
 
 def default_input_size(name):
@@ -112,12 +163,17 @@ def build_model(name, init_weights=True, input_size=None):
     init_weights the parameters keep whatever memory they got: same
     structure, same shapes, no initialization cost."""
     torch, torchvision = import_torch()
-    if name not in model_names():
-        die(2, "unknown torchvision model '%s'; run '%s --list' for the names"
-            % (name, os.path.basename(sys.argv[0])))
+    if python_spec(name):
+        builder = python_builder(name)
+        params = inspect.signature(builder).parameters
+        kwargs = {"input_size": input_size or 224} if "input_size" in params else {}
+    else:
+        if name not in model_names():
+            die(2, "unknown torchvision model '%s'; run '%s --list' for the names"
+                % (name, os.path.basename(sys.argv[0])))
+        builder = torchvision.models.get_model_builder(name)
+        kwargs = size_kwargs(name, input_size)
     torch.manual_seed(0)
-    builder = torchvision.models.get_model_builder(name)
-    kwargs = size_kwargs(name, input_size)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:
@@ -127,8 +183,12 @@ def build_model(name, init_weights=True, input_size=None):
                 with _SkipInit():
                     model = builder(**kwargs)
         except (AssertionError, ValueError, RuntimeError) as e:
-            die(3, "torchvision cannot build %s for %s-pixel inputs: %s"
-                % (name, input_size, str(e).split("\n")[0][:200]))
+            die(3, "%s cannot build %s for %s-pixel inputs: %s"
+                % ("its function" if python_spec(name) else "torchvision", name, input_size,
+                   str(e).split("\n")[0][:200]))
+    if not isinstance(model, torch.nn.Module):
+        die(1, "model %s: the function returned %s, not a torch.nn.Module"
+            % (name, type(model).__name__))
     return model
 
 
@@ -316,7 +376,7 @@ def export(name, input_size=None, opset=DEFAULT_OPSET, keep_weights=False, model
             "export_s": round(time.time() - t0, 3),
         }
         meta = {
-            "traincast.model": "torchvision:" + name,
+            "traincast.model": traincast_name(name),
             "traincast.input_size": str(size),
             "traincast.export_mode": mode,
             "traincast.weights": "kept" if keep_weights else "stripped",
@@ -345,9 +405,11 @@ def write_atomic(path, data):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(
-        description="Export a torchvision classification model to ONNX without weights, in "
-                    "training mode, with a symbolic batch dimension.")
-    ap.add_argument("model", nargs="?", help="torchvision model name, e.g. resnet50")
+        description="Export a torchvision classification model, or FILE.py:FUNC, to ONNX "
+                    "without weights, in training mode, with a symbolic batch dimension.")
+    ap.add_argument("model", nargs="?",
+                    help="torchvision model name, e.g. resnet50, or FILE.py:FUNC (FUNC of "
+                         "FILE.py builds the model)")
     ap.add_argument("-o", "--output", help="output file (default: MODEL.onnx)")
     ap.add_argument("--input-size", type=int, default=0,
                     help="spatial size in pixels (default: the model's own, inception_v3 299, "
@@ -369,7 +431,7 @@ def main(argv=None):
         die(2, "a model name is required (see --list)")
     if args.input_size and not 16 <= args.input_size <= 4096:
         die(2, "--input-size must be between 16 and 4096, not %d" % args.input_size)
-    out = args.output or args.model + ".onnx"
+    out = args.output or (python_spec(args.model) or (args.model,))[-1] + ".onnx"
     model = build_model(args.model, init_weights=args.keep_weights, input_size=args.input_size)
     proto, info = export(args.model, args.input_size or None, args.opset, args.keep_weights,
                          model=model, mode=args.mode)

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """traincast trace runner for PyTorch.
 
-Trains a torchvision model on synthetic data held on the device (forward,
+Trains a torchvision model, or one a Python file builds (--model
+FILE.py:FUNC, export_onnx.py), on synthetic data held on the device (forward,
 loss, backward, optimizer step, zero_grad) and reports each iteration's
 synchronized wall time on stdout in the traincast trace line protocol
 (docs/trace-protocol.md). Everything else this program or the framework
@@ -63,7 +64,7 @@ def parse_args(argv):
     env = os.environ.get
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--model", default=env("TRAINCAST_TRACE_MODEL"),
-                   help="torchvision model name, e.g. resnet50")
+                   help="torchvision model name, e.g. resnet50, or FILE.py:FUNC")
     p.add_argument("--batch", type=int, default=int(env("TRAINCAST_TRACE_BATCH", "0")))
     p.add_argument("--input-size", type=int, default=int(env("TRAINCAST_TRACE_INPUT_SIZE", "0")),
                    help="height and width of the synthetic images (0: the model's default)")
@@ -293,7 +294,10 @@ def main(argv):
         if bool(a.cudnn_benchmark) != torch.backends.cudnn.benchmark:
             torch.backends.cudnn.benchmark = bool(a.cudnn_benchmark)
 
-    if a.model not in classification_models(torchvision):
+    from_file = export_onnx.python_spec(a.model)
+    if from_file and not os.path.isfile(from_file[0]):
+        fail("model %s: no such file %s" % (a.model, from_file[0]), EXIT_USAGE)
+    if not from_file and a.model not in classification_models(torchvision):
         fail("unknown torchvision classification model %r" % a.model, EXIT_USAGE)
     input_size = a.input_size or (299 if a.model == "inception_v3" else 224)
 
@@ -340,12 +344,28 @@ def main(argv):
         if cuda:
             torch.cuda.reset_peak_memory_stats(dev)
         # Vision transformers are built for the input size (export_onnx).
-        model = getattr(torchvision.models, a.model)(
-            weights=None, **export_onnx.size_kwargs(a.model, input_size))
+        if from_file:
+            try:
+                model = export_onnx.build_model(a.model, input_size=input_size)
+            except SystemExit as e:  # export_onnx printed why on stderr
+                fail("model %s cannot be built (stderr says why)" % a.model,
+                     EXIT_USAGE if e.code == 2 else EXIT_FAILED)
+        else:
+            model = getattr(torchvision.models, a.model)(
+                weights=None, **export_onnx.size_kwargs(a.model, input_size))
         model = model.to(device=dev, dtype=dtype).train()
         opt = build_optimizer(torch, a.optimizer, model.parameters())
         x = torch.randn(a.batch, 3, input_size, input_size, device=dev, dtype=dtype)
-        y = torch.randint(0, 1000, (a.batch,), device=dev)
+        classes = 1000  # torchvision's classifiers
+        if from_file:  # the model's own width, from one untimed forward pass
+            with torch.no_grad():
+                out = model(x)
+            classes = out.shape[-1] if out.dim() == 2 else 0
+            if classes < 1:
+                fail("model %s: its forward returned a %s tensor, not (batch, classes) "
+                     "logits" % (a.model, tuple(out.shape)), EXIT_USAGE)
+            del out
+        y = torch.randint(0, classes, (a.batch,), device=dev)
         loss_fn = torch.nn.CrossEntropyLoss()
         amp_dtype = {"fp16": torch.float16, "bf16": torch.bfloat16}.get(a.amp)
         scaler = torch.cuda.amp.GradScaler() if a.amp == "fp16" else None

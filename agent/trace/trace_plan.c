@@ -98,10 +98,10 @@ static int s_model(const tc_trace_settings_t *s, s_model_t *m, const char *spec)
         return tc_fail(TC_ENOMEM, "out of memory");
     m->runner_model = tc_trace_runner_model(m->spec);
     m->input_size = s->input_size ? s->input_size : tc_trace_default_input(m->runner_model);
-    bool is_file = strchr(spec, '/') || strstr(spec, ".onnx");
+    bool is_file = strchr(spec, '/') || strstr(spec, ".onnx") || strstr(spec, ".py:");
     if (s->no_graph && is_file)
-        return tc_fail(TC_EUSAGE, "model %s: an ONNX file is identified by its graph; trace it "
-                                  "with its graph", spec);
+        return tc_fail(TC_EUSAGE, "model %s: a model from a file is identified by its graph; "
+                                  "trace it with its graph", spec);
     if (s->no_graph) {
         tc_trace_model_id(m->runner_model, m->input_size, m->model_id, sizeof m->model_id);
         return 0;

@@ -342,7 +342,8 @@ int tc_cmd_predict(int argc, char **argv)
         {"gpu", TC_OPT_STR, &a.gpu, "all|NAME,...",
          "device classes to compare: all, or names, aliases or unique parts of names", true},
         {"model", TC_OPT_STR, &a.model_spec, "SPEC",
-         "torchvision:NAME or FILE.onnx (never-traced models are predicted from structure)",
+         "torchvision:NAME, FILE.py:FUNC or FILE.onnx (never-traced models are predicted "
+         "from structure)",
          true},
         {"batch", TC_OPT_STR, &a.batch_text, "LIST",
          "batch sizes: 8,16,32 or 8..512 (powers of two) or 8..64:8", true},

@@ -127,7 +127,8 @@ int tc_cmd_report(int argc, char **argv)
     const char *html = NULL, *relative_to = NULL;
     const tc_opt_t opts[] = {
         {"html", TC_OPT_STR, &html, "FILE", "write the comparison page to FILE", true},
-        {"model", TC_OPT_STR, &a.model_spec, "SPEC", "torchvision:NAME or FILE.onnx", true},
+        {"model", TC_OPT_STR, &a.model_spec, "SPEC",
+         "torchvision:NAME, FILE.py:FUNC or FILE.onnx", true},
         {"batch", TC_OPT_STR, &a.batch_text, "LIST",
          "batch sizes: 8,16,32 or 8..512 (powers of two) or 8..64:8", true},
         {"gpu", TC_OPT_STR, &a.gpu, "all|NAME,...", "device classes to compare (default: all)"},

@@ -90,11 +90,15 @@ int tc_model_load_bytes(const uint8_t *data, size_t len, const char *name,
                         const tc_model_opts_t *opts, tc_model_t **out);
 
 /* Resolve "torchvision:NAME" (exported through agent/harness when PyTorch is
- * installed, else the committed export in tests/data) or a path to an .onnx
- * file. `input_size` 0 means the model's default.
+ * installed, else the committed export in tests/data), "FILE.py:FUNC" (the
+ * torch.nn.Module that function of that Python file returns, exported
+ * through the harness; PyTorch needed) or a path to an .onnx file.
+ * `input_size` 0 means the model's default.
  *
  * torchvision exports are cached as $TRAINCAST_CACHE/onnx/NAME[@SIZE].onnx
- * (default cache ~/.cache/traincast). PyTorch is looked for with
+ * (default cache ~/.cache/traincast), Python ones as
+ * $TRAINCAST_CACHE/onnx/python/STEM.FUNC-<12 hex of the file's
+ * SHA-256>[@SIZE].onnx, so that an edited file is exported again. PyTorch is looked for with
  * $TRAINCAST_PYTHON (default /usr/bin/python3); the harness and the committed
  * exports are found by tc_resource_dir (tc_paths.h). Errors beyond the loaders': TC_ENOTFOUND (no such torchvision model,
  * or no PyTorch and no committed export; the message says how to list the
@@ -105,7 +109,10 @@ int tc_model_load_spec(const char *spec, const tc_model_opts_t *opts, tc_model_t
 
 void tc_model_destroy(tc_model_t **self_p);
 
-/* Identity: "torchvision:resnet50@224" or "onnx:<12 hex of sha256>@224".
+/* Identity: "torchvision:resnet50@224", "python:STEM.FUNC@224" (the file's
+ * name without .py and the function's: a model id names one structure, so
+ * a function whose architecture changes should change its name too) or
+ * "onnx:<12 hex of sha256>@224".
  * The SHA-256 is common/util/tc_sha256.c's. */
 const char *tc_model_id(const tc_model_t *m);
 const char *tc_model_name(const tc_model_t *m);

@@ -1,5 +1,7 @@
 /* tc_model_load_spec: "torchvision:NAME" through the PyTorch harness (with
- * a cache) or the committed exports, else a path to an .onnx file. */
+ * a cache) or the committed exports, "FILE.py:FUNC" (a model built by a
+ * function in a Python file) through the harness, else a path to an .onnx
+ * file. */
 #include "tc_model.h"
 #include "tc_model_internal.h"
 
@@ -7,6 +9,7 @@
 #include "tc_log.h"
 #include "tc_paths.h"
 #include "tc_run.h"
+#include "tc_sha256.h"
 #include "tc_suggest.h"
 
 #include <dirent.h>
@@ -21,6 +24,7 @@
 #include <unistd.h>
 
 #define S_PREFIX "torchvision:"
+#define S_PYTHON_PREFIX "python:"
 /* The harness's model names (export_onnx.py --list), one a line, cached
  * beside the exports so that a name is checked without Python. */
 #define S_NAMES_FILE "torchvision-models.txt"
@@ -202,21 +206,23 @@ static int s_check_name(const char *name, const char *dir)
     return s_listed(name, names, n) ? 0 : s_unknown_name(name, names, n, what);
 }
 
-static int s_export(const char *name, uint32_t size, const char *path)
+/* Export `arg` (a torchvision name, or FILE.py:FUNC) at `size` (0: its
+ * default) to `path` through the harness; `label` names it in messages. */
+static int s_export(const char *arg, const char *label, uint32_t size, const char *path)
 {
     char script[1200], size_arg[16], harness[1024];
     snprintf(script, sizeof script, "%s/export_onnx.py",
              tc_resource_dir(TC_DIR_HARNESS, harness, sizeof harness));
     /* Python exits 2 for a missing script too: say so before it runs. */
     if (access(script, R_OK) != 0)
-        return tc_fail(TC_ENOTFOUND, "torchvision:%s: the PyTorch harness %s is missing (the "
+        return tc_fail(TC_ENOTFOUND, "%s: the PyTorch harness %s is missing (the "
                                      "traincast-common package installs it; "
                                      "TRAINCAST_HARNESS_DIR names another folder)",
-                       name, script);
+                       label, script);
     snprintf(size_arg, sizeof size_arg, "%u", size);
-    char *argv[] = {(char *)tc_python(), script,  (char *)name,  "--output", (char *)path,
+    char *argv[] = {(char *)tc_python(), script,  (char *)arg,  "--output", (char *)path,
                     size ? "--input-size" : NULL, size_arg, NULL};
-    tc_log_info("exporting torchvision:%s with PyTorch (once; cached in %s)", name, path);
+    tc_log_info("exporting %s with PyTorch (once; cached in %s)", label, path);
     char out[8192];
     int status = tc_run_capture(argv, true, out, sizeof out);
     if (status == 0) {
@@ -227,20 +233,22 @@ static int s_export(const char *name, uint32_t size, const char *path)
     }
     size_t len = strlen(out);
     const char *tail = len > 1500 ? out + len - 1500 : out;
-    if (status == 3) { /* the constructor refuses the size: its message says why */
-        const char *why = strstr(out, "export_onnx: ");
-        why = why ? why + 13 : tail;
-        int n = (int)strcspn(why, "\n");
-        while (n > 0 && (why[n - 1] == '.' || why[n - 1] == '!'))
-            n--;
-        return tc_fail(TC_EINVAL, "%.*s; choose another --input-size", n, why);
-    }
-    if (status == 2)
+    /* 2: no such model; 3: it cannot be built at that size. The script's
+     * own line says which. */
+    const char *why = strstr(out, "export_onnx: ");
+    int n = why ? (int)strcspn(why + 13, "\n") : 0;
+    while (n > 0 && (why[13 + n - 1] == '.' || why[13 + n - 1] == '!'))
+        n--;
+    if (status == 3)
+        return tc_fail(TC_EINVAL, "%.*s; choose another --input-size", why ? n : (int)len,
+                       why ? why + 13 : tail);
+    if (status == 2 && !strchr(arg, ':'))
         return tc_fail(TC_ENOTFOUND, "'%s' is not a torchvision classification model; '%s %s "
                                      "--list' prints the names",
-                       name, argv[0], script);
-    return tc_fail(TC_ECHILD, "exporting torchvision:%s failed (exit %d): %s", name, status,
-                   tail);
+                       arg, argv[0], script);
+    if (status == 2 && why)
+        return tc_fail(TC_ENOTFOUND, "%.*s", n, why + 13);
+    return tc_fail(TC_ECHILD, "exporting %s failed (exit %d): %s", label, status, tail);
 }
 
 /* TC_ENOTFOUND for a name without PyTorch and without a committed export:
@@ -294,7 +302,9 @@ static int s_load_torchvision(const char *name, const tc_model_opts_t *opts, tc_
     } else if (cache && (rc = s_check_name(name, dir)) < 0) {
         return rc;
     } else if (cache && s_have_pytorch()) {
-        rc = s_export(name, size, path);
+        char label[128];
+        snprintf(label, sizeof label, S_PREFIX "%s", name);
+        rc = s_export(name, label, size, path);
         if (rc < 0)
             return rc;
     } else {
@@ -329,13 +339,109 @@ static int s_load_torchvision(const char *name, const tc_model_opts_t *opts, tc_
     return tc_model_set_identity(*out, name, S_PREFIX);
 }
 
+/* "FILE.py:FUNC": where the spec names a Python file, its end (the ':' of
+ * ".py:"), else NULL. */
+static const char *s_python_sep(const char *spec)
+{
+    const char *sep = NULL;
+    for (const char *p = strstr(spec, ".py:"); p; p = strstr(p + 1, ".py:"))
+        sep = p + 3;
+    return sep;
+}
+
+static bool s_identifier(const char *s, size_t n)
+{
+    static const char first[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_";
+    if (!n || n > 64 || !strchr(first, s[0]))
+        return false;
+    for (size_t i = 1; i < n; i++) {
+        if (!strchr(first, s[i]) && !(s[i] >= '0' && s[i] <= '9'))
+            return false;
+    }
+    return true;
+}
+
+/* A model built by a function in a Python file, exported through the
+ * harness like a torchvision one and cached under the file's SHA-256 (an
+ * edited file exports again); its identity is python:STEM.FUNC. */
+static int s_load_python(const char *spec, const char *sep, const tc_model_opts_t *opts,
+                         tc_model_t **out)
+{
+    char file[1024];
+    const char *func = sep + 1;
+    if ((size_t)(sep - spec) >= sizeof file)
+        return tc_fail(TC_EINVAL, "model %s: the file's path is too long", spec);
+    snprintf(file, sizeof file, "%.*s", (int)(sep - spec), spec);
+    if (!s_identifier(func, strlen(func)))
+        return tc_fail(TC_EINVAL, "model %s: '%s' is not a Python function name (FILE.py:FUNC, "
+                                  "FUNC a function of FILE.py that returns a torch.nn.Module)",
+                       spec, func);
+    const char *base = strrchr(file, '/');
+    base = base ? base + 1 : file;
+    size_t stem_len = strlen(base) - 3; /* without ".py" */
+    if (!s_identifier(base, stem_len))
+        return tc_fail(TC_EINVAL, "model %s: the file's name '%s' is not a Python module name "
+                                  "(letters, digits and '_')",
+                       spec, base);
+    FILE *f = fopen(file, "rb");
+    if (!f)
+        return tc_fail(TC_ENOTFOUND, "model %s: cannot read %s: %s", spec, file, strerror(errno));
+    tc_sha256_t h;
+    tc_sha256_init(&h);
+    char buf[8192], hex[65];
+    size_t got;
+    while ((got = fread(buf, 1, sizeof buf, f)) > 0)
+        tc_sha256_update(&h, buf, got);
+    bool bad = ferror(f);
+    fclose(f);
+    if (bad)
+        return tc_fail(TC_EIO, "model %s: reading %s failed", spec, file);
+    tc_sha256_final_hex(&h, hex);
+
+    char name[160], dir[1024], path[1400];
+    snprintf(name, sizeof name, "%.*s.%s", (int)stem_len, base, func);
+    uint32_t size = opts ? opts->input_size : 0;
+    int rc = s_cache_dir(dir, sizeof dir);
+    if (rc < 0)
+        return rc;
+    if (size)
+        snprintf(path, sizeof path, "%s/python/%s-%.12s@%u.onnx", dir, name, hex, size);
+    else
+        snprintf(path, sizeof path, "%s/python/%s-%.12s.onnx", dir, name, hex);
+    if (access(path, R_OK) != 0) {
+        if (!s_have_pytorch())
+            return tc_fail(TC_ENOTFOUND, "model %s: PyTorch is needed to build it (%s cannot "
+                                         "import torch, torchvision and onnx; set "
+                                         "TRAINCAST_PYTHON), or export it to ONNX yourself "
+                                         "and give the .onnx file",
+                           spec, tc_python());
+        char sub[1100];
+        snprintf(sub, sizeof sub, "%s/python", dir);
+        if (s_mkdirs(sub) < 0)
+            return tc_fail(TC_EIO, "cannot create %s: %s", sub, strerror(errno));
+        char label[1200];
+        snprintf(label, sizeof label, "model %s", spec);
+        if ((rc = s_export(spec, label, size, path)) < 0)
+            return rc;
+    }
+    tc_model_opts_t o = opts ? *opts : (tc_model_opts_t){0};
+    o.input_size = 0; /* the export is at the requested size already */
+    if ((rc = tc_model_load_file(path, &o, out)) < 0)
+        return rc;
+    return tc_model_set_identity(*out, name, S_PYTHON_PREFIX);
+}
+
 int tc_model_load_spec(const char *spec, const tc_model_opts_t *opts, tc_model_t **out)
 {
     *out = NULL;
     if (!spec || !*spec)
-        return tc_fail(TC_EINVAL, "empty model spec; give FILE.onnx or torchvision:NAME");
+        return tc_fail(TC_EINVAL, "empty model spec; give FILE.onnx, torchvision:NAME or "
+                                  "FILE.py:FUNC");
     if (!strncmp(spec, S_PREFIX, strlen(S_PREFIX)))
         return s_load_torchvision(spec + strlen(S_PREFIX), opts, out);
+    const char *sep = s_python_sep(spec);
+    if (sep)
+        return s_load_python(spec, sep, opts, out);
     int rc = tc_model_load_file(spec, opts, out);
     if (rc == TC_ENOTFOUND && !strchr(spec, '/') && !strstr(spec, ".onnx"))
         return tc_err_context(rc, "(for a torchvision model write torchvision:%s)", spec);

@@ -8,7 +8,8 @@
 #     that a log axis cannot show, and refuses bad input with exit 2;
 #   - deploy/bench.sh lists its benchmarks and refuses unknown ones;
 #   - bench/load.sh prints its header with --help and refuses bad options;
-#   - bench/accuracy.sh refuses a CNN both fitted on and predicted (--outside),
+#   - bench/accuracy.sh refuses a CNN both fitted on and predicted (--outside,
+#     a torchvision name or a Python file's model), a missing Python file,
 #     and a study resumed with another CNN set, and names the CNNs whose
 #     rounds disagree (accuracy_remeasure.py),
 #     and its report scores the outside CNNs' predictions against their traces,
@@ -85,6 +86,16 @@ out=$(TRAINCAST_BUILD_DIR=$build "$repo/bench/load.sh" --nosuch 2>&1)
 out=$(BUILD_DIR=$build "$repo/bench/accuracy.sh" --models resnet18,vgg11 --outside vgg11 --dir "$tmp/acc" 2>&1)
 [ $? -eq 2 ] && grep -q -- '--outside: vgg11 is one of the study' <<<"$out" && ok "accuracy.sh --outside overlap refused" \
     || fail "accuracy.sh --outside overlap: $out"
+# A model of a Python file is named as traincast names it (STEM.FUNC), in the
+# overlap check too; a file that is not there is named.
+out=$(BUILD_DIR=$build "$repo/bench/accuracy.sh" --models resnet18,new_families.xception \
+    --outside "$repo/bench/models/new_families.py:xception" --dir "$tmp/acc" 2>&1)
+[ $? -eq 2 ] && grep -q -- '--outside: new_families.xception is one of the study' <<<"$out" \
+    && ok "accuracy.sh --outside overlap refused for a Python file's model" \
+    || fail "accuracy.sh --outside overlap (Python file): $out"
+out=$(BUILD_DIR=$build "$repo/bench/accuracy.sh" --models resnet18 --outside "$tmp/nope.py:net" --dir "$tmp/acc" 2>&1)
+[ $? -eq 2 ] && grep -q -- "$tmp/nope.py:net: no such file $tmp/nope.py" <<<"$out" \
+    && ok "accuracy.sh names a missing Python file" || fail "accuracy.sh --outside nope.py: $out"
 
 # bench/accuracy.sh --analyses: an unknown analysis is refused before anything is measured.
 out=$(BUILD_DIR=$build "$repo/bench/accuracy.sh" --models resnet18 --analyses family,nosuch --dir "$tmp/acc-an" 2>&1)

@@ -112,6 +112,49 @@ Test(trace_torch, squeezenet_trains_on_the_cpu, .timeout = 600)
     tc_envelope_free(&s_env);
 }
 
+/* A model a Python file builds trains like a torchvision one, under its
+ * own id, with labels drawn from its own number of classes (10 here). */
+Test(trace_torch, a_model_from_a_python_file_trains, .timeout = 600)
+{
+    s_need_torch();
+    char dir[64], py[128], file[160], cmd[1024], out[16384];
+    snprintf(dir, sizeof dir, "/tmp/tc_trace_py_XXXXXX");
+    cr_assert_not_null(mkdtemp(dir));
+    snprintf(py, sizeof py, "%s/tiny_nets.py", dir);
+    snprintf(file, sizeof file, "%s/traces.tcr", dir);
+    FILE *f = fopen(py, "w");
+    cr_assert_not_null(f);
+    fputs("from torch import nn\n"
+          "def small_cnn():\n"
+          "    return nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), nn.BatchNorm2d(8),\n"
+          "                         nn.ReLU(), nn.AdaptiveAvgPool2d(1), nn.Flatten(),\n"
+          "                         nn.Linear(8, 10))\n",
+          f);
+    cr_assert_eq(fclose(f), 0);
+    snprintf(cmd, sizeof cmd,
+             "TRAINCAST_CACHE=%s %s/agent/agent trace --models %s:small_cnn --batches 2 "
+             "--input-size 32 --threads 1 --warmup 1 --iters 2 --repeat 1 --timeout 300 --out %s",
+             dir, TC_BINARY_DIR, py, file);
+    int st = tc_test_run(cmd, out, sizeof out);
+    cr_assert_eq(st, 0, "exit %d: %s", st, out);
+    cr_assert_eq(tc_resultfile_read(file, false, s_keep, NULL, NULL), 0, "%s", tc_errmsg());
+    cr_assert_not_null(s_env);
+    const Traincast__V1__TrainTrace *t = s_env->train_trace;
+    cr_assert_eq(t->status, TRAINCAST__V1__TRACE_STATUS__TRACE_STATUS_OK, "%s", t->reason);
+    cr_assert_str_eq(t->model_id, "python:tiny_nets.small_cnn@32");
+    cr_assert_not_null(t->graph, "a model from a file is identified by its graph");
+    cr_assert_str_eq(t->graph->model_id, t->model_id);
+    cr_assert_gt(t->median_ms, 0);
+    tc_envelope_free(&s_env);
+    /* --no-graph cannot name it */
+    snprintf(cmd, sizeof cmd,
+             "%s/agent/agent trace --models %s:small_cnn --batches 2 --no-graph --out %s",
+             TC_BINARY_DIR, py, file);
+    cr_expect_eq(tc_test_run(cmd, out, sizeof out), 2, "%s", out);
+    cr_expect(strstr(out, "identified by its graph"), "%s", out);
+    cr_expect(tc_test_remove_tree(dir));
+}
+
 /* The harness's own failures come back as protocol lines, so the agent
  * records why. */
 Test(trace_torch, harness_errors_are_reported, .timeout = 300)
@@ -125,6 +168,8 @@ Test(trace_torch, harness_errors_are_reported, .timeout = 300)
         {"--model squeezenet1_1 --batch 2 --device cuda:0", "has no usable CUDA device"},
         {"--model squeezenet1_1 --batch 2 --optimizer sgd,momentum", "is not key=value"},
         {"--model squeezenet1_1 --batch 0", "--batch and --iters must be >= 1"},
+        {"--model /nonexistent/nets.py:small_cnn --batch 2",
+         "model /nonexistent/nets.py:small_cnn: no such file /nonexistent/nets.py"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         snprintf(cmd, sizeof cmd, "%s %s %s", s_python(), runner, cases[i][0]);

@@ -190,6 +190,110 @@ Test(spec, export_through_pytorch, .timeout = 300)
     cr_expect(tc_test_remove_tree(dir));
 }
 
+/* A model from a Python file: FILE.py:FUNC, exported by the harness,
+ * identified as python:STEM.FUNC, cached per file content. */
+static void s_write(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+    cr_assert_not_null(f, "%s", path);
+    cr_assert_geq(fputs(text, f), 0);
+    cr_assert_eq(fclose(f), 0);
+}
+
+static const char s_tiny_nets[] =
+    "import torch\n"
+    "from torch import nn\n"
+    "\n"
+    "def small_cnn():\n"
+    "    return nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), nn.BatchNorm2d(8), nn.ReLU(),\n"
+    "                         nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(8, 10))\n"
+    "\n"
+    "def sized(input_size):\n"
+    "    return nn.Sequential(nn.Flatten(), nn.Linear(3 * input_size * input_size, 10))\n"
+    "\n"
+    "def not_a_model():\n"
+    "    return 42\n";
+
+Test(spec, a_model_from_a_python_file, .timeout = 300)
+{
+    if (!s_have_pytorch())
+        cr_skip_test("/usr/bin/python3 cannot import torch, torchvision and onnx");
+    unsetenv("TRAINCAST_PYTHON");
+    char dir[64], py[128], spec[192];
+    s_tmp_cache(dir, sizeof dir);
+    snprintf(py, sizeof py, "%s/tiny_nets.py", dir);
+    s_write(py, s_tiny_nets);
+    snprintf(spec, sizeof spec, "%s:small_cnn", py);
+    tc_model_t *m = NULL;
+    cr_assert_eq(tc_model_load_spec(spec, NULL, &m), 0, "%s", tc_errmsg());
+    cr_expect_str_eq(tc_model_id(m), "python:tiny_nets.small_cnn@224");
+    cr_expect_str_eq(tc_model_name(m), "tiny_nets.small_cnn");
+    cr_expect_eq(tc_model_params(m), 3 * 8 * 9 + 8 + 2 * 8 + 8 * 10 + 10);
+    cr_expect_str_eq(tc_model_meta(m, "traincast.model"), "python:tiny_nets.small_cnn");
+    cr_expect_eq(tc_model_conv_count(m), 1);
+    tc_model_destroy(&m);
+    /* Another size is another export; a function that takes input_size
+     * is told it. */
+    tc_model_opts_t o = {.input_size = 16};
+    cr_assert_eq(tc_model_load_spec(spec, &o, &m), 0, "%s", tc_errmsg());
+    cr_expect_str_eq(tc_model_id(m), "python:tiny_nets.small_cnn@16");
+    tc_model_destroy(&m);
+    snprintf(spec, sizeof spec, "%s:sized", py);
+    cr_assert_eq(tc_model_load_spec(spec, &o, &m), 0, "%s", tc_errmsg());
+    cr_expect_eq(tc_model_params(m), 3 * 16 * 16 * 10 + 10);
+    tc_model_destroy(&m);
+    /* Cached by content: a second load needs no harness; an edited file
+     * is exported again. */
+    snprintf(spec, sizeof spec, "%s:small_cnn", py);
+    setenv("TRAINCAST_HARNESS_DIR", "/nonexistent", 1);
+    cr_expect_eq(tc_model_load_spec(spec, NULL, &m), 0, "%s", tc_errmsg());
+    tc_model_destroy(&m);
+    FILE *f = fopen(py, "a");
+    cr_assert_not_null(f);
+    fputs("# edited\n", f);
+    fclose(f);
+    cr_expect_eq(tc_model_load_spec(spec, NULL, &m), TC_ENOTFOUND, "the edit is exported again");
+    cr_expect(strstr(tc_errmsg(), "harness"), "%s", tc_errmsg());
+    unsetenv("TRAINCAST_HARNESS_DIR");
+    /* Bad specs name what is wrong. */
+    const struct {
+        const char *func;
+        int rc;
+        const char *says;
+    } bad[] = {
+        {"no_such", TC_ENOTFOUND, "has no function no_such (its functions: not_a_model, sized, "
+                                  "small_cnn)"},
+        {"1st", TC_EINVAL, "is not a Python function name"},
+        {"not_a_model", TC_ECHILD, "returned int, not a torch.nn.Module"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        snprintf(spec, sizeof spec, "%s:%s", py, bad[i].func);
+        cr_expect_eq(tc_model_load_spec(spec, NULL, &m), bad[i].rc, "%s: %s", spec, tc_errmsg());
+        cr_expect(strstr(tc_errmsg(), bad[i].says), "%s: %s", spec, tc_errmsg());
+        cr_expect_null(m);
+    }
+    cr_expect_eq(tc_model_load_spec("/nonexistent/nets.py:small_cnn", NULL, &m), TC_ENOTFOUND);
+    cr_expect(strstr(tc_errmsg(), "cannot read /nonexistent/nets.py"), "%s", tc_errmsg());
+    cr_expect(tc_test_remove_tree(dir));
+}
+
+Test(spec, a_python_model_without_pytorch_says_what_it_needs, .timeout = 30)
+{
+    setenv("TRAINCAST_PYTHON", "/nonexistent/python3", 1);
+    char dir[64], py[128], spec[192];
+    s_tmp_cache(dir, sizeof dir);
+    snprintf(py, sizeof py, "%s/tiny_nets.py", dir);
+    s_write(py, s_tiny_nets);
+    snprintf(spec, sizeof spec, "%s:small_cnn", py);
+    tc_model_t *m = NULL;
+    cr_expect_eq(tc_model_load_spec(spec, NULL, &m), TC_ENOTFOUND);
+    cr_expect(strstr(tc_errmsg(), "PyTorch is needed to build it") &&
+                  strstr(tc_errmsg(), "TRAINCAST_PYTHON"),
+              "%s", tc_errmsg());
+    cr_expect_null(m);
+    cr_expect(tc_test_remove_tree(dir));
+}
+
 /* ---- the command line ---- */
 
 static int s_agent(const char *args, char *out, size_t size)
