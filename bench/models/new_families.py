@@ -1,11 +1,12 @@
 """CNNs of architectural families that torchvision 0.14 does not ship.
 
-The accuracy study's held-out check on new families (issue: "CNNs of
-families the study lacks"): every family of torchvision's classification
-models is in the study's set except MaxViT, so these come from their
-papers, written here in plain PyTorch as traincast reads any model, from a
-Python file (`agent trace --models bench/models/new_families.py:xception`,
-docs/models.md). Each function builds the ImageNet classifier (1000
+The accuracy study's check on CNNs of families it never fitted on: every
+family of torchvision's classification models is in the study's set but
+MaxViT, whose maxvit_t cannot be built at the study's 112 pixels (its 7x7
+partitions do not fit), so these come from their papers, written here in
+plain PyTorch, as traincast reads any model from a Python file (`agent
+trace --models bench/models/new_families.py:xception`; docs/model-graphs.md,
+"FILE.py:FUNC specs"). Each function builds the ImageNet classifier (1000
 classes, no weights) at the paper's default size; all take any input size
 from 64 pixels up, since each ends in a global average pool.
 
