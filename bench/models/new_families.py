@@ -45,6 +45,18 @@ def _bn_act(c, act):
     return [nn.BatchNorm2d(c), act()]
 
 
+class _Classifier(nn.Module):
+    """`layers`, then a global average pool and a linear classifier of their
+    `width` channels: how each of these ends."""
+    def __init__(self, layers, width, num_classes):
+        super().__init__()
+        self.features = nn.Sequential(*layers, nn.AdaptiveAvgPool2d(1), nn.Flatten())
+        self.fc = nn.Linear(width, num_classes)
+
+    def forward(self, x):
+        return self.fc(self.features(x))
+
+
 # ---- Xception ----------------------------------------------------------------
 
 class _SeparableConv(nn.Sequential):
@@ -81,12 +93,11 @@ class _XceptionBlock(nn.Module):
         return self.body(x) + (self.skip(x) if self.skip is not None else x)
 
 
-class Xception(nn.Module):
+class Xception(_Classifier):
     """Entry flow (two plain convs, three downsampling blocks), middle flow
     (eight 728-wide blocks of three units), exit flow, as in the paper's
     figure 5; the first two convs unpadded as in the authors' Keras code."""
     def __init__(self, num_classes=1000):
-        super().__init__()
         layers = [nn.Conv2d(3, 32, 3, 2, 0, bias=False), *_bn_act(32, nn.ReLU),
                   nn.Conv2d(32, 64, 3, 1, 0, bias=False), *_bn_act(64, nn.ReLU),
                   _XceptionBlock(64, 128, 2, 2, start_with_relu=False),
@@ -95,13 +106,8 @@ class Xception(nn.Module):
         layers += [_XceptionBlock(728, 728, 3, 1) for _ in range(8)]
         layers += [_XceptionBlock(728, 1024, 2, 2, grow_first=False),
                    _SeparableConv(1024, 1536), *_bn_act(1536, nn.ReLU),
-                   _SeparableConv(1536, 2048), *_bn_act(2048, nn.ReLU),
-                   nn.AdaptiveAvgPool2d(1), nn.Flatten()]
-        self.features = nn.Sequential(*layers)
-        self.fc = nn.Linear(2048, num_classes)
-
-    def forward(self, x):
-        return self.fc(self.features(x))
+                   _SeparableConv(1536, 2048), *_bn_act(2048, nn.ReLU)]
+        super().__init__(layers, 2048, num_classes)
 
 
 def xception():
@@ -124,24 +130,18 @@ class _DarkResidual(nn.Module):
         return x + self.body(x)
 
 
-class DarkNet53(nn.Module):
+class DarkNet53(_Classifier):
     """The YOLOv3 paper's table 1: a 3x3 conv, then five stages of a strided
     3x3 conv and 1, 2, 8, 8, 4 residual pairs, global average pool and a
     fully connected classifier."""
     def __init__(self, num_classes=1000):
-        super().__init__()
         layers = [_conv_leaky(3, 32, 3)]
         c = 32
         for n in (1, 2, 8, 8, 4):
             layers.append(_conv_leaky(c, 2 * c, 3, 2))
             c *= 2
             layers += [_DarkResidual(c) for _ in range(n)]
-        layers += [nn.AdaptiveAvgPool2d(1), nn.Flatten()]
-        self.features = nn.Sequential(*layers)
-        self.fc = nn.Linear(c, num_classes)
-
-    def forward(self, x):
-        return self.fc(self.features(x))
+        super().__init__(layers, c, num_classes)
 
 
 def darknet53():
@@ -172,13 +172,12 @@ class _OSA(nn.Module):
         return self.fuse(torch.cat(outs, dim=1))
 
 
-class VoVNet39(nn.Module):
+class VoVNet39(_Classifier):
     """The paper's table 1 (VoVNet-39): a three-conv stem (64, 64, 128; the
     first and last strided), four stages of OSA modules (1, 1, 2, 2 of them;
     3x3 convs 128, 160, 192, 224 wide; outputs 256, 512, 768, 1024), a
     3x3 max pool of stride 2 (ceil mode) before every stage but the first."""
     def __init__(self, num_classes=1000):
-        super().__init__()
         layers = [_conv_relu(3, 64, 3, 2), _conv_relu(64, 64, 3), _conv_relu(64, 128, 3, 2)]
         cin = 128
         for i, (mid, cout, n) in enumerate(zip((128, 160, 192, 224), (256, 512, 768, 1024),
@@ -188,12 +187,7 @@ class VoVNet39(nn.Module):
             for _ in range(n):
                 layers.append(_OSA(cin, mid, cout))
                 cin = cout
-        layers += [nn.AdaptiveAvgPool2d(1), nn.Flatten()]
-        self.features = nn.Sequential(*layers)
-        self.fc = nn.Linear(cin, num_classes)
-
-    def forward(self, x):
-        return self.fc(self.features(x))
+        super().__init__(layers, cin, num_classes)
 
 
 def vovnet39():
@@ -222,24 +216,18 @@ class _RepVGGBlock(nn.Module):
         return self.act(y)
 
 
-class RepVGG(nn.Module):
+class RepVGG(_Classifier):
     """Five stages, each starting with a stride-2 block; RepVGG-A's 1, 2, 4,
     14, 1 blocks; widths min(64, 64a), 64a, 128a, 256a, 512b with A0's
     a = 0.75, b = 2.5 (the paper's section 3.4 and table 2)."""
     def __init__(self, blocks=(1, 2, 4, 14, 1), a=0.75, b=2.5, num_classes=1000):
-        super().__init__()
         widths = (min(64, int(64 * a)), int(64 * a), int(128 * a), int(256 * a), int(512 * b))
         layers, cin = [], 3
         for n, cout in zip(blocks, widths):
             for i in range(n):
                 layers.append(_RepVGGBlock(cin, cout, 2 if i == 0 else 1))
                 cin = cout
-        layers += [nn.AdaptiveAvgPool2d(1), nn.Flatten()]
-        self.features = nn.Sequential(*layers)
-        self.fc = nn.Linear(cin, num_classes)
-
-    def forward(self, x):
-        return self.fc(self.features(x))
+        super().__init__(layers, cin, num_classes)
 
 
 def repvgg_a0():

@@ -214,16 +214,23 @@ static const char s_tiny_nets[] =
     "def not_a_model():\n"
     "    return 42\n";
 
+/* A fresh cache `dir` with tiny_nets.py in it (its path in `py`) and the
+ * spec of its small_cnn in `spec`. */
+static void s_tiny_nets_in_cache(char dir[64], char py[128], char spec[192])
+{
+    s_tmp_cache(dir, 64);
+    snprintf(py, 128, "%s/tiny_nets.py", dir);
+    s_write(py, s_tiny_nets);
+    snprintf(spec, 192, "%s:small_cnn", py);
+}
+
 Test(spec, a_model_from_a_python_file, .timeout = 300)
 {
     if (!s_have_pytorch())
         cr_skip_test("/usr/bin/python3 cannot import torch, torchvision and onnx");
     unsetenv("TRAINCAST_PYTHON");
     char dir[64], py[128], spec[192];
-    s_tmp_cache(dir, sizeof dir);
-    snprintf(py, sizeof py, "%s/tiny_nets.py", dir);
-    s_write(py, s_tiny_nets);
-    snprintf(spec, sizeof spec, "%s:small_cnn", py);
+    s_tiny_nets_in_cache(dir, py, spec);
     tc_model_t *m = NULL;
     cr_assert_eq(tc_model_load_spec(spec, NULL, &m), 0, "%s", tc_errmsg());
     cr_expect_str_eq(tc_model_id(m), "python:tiny_nets.small_cnn@224");
@@ -281,10 +288,7 @@ Test(spec, a_python_model_without_pytorch_says_what_it_needs, .timeout = 30)
 {
     setenv("TRAINCAST_PYTHON", "/nonexistent/python3", 1);
     char dir[64], py[128], spec[192];
-    s_tmp_cache(dir, sizeof dir);
-    snprintf(py, sizeof py, "%s/tiny_nets.py", dir);
-    s_write(py, s_tiny_nets);
-    snprintf(spec, sizeof spec, "%s:small_cnn", py);
+    s_tiny_nets_in_cache(dir, py, spec);
     tc_model_t *m = NULL;
     cr_expect_eq(tc_model_load_spec(spec, NULL, &m), TC_ENOTFOUND);
     cr_expect(strstr(tc_errmsg(), "PyTorch is needed to build it") &&
