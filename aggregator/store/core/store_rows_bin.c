@@ -227,8 +227,10 @@ void tc_rows_conv_results(const Traincast__V1__ConvResults *cr, const tc_rows_co
 
 int tc_bin_check(const tc_buf_t *b, int cols, size_t *rows)
 {
-    const unsigned char *p = (const unsigned char *)b->data, *end = p + b->len;
     *rows = 0;
+    if (!b->len)
+        return 0; /* no rows (and maybe no buffer: NULL + 0 is undefined) */
+    const unsigned char *p = (const unsigned char *)b->data, *end = p + b->len;
     while (p < end) {
         if (end - p < 2 || (int16_t)((p[0] << 8) | p[1]) != cols)
             return -1;
