@@ -165,12 +165,8 @@ int tc_planner_add_models(tc_planner_t *self, char *const *specs, size_t n,
     for (size_t i = 0; i < n && rc == 0; i++) {
         char full[1024];
         const char *spec = specs[i];
-        if (!strchr(spec, ':') && !strchr(spec, '/') && !strstr(spec, ".onnx"))
-            snprintf(full, sizeof full, "torchvision:%s", spec);
-        else
-            snprintf(full, sizeof full, "%s", spec);
         tc_model_t *m = NULL;
-        rc = tc_model_load_spec(full, &mo, &m);
+        rc = tc_model_load_spec(tc_model_spec_expand(spec, full, sizeof full), &mo, &m);
         if (rc < 0)
             return tc_err_context(rc, "--models %s", spec);
         size_t nc = tc_model_conv_count(m);

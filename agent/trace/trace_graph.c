@@ -27,14 +27,9 @@ int tc_trace_graph_load(const char *spec, uint32_t input_size, Traincast__V1__Mo
 {
     *out = NULL;
     char full[512];
-    /* A bare name is a torchvision model, as for the runner. */
-    if (!strchr(spec, ':') && !strchr(spec, '/') && !strstr(spec, ".onnx"))
-        snprintf(full, sizeof full, "torchvision:%s", spec);
-    else
-        snprintf(full, sizeof full, "%s", spec);
     tc_model_opts_t opts = {.input_size = input_size};
     tc_model_t *m = NULL;
-    int rc = tc_model_load_spec(full, &opts, &m);
+    int rc = tc_model_load_spec(tc_model_spec_expand(spec, full, sizeof full), &opts, &m);
     if (rc == 0)
         rc = tc_model_to_proto(m, out);
     if (rc == 0)

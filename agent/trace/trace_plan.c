@@ -4,6 +4,7 @@
 #include "hostinfo.h"
 #include "tc_error.h"
 #include "tc_log.h"
+#include "tc_model.h"
 #include "tc_paths.h"
 #include "trace_device.h"
 #include "trace_graph.h"
@@ -98,8 +99,7 @@ static int s_model(const tc_trace_settings_t *s, s_model_t *m, const char *spec)
         return tc_fail(TC_ENOMEM, "out of memory");
     m->runner_model = tc_trace_runner_model(m->spec);
     m->input_size = s->input_size ? s->input_size : tc_trace_default_input(m->runner_model);
-    bool is_file = strchr(spec, '/') || strstr(spec, ".onnx") || strstr(spec, ".py:");
-    if (s->no_graph && is_file)
+    if (s->no_graph && tc_model_spec_is_file(spec))
         return tc_fail(TC_EUSAGE, "model %s: a model from a file is identified by its graph; "
                                   "trace it with its graph", spec);
     if (s->no_graph) {

@@ -107,6 +107,15 @@ int tc_model_load_bytes(const uint8_t *data, size_t len, const char *name,
  * vit_b_32 at 112: the message says why), TC_ECHILD (the export failed). */
 int tc_model_load_spec(const char *spec, const tc_model_opts_t *opts, tc_model_t **out);
 
+/* The agent's reading of a --models entry: a bare NAME (no ':', '/' or ".onnx") is
+ * torchvision:NAME, as the trace runner reads it; any other spec is copied as given.
+ * Returns `out`. */
+const char *tc_model_spec_expand(const char *spec, char *out, size_t size);
+
+/* Whether a spec names a file (FILE.onnx or FILE.py:FUNC) rather than a torchvision
+ * model, bare or prefixed: a file's model is identified by its graph. */
+bool tc_model_spec_is_file(const char *spec);
+
 void tc_model_destroy(tc_model_t **self_p);
 
 /* Identity: "torchvision:resnet50@224", "python:STEM.FUNC@224" (the file's

@@ -431,6 +431,22 @@ static int s_load_python(const char *spec, const char *sep, const tc_model_opts_
     return tc_model_set_identity(*out, name, S_PYTHON_PREFIX);
 }
 
+static bool s_bare(const char *spec)
+{
+    return !strchr(spec, ':') && !strchr(spec, '/') && !strstr(spec, ".onnx");
+}
+
+const char *tc_model_spec_expand(const char *spec, char *out, size_t size)
+{
+    snprintf(out, size, "%s%s", s_bare(spec) ? S_PREFIX : "", spec);
+    return out;
+}
+
+bool tc_model_spec_is_file(const char *spec)
+{
+    return !s_bare(spec) && strncmp(spec, S_PREFIX, strlen(S_PREFIX)) != 0;
+}
+
 int tc_model_load_spec(const char *spec, const tc_model_opts_t *opts, tc_model_t **out)
 {
     *out = NULL;

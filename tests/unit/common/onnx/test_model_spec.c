@@ -124,6 +124,24 @@ Test(spec, typos_suggest_the_name_before_any_export, .timeout = 30)
 
 /* A file's id is its structure's: the same network in two files (weights
  * as initializers, or as graph inputs) is one model. */
+/* How the agent reads a --models entry: bare names are torchvision's, files are files. */
+Test(spec, bare_names_are_torchvision_and_files_are_files)
+{
+    char full[128];
+    cr_expect_str_eq(tc_model_spec_expand("resnet18", full, sizeof full), "torchvision:resnet18");
+    cr_expect_str_eq(tc_model_spec_expand("torchvision:vgg11", full, sizeof full),
+                     "torchvision:vgg11");
+    cr_expect_str_eq(tc_model_spec_expand("net.onnx", full, sizeof full), "net.onnx");
+    cr_expect_str_eq(tc_model_spec_expand("models/net", full, sizeof full), "models/net");
+    cr_expect_str_eq(tc_model_spec_expand("nets.py:small", full, sizeof full), "nets.py:small");
+    cr_expect_not(tc_model_spec_is_file("resnet18"));
+    cr_expect_not(tc_model_spec_is_file("torchvision:resnet18"));
+    cr_expect(tc_model_spec_is_file("net.onnx"));
+    cr_expect(tc_model_spec_is_file("models/net"));
+    cr_expect(tc_model_spec_is_file("nets.py:small"));
+    cr_expect(tc_model_spec_is_file("dir.py:x/nets.py:small"));
+}
+
 Test(spec, file_spec_gets_a_structure_id, .timeout = 30)
 {
     char path[1024];
