@@ -122,8 +122,6 @@ Test(spec, typos_suggest_the_name_before_any_export, .timeout = 30)
     cr_expect_null(m);
 }
 
-/* A file's id is its structure's: the same network in two files (weights
- * as initializers, or as graph inputs) is one model. */
 /* How the agent reads a --models entry: bare names are torchvision's, files are files. */
 Test(spec, bare_names_are_torchvision_and_files_are_files)
 {
@@ -142,6 +140,8 @@ Test(spec, bare_names_are_torchvision_and_files_are_files)
     cr_expect(tc_model_spec_is_file("dir.py:x/nets.py:small"));
 }
 
+/* A file's id is its structure's: the same network in two files (weights
+ * as initializers, or as graph inputs) is one model. */
 Test(spec, file_spec_gets_a_structure_id, .timeout = 30)
 {
     char path[1024];
