@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """bench/faithfulness.py: does the agent time what PyTorch computes?
 
-For every distinct conv of some CNNs (default: resnet18, resnet50,
-mobilenet_v2, densenet121, vgg11, shufflenet_v2_x1_0) at one input size and
-batch (112 px, 8), on each thread count (1 and 2), it compares
+For every distinct conv of some CNNs (torchvision names or FILE.py:FUNC;
+default: resnet18, resnet50, mobilenet_v2, densenet121, vgg11,
+shufflenet_v2_x1_0) at one input size and batch (112 px, 8), on each thread
+count (1 and 2), it compares
 
   A  the agent's benchmark of each conv direction (`agent bench --convs`,
      on the path PyTorch takes: oneDNN or its native im2col + GEMM), and
@@ -62,13 +63,20 @@ KEYS = ("c", "h", "w", "k", "r", "s", "pad_h", "pad_w", "stride_h", "stride_w", 
         "dil_w", "groups")
 
 
+def build_model(name, size):
+    """The model as the harness builds it for traces: torchvision NAME or a
+    user's FILE.py:FUNC, seeded, in training mode."""
+    import export_onnx
+    return export_onnx.build_model(name, input_size=size).train()
+
+
 def model_convs(torch, torchvision, name, size):
     """Distinct convs of a model in first-use order: config -> count, first
     (every use reads the network input), bias."""
     # The conv lists' own rule for a channels-last conv; imported here, once
     # torch is (it reads the thread settings when first imported).
     from torchvision_convs import channels_last
-    model = getattr(torchvision.models, name)(weights=None).train()
+    model = build_model(name, size)
     x = torch.zeros(2, 3, size, size)
     convs = {}
 
@@ -227,7 +235,7 @@ def cmd_instep(a):
     import torchvision
     torch.set_num_threads(a.threads)
     torch.manual_seed(0)
-    model = getattr(torchvision.models, a.model)(weights=None).train()
+    model = build_model(a.model, a.input_size)
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
     x = torch.randn(a.batch, 3, a.input_size, a.input_size)
     y = torch.randint(0, 1000, (a.batch,))

@@ -167,11 +167,20 @@ typedef struct {
     int64_t kg, pq;
 } s_bias_t;
 
+/* A row (one channel of one sample) at a time: the element range is the
+ * TensorIterator's, the channel found once per row, not divided out of every
+ * element (two 64-bit divisions per element made a 1x1 conv's forward up to
+ * four times PyTorch's). */
 static void s_bias_fill_range(void *arg, int64_t begin, int64_t end)
 {
     const s_bias_t *b = arg;
-    for (int64_t i = begin; i < end; i++)
-        b->y[i] = b->bias[i / b->pq % b->kg];
+    for (int64_t i = begin; i < end;) {
+        int64_t row = i / b->pq;
+        int64_t stop = (row + 1) * b->pq < end ? (row + 1) * b->pq : end;
+        float v = b->bias[row % b->kg];
+        for (; i < stop; i++)
+            b->y[i] = v;
+    }
 }
 
 /* output.copy_(bias.reshape({-1, 1, 1})): a TensorIterator copy. */
