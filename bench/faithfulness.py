@@ -70,7 +70,7 @@ def build_model(name, size):
     return export_onnx.build_model(name, input_size=size).train()
 
 
-def model_convs(torch, torchvision, name, size):
+def model_convs(torch, name, size):
     """Distinct convs of a model in first-use order: config -> count, first
     (every use reads the network input), bias."""
     # The conv lists' own rule for a channels-last conv; imported here, once
@@ -102,9 +102,8 @@ def model_convs(torch, torchvision, name, size):
 
 def cmd_convs(a):
     import torch
-    import torchvision
     torch.set_num_threads(1)
-    out = {m: model_convs(torch, torchvision, m, a.input_size) for m in a.models.split(",")}
+    out = {m: model_convs(torch, m, a.input_size) for m in a.models.split(",")}
     with open(a.json, "w") as f:
         json.dump(out, f)
     # A shape is timed once on each side, with a bias if any use has one
@@ -232,7 +231,6 @@ def cmd_instep(a):
     cpu_env.ensure_allocator(a.allocator, True, fail)
     import types
     import torch
-    import torchvision
     torch.set_num_threads(a.threads)
     torch.manual_seed(0)
     model = build_model(a.model, a.input_size)
