@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""bench/gpu_conv_check.py: does the agent time what PyTorch computes on a GPU?
+"""bench/gpu_conv_check.py: does the agent time the convs and matmuls PyTorch computes on a GPU?
 
 The parts of deploy/gpu-check.sh's conv check, each run on its own so that
 one that fails or runs out of time costs only its own figures. Every part
@@ -25,10 +25,24 @@ such ("status": "failed" with the error) while the rest go on.
                  through copies larger than twice the L2 cache), the median
                  of --reps calls; also the mean of the same calls back to back.
             A line per conv and direction with A, B and A/B.
+  matmuls   a dozen matmuls of vit_b_16, swin_t and convnext_tiny at 224 px
+            (Linear layers with and without a bias, attention's batched
+            products, a classifier head) at one batch and dtype, per
+            direction (forward, the gradient of A, the gradient of B):
+              A  `agent bench-matmul` (cuBLAS or cuBLASLt as PyTorch calls
+                 them; TF32 off in fp32, PyTorch's matmul default);
+              B  PyTorch's own call: torch.addmm with the bias, torch.mm or
+                 torch.bmm on the operands' stored layouts for the forward,
+                 the forward's autograd node called directly for a gradient
+                 (as bench/matmul_faithfulness.py on the CPU), timed as for
+                 convs.
+            A line per matmul and direction with A, B and A/B.
   numerics  `agent bench-conv --verify` on small convs of each kind (cuDNN in
             fp32, fp16, bf16 and channels-last, PyTorch's own depthwise
-            kernels): the chosen algorithm's output against the naive
-            reference. A line per conv.
+            kernels) and `agent bench-matmul --verify` on small matmuls
+            (fp32, fp16, bf16, tf32; Linear and batched): the chosen
+            algorithm's output against the naive reference. A line per conv
+            or matmul.
   step      one training step of --model: the agent's conv benchmarks summed
             as the predictor sums them (forward, backward-filter, and
             backward-data but for the first conv, times multiplicity)
@@ -37,7 +51,7 @@ such ("status": "failed" with the error) while the rest go on.
   report    the Markdown report of whatever lines --jsonl holds (to --out or
             stdout), with the medians and shares of A/B against the goal.
 
-usage: gpu_conv_check.py facts|convs|numerics|step|report --jsonl FILE
+usage: gpu_conv_check.py facts|convs|matmuls|numerics|step|report --jsonl FILE
          [--agent AGENT] [--device cuda:0|cpu] [--work DIR] [--dtype fp32|fp16|bf16]
          [--amp fp16|bf16|none] [--batch 32] [--model resnet18] [--input-size 224]
          [--scale 1] [--budget-ms 300] [--reps 30] [--threads N] [--out FILE]
@@ -98,6 +112,36 @@ NUMERICS = [
     ("depthwise 3x3", 32, 14, 32, 3, 1, 1, 32, False, "fp32", "nchw"),
 ]
 DIRS = ("fwd", "bwd_data", "bwd_filter")
+# A dozen matmuls of the transformers and ConvNeXts at 224 px, as `agent model
+# describe` lists them (sizes per sample): (name, products per sample, m, n, k,
+# where the mini-batch goes (MB_ROWS: rows of one product, MB_BATCH: more
+# products), trans_a, trans_b, weight, bias).
+MB_NONE, MB_ROWS, MB_BATCH = 0, 1, 2
+MB_NAMES = ("none", "rows", "batch")
+MATMULS = [
+    ("vit_b_16 qkv", 1, 197, 2304, 768, MB_ROWS, False, True, True, False),
+    ("vit_b_16 attention out +bias", 1, 197, 768, 768, MB_ROWS, False, True, True, True),
+    ("vit_b_16 mlp up +bias", 1, 197, 3072, 768, MB_ROWS, False, True, True, True),
+    ("vit_b_16 mlp down +bias", 1, 197, 768, 3072, MB_ROWS, False, True, True, True),
+    ("vit_b_16 scores (bmm)", 12, 197, 197, 64, MB_BATCH, False, True, False, False),
+    ("vit_b_16 values (bmm)", 12, 197, 64, 197, MB_BATCH, False, False, False, False),
+    ("vit_b_16 head +bias", 1, 1, 1000, 768, MB_ROWS, False, True, True, True),
+    ("swin_t window qkv +bias", 1, 3136, 288, 96, MB_ROWS, False, True, True, True),
+    ("swin_t window scores (bmm)", 192, 49, 49, 32, MB_BATCH, False, True, False, False),
+    ("swin_t window values (bmm)", 192, 49, 32, 49, MB_BATCH, False, False, False, False),
+    ("convnext_tiny pointwise up +bias", 1, 3136, 384, 96, MB_ROWS, False, True, True, True),
+    ("convnext_tiny pointwise down +bias", 1, 3136, 96, 384, MB_ROWS, False, True, True, True),
+]
+# Small matmuls for the numerics part: (name, products, m, n, k, where, trans_a,
+# trans_b, weight, bias, dtype); the reference runs on the host.
+MATMUL_NUMERICS = [
+    ("linear +bias", 1, 10, 48, 32, MB_ROWS, False, True, True, True, "fp32"),
+    ("linear", 1, 10, 48, 32, MB_ROWS, False, True, True, False, "fp16"),
+    ("linear +bias", 1, 10, 48, 32, MB_ROWS, False, True, True, True, "bf16"),
+    ("linear", 1, 10, 48, 32, MB_ROWS, False, True, True, False, "tf32"),
+    ("bmm q.k^T", 4, 9, 9, 16, MB_BATCH, False, True, False, False, "fp32"),
+    ("bmm attn.v", 4, 9, 16, 9, MB_BATCH, False, False, False, False, "fp16"),
+]
 KEYS = ("c", "h", "w", "k", "r", "s", "pad_h", "pad_w", "stride_h", "stride_w", "dilation_h",
         "dilation_w", "groups", "bias")
 
@@ -147,6 +191,39 @@ def scaled(conv, scale):
     return name, c, h, k, r, stride, pad, groups, bias, first
 
 
+def matmul_dict(mmul):
+    """A MATMULS entry as the agent's matmul config."""
+    name, batch, m, n, k, where, trans_a, trans_b, weight, bias = mmul[:10]
+    return {"batch": batch, "m": m, "n": n, "k": k, "minibatch_in": where, "trans_a": trans_a,
+            "trans_b": trans_b, "weight": weight, "bias": bias}
+
+
+def matmul_scaled(mmul, scale):
+    """Fewer rows (tokens) per product, for a CPU rehearsal."""
+    if scale <= 1:
+        return mmul
+    return mmul[:2] + (max(1, mmul[2] // scale),) + mmul[3:]
+
+
+def matmul_gemm(c, mb):
+    """(products, m, n, k) of the forward at mini-batch mb (common/ops/tc_matmul.c)."""
+    count, m = c["batch"], c["m"]
+    if c["minibatch_in"] == MB_ROWS:
+        m *= mb
+    elif c["minibatch_in"] == MB_BATCH:
+        count *= mb
+    return count, m, c["n"], c["k"]
+
+
+def matmul_cmd(a, c, dtype, mb):
+    """`agent bench-matmul` of one config, every direction, as JSON."""
+    cmd = [a.agent, "bench-matmul", "--m", str(c["m"]), "--n", str(c["n"]), "--k", str(c["k"]),
+           "--batch", str(c["batch"]), "--minibatch", str(mb), "--minibatch-in",
+           MB_NAMES[c["minibatch_in"]], "--dtype", dtype, "--format", "json"]
+    return cmd + [f for f, on in (("--trans-a", c["trans_a"]), ("--trans-b", c["trans_b"]),
+                                  ("--weight", c["weight"]), ("--bias", c["bias"])) if on]
+
+
 def conv_dict(conv, n):
     name, c, h, k, r, stride, pad, groups, bias, first = conv
     return {"n": n, "c": c, "h": h, "w": h, "k": k, "r": r, "s": r, "pad_h": pad, "pad_w": pad,
@@ -178,7 +255,8 @@ def spin_for(torch, device):
 
 
 class Timer:
-    """PyTorch's own call of one conv direction, timed as the agent times."""
+    """PyTorch's own call of one conv or matmul direction, timed as the agent
+    times."""
 
     def __init__(self, torch, device):
         self.torch = torch
@@ -190,9 +268,33 @@ class Timer:
             self.l2 = getattr(props, "L2_cache_size", 0) or 64 << 20
             self.spin = spin_for(torch, self.dev)
 
-    def time(self, d, direction, dtype, reps):
+    def dtype(self, name):
         t = self.torch
-        dt = {"fp16": t.float16, "bf16": t.bfloat16}.get(dtype, t.float32)
+        return {"fp16": t.float16, "bf16": t.bfloat16}.get(name, t.float32)
+
+    def copies(self, read_bytes):
+        """Sets of operands to rotate through: more than twice the L2 cache."""
+        if not self.cuda:
+            return 1
+        return max(1, min(16, math.ceil(2 * self.l2 / max(1, read_bytes))))
+
+    def time(self, d, direction, dtype, reps):
+        """A conv direction: aten::convolution or aten::convolution_backward."""
+        return self.released(self.conv_sample(d, direction, dtype, reps))
+
+    def time_matmul(self, c, direction, dtype, reps, mb):
+        """A matmul direction (matmul_sample)."""
+        return self.released(self.matmul_sample(c, direction, dtype, reps, mb))
+
+    def released(self, result):
+        """The result, once the operands of its call are gone from the GPU."""
+        if self.cuda:
+            self.torch.cuda.empty_cache()
+        return result
+
+    def conv_sample(self, d, direction, dtype, reps):
+        t = self.torch
+        dt = self.dtype(dtype)
         x = t.randn(d["n"], d["c"], d["h"], d["w"], device=self.dev, dtype=dt)
         w = t.randn(d["k"], d["c"] // d["groups"], d["r"], d["s"], device=self.dev, dtype=dt)
         b = t.randn(d["k"], device=self.dev, dtype=dt) if d["bias"] else None
@@ -201,9 +303,7 @@ class Timer:
         y = t.ops.aten.convolution(x, w, b, stride, pad, dil, False, [0, 0], groups)
         read = (x.numel() if direction != "bwd_data" else 0) + \
             (y.numel() if direction != "fwd" else 0)
-        copies = 1
-        if self.cuda:
-            copies = max(1, min(16, math.ceil(2 * self.l2 / (read * x.element_size()))))
+        copies = self.copies(read * x.element_size())
         sets = [(x.clone(), t.randn_like(y)) for _ in range(copies)]
         bias_sizes = [d["k"]] if b is not None else None
         mask = [direction == "bwd_data", direction == "bwd_filter",
@@ -216,6 +316,62 @@ class Timer:
             return t.ops.aten.convolution_backward(s[1], s[0], w, bias_sizes, stride, pad, dil,
                                                    False, [0, 0], groups, mask)
 
+        return self.sample(call, sets, reps)
+
+    def matmul_sample(self, c, direction, dtype, reps, mb):
+        """A matmul direction as PyTorch computes it (as bench/matmul_faithfulness.py
+        does on the CPU): the forward as the model calls it (torch.addmm with
+        the bias, torch.mm, torch.bmm on the operands' stored layouts: a
+        Linear's weight read as weight.t()), a gradient by the forward's
+        autograd node (AddmmBackward0, MmBackward0, BmmBackward0) called
+        directly for the one operand."""
+        t = self.torch
+        dt = self.dtype(dtype)
+        count, m, n, k = matmul_gemm(c, mb)
+        mm = count == 1 and c["minibatch_in"] != MB_BATCH
+        lead = () if mm else (count,)
+
+        def stored(rows, cols):
+            return t.randn(*lead, rows, cols, device=self.dev, dtype=dt)
+
+        a_shape = (k, m) if c["trans_a"] else (m, k)
+        b_shape = (n, k) if c["trans_b"] else (k, n)
+        w = stored(*b_shape) if c["weight"] else None
+        bias = t.randn(n, device=self.dev, dtype=dt) if c["bias"] else None
+
+        def forward(a_, b_, ga, gb):
+            x = a_.detach().requires_grad_(ga)
+            y_ = b_.detach().requires_grad_(gb)
+            xa = x.transpose(-2, -1) if c["trans_a"] else x
+            yb = y_.transpose(-2, -1) if c["trans_b"] else y_
+            if not mm:
+                return t.bmm(xa, yb)
+            return t.addmm(bias, xa, yb) if bias is not None else t.mm(xa, yb)
+
+        elems = count * (m * k + (0 if c["weight"] else n * k) + m * n)
+        copies = self.copies(elems * t.tensor([], dtype=dt).element_size())
+        sets = []
+        for _ in range(copies):
+            a_ = stored(*a_shape)
+            b_ = w if w is not None else stored(*b_shape)
+            if direction == "fwd":
+                sets.append((a_, b_))
+            else:
+                node = forward(a_, b_, direction == "bwd_data", direction == "bwd_filter").grad_fn
+                sets.append((node, t.randn(*lead, m, n, device=self.dev, dtype=dt)))
+
+        def call(s):
+            if direction == "fwd":
+                with t.no_grad():
+                    return forward(s[0], s[1], False, False)
+            return s[0](s[1])
+
+        return self.sample(call, sets, reps)
+
+    def sample(self, call, sets, reps):
+        """(median of single calls, mean of calls back to back), ms."""
+        t = self.torch
+        copies = len(sets)
         for i in range(5):
             call(sets[i % copies])
         samples = []
@@ -244,9 +400,6 @@ class Timer:
             for i in range(reps):
                 call(sets[i % copies])
             back_to_back = (time.perf_counter() - t0) * 1e3 / reps
-        del sets, x, w, b, y
-        if self.cuda:
-            t.cuda.empty_cache()
         return statistics.median(samples), back_to_back
 
 
@@ -347,6 +500,47 @@ def part_convs(a, out):
     return 0
 
 
+def part_matmuls(a, out):
+    """A line per matmul and direction: the agent's time against PyTorch's."""
+    import torch
+    if a.device == "cpu":
+        torch.set_num_threads(a.threads)
+    timer = None
+    for mmul in (matmul_scaled(x, a.scale) for x in MATMULS):
+        c = matmul_dict(mmul)
+        got, agent_error = {}, ""
+        try:
+            _, text, _ = run(matmul_cmd(a, c, a.dtype, a.batch) + ["--budget-ms", str(a.budget_ms)]
+                             + device_args(a), a.timeout)
+            got = {r["direction"]: r for r in json.loads(text)["matmul"]}
+        except (RuntimeError, subprocess.TimeoutExpired, OSError, ValueError, KeyError) as e:
+            agent_error = str(e)
+            log("the agent stopped: %s" % agent_error)
+        for direction in DIRS:
+            row = {"part": "matmul", "matmul": mmul[0], "direction": direction,
+                   "dtype": a.dtype, "batch": a.batch, "config": c}
+            r = got.get(direction)
+            if r is None:
+                row.update(status="failed", error="the agent has no result: " +
+                           (agent_error or "no %s in its output" % direction))
+                out.put(row)
+                continue
+            row.update(agent_ms=r["median_ms"], route=r.get("route", ""))
+            try:
+                if timer is None:
+                    timer = Timer(torch, a.device)
+                torch_ms, b2b = timer.time_matmul(c, direction, a.dtype, a.reps, a.batch)
+                row.update(status="ok", torch_ms=torch_ms, torch_back_to_back_ms=b2b,
+                           ratio=r["median_ms"] / torch_ms)
+            except Exception as e:  # noqa: BLE001 - one matmul's failure is its row
+                row.update(status="failed", error="PyTorch's call: %s: %s"
+                           % (type(e).__name__, str(e).splitlines()[0][:300] if str(e) else ""))
+                if a.device.startswith("cuda"):
+                    torch.cuda.empty_cache()
+            out.put(row)
+    return 0
+
+
 def part_numerics(a, out):
     """A line per small conv: the chosen algorithm's output against the
     reference, every direction."""
@@ -380,6 +574,29 @@ def part_numerics(a, out):
                 row.update(status="wrong" if "wrong results" in err else "failed",
                            route=",".join(routes), error=tail(err or text))
         except (RuntimeError, subprocess.TimeoutExpired, OSError) as e:
+            row.update(status="failed", error=str(e))
+        out.put(row)
+    for mmul in MATMUL_NUMERICS:
+        dtype = mmul[10]
+        row = {"part": "numerics", "matmul": mmul[0], "dtype": dtype, "layout": "–"}
+        if dtype != "fp32" and a.device == "cpu":
+            continue
+        if dtype in ("bf16", "tf32") and cc < 8:
+            row.update(status="skipped", error="%s matmuls need compute capability 8.0" % dtype)
+            out.put(row)
+            continue
+        cmd = matmul_cmd(a, matmul_dict(mmul), dtype, 2) + [
+            "--budget-ms", "20", "--max-reps", "5", "--verify"] + device_args(a)
+        try:
+            st, text, err = run(cmd, 300, ok=(0, 1))
+            rows = json.loads(text)["matmul"] if st == 0 else []
+            routes = sorted({r.get("route", "") for r in rows})
+            if st == 0 and len(rows) == 3 and all(r.get("verified") for r in rows):
+                row.update(status="ok", checked=3, route=",".join(routes))
+            else:
+                row.update(status="wrong" if "wrong results" in err else "failed",
+                           route=",".join(routes), error=tail(err or text))
+        except (RuntimeError, subprocess.TimeoutExpired, OSError, ValueError, KeyError) as e:
             row.update(status="failed", error=str(e))
         out.put(row)
     return 0
@@ -460,6 +677,61 @@ def summary(rows):
             "within_10pct": sum(1 for x in r if 0.90 <= x <= 1.10) / len(r)}
 
 
+AB_INTRO = {
+    "conv": ("### Conv by conv: the agent against PyTorch's own call",
+             "A = the agent's median per direction (`agent bench`, heuristic policy, on the "
+             "path PyTorch takes); B = PyTorch's own call of the same op "
+             "(aten::convolution / aten::convolution_backward), timed the same way (a spin "
+             "of about 1 ms, CUDA events, inputs rotated past L2), median of the calls; "
+             "B2B = the mean of the same calls back to back."),
+    "matmul": ("### Matmul by matmul: the agent against PyTorch's own call",
+               "A = the agent's median per direction (`agent bench-matmul`: cuBLAS or cuBLASLt "
+               "as PyTorch calls them); B = PyTorch's own call of the same product "
+               "(torch.addmm with the bias, torch.mm, torch.bmm on the stored layouts; a "
+               "gradient by the forward's autograd node), timed the same way (a spin of about "
+               "1 ms, CUDA events, operands rotated past L2), median of the calls; B2B = the "
+               "mean of the same calls back to back. Sizes at 224 px."),
+}
+
+
+def ab_section(rows, kind):
+    """The A/B table of one op kind, and its summary per dtype."""
+    if not rows:
+        return []
+    heading, intro = AB_INTRO[kind]
+    out = [heading, "", intro, "",
+           "| %s | direction | dtype | route | algorithm | A ms | B ms | B2B ms | A/B |" % kind,
+           "|---|---|---|---|---|---:|---:|---:|---:|"]
+    for r in rows:
+        if r.get("status") == "ok":
+            out.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s |"
+                       % (r[kind], r["direction"], r["dtype"], r.get("route", ""),
+                          r.get("algo", "")[:40], fmt(r["agent_ms"], 4),
+                          fmt(r["torch_ms"], 4), fmt(r.get("torch_back_to_back_ms"), 4),
+                          fmt(r["ratio"])))
+        else:
+            out.append("| %s | %s | %s | %s | FAILED: %s | | | | |"
+                       % (r[kind], r["direction"], r["dtype"], r.get("route", ""),
+                          r.get("error", "")[:200].replace("|", "/")))
+    out.append("")
+    for dtype in sorted({r["dtype"] for r in rows}):
+        sub = [r for r in rows if r["dtype"] == dtype]
+        s = summary(sub)
+        failed = sum(1 for r in sub if r.get("status") != "ok")
+        if s:
+            out.append("A/B over %d %s %s directions%s: median %.3f (range %.3f to %.3f), "
+                       "%.0f %% within 0.85-1.15, %.0f %% within 0.90-1.10 (goal: median "
+                       "0.95-1.05, 90 %% within 0.85-1.15)."
+                       % (s["n"], dtype, kind, " (%d failed)" % failed if failed else "",
+                          s["median"], s["min"], s["max"], 100 * s["within_15pct"],
+                          100 * s["within_10pct"]))
+        else:
+            out.append("No %s %s direction was measured on both sides (%d failed)."
+                       % (dtype, kind, failed))
+    out.append("")
+    return out
+
+
 def report(rows):
     out = ["## The conv check", ""]
     facts = [r for r in rows if r.get("part") == "facts"]
@@ -479,52 +751,18 @@ def report(rows):
             if line.strip().startswith(("cuda", "cpu ")) and ("cuDNN" in line or "oneDNN" in line):
                 out.append("- agent info: %s" % line.strip())
         out.append("")
-    convs = [r for r in rows if r.get("part") == "conv"]
-    if convs:
-        out += ["### Conv by conv: the agent against PyTorch's own call", "",
-                "A = the agent's median per direction (`agent bench`, heuristic policy, on the "
-                "path PyTorch takes); B = PyTorch's own call of the same op "
-                "(aten::convolution / aten::convolution_backward), timed the same way (a spin "
-                "of about 1 ms, CUDA events, inputs rotated past L2), median of the calls; "
-                "B2B = the mean of the same calls back to back.", "",
-                "| conv | direction | dtype | route | algorithm | A ms | B ms | B2B ms | A/B |",
-                "|---|---|---|---|---|---:|---:|---:|---:|"]
-        for r in convs:
-            if r.get("status") == "ok":
-                out.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s |"
-                           % (r["conv"], r["direction"], r["dtype"], r.get("route", ""),
-                              r.get("algo", "")[:40], fmt(r["agent_ms"], 4),
-                              fmt(r["torch_ms"], 4), fmt(r.get("torch_back_to_back_ms"), 4),
-                              fmt(r["ratio"])))
-            else:
-                out.append("| %s | %s | %s | %s | FAILED: %s | | | | |"
-                           % (r["conv"], r["direction"], r["dtype"], r.get("route", ""),
-                              r.get("error", "")[:200].replace("|", "/")))
-        out.append("")
-        for dtype in sorted({r["dtype"] for r in convs}):
-            sub = [r for r in convs if r["dtype"] == dtype]
-            s = summary(sub)
-            failed = sum(1 for r in sub if r.get("status") != "ok")
-            if s:
-                out.append("A/B over %d %s conv directions%s: median %.3f (range %.3f to %.3f), "
-                           "%.0f %% within 0.85-1.15, %.0f %% within 0.90-1.10 (goal: median "
-                           "0.95-1.05, 90 %% within 0.85-1.15)."
-                           % (s["n"], dtype, " (%d failed)" % failed if failed else "",
-                              s["median"], s["min"], s["max"], 100 * s["within_15pct"],
-                              100 * s["within_10pct"]))
-            else:
-                out.append("No %s conv direction was measured on both sides (%d failed)."
-                           % (dtype, failed))
-        out.append("")
+    out += ab_section([r for r in rows if r.get("part") == "conv"], "conv")
+    out += ab_section([r for r in rows if r.get("part") == "matmul"], "matmul")
     num = [r for r in rows if r.get("part") == "numerics"]
     if num:
-        out += ["### cuDNN numerics (`agent bench-conv --verify`)", "",
-                "| conv | dtype | layout | route | result |", "|---|---|---|---|---|"]
+        out += ["### Numerics (`agent bench-conv --verify`, `agent bench-matmul --verify`)", "",
+                "| conv or matmul | dtype | layout | route | result |", "|---|---|---|---|---|"]
         for r in num:
-            res = ("%d values match the reference" % r["checked"] if r.get("status") == "ok"
+            what = "values" if "conv" in r else "directions"
+            res = ("%d %s match the reference" % (r["checked"], what) if r.get("status") == "ok"
                    else "%s: %s" % (r.get("status"), r.get("error", "")[:200].replace("|", "/")))
-            out.append("| %s | %s | %s | %s | %s |" % (r["conv"], r["dtype"], r["layout"],
-                                                      r.get("route", ""), res))
+            out.append("| %s | %s | %s | %s | %s |" % (r.get("conv", r.get("matmul")), r["dtype"],
+                                                      r["layout"], r.get("route", ""), res))
         out.append("")
     steps = [r for r in rows if r.get("part") == "step"]
     if steps:
@@ -570,7 +808,7 @@ def part_report(a):
 
 def main(argv):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("part", choices=["facts", "convs", "numerics", "step", "report"])
+    p.add_argument("part", choices=["facts", "convs", "matmuls", "numerics", "step", "report"])
     p.add_argument("--jsonl", required=True)
     p.add_argument("--agent")
     p.add_argument("--device", default="cuda:0")
@@ -580,7 +818,7 @@ def main(argv):
     p.add_argument("--batch", type=int, default=32)
     p.add_argument("--model", default="resnet18")
     p.add_argument("--input-size", type=int, default=224)
-    p.add_argument("--scale", type=int, default=1, help="divide the convs' sizes by this")
+    p.add_argument("--scale", type=int, default=1, help="divide the convs' sizes and the matmuls' rows by this")
     p.add_argument("--budget-ms", type=float, default=300)
     p.add_argument("--reps", type=int, default=30)
     p.add_argument("--threads", type=int, default=1)
@@ -598,8 +836,8 @@ def main(argv):
             log("PyTorch sees no CUDA device (torch.cuda.is_available() is False)")
             return 1
     out = Lines(a.jsonl)
-    return {"facts": part_facts, "convs": part_convs, "numerics": part_numerics,
-            "step": part_step}[a.part](a, out)
+    return {"facts": part_facts, "convs": part_convs, "matmuls": part_matmuls,
+            "numerics": part_numerics, "step": part_step}[a.part](a, out)
 
 
 if __name__ == "__main__":

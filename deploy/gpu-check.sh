@@ -4,7 +4,7 @@
 # Checks everything GPU-specific of traincast on an NVIDIA machine with no
 # network. Two ways to run it:
 #
-# --conv-check (the first visit to a GPU; about 6 minutes, planned to end
+# --conv-check (the first visit to a GPU; about 7 minutes, planned to end
 # within --minutes, 8 by default): needs the NVIDIA driver and a Python
 # whose PyTorch sees the GPU, nothing else: no PostgreSQL, no aggregator, no
 # build when it runs from the relocatable bundle (deploy/package.sh
@@ -16,11 +16,16 @@
 #   3 convs fp32    a dozen convs of the CNN set at batch 32: the agent's time
 #   4 convs AMP     per direction against PyTorch's own call (fp32 as PyTorch
 #                   computes it by default, then fp16 as AMP runs convs)
-#   5 numerics      agent bench-conv --verify on small convs of each kind
-#   6 step fp32     one profiled training step of --conv-model: the agent's
-#   7 step AMP      summed conv times against the profiler's conv time
-# Every result is appended to WORK/results.jsonl as it completes; a conv
-# that fails is recorded as failed and the rest go on; a step that runs out
+#   5 matmuls fp32  a dozen matmuls of vit_b_16, swin_t and convnext_tiny at
+#   6 matmuls AMP   224 px, batch 32: `agent bench-matmul` (cuBLAS/cuBLASLt)
+#                   per direction against PyTorch's own addmm/mm/bmm and their
+#                   autograd nodes (fp32 without TF32, then as AMP runs them)
+#   7 numerics      agent bench-conv --verify and bench-matmul --verify on
+#                   small convs and matmuls of each kind
+#   8 step fp32     one profiled training step of --conv-model: the agent's
+#   9 step AMP      summed conv times against the profiler's conv time
+# Every result is appended to WORK/results.jsonl as it completes; a conv or
+# matmul that fails is recorded as failed and the rest go on; a step that runs out
 # of its time is cut and the next one starts. The report (WORK/report.md)
 # is written from whatever completed, also when the check is interrupted.
 #
@@ -165,9 +170,11 @@ steps:
   2 routes       agent routes: the conv routing against PyTorch's own choice, the CNN set
   3 convs fp32   a dozen convs at batch $conv_batch: agent vs PyTorch's own call, per direction
   4 convs AMP    the same in $conv_amp
-  5 numerics     agent bench-conv --verify, small convs of each kind
-  6 step fp32    one profiled training step of $conv_model (batch $conv_batch, ${conv_input} px) vs the conv sum
-  7 step AMP     the same under AMP $conv_amp
+  5 matmuls fp32 a dozen matmuls of vit_b_16, swin_t, convnext_tiny at batch $conv_batch: agent vs PyTorch
+  6 matmuls AMP  the same in $conv_amp
+  7 numerics     agent bench-conv and bench-matmul --verify, small convs and matmuls of each kind
+  8 step fp32    one profiled training step of $conv_model (batch $conv_batch, ${conv_input} px) vs the conv sum
+  9 step AMP     the same under AMP $conv_amp
 EOP
         return
     fi
@@ -698,11 +705,11 @@ part_routes() {
     [ "$st" -eq 0 ] || { fail_msg="agent routes: $(tail_of "$work/logs/routes.err" 2) $(tail -n 1 "$work/logs/routes.out")"; return "$st"; }
 }
 
-convs_summary() { # DTYPE: the note of a convs step
-    "$TRAINCAST_PYTHON" - "$results" "$1" <<'PY' 2>/dev/null || true
+ab_summary() { # conv|matmul DTYPE: the note of a convs or matmuls step
+    "$TRAINCAST_PYTHON" - "$results" "$1" "$2" <<'PY' 2>/dev/null || true
 import json, statistics, sys
 rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
-rows = [r for r in rows if r.get("part") == "conv" and r.get("dtype") == sys.argv[2]]
+rows = [r for r in rows if r.get("part") == sys.argv[2] and r.get("dtype") == sys.argv[3]]
 ok = sorted(r["ratio"] for r in rows if r.get("status") == "ok")
 failed = len(rows) - len(ok)
 if ok:
@@ -718,7 +725,7 @@ part_convs_in() { # LOG-NAME DTYPE
     local st=0
     check_part convs "convs-$1" --dtype "$2" --batch "$conv_batch" --scale "$conv_scale" \
         --reps "$conv_reps" --budget-ms "$conv_budget" || st=$?
-    step_note=$(convs_summary "$2")
+    step_note=$(ab_summary conv "$2")
     [ "$st" -eq 0 ] || fail_msg="$(tail_of "$work/logs/convs-$1.err" 3)"
     return "$st"
 }
@@ -730,6 +737,22 @@ part_convs_amp() {
     part_convs_in amp "$conv_amp"
 }
 
+part_matmuls_in() { # LOG-NAME DTYPE
+    local st=0
+    check_part matmuls "matmuls-$1" --dtype "$2" --batch "$conv_batch" --scale "$conv_scale" \
+        --reps "$conv_reps" --budget-ms "$conv_budget" || st=$?
+    step_note=$(ab_summary matmul "$2")
+    [ "$st" -eq 0 ] || fail_msg="$(tail_of "$work/logs/matmuls-$1.err" 3)"
+    return "$st"
+}
+
+part_matmuls_fp32() { part_matmuls_in fp32 fp32; }
+
+part_matmuls_amp() {
+    if [ "$conv_amp" = none ]; then step_note="no AMP on this device"; return 0; fi
+    part_matmuls_in amp "$conv_amp"
+}
+
 part_numerics() {
     local st=0
     check_part numerics numerics || st=$?
@@ -737,8 +760,8 @@ part_numerics() {
 rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
 rows = [r for r in rows if r.get("part") == "numerics"]
 ok = sum(r.get("status") == "ok" for r in rows)
-bad = ["%s %s %s: %s" % (r["conv"], r["dtype"], r["layout"], r.get("status")) for r in rows if r.get("status") not in ("ok", "skipped")]
-print("%d of %d convs match the reference%s" % (ok, len(rows), ("; " + "; ".join(bad)) if bad else ""))' "$results" 2>/dev/null || true)
+bad = ["%s %s %s: %s" % (r.get("conv", r.get("matmul")), r["dtype"], r["layout"], r.get("status")) for r in rows if r.get("status") not in ("ok", "skipped")]
+print("%d of %d convs and matmuls match the reference%s" % (ok, len(rows), ("; " + "; ".join(bad)) if bad else ""))' "$results" 2>/dev/null || true)
     [ "$st" -eq 0 ] || fail_msg="$(tail_of "$work/logs/numerics.err" 3)"
     return "$st"
 }
@@ -784,12 +807,14 @@ if [ "$conv_check_only" -eq 1 ]; then
     # Caps (s) add up to the default plan of 8 minutes with some room; each is
     # shortened when the plan runs out.
     run_part "1 facts" 60 part_facts
-    run_part "2 routes" 60 part_routes
-    run_part "3 convs fp32" 90 part_convs_fp32
-    run_part "4 convs AMP" 90 part_convs_amp
-    run_part "5 numerics" 45 part_numerics
-    run_part "6 step fp32" 60 part_step_fp32
-    run_part "7 step AMP" 60 part_step_amp
+    run_part "2 routes" 45 part_routes
+    run_part "3 convs fp32" 80 part_convs_fp32
+    run_part "4 convs AMP" 80 part_convs_amp
+    run_part "5 matmuls fp32" 40 part_matmuls_fp32
+    run_part "6 matmuls AMP" 40 part_matmuls_amp
+    run_part "7 numerics" 40 part_numerics
+    run_part "8 step fp32" 55 part_step_fp32
+    run_part "9 step AMP" 55 part_step_amp
 else
     deadline=$((started + 86400))  # the full check has no plan to keep to
     run_step "3 agent info" step_info
@@ -801,6 +826,8 @@ else
     run_step "9 conv check" step_convcheck
     run_part "10 convs fp32" 900 part_convs_fp32
     run_part "10 convs AMP" 900 part_convs_amp
+    run_part "10 matmuls fp32" 900 part_matmuls_fp32
+    run_part "10 matmuls AMP" 900 part_matmuls_amp
     run_part "10 step fp32" 900 part_step_fp32
     run_part "10 step AMP" 900 part_step_amp
 fi

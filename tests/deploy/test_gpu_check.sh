@@ -9,9 +9,10 @@
 #              Skipped (77) where a GPU is present.
 #   rehearsal  --cpu-rehearsal runs every step (build dir as it is, database,
 #              conv benchmarks under both policies, traces, push, fit,
-#              validate, predict, conv comparison, the conv-by-conv check
-#              against PyTorch's own calls and the traced step against the
-#              conv sum) on the cpu device and passes, with a complete report.
+#              validate, predict, conv comparison, the conv-by-conv and
+#              matmul-by-matmul checks against PyTorch's own calls and the
+#              traced step against the conv sum) on the cpu device and
+#              passes, with a complete report.
 #   convcheck  --conv-check --cpu-rehearsal from the relocatable bundle of
 #              this build (deploy/package.sh --bundle), with no PostgreSQL on
 #              PATH: every step runs, every result is in results.jsonl, the
@@ -28,6 +29,13 @@ trap 'rm -rf "$tmp"' EXIT
 failures=0
 
 fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+# ab_rows HEADING < report: the measured rows (a ratio in the last column) of the
+# A/B table under the "### HEADING..." section.
+ab_rows() {
+    awk -v h="### $1" 'index($0, h) == 1 { on = 1; next } /^### / { on = 0 }
+        on && /^\| .* \| (fwd|bwd_data|bwd_filter) \| fp32 \| .* \| [0-9.]+ \|$/ { n++ }
+        END { print n + 0 }'
+}
 # expect STATUS PATTERN LABEL -- CMD...: runs CMD, checks its exit status and output.
 expect() {
     local want=$1 pattern=$2 label=$3
@@ -106,7 +114,7 @@ rehearsal)
         fail "gpu-check.sh --cpu-rehearsal exited $st:"; echo "$out" | tail -n 30; cat "$report" 2>/dev/null
     else
         echo "ok: every step passed"
-        for s in "1 preflight" "2 build" "3 agent info" "4 database" "5 conv bench" "6 traces" "7 fit" "8 predict" "9 conv check" "10 convs fp32" "10 step fp32"; do
+        for s in "1 preflight" "2 build" "3 agent info" "4 database" "5 conv bench" "6 traces" "7 fit" "8 predict" "9 conv check" "10 convs fp32" "10 matmuls fp32" "10 step fp32"; do
             grep -q "^| $s | ok |" "$report" || fail "report: step '$s' is not ok"
         done
         grep -q 'Result: every step ran' "$report" || fail "report lacks the result line"
@@ -119,10 +127,14 @@ rehearsal)
             || fail "conv check: some traces lack conv benchmarks"
         grep -q '^AMD\|^Intel\|(pytorch, heuristic, fp32)' "$report" || fail "report lacks the validate output"
         grep -q 'held out: resnet18, never traced' "$report" || fail "report lacks the prediction"
-        # The dozen convs, each direction (no backward-data for the stem), with a ratio.
-        rows=$(grep -cE '^\| [a-z0-9_ ]+[0-9x/ +a-z]* \| (fwd|bwd_data|bwd_filter) \| fp32 \| [a-z-]+ \| .* \| [0-9.]+ \|$' "$report")
+        # The dozen convs, each direction (no backward-data for the stem), with a ratio;
+        # the dozen matmuls, every direction.
+        rows=$(ab_rows "Conv by conv" <"$report")
         [ "$rows" -eq 35 ] || fail "conv vs torch: $rows conv directions, want 35 (12 convs x 3 - 1)"
         grep -qE '^A/B over 35 fp32 conv directions: median [0-9.]+' "$report" || fail "conv vs torch: no summary"
+        rows=$(ab_rows "Matmul by matmul" <"$report")
+        [ "$rows" -eq 36 ] || fail "matmul vs torch: $rows matmul directions, want 36 (12 matmuls x 3)"
+        grep -qE '^A/B over 36 fp32 matmul directions: median [0-9.]+' "$report" || fail "matmul vs torch: no summary"
         grep -qE '^\| squeezenet1_1 \| 2 \| fp32 \| [0-9.]+ \| [0-9.]+ \| [0-9.]+ \| [0-9.]+ \|' "$report" \
             || fail "conv vs torch: no traced step against the conv sum"
         [ -s "$tmp/w/predict-resnet18.svg" ] || fail "no prediction chart"
@@ -145,11 +157,14 @@ convcheck)
         fail "bundle gpu-check.sh --conv-check --cpu-rehearsal exited $st:"; echo "$out" | tail -n 30; cat "$w/report.md" 2>/dev/null
     else
         echo "ok: the conv check ran from the bundle without PostgreSQL"
-        for s in "1 facts" "2 routes" "3 convs fp32" "4 convs AMP" "5 numerics" "6 step fp32" "7 step AMP"; do
+        for s in "1 facts" "2 routes" "3 convs fp32" "4 convs AMP" "5 matmuls fp32" "6 matmuls AMP" "7 numerics" "8 step fp32" "9 step AMP"; do
             grep -q "^| $s | ok |" "$w/report.md" || fail "report: step '$s' is not ok"
         done
         n=$(grep -c '"part": "conv"' "$w/results.jsonl")
         [ "$n" -eq 35 ] || fail "results.jsonl: $n conv lines, want 35 (12 convs x 3 directions - 1)"
+        n=$(grep -c '"part": "matmul".*"status": "ok"' "$w/results.jsonl")
+        [ "$n" -eq 36 ] || fail "results.jsonl: $n matmul lines measured on both sides, want 36 (12 matmuls x 3 directions)"
+        grep -q '"part": "numerics", "matmul": .*"status": "ok"' "$w/results.jsonl" || fail "results.jsonl: no matmul numerics that pass"
         grep -q '"part": "facts"' "$w/results.jsonl" || fail "results.jsonl: no facts"
         grep -q '"part": "numerics".*"status": "ok"' "$w/results.jsonl" || fail "results.jsonl: no numerics that pass"
         grep -q '"part": "step".*"status": "ok"' "$w/results.jsonl" || fail "results.jsonl: no traced step"
