@@ -818,7 +818,8 @@ def main(argv):
     p.add_argument("--batch", type=int, default=32)
     p.add_argument("--model", default="resnet18")
     p.add_argument("--input-size", type=int, default=224)
-    p.add_argument("--scale", type=int, default=1, help="divide the convs' sizes and the matmuls' rows by this")
+    p.add_argument("--scale", type=int, default=1,
+                   help="divide the convs' sizes and the matmuls' rows by this")
     p.add_argument("--budget-ms", type=float, default=300)
     p.add_argument("--reps", type=int, default=30)
     p.add_argument("--threads", type=int, default=1)
