@@ -84,6 +84,9 @@ def harness_dir():
 HARNESS = harness_dir()
 sys.path.insert(0, HARNESS)
 
+from matmul_config import MB_BATCH, MB_ROWS  # noqa: E402
+import matmul_config  # noqa: E402
+
 # (name, c, h, k, r, stride, pad, groups, bias, first): h = w.
 CONVS = [
     ("resnet50 3x3", 64, 56, 64, 3, 1, 1, 1, False, False),
@@ -116,8 +119,6 @@ DIRS = ("fwd", "bwd_data", "bwd_filter")
 # describe` lists them (sizes per sample): (name, products per sample, m, n, k,
 # where the mini-batch goes (MB_ROWS: rows of one product, MB_BATCH: more
 # products), trans_a, trans_b, weight, bias).
-MB_NONE, MB_ROWS, MB_BATCH = 0, 1, 2
-MB_NAMES = ("none", "rows", "batch")
 MATMULS = [
     ("vit_b_16 qkv", 1, 197, 2304, 768, MB_ROWS, False, True, True, False),
     ("vit_b_16 attention out +bias", 1, 197, 768, 768, MB_ROWS, False, True, True, True),
@@ -205,23 +206,10 @@ def matmul_scaled(mmul, scale):
     return mmul[:2] + (max(1, mmul[2] // scale),) + mmul[3:]
 
 
-def matmul_gemm(c, mb):
-    """(products, m, n, k) of the forward at mini-batch mb (common/ops/tc_matmul.c)."""
-    count, m = c["batch"], c["m"]
-    if c["minibatch_in"] == MB_ROWS:
-        m *= mb
-    elif c["minibatch_in"] == MB_BATCH:
-        count *= mb
-    return count, m, c["n"], c["k"]
-
-
 def matmul_cmd(a, c, dtype, mb):
     """`agent bench-matmul` of one config, every direction, as JSON."""
-    cmd = [a.agent, "bench-matmul", "--m", str(c["m"]), "--n", str(c["n"]), "--k", str(c["k"]),
-           "--batch", str(c["batch"]), "--minibatch", str(mb), "--minibatch-in",
-           MB_NAMES[c["minibatch_in"]], "--dtype", dtype, "--format", "json"]
-    return cmd + [f for f, on in (("--trans-a", c["trans_a"]), ("--trans-b", c["trans_b"]),
-                                  ("--weight", c["weight"]), ("--bias", c["bias"])) if on]
+    return [a.agent, "bench-matmul"] + matmul_config.bench_args(c, mb) + [
+        "--dtype", dtype, "--format", "json"]
 
 
 def conv_dict(conv, n):
@@ -327,8 +315,8 @@ class Timer:
         directly for the one operand."""
         t = self.torch
         dt = self.dtype(dtype)
-        count, m, n, k = matmul_gemm(c, mb)
-        mm = count == 1 and c["minibatch_in"] != MB_BATCH
+        count, m, n, k = matmul_config.gemm(c, mb)
+        mm = matmul_config.is_mm(c)
         lead = () if mm else (count,)
 
         def stored(rows, cols):
@@ -403,6 +391,23 @@ class Timer:
         return statistics.median(samples), back_to_back
 
 
+def against_torch(row, timers, a, torch, measure):
+    """Completes an item's row (its agent_ms known) with PyTorch's time,
+    measure(timer) -> (median ms, back-to-back ms), and A/B; or with why
+    PyTorch's call failed: one item's failure is its own row."""
+    try:
+        if not timers:
+            timers.append(Timer(torch, a.device))
+        torch_ms, b2b = measure(timers[0])
+        row.update(status="ok", torch_ms=torch_ms, torch_back_to_back_ms=b2b,
+                   ratio=row["agent_ms"] / torch_ms)
+    except Exception as e:  # noqa: BLE001 - one item's failure is its row
+        row.update(status="failed", error="PyTorch's call: %s: %s"
+                   % (type(e).__name__, str(e).splitlines()[0][:300] if str(e) else ""))
+        if a.device.startswith("cuda"):
+            torch.cuda.empty_cache()
+
+
 def part_facts(a, out):
     """One line: the machine, PyTorch and its settings, the libraries."""
     import gpu_env
@@ -468,7 +473,7 @@ def part_convs(a, out):
         agent_error = str(e)  # what it measured before stopping still counts
         log("the agent stopped: %s" % agent_error)
     agent = read_agent_jsonl(jsonl)
-    timer = None
+    timers = []  # the Timer, made at the first item the agent measured
     for conv in convs:
         d = conv_dict(conv, a.batch)
         for direction in DIRS:
@@ -485,17 +490,8 @@ def part_convs(a, out):
             row.update(agent_ms=got["median_ms"], route=got.get("route", ""),
                        algo=got.get("algo", ""), sm_clock_mhz=got.get("sm_clock_mhz", 0),
                        power_w=got.get("power_w", 0))
-            try:
-                if timer is None:
-                    timer = Timer(torch, a.device)
-                torch_ms, b2b = timer.time(d, direction, a.dtype, a.reps)
-                row.update(status="ok", torch_ms=torch_ms, torch_back_to_back_ms=b2b,
-                           ratio=got["median_ms"] / torch_ms)
-            except Exception as e:  # noqa: BLE001 - one conv's failure is its row
-                row.update(status="failed", error="PyTorch's call: %s: %s"
-                           % (type(e).__name__, str(e).splitlines()[0][:300] if str(e) else ""))
-                if a.device.startswith("cuda"):
-                    torch.cuda.empty_cache()
+            against_torch(row, timers, a, torch,
+                          lambda tm: tm.time(d, direction, a.dtype, a.reps))
             out.put(row)
     return 0
 
@@ -505,7 +501,7 @@ def part_matmuls(a, out):
     import torch
     if a.device == "cpu":
         torch.set_num_threads(a.threads)
-    timer = None
+    timers = []  # the Timer, made at the first item the agent measured
     for mmul in (matmul_scaled(x, a.scale) for x in MATMULS):
         c = matmul_dict(mmul)
         got, agent_error = {}, ""
@@ -526,17 +522,8 @@ def part_matmuls(a, out):
                 out.put(row)
                 continue
             row.update(agent_ms=r["median_ms"], route=r.get("route", ""))
-            try:
-                if timer is None:
-                    timer = Timer(torch, a.device)
-                torch_ms, b2b = timer.time_matmul(c, direction, a.dtype, a.reps, a.batch)
-                row.update(status="ok", torch_ms=torch_ms, torch_back_to_back_ms=b2b,
-                           ratio=r["median_ms"] / torch_ms)
-            except Exception as e:  # noqa: BLE001 - one matmul's failure is its row
-                row.update(status="failed", error="PyTorch's call: %s: %s"
-                           % (type(e).__name__, str(e).splitlines()[0][:300] if str(e) else ""))
-                if a.device.startswith("cuda"):
-                    torch.cuda.empty_cache()
+            against_torch(row, timers, a, torch,
+                          lambda tm: tm.time_matmul(c, direction, a.dtype, a.reps, a.batch))
             out.put(row)
     return 0
 

@@ -41,18 +41,18 @@ import os
 import statistics
 import subprocess
 import sys
-import time
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(REPO, "agent", "harness"))
 
 import cpu_env  # noqa: E402
+import matmul_config  # noqa: E402
 from faithfulness import median_time  # noqa: E402
 
 MODELS = "vit_b_16,swin_t,convnext_tiny"
 # The interpreter with PyTorch, as the agent looks for it.
 PYTHON = os.environ.get("TRAINCAST_PYTHON", "/usr/bin/python3")
-MB_ROWS, MB_BATCH = 1, 2
+MB_ROWS, MB_BATCH = matmul_config.MB_ROWS, matmul_config.MB_BATCH
 DIRS = ("fwd", "bwd_data", "bwd_filter")
 GOAL_MEDIAN = (0.95, 1.05)
 GOAL_WITHIN = 0.90
@@ -91,20 +91,6 @@ def directions(use):
         ["bwd_filter"] if use["grad_b"] else [])
 
 
-def gemm(c, mb):
-    """The forward GEMM at mini-batch mb (common/ops/tc_matmul.c)."""
-    count, m = c["batch"], c["m"]
-    if c["minibatch_in"] == MB_ROWS:
-        m *= mb
-    elif c["minibatch_in"] == MB_BATCH:
-        count *= mb
-    return count, m, c["n"], c["k"]
-
-
-def is_mm(c):
-    return c["batch"] == 1 and c["minibatch_in"] != MB_BATCH
-
-
 def cmd_configs(a):
     """The distinct matmul configs of the models, with their directions."""
     agent = os.path.join(a.build_dir, "agent", "agent")
@@ -136,16 +122,12 @@ def agent_round(a, threads, configs):
     agent = os.path.join(a.build_dir, "agent", "agent")
     times = {}
     for k, (c, dirs) in configs.items():
-        cmd = [agent, "bench-matmul", "--m", str(c["m"]), "--n", str(c["n"]), "--k", str(c["k"]),
-               "--batch", str(c["batch"]), "--minibatch", str(a.batch), "--minibatch-in",
-               ("none", "rows", "batch")[c["minibatch_in"]],
-               "--direction", ",".join(d for d in DIRS if d in dirs), "--threads", str(threads),
-               "--allocator", a.allocator, "--budget-ms", str(a.budget_ms), "--max-reps",
-               str(a.max_reps), "--operands", a.operands, "--format", "csv"]
+        cmd = [agent, "bench-matmul"] + matmul_config.bench_args(c, a.batch) + [
+            "--direction", ",".join(d for d in DIRS if d in dirs), "--threads", str(threads),
+            "--allocator", a.allocator, "--budget-ms", str(a.budget_ms), "--max-reps",
+            str(a.max_reps), "--operands", a.operands, "--format", "csv"]
         if a.quiet_threshold is not None:
             cmd += ["--quiet-threshold", str(a.quiet_threshold)]
-        cmd += [f for f, on in (("--trans-a", c["trans_a"]), ("--trans-b", c["trans_b"]),
-                                ("--weight", c["weight"]), ("--bias", c["bias"])) if on]
         text, _ = run(cmd)
         lines = [l for l in text.splitlines() if l and not l.startswith("direction,")]
         for line in lines:
@@ -164,8 +146,8 @@ def torch_round(a, threads, path):
 
 def time_matmul(torch, c, dirs, a):
     """PyTorch's own time of each direction of one config at the mini-batch."""
-    count, m, n, k = gemm(c, a.batch)
-    mm = is_mm(c)
+    count, m, n, k = matmul_config.gemm(c, a.batch)
+    mm = matmul_config.is_mm(c)
     lead = () if mm else (count,)
     a_store = torch.randn(*lead, *((k, m) if c["trans_a"] else (m, k)))
     b_store = torch.randn(*lead, *((n, k) if c["trans_b"] else (k, n)))

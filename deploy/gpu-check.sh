@@ -721,37 +721,24 @@ else:
 PY
 }
 
-part_convs_in() { # LOG-NAME DTYPE
+part_ab_in() { # convs|matmuls LOG-NAME DTYPE: the agent against PyTorch, item by item
     local st=0
-    check_part convs "convs-$1" --dtype "$2" --batch "$conv_batch" --scale "$conv_scale" \
+    check_part "$1" "$1-$2" --dtype "$3" --batch "$conv_batch" --scale "$conv_scale" \
         --reps "$conv_reps" --budget-ms "$conv_budget" || st=$?
-    step_note=$(ab_summary conv "$2")
-    [ "$st" -eq 0 ] || fail_msg="$(tail_of "$work/logs/convs-$1.err" 3)"
+    step_note=$(ab_summary "${1%s}" "$3")
+    [ "$st" -eq 0 ] || fail_msg="$(tail_of "$work/logs/$1-$2.err" 3)"
     return "$st"
 }
 
-part_convs_fp32() { part_convs_in fp32 fp32; }
-
-part_convs_amp() {
+part_ab_amp() { # convs|matmuls
     if [ "$conv_amp" = none ]; then step_note="no AMP on this device"; return 0; fi
-    part_convs_in amp "$conv_amp"
+    part_ab_in "$1" amp "$conv_amp"
 }
 
-part_matmuls_in() { # LOG-NAME DTYPE
-    local st=0
-    check_part matmuls "matmuls-$1" --dtype "$2" --batch "$conv_batch" --scale "$conv_scale" \
-        --reps "$conv_reps" --budget-ms "$conv_budget" || st=$?
-    step_note=$(ab_summary matmul "$2")
-    [ "$st" -eq 0 ] || fail_msg="$(tail_of "$work/logs/matmuls-$1.err" 3)"
-    return "$st"
-}
-
-part_matmuls_fp32() { part_matmuls_in fp32 fp32; }
-
-part_matmuls_amp() {
-    if [ "$conv_amp" = none ]; then step_note="no AMP on this device"; return 0; fi
-    part_matmuls_in amp "$conv_amp"
-}
+part_convs_fp32() { part_ab_in convs fp32 fp32; }
+part_convs_amp() { part_ab_amp convs; }
+part_matmuls_fp32() { part_ab_in matmuls fp32 fp32; }
+part_matmuls_amp() { part_ab_amp matmuls; }
 
 part_numerics() {
     local st=0

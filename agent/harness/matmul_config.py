@@ -1,0 +1,36 @@
+"""A matmul config as the agent keys it, for the Python that times PyTorch's
+side of one (bench/matmul_faithfulness.py on the CPU, bench/gpu_conv_check.py
+on a GPU).
+
+A config is a dict as `agent model describe --format json` lists it: sizes
+per sample, m x k times k x n, `batch` products per sample, and where the
+mini-batch goes (`minibatch_in`: none, the rows of one product, or more
+products), with trans_a, trans_b, weight and bias flags
+(common/ops/tc_matmul.h).
+"""
+
+MB_NONE, MB_ROWS, MB_BATCH = 0, 1, 2
+MB_NAMES = ("none", "rows", "batch")
+
+
+def gemm(c, mb):
+    """(products, m, n, k) of the forward at mini-batch mb (common/ops/tc_matmul.c)."""
+    count, m = c["batch"], c["m"]
+    if c["minibatch_in"] == MB_ROWS:
+        m *= mb
+    elif c["minibatch_in"] == MB_BATCH:
+        count *= mb
+    return count, m, c["n"], c["k"]
+
+
+def is_mm(c):
+    """One product per step (torch.mm / torch.addmm), not a batch (torch.bmm)."""
+    return c["batch"] == 1 and c["minibatch_in"] != MB_BATCH
+
+
+def bench_args(c, mb):
+    """The config's arguments of `agent bench-matmul` at mini-batch mb."""
+    args = ["--m", str(c["m"]), "--n", str(c["n"]), "--k", str(c["k"]), "--batch",
+            str(c["batch"]), "--minibatch", str(mb), "--minibatch-in", MB_NAMES[c["minibatch_in"]]]
+    return args + [f for f, on in (("--trans-a", c["trans_a"]), ("--trans-b", c["trans_b"]),
+                                   ("--weight", c["weight"]), ("--bias", c["bias"])) if on]
