@@ -35,7 +35,7 @@
 # serve, conv benchmarks of --models and --held-out under both policies,
 # PyTorch traces (cudnn.benchmark off and on), push, fit, validate,
 # predict --gpu all for the held-out CNN, the summed benchmarks against the
-# profiler per trace, then the conv check's convs and steps.
+# profiler per trace, then the conv check's convs, matmuls and steps.
 #
 # Exit status: 0 when every step ran (its figures are reported, not judged),
 # 1 when a step failed (the report and stderr say which and why), 2 on bad
@@ -791,8 +791,8 @@ if [ "$do_build" -eq 1 ] || [ "$conv_check_only" -eq 0 ]; then
     run_step "${pre:+2 }build" step_build
 fi
 if [ "$conv_check_only" -eq 1 ]; then
-    # Caps (s) add up to the default plan of 8 minutes with some room; each is
-    # shortened when the plan runs out.
+    # Caps (s) add up to a little more than the default plan of 8 minutes (no
+    # part takes all of its cap); each is shortened when the plan runs out.
     run_part "1 facts" 60 part_facts
     run_part "2 routes" 45 part_routes
     run_part "3 convs fp32" 80 part_convs_fp32
