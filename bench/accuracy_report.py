@@ -265,11 +265,16 @@ def main():
     w("")
     text = "\n".join(lines)
     # The report is meant to be committed: no paths of this machine in it.
+    # Only a path that starts with the repository's: a relative link that
+    # climbs out of a report written elsewhere ("../<repo>/bench/...")
+    # holds the same characters and must stay a working link.
     if a.repo:
-        text = text.replace(a.repo.rstrip("/") + "/", "").replace(a.repo, ".")
+        repo = re.escape(a.repo.rstrip("/"))
+        text = re.sub(r"(?<![\w./-])" + repo + r"/", "", text)
+        text = re.sub(r"(?<![\w./-])" + repo + r"(?![\w/-]|\.\w)", ".", text)
     home = os.path.expanduser("~")
     if home not in ("", "/"):
-        text = text.replace(home, "~")
+        text = re.sub(r"(?<![\w./-])" + re.escape(home.rstrip("/")) + r"(?=/|\b)", "~", text)
     with open(a.out, "w") as f:
         f.write(text)
 

@@ -315,6 +315,24 @@ grep -q '^| cpu A | 112 | 3 | 3 | 9.3 % ± 5.4 | 5.0 % ± 2.9 | -4.3 ± 3.0 | 0 
     && ok "accuracy report pairs the CNNs before and after the matmul benchmarks" \
     || fail "accuracy report before/after: $(grep -A6 'before and after' "$tmp/before.md" 2>&1)"
 
+# Paths of the repository are taken out of a report, but a relative chart
+# link that climbs out of a report written elsewhere stays a working link:
+# the repository under /var/tmp and the report under the temporary folder
+# have only / in common, so the link holds the repository's whole path.
+fake=$(mktemp -d -p /var/tmp)
+mkdir -p "$fake/study" "$tmp/elsewhere"
+: >"$fake/study/accuracy.svg"
+python3 "$repo/bench/accuracy_report.py" --validate "main=$tmp/now.json" --plot "$fake/study/accuracy.svg" \
+    --repo "$fake" --out "$tmp/elsewhere/r.md" >/dev/null 2>&1
+python3 "$repo/bench/accuracy_report.py" --validate "main=$tmp/now.json" --plot "$fake/study/accuracy.svg" \
+    --repo "$fake" --out "$fake/r.md" >/dev/null 2>&1
+link=$(sed -n 's/^!\[predicted vs measured\](\(.*\))$/\1/p' "$tmp/elsewhere/r.md")
+[ -n "$link" ] && [ -f "$tmp/elsewhere/$link" ] && grep -q '^!\[predicted vs measured\](study/accuracy.svg)$' "$fake/r.md" \
+    && ! grep -q "$fake" "$fake/r.md" \
+    && ok "accuracy report links its chart from inside and outside the repository" \
+    || fail "accuracy report chart link: '$link' / $(grep 'predicted vs' "$fake/r.md")"
+rm -rf "$fake"
+
 # The in-step conv timer, on a real training step of a small CNN with dropout.
 py=${TRAINCAST_PYTHON:-/usr/bin/python3}
 if "$py" -c 'import torch, torchvision' 2>/dev/null; then
