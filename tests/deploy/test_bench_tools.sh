@@ -320,6 +320,7 @@ grep -q '^| cpu A | 112 | 3 | 3 | 9.3 % ± 5.4 | 5.0 % ± 2.9 | -4.3 ± 3.0 | 0 
 # the repository under /var/tmp and the report under the temporary folder
 # have only / in common, so the link holds the repository's whole path.
 fake=$(mktemp -d -p /var/tmp)
+trap 'rm -rf "$tmp" "$fake"' EXIT
 mkdir -p "$fake/study" "$tmp/elsewhere"
 : >"$fake/study/accuracy.svg"
 python3 "$repo/bench/accuracy_report.py" --validate "main=$tmp/now.json" --plot "$fake/study/accuracy.svg" \
@@ -331,7 +332,6 @@ link=$(sed -n 's/^!\[predicted vs measured\](\(.*\))$/\1/p' "$tmp/elsewhere/r.md
     && ! grep -q "$fake" "$fake/r.md" \
     && ok "accuracy report links its chart from inside and outside the repository" \
     || fail "accuracy report chart link: '$link' / $(grep 'predicted vs' "$fake/r.md")"
-rm -rf "$fake"
 
 # The in-step conv timer, on a real training step of a small CNN with dropout.
 py=${TRAINCAST_PYTHON:-/usr/bin/python3}
