@@ -158,7 +158,7 @@ convcheck)
     else
         echo "ok: the conv check ran from the bundle without PostgreSQL"
         for s in "1 facts" "2 routes" "3 convs fp32" "4 convs AMP" "5 matmuls fp32" "6 matmuls AMP" "7 numerics" "8 step fp32" "9 step AMP"; do
-            grep -q "^| $s | ok |" "$w/report.md" || fail "report: step '$s' is not ok"
+            grep -q "^| $s | ok |" "$w/report.md" || { fail "report: step '$s' is not ok:"; grep "^| $s |" "$w/report.md"; }
         done
         n=$(grep -c '"part": "conv"' "$w/results.jsonl")
         [ "$n" -eq 35 ] || fail "results.jsonl: $n conv lines, want 35 (12 convs x 3 directions - 1)"
