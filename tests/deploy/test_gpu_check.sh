@@ -36,6 +36,15 @@ ab_rows() {
         on && /^\| .* \| (fwd|bwd_data|bwd_filter) \| fp32 \| .* \| [0-9.]+ \|$/ { n++ }
         END { print n + 0 }'
 }
+# steps_ok REPORT STEP...: each step's row in the report's table says ok (the
+# row, when it does not).
+steps_ok() {
+    local report=$1 s
+    shift
+    for s in "$@"; do
+        grep -q "^| $s | ok |" "$report" || { fail "report: step '$s' is not ok:"; grep "^| $s |" "$report"; }
+    done
+}
 # expect STATUS PATTERN LABEL -- CMD...: runs CMD, checks its exit status and output.
 expect() {
     local want=$1 pattern=$2 label=$3
@@ -114,9 +123,8 @@ rehearsal)
         fail "gpu-check.sh --cpu-rehearsal exited $st:"; echo "$out" | tail -n 30; cat "$report" 2>/dev/null
     else
         echo "ok: every step passed"
-        for s in "1 preflight" "2 build" "3 agent info" "4 database" "5 conv bench" "6 traces" "7 fit" "8 predict" "9 conv check" "10 convs fp32" "10 matmuls fp32" "10 step fp32"; do
-            grep -q "^| $s | ok |" "$report" || fail "report: step '$s' is not ok"
-        done
+        steps_ok "$report" "1 preflight" "2 build" "3 agent info" "4 database" "5 conv bench" "6 traces" \
+            "7 fit" "8 predict" "9 conv check" "10 convs fp32" "10 matmuls fp32" "10 step fp32"
         grep -q 'Result: every step ran' "$report" || fail "report lacks the result line"
         # Both policies were benchmarked, traced and compared, every item found.
         for p in heuristic exhaustive; do
@@ -157,9 +165,8 @@ convcheck)
         fail "bundle gpu-check.sh --conv-check --cpu-rehearsal exited $st:"; echo "$out" | tail -n 30; cat "$w/report.md" 2>/dev/null
     else
         echo "ok: the conv check ran from the bundle without PostgreSQL"
-        for s in "1 facts" "2 routes" "3 convs fp32" "4 convs AMP" "5 matmuls fp32" "6 matmuls AMP" "7 numerics" "8 step fp32" "9 step AMP"; do
-            grep -q "^| $s | ok |" "$w/report.md" || { fail "report: step '$s' is not ok:"; grep "^| $s |" "$w/report.md"; }
-        done
+        steps_ok "$w/report.md" "1 facts" "2 routes" "3 convs fp32" "4 convs AMP" "5 matmuls fp32" \
+            "6 matmuls AMP" "7 numerics" "8 step fp32" "9 step AMP"
         n=$(grep -c '"part": "conv"' "$w/results.jsonl")
         [ "$n" -eq 35 ] || fail "results.jsonl: $n conv lines, want 35 (12 convs x 3 directions - 1)"
         n=$(grep -c '"part": "matmul".*"status": "ok"' "$w/results.jsonl")
