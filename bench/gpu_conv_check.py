@@ -29,8 +29,10 @@ such ("status": "failed" with the error) while the rest go on.
             (Linear layers with and without a bias, attention's batched
             products, a classifier head) at one batch and dtype, per
             direction (forward, the gradient of A, the gradient of B):
-              A  `agent bench-matmul` (cuBLAS or cuBLASLt as PyTorch calls
-                 them; TF32 off in fp32, PyTorch's matmul default);
+              A  the agent's benchmark, one call for all of them (`agent
+                 bench --convs LIST --ops matmul --json`, a list of matmul
+                 lines: cuBLAS or cuBLASLt as PyTorch calls them; TF32 off
+                 in fp32, PyTorch's matmul default);
               B  PyTorch's own call: torch.addmm with the bias, torch.mm or
                  torch.bmm on the operands' stored layouts for the forward,
                  the forward's autograd node called directly for a gradient
@@ -145,6 +147,7 @@ MATMUL_NUMERICS = [
 ]
 KEYS = ("c", "h", "w", "k", "r", "s", "pad_h", "pad_w", "stride_h", "stride_w", "dilation_h",
         "dilation_w", "groups", "bias")
+MATMUL_KEYS = ("batch", "m", "n", "k", "minibatch_in", "trans_a", "trans_b", "weight", "bias")
 
 
 def log(msg):
@@ -186,6 +189,11 @@ def key_of(d):
     return tuple(int(d[k]) if k != "bias" else bool(d[k]) for k in KEYS)
 
 
+def matmul_key_of(d):
+    """A matmul's key (the agent's JSON line or a config dict), dtype aside."""
+    return tuple(int(d[k]) for k in MATMUL_KEYS)
+
+
 def scaled(conv, scale):
     name, c, h, k, r, stride, pad, groups, bias, first = conv
     h = max(r, h // scale) if scale > 1 else h
@@ -223,8 +231,9 @@ def device_args(a):
     return ["--device", a.device] + (["--threads", str(a.threads)] if a.device == "cpu" else [])
 
 
-def read_agent_jsonl(path):
-    """The agent's --json lines so far: {(key, direction): line}."""
+def read_agent_jsonl(path, key=None):
+    """The agent's --json lines so far: {(key, direction): line} (the conv
+    key, or the one `key` gives)."""
     out = {}
     if os.path.exists(path):
         with open(path) as f:
@@ -233,7 +242,7 @@ def read_agent_jsonl(path):
                     d = json.loads(line)
                 except ValueError:
                     continue  # a line the agent was writing when it stopped
-                out[(key_of(d), d["direction"])] = d
+                out[((key or key_of)(d), d["direction"])] = d
     return out
 
 
@@ -501,27 +510,43 @@ def part_matmuls(a, out):
     import torch
     if a.device == "cpu":
         torch.set_num_threads(a.threads)
+    tag = a.dtype
+    configs = [(mmul[0], matmul_dict(mmul)) for mmul in (matmul_scaled(x, a.scale) for x in MATMULS)]
+    # One agent call for all of them, as for the convs: a list of matmul
+    # classes, each with both operands' gradients (every direction).
+    path = os.path.join(a.work, "dozen.matmuls")
+    with open(path, "w") as f:
+        f.write("model gpu-check\n")
+        for _, c in configs:
+            f.write("matmul %s %d %d %d %d %d %d %d %d 1 1 1\n" % (
+                matmul_config.MB_NAMES[c["minibatch_in"]], c["batch"], c["m"], c["n"], c["k"],
+                c["trans_a"], c["trans_b"], c["weight"], c["bias"]))
+    jsonl = os.path.join(a.work, "agent-matmuls-%s.jsonl" % tag)
+    tcr = os.path.join(a.work, "agent-matmuls-%s.tcr" % tag)
+    for p in (jsonl, tcr):
+        if os.path.exists(p):
+            os.unlink(p)
+    agent_error = ""
+    try:
+        run([a.agent, "bench", "--convs", path, "--ops", "matmul", "--batches", str(a.batch),
+             "--dtype", a.dtype, "--budget-ms", str(a.budget_ms), "--out", tcr, "--json", jsonl]
+            + device_args(a), a.timeout)
+    except (RuntimeError, subprocess.TimeoutExpired, OSError) as e:
+        agent_error = str(e)  # what it measured before stopping still counts
+        log("the agent stopped: %s" % agent_error)
+    agent = read_agent_jsonl(jsonl, matmul_key_of)
     timers = []  # the Timer, made at the first item the agent measured
-    for mmul in (matmul_scaled(x, a.scale) for x in MATMULS):
-        c = matmul_dict(mmul)
-        got, agent_error = {}, ""
-        try:
-            _, text, _ = run(matmul_cmd(a, c, a.dtype, a.batch) + ["--budget-ms", str(a.budget_ms)]
-                             + device_args(a), a.timeout)
-            got = {r["direction"]: r for r in json.loads(text)["matmul"]}
-        except (RuntimeError, subprocess.TimeoutExpired, OSError, ValueError, KeyError) as e:
-            agent_error = str(e)
-            log("the agent stopped: %s" % agent_error)
+    for name, c in configs:
         for direction in DIRS:
-            row = {"part": "matmul", "matmul": mmul[0], "direction": direction,
+            row = {"part": "matmul", "matmul": name, "direction": direction,
                    "dtype": a.dtype, "batch": a.batch, "config": c}
-            r = got.get(direction)
-            if r is None:
+            got = agent.get((matmul_key_of(c), direction))
+            if got is None:
                 row.update(status="failed", error="the agent has no result: " +
-                           (agent_error or "no %s in its output" % direction))
+                           (agent_error or "see its warnings in the log"))
                 out.put(row)
                 continue
-            row.update(agent_ms=r["median_ms"], route=r.get("route", ""))
+            row.update(agent_ms=got["median_ms"], route=got.get("route", ""))
             against_torch(row, timers, a, torch,
                           lambda tm: tm.time_matmul(c, direction, a.dtype, a.reps, a.batch))
             out.put(row)
@@ -672,8 +697,8 @@ AB_INTRO = {
              "of about 1 ms, CUDA events, inputs rotated past L2), median of the calls; "
              "B2B = the mean of the same calls back to back."),
     "matmul": ("### Matmul by matmul: the agent against PyTorch's own call",
-               "A = the agent's median per direction (`agent bench-matmul`: cuBLAS or cuBLASLt "
-               "as PyTorch calls them); B = PyTorch's own call of the same product "
+               "A = the agent's median per direction (`agent bench` of a matmul list: cuBLAS or "
+               "cuBLASLt as PyTorch calls them); B = PyTorch's own call of the same product "
                "(torch.addmm with the bias, torch.mm, torch.bmm on the stored layouts; a "
                "gradient by the forward's autograd node), timed the same way (a spin of about "
                "1 ms, CUDA events, operands rotated past L2), median of the calls; B2B = the "

@@ -17,7 +17,7 @@
 #   4 convs AMP     per direction against PyTorch's own call (fp32 as PyTorch
 #                   computes it by default, then fp16 as AMP runs convs)
 #   5 matmuls fp32  a dozen matmuls of vit_b_16, swin_t and convnext_tiny at
-#   6 matmuls AMP   224 px, batch 32: `agent bench-matmul` (cuBLAS/cuBLASLt)
+#   6 matmuls AMP   224 px, batch 32: one `agent bench` of their list (cuBLAS/cuBLASLt)
 #                   per direction against PyTorch's own addmm/mm/bmm and their
 #                   autograd nodes (fp32 without TF32, then as AMP runs them)
 #   7 numerics      agent bench-conv --verify and bench-matmul --verify on
@@ -793,15 +793,15 @@ fi
 if [ "$conv_check_only" -eq 1 ]; then
     # Caps (s) add up to a little more than the default plan of 8 minutes (no
     # part takes all of its cap); each is shortened when the plan runs out.
-    # The matmul steps start the agent once per matmul (a dozen processes,
-    # each loading the framework to name its device): 36 s of 40 on a quiet
-    # 2-CPU rehearsal, cut under a parallel test suite, hence 75.
+    # The matmul steps time their dozen matmuls in one agent process, as the
+    # conv steps their convs (8 s on a quiet 2-CPU rehearsal; a process per
+    # matmul took 36).
     run_part "1 facts" 60 part_facts
     run_part "2 routes" 45 part_routes
     run_part "3 convs fp32" 80 part_convs_fp32
     run_part "4 convs AMP" 80 part_convs_amp
-    run_part "5 matmuls fp32" 75 part_matmuls_fp32
-    run_part "6 matmuls AMP" 75 part_matmuls_amp
+    run_part "5 matmuls fp32" 40 part_matmuls_fp32
+    run_part "6 matmuls AMP" 40 part_matmuls_amp
     run_part "7 numerics" 40 part_numerics
     run_part "8 step fp32" 55 part_step_fp32
     run_part "9 step AMP" 55 part_step_amp

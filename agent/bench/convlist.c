@@ -5,6 +5,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,23 +14,35 @@ typedef struct {
     char name[128];
     tc_conv_usage_t *convs;
     size_t n, cap;
+    tc_matmul_usage_t *mms;
+    size_t n_mm, cap_mm;
 } s_model_t;
 
-static int s_flush(s_model_t *m, tc_convlist_fn fn, void *arg)
+/* Where a model's layers go: mfn NULL for a reader of convs alone. */
+typedef struct {
+    tc_convlist_fn fn;
+    tc_matmullist_fn mfn;
+    void *arg;
+} s_sink_t;
+
+/* Hand over the model read so far: its convs, then its matmuls. */
+static int s_flush(s_model_t *m, const s_sink_t *to)
 {
     int rc = 0;
-    if (m->n)
-        rc = fn(m->name, m->convs, m->n, arg);
-    m->n = 0;
+    if (m->n || m->n_mm)
+        rc = to->fn(m->name, m->convs, m->n, to->arg);
+    if (rc == 0 && m->n_mm)
+        rc = to->mfn(m->name, m->mms, m->n_mm, to->arg);
+    m->n = m->n_mm = 0;
     return rc;
 }
 
 /* A "model NAME" line (p just after "model"): hand over the model read so
  * far, then start the one named. */
 static int s_model_line(s_model_t *m, char *p, const char *path, unsigned lineno,
-                        tc_convlist_fn fn, void *arg)
+                        const s_sink_t *to)
 {
-    int rc = s_flush(m, fn, arg);
+    int rc = s_flush(m, to);
     if (rc < 0)
         return rc;
     while (isspace((unsigned char)*p))
@@ -87,17 +100,27 @@ static int s_conv_usage(const unsigned long v[16], int got, const char *path, un
     return 0;
 }
 
+/* An array v of n used and *cap allocated elements of `size` bytes with
+ * room for one more: v itself, or its reallocation (NULL when out of
+ * memory, v then untouched). */
+static void *s_grow(void *v, size_t n, size_t *cap, size_t size)
+{
+    if (n < *cap)
+        return v;
+    size_t c = *cap ? 2 * *cap : 64;
+    void *nv = realloc(v, c * size);
+    if (nv)
+        *cap = c;
+    return nv;
+}
+
 /* Add a conv usage to the model's layers. */
 static int s_append(s_model_t *m, const tc_conv_usage_t *u, const char *path)
 {
-    if (m->n == m->cap) {
-        size_t cap = m->cap ? 2 * m->cap : 64;
-        tc_conv_usage_t *nc = realloc(m->convs, cap * sizeof *nc);
-        if (!nc)
-            return tc_fail(TC_ENOMEM, "out of memory reading %s", path);
-        m->convs = nc;
-        m->cap = cap;
-    }
+    tc_conv_usage_t *convs = s_grow(m->convs, m->n, &m->cap, sizeof *convs);
+    if (!convs)
+        return tc_fail(TC_ENOMEM, "out of memory reading %s", path);
+    m->convs = convs;
     m->convs[m->n++] = *u;
     return 0;
 }
@@ -131,8 +154,61 @@ static int s_conv_line(s_model_t *m, char *p, const char *path, unsigned lineno)
     return s_append(m, &u, path);
 }
 
-int tc_convlist_read(const char *path, tc_convlist_fn fn, void *arg)
+/* A matmul line (p just after "matmul"): where the mini-batch goes, then
+ * batch m n k trans_a trans_b weight bias count grad_a grad_b, checked and
+ * added to the model. */
+static int s_matmul_line(s_model_t *m, char *p, const char *path, unsigned lineno)
 {
+    while (isspace((unsigned char)*p))
+        p++;
+    size_t wlen = strcspn(p, " \t\r\n#");
+    tc_matmul_usage_t u;
+    memset(&u, 0, sizeof u);
+    u.config = tc_matmul_config_default();
+    bool named = false;
+    for (unsigned w = TC_MM_MB_NONE; w <= TC_MM_MB_BATCH && !named; w++) {
+        const char *name = tc_mm_minibatch_name((tc_mm_minibatch_t)w);
+        named = wlen == strlen(name) && !strncmp(p, name, wlen);
+        u.config.minibatch_in = w;
+    }
+    unsigned long v[16];
+    char *end = p;
+    int got = named ? s_numbers(p + wlen, v, &end) : 0;
+    if (!named || got != 11 || (*end && *end != '#'))
+        return tc_fail(TC_EPARSE, "%s:%u: expected 'matmul', where the mini-batch goes (none, "
+                                  "rows or batch) and 11 numbers (batch m n k trans_a trans_b "
+                                  "weight bias count grad_a grad_b)",
+                       path, lineno);
+    for (int i = 4; i < 11; i++)
+        if (i != 8 && v[i] > 1)
+            return tc_fail(TC_EPARSE, "%s:%u: trans_a, trans_b, weight, bias, grad_a and "
+                                      "grad_b must be 0 or 1",
+                           path, lineno);
+    u.config.batch = (uint32_t)v[0], u.config.m = (uint32_t)v[1];
+    u.config.n = (uint32_t)v[2], u.config.k = (uint32_t)v[3];
+    u.config.trans_a = v[4], u.config.trans_b = v[5];
+    u.config.weight = v[6], u.config.bias = v[7];
+    u.use.multiplicity = (uint32_t)v[8];
+    u.use.grad_a = v[9], u.use.grad_b = v[10];
+    if (u.use.multiplicity == 0)
+        return tc_fail(TC_EPARSE, "%s:%u: count must be > 0", path, lineno);
+    if (u.config.weight && !u.use.grad_b)
+        return tc_fail(TC_EPARSE, "%s:%u: a weight (weight 1) always needs its gradient "
+                                  "(grad_b 1)",
+                       path, lineno);
+    if (tc_matmul_config_check(&u.config) < 0)
+        return tc_err_context(TC_EPARSE, "%s:%u", path, lineno);
+    tc_matmul_usage_t *mms = s_grow(m->mms, m->n_mm, &m->cap_mm, sizeof *mms);
+    if (!mms)
+        return tc_fail(TC_ENOMEM, "out of memory reading %s", path);
+    m->mms = mms;
+    m->mms[m->n_mm++] = u;
+    return 0;
+}
+
+int tc_oplist_read(const char *path, tc_convlist_fn fn, tc_matmullist_fn mfn, void *arg)
+{
+    const s_sink_t to = {fn, mfn, arg};
     FILE *f = fopen(path, "r");
     if (!f)
         return tc_fail(errno == ENOENT ? TC_ENOTFOUND : TC_EIO, "cannot open conv list %s: %s",
@@ -155,7 +231,11 @@ int tc_convlist_read(const char *path, tc_convlist_fn fn, void *arg)
         if (*p == '#' || *p == '\0')
             continue;
         if (strncmp(p, "model", 5) == 0 && isspace((unsigned char)p[5]))
-            rc = s_model_line(&m, p + 5, path, lineno, fn, arg);
+            rc = s_model_line(&m, p + 5, path, lineno, &to);
+        else if (strncmp(p, "matmul", 6) == 0 && isspace((unsigned char)p[6]))
+            rc = mfn ? s_matmul_line(&m, p + 6, path, lineno)
+                     : tc_fail(TC_EPARSE, "%s:%u: a matmul, where only convs are read", path,
+                               lineno);
         else
             rc = s_conv_line(&m, p, path, lineno);
         if (rc < 0)
@@ -164,8 +244,14 @@ int tc_convlist_read(const char *path, tc_convlist_fn fn, void *arg)
     if (rc == 0 && ferror(f))
         rc = tc_fail(TC_EIO, "reading %s: %s", path, strerror(errno));
     if (rc == 0)
-        rc = s_flush(&m, fn, arg);
+        rc = s_flush(&m, &to);
     free(m.convs);
+    free(m.mms);
     fclose(f);
     return rc;
+}
+
+int tc_convlist_read(const char *path, tc_convlist_fn fn, void *arg)
+{
+    return tc_oplist_read(path, fn, NULL, arg);
 }

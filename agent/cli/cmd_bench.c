@@ -27,6 +27,12 @@ static int s_add_list(const char *model, const tc_conv_usage_t *convs, size_t n,
     return tc_planner_add(arg, convs, n);
 }
 
+static int s_add_list_matmuls(const char *model, const tc_matmul_usage_t *mms, size_t n,
+                              void *arg)
+{
+    return tc_planner_add_matmuls(arg, mms, n);
+}
+
 /* Import each model and add its convs. */
 static int s_add_models(tc_planner_t *planner, const char *list, unsigned long input_size)
 {
@@ -39,15 +45,15 @@ static int s_add_models(tc_planner_t *planner, const char *list, unsigned long i
     return rc;
 }
 
-/* Read each conv list file of --convs into the planner (a missing or bad
- * one: TC_EINVAL naming --convs). */
+/* Read each conv list file of --convs, its convs and matmuls, into the
+ * planner (a missing or bad one: TC_EINVAL naming --convs). */
 static int s_add_lists(tc_planner_t *planner, const char *convs)
 {
     char **lists = NULL;
     size_t n_lists = 0;
     int rc = tc_parse_name_list(convs, "--convs", &lists, &n_lists);
     for (size_t i = 0; rc >= 0 && i < n_lists; i++) {
-        rc = tc_convlist_read(lists[i], s_add_list, planner);
+        rc = tc_oplist_read(lists[i], s_add_list, s_add_list_matmuls, planner);
         if (rc == TC_ENOTFOUND || rc == TC_EPARSE)
             rc = tc_err_context(TC_EINVAL, "--convs");
     }
@@ -164,7 +170,7 @@ err:
     return rc;
 }
 
-/* Plan the work: the convs of --models and of the --convs lists at each
+/* Plan the work: the ops of --models and of the --convs lists at each
  * batch and direction, deduplicated. *items is malloc'ed (the caller frees
  * it). */
 static int s_build_plan(const s_bench_args_t *a, const s_what_t *w, tc_bench_item_t **items,
@@ -292,7 +298,8 @@ int tc_cmd_bench(int argc, char **argv)
         {"input-size", TC_OPT_UINT, &a.input_size, "S",
          "input height and width of --models (default: each model's own)"},
         {"convs", TC_OPT_STR, &a.convs, "FILE,...",
-         "conv list files (see docs/conv-benchmarks.md: one layer class per line)"},
+         "conv list files (see docs/conv-benchmarks.md: one layer class per line; a "
+         "'matmul' line is a matmul class)"},
         {"batches", TC_OPT_STR, &a.batches_text, "LIST",
          "batch sizes: 8,16,32 or 8..256 (powers of two) or 8..64:8", true},
         {"device", TC_OPT_STR, &f->device, "DEV", "cpu (default) or cuda:INDEX"},
@@ -308,8 +315,8 @@ int tc_cmd_bench(int argc, char **argv)
         {"direction", TC_OPT_STR, &a.direction, "D",
          "all (default), or a list of fwd, bwd_data, bwd_filter"},
         {"ops", TC_OPT_STR, &a.ops, "LIST",
-         "which ops of --models: all (default: convs, and matmuls where the device "
-         "benchmarks them), or a list of conv, matmul"},
+         "which ops of --models and --convs: all (default: convs, and matmuls where the "
+         "device benchmarks them), or a list of conv, matmul"},
         {"budget-ms", TC_OPT_DOUBLE, &f->budget_ms, "MS", "time budget per item (default 1000)"},
         {"max-reps", TC_OPT_UINT, &f->max_reps, "N", "at most this many repetitions per item (default 200)"},
         {"workspace-mb", TC_OPT_UINT, &f->workspace_mb, "MB",

@@ -349,6 +349,110 @@ static int s_plan_add(const char *model, const tc_conv_usage_t *convs, size_t n,
     return tc_planner_add(arg, convs, n);
 }
 
+static int s_plan_add_matmuls(const char *model, const tc_matmul_usage_t *mms, size_t n,
+                              void *arg)
+{
+    return tc_planner_add_matmuls(arg, mms, n);
+}
+
+typedef struct {
+    char model[3][64];
+    tc_matmul_usage_t mm[4];
+    size_t n_models, n;
+} seen_mm_t;
+
+static int s_seen_mm(const char *model, const tc_matmul_usage_t *mms, size_t n, void *arg)
+{
+    seen_mm_t *s = arg;
+    snprintf(s->model[s->n_models++ % 3], sizeof s->model[0], "%s", model);
+    for (size_t i = 0; i < n && s->n < 4; i++)
+        s->mm[s->n++] = mms[i];
+    return 0;
+}
+
+static int s_no_convs(const char *model, const tc_conv_usage_t *convs, size_t n, void *arg)
+{
+    return 0;
+}
+
+/* A list's matmul lines: each a matmul class of its model (a model may have
+ * matmuls alone), planned with the directions its gradients ask for; a bad
+ * line names itself, and a reader of convs alone refuses matmuls. */
+Test(convlist, reads_matmul_lines, .timeout = 10)
+{
+    char path[] = "/tmp/tc_oplist_XXXXXX";
+    int fd = mkstemp(path);
+    cr_assert_geq(fd, 0);
+    close(fd);
+    s_write(path, "model vit\n"
+                  "3 32 32 16 3 3 1 1 1 1 1 1 1 1 1\n"
+                  "# matmul minibatch_in batch m n k trans_a trans_b weight bias count grad_a grad_b\n"
+                  "matmul rows 1 50 2304 768 0 1 1 1 12 1 1\n"
+                  "  matmul batch 12 50 50 64 0 1 0 0 12 1 1 # attention scores\n"
+                  "model head_only\n"
+                  "matmul rows 1 1 10 768 0 1 1 1 1 0 1\n");
+    seen_mm_t s = {0};
+    cr_assert_eq(tc_oplist_read(path, s_no_convs, s_seen_mm, &s), 0, "%s", tc_errmsg());
+    cr_expect_eq(s.n_models, 2);
+    cr_expect_str_eq(s.model[0], "vit");
+    cr_expect_str_eq(s.model[1], "head_only");
+    cr_assert_eq(s.n, 3);
+    cr_expect_eq(s.mm[0].config.minibatch_in, TC_MM_MB_ROWS);
+    cr_expect(s.mm[0].config.trans_b && s.mm[0].config.weight && s.mm[0].config.bias);
+    cr_expect(!s.mm[0].config.trans_a);
+    cr_expect_eq(s.mm[0].config.n, 2304);
+    cr_expect_eq(s.mm[0].config.k, 768);
+    cr_expect_eq(s.mm[0].use.multiplicity, 12);
+    cr_expect_eq(s.mm[1].config.minibatch_in, TC_MM_MB_BATCH);
+    cr_expect_eq(s.mm[1].config.batch, 12);
+    cr_expect(!s.mm[1].config.weight && s.mm[1].use.grad_a && s.mm[1].use.grad_b);
+    cr_expect(!s.mm[2].use.grad_a && s.mm[2].use.grad_b);
+
+    /* Planned: the conv reads the input (fwd, bwd_filter); the two vit
+     * matmuls run all three directions, the head no input gradient. */
+    tc_planner_t *p = tc_planner_new();
+    tc_planner_set_matmuls(p, true);
+    cr_assert_eq(tc_oplist_read(path, s_plan_add, s_plan_add_matmuls, p), 0, "%s", tc_errmsg());
+    unsigned long batch = 4;
+    tc_bench_item_t *items = NULL;
+    size_t n = 0;
+    tc_plan_stats_t st;
+    cr_assert_eq(tc_planner_build(p, &batch, 1, TRAINCAST__V1__DTYPE__DTYPE_FP32,
+                                  TRAINCAST__V1__LAYOUT__LAYOUT_NCHW, s_all, 3, &items, &n, &st),
+                 0);
+    cr_expect_eq(st.models, 2);
+    cr_expect_eq(st.matmul_configs, 3);
+    cr_expect_eq(st.matmul_items, 8);
+    cr_expect_eq(n, 2 + 8);
+    free(items);
+    tc_planner_destroy(&p);
+
+    const struct {
+        const char *line, *says;
+    } bad[] = {
+        {"matmul cols 1 50 64 32 0 1 1 0 1 0 1\n", "none, rows or batch"},
+        {"matmul rows 1 50 64 32 0 1 1 0 1 0\n", "11 numbers"},
+        {"matmul rows 1 50 64 32 0 1 1 0 1 0 1 2\n", "11 numbers"},
+        {"matmul rows 1 50 64 32 2 1 1 0 1 0 1\n", "0 or 1"},
+        {"matmul rows 1 50 64 32 0 1 1 0 0 0 1\n", "count"},
+        {"matmul rows 1 50 64 32 0 1 1 0 1 0 0\n", "grad_b 1"},
+        {"matmul rows 2 50 64 32 0 1 1 1 1 0 1\n", "bias"},
+        {"matmul rows 1 0 64 32 0 1 1 0 1 0 1\n", "> 0"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        s_write(path, bad[i].line);
+        cr_expect_eq(tc_oplist_read(path, s_no_convs, s_seen_mm, &s), TC_EPARSE, "%s",
+                     bad[i].line);
+        cr_expect(strstr(tc_errmsg(), ":1:") != NULL, "names the line: %s", tc_errmsg());
+        cr_expect(strstr(tc_errmsg(), bad[i].says) != NULL, "%s: %s", bad[i].line, tc_errmsg());
+    }
+    s_write(path, "matmul rows 1 50 64 32 0 1 1 0 1 0 1\n");
+    seen_t c = {0};
+    cr_expect_eq(tc_convlist_read(path, s_seen, &c), TC_EPARSE);
+    cr_expect(strstr(tc_errmsg(), "only convs") != NULL, "%s", tc_errmsg());
+    unlink(path);
+}
+
 /* The CNN set's conv layers as PyTorch itself reports them (forward hooks,
  * bench/torchvision_convs.py). The expected counts were computed from the
  * same file by that script's independent Python dedup; a layer with a bias
