@@ -231,9 +231,10 @@ def device_args(a):
     return ["--device", a.device] + (["--threads", str(a.threads)] if a.device == "cpu" else [])
 
 
-def read_agent_jsonl(path, key=None):
-    """The agent's --json lines so far: {(key, direction): line} (the conv
-    key, or the one `key` gives)."""
+def read_agent_jsonl(path, op="conv"):
+    """The agent's --json lines of one op kind so far (conv or matmul):
+    {(key, direction): line}."""
+    key = matmul_key_of if op == "matmul" else key_of
     out = {}
     if os.path.exists(path):
         with open(path) as f:
@@ -242,7 +243,8 @@ def read_agent_jsonl(path, key=None):
                     d = json.loads(line)
                 except ValueError:
                     continue  # a line the agent was writing when it stopped
-                out[((key or key_of)(d), d["direction"])] = d
+                if d.get("op", "conv") == op:
+                    out[(key(d), d["direction"])] = d
     return out
 
 
@@ -454,6 +456,30 @@ def part_facts(a, out):
     return 0
 
 
+def agent_bench_list(a, name, lines, op):
+    """`agent bench` of a list of one op kind (conv or matmul lines, one
+    model) at the check's batch and dtype, into NAME.tcr and NAME.jsonl
+    under the work directory: ({(key, direction): its JSON line}, the error
+    that stopped it or ""). What it measured before stopping still counts."""
+    path = os.path.join(a.work, name + ".list")
+    with open(path, "w") as f:
+        f.write("model gpu-check\n" + "".join(line + "\n" for line in lines))
+    jsonl = os.path.join(a.work, name + ".jsonl")
+    tcr = os.path.join(a.work, name + ".tcr")
+    for p in (jsonl, tcr):
+        if os.path.exists(p):
+            os.unlink(p)
+    agent_error = ""
+    try:
+        run([a.agent, "bench", "--convs", path, "--ops", op, "--batches", str(a.batch),
+             "--dtype", a.dtype, "--budget-ms", str(a.budget_ms), "--out", tcr, "--json", jsonl]
+            + device_args(a), a.timeout)
+    except (RuntimeError, subprocess.TimeoutExpired, OSError) as e:
+        agent_error = str(e)
+        log("the agent stopped: %s" % agent_error)
+    return read_agent_jsonl(jsonl, op), agent_error
+
+
 def part_convs(a, out):
     """A line per conv and direction: the agent's time against PyTorch's."""
     import torch
@@ -461,27 +487,10 @@ def part_convs(a, out):
         torch.set_num_threads(a.threads)
     tag = a.dtype
     convs = [scaled(c, a.scale) for c in CONVS]
-    path = os.path.join(a.work, "dozen.convs")
-    with open(path, "w") as f:
-        f.write("model gpu-check\n")
-        for name, c, h, k, r, stride, pad, groups, bias, first in convs:
-            f.write("%d %d %d %d %d %d %d %d %d %d 1 1 %d 1 %d %d\n"
-                    % (c, h, h, k, r, r, pad, pad, stride, stride, groups, int(first),
-                       int(bias)))
-    jsonl = os.path.join(a.work, "agent-%s.jsonl" % tag)
-    tcr = os.path.join(a.work, "agent-%s.tcr" % tag)
-    for p in (jsonl, tcr):
-        if os.path.exists(p):
-            os.unlink(p)
-    agent_error = ""
-    try:
-        run([a.agent, "bench", "--convs", path, "--batches", str(a.batch), "--dtype", a.dtype,
-             "--budget-ms", str(a.budget_ms), "--out", tcr, "--json", jsonl] + device_args(a),
-            a.timeout)
-    except (RuntimeError, subprocess.TimeoutExpired, OSError) as e:
-        agent_error = str(e)  # what it measured before stopping still counts
-        log("the agent stopped: %s" % agent_error)
-    agent = read_agent_jsonl(jsonl)
+    lines = ["%d %d %d %d %d %d %d %d %d %d 1 1 %d 1 %d %d"
+             % (c, h, h, k, r, r, pad, pad, stride, stride, groups, int(first), int(bias))
+             for name, c, h, k, r, stride, pad, groups, bias, first in convs]
+    agent, agent_error = agent_bench_list(a, "agent-%s" % tag, lines, "conv")
     timers = []  # the Timer, made at the first item the agent measured
     for conv in convs:
         d = conv_dict(conv, a.batch)
@@ -512,29 +521,12 @@ def part_matmuls(a, out):
         torch.set_num_threads(a.threads)
     tag = a.dtype
     configs = [(mmul[0], matmul_dict(mmul)) for mmul in (matmul_scaled(x, a.scale) for x in MATMULS)]
-    # One agent call for all of them, as for the convs: a list of matmul
-    # classes, each with both operands' gradients (every direction).
-    path = os.path.join(a.work, "dozen.matmuls")
-    with open(path, "w") as f:
-        f.write("model gpu-check\n")
-        for _, c in configs:
-            f.write("matmul %s %d %d %d %d %d %d %d %d 1 1 1\n" % (
-                matmul_config.MB_NAMES[c["minibatch_in"]], c["batch"], c["m"], c["n"], c["k"],
-                c["trans_a"], c["trans_b"], c["weight"], c["bias"]))
-    jsonl = os.path.join(a.work, "agent-matmuls-%s.jsonl" % tag)
-    tcr = os.path.join(a.work, "agent-matmuls-%s.tcr" % tag)
-    for p in (jsonl, tcr):
-        if os.path.exists(p):
-            os.unlink(p)
-    agent_error = ""
-    try:
-        run([a.agent, "bench", "--convs", path, "--ops", "matmul", "--batches", str(a.batch),
-             "--dtype", a.dtype, "--budget-ms", str(a.budget_ms), "--out", tcr, "--json", jsonl]
-            + device_args(a), a.timeout)
-    except (RuntimeError, subprocess.TimeoutExpired, OSError) as e:
-        agent_error = str(e)  # what it measured before stopping still counts
-        log("the agent stopped: %s" % agent_error)
-    agent = read_agent_jsonl(jsonl, matmul_key_of)
+    # One agent call for all of them, as for the convs: matmul classes,
+    # each with both operands' gradients (every direction).
+    lines = ["matmul %s %d %d %d %d %d %d %d %d 1 1 1" % (
+        matmul_config.MB_NAMES[c["minibatch_in"]], c["batch"], c["m"], c["n"], c["k"],
+        c["trans_a"], c["trans_b"], c["weight"], c["bias"]) for _, c in configs]
+    agent, agent_error = agent_bench_list(a, "agent-matmuls-%s" % tag, lines, "matmul")
     timers = []  # the Timer, made at the first item the agent measured
     for name, c in configs:
         for direction in DIRS:
