@@ -255,3 +255,34 @@ int tc_convlist_read(const char *path, tc_convlist_fn fn, void *arg)
 {
     return tc_oplist_read(path, fn, NULL, arg);
 }
+
+int tc_oplist_write(FILE *f, const char *model, const tc_conv_usage_t *convs, size_t n,
+                    const tc_matmul_usage_t *mms, size_t n_mm)
+{
+    fprintf(f, "model %s\n", model);
+    if (n)
+        fputs("# c h w k r s pad_h pad_w stride_h stride_w dil_h dil_w groups count first bias "
+              "[layout]\n",
+              f);
+    for (size_t i = 0; i < n; i++) {
+        const tc_conv_config_t *c = &convs[i].config;
+        fprintf(f, "%u %u %u %u %u %u %u %u %u %u %u %u %u %u %d %d%s\n", c->c, c->h, c->w, c->k,
+                c->r, c->s, c->pad_h, c->pad_w, c->stride_h, c->stride_w, c->dilation_h,
+                c->dilation_w, c->groups, convs[i].multiplicity, convs[i].first_layer ? 1 : 0,
+                c->bias ? 1 : 0, c->layout == TRAINCAST__V1__LAYOUT__LAYOUT_NHWC ? " nhwc" : "");
+    }
+    if (n_mm)
+        fputs("# matmul minibatch_in batch m n k trans_a trans_b weight bias count grad_a "
+              "grad_b\n",
+              f);
+    for (size_t i = 0; i < n_mm; i++) {
+        const tc_matmul_config_t *c = &mms[i].config;
+        fprintf(f, "matmul %s %u %u %u %u %d %d %d %d %u %d %d\n",
+                tc_mm_minibatch_name((tc_mm_minibatch_t)c->minibatch_in), c->batch, c->m, c->n,
+                c->k, c->trans_a, c->trans_b, c->weight, c->bias, mms[i].use.multiplicity,
+                mms[i].use.grad_a, mms[i].use.grad_b);
+    }
+    if (fflush(f) != 0 || ferror(f))
+        return tc_fail(TC_EIO, "writing the list of %s: %s", model, strerror(errno));
+    return 0;
+}

@@ -24,6 +24,7 @@
 #include "tc_model.h"
 
 #include <stddef.h>
+#include <stdio.h>
 
 /* Called once per model with its layers (valid during the call). */
 typedef int (*tc_convlist_fn)(const char *model, const tc_conv_usage_t *convs, size_t n,
@@ -40,5 +41,13 @@ int tc_oplist_read(const char *path, tc_convlist_fn fn, tc_matmullist_fn mfn, vo
 
 /* The same for a reader of convs alone: a matmul line is TC_EPARSE. */
 int tc_convlist_read(const char *path, tc_convlist_fn fn, void *arg);
+
+/* Write one model as a list that tc_oplist_read reads back to the same
+ * layers: a `model NAME` line, its convs, then its matmuls, each kind under
+ * a comment naming its columns (configs as the importer gives them: n and
+ * minibatch 0; their dtype is the plan's and not written). TC_EIO when
+ * writing fails. */
+int tc_oplist_write(FILE *f, const char *model, const tc_conv_usage_t *convs, size_t n,
+                    const tc_matmul_usage_t *mms, size_t n_mm);
 
 #endif

@@ -1,6 +1,7 @@
 /* agent model describe: a model's layers, conv and matmul configs and
  * non-conv features as the importer sees them. */
 #include "commands.h"
+#include "convlist.h"
 
 #include "tc_buf.h"
 #include "tc_cli.h"
@@ -9,7 +10,9 @@
 #include "tc_table.h"
 #include "tc_validate.h"
 
+#include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static void s_shape(const tc_model_node_t *n, char *buf, size_t size)
@@ -298,6 +301,28 @@ static int s_print_csv(const tc_model_t *m)
     return rc;
 }
 
+/* --format list: the conv and matmul classes as a list that `agent bench
+ * --convs` reads (convlist.h). */
+static int s_print_list(const tc_model_t *m)
+{
+    size_t nc = tc_model_conv_count(m), nm = tc_model_matmul_count(m);
+    tc_conv_usage_t *convs = malloc((nc ? nc : 1) * sizeof *convs);
+    tc_matmul_usage_t *mms = malloc((nm ? nm : 1) * sizeof *mms);
+    int rc = 0;
+    if (!convs || !mms) {
+        rc = tc_fail(TC_ENOMEM, "out of memory listing %s", tc_model_id(m));
+    } else {
+        for (size_t i = 0; i < nc; i++)
+            convs[i] = *tc_model_conv(m, i);
+        for (size_t i = 0; i < nm; i++)
+            mms[i] = *tc_model_matmul(m, i);
+        rc = tc_oplist_write(stdout, tc_model_id(m), convs, nc, mms, nm);
+    }
+    free(convs);
+    free(mms);
+    return rc;
+}
+
 static int s_describe(int argc, char **argv)
 {
     unsigned long batch = 1, input_size = 0;
@@ -308,8 +333,9 @@ static int s_describe(int argc, char **argv)
         {"input-size", TC_OPT_UINT, &input_size, "S",
          "spatial input size in pixels (default: the model's own; torchvision and Python "
          "models are exported at S, ONNX files are re-inferred)"},
-        {"format", TC_OPT_STR, &format, "table|csv|json",
-         "output format (default table; csv: the layers, with the keys of json's layers)"},
+        {"format", TC_OPT_STR, &format, "table|csv|json|list",
+         "output format (default table; csv: the layers, with the keys of json's layers; "
+         "list: the conv and matmul classes as a list for 'agent bench --convs')"},
         {"allow-unknown", TC_OPT_FLAG, &allow_unknown, NULL,
          "count ops the importer does not know as generic element-wise layers (with a "
          "warning) instead of failing"},
@@ -340,8 +366,9 @@ static int s_describe(int argc, char **argv)
         return rc;
     tc_model_t *m = NULL;
     tc_format_t fmt = TC_FMT_TABLE;
-    if ((rc = tc_format_parse(format, &fmt)) < 0) {
-        /* the message names --format */
+    bool list = !strcmp(format, "list");
+    if (!list && tc_format_parse(format, &fmt) < 0) {
+        rc = tc_fail(TC_EUSAGE, "--format must be table, csv, json or list (got '%s')", format);
     } else if (batch < 1 || batch > TC_MAX_BATCH) {
         rc = tc_fail(TC_EUSAGE, "--batch must be between 1 and %u", TC_MAX_BATCH);
     } else if (tc_cli_given(&spec, "input-size") && (input_size < 1 || input_size > 16384)) {
@@ -352,7 +379,9 @@ static int s_describe(int argc, char **argv)
         tc_model_opts_t mo = {.allow_unknown = allow_unknown, .input_size = (uint32_t)input_size};
         rc = tc_model_load_spec(cli.positional[0], &mo, &m);
     }
-    if (rc == 0 && fmt == TC_FMT_JSON)
+    if (rc == 0 && list)
+        rc = s_print_list(m);
+    else if (rc == 0 && fmt == TC_FMT_JSON)
         rc = s_print_json(m, (unsigned)batch);
     else if (rc == 0 && fmt == TC_FMT_CSV)
         rc = s_print_csv(m);
@@ -371,7 +400,7 @@ int tc_cmd_model(int argc, char **argv)
     FILE *out = help ? stdout : stderr;
     fprintf(out, "usage: agent model describe FILE.onnx|torchvision:NAME|FILE.py:FUNC "
                  "[--batch N] [--input-size S]\n"
-                 "                            [--format table|csv|json] [--allow-unknown]\n\n"
+                 "                            [--format table|csv|json|list] [--allow-unknown]\n\n"
                  "'agent model describe --help' describes the options.\n");
     if (help)
         return 0;

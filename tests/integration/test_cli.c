@@ -241,6 +241,45 @@ Test(cli, one_batch_limit_and_the_version, .timeout = 120)
     cr_expect(strstr(out, "agent status: error: unexpected argument 'extra'"), "%s", out);
 }
 
+/* The line of `out` that starts with `prefix`, copied (empty when none). */
+static void s_line_copy(const char *out, const char *prefix, char *line, size_t size)
+{
+    const char *p = s_line(out, prefix);
+    snprintf(line, size, "%.*s", p ? (int)strcspn(p, "\n") : 0, p ? p : "");
+}
+
+/* `agent model describe --format list` writes a list that `agent bench
+ * --convs` plans as `--models` plans the model: the same conv and matmul
+ * items (convnext_tiny: channels-last convs with a bias, Linear layers). */
+Test(cli, a_models_list_plans_as_the_model, .timeout = 120)
+{
+    static char out[1 << 16];
+    char cmd[4096], list[] = "/tmp/tc_cli_list_XXXXXX", a[2][512], b[2][512];
+    int fd = mkstemp(list);
+    cr_assert_geq(fd, 0);
+    close(fd);
+    snprintf(cmd, sizeof cmd,
+             "cd %s && %s/agent/agent model describe tests/data/convnext_tiny.onnx --format list "
+             "> %s",
+             TC_SOURCE_DIR, TC_BINARY_DIR, list);
+    cr_assert_eq(tc_test_run(cmd, out, sizeof out), 0, "%s", out);
+    for (int k = 0; k < 2; k++) { /* the model, then its list */
+        snprintf(cmd, sizeof cmd, "cd %s && %s/agent/agent bench %s %s --batches 8 --dry-run",
+                 TC_SOURCE_DIR, TC_BINARY_DIR, k ? "--convs" : "--models",
+                 k ? list : "tests/data/convnext_tiny.onnx");
+        cr_assert_eq(tc_test_run(cmd, out, sizeof out), 0, "%s", out);
+        s_line_copy(out, "plan:", k ? b[0] : a[0], sizeof a[0]);
+        s_line_copy(out, "matmuls:", k ? b[1] : a[1], sizeof a[1]);
+    }
+    cr_expect(a[0][0] && a[1][0], "the model's plan has convs and matmuls: '%s' '%s'", a[0], a[1]);
+    cr_expect_str_eq(b[0], a[0]);
+    cr_expect_str_eq(b[1], a[1]);
+    snprintf(cmd, sizeof cmd, "%s/agent/agent model describe x.onnx --format xml", TC_BINARY_DIR);
+    cr_assert_eq(tc_test_run(cmd, out, sizeof out), 2, "%s", out);
+    cr_expect(strstr(out, "table, csv, json or list"), "%s", out);
+    unlink(list);
+}
+
 /* A command that needs keys says which to make before anything else and
  * creates nothing: aggregator serve without a key pair names keygen (not
  * the allowlist keygen would have made with it); agent push without one

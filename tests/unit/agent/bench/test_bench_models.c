@@ -2,7 +2,8 @@
  * importer's deduplicated convs (tests/data/NAME.onnx) and PyTorch's own
  * Conv2d modules seen through forward hooks (tests/data/cnn_set.convs from
  * bench/torchvision_convs.py). Compared model by model through the
- * planner, at one batch size. */
+ * planner, at one batch size; and a model written as a list plans as the
+ * model. */
 #include "convlist.h"
 #include "planner.h"
 
@@ -10,9 +11,11 @@
 #include "tc_model.h"
 
 #include <criterion/criterion.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static const Traincast__V1__Direction s_all[3] = {TRAINCAST__V1__DIRECTION__DIRECTION_FWD,
                                                   TRAINCAST__V1__DIRECTION__DIRECTION_BWD_DATA,
@@ -112,4 +115,83 @@ Test(bench_models, onnx_import_and_pytorch_agree_on_the_cnn_set, .timeout = 300)
     cr_expect_eq(sa.unique_configs, sb.unique_configs);
     tc_planner_destroy(&ctx.all_onnx);
     tc_planner_destroy(&ctx.all_hooks);
+}
+
+static int s_add_convs(const char *model, const tc_conv_usage_t *convs, size_t n, void *arg)
+{
+    return tc_planner_add(arg, convs, n);
+}
+
+static int s_add_matmuls(const char *model, const tc_matmul_usage_t *mms, size_t n, void *arg)
+{
+    return tc_planner_add_matmuls(arg, mms, n);
+}
+
+/* A model written as a list (`agent model describe --format list`) plans as
+ * the model itself: the same items, directions and layers, for convs (first
+ * layers, biases, channels-last inputs) and matmuls (which operands need a
+ * gradient) alike. */
+Test(bench_models, a_models_list_plans_as_the_model, .timeout = 120)
+{
+    const char *names[] = {"convnext_tiny", "squeezenet1_0", "resnet18"};
+    for (size_t k = 0; k < sizeof names / sizeof names[0]; k++) {
+        char path[512], list[] = "/tmp/tc_model_list_XXXXXX";
+        snprintf(path, sizeof path, "%s/tests/data/%s.onnx", TC_SOURCE_DIR, names[k]);
+        tc_model_t *m = NULL;
+        tc_model_opts_t mo = {0};
+        cr_assert_eq(tc_model_load_file(path, &mo, &m), 0, "%s: %s", path, tc_errmsg());
+        size_t nc = tc_model_conv_count(m), nm = tc_model_matmul_count(m);
+        tc_conv_usage_t *convs = calloc(nc + 1, sizeof *convs);
+        tc_matmul_usage_t *mms = calloc(nm + 1, sizeof *mms);
+        cr_assert(convs && mms);
+        for (size_t i = 0; i < nc; i++)
+            convs[i] = *tc_model_conv(m, i);
+        for (size_t i = 0; i < nm; i++)
+            mms[i] = *tc_model_matmul(m, i);
+
+        int fd = mkstemp(list);
+        cr_assert_geq(fd, 0);
+        FILE *f = fdopen(fd, "w");
+        cr_assert_not_null(f);
+        cr_assert_eq(tc_oplist_write(f, tc_model_id(m), convs, nc, mms, nm), 0, "%s",
+                     tc_errmsg());
+        fclose(f);
+
+        tc_planner_t *a = tc_planner_new(), *b = tc_planner_new();
+        tc_planner_set_matmuls(a, true);
+        tc_planner_set_matmuls(b, true);
+        cr_assert_eq(tc_planner_add(a, convs, nc), 0, "%s", tc_errmsg());
+        cr_assert_eq(tc_planner_add_matmuls(a, mms, nm), 0, "%s", tc_errmsg());
+        cr_assert_eq(tc_oplist_read(list, s_add_convs, s_add_matmuls, b), 0, "%s: %s", names[k],
+                     tc_errmsg());
+        tc_plan_stats_t sa, sb;
+        tc_bench_item_t *ia = NULL, *ib = NULL;
+        size_t na = s_plan(a, &sa, &ia), nb = s_plan(b, &sb, &ib);
+        cr_expect_eq(na, nb, "%s: %zu items from the model, %zu from its list", names[k], na, nb);
+        cr_expect_eq(sa.models, 1);
+        cr_expect_eq(sb.models, 1, "%s: the list is one model", names[k]);
+        cr_expect_eq(sa.matmul_items, sb.matmul_items);
+        if (!strcmp(names[k], "convnext_tiny"))
+            cr_expect_gt(sa.matmul_items, 0, "convnext_tiny's pointwise Linear layers");
+        for (size_t i = 0; i < na && i < nb; i++) {
+            bool same = ia[i].kind == ib[i].kind && ia[i].direction == ib[i].direction &&
+                        ia[i].layers == ib[i].layers &&
+                        (ia[i].kind == TC_OP_MATMUL
+                             ? tc_matmul_config_cmp(&ia[i].matmul, &ib[i].matmul) == 0
+                             : tc_conv_config_cmp(&ia[i].config, &ib[i].config) == 0);
+            if (!same) {
+                cr_expect_fail("%s: item %zu differs between the model and its list", names[k],
+                               i);
+                break;
+            }
+        }
+        free(ia);
+        free(ib);
+        tc_planner_destroy(&a);
+        tc_planner_destroy(&b);
+        free(convs);
+        free(mms);
+        tc_model_destroy(&m);
+        unlink(list);
+    }
 }
