@@ -169,20 +169,11 @@ int tc_planner_add_models(tc_planner_t *self, char *const *specs, size_t n,
         rc = tc_model_load_spec(tc_model_spec_expand(spec, full, sizeof full), &mo, &m);
         if (rc < 0)
             return tc_err_context(rc, "--models %s", spec);
-        size_t nc = tc_model_conv_count(m);
-        tc_conv_usage_t *convs = malloc((nc ? nc : 1) * sizeof *convs);
-        if (!convs) {
-            rc = tc_fail(TC_ENOMEM, "out of memory planning %s", spec);
-        } else {
-            for (size_t j = 0; j < nc; j++)
-                convs[j] = *tc_model_conv(m, j);
-            rc = tc_planner_add(self, convs, nc);
-            for (size_t j = 0; j < tc_model_matmul_count(m) && rc == 0; j++)
-                rc = tc_planner_add_matmuls(self, tc_model_matmul(m, j), 1);
-            if (rc < 0)
-                rc = tc_err_context(rc, "%s", tc_model_id(m));
-        }
-        free(convs);
+        rc = tc_planner_add(self, tc_model_convs(m), tc_model_conv_count(m));
+        if (rc == 0)
+            rc = tc_planner_add_matmuls(self, tc_model_matmuls(m), tc_model_matmul_count(m));
+        if (rc < 0)
+            rc = tc_err_context(rc, "%s", tc_model_id(m));
         tc_model_destroy(&m);
     }
     return rc;

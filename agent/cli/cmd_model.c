@@ -12,7 +12,6 @@
 
 #include <stdbool.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 static void s_shape(const tc_model_node_t *n, char *buf, size_t size)
@@ -305,22 +304,8 @@ static int s_print_csv(const tc_model_t *m)
  * --convs` reads (convlist.h). */
 static int s_print_list(const tc_model_t *m)
 {
-    size_t nc = tc_model_conv_count(m), nm = tc_model_matmul_count(m);
-    tc_conv_usage_t *convs = malloc((nc ? nc : 1) * sizeof *convs);
-    tc_matmul_usage_t *mms = malloc((nm ? nm : 1) * sizeof *mms);
-    int rc = 0;
-    if (!convs || !mms) {
-        rc = tc_fail(TC_ENOMEM, "out of memory listing %s", tc_model_id(m));
-    } else {
-        for (size_t i = 0; i < nc; i++)
-            convs[i] = *tc_model_conv(m, i);
-        for (size_t i = 0; i < nm; i++)
-            mms[i] = *tc_model_matmul(m, i);
-        rc = tc_oplist_write(stdout, tc_model_id(m), convs, nc, mms, nm);
-    }
-    free(convs);
-    free(mms);
-    return rc;
+    return tc_oplist_write(stdout, tc_model_id(m), tc_model_convs(m), tc_model_conv_count(m),
+                           tc_model_matmuls(m), tc_model_matmul_count(m));
 }
 
 static int s_describe(int argc, char **argv)

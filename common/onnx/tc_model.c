@@ -478,6 +478,11 @@ const tc_conv_usage_t *tc_model_conv(const tc_model_t *m, size_t i)
     return i < m->n_convs ? &m->convs[i] : NULL;
 }
 
+const tc_conv_usage_t *tc_model_convs(const tc_model_t *m)
+{
+    return m->n_convs ? m->convs : NULL;
+}
+
 size_t tc_model_matmul_count(const tc_model_t *m)
 {
     return m->n_matmuls;
@@ -486,6 +491,11 @@ size_t tc_model_matmul_count(const tc_model_t *m)
 const tc_matmul_usage_t *tc_model_matmul(const tc_model_t *m, size_t i)
 {
     return i < m->n_matmuls ? &m->matmuls[i] : NULL;
+}
+
+const tc_matmul_usage_t *tc_model_matmuls(const tc_model_t *m)
+{
+    return m->n_matmuls ? m->matmuls : NULL;
 }
 
 int tc_model_value_shape(const tc_model_t *m, const char *value, int *rank, int64_t *dims,

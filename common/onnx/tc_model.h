@@ -157,13 +157,17 @@ const char *tc_model_meta(const tc_model_t *m, const char *key);
 size_t tc_model_unknown_count(const tc_model_t *m);
 const char *tc_model_unknown(const tc_model_t *m, size_t i);
 
-/* Deduplicated convs, in first-use order. */
+/* Deduplicated convs, in first-use order: one by one, or all of them as
+ * one array of tc_model_conv_count (NULL when there are none). */
 size_t tc_model_conv_count(const tc_model_t *m);
 const tc_conv_usage_t *tc_model_conv(const tc_model_t *m, size_t i);
+const tc_conv_usage_t *tc_model_convs(const tc_model_t *m);
 
-/* Deduplicated matmuls (Gemm, MatMul of matrices), in first-use order. */
+/* Deduplicated matmuls (Gemm, MatMul of matrices), in first-use order, one
+ * by one or as one array of tc_model_matmul_count (NULL when none). */
 size_t tc_model_matmul_count(const tc_model_t *m);
 const tc_matmul_usage_t *tc_model_matmul(const tc_model_t *m, size_t i);
+const tc_matmul_usage_t *tc_model_matmuls(const tc_model_t *m);
 
 /* Non-conv features at a batch size. */
 void tc_model_features(const tc_model_t *m, unsigned batch, tc_features_t *out);

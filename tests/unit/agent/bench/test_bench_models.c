@@ -57,10 +57,7 @@ static int s_compare_model(const char *model, const tc_conv_usage_t *convs, size
     tc_model_opts_t mo = {0};
     cr_assert_eq(tc_model_load_file(path, &mo, &m), 0, "%s: %s", path, tc_errmsg());
     size_t nc = tc_model_conv_count(m);
-    tc_conv_usage_t *mine = calloc(nc ? nc : 1, sizeof *mine);
-    cr_assert_not_null(mine);
-    for (size_t i = 0; i < nc; i++)
-        mine[i] = *tc_model_conv(m, i);
+    const tc_conv_usage_t *mine = tc_model_convs(m);
 
     tc_planner_t *a = tc_planner_new(), *b = tc_planner_new();
     cr_assert_eq(tc_planner_add(a, mine, nc), 0, "%s", tc_errmsg());
@@ -94,7 +91,6 @@ static int s_compare_model(const char *model, const tc_conv_usage_t *convs, size
     cr_expect_eq(sa.layer_passes, sb.layer_passes, "%s: backward-data needs differ", name);
     tc_planner_destroy(&a);
     tc_planner_destroy(&b);
-    free(mine);
     tc_model_destroy(&m);
     ctx->models++;
     return 0;
@@ -141,13 +137,8 @@ Test(bench_models, a_models_list_plans_as_the_model, .timeout = 120)
         tc_model_opts_t mo = {0};
         cr_assert_eq(tc_model_load_file(path, &mo, &m), 0, "%s: %s", path, tc_errmsg());
         size_t nc = tc_model_conv_count(m), nm = tc_model_matmul_count(m);
-        tc_conv_usage_t *convs = calloc(nc + 1, sizeof *convs);
-        tc_matmul_usage_t *mms = calloc(nm + 1, sizeof *mms);
-        cr_assert(convs && mms);
-        for (size_t i = 0; i < nc; i++)
-            convs[i] = *tc_model_conv(m, i);
-        for (size_t i = 0; i < nm; i++)
-            mms[i] = *tc_model_matmul(m, i);
+        const tc_conv_usage_t *convs = tc_model_convs(m);
+        const tc_matmul_usage_t *mms = tc_model_matmuls(m);
 
         int fd = mkstemp(list);
         cr_assert_geq(fd, 0);
@@ -189,8 +180,6 @@ Test(bench_models, a_models_list_plans_as_the_model, .timeout = 120)
         free(ib);
         tc_planner_destroy(&a);
         tc_planner_destroy(&b);
-        free(convs);
-        free(mms);
         tc_model_destroy(&m);
         unlink(list);
     }
