@@ -523,9 +523,7 @@ def part_matmuls(a, out):
     configs = [(mmul[0], matmul_dict(mmul)) for mmul in (matmul_scaled(x, a.scale) for x in MATMULS)]
     # One agent call for all of them, as for the convs: matmul classes,
     # each with both operands' gradients (every direction).
-    lines = ["matmul %s %d %d %d %d %d %d %d %d 1 1 1" % (
-        matmul_config.MB_NAMES[c["minibatch_in"]], c["batch"], c["m"], c["n"], c["k"],
-        c["trans_a"], c["trans_b"], c["weight"], c["bias"]) for _, c in configs]
+    lines = [matmul_config.list_line(c) for _, c in configs]
     agent, agent_error = agent_bench_list(a, "agent-matmuls-%s" % tag, lines, "matmul")
     timers = []  # the Timer, made at the first item the agent measured
     for name, c in configs:

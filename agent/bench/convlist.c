@@ -165,12 +165,9 @@ static int s_matmul_line(s_model_t *m, char *p, const char *path, unsigned linen
     tc_matmul_usage_t u;
     memset(&u, 0, sizeof u);
     u.config = tc_matmul_config_default();
-    bool named = false;
-    for (unsigned w = TC_MM_MB_NONE; w <= TC_MM_MB_BATCH && !named; w++) {
-        const char *name = tc_mm_minibatch_name((tc_mm_minibatch_t)w);
-        named = wlen == strlen(name) && !strncmp(p, name, wlen);
-        u.config.minibatch_in = w;
-    }
+    char word[8];
+    snprintf(word, sizeof word, "%.*s", (int)(wlen < sizeof word ? wlen : sizeof word - 1), p);
+    bool named = wlen < sizeof word && tc_mm_minibatch_parse(word, &u.config.minibatch_in) == 0;
     unsigned long v[16];
     char *end = p;
     int got = named ? s_numbers(p + wlen, v, &end) : 0;

@@ -36,11 +36,8 @@ static const tc_col_t s_cols[] = {
 
 static int s_minibatch_in(const char *text, uint32_t *out)
 {
-    for (uint32_t w = TC_MM_MB_NONE; w <= TC_MM_MB_BATCH; w++)
-        if (!strcmp(text, tc_mm_minibatch_name((tc_mm_minibatch_t)w))) {
-            *out = w;
-            return 0;
-        }
+    if (tc_mm_minibatch_parse(text, out) == 0)
+        return 0;
     return tc_fail(TC_EUSAGE, "--minibatch-in must be rows, batch or none, not '%s'", text);
 }
 

@@ -28,6 +28,14 @@ def is_mm(c):
     return c["batch"] == 1 and c["minibatch_in"] != MB_BATCH
 
 
+def list_line(c, count=1, grad_a=True, grad_b=True):
+    """The config as a `matmul` line of a conv list (`agent bench --convs`,
+    agent/bench/convlist.h): count layers, with these operands' gradients."""
+    return "matmul %s %d %d %d %d %d %d %d %d %d %d %d" % (
+        MB_NAMES[c["minibatch_in"]], c["batch"], c["m"], c["n"], c["k"], c["trans_a"],
+        c["trans_b"], c["weight"], c["bias"], count, grad_a, grad_b)
+
+
 def bench_args(c, mb):
     """The config's arguments of `agent bench-matmul` at mini-batch mb."""
     args = ["--m", str(c["m"]), "--n", str(c["n"]), "--k", str(c["k"]), "--batch",

@@ -73,6 +73,16 @@ uint64_t tc_matmul_key_hash(const tc_matmul_config_t *c)
     return h;
 }
 
+int tc_mm_minibatch_parse(const char *name, uint32_t *out)
+{
+    for (uint32_t w = TC_MM_MB_NONE; w <= TC_MM_MB_BATCH; w++)
+        if (!strcmp(name, tc_mm_minibatch_name((tc_mm_minibatch_t)w))) {
+            *out = w;
+            return 0;
+        }
+    return TC_EINVAL;
+}
+
 const char *tc_mm_minibatch_name(tc_mm_minibatch_t w)
 {
     switch (w) {

@@ -55,6 +55,8 @@ uint64_t tc_matmul_key_hash(const tc_matmul_config_t *c);
 
 /* "none", "rows", "batch". */
 const char *tc_mm_minibatch_name(tc_mm_minibatch_t w);
+/* The place a name gives (*out a tc_mm_minibatch_t); TC_EINVAL for none. */
+int tc_mm_minibatch_parse(const char *name, uint32_t *out);
 
 /* A short readable label: "Nx197 768x2304 k768 tB +bias" for a Linear on
  * 197 rows per sample, "12N 197x197 k64 tB" for 12 products per sample

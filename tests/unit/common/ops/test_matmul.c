@@ -161,3 +161,17 @@ Test(matmul, proto_round_trip, .timeout = 10)
     tc_matmul_config_from_proto(&p, &b);
     cr_expect_eq(tc_matmul_config_cmp(&a, &b), 0);
 }
+
+/* Where the mini-batch goes, by name and back; another name is none. */
+Test(matmul, minibatch_names, .timeout = 10)
+{
+    for (uint32_t w = TC_MM_MB_NONE; w <= TC_MM_MB_BATCH; w++) {
+        uint32_t got = 99;
+        cr_expect_eq(tc_mm_minibatch_parse(tc_mm_minibatch_name((tc_mm_minibatch_t)w), &got), 0);
+        cr_expect_eq(got, w);
+    }
+    uint32_t got = 7;
+    cr_expect_eq(tc_mm_minibatch_parse("cols", &got), TC_EINVAL);
+    cr_expect_eq(tc_mm_minibatch_parse("row", &got), TC_EINVAL);
+    cr_expect_eq(got, 7, "untouched when the name is none of them");
+}
