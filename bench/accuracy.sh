@@ -25,7 +25,9 @@
 # gives per device and input size the nested leave-one-CNN-out and
 # leave-one-family-out errors, per-family errors, unseen batch sizes, the
 # spread, interval coverage and width, the baseline (the published method's
-# form), and a predicted-vs-measured chart.
+# form), a predicted-vs-measured chart, and, while the floor is above its
+# goal, the rounds it needs (bench/trace_noise.py; its figures in
+# logs/trace-noise.txt).
 #
 # --outside LIST adds CNNs that stay out of the study: measured the same way,
 # in the same rounds (their own result files and agent states), but only
@@ -595,6 +597,11 @@ for entry in "${analyses[@]}"; do
     validate_args+=(--validate "$name=$dir/validate-$name.json")
 done
 TRAINCAST_PROGRESS=plain "$aggregator" validate --db "$dsn" >"$dir/logs/validate.txt" 2>&1 || true
+# Where the truths' noise comes from, and the rounds the floor goal needs (bench/trace_noise.py).
+rm -f "$dir/logs/trace-noise.json"
+"$bench_python" "$repo/bench/trace_noise.py" "$dsn" --json "$dir/logs/trace-noise.json" \
+    >"$dir/logs/trace-noise.txt" 2>"$dir/logs/trace-noise.err" \
+    || log "trace_noise.py failed: $(tail -n 1 "$dir/logs/trace-noise.err")"
 # The load every measurement was taken under (schema/011_load.sql).
 psql -X -q -tA -F$'\t' "$dsn" -c "SELECT device, kind, measured, disturbed, remeasured,
     with_load, round(coalesce(median_others_pct, 0)::numeric, 1),
@@ -675,7 +682,7 @@ total_s=$(( $(date +%s) - started ))
     --validate-status "$val_st" --validate-err "$dir/logs/validate-main.err" \
     --op-times "$dir/op_times.tsv" --op-points "$dir/op_points.tsv" \
     --class-layers "$dir/class_layers.tsv" --stored "$dir/stored.tsv" --timeline "$dir/timeline.tsv" \
-    --conditions "$dir/conditions.tsv" \
+    --conditions "$dir/conditions.tsv" --trace-noise "$dir/logs/trace-noise.json" \
     --done "$dir/done" --failed "$dir/failed" --requested "$(IFS=,; echo "${model_list[*]}")" \
     --outside "$(IFS=,; echo "${outside_list[*]}")" "${outside_args[@]}" \
     --settings "$settings" --measure-s "$measure_s" --total-s "$total_s" --load "$load_measure" \

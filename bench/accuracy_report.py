@@ -153,6 +153,29 @@ def devices_text(settings):
     return ", ".join(out)
 
 
+def rounds_for_floor(path):
+    """A line per device whose floor is above its goal: the rounds the goal needs, from
+    bench/trace_noise.py's JSON (none when there is none)."""
+    if not path or not os.path.exists(path):
+        return []
+    with open(path) as f:
+        noise = json.load(f)
+    out = []
+    for dev, r in sorted(noise.items()):
+        if r["floor_pct"] <= r["goal_pct"] or not r["floor_by_traces"]:
+            continue
+        last = r["floor_by_traces"][-1]
+        iters = (" (the iterations inside one trace alone would give %.1f %%)"
+                 % r["iteration_only_pct"] if "iteration_only_pct" in r else "")
+        out.append("*Rounds for the floor*, %s (bench/trace_noise.py, from the stored traces): a "
+                   "trace varies %.1f %% around its point%s; the floor from the first %d traces "
+                   "of every point is %.2f %%, so at one over the root of the rounds the %g %% "
+                   "goal needs about **%d rounds**."
+                   % (short_device(dev), r["sd_pct"], iters, last["k"], last["floor_pct"],
+                      r["goal_pct"], r["rounds_for_goal"]))
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--validate", action="append", default=[],
@@ -160,7 +183,7 @@ def main():
     for name in ("validate-err", "op-times", "op-points", "class-layers", "stored", "timeline",
                  "conditions", "done", "failed",
                  "requested", "settings", "load", "plot", "plot-link", "plot-note", "repo",
-                 "out", "outside", "outside-truth"):
+                 "out", "outside", "outside-truth", "trace-noise"):
         ap.add_argument("--" + name, default="")
     ap.add_argument("--outside-pred", action="append", default=[],
                     help="an outside CNN's `aggregator predict --format csv`")
@@ -238,7 +261,7 @@ def main():
                                                              err or "no message"))
         w("")
     else:
-        report_accuracy(w, docs)
+        report_accuracy(w, docs, a.trace_noise)
         report_apart(w, docs)
         report_cnns_before(w, docs)
         report_stability(w, docs)
@@ -309,7 +332,7 @@ def report_conditions(w, rows, docs):
     w("")
 
 
-def report_accuracy(w, docs):
+def report_accuracy(w, docs, trace_noise=""):
     main = by_device_size(docs["main"])
     family = by_device_size(docs.get("family"))
     batch = by_device_size(docs.get("batch"))
@@ -371,6 +394,9 @@ def report_accuracy(w, docs):
              pct(floor), pct(s["coverage"]), pct(s["width"]), pct(sbl["mape"]) if sbl else "–",
              pct(conv_only(pts)), verdict))
     w("")
+    for line in rounds_for_floor(trace_noise):
+        w(line)
+        w("")
 
     w("### Every analysis")
     w("")

@@ -17,7 +17,9 @@
 #     families, also when no CNN has every round yet);
 #   - bench/faithfulness.py's in-step conv timer (instep) computes exactly the
 #     gradients of the model's own convs, times every conv of the step, and
-#     its conv time is a part of the step.
+#     its conv time is a part of the step;
+#   - bench/trace_noise.py reads the noise floor by traces per point, and the
+#     rounds its goal needs, from a database of known traces.
 set -uo pipefail
 
 build=${1:?usage: test_bench_tools.sh BUILD_DIR}
@@ -315,6 +317,21 @@ grep -q '^| cpu A | 112 | 3 | 3 | 9.3 % ± 5.4 | 5.0 % ± 2.9 | -4.3 ± 3.0 | 0 
     && ok "accuracy report pairs the CNNs before and after the matmul benchmarks" \
     || fail "accuracy report before/after: $(grep -A6 'before and after' "$tmp/before.md" 2>&1)"
 
+# The rounds the floor needs, from trace_noise.py's JSON: a line for the
+# device whose floor is above its goal, none for the one that meets it.
+cat >"$tmp/noise.json" <<'JSON'
+{"cpu A [stack]": {"sd_pct": 12.0, "iteration_only_pct": 2.4, "floor_pct": 2.74, "goal_pct": 2.0,
+                   "floor_by_traces": [{"k": 15, "floor_pct": 2.96}], "rounds_for_goal": 33},
+ "cpu B [stack]": {"sd_pct": 3.0, "floor_pct": 1.5, "goal_pct": 2.0,
+                   "floor_by_traces": [{"k": 5, "floor_pct": 1.5}], "rounds_for_goal": 5}}
+JSON
+python3 "$repo/bench/accuracy_report.py" --validate "main=$tmp/now.json" --trace-noise "$tmp/noise.json" \
+    --out "$tmp/noise.md" >/dev/null 2>&1
+grep -q '^\*Rounds for the floor\*, cpu A (bench/trace_noise.py, from the stored traces): a trace varies 12.0 % around its point (the iterations inside one trace alone would give 2.4 %); the floor from the first 15 traces of every point is 2.96 %, so at one over the root of the rounds the 2 % goal needs about \*\*33 rounds\*\*.$' "$tmp/noise.md" \
+    && ! grep -q 'Rounds for the floor\*, cpu B' "$tmp/noise.md" \
+    && ok "accuracy report gives the rounds the floor needs where it misses its goal" \
+    || fail "accuracy report rounds for the floor: $(grep -i 'rounds for' "$tmp/noise.md" 2>&1)"
+
 # Paths of the repository are taken out of a report, but a relative chart
 # link that climbs out of a report written elsewhere stays a working link:
 # the repository under /var/tmp and the report under the temporary folder
@@ -350,6 +367,46 @@ assert r["conv_again_ms"] > 0, r  # --again: each call repeated at once, timed a
 PY
 else
     fail "instep: $py cannot import torch and torchvision (set TRAINCAST_PYTHON)"
+fi
+
+# trace_noise.py on a database of known traces: two points of four traces
+# each in the order they started (100 110 90 100 ms: halves 95 and 105, floor
+# 5 %; 200 four times: 0 %), a disturbed and a failed trace left out. The floor
+# is 2.5 %; from the first two traces (100 | 110 and 200 | 200) 2.38 %; the 2 %
+# goal needs 4 x (2.5 / 2)^2 = 6.25, so 7 rounds.
+tn_dsn=$("$repo/deploy/pg-local.sh" start "$tmp/tn/pg" | tail -n 1)
+if [ -n "$tn_dsn" ] && "$build/aggregator/aggregator" migrate --db "$tn_dsn" >"$tmp/tn.log" 2>&1; then
+    {
+        echo "INSERT INTO devices (device_id, uuid, kind, name) VALUES (1, 'cpu-tn', 'cpu', 'cpu T');"
+        i=0
+        for spec in m1:100:ok:false m1:110:ok:false m1:500:ok:true m1:90:ok:false m1:100:ok:false m1:1:failed:false \
+                    m2:200:ok:false m2:200:ok:false m2:200:ok:false m2:200:ok:false; do
+            IFS=: read -r m ms status dist <<<"$spec"
+            i=$((i + 1))
+            echo "INSERT INTO traces (trace_id, message_id, device_id, model_id, framework, batch, input_size,"
+            echo "  dtype, status, median_ms, started_at, disturbed) VALUES ($i, 'tn$i', 1, '$m', 'pytorch', 2,"
+            echo "  64, 'fp32', '$status', $ms, timestamptz '2026-12-01 10:00:00+00' + interval '$((i * 20)) s', $dist);"
+            echo "INSERT INTO trace_iterations (trace_id, repeat, idx, ms, warmup) VALUES"
+            echo "  ($i, 0, 0, $ms * 3, true), ($i, 0, 1, $ms, false), ($i, 0, 2, $ms, false), ($i, 0, 3, $ms, false);"
+        done
+    } | psql "$tn_dsn" -X -q -v ON_ERROR_STOP=1 >>"$tmp/tn.log" 2>&1
+    out=$(python3 "$repo/bench/trace_noise.py" "$tn_dsn" --json "$tmp/tn.json" 2>&1)
+    grep -q '^2 points, 8 traces (median 4 per point)$' <<<"$out" \
+        && grep -q '^floor by traces per point: 2: 2.38, 3: .*, 4: 2.50$' <<<"$out" \
+        && grep -q '^floor (all traces): 2.50 %; rounds for 2.0 % at 1/sqrt(rounds): 7$' <<<"$out" \
+        && grep -q '^iterations inside a trace: sd 0.0 %' <<<"$out" \
+        && python3 -c 'import json,sys; r=json.load(open(sys.argv[1]))["cpu T"]; assert r["rounds_for_goal"] == 7 and len(r["sittings"]) == 1, r' "$tmp/tn.json" \
+        && ok "trace_noise.py: the floor by traces, the rounds for the goal, disturbed and failed traces left out" \
+        || fail "trace_noise.py: $out $(cat "$tmp/tn.log")"
+    out=$(python3 "$repo/bench/trace_noise.py" "$tn_dsn" --goal 0 2>&1)
+    [ $? -eq 2 ] && grep -q -- '--goal must be above 0' <<<"$out" \
+        && ok "trace_noise.py refuses --goal 0" || fail "trace_noise.py took --goal 0: $out"
+    "$repo/deploy/pg-local.sh" stop "$tmp/tn/pg" >/dev/null 2>&1 || true
+    out=$(python3 "$repo/bench/trace_noise.py" "$tn_dsn" 2>&1)
+    [ $? -eq 1 ] && grep -q '^trace_noise: cannot read the traces from' <<<"$out" \
+        && ok "trace_noise.py names a database it cannot read" || fail "trace_noise.py without a database: $out"
+else
+    fail "trace_noise.py: no test database ($tn_dsn): $(cat "$tmp/tn.log" 2>/dev/null)"
 fi
 
 [ "$failures" -eq 0 ] || { echo "$failures check(s) failed"; exit 1; }
