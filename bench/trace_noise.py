@@ -28,7 +28,6 @@ The floor here is recomputed from the stored traces and can differ slightly
 from validate's, which uses the points the fit kept.
 """
 import argparse
-import bisect
 import collections
 import json
 import math
@@ -46,16 +45,12 @@ def psql(dsn, sql):
     return [line.split("\t") for line in out.splitlines() if line]
 
 
-def mean(xs):
-    return sum(xs) / len(xs)
-
-
 def corr(a, b):
-    ma, mb = mean(a), mean(b)
-    sa, sb = statistics.pstdev(a), statistics.pstdev(b)
-    if sa == 0 or sb == 0:
+    """Pearson's correlation; NaN where either side is constant."""
+    try:
+        return statistics.correlation(a, b)
+    except statistics.StatisticsError:
         return float("nan")
-    return mean([(x - ma) * (y - mb) for x, y in zip(a, b)]) / (sa * sb)
 
 
 def floor_pct(series):
@@ -66,7 +61,7 @@ def floor_pct(series):
             continue
         a, b = statistics.median(x[0::2]), statistics.median(x[1::2])
         f.append(abs(a - b) / (2 * statistics.median(x)))
-    return 100 * mean(f) if f else float("nan")
+    return 100 * statistics.fmean(f) if f else float("nan")
 
 
 def analyse(traces, iters, goal):
@@ -109,18 +104,17 @@ def analyse(traces, iters, goal):
                  if at[order[j]][1] != at[order[j + lag]][1]
                  and at[order[j + lag]][0] - at[order[j]][0] < SITTING_GAP_S]
         if len(pairs) >= 10:
-            res["lags"].append({"lag": lag, "pairs": len(pairs),
-                                "seconds": mean([at[b][0] - at[a][0] for a, b in pairs]),
-                                "corr": corr([dev[a] for a, _ in pairs], [dev[b] for _, b in pairs])})
-    starts = [at[order[0]][0]]
-    for a, b in zip(order, order[1:]):
-        if at[b][0] - at[a][0] > SITTING_GAP_S:
-            starts.append(at[b][0])
-    sittings = collections.defaultdict(list)
-    for tid in order:
-        sittings[bisect.bisect_right(starts, at[tid][0]) - 1].append(dev[tid])
-    res["sittings"] = [{"start": starts[s], "traces": len(x), "mean_pct": 100 * mean(x)}
-                       for s, x in sorted(sittings.items())]
+            gaps = [at[b][0] - at[a][0] for a, b in pairs]
+            res["lags"].append({"lag": lag, "pairs": len(pairs), "seconds": statistics.fmean(gaps),
+                                "corr": corr([dev[a] for a, _ in pairs],
+                                             [dev[b] for _, b in pairs])})
+    sittings = []  # (start, deviations): a gap of SITTING_GAP_S starts the next one
+    for prev, tid in zip([None] + order, order):
+        if prev is None or at[tid][0] - at[prev][0] > SITTING_GAP_S:
+            sittings.append((at[tid][0], []))
+        sittings[-1][1].append(dev[tid])
+    res["sittings"] = [{"start": start, "traces": len(x), "mean_pct": 100 * statistics.fmean(x)}
+                       for start, x in sittings]
     most = min(len(v) for v in points.values())
     res["floor_by_traces"] = [{"k": k, "floor_pct": floor_pct([[ms for _, ms, _ in v[:k]]
                                                                for v in points.values()])}
