@@ -13,14 +13,14 @@
 # through PyTorch. So a CNN's conv benchmarks and its traces are taken close
 # together in time, both sides are repeated the same number of times, and a
 # point's rounds are spread over the hours the study takes: the fit uses the
-# median of the rounds on both sides, the spread across rounds and the noise
+# geometric mean of the rounds on both sides, the spread across rounds and the noise
 # floor (`aggregator validate`: two halves of each point's rounds) include
 # the machine's drift over the study (convs shared with a CNN measured
 # earlier in the same round are not measured again). Then everything goes through the real pipeline: an embedded
 # PostgreSQL (deploy/pg-local.sh, in the study's directory), `aggregator
 # serve` with CURVE keys, `agent push`, `aggregator fit` and `aggregator
 # validate --format json` with every hold-out (one CNN, one family, one batch
-# size) and statistic (median, p10, min), and, where the models' matmuls are
+# size) and statistic (geomean, median, p10, min), and, where the models' matmuls are
 # benchmarked, with them regressed instead (--regress-matmuls). The report (bench/accuracy_report.py)
 # gives per device and input size the nested leave-one-CNN-out and
 # leave-one-family-out errors, per-family errors, unseen batch sizes, the
@@ -76,7 +76,7 @@
 #   --analyze-only       measure nothing: push, fit, validate and report what is there
 #   --retry-failed       measure again the CNNs that failed in an earlier run
 #   --analyses LIST      run only these analyses besides main (see below: family, batch,
-#                        p10, min, memory, baseline, disturbed, regress-matmuls,
+#                        median, p10, min, memory, baseline, disturbed, regress-matmuls,
 #                        apart-cnns, apart-modern, cnns-before) [all]
 #   --fresh              start over: delete DIR (its database included) first
 set -euo pipefail
@@ -144,7 +144,7 @@ while [ $# -gt 0 ]; do
     shift
 done
 
-known_analyses=main,family,batch,p10,min,memory,baseline,disturbed,regress-matmuls,apart-cnns,apart-modern,cnns-before
+known_analyses=main,family,batch,median,p10,min,memory,baseline,disturbed,regress-matmuls,apart-cnns,apart-modern,cnns-before
 IFS=, read -r -a wanted <<<"$only_analyses"
 for w in "${wanted[@]}"; do
     [[ ",$known_analyses," == *",$w,"* ]] \
@@ -516,10 +516,12 @@ TRAINCAST_PROGRESS=plain "$aggregator" fit --db "$dsn" >"$dir/logs/fit.out" 2>"$
 
 # Every analysis the report shows, each one `aggregator validate --format
 # json` (nested: each held-out group's model chosen and fitted without it):
-#   main        hold out one CNN, the median of the rounds (the default)
+#   main        hold out one CNN, the geometric mean of the rounds (the default)
 #   family      hold out a whole family (all resnets, all mobilenets, ...)
 #   batch       hold out one batch size of every CNN
-#   p10, min    other statistics of the rounds, on both sides
+#   median, p10, min
+#               other statistics of the rounds, on both sides (median: the
+#               default before schema 017)
 #   memory      the memory-bound classes summed in one feature (memory.elems), the
 #               default candidates before this study preferred them apart
 #   baseline    the published method's form: every aggregated non-conv
@@ -540,6 +542,7 @@ analyses=(
     "main|"
     "family|--holdout family"
     "batch|--holdout batch"
+    "median|--stat median"
     "p10|--stat p10"
     "min|--stat min"
     "memory|--candidates $memory_candidates"
@@ -633,7 +636,8 @@ psql -X -q -tA -F$'\t' "$dsn" -c "
     FROM traces t JOIN devices d USING (device_id) GROUP BY d.name ORDER BY d.name" >"$dir/stored.tsv"
 
 # The outside CNNs: predicted by the fit on the study's CNNs from their ONNX
-# export and conv benchmarks, and measured (the median of their rounds).
+# export and conv benchmarks, and measured (the geometric mean of their rounds,
+# the fit's statistic).
 outside_args=()
 if [ "${#outside_list[@]}" -gt 0 ] && [ "$fit_st" -eq 0 ]; then
     for m in "${outside_list[@]}"; do
@@ -650,7 +654,7 @@ if [ "${#outside_list[@]}" -gt 0 ] && [ "$fit_st" -eq 0 ]; then
         done
     done
     psql -X -q -tA -F$'\t' "$outside_dsn" -c "
-        SELECT device, model_id, batch, traces, median_ms, spread_between_traces
+        SELECT device, model_id, batch, traces, geomean_ms, spread_between_traces
         FROM trace_summary ORDER BY 2, 1, 3" >"$dir/outside-truth.tsv"
     outside_args+=(--outside-truth "$dir/outside-truth.tsv")
 fi

@@ -2,7 +2,7 @@
 """Write the accuracy study's Markdown report (bench/accuracy.sh).
 
 Reads the `aggregator validate --format json` of each analysis (main: hold
-out one CNN; family; batch; p10 and min statistics; class features; the
+out one CNN; family; batch; median, p10 and min statistics; class features; the
 baseline form), the profiler's time per op class, what the database holds
 per device, and the study's bookkeeping (CNNs done and failed, the timeline
 of benchmarks and traces). Every figure is computed from the held-out
@@ -214,8 +214,8 @@ def main():
        "rounds " + order.replace("%", "%%") + ", each a conv benchmark of the CNN's convs and "
        "one trace (a fresh process per batch size) of %s warm-up + %s measured iterations, on "
        "each device in turn; conv benchmarks with a %s ms budget and at most %s repetitions per "
-       "item. The fit uses the median of the rounds on both sides (p10 and min below as "
-       "alternatives).")
+       "item. The fit uses the geometric mean of the rounds on both sides (median, p10 and min "
+       "below as alternatives).")
       % (len(done), len(requested), ", ".join(done) or "none", settings.get("input"),
          settings.get("batches"), devices_text(settings),
          settings.get("rounds"), settings.get("warmup"), settings.get("iters"),
@@ -401,8 +401,8 @@ def report_accuracy(w, docs, trace_noise=""):
     w("### Every analysis")
     w("")
     w("The model each analysis chose on all CNNs; MAPE, median and max APE of its nested "
-      "held-out predictions. *p10*, *min*: the rounds summarized by their 10th percentile or "
-      "minimum instead of the median, on both sides. *memory*: the memory-bound classes summed "
+      "held-out predictions. *median*, *p10*, *min*: the rounds summarized by their median, "
+      "10th percentile or minimum instead of their geometric mean, on both sides. *memory*: the memory-bound classes summed "
       "in one feature (memory.elems), the default candidates before the study of "
       "docs/fitting.md kept them apart. *regress-matmuls*: the matmuls regressed with the rest "
       "even where every one is benchmarked (run only when the main analysis benchmarked "
@@ -413,7 +413,7 @@ def report_accuracy(w, docs, trace_noise=""):
     w("| device | px | analysis | MAPE | median | max | coverage | width | model chosen on every "
       "CNN |")
     w("|---|---:|---|---:|---:|---:|---:|---:|---|")
-    order = ["main", "family", "batch", "p10", "min", "memory", "regress-matmuls", "apart-cnns",
+    order = ["main", "family", "batch", "median", "p10", "min", "memory", "regress-matmuls", "apart-cnns",
              "apart-modern", "cnns-before", "baseline"]
     for name in order:
         if name not in docs:
@@ -596,11 +596,11 @@ def outside_done(a):
 
 def report_outside(w, outside, study, pred_files, truth_rows):
     """CNNs the study never fitted on, predicted from their ONNX export and
-    conv benchmarks by the fit on the study's CNNs, against the median of
-    their measured rounds: apart, those of a family the study has no CNN of
+    conv benchmarks by the fit on the study's CNNs, against the geometric
+    mean of their measured rounds: apart, those of a family the study has no CNN of
     (*new family*) and the other sizes of the study's families."""
     truth = {}
-    for r in truth_rows:  # device, model_id, batch, traces, median_ms, spread
+    for r in truth_rows:  # device, model_id, batch, traces, geomean_ms, spread
         truth[(r[0], r[1], int(r[2]))] = (float(r[4]), float(r[5]) if r[5] else None)
     rows, unpredicted = [], []
     for path in pred_files:
@@ -633,7 +633,7 @@ def report_outside(w, outside, study, pred_files, truth_rows):
       "into the study's database, and the fit on the study's CNNs predicted each from its "
       "structure (the ONNX export of torchvision's model, or of its Python file) and those "
       "benchmarks (`aggregator predict --model torchvision:NAME` or `FILE.py:FUNC`), against "
-      "the median of their measured rounds. Goal for a new "
+      "the geometric mean of their measured rounds (the fit's statistic). Goal for a new "
       "family: MAPE ≤ %.0f %% on one thread (or a GPU), ≤ %.0f %% on several."
       % (GOALS["outside"], GOALS_THREADS["outside"]))
     w("")

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""trace_noise.py DSN [--goal PCT] [--json FILE]
+"""trace_noise.py DSN [--stat geomean|median] [--goal PCT] [--json FILE]
 
 Where the noise of a study's truths comes from, and how many rounds its noise
 floor needs. Reads every trace stored in the aggregator database at DSN
@@ -18,9 +18,10 @@ Prints, per device with points traced more than once:
 - the level of each sitting (traces more than 30 minutes apart start a new
   one): its traces' mean deviation;
 - the noise floor as `aggregator validate` defines it (each point's traces
-  split into odd- and even-numbered halves with medians a and b: the mean of
-  |a - b| / (2 x median of all)), computed from the first k traces of every
-  point for each k, so that its fall with k is seen in one data set;
+  split into odd- and even-numbered halves whose statistic, --stat, is a and
+  b: the mean of |a - b| / (2 x the statistic of all)), computed from the
+  first k traces of every point for each k, so that its fall with k is seen
+  in one data set; --stat is the fit's: geomean (the default) or median;
 - the rounds the floor needs to reach --goal (default 2 %), taking the floor
   to fall as 1 / sqrt(rounds) from its value at the most traces every point has.
 
@@ -53,18 +54,22 @@ def corr(a, b):
         return float("nan")
 
 
-def floor_pct(series):
-    """validate's noise floor over points with two or more traces, percent."""
+STATS = {"geomean": statistics.geometric_mean, "median": statistics.median}
+
+
+def floor_pct(series, stat):
+    """validate's noise floor over points with two or more traces, percent,
+    with the truth taken by `stat` (a function of a list of times)."""
     f = []
     for x in series:
         if len(x) < 2:
             continue
-        a, b = statistics.median(x[0::2]), statistics.median(x[1::2])
-        f.append(abs(a - b) / (2 * statistics.median(x)))
+        a, b = stat(x[0::2]), stat(x[1::2])
+        f.append(abs(a - b) / (2 * stat(x)))
     return 100 * statistics.fmean(f) if f else float("nan")
 
 
-def analyse(traces, iters, goal):
+def analyse(traces, iters, goal, stat="geomean"):
     """traces: [(trace_id, point, started_epoch, median_ms)] of one device."""
     points = collections.defaultdict(list)
     for tid, point, t, ms in traces:
@@ -116,10 +121,12 @@ def analyse(traces, iters, goal):
     res["sittings"] = [{"start": start, "traces": len(x), "mean_pct": 100 * statistics.fmean(x)}
                        for start, x in sittings]
     most = min(len(v) for v in points.values())
+    fn = STATS[stat]
+    res["stat"] = stat
     res["floor_by_traces"] = [{"k": k, "floor_pct": floor_pct([[ms for _, ms, _ in v[:k]]
-                                                               for v in points.values()])}
+                                                               for v in points.values()], fn)}
                               for k in range(2, most + 1)]
-    res["floor_pct"] = floor_pct([[ms for _, ms, _ in v] for v in points.values()])
+    res["floor_pct"] = floor_pct([[ms for _, ms, _ in v] for v in points.values()], fn)
     f_most = res["floor_by_traces"][-1]["floor_pct"]
     res["goal_pct"] = goal
     res["rounds_for_goal"] = math.ceil(most * (f_most / goal) ** 2) if f_most > goal else most
@@ -141,8 +148,8 @@ def text(name, r):
                  (lg["lag"], lg["seconds"], lg["corr"], lg["pairs"]))
     w.append("sittings: " + ", ".join("%d traces %+.1f %%" % (s["traces"], s["mean_pct"])
                                       for s in r["sittings"]))
-    w.append("floor by traces per point: " + ", ".join("%d: %.2f" % (f["k"], f["floor_pct"])
-                                                       for f in r["floor_by_traces"]))
+    w.append("floor (%s of the traces) by traces per point: " % r["stat"] +
+             ", ".join("%d: %.2f" % (f["k"], f["floor_pct"]) for f in r["floor_by_traces"]))
     w.append("floor (all traces): %.2f %%; rounds for %.1f %% at 1/sqrt(rounds): %d" %
              (r["floor_pct"], r["goal_pct"], r["rounds_for_goal"]))
     return "\n".join(w)
@@ -152,6 +159,8 @@ def main(argv):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[2],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("dsn")
+    ap.add_argument("--stat", choices=sorted(STATS), default="geomean",
+                    help="the truth's statistic of a point's traces, as the fit's --stat [geomean]")
     ap.add_argument("--goal", type=float, default=2.0, help="floor goal, percent [2]")
     ap.add_argument("--json", help="write the figures as JSON to this file too")
     a = ap.parse_args(argv)
@@ -178,7 +187,7 @@ def main(argv):
         by_dev[dev].append((int(tid), (model, int(batch), int(px)), float(t), float(ms)))
     out = {}
     for dev in sorted(by_dev):
-        r = analyse(by_dev[dev], iters, a.goal)
+        r = analyse(by_dev[dev], iters, a.goal, a.stat)
         if r is not None:
             out[dev] = r
             print(text(dev, r))

@@ -201,8 +201,8 @@ static void s_print_table(const tc_fit_group_t *g, const tc_fit_run_analysis_t *
         printf("; no noise floor: no point was traced twice\n");
     printf("  spread: mean within-trace spread (max - min) / median of repeat medians;\n"
            "  between: mean (max - min) / median across repeated traces of a point;\n"
-           "  floor: the truths' own error, |a - b| / (2 x truth) for the medians a and b of each\n"
-           "  point's odd- and even-numbered traces in the order they were taken.\n\n");
+           "  floor: the truths' own error, |a - b| / (2 x truth) for the statistic (--stat) a\n"
+           "  and b of each point's odd- and even-numbered traces in the order they were taken.\n\n");
 }
 
 static void s_csv_field(const char *v, bool last)

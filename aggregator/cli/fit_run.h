@@ -38,8 +38,8 @@ typedef struct {
         {"features", TC_OPT_STR, &(c)->features, "LIST",                                      \
          "use exactly these features, without selection (instead of --candidates)"},          \
         {"stat", TC_OPT_STR, &(c)->stat, "S",                                                 \
-         "how repeated measurements become one time, for convs and traces alike: median "    \
-         "(default), p10 or min"},                                                            \
+         "how repeated measurements become one time, for convs and traces alike: geomean "   \
+         "(their geometric mean, the default), median, p10 or min"},                          \
         {"min-gain", TC_OPT_DOUBLE, &(c)->min_gain, "FRACTION",                               \
          "relative drop in leave-one-CNN-out MAPE that admits a feature or a more complex "   \
          "form (default: 0.01)"},                                                             \

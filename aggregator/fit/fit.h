@@ -47,9 +47,10 @@ typedef enum {
  * repetitions; older ones are superseded) and over a point's successful
  * traces (each its own median over iterations). */
 typedef enum {
-    TC_FIT_STAT_MEDIAN = 0, /* the median of the repeats (the default) */
-    TC_FIT_STAT_P10,        /* their 10th percentile (linear interpolation) */
-    TC_FIT_STAT_MIN,        /* the fastest repeat */
+    TC_FIT_STAT_GEOMEAN = 0, /* their geometric mean (the default) */
+    TC_FIT_STAT_MEDIAN,      /* their median */
+    TC_FIT_STAT_P10,         /* their 10th percentile (linear interpolation) */
+    TC_FIT_STAT_MIN,         /* the fastest repeat */
     TC_FIT_STAT_COUNT
 } tc_fit_stat_t;
 #define TC_FIT_RECENT 5
@@ -77,7 +78,7 @@ typedef struct {
 void tc_fit_conv_time(tc_fit_repeat_t *r, size_t n, tc_fit_stat_t stat, double *median_ms,
                       double *stddev_ms);
 
-const char *tc_fit_stat_name(tc_fit_stat_t s); /* median, p10, min */
+const char *tc_fit_stat_name(tc_fit_stat_t s); /* geomean, median, p10, min */
 int tc_fit_stat_parse(const char *s, tc_fit_stat_t *out);
 
 const char *tc_fit_form_name(tc_fit_form_t f);           /* ols, nnls, ridge, robust */
@@ -162,8 +163,9 @@ typedef struct {
     double spread_within;  /* largest within-trace spread, fraction; NaN if unknown */
     double spread_between; /* (max - min) / median across traces; NaN with one trace */
     /* The truth's own error, from two halves of its traces in the order they
-     * were taken (odd- and even-numbered): |a - b| / (2 x measured), their
-     * medians a and b (schema/012_noise_floor.sql); NaN with one trace. */
+     * were taken (odd- and even-numbered): |a - b| / (2 x measured), a and b
+     * the fit's statistic of each (schema/012_noise_floor.sql,
+     * 017_geometric_mean.sql); NaN with one trace. */
     double noise_floor;
     tc_features_t features;
 } tc_fit_point_t;

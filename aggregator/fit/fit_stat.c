@@ -9,11 +9,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const s_stat_names[TC_FIT_STAT_COUNT] = {"median", "p10", "min"};
+static const char *const s_stat_names[TC_FIT_STAT_COUNT] = {"geomean", "median", "p10", "min"};
 
 const char *tc_fit_stat_name(tc_fit_stat_t s)
 {
-    return (unsigned)s < TC_FIT_STAT_COUNT ? s_stat_names[s] : "median";
+    return (unsigned)s < TC_FIT_STAT_COUNT ? s_stat_names[s] : s_stat_names[0];
 }
 
 int tc_fit_stat_parse(const char *s, tc_fit_stat_t *out)
@@ -24,7 +24,7 @@ int tc_fit_stat_parse(const char *s, tc_fit_stat_t *out)
             return 0;
         }
     }
-    return tc_fail(TC_EINVAL, "unknown statistic '%s' (use median, p10 or min)", s ? s : "");
+    return tc_fail(TC_EINVAL, "unknown statistic '%s' (use geomean, median, p10 or min)", s ? s : "");
 }
 
 /* Most recent first: by measured time (unknown last), then by stored id. */
@@ -52,6 +52,21 @@ static double s_percentile(const double *v, size_t n, double p)
     double at = p * (double)(n - 1);
     size_t lo = (size_t)floor(at), hi = (size_t)ceil(at);
     return lo == hi ? v[lo] : v[lo] + (at - (double)lo) * (v[hi] - v[lo]);
+}
+
+/* The geometric mean of v[0..n) sorted, over its positive values (the
+ * database's exp(avg(ln(x))) over x > 0); with none, the median. */
+static double s_geomean(const double *v, size_t n)
+{
+    double sum = 0;
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (v[i] > 0) {
+            sum += log(v[i]);
+            k++;
+        }
+    }
+    return k ? exp(sum / (double)k) : s_percentile(v, n, 0.5);
 }
 
 void tc_fit_conv_time(tc_fit_repeat_t *r, size_t n, tc_fit_stat_t stat, double *median_ms,
@@ -82,8 +97,11 @@ void tc_fit_conv_time(tc_fit_repeat_t *r, size_t n, tc_fit_stat_t stat, double *
     case TC_FIT_STAT_P10:
         *median_ms = s_percentile(medians, n_med, 0.1);
         break;
-    default:
+    case TC_FIT_STAT_MEDIAN:
         *median_ms = s_percentile(medians, n_med, 0.5);
+        break;
+    default:
+        *median_ms = s_geomean(medians, n_med);
         break;
     }
     if (n_sd > 0)

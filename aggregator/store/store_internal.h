@@ -189,7 +189,13 @@ int32_t tc_store_bin_int4(const PGresult *res, int row, int col);
 /* A point's measured time from trace_summary `ts` by the same statistic. */
 #define TC_SQL_TRACE_STAT(stat)                                                                  \
     "CASE (" stat ")::text WHEN 'min' THEN ts.min_ms WHEN 'p10' THEN ts.p10_ms "                  \
-    "ELSE ts.median_ms END"
+    "WHEN 'median' THEN ts.median_ms ELSE ts.geomean_ms END"
+
+/* The same statistic of one half of the point's traces in time order (half
+ * "a", the odd-numbered, or "b"): the median's halves serve min and p10 too. */
+#define TC_SQL_TRACE_HALF(stat, half)                                                            \
+    "CASE WHEN (" stat ")::text IN ('median', 'p10', 'min') THEN ts.half_" half "_ms "          \
+    "ELSE ts.half_" half "_geomean_ms END"
 
 /* libpq's notice processor of every connection: its notices and the
  * messages it gets outside a query (a server that terminates the

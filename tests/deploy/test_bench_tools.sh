@@ -370,10 +370,13 @@ else
 fi
 
 # trace_noise.py on a database of known traces: two points of four traces
-# each in the order they started (100 110 90 100 ms: halves 95 and 105, floor
-# 5 %; 200 four times: 0 %), a disturbed and a failed trace left out. The floor
-# is 2.5 %; from the first two traces (100 | 110 and 200 | 200) 2.38 %; the 2 %
-# goal needs 4 x (2.5 / 2)^2 = 6.25, so 7 rounds.
+# each in the order they started (100 110 90 100 ms; 200 four times: floor 0),
+# a disturbed and a failed trace left out. By geometric means (the default)
+# the halves are sqrt(100 x 90) = 94.868 and sqrt(110 x 100) = 104.881 around
+# 99e6^(1/4) = 99.749: floor 5.019 %, 2.51 % over both points; from the first
+# two traces (100 | 110 around sqrt(11000) = 104.881) 4.767 %, so 2.38 %; the
+# 2 % goal needs 4 x (2.509 / 2)^2 = 6.3, so 7 rounds. By medians (--stat
+# median) the halves are 95 and 105 around 100: 5 %, so 2.50 %, and 2.38 %.
 tn_dsn=$("$repo/deploy/pg-local.sh" start "$tmp/tn/pg" | tail -n 1)
 if [ -n "$tn_dsn" ] && "$build/aggregator/aggregator" migrate --db "$tn_dsn" >"$tmp/tn.log" 2>&1; then
     {
@@ -392,12 +395,17 @@ if [ -n "$tn_dsn" ] && "$build/aggregator/aggregator" migrate --db "$tn_dsn" >"$
     } | psql "$tn_dsn" -X -q -v ON_ERROR_STOP=1 >>"$tmp/tn.log" 2>&1
     out=$(python3 "$repo/bench/trace_noise.py" "$tn_dsn" --json "$tmp/tn.json" 2>&1)
     grep -q '^2 points, 8 traces (median 4 per point)$' <<<"$out" \
-        && grep -q '^floor by traces per point: 2: 2.38, 3: .*, 4: 2.50$' <<<"$out" \
-        && grep -q '^floor (all traces): 2.50 %; rounds for 2.0 % at 1/sqrt(rounds): 7$' <<<"$out" \
+        && grep -q '^floor (geomean of the traces) by traces per point: 2: 2.38, 3: .*, 4: 2.51$' <<<"$out" \
+        && grep -q '^floor (all traces): 2.51 %; rounds for 2.0 % at 1/sqrt(rounds): 7$' <<<"$out" \
         && grep -q '^iterations inside a trace: sd 0.0 %' <<<"$out" \
         && python3 -c 'import json,sys; r=json.load(open(sys.argv[1]))["cpu T"]; assert r["rounds_for_goal"] == 7 and len(r["sittings"]) == 1, r' "$tmp/tn.json" \
         && ok "trace_noise.py: the floor by traces, the rounds for the goal, disturbed and failed traces left out" \
         || fail "trace_noise.py: $out $(cat "$tmp/tn.log")"
+    out=$(python3 "$repo/bench/trace_noise.py" "$tn_dsn" --stat median 2>&1)
+    grep -q '^floor (median of the traces) by traces per point: 2: 2.38, 3: .*, 4: 2.50$' <<<"$out" \
+        && grep -q '^floor (all traces): 2.50 %; rounds for 2.0 % at 1/sqrt(rounds): 7$' <<<"$out" \
+        && ok "trace_noise.py --stat median: the floor of the medians" \
+        || fail "trace_noise.py --stat median: $out"
     out=$(python3 "$repo/bench/trace_noise.py" "$tn_dsn" --goal 0 2>&1)
     [ $? -eq 2 ] && grep -q -- '--goal must be above 0' <<<"$out" \
         && ok "trace_noise.py refuses --goal 0" || fail "trace_noise.py took --goal 0: $out"

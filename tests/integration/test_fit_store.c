@@ -38,7 +38,7 @@ static ols2_t s_ols2_of(int skip, unsigned set)
             continue;
         for (int bi = 0; bi < TC_SYNTH_N_BATCHES; bi++) {
             double x = tc_synth_bn_elems(k, tc_synth_batches[bi]);
-            double r = tc_synth_measured(k, bi) - tc_synth_conv_sum(k, tc_synth_batches[bi]);
+            double r = tc_synth_truth(k, bi) - tc_synth_conv_sum(k, tc_synth_batches[bi]);
             s11 += 1;
             s12 += x;
             s22 += x * x;
@@ -57,7 +57,7 @@ static ols2_t s_ols2_of(int skip, unsigned set)
             continue;
         for (int bi = 0; bi < TC_SYNTH_N_BATCHES; bi++) {
             double x = tc_synth_bn_elems(k, tc_synth_batches[bi]);
-            double r = tc_synth_measured(k, bi) - tc_synth_conv_sum(k, tc_synth_batches[bi]);
+            double r = tc_synth_truth(k, bi) - tc_synth_conv_sum(k, tc_synth_batches[bi]);
             double e = r - o.b0 - o.b1 * x;
             rss += e * e;
         }
@@ -80,7 +80,7 @@ static double s_held_out_ape(int k, int bi, unsigned set)
     ols2_t o = s_ols2_of(k, set);
     unsigned b = tc_synth_batches[bi];
     double pred = tc_synth_conv_sum(k, b) + o.b0 + o.b1 * tc_synth_bn_elems(k, b);
-    double m = tc_synth_measured(k, bi);
+    double m = tc_synth_truth(k, bi);
     return 100.0 * fabs(pred - m) / m;
 }
 
@@ -202,8 +202,8 @@ Test(fit_store, fit_and_validate_match_the_hand_computation, .timeout = 300)
     double co = 0;
     for (int k = 0; k < TC_SYNTH_N_CNNS; k++)
         for (int bi = 0; bi < TC_SYNTH_N_BATCHES; bi++)
-            co += 100 * (tc_synth_measured(k, bi) - tc_synth_conv_sum(k, tc_synth_batches[bi])) /
-                  tc_synth_measured(k, bi);
+            co += 100 * (tc_synth_truth(k, bi) - tc_synth_conv_sum(k, tc_synth_batches[bi])) /
+                  tc_synth_truth(k, bi);
     co /= TC_SYNTH_N_CNNS * TC_SYNTH_N_BATCHES;
     snprintf(csv, sizeof csv, "%s", out);
     cr_assert(s_csv_row(csv, "", f, 20));
@@ -309,12 +309,15 @@ Test(fit_store, statistics_of_repeated_measurements, .timeout = 300)
     tc_synth_put_convs(st, "synth-a", TC_SYNTH_N_CNNS, tc_synth_batches, TC_SYNTH_N_BATCHES,
                        now - 1200 * 1000000LL, 4.0);
     char *dev[] = {"synth-a"};
-    /* percentile_cont over (1, 2, 4): median 2, p10 1.2, min 1. */
+    /* Over (1, 2, 4): geometric mean 2, median 2, p10 1.2, min 1. The
+     * repeated point's traces are m - 0.5 and m + 0.5: their geometric mean
+     * is tc_synth_truth, the other statistics m + trace_offset. */
     const struct {
         tc_fit_stat_t stat;
         double conv_factor;
-        double trace_offset; /* the repeated point's traces are m - 0.5, m + 0.5 */
-    } cases[] = {{TC_FIT_STAT_MEDIAN, 2.0, 0.0},
+        double trace_offset;
+    } cases[] = {{TC_FIT_STAT_GEOMEAN, 2.0, 0.0},
+                 {TC_FIT_STAT_MEDIAN, 2.0, 0.0},
                  {TC_FIT_STAT_P10, 1.2, -0.4},
                  {TC_FIT_STAT_MIN, 1.0, -0.5}};
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
@@ -330,9 +333,10 @@ Test(fit_store, statistics_of_repeated_measurements, .timeout = 300)
             cr_expect(fabs(pt->conv_ms - conv) < 1e-9 * conv, "%s: %s b%u conv %.12g, want %.12g",
                       tc_fit_stat_name(cases[c].stat), pt->model_id, pt->batch, pt->conv_ms,
                       conv);
-            double m =
-                tc_synth_measured(k, bi) +
-                (k == TC_SYNTH_REPEAT_K && bi == TC_SYNTH_REPEAT_BI ? cases[c].trace_offset : 0.0);
+            double m = cases[c].stat == TC_FIT_STAT_GEOMEAN ? tc_synth_truth(k, bi)
+                       : k == TC_SYNTH_REPEAT_K && bi == TC_SYNTH_REPEAT_BI
+                           ? tc_synth_measured(k, bi) + cases[c].trace_offset
+                           : tc_synth_measured(k, bi);
             cr_expect(fabs(pt->measured_ms - m) < 1e-9 * m, "%s: %s b%u measured %.12g, want %.12g",
                       tc_fit_stat_name(cases[c].stat), pt->model_id, pt->batch, pt->measured_ms,
                       m);
@@ -349,7 +353,7 @@ Test(fit_store, statistics_of_repeated_measurements, .timeout = 300)
     cr_expect_eq(fit.stat, TC_FIT_STAT_MIN);
     rc = tc_synth_aggregator("validate --stat nosuch", out, sizeof out);
     cr_expect_eq(rc, 2, "%s", out);
-    cr_expect(strstr(out, "--stat") && strstr(out, "median, p10 or min"), "%s", out);
+    cr_expect(strstr(out, "--stat") && strstr(out, "geomean, median, p10 or min"), "%s", out);
     tc_store_destroy(&st);
 }
 
@@ -378,8 +382,9 @@ static void s_device_tail(const char *csv, double *floor_pct, double *se)
 
 /* Next to the error, what the data allow: the noise floor from two halves of
  * each point's traces (one point is traced twice, m - 0.5 and m + 0.5 ms: its
- * truth m is off by about half their difference, 1 / (2 m)), and the MAPE's
- * standard error across CNNs (points of one CNN are not independent). */
+ * truth, their geometric mean g = sqrt(m^2 - 0.25), is off by about half their
+ * difference, 1 / (2 g)), and the MAPE's standard error across CNNs (points of
+ * one CNN are not independent). */
 Test(fit_store, validate_reports_the_noise_floor_and_the_standard_error, .timeout = 300)
 {
     tc_store_t *st = tc_synth_fresh_db("fit_floor");
@@ -389,9 +394,9 @@ Test(fit_store, validate_reports_the_noise_floor_and_the_standard_error, .timeou
     cr_assert_eq(rc, 0, "validate failed:\n%s", out);
     double floor_pct, se;
     s_device_tail(out, &floor_pct, &se);
-    double m = tc_synth_measured(TC_SYNTH_REPEAT_K, TC_SYNTH_REPEAT_BI);
-    cr_expect(fabs(floor_pct - 100.0 / (2 * m)) < 1e-3, "noise floor %g, hand %g", floor_pct,
-              100.0 / (2 * m));
+    double g = tc_synth_truth(TC_SYNTH_REPEAT_K, TC_SYNTH_REPEAT_BI);
+    cr_expect(fabs(floor_pct - 100.0 / (2 * g)) < 1e-3, "noise floor %g, hand %g", floor_pct,
+              100.0 / (2 * g));
     double mapes[TC_SYNTH_N_CNNS], mean = 0;
     for (int k = 0; k < TC_SYNTH_N_CNNS; k++) {
         double median, max;

@@ -149,16 +149,17 @@ Test(store_lookup, the_statistic_is_exactly_the_one_postgresql_computes)
           "    + make_interval(hours => floor(random() * 12)::int) END AS at "
           "  FROM generate_series(32, 71) b "
           "  CROSS JOIN LATERAL generate_series(1, 1 + floor(random() * 9)::int + 0 * b) i) v");
-    /* Per batch "batch min p10 median stddev" (NaN: no spread), ';'-joined,
-     * each double in its shortest exact form. */
+    /* Per batch "batch min p10 median stddev geomean" (NaN: no spread),
+     * ';'-joined, each double in its shortest exact form. */
     char ref[8192];
     cr_assert_eq(tc_store_exec(s_store,
                                "SELECT string_agg(concat_ws(' ', batch, lo, p10, p50, "
-                               "  coalesce(sd::text, 'NaN')), ';' ORDER BY batch) "
+                               "  coalesce(sd::text, 'NaN'), geo), ';' ORDER BY batch) "
                                "FROM (SELECT x.batch, min(x.median_ms) AS lo, "
                                "percentile_cont(0.1) WITHIN GROUP (ORDER BY x.median_ms) AS p10, "
                                "percentile_cont(0.5) WITHIN GROUP (ORDER BY x.median_ms) AS p50, "
-                               "percentile_cont(0.5) WITHIN GROUP (ORDER BY x.stddev_ms) AS sd "
+                               "percentile_cont(0.5) WITHIN GROUP (ORDER BY x.stddev_ms) AS sd, "
+                               "exp(avg(ln(x.median_ms))) AS geo "
                                "FROM (SELECT r.batch, r.median_ms, r.stddev_ms, r.measured_at, "
                                "  row_number() OVER (PARTITION BY r.batch "
                                "  ORDER BY r.measured_at DESC NULLS LAST, r.result_id DESC) "
@@ -187,12 +188,16 @@ Test(store_lookup, the_statistic_is_exactly_the_one_postgresql_computes)
         char *end;
         long batch = strtol(p, &end, 10);
         double lo = strtod(end, &end), p10 = strtod(end, &end), p50 = strtod(end, &end);
-        double sd = strtod(end, &end);
+        double sd = strtod(end, &end), geo = strtod(end, &end);
         cr_assert_eq(batch, 32 + (long)b, "the reference answers every batch: %s", ref);
         cr_assert_eq(items[TC_FIT_STAT_MIN][b].median_ms, lo, "batch %ld min", batch);
         cr_assert_eq(items[TC_FIT_STAT_P10][b].median_ms, p10, "batch %ld p10: %.17g, %.17g",
                      batch, items[TC_FIT_STAT_P10][b].median_ms, p10);
         cr_assert_eq(items[TC_FIT_STAT_MEDIAN][b].median_ms, p50, "batch %ld median", batch);
+        /* The logs summed in another order: equal to within rounding. */
+        cr_assert(fabs(items[TC_FIT_STAT_GEOMEAN][b].median_ms - geo) <= 1e-12 * geo,
+                  "batch %ld geometric mean: %.17g, %.17g", batch,
+                  items[TC_FIT_STAT_GEOMEAN][b].median_ms, geo);
         double got = items[TC_FIT_STAT_MEDIAN][b].stddev_ms;
         cr_assert(got == sd || (isnan(got) && isnan(sd)), "batch %ld spread: %.17g, %.17g",
                   batch, got, sd);

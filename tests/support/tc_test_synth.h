@@ -27,6 +27,10 @@ double tc_synth_conv_sum(int k, unsigned batch);
 /* The trace time of model k at batch index bi (ms): conv sum, a non-conv
  * part linear in bn.elems, and a fixed noise. */
 double tc_synth_measured(int k, int bi);
+/* The point's truth by the fit's default statistic, the geometric mean of
+ * its traces: tc_synth_measured, but sqrt(m^2 - 0.25) for the repeated
+ * point (traced m - 0.5 and m + 0.5). */
+double tc_synth_truth(int k, int bi);
 /* The spread stored with model k's traces. */
 double tc_synth_spread(int k);
 

@@ -150,7 +150,7 @@ static int s_device_names(tc_store_t *s, char *const *devices, size_t n_devices,
 #define S_POINTS_SQL(view)                                                                      \
     "SELECT ts.model_id, coalesce(m.name, ''), ts.batch, ts.traces, " TC_SQL_TRACE_STAT("$8")    \
     ", ts.spread_within_trace, ts.spread_between_traces, m.model_id IS NOT NULL, "               \
-    "ts.last_started_at, ts.half_a_ms, ts.half_b_ms "                                             \
+    "ts.last_started_at, " TC_SQL_TRACE_HALF("$8", "a") ", " TC_SQL_TRACE_HALF("$8", "b") " "      \
     "FROM " view " ts LEFT JOIN models m USING (model_id) "                                      \
     "WHERE ts.device = $1 AND ts.framework = $2 AND ts.policy IS NOT DISTINCT FROM $3 "          \
     "AND ts.dtype = $4 AND ts.amp = $5 AND ts.library_key = $6 AND ts.settings_key = $7 "        \
