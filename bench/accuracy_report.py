@@ -2,8 +2,8 @@
 """Write the accuracy study's Markdown report (bench/accuracy.sh).
 
 Reads the `aggregator validate --format json` of each analysis (main: hold
-out one CNN; family; batch; median, p10 and min statistics; class features; the
-baseline form), the profiler's time per op class, what the database holds
+out one CNN; family; batch; median, p10 and min statistics; class features;
+the baseline form), the profiler's time per op class, what the database holds
 per device, and the study's bookkeeping (CNNs done and failed, the timeline
 of benchmarks and traces). Every figure is computed from the held-out
 predictions the JSON carries, per device and input size. With --outside, also the CNNs kept out of the
@@ -402,9 +402,10 @@ def report_accuracy(w, docs, trace_noise=""):
     w("")
     w("The model each analysis chose on all CNNs; MAPE, median and max APE of its nested "
       "held-out predictions. *median*, *p10*, *min*: the rounds summarized by their median, "
-      "10th percentile or minimum instead of their geometric mean, on both sides. *memory*: the memory-bound classes summed "
-      "in one feature (memory.elems), the default candidates before the study of "
-      "docs/fitting.md kept them apart. *regress-matmuls*: the matmuls regressed with the rest "
+      "10th percentile or minimum instead of their geometric mean, on both sides. *memory*: "
+      "the memory-bound classes summed in one feature (memory.elems), the default "
+      "candidates before the study of docs/fitting.md kept them apart. *regress-matmuls*: "
+      "the matmuls regressed with the rest "
       "even where every one is benchmarked (run only when the main analysis benchmarked "
       "them). *apart-cnns*, *apart-modern*: the CNNs of 2012–2019 alone, the ConvNeXts and "
       "transformers alone (validate --models), where the study has both. *cnns-before*: the "
@@ -413,8 +414,8 @@ def report_accuracy(w, docs, trace_noise=""):
     w("| device | px | analysis | MAPE | median | max | coverage | width | model chosen on every "
       "CNN |")
     w("|---|---:|---|---:|---:|---:|---:|---:|---|")
-    order = ["main", "family", "batch", "median", "p10", "min", "memory", "regress-matmuls", "apart-cnns",
-             "apart-modern", "cnns-before", "baseline"]
+    order = ["main", "family", "batch", "median", "p10", "min", "memory", "regress-matmuls",
+             "apart-cnns", "apart-modern", "cnns-before", "baseline"]
     for name in order:
         if name not in docs:
             continue
