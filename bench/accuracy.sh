@@ -74,6 +74,8 @@
 #   --plot-link PATH     how the report links the chart [its path relative to --out]
 #   --quick              a smoke run: 5 small CNNs, batches 2,8, 2 rounds of 3 iterations
 #   --analyze-only       measure nothing: push, fit, validate and report what is there
+#   --report-only        write the report again from the last analysis in DIR (its
+#                        validate-*.json and tables): nothing pushed, fitted or validated
 #   --retry-failed       measure again the CNNs that failed in an earlier run
 #   --analyses LIST      run only these analyses besides main (see below: family, batch,
 #                        median, p10, min, memory, baseline, disturbed, regress-matmuls,
@@ -98,6 +100,7 @@ time_budget=0
 warmup=3
 iters=10
 analyze_only=0
+report_only=0
 bench_budget=100
 max_reps=30
 operands=
@@ -119,6 +122,7 @@ while [ $# -gt 0 ]; do
     --rounds) rounds=$2; shift ;;
     --remeasure) remeasure_max=$2; shift ;;
     --analyze-only) analyze_only=1 ;;
+    --report-only) analyze_only=1; report_only=1 ;;
     --threads) threads_list=$2; shift ;;
     --devices) devices_list=$2; shift ;;
     --time-budget) time_budget=$2; shift ;;
@@ -450,213 +454,232 @@ measure_s=$(( $(date +%s) - started ))
 load_measure=$(bench_monitor_stop)
 
 # ---- through the pipeline ------------------------------------------------------
-dsn=$("$repo/deploy/pg-local.sh" start "$dir/pg" | tail -n 1)
-"$aggregator" migrate --db "$dsn" >/dev/null
-[ -f "$dir/aggregator/aggregator.key" ] || "$aggregator" keygen --keys "$dir/aggregator" >/dev/null
-# Every agent state that measured (the study's and the outside CNNs') gets
-# its key and the aggregator's, and is allowed, before the servers start.
-for t in "${device_keys[@]}"; do
-    for state in "$dir/agent-$t" "$dir/outside-agent-$t"; do
-        [ "$state" = "$dir/agent-$t" ] || [ "${#outside_list[@]}" -gt 0 ] || continue
-        [ -f "$state/agent.key" ] || "$agent" keygen --state "$state" >/dev/null
-        cp "$dir/aggregator/aggregator.pub" "$state/aggregator.pub"
-        grep -qxF "$(cat "$state/agent.pub")" "$dir/aggregator/allowlist" 2>/dev/null \
-            || cat "$state/agent.pub" >>"$dir/aggregator/allowlist"
-    done
-done
-# serve_start DSN: `aggregator serve` into DSN on a free port (serve_pid, endpoint).
-serve_start() {
-    endpoint=tcp://127.0.0.1:$(bench_free_port)
-    "$aggregator" serve --listen "$endpoint" --db "$1" --keys "$dir/aggregator" >>"$dir/logs/aggregator.log" 2>&1 &
-    server_pid=$!
-    sleep 1
-    kill -0 "$server_pid" 2>/dev/null || { tail -n 20 "$dir/logs/aggregator.log" >&2; log "aggregator serve did not start"; exit 1; }
-}
-serve_stop() { kill -TERM "$server_pid"; wait "$server_pid" || true; server_pid=; }
-# push STATE KIND... with FILE_FUNCTION: every round's result files of those kinds.
-push() {
-    local state=$1 file=$2 t=$3 files=() r kind
-    shift 3
-    for r in $(seq 1 $((rounds + remeasure_max))); do
-        for kind in "$@"; do [ -s "$($file "$kind" "$t" "$r")" ] && files+=("$($file "$kind" "$t" "$r")"); done
-    done
-    [ "${#files[@]}" -gt 0 ] || return 0
-    log "agent push (${device_flags[$t]#--device }): ${files[*]}"
-    TRAINCAST_PROGRESS=plain "$agent" push --aggregator "$endpoint" --state "$state" --timeout 900 "${files[@]}" \
-        >>"$dir/logs/push.log" 2>&1 || { tail -n 20 "$dir/logs/push.log" >&2; log "agent push failed"; exit 1; }
-}
-serve_start "$dsn"
-for t in "${device_keys[@]}"; do
-    push "$dir/agent-$t" device_file "$t" bench trace
-    # The outside CNNs' conv benchmarks only: their traces never reach the fit.
-    [ "${#outside_list[@]}" -eq 0 ] || push "$dir/outside-agent-$t" outside_file "$t" bench
-done
-serve_stop
-if [ "${#outside_list[@]}" -gt 0 ]; then
-    # Their measured times, in a database of their own.
-    outside_dsn=${dsn%/*}/outside
-    psql -X -q "$dsn" -tA -c "SELECT 1 FROM pg_database WHERE datname = 'outside'" | grep -q 1 \
-        || psql -X -q "$dsn" -c "CREATE DATABASE outside" >/dev/null
-    "$aggregator" migrate --db "$outside_dsn" >/dev/null
-    serve_start "$outside_dsn"
-    for t in "${device_keys[@]}"; do push "$dir/outside-agent-$t" outside_file "$t" trace; done
-    serve_stop
-    # their ids without the size: torchvision:NAME, or python:STEM.FUNC
-    outside_ids=$(for m in "${outside_list[@]}"; do
-        if [[ ${spec_of[$m]} == torchvision:* ]]; then echo "torchvision:$m"; else echo "python:$m"; fi
-    done | paste -sd,)
-    leaked=$(psql -X -tA "$dsn" -c "SELECT count(*) FROM traces WHERE model_id LIKE ANY (SELECT m || '@%' FROM unnest(string_to_array('$outside_ids', ',')) m)")
-    [ "$leaked" -eq 0 ] || { log "$leaked traces of an --outside CNN reached the study's database; the check would not be blind"; exit 1; }
-fi
-
-log "aggregator fit"
-fit_st=0
-TRAINCAST_PROGRESS=plain "$aggregator" fit --db "$dsn" >"$dir/logs/fit.out" 2>"$dir/logs/fit.err" || fit_st=$?
-[ "$fit_st" -eq 0 ] || { cat "$dir/logs/fit.err" >&2; log "aggregator fit failed (exit $fit_st); the report says why"; }
-
-# Every analysis the report shows, each one `aggregator validate --format
-# json` (nested: each held-out group's model chosen and fitted without it):
-#   main        hold out one CNN, the geometric mean of the rounds (the default)
-#   family      hold out a whole family (all resnets, all mobilenets, ...)
-#   batch       hold out one batch size of every CNN
-#   median, p10, min
-#               other statistics of the rounds, on both sides (median: the
-#               default before schema 017)
-#   memory      the memory-bound classes summed in one feature (memory.elems), the
-#               default candidates before this study preferred them apart
-#   baseline    the published method's form: every aggregated non-conv
-#               feature, ordinary least squares, no selection
-#   disturbed   the traces taken while other processes used the machine
-#               kept (aggregator fit --include-disturbed), against main
-#   apart-cnns, apart-modern
-#               where the study has both (4 or more of each with a round
-#               measured): the CNNs of 2012-2019 alone and the ConvNeXts and
-#               transformers alone (validate --models), to set beside their
-#               errors in main, where every model is fitted together
-#   cnns-before the CNNs alone with their matmuls regressed (where main
-#               benchmarks matmuls): the method before matmuls were
-#               benchmarked, set CNN by CNN beside main's errors
-baseline_features=total.one,total.params,bn.elems,act.elems,pool.elems,eltwise.elems,concat.elems,gemm.flops
-memory_candidates=total.one,nonconv.layers,conv.layers,bn.elems,memory.elems,total.params,gemm.flops,conv.ms
-analyses=(
-    "main|"
-    "family|--holdout family"
-    "batch|--holdout batch"
-    "median|--stat median"
-    "p10|--stat p10"
-    "min|--stat min"
-    "memory|--candidates $memory_candidates"
-    "baseline|--features $baseline_features --forms ols --weightings none"
-    "disturbed|--include-disturbed"
-    "regress-matmuls|--regress-matmuls"
-)
-# has_rounds CNN: it has a round measured and never failed; the analysis
-# uses every round there is (the study's models and the outside CNNs alike).
-has_rounds() { grep -q "^$1 " "$dir/rounds_done" && ! grep -q "^$1	" "$dir/failed"; }
-# The study's models with a round measured, by kind: the report's own split
-# (bench/accuracy_fmt.py kind: the fit's families, MODERN_FAMILIES).
-measured=()
-for m in "${model_list[@]}"; do
-    if has_rounds "$m"; then measured+=("$m"); fi
-done
-apart_cnns=() apart_modern=()
-if [ "${#measured[@]}" -gt 0 ]; then
-    mapfile -t kinds < <("$bench_python" "$repo/bench/accuracy_fmt.py" kind "${measured[@]}")
-    for i in "${!measured[@]}"; do
-        if [ "${kinds[$i]}" = modern ]; then apart_modern+=("${measured[$i]}"); else apart_cnns+=("${measured[$i]}"); fi
-    done
-fi
-if [ "${#apart_cnns[@]}" -ge 4 ] && [ "${#apart_modern[@]}" -ge 4 ]; then
-    cnn_list=$(IFS=,; echo "${apart_cnns[*]}")
-    analyses+=("apart-cnns|--models $cnn_list"
-        "apart-modern|--models $(IFS=,; echo "${apart_modern[*]}")"
-        "cnns-before|--models $cnn_list --regress-matmuls")
-fi
-val_st=0
-validate_args=()
-for entry in "${analyses[@]}"; do
-    name=${entry%%|*}
-    args=${entry#*|}
-    if [ -n "$only_analyses" ] && [ "$name" != main ] && [[ ",$only_analyses," != *",$name,"* ]]; then
-        continue
-    fi
-    log "aggregator validate ($name${args:+: $args})"
-    st=0
-    # shellcheck disable=SC2086
-    TRAINCAST_PROGRESS=plain "$aggregator" validate --db "$dsn" --format json $args \
-        >"$dir/validate-$name.json" 2>"$dir/logs/validate-$name.err" || st=$?
-    if { [ "$name" = regress-matmuls ] || [ "$name" = cnns-before ]; } && [ "$st" -eq 0 ] &&
-        ! grep -q '"benchmarked": "conv,matmul"' "$dir/validate-main.json" 2>/dev/null; then
-        # the same analysis as main or apart-cnns: no matmul was benchmarked
-        rm -f "$dir/validate-$name.json"
-        continue
-    fi
-    if [ "$st" -ne 0 ]; then
-        log "aggregator validate ($name) failed (exit $st): $(tail -n 1 "$dir/logs/validate-$name.err")"
-        [ "$name" = main ] && val_st=$st
-        rm -f "$dir/validate-$name.json"
-        continue
-    fi
-    validate_args+=(--validate "$name=$dir/validate-$name.json")
-done
-TRAINCAST_PROGRESS=plain "$aggregator" validate --db "$dsn" >"$dir/logs/validate.txt" 2>&1 || true
-# Where the truths' noise comes from, and the rounds the floor goal needs (bench/trace_noise.py).
-rm -f "$dir/logs/trace-noise.json"
-"$bench_python" "$repo/bench/trace_noise.py" "$dsn" --json "$dir/logs/trace-noise.json" \
-    >"$dir/logs/trace-noise.txt" 2>"$dir/logs/trace-noise.err" \
-    || log "trace_noise.py failed: $(tail -n 1 "$dir/logs/trace-noise.err")"
-# The load every measurement was taken under (schema/011_load.sql).
-psql -X -q -tA -F$'\t' "$dsn" -c "SELECT device, kind, measured, disturbed, remeasured,
-    with_load, round(coalesce(median_others_pct, 0)::numeric, 1),
-    round(coalesce(max_others_pct, 0)::numeric, 1) FROM measurement_load ORDER BY 1, 2" \
-    >"$dir/conditions.tsv" 2>>"$dir/logs/validate.txt" || : >"$dir/conditions.tsv"
-
-# Where the non-conv time goes: the profiler's time per op class of every
-# traced step (one profiled step per trace), per device and class.
-psql -X -q -tA -F$'\t' "$dsn" -c "
-    SELECT d.name, o.op_class, sum(o.ms), count(DISTINCT t.trace_id)
-    FROM trace_op_times o JOIN traces t USING (trace_id) JOIN devices d USING (device_id)
-    WHERE t.status = 'ok'
-    GROUP BY d.name, o.op_class ORDER BY d.name, 3 DESC" >"$dir/op_times.tsv"
-# Each traced step's time per op class, and each CNN's layers per class: how
-# well every class follows its feature (the report's class table).
-psql -X -q -tA -F$'\t' "$dsn" -c "
-    SELECT d.name, t.model_id, t.batch, t.trace_id, t.median_ms, o.op_class, o.ms
-    FROM trace_op_times o JOIN traces t USING (trace_id) JOIN devices d USING (device_id)
-    WHERE t.status = 'ok' AND t.median_ms > 0" >"$dir/op_points.tsv"
-psql -X -q -tA -F$'\t' "$dsn" -c "
-    SELECT l.model_id, l.op_class, count(*), sum(l.params), sum(l.flops), sum(l.elems_in + l.elems_out),
-           sum(l.elems_out)
-    FROM model_layers l WHERE l.model_id IN (SELECT model_id FROM traces)
-    GROUP BY 1, 2" >"$dir/class_layers.tsv"
-psql -X -q -tA -F$'\t' "$dsn" -c "
-    SELECT d.name, count(DISTINCT t.model_id), count(*) FILTER (WHERE t.status = 'ok'),
-           count(*) FILTER (WHERE t.status <> 'ok'),
-           (SELECT count(*) FROM conv_results r JOIN devices d2 USING (device_id) WHERE d2.name = d.name)
-    FROM traces t JOIN devices d USING (device_id) GROUP BY d.name ORDER BY d.name" >"$dir/stored.tsv"
-
-# The outside CNNs: predicted by the fit on the study's CNNs from their ONNX
-# export and conv benchmarks, and measured (the geometric mean of their rounds,
-# the fit's statistic).
-outside_args=()
-if [ "${#outside_list[@]}" -gt 0 ] && [ "$fit_st" -eq 0 ]; then
-    for m in "${outside_list[@]}"; do
-        has_rounds "$m" || { log "outside CNN $m has no round measured, or failed; not predicted"; continue; }
-        for px in "${size_list[@]}"; do
-            log "aggregator predict (outside the study: $m, $px px)"
-            st=0
-            TRAINCAST_PROGRESS=plain "$aggregator" predict --db "$dsn" --model "${spec_of[$m]}" --input-size "$px" \
-                --batch "$batches" --gpu all --wait 0 --no-store --format csv \
-                >"$dir/outside-pred-$m-$px.csv" 2>"$dir/logs/outside-pred-$m-$px.err" || st=$?
-            # 3: some rows could not be predicted; each row says why.
-            [ "$st" -eq 0 ] || [ "$st" -eq 3 ] || log "aggregator predict ($m, $px px) failed (exit $st): $(tail -n 1 "$dir/logs/outside-pred-$m-$px.err")"
-            outside_args+=(--outside-pred "$dir/outside-pred-$m-$px.csv")
+if [ "$report_only" -eq 0 ]; then
+    dsn=$("$repo/deploy/pg-local.sh" start "$dir/pg" | tail -n 1)
+    "$aggregator" migrate --db "$dsn" >/dev/null
+    [ -f "$dir/aggregator/aggregator.key" ] || "$aggregator" keygen --keys "$dir/aggregator" >/dev/null
+    # Every agent state that measured (the study's and the outside CNNs') gets
+    # its key and the aggregator's, and is allowed, before the servers start.
+    for t in "${device_keys[@]}"; do
+        for state in "$dir/agent-$t" "$dir/outside-agent-$t"; do
+            [ "$state" = "$dir/agent-$t" ] || [ "${#outside_list[@]}" -gt 0 ] || continue
+            [ -f "$state/agent.key" ] || "$agent" keygen --state "$state" >/dev/null
+            cp "$dir/aggregator/aggregator.pub" "$state/aggregator.pub"
+            grep -qxF "$(cat "$state/agent.pub")" "$dir/aggregator/allowlist" 2>/dev/null \
+                || cat "$state/agent.pub" >>"$dir/aggregator/allowlist"
         done
     done
-    psql -X -q -tA -F$'\t' "$outside_dsn" -c "
-        SELECT device, model_id, batch, traces, geomean_ms, spread_between_traces
-        FROM trace_summary ORDER BY 2, 1, 3" >"$dir/outside-truth.tsv"
-    outside_args+=(--outside-truth "$dir/outside-truth.tsv")
+    # serve_start DSN: `aggregator serve` into DSN on a free port (serve_pid, endpoint).
+    serve_start() {
+        endpoint=tcp://127.0.0.1:$(bench_free_port)
+        "$aggregator" serve --listen "$endpoint" --db "$1" --keys "$dir/aggregator" >>"$dir/logs/aggregator.log" 2>&1 &
+        server_pid=$!
+        sleep 1
+        kill -0 "$server_pid" 2>/dev/null || { tail -n 20 "$dir/logs/aggregator.log" >&2; log "aggregator serve did not start"; exit 1; }
+    }
+    serve_stop() { kill -TERM "$server_pid"; wait "$server_pid" || true; server_pid=; }
+    # push STATE KIND... with FILE_FUNCTION: every round's result files of those kinds.
+    push() {
+        local state=$1 file=$2 t=$3 files=() r kind
+        shift 3
+        for r in $(seq 1 $((rounds + remeasure_max))); do
+            for kind in "$@"; do [ -s "$($file "$kind" "$t" "$r")" ] && files+=("$($file "$kind" "$t" "$r")"); done
+        done
+        [ "${#files[@]}" -gt 0 ] || return 0
+        log "agent push (${device_flags[$t]#--device }): ${files[*]}"
+        TRAINCAST_PROGRESS=plain "$agent" push --aggregator "$endpoint" --state "$state" --timeout 900 "${files[@]}" \
+            >>"$dir/logs/push.log" 2>&1 || { tail -n 20 "$dir/logs/push.log" >&2; log "agent push failed"; exit 1; }
+    }
+    serve_start "$dsn"
+    for t in "${device_keys[@]}"; do
+        push "$dir/agent-$t" device_file "$t" bench trace
+        # The outside CNNs' conv benchmarks only: their traces never reach the fit.
+        [ "${#outside_list[@]}" -eq 0 ] || push "$dir/outside-agent-$t" outside_file "$t" bench
+    done
+    serve_stop
+    if [ "${#outside_list[@]}" -gt 0 ]; then
+        # Their measured times, in a database of their own.
+        outside_dsn=${dsn%/*}/outside
+        psql -X -q "$dsn" -tA -c "SELECT 1 FROM pg_database WHERE datname = 'outside'" | grep -q 1 \
+            || psql -X -q "$dsn" -c "CREATE DATABASE outside" >/dev/null
+        "$aggregator" migrate --db "$outside_dsn" >/dev/null
+        serve_start "$outside_dsn"
+        for t in "${device_keys[@]}"; do push "$dir/outside-agent-$t" outside_file "$t" trace; done
+        serve_stop
+        # their ids without the size: torchvision:NAME, or python:STEM.FUNC
+        outside_ids=$(for m in "${outside_list[@]}"; do
+            if [[ ${spec_of[$m]} == torchvision:* ]]; then echo "torchvision:$m"; else echo "python:$m"; fi
+        done | paste -sd,)
+        leaked=$(psql -X -tA "$dsn" -c "SELECT count(*) FROM traces WHERE model_id LIKE ANY (SELECT m || '@%' FROM unnest(string_to_array('$outside_ids', ',')) m)")
+        [ "$leaked" -eq 0 ] || { log "$leaked traces of an --outside CNN reached the study's database; the check would not be blind"; exit 1; }
+    fi
+
+    log "aggregator fit"
+    fit_st=0
+    TRAINCAST_PROGRESS=plain "$aggregator" fit --db "$dsn" >"$dir/logs/fit.out" 2>"$dir/logs/fit.err" || fit_st=$?
+    [ "$fit_st" -eq 0 ] || { cat "$dir/logs/fit.err" >&2; log "aggregator fit failed (exit $fit_st); the report says why"; }
+
+    # Every analysis the report shows, each one `aggregator validate --format
+    # json` (nested: each held-out group's model chosen and fitted without it):
+    #   main        hold out one CNN, the geometric mean of the rounds (the default)
+    #   family      hold out a whole family (all resnets, all mobilenets, ...)
+    #   batch       hold out one batch size of every CNN
+    #   median, p10, min
+    #               other statistics of the rounds, on both sides (median: the
+    #               default before schema 017)
+    #   memory      the memory-bound classes summed in one feature (memory.elems), the
+    #               default candidates before this study preferred them apart
+    #   baseline    the published method's form: every aggregated non-conv
+    #               feature, ordinary least squares, no selection
+    #   disturbed   the traces taken while other processes used the machine
+    #               kept (aggregator fit --include-disturbed), against main
+    #   apart-cnns, apart-modern
+    #               where the study has both (4 or more of each with a round
+    #               measured): the CNNs of 2012-2019 alone and the ConvNeXts and
+    #               transformers alone (validate --models), to set beside their
+    #               errors in main, where every model is fitted together
+    #   cnns-before the CNNs alone with their matmuls regressed (where main
+    #               benchmarks matmuls): the method before matmuls were
+    #               benchmarked, set CNN by CNN beside main's errors
+    baseline_features=total.one,total.params,bn.elems,act.elems,pool.elems,eltwise.elems,concat.elems,gemm.flops
+    memory_candidates=total.one,nonconv.layers,conv.layers,bn.elems,memory.elems,total.params,gemm.flops,conv.ms
+    analyses=(
+        "main|"
+        "family|--holdout family"
+        "batch|--holdout batch"
+        "median|--stat median"
+        "p10|--stat p10"
+        "min|--stat min"
+        "memory|--candidates $memory_candidates"
+        "baseline|--features $baseline_features --forms ols --weightings none"
+        "disturbed|--include-disturbed"
+        "regress-matmuls|--regress-matmuls"
+    )
+    # has_rounds CNN: it has a round measured and never failed; the analysis
+    # uses every round there is (the study's models and the outside CNNs alike).
+    has_rounds() { grep -q "^$1 " "$dir/rounds_done" && ! grep -q "^$1	" "$dir/failed"; }
+    # The study's models with a round measured, by kind: the report's own split
+    # (bench/accuracy_fmt.py kind: the fit's families, MODERN_FAMILIES).
+    measured=()
+    for m in "${model_list[@]}"; do
+        if has_rounds "$m"; then measured+=("$m"); fi
+    done
+    apart_cnns=() apart_modern=()
+    if [ "${#measured[@]}" -gt 0 ]; then
+        mapfile -t kinds < <("$bench_python" "$repo/bench/accuracy_fmt.py" kind "${measured[@]}")
+        for i in "${!measured[@]}"; do
+            if [ "${kinds[$i]}" = modern ]; then apart_modern+=("${measured[$i]}"); else apart_cnns+=("${measured[$i]}"); fi
+        done
+    fi
+    if [ "${#apart_cnns[@]}" -ge 4 ] && [ "${#apart_modern[@]}" -ge 4 ]; then
+        cnn_list=$(IFS=,; echo "${apart_cnns[*]}")
+        analyses+=("apart-cnns|--models $cnn_list"
+            "apart-modern|--models $(IFS=,; echo "${apart_modern[*]}")"
+            "cnns-before|--models $cnn_list --regress-matmuls")
+    fi
+    val_st=0
+    validate_args=()
+    for entry in "${analyses[@]}"; do
+        name=${entry%%|*}
+        args=${entry#*|}
+        if [ -n "$only_analyses" ] && [ "$name" != main ] && [[ ",$only_analyses," != *",$name,"* ]]; then
+            continue
+        fi
+        log "aggregator validate ($name${args:+: $args})"
+        st=0
+        # shellcheck disable=SC2086
+        TRAINCAST_PROGRESS=plain "$aggregator" validate --db "$dsn" --format json $args \
+            >"$dir/validate-$name.json" 2>"$dir/logs/validate-$name.err" || st=$?
+        if { [ "$name" = regress-matmuls ] || [ "$name" = cnns-before ]; } && [ "$st" -eq 0 ] &&
+            ! grep -q '"benchmarked": "conv,matmul"' "$dir/validate-main.json" 2>/dev/null; then
+            # the same analysis as main or apart-cnns: no matmul was benchmarked
+            rm -f "$dir/validate-$name.json"
+            continue
+        fi
+        if [ "$st" -ne 0 ]; then
+            log "aggregator validate ($name) failed (exit $st): $(tail -n 1 "$dir/logs/validate-$name.err")"
+            [ "$name" = main ] && val_st=$st
+            rm -f "$dir/validate-$name.json"
+            continue
+        fi
+        validate_args+=(--validate "$name=$dir/validate-$name.json")
+    done
+    TRAINCAST_PROGRESS=plain "$aggregator" validate --db "$dsn" >"$dir/logs/validate.txt" 2>&1 || true
+    # Where the truths' noise comes from, and the rounds the floor goal needs (bench/trace_noise.py).
+    rm -f "$dir/logs/trace-noise.json"
+    "$bench_python" "$repo/bench/trace_noise.py" "$dsn" --json "$dir/logs/trace-noise.json" \
+        >"$dir/logs/trace-noise.txt" 2>"$dir/logs/trace-noise.err" \
+        || log "trace_noise.py failed: $(tail -n 1 "$dir/logs/trace-noise.err")"
+    # The load every measurement was taken under (schema/011_load.sql).
+    psql -X -q -tA -F$'\t' "$dsn" -c "SELECT device, kind, measured, disturbed, remeasured,
+        with_load, round(coalesce(median_others_pct, 0)::numeric, 1),
+        round(coalesce(max_others_pct, 0)::numeric, 1) FROM measurement_load ORDER BY 1, 2" \
+        >"$dir/conditions.tsv" 2>>"$dir/logs/validate.txt" || : >"$dir/conditions.tsv"
+
+    # Where the non-conv time goes: the profiler's time per op class of every
+    # traced step (one profiled step per trace), per device and class.
+    psql -X -q -tA -F$'\t' "$dsn" -c "
+        SELECT d.name, o.op_class, sum(o.ms), count(DISTINCT t.trace_id)
+        FROM trace_op_times o JOIN traces t USING (trace_id) JOIN devices d USING (device_id)
+        WHERE t.status = 'ok'
+        GROUP BY d.name, o.op_class ORDER BY d.name, 3 DESC" >"$dir/op_times.tsv"
+    # Each traced step's time per op class, and each CNN's layers per class: how
+    # well every class follows its feature (the report's class table).
+    psql -X -q -tA -F$'\t' "$dsn" -c "
+        SELECT d.name, t.model_id, t.batch, t.trace_id, t.median_ms, o.op_class, o.ms
+        FROM trace_op_times o JOIN traces t USING (trace_id) JOIN devices d USING (device_id)
+        WHERE t.status = 'ok' AND t.median_ms > 0" >"$dir/op_points.tsv"
+    psql -X -q -tA -F$'\t' "$dsn" -c "
+        SELECT l.model_id, l.op_class, count(*), sum(l.params), sum(l.flops), sum(l.elems_in + l.elems_out),
+               sum(l.elems_out)
+        FROM model_layers l WHERE l.model_id IN (SELECT model_id FROM traces)
+        GROUP BY 1, 2" >"$dir/class_layers.tsv"
+    psql -X -q -tA -F$'\t' "$dsn" -c "
+        SELECT d.name, count(DISTINCT t.model_id), count(*) FILTER (WHERE t.status = 'ok'),
+               count(*) FILTER (WHERE t.status <> 'ok'),
+               (SELECT count(*) FROM conv_results r JOIN devices d2 USING (device_id) WHERE d2.name = d.name)
+        FROM traces t JOIN devices d USING (device_id) GROUP BY d.name ORDER BY d.name" >"$dir/stored.tsv"
+
+    # The outside CNNs: predicted by the fit on the study's CNNs from their ONNX
+    # export and conv benchmarks, and measured (the geometric mean of their rounds,
+    # the fit's statistic).
+    outside_args=()
+    if [ "${#outside_list[@]}" -gt 0 ] && [ "$fit_st" -eq 0 ]; then
+        for m in "${outside_list[@]}"; do
+            has_rounds "$m" || { log "outside CNN $m has no round measured, or failed; not predicted"; continue; }
+            for px in "${size_list[@]}"; do
+                log "aggregator predict (outside the study: $m, $px px)"
+                st=0
+                TRAINCAST_PROGRESS=plain "$aggregator" predict --db "$dsn" --model "${spec_of[$m]}" --input-size "$px" \
+                    --batch "$batches" --gpu all --wait 0 --no-store --format csv \
+                    >"$dir/outside-pred-$m-$px.csv" 2>"$dir/logs/outside-pred-$m-$px.err" || st=$?
+                # 3: some rows could not be predicted; each row says why.
+                [ "$st" -eq 0 ] || [ "$st" -eq 3 ] || log "aggregator predict ($m, $px px) failed (exit $st): $(tail -n 1 "$dir/logs/outside-pred-$m-$px.err")"
+                outside_args+=(--outside-pred "$dir/outside-pred-$m-$px.csv")
+            done
+        done
+        psql -X -q -tA -F$'\t' "$outside_dsn" -c "
+            SELECT device, model_id, batch, traces, geomean_ms, spread_between_traces
+            FROM trace_summary ORDER BY 2, 1, 3" >"$dir/outside-truth.tsv"
+        outside_args+=(--outside-truth "$dir/outside-truth.tsv")
+    fi
+else
+    # --report-only: the analyses the last run left in DIR, written up again
+    # (after a change to the report, not to the data): nothing is pushed,
+    # fitted or validated, and the load and conditions are those files' own.
+    [ -s "$dir/validate-main.json" ] \
+        || { log "$dir holds no analysis to report (validate-main.json): run with --analyze-only first"; exit 2; }
+    val_st=0
+    validate_args=()
+    IFS=, read -r -a names <<<"$known_analyses"
+    for name in "${names[@]}"; do
+        [ ! -s "$dir/validate-$name.json" ] || validate_args+=(--validate "$name=$dir/validate-$name.json")
+    done
+    outside_args=()
+    for f in "$dir"/outside-pred-*.csv; do
+        [ ! -e "$f" ] || outside_args+=(--outside-pred "$f")
+    done
+    [ ! -s "$dir/outside-truth.tsv" ] || outside_args+=(--outside-truth "$dir/outside-truth.tsv")
 fi
 
 # Held-out predictions of the main analysis, for the chart.
@@ -682,6 +705,8 @@ else
 fi
 
 total_s=$(( $(date +%s) - started ))
+report_flags=()
+[ "$report_only" -eq 0 ] || report_flags+=(--report-only)
 "$bench_python" "$repo/bench/accuracy_report.py" "${validate_args[@]}" \
     --validate-status "$val_st" --validate-err "$dir/logs/validate-main.err" \
     --op-times "$dir/op_times.tsv" --op-points "$dir/op_points.tsv" \
@@ -690,7 +715,8 @@ total_s=$(( $(date +%s) - started ))
     --done "$dir/done" --failed "$dir/failed" --requested "$(IFS=,; echo "${model_list[*]}")" \
     --outside "$(IFS=,; echo "${outside_list[*]}")" "${outside_args[@]}" \
     --settings "$settings" --measure-s "$measure_s" --total-s "$total_s" --load "$load_measure" \
-    --plot "$plot" --plot-link "$plot_link" --plot-note "$plot_note" --repo "$repo" --out "$out"
+    --plot "$plot" --plot-link "$plot_link" --plot-note "$plot_note" --repo "$repo" \
+    "${report_flags[@]}" --out "$out"
 log "wrote $out${plot_note:+ ($plot_note)}"
 cat "$out"
 [ "$val_st" -eq 0 ]

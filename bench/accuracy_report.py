@@ -52,10 +52,27 @@ def finite(v):
     return v is not None and isinstance(v, (int, float)) and math.isfinite(v)
 
 
+def coverage_se(groups):
+    """The standard error of a coverage (percent) across held-out groups.
+
+    groups: {group: [covered, with an interval]}. The points of one group (a
+    CNN's batch sizes, or a whole family) share the interval's calibration and
+    miss together, so they are not independent draws: the cluster-robust
+    standard error of the ratio covered / points, with the small-sample factor
+    G / (G - 1)."""
+    g = len(groups)
+    n = sum(v[1] for v in groups.values())
+    if g < 2 or not n:
+        return None
+    rate = sum(v[0] for v in groups.values()) / n
+    return 100.0 * math.sqrt(g / (g - 1) * sum((c - rate * k) ** 2
+                                               for c, k in groups.values())) / n
+
+
 def stats(points):
-    """MAPE, median and max APE, interval coverage and median width (percent)
-    of held-out points."""
-    apes, covered, with_iv, widths = [], 0, 0, []
+    """MAPE, median and max APE, interval coverage with its standard error and
+    median width (percent) of held-out points."""
+    apes, covered, with_iv, widths, groups = [], 0, 0, [], {}
     for p in points:
         m, h = p.get("measured_ms"), p.get("held_out_ms")
         if not (finite(m) and finite(h)) or m <= 0:
@@ -63,9 +80,13 @@ def stats(points):
         apes.append(100.0 * abs(h - m) / m)
         lo, hi = p.get("lo_ms"), p.get("hi_ms")
         if finite(lo) and finite(hi) and h > 0:
+            inside = lo <= m <= hi
             with_iv += 1
-            covered += lo <= m <= hi
+            covered += inside
             widths.append(100.0 * (hi - lo) / h)
+            g = groups.setdefault(p.get("held_out_group") or p.get("cnn"), [0, 0])
+            g[0] += inside
+            g[1] += 1
     if not apes:
         return None
     return {
@@ -74,8 +95,17 @@ def stats(points):
         "median": statistics.median(apes),
         "max": max(apes),
         "coverage": 100.0 * covered / with_iv if with_iv else None,
+        "coverage_se": coverage_se(groups),
         "width": statistics.median(widths) if widths else None,
     }
+
+
+def coverage_text(st):
+    """'coverage ± its standard error' ('–' without intervals)."""
+    if not st or st["coverage"] is None:
+        return "–"
+    se = st["coverage_se"]
+    return pct(st["coverage"]) + (" ± %.1f" % se if se is not None else "")
 
 
 def spread(points):
@@ -189,6 +219,8 @@ def main():
                     help="an outside CNN's `aggregator predict --format csv`")
     for name in ("validate-status", "measure-s", "total-s"):
         ap.add_argument("--" + name, type=int, default=0)
+    ap.add_argument("--report-only", action="store_true",
+                    help="the analyses are an earlier run's: this run wrote the report alone")
     a = ap.parse_args()
 
     docs = {}
@@ -237,11 +269,14 @@ def main():
         for r in timeline:
             per_cnn.setdefault(r[0], []).append((int(r[2]), int(r[4])))
         spans = [max(e for _, e in v) - min(s for s, _ in v) for v in per_cnn.values()]
-        w("Measuring took %.1f h in all (this run: %d s of measuring, %d s with the pipeline, fit "
-          "and validation; %s). All rounds of one CNN, on both devices, were taken within %d s "
-          "of each other (median over CNNs; at most %d s)."
-          % (total / 3600.0, a.measure_s, a.total_s, a.load or "load not sampled",
-             statistics.median(spans), max(spans)))
+        if a.report_only:
+            run = "this run wrote the report again from the last analysis of the rounds"
+        else:
+            run = ("this run: %d s of measuring, %d s with the pipeline, fit and validation; %s"
+                   % (a.measure_s, a.total_s, a.load or "load not sampled"))
+        w("Measuring took %.1f h in all (%s). All rounds of one CNN, on both devices, were taken "
+          "within %d s of each other (median over CNNs; at most %d s)."
+          % (total / 3600.0, run, statistics.median(spans), max(spans)))
         w("")
 
     stored = read_tsv(a.stored)
@@ -347,12 +382,14 @@ def report_accuracy(w, docs, trace_noise=""):
       "mean run-to-run spread of the same points in this run, (max − min) / median over the "
       "rounds: a range, larger than the error of a truth taken as their median. *floor*: the "
       "noise floor `aggregator validate` measures, the truths' own error from two halves of each "
-      "point's traces (a perfect model would show it). *coverage*: share of held-out truths inside their 95 %% interval (each "
-      "calibrated without the CNN it covers); *width*: median interval width relative to the "
+      "point's traces (a perfect model would show it). *coverage*: share of held-out truths "
+      "inside their 95 %% interval (each calibrated without the CNN or family it covers), with "
+      "its standard error across the held-out CNNs or families (the points of one miss "
+      "together); *width*: median interval width relative to the "
       "prediction. *baseline*: the published method's form (every aggregated non-conv feature, "
       "ordinary least squares, no selection). Goals on one thread (or a GPU): CNN ≤ %.0f %%, "
       "family ≤ %.0f %%, batch ≤ %.0f %%; on several threads %.0f, %.0f and %.0f %%; floor ≤ "
-      "%.0f %% (enough rounds, spread over time); coverage %.0f–%.0f %%."
+      "%.0f %% (enough rounds, spread over time); coverage %.0f–%.0f %% (CNN and family)."
       % (GOALS["cnn"], GOALS["family"], GOALS["batch"], GOALS_THREADS["cnn"],
          GOALS_THREADS["family"], GOALS_THREADS["batch"], FLOOR_GOAL, COVERAGE[0],
          COVERAGE[1]))
@@ -381,9 +418,10 @@ def report_accuracy(w, docs, trace_noise=""):
         floor = noise_floor(pts)
         if floor is not None:
             (met if floor <= FLOOR_GOAL else missed).append("floor")
-        if s["coverage"] is not None:
-            ok = COVERAGE[0] <= s["coverage"] <= COVERAGE[1]
-            (met if ok else missed).append("coverage")
+        for name, st in (("coverage", s), ("family coverage", sf)):
+            if st and st["coverage"] is not None:
+                ok = COVERAGE[0] <= st["coverage"] <= COVERAGE[1]
+                (met if ok else missed).append(name)
         verdict = ("all" if not missed else
                    ("none" if not met else "not " + ", ".join(missed)))
         se = mape_se(pts)
@@ -391,7 +429,7 @@ def report_accuracy(w, docs, trace_noise=""):
           % (d["device"], key[1] or "–", cnns, s["n"], pct(s["mape"]),
              " ± %.1f" % se if se is not None else "",
              pct(sf["mape"]) if sf else "–", pct(sb["mape"]) if sb else "–", pct(sp),
-             pct(floor), pct(s["coverage"]), pct(s["width"]), pct(sbl["mape"]) if sbl else "–",
+             pct(floor), coverage_text(s), pct(s["width"]), pct(sbl["mape"]) if sbl else "–",
              pct(conv_only(pts)), verdict))
     w("")
     for line in rounds_for_floor(trace_noise):
@@ -424,7 +462,7 @@ def report_accuracy(w, docs, trace_noise=""):
             if s:
                 w("| %s | %s | %s | %s | %s | %s | %s | %s | %s |"
                   % (short_device(d["device"]), key[1] or "–", name, pct(s["mape"]),
-                     pct(s["median"]), pct(s["max"]), pct(s["coverage"]), pct(s["width"]),
+                     pct(s["median"]), pct(s["max"]), coverage_text(s), pct(s["width"]),
                      model_text(d)))
     w("")
 
@@ -675,7 +713,7 @@ def report_outside(w, outside, study, pred_files, truth_rows):
         s = stats(pts)
         w("| %s | %s | %s | %s | %s | %s |" % (label[0], label[1], label[2] or "–",
                                               " | ".join(cells),
-                                              pct(s["coverage"]) if s else "–",
+                                              coverage_text(s),
                                               pct(spread(pts))))
     w("")
     missing = [m for m in outside if m not in {r["cnn"] for r in rows}]
