@@ -383,8 +383,10 @@ static void s_quality(tc_buf_t *b, const tc_report_t *r)
                    "predicting the conv benchmarks' sum without the fit. Intervals are "
                    "calibrated when there were enough held-out points to measure them. "
                    "Variability: how much a device's measured training time moves from one "
-                   "trace to the next (over all its traced points), the floor below which "
-                   "no prediction error can be resolved.</p>\n<table><tr>"
+                   "trace to the next (over all its traced points); the noise floor is the "
+                   "error the measured times themselves carry (two halves of each point's "
+                   "traces, against each other), which even a perfect prediction would "
+                   "show.</p>\n<table><tr>"
                    "<th class=\"dev\">device</th><th>fit</th><th>CNNs</th><th>batches</th>"
                    "<th>fit error</th><th>conv sum alone</th><th>intervals</th>"
                    "<th>traced points</th><th>run-to-run spread (median)</th>"
@@ -436,8 +438,8 @@ static void s_vs_measured(tc_buf_t *b, const tc_report_t *r)
             if (!m)
                 continue;
             if (rows++ == 0)
-                tc_buf_puts(b, "<p class=\"muted\">Where this model was traced: the median "
-                               "of its traces (their range) next to the prediction. A model "
+                tc_buf_puts(b, "<p class=\"muted\">Where this model was traced: the geometric "
+                               "mean of its traces (their range) next to the prediction. A model "
                                "that was traced on a device was part of that device's fit, "
                                "so these errors read smaller than those on an unseen CNN (see "
                                "the fit error).</p>\n<table><tr><th class=\"dev\">device</th>"
@@ -448,20 +450,20 @@ static void s_vs_measured(tc_buf_t *b, const tc_report_t *r)
             s_dev_cell(b, r, i);
             tc_buf_printf(b, "<td>%u</td>", p->batch);
             if (p->status == TC_PT_OK) {
-                bool in = m->median_ms >= p->lo_ms && m->median_ms <= p->hi_ms;
+                bool in = m->measured_ms >= p->lo_ms && m->measured_ms <= p->hi_ms;
                 tc_buf_printf(b, "<td%s>%.2f%s</td><td>%.2f&ndash;%.2f</td>", s_cell_class(p),
                               p->total_ms, p->clamped ? " !" : "", p->lo_ms, p->hi_ms);
                 tc_buf_printf(b, "<td>%.2f</td><td>%ld</td><td>%.2f&ndash;%.2f</td>"
                                  "<td>%+.1f %%</td><td>%s</td>",
-                              m->median_ms, m->traces, m->min_ms, m->max_ms,
-                              100 * (p->total_ms - m->median_ms) / m->median_ms,
+                              m->measured_ms, m->traces, m->min_ms, m->max_ms,
+                              100 * (p->total_ms - m->measured_ms) / m->measured_ms,
                               in ? "yes" : "<span class=\"warn\">no</span>");
             } else {
                 s_np_cell(b, p);
                 tc_buf_printf(b, "<td class=\"np\">&ndash;</td><td>%.2f</td><td>%ld</td>"
                                  "<td>%.2f&ndash;%.2f</td><td class=\"np\">&ndash;</td>"
                                  "<td class=\"np\">&ndash;</td>",
-                              m->median_ms, m->traces, m->min_ms, m->max_ms);
+                              m->measured_ms, m->traces, m->min_ms, m->max_ms);
             }
             tc_buf_puts(b, "</tr>\n");
         }

@@ -248,14 +248,14 @@ static void s_device_marks(tc_buf_t *b, const tc_report_t *r, const s_frame_t *f
         }
         const tc_measured_point_t *m = tc_report_measured(r, d->device.name, p->batch);
         if (m && m->min_ms > 0 && isfinite(m->max_ms)) {
-            double y = s_py(f, s_measured_value(r, m, m->median_ms, epoch));
+            double y = s_py(f, s_measured_value(r, m, m->measured_ms, epoch));
             tc_buf_printf(b, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" "
                              "stroke=\"#000\"/><path d=\"M%.1f %.1fl5 5l-5 5l-5 -5z\" "
                              "fill=\"#000\" stroke=\"%s\"><title>measured: %.2f ms "
                              "(%ld traces)</title></path>\n",
                           x, s_py(f, s_measured_value(r, m, m->min_ms, epoch)), x,
                           s_py(f, s_measured_value(r, m, m->max_ms, epoch)), x, y - 5, col,
-                          m->median_ms, m->traces);
+                          m->measured_ms, m->traces);
         }
     }
 }
@@ -278,7 +278,7 @@ static void s_legend(tc_buf_t *b, const tc_report_t *r, const s_drawn_t *dr)
         tc_buf_puts(b, "<li>&#9675;!: conv or non-conv time clamped at 0 (the fit "
                        "extrapolates)</li>");
     if (dr->measured)
-        tc_buf_puts(b, "<li>&#9670;: measured (median of the traces, line: their range)</li>");
+        tc_buf_puts(b, "<li>&#9670;: measured (geometric mean of the traces, line: their range)</li>");
     if (dr->not_predicted[TC_PT_MISSING])
         tc_buf_puts(b, "<li>m: not predicted, conv benchmarks missing</li>");
     if (dr->not_predicted[TC_PT_OUT_OF_RANGE])

@@ -1,5 +1,6 @@
 /* The PostgreSQL store against a real server (the ctest pg fixture). */
 #include "store.h"
+#include "store_report.h"
 #include "store_server.h"
 #include "tc_conv_key.h"
 #include "tc_matmul_key.h"
@@ -354,6 +355,29 @@ Test(store, trace_round_trip_with_graph)
     cr_assert_eq(s_count("SELECT traces FROM trace_summary"), 2);
     cr_assert_eq(s_count("SELECT round(1000 * spread_between_traces)::int FROM trace_summary"),
                  95);
+    /* The comparison page's measured point is the truth the fit takes, the
+     * geometric mean sqrt(40 x 44) = 41.95, not the median 42; its range
+     * the two traces; the device's floor |40 - 44| / (2 x 41.95). */
+    char device[256];
+    cr_assert_eq(tc_store_exec(s_store, "SELECT device FROM trace_summary", device, sizeof device),
+                 0, "%s", tc_errmsg());
+    const char *devices[] = {device};
+    tc_measured_point_t *m = NULL;
+    size_t n = 0;
+    cr_assert_eq(tc_store_measured_points(s_store, "torchvision:tinynet@32", devices, 1,
+                                          "pytorch", "fp32", "", &m, &n),
+                 0, "%s", tc_errmsg());
+    cr_assert_eq(n, 1);
+    cr_assert_float_eq(m[0].measured_ms, sqrt(40.0 * 44.0), 1e-9, "measured %.6f",
+                       m[0].measured_ms);
+    cr_assert_float_eq(m[0].min_ms, 40.0, 1e-9);
+    cr_assert_float_eq(m[0].max_ms, 44.0, 1e-9);
+    free(m);
+    tc_device_spread_t sp;
+    cr_assert_eq(tc_store_device_spread_each(s_store, devices, 1, "pytorch", "fp32", &sp), 0, "%s",
+                 tc_errmsg());
+    cr_assert_float_eq(sp.noise_floor, 4.0 / (2 * sqrt(40.0 * 44.0)), 1e-9, "floor %.6f",
+                       sp.noise_floor);
 }
 
 Test(store, oom_trace_is_stored_with_reason)

@@ -34,7 +34,7 @@ int tc_store_measured_points(tc_store_t *s, const char *model_id, const char *co
     PGresult *res = NULL;
     int rc = tc_store_query(
         s, &res, "reading the model's traces",
-        "SELECT DISTINCT ON (device, batch) device, batch, traces, median_ms, min_ms, max_ms "
+        "SELECT DISTINCT ON (device, batch) device, batch, traces, geomean_ms, min_ms, max_ms "
         "FROM trace_summary "
         "WHERE model_id = $1 AND device = ANY ($2::text[]) AND framework = $3 AND dtype = $4 "
         "AND amp = $5 "
@@ -54,7 +54,7 @@ int tc_store_measured_points(tc_store_t *s, const char *model_id, const char *co
         snprintf(v[i].device, sizeof v[i].device, "%s", PQgetvalue(res, r, 0));
         v[i].batch = (unsigned)strtoul(PQgetvalue(res, r, 1), NULL, 10);
         v[i].traces = atol(PQgetvalue(res, r, 2));
-        v[i].median_ms = s_num(res, r, 3);
+        v[i].measured_ms = s_num(res, r, 3);
         v[i].min_ms = s_num(res, r, 4);
         v[i].max_ms = s_num(res, r, 5);
     }
@@ -85,8 +85,7 @@ int tc_store_device_spread_each(tc_store_t *s, const char *const *devices, size_
         "percentile_cont(0.5) WITHIN GROUP (ORDER BY spread_between_traces), "
         "max(spread_between_traces), "
         "percentile_cont(0.5) WITHIN GROUP (ORDER BY spread_within_trace), "
-        "percentile_cont(0.5) WITHIN GROUP "
-        "(ORDER BY abs(half_a_ms - half_b_ms) / nullif(2 * median_ms, 0)) "
+        "avg(abs(half_a_geomean_ms - half_b_geomean_ms) / nullif(2 * geomean_ms, 0)) "
         "FROM trace_summary "
         "WHERE device = ANY ($1::text[]) AND framework = $2 AND dtype = $3 "
         "GROUP BY device",

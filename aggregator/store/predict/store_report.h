@@ -9,12 +9,14 @@
 #include <stddef.h>
 
 /* A (device, batch) point of a model as its successful, quiet traces
- * measured it (view trace_summary). */
+ * measured it (view trace_summary): measured_ms is their geometric mean, the
+ * truth the fit takes by default (docs/fitting.md, "The truth: a geometric
+ * mean"), min_ms and max_ms their range. */
 typedef struct {
     char device[256];
     unsigned batch;
     long traces;
-    double median_ms, min_ms, max_ms;
+    double measured_ms, min_ms, max_ms;
 } tc_measured_point_t;
 
 /* The measured points of `model_id` on devices[0..n) with `framework` and
@@ -33,7 +35,8 @@ typedef struct {
     double between_median; /* median over points of (max - min) / median across traces */
     double between_max;
     double within_median;  /* median over points of the largest within-trace spread */
-    double noise_floor;    /* median of |a - b| / (2 x median), the halves' medians */
+    double noise_floor;    /* mean of |a - b| / (2 x the truth), a and b the geometric means
+                              of the halves of a point's traces (validate's floor) */
 } tc_device_spread_t;
 
 /* The spread of each of devices[0..n) into out[0..n), in one statement. */
