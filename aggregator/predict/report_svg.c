@@ -278,7 +278,8 @@ static void s_legend(tc_buf_t *b, const tc_report_t *r, const s_drawn_t *dr)
         tc_buf_puts(b, "<li>&#9675;!: conv or non-conv time clamped at 0 (the fit "
                        "extrapolates)</li>");
     if (dr->measured)
-        tc_buf_puts(b, "<li>&#9670;: measured (geometric mean of the traces, line: their range)</li>");
+        tc_buf_puts(b, "<li>&#9670;: measured (geometric mean of the traces, line: their "
+                       "range)</li>");
     if (dr->not_predicted[TC_PT_MISSING])
         tc_buf_puts(b, "<li>m: not predicted, conv benchmarks missing</li>");
     if (dr->not_predicted[TC_PT_OUT_OF_RANGE])
