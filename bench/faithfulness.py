@@ -45,6 +45,7 @@ usage: faithfulness.py [--models LIST] [--input-size 112] [--batch 8]
 
 import argparse
 import json
+import math
 import os
 import statistics
 import subprocess
@@ -417,6 +418,40 @@ def pct(v):
     return "%.1f %%" % (100 * v)
 
 
+def round_sum(times, convs, r):
+    """The agent's conv sum of round r (the conv-time rule, as the per-CNN
+    table's A), from `times` (key + direction -> one time per round); None
+    when a direction has no time in that round."""
+    total = 0.0
+    for c in convs:
+        for d in ("fwd", "bwd_filter") + (() if c["first"] else ("bwd_data",)):
+            v = times.get(key_of(c) + (d,))
+            if not v or len(v) <= r:
+                return None
+            total += c["count"] * v[r]
+    return total
+
+
+def instep_verdict(ratio, per_round, lo=0.90, hi=1.10, z=2.0):
+    """The in-step goal for one CNN: its A/D (`ratio`) against lo..hi, told
+    with the spread of the same ratio round by round (`per_round`, A_r/D_r).
+    Returns (se, verdict): se, the standard error of the ratio's logarithm
+    over the rounds (None with fewer than two); verdict "met" or "missed"
+    where the band ratio x exp(+-z se) lies wholly inside or wholly outside
+    lo..hi, else "not resolved" (also with fewer than two rounds, when the
+    ratio's own spread is unknown)."""
+    logs = [math.log(r) for r in per_round if r > 0]
+    if len(logs) < 2:
+        return None, "not resolved"
+    se = statistics.stdev(logs) / math.sqrt(len(logs))
+    low, high = ratio * math.exp(-z * se), ratio * math.exp(z * se)
+    if lo <= low and high <= hi:
+        return se, "met"
+    if high < lo or low > hi:
+        return se, "missed"
+    return se, "not resolved"
+
+
 def cmd_run(a):
     os.makedirs(a.work, exist_ok=True)
     t_start = time.time()
@@ -540,9 +575,10 @@ def write_report(a, models, results, loads, secs, others):
                   "*timers*: the step time with those timers over the step without them, "
                   "alternating in one process (their own cost).", "",
                   "| CNN | A: agent ms | B: PyTorch per layer ms | C: profiler ms | "
-                  "D: in-step ms | A/B | A/C | A/D | timers |",
-                  "|---|---|---|---|---|---|---|---|---|"]
+                  "D: in-step ms | A/B | A/C | A/D | A/D by round | SE | verdict | timers |",
+                  "|---|---|---|---|---|---|---|---|---|---|---|---|"]
         instep_ok = 0
+        told = {"met": 0, "missed": 0, "not resolved": 0}
         for m, convs in models.items():
             total, tsum, missing = 0.0, 0.0, 0
             for c in convs:
@@ -558,13 +594,28 @@ def write_report(a, models, results, loads, secs, others):
             d = statistics.median(r["conv_ms"] for r in res["instep"][m])
             cost = statistics.median(r["step_timed_ms"] / r["step_plain_ms"]
                                      for r in res["instep"][m])
+            # the same ratio round by round: the agent's sum of round r over D of round r
+            per_round = []
+            for r, step in enumerate(res["instep"][m]):
+                ar = round_sum(res["agent"], convs, r)
+                if ar is not None and step["conv_ms"] > 0:
+                    per_round.append(ar / step["conv_ms"])
+            se, verdict = instep_verdict(total / d, per_round) if not missing else (None, "missed")
+            told[verdict] += 1
             instep_ok += not missing and abs(total / d - 1) <= 0.10
-            lines.append("| %s | %.1f%s | %.1f | %.1f | %.1f | %.3f | %.3f | %.3f | %.3f |" % (
-                m, total, " (%d missing)" % missing if missing else "", tsum, p, d,
-                total / tsum if tsum else float("nan"), total / p, total / d, cost))
+            lines.append("| %s | %.1f%s | %.1f | %.1f | %.1f | %.3f | %.3f | %.3f | %s | %s | %s "
+                         "| %.3f |" % (
+                             m, total, " (%d missing)" % missing if missing else "", tsum, p, d,
+                             total / tsum if tsum else float("nan"), total / p, total / d,
+                             " ".join("%.3f" % x for x in per_round),
+                             "%.1f %%" % (100 * se) if se is not None else "-", verdict, cost))
         lines += ["", "Goal: the agent's conv sum within 10 %% of the conv time inside the step "
-                  "(A/D in 0.90-1.10) for every CNN: %s (%d of %d)." % (
-                      "met" if instep_ok == len(models) else "missed", instep_ok, len(models)),
+                  "(A/D in 0.90-1.10) for every CNN: %s (%d of %d). Told with the spread of A/D "
+                  "over the %d rounds (SE: the standard error of its logarithm; a verdict where "
+                  "A/D x exp(+-2 SE) lies wholly inside or outside 0.90-1.10): %d met, %d missed, "
+                  "%d not resolved by these rounds." % (
+                      "met" if instep_ok == len(models) else "missed", instep_ok, len(models),
+                      a.rounds, told["met"], told["missed"], told["not resolved"]),
                   ""]
         for k, v in med.items():
             points.append("%d thread%s\t%s\t%d\t%.6f\t%.6f" % (

@@ -19,7 +19,8 @@
 #     again from a study's stored analyses (--report-only);
 #   - bench/faithfulness.py's in-step conv timer (instep) computes exactly the
 #     gradients of the model's own convs, times every conv of the step, and
-#     its conv time is a part of the step;
+#     its conv time is a part of the step; its report tells the in-step goal
+#     per CNN with the spread of A/D over the rounds;
 #   - bench/trace_noise.py reads the noise floor by traces per point, and the
 #     rounds its goal needs, from a database of known traces.
 set -uo pipefail
@@ -415,6 +416,31 @@ PY
 else
     fail "instep: $py cannot import torch and torchvision (set TRAINCAST_PYTHON)"
 fi
+
+# The in-step goal told with the rounds' spread: a conv counted twice, a
+# first-layer conv without backward-data; round sums 2 x (1 + 2 + 3) + 4 + 5
+# = 21 and 2 x (2 + 2 + 2) + 5 + 5 = 22; a missing round is None. Ratios
+# 1.0 and 1.02 give SE |ln 1.02| / 2 = 0.0099 and "met"; 1.2 and 1.22 "missed";
+# 0.9 and 1.2 "not resolved"; one round "not resolved", without an SE.
+"$py" - "$repo/bench" <<'PY' && ok "faithfulness: round sums and in-step verdicts" \
+    || fail "faithfulness: round sums or in-step verdicts"
+import math, sys
+sys.path.insert(0, sys.argv[1])
+import faithfulness as f
+a = {"c": 1, "h": 8, "w": 8, "k": 4, "r": 3, "s": 3, "pad_h": 1, "pad_w": 1, "stride_h": 1,
+     "stride_w": 1, "dil_h": 1, "dil_w": 1, "groups": 1, "count": 2, "first": False}
+b = dict(a, c=4, count=1, first=True)
+ka, kb = f.key_of(a), f.key_of(b)
+times = {ka + ("fwd",): [1, 2], ka + ("bwd_data",): [2, 2], ka + ("bwd_filter",): [3, 2],
+         kb + ("fwd",): [4, 5], kb + ("bwd_filter",): [5, 5]}
+assert f.round_sum(times, [a, b], 0) == 21 and f.round_sum(times, [a, b], 1) == 22
+assert f.round_sum(times, [a, b], 2) is None
+se, v = f.instep_verdict(1.01, [1.0, 1.02])
+assert v == "met" and abs(se - abs(math.log(1.02)) / 2) < 1e-12, (se, v)
+assert f.instep_verdict(1.21, [1.2, 1.22])[1] == "missed"
+assert f.instep_verdict(1.05, [0.9, 1.2])[1] == "not resolved"
+assert f.instep_verdict(1.0, [1.0]) == (None, "not resolved")
+PY
 
 # trace_noise.py on a database of known traces: two points of four traces
 # each in the order they started (100 110 90 100 ms; 200 four times: floor 0),
