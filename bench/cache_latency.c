@@ -1,7 +1,7 @@
 /* tc-cache-latency: the load latency of this machine's cache hierarchy as
  * one thread sees it, next to the cache sizes the machine reports
- * (sysfs, as the CPU device reads them for its cold operands,
- * docs/conv-benchmarks.md "Cold operands").
+ * (sysfs, as the CPU device reads them for its cold operands:
+ * operands.h, docs/conv-benchmarks.md "Cold operands").
  *
  *   tc-cache-latency [MAX_MIB]
  *
@@ -14,6 +14,8 @@
  * host's socket while its own share of it is far smaller: where the
  * latency reaches memory's is what the operands see. Prints one line per
  * working set: MiB, nanoseconds per load (median of 5 passes). */
+#include "operands.h"
+
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -45,42 +47,6 @@ static int s_cmp(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
     return (x > y) - (x < y);
-}
-
-/* The sysfs size of cpu0's cache at `level` (unified or data), in KiB; 0 if none. */
-static unsigned long s_reported_kib(int level)
-{
-    for (int i = 0; i < 8; i++) {
-        char path[96], type[32] = "", size[32] = "";
-        int lv = 0;
-        snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/level", i);
-        FILE *f = fopen(path, "r");
-        if (!f)
-            break;
-        if (fscanf(f, "%d", &lv) != 1)
-            lv = 0;
-        fclose(f);
-        snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/type", i);
-        if ((f = fopen(path, "r"))) {
-            if (!fgets(type, sizeof type, f))
-                type[0] = '\0';
-            fclose(f);
-        }
-        if (lv != level || strncmp(type, "Instruction", 11) == 0)
-            continue;
-        snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/size", i);
-        if ((f = fopen(path, "r"))) {
-            if (!fgets(size, sizeof size, f))
-                size[0] = '\0';
-            fclose(f);
-        }
-        char *end = NULL;
-        unsigned long v = strtoul(size, &end, 10);
-        if (end && (*end == 'M' || *end == 'm'))
-            v <<= 10;
-        return v;
-    }
-    return 0;
 }
 
 /* Nanoseconds per dependent load over `bytes`, median of PASSES; < 0 on
@@ -145,8 +111,11 @@ int main(int argc, char **argv)
             return 2;
         }
     }
-    printf("reported: L2 %lu KiB, L3 %lu KiB (cpu0, sysfs)\n", s_reported_kib(2),
-           s_reported_kib(3));
+    printf("reported: L2 %llu KiB, L3 %llu KiB (cpu0, sysfs); the cold rotation exceeds "
+           "twice %llu KiB\n",
+           (unsigned long long)(tc_operands_cache_level_bytes(2) >> 10),
+           (unsigned long long)(tc_operands_cache_level_bytes(3) >> 10),
+           (unsigned long long)(tc_operands_cache_bytes() >> 10));
     printf("MiB\tns/load\thuge pages asked\n");
     for (unsigned long mib = 1; mib <= max_mib; mib *= 2) {
         int huge = 0;

@@ -84,7 +84,7 @@ static uint64_t s_size(const char *text)
     }
 }
 
-static uint64_t s_sysfs_l3(void)
+uint64_t tc_operands_cache_level_bytes(int level)
 {
     glob_t g;
     uint64_t bytes = 0;
@@ -92,16 +92,23 @@ static uint64_t s_sysfs_l3(void)
         return 0;
     for (size_t i = 0; i < g.gl_pathc && !bytes; i++) {
         char path[512], buf[64];
-        int level = 0;
+        int lv = 0;
         snprintf(path, sizeof path, "%s/level", g.gl_pathv[i]);
         FILE *f = fopen(path, "r");
         if (!f)
             continue;
-        if (fscanf(f, "%d", &level) != 1)
-            level = 0;
+        if (fscanf(f, "%d", &lv) != 1)
+            lv = 0;
         fclose(f);
-        if (level != 3)
+        if (lv != level)
             continue;
+        snprintf(path, sizeof path, "%s/type", g.gl_pathv[i]);
+        if ((f = fopen(path, "r"))) {
+            int instruction = fgets(buf, sizeof buf, f) && strncmp(buf, "Instruction", 11) == 0;
+            fclose(f);
+            if (instruction)
+                continue;
+        }
         snprintf(path, sizeof path, "%s/size", g.gl_pathv[i]);
         if (!(f = fopen(path, "r")))
             continue;
@@ -115,7 +122,7 @@ static uint64_t s_sysfs_l3(void)
 
 uint64_t tc_operands_cache_bytes(void)
 {
-    uint64_t bytes = s_sysfs_l3();
+    uint64_t bytes = tc_operands_cache_level_bytes(3);
 #ifdef _SC_LEVEL3_CACHE_SIZE
     if (!bytes) {
         long v = sysconf(_SC_LEVEL3_CACHE_SIZE);

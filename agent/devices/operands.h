@@ -64,6 +64,10 @@ tc_operands_t tc_operands_get(void);
  * `mem_available` (1 when not even two fit). */
 size_t tc_operands_copies(uint64_t cache_bytes, uint64_t copy_bytes, uint64_t mem_available);
 
+/* The size of cpu0's data or unified cache at `level` from sysfs, in
+ * bytes; 0 when sysfs has none. */
+uint64_t tc_operands_cache_level_bytes(int level);
+
 /* The last-level cache the rotation must exceed: the level-3 cache of
  * cpu0 from sysfs, else sysconf(_SC_LEVEL3_CACHE_SIZE), else 32 MiB. */
 uint64_t tc_operands_cache_bytes(void);

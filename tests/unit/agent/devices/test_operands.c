@@ -55,6 +55,25 @@ Test(operands, apply_checks_the_flag_and_the_environment)
     cr_expect_str_eq(getenv("TRAINCAST_OPERANDS"), "cold", "the default exported too");
 }
 
+/* The rotation's cache is sysfs's level-3 size where sysfs has one; a
+ * level no CPU has reads 0; the level-1 size read is the data cache's. */
+Test(operands, cache_sizes_by_level)
+{
+    uint64_t l3 = tc_operands_cache_level_bytes(3);
+    if (l3)
+        cr_expect_eq(tc_operands_cache_bytes(), l3);
+    cr_expect_eq(tc_operands_cache_level_bytes(9), 0);
+    uint64_t l1 = tc_operands_cache_level_bytes(1);
+    FILE *f = fopen("/sys/devices/system/cpu/cpu0/cache/index0/size", "r");
+    if (f) { /* index0 is the level-1 data cache on x86 and arm64 Linux */
+        char buf[32] = "";
+        cr_assert_not_null(fgets(buf, sizeof buf, f));
+        fclose(f);
+        cr_expect_eq(l1, strtoull(buf, NULL, 10) << 10, "level 1: %llu bytes, sysfs says %s",
+                     (unsigned long long)l1, buf);
+    }
+}
+
 /* K copies exceed twice the cache unless the count or the memory caps them. */
 Test(operands, copies_exceed_twice_the_cache)
 {
