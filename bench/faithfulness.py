@@ -31,7 +31,9 @@ the call and nothing else (`instep`, one process per round); steps with and
 without those timers alternate in the process, so the timers' own cost is
 measured too. A/D tells whether the gap between A and C is conv time the
 benchmarks miss (cold inputs, reorders, allocations inside a real step) or
-the profiler's own cost.
+the profiler's own cost. The goal (A/D within 0.90-1.10 per CNN) is told
+with A/D's spread round by round: met or missed only where A/D x exp(+-2 SE)
+lies wholly on one side of each bound, else not resolved by the rounds.
 
 Writes a Markdown report (--out) and the points of a chart (--points: torch
 time against agent time, one series per thread count) for tc-plot-accuracy.
@@ -600,7 +602,7 @@ def write_report(a, models, results, loads, secs, others):
                 ar = round_sum(res["agent"], convs, r)
                 if ar is not None and step["conv_ms"] > 0:
                     per_round.append(ar / step["conv_ms"])
-            se, verdict = instep_verdict(total / d, per_round) if not missing else (None, "missed")
+            se, verdict = instep_verdict(total / d, per_round)  # none by round if any is missing
             told[verdict] += 1
             instep_ok += not missing and abs(total / d - 1) <= 0.10
             lines.append("| %s | %.1f%s | %.1f | %.1f | %.1f | %.3f | %.3f | %.3f | %s | %s | %s "
