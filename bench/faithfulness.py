@@ -420,14 +420,22 @@ def pct(v):
     return "%.1f %%" % (100 * v)
 
 
+def step_keys(c):
+    """The keys (conv + direction) a conv adds to a step by the conv-time rule
+    (common/ops/tc_conv_step.h): forward and backward-filter, and
+    backward-data unless it is the first layer."""
+    k = key_of(c)
+    return [k + (d,) for d in ("fwd", "bwd_filter") + (() if c["first"] else ("bwd_data",))]
+
+
 def round_sum(times, convs, r):
     """The agent's conv sum of round r (the conv-time rule, as the per-CNN
     table's A), from `times` (key + direction -> one time per round); None
     when a direction has no time in that round."""
     total = 0.0
     for c in convs:
-        for d in ("fwd", "bwd_filter") + (() if c["first"] else ("bwd_data",)):
-            v = times.get(key_of(c) + (d,))
+        for k in step_keys(c):
+            v = times.get(k)
             if not v or len(v) <= r:
                 return None
             total += c["count"] * v[r]
@@ -540,8 +548,7 @@ def write_report(a, models, results, loads, secs, others):
         for m, convs in models.items():
             ta = tb = 0.0
             for c in convs:
-                for d in ("fwd", "bwd_filter") + (() if c["first"] else ("bwd_data",)):
-                    k = key_of(c) + (d,)
+                for k in step_keys(c):
                     if k in res["agent"] and k in res["torch"]:
                         ta += c["count"] * statistics.median(res["agent"][k])
                         tb += c["count"] * statistics.median(res["torch"][k])
@@ -584,9 +591,8 @@ def write_report(a, models, results, loads, secs, others):
         for m, convs in models.items():
             total, tsum, missing = 0.0, 0.0, 0
             for c in convs:
-                k = key_of(c)
-                for d in ("fwd", "bwd_filter") + (() if c["first"] else ("bwd_data",)):
-                    v, w = res["agent"].get(k + (d,)), res["torch"].get(k + (d,))
+                for k in step_keys(c):
+                    v, w = res["agent"].get(k), res["torch"].get(k)
                     if v is None or w is None:
                         missing += 1
                     else:
