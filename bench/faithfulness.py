@@ -17,7 +17,12 @@ count (1 and 2), it compares
 
 measured A B A B ... (--rounds rounds, each side a fresh process), so that
 drift of a shared machine cancels in the ratio A/B of each round; the
-figure per conv and direction is the median ratio over the rounds. Per CNN
+figure per conv and direction is the median ratio over the rounds. A round
+takes every CNN in turn, and for each its B, A, D and C next to each other
+(a shape that several CNNs share is timed with each), in reversed order
+every other round: a CNN's sides are seconds apart, not the minutes a
+round of every CNN takes, so that the ratios follow the machine's drift
+within a round instead of mixing two of its moments. Per CNN
 it also compares C, the conv time PyTorch's profiler attributes to convs in
 a traced training step (agent/harness/trace_runner.py --profile 1, one per
 round), with the agent's conv sum for that CNN (common/ops/tc_conv_step.h:
@@ -103,24 +108,32 @@ def model_convs(torch, name, size):
     return [dict(zip(KEYS, k), **v) for k, v in convs.items()]
 
 
+def write_convlist(path, models, biased):
+    """An agent conv list (agent bench --convs) of `models` (name -> convs),
+    a shape with a bias where any use in `biased` has one."""
+    with open(path, "w") as f:
+        f.write("# c h w k r s pad_h pad_w stride_h stride_w dil_h dil_w groups count first "
+                "bias\n")
+        for m, convs in models.items():
+            f.write("model %s\n" % m)
+            for c in convs:
+                f.write(" ".join(str(c[k]) for k in KEYS) + " %d %d %d%s\n"
+                        % (c["count"], c["first"], key_of(c) in biased,
+                           " nhwc" if c.get("nhwc") else ""))
+
+
+def biased_keys(models):
+    """The shapes timed with a bias on both sides: those with a bias in any use."""
+    return {key_of(c) for convs in models.values() for c in convs if c["bias"]}
+
+
 def cmd_convs(a):
     import torch
     torch.set_num_threads(1)
     out = {m: model_convs(torch, m, a.input_size) for m in a.models.split(",")}
     with open(a.json, "w") as f:
         json.dump(out, f)
-    # A shape is timed once on each side, with a bias if any use has one
-    # (cmd_torch does the same).
-    biased = {key_of(c) for convs in out.values() for c in convs if c["bias"]}
-    with open(a.convlist, "w") as f:
-        f.write("# c h w k r s pad_h pad_w stride_h stride_w dil_h dil_w groups count first "
-                "bias\n")
-        for m, convs in out.items():
-            f.write("model %s\n" % m)
-            for c in convs:
-                f.write(" ".join(str(c[k]) for k in KEYS) + " %d %d %d%s\n"
-                        % (c["count"], c["first"], key_of(c) in biased,
-                           " nhwc" if c.get("nhwc") else ""))
+    write_convlist(a.convlist, out, biased_keys(out))
     return 0
 
 
@@ -139,6 +152,11 @@ def cmd_torch(a):
     torch.set_num_threads(a.threads)
     with open(a.json) as f:
         models = json.load(f)
+    if a.biased:
+        with open(a.biased) as f:
+            biased = {tuple(k) for k in json.load(f)}
+    else:
+        biased = biased_keys(models)
     seen, rows = set(), []
     for convs in models.values():
         for c in convs:
@@ -150,7 +168,7 @@ def cmd_torch(a):
             seen.add(k)
             needs_data = not all(cc["first"] for m in models.values() for cc in m
                                  if key_of(cc) == k)
-            bias = any(cc["bias"] for m in models.values() for cc in m if key_of(cc) == k)
+            bias = k in biased
             rows += time_conv(torch, c, a, needs_data, bias)
     with open(a.out, "w") as f:
         for r in rows:
@@ -357,11 +375,11 @@ def run(cmd, **kw):
     return r.stdout
 
 
-def agent_round(a, threads, path):
+def agent_round(a, threads, path, convlist):
     if os.path.exists(path):
         os.remove(path)
     agent = os.path.join(a.build_dir, "agent", "agent")
-    run([agent, "bench", "--convs", os.path.join(a.work, "convs.txt"), "--batches",
+    run([agent, "bench", "--convs", convlist, "--batches",
          str(a.batch), "--threads", str(threads), "--allocator", a.allocator, "--budget-ms",
          str(a.budget_ms), "--max-reps", str(a.max_reps), "--operands", a.operands,
          "--out", path],
@@ -378,9 +396,9 @@ def agent_round(a, threads, path):
     return times, mins, algos, device
 
 
-def torch_round(a, threads, path):
-    run([sys.executable, os.path.abspath(__file__), "torch", "--json",
-         os.path.join(a.work, "convs.json"), "--threads", str(threads), "--batch", str(a.batch),
+def torch_round(a, threads, path, convs_json, biased_json):
+    run([sys.executable, os.path.abspath(__file__), "torch", "--json", convs_json,
+         "--biased", biased_json, "--threads", str(threads), "--batch", str(a.batch),
          "--allocator", a.allocator, "--budget-ms", str(a.budget_ms), "--max-reps",
          str(a.max_reps), "--out", path])
     times, mins = {}, {}
@@ -462,6 +480,16 @@ def instep_verdict(ratio, per_round, lo=0.90, hi=1.10, z=2.0):
     return se, "not resolved"
 
 
+def round_order(models, r):
+    """The order of round r: every CNN in turn, and for each its four
+    measurements next to each other, B A D C, with A between the two it is
+    compared with; every other round the whole order reversed (C D A B, the
+    last CNN first), so that a drift of the machine over a round shifts A
+    against B and D one way in one round and the other way in the next."""
+    steps = [(m, what) for m in models for what in ("torch", "agent", "instep", "trace")]
+    return steps if r % 2 == 0 else steps[::-1]
+
+
 def cmd_run(a):
     os.makedirs(a.work, exist_ok=True)
     t_start = time.time()
@@ -470,31 +498,57 @@ def cmd_run(a):
          "--convlist", os.path.join(a.work, "convs.txt")])
     with open(os.path.join(a.work, "convs.json")) as f:
         models = json.load(f)
+    # One conv list and one PyTorch list per CNN, so that each CNN's sides are
+    # measured next to each other; a shape shared by CNNs is timed in each.
+    biased = biased_keys(models)
+    biased_json = os.path.join(a.work, "biased.json")
+    with open(biased_json, "w") as f:
+        json.dump(sorted(biased), f)
+    files = {}
+    for i, (m, convs) in enumerate(models.items()):
+        files[m] = (os.path.join(a.work, "convs-%d.txt" % i),
+                    os.path.join(a.work, "convs-%d.json" % i), i)
+        write_convlist(files[m][0], {m: convs}, biased)
+        with open(files[m][1], "w") as f:
+            json.dump({m: convs}, f)
     loads = [loadavg()]
     share = Share()
     results = {}
     for threads in [int(t) for t in a.threads.split(",")]:
         ratios, min_ratios, agent_t, torch_t = {}, {}, {}, {}
+        agent_by, torch_by = {m: {} for m in models}, {m: {} for m in models}
         prof, instep = {m: [] for m in models}, {m: [] for m in models}
         algos, device = {}, ""
         for r in range(a.rounds):
             sys.stderr.write("faithfulness: %d thread(s), round %d of %d\n"
                              % (threads, r + 1, a.rounds))
-            at, amin, algos, device = agent_round(a, threads, os.path.join(
-                a.work, "agent-%d-%d.tcr" % (threads, r)))
-            tt, tmin = torch_round(a, threads, os.path.join(a.work, "torch-%d-%d.tsv" % (threads, r)))
+            at, amin, tt, tmin = {}, {}, {}, {}
+            for m, what in round_order(models, r):
+                convlist, convs_json, i = files[m]
+                if what == "agent":
+                    at[m], amin[m], al, device = agent_round(a, threads, os.path.join(
+                        a.work, "agent-%d-%d-%d.tcr" % (threads, r, i)), convlist)
+                    algos.update(al)
+                elif what == "torch":
+                    tt[m], tmin[m] = torch_round(a, threads, os.path.join(
+                        a.work, "torch-%d-%d-%d.tsv" % (threads, r, i)), convs_json, biased_json)
+                elif what == "trace":
+                    prof[m].append(trace_round(a, threads, m))
+                else:
+                    instep[m].append(instep_round(a, threads, m))
             for m in models:
-                prof[m].append(trace_round(a, threads, m))
-                instep[m].append(instep_round(a, threads, m))
-            for k, v in at.items():
-                if k in tt:
-                    ratios.setdefault(k, []).append(v / tt[k])
-                    min_ratios.setdefault(k, []).append(amin[k] / tmin[k])
-                    agent_t.setdefault(k, []).append(v)
-                    torch_t.setdefault(k, []).append(tt[k])
+                for k, v in at[m].items():
+                    agent_by[m].setdefault(k, []).append(v)
+                    if k in tt[m]:
+                        torch_by[m].setdefault(k, []).append(tt[m][k])
+                        ratios.setdefault(k, []).append(v / tt[m][k])
+                        min_ratios.setdefault(k, []).append(amin[m][k] / tmin[m][k])
+                        agent_t.setdefault(k, []).append(v)
+                        torch_t.setdefault(k, []).append(tt[m][k])
             loads.append(loadavg())
         results[threads] = dict(ratios=ratios, min_ratios=min_ratios, agent=agent_t,
-                                torch=torch_t, prof=prof, instep=instep, algos=algos, device=device,
+                                torch=torch_t, agent_by=agent_by, torch_by=torch_by, prof=prof,
+                                instep=instep, algos=algos, device=device,
                                 others=share.others())
     write_report(a, models, results, loads, time.time() - t_start, share.others())
     return 0
@@ -514,8 +568,10 @@ def write_report(a, models, results, loads, secs, others):
         "benchmark (A, `agent bench`, on the path PyTorch takes) and PyTorch's own time for that "
         "one layer (B: `torch.nn.functional.conv2d`, and `aten::convolution_backward`, the op the "
         "autograd node calls, for the input gradient only or for the weight and bias gradients "
-        "only), same threads, allocator `%s`, the agent's operands %s, measured A B A B in "
-        "%d rounds (fresh processes); the figure is the median over rounds of A/B. Per CNN: the "
+        "only), same threads, allocator `%s`, the agent's operands %s, measured in %d rounds "
+        "(fresh processes), each CNN's B, A, D and C next to each other (a shape shared by CNNs "
+        "timed with each), the order reversed every other round; the figure is the median over "
+        "rounds (and CNNs) of A/B. Per CNN: the "
         "agent's conv sum (the conv-time rule of `common/ops/tc_conv_step.h`) against the conv time "
         "PyTorch's profiler attributes to convs in one traced step (one per round, median)."
         % (", ".join(models), a.input_size, a.batch, a.allocator, a.operands, a.rounds), "",
@@ -549,9 +605,9 @@ def write_report(a, models, results, loads, secs, others):
             ta = tb = 0.0
             for c in convs:
                 for k in step_keys(c):
-                    if k in res["agent"] and k in res["torch"]:
-                        ta += c["count"] * statistics.median(res["agent"][k])
-                        tb += c["count"] * statistics.median(res["torch"][k])
+                    if k in res["agent_by"][m] and k in res["torch_by"][m]:
+                        ta += c["count"] * statistics.median(res["agent_by"][m][k])
+                        tb += c["count"] * statistics.median(res["torch_by"][m][k])
             cnn_ok += tb > 0 and abs(ta / tb - 1) <= 0.05
         lines += ["Goals: median ratio 0.95-1.05 %s; 90 %% within 0.85-1.15 %s; conv sum within "
                   "5 %% of PyTorch's per-layer sum for %d of %d CNNs." % (
@@ -592,7 +648,7 @@ def write_report(a, models, results, loads, secs, others):
             total, tsum, missing = 0.0, 0.0, 0
             for c in convs:
                 for k in step_keys(c):
-                    v, w = res["agent"].get(k), res["torch"].get(k)
+                    v, w = res["agent_by"][m].get(k), res["torch_by"][m].get(k)
                     if v is None or w is None:
                         missing += 1
                     else:
@@ -605,7 +661,7 @@ def write_report(a, models, results, loads, secs, others):
             # the same ratio round by round: the agent's sum of round r over D of round r
             per_round = []
             for r, step in enumerate(res["instep"][m]):
-                ar = round_sum(res["agent"], convs, r)
+                ar = round_sum(res["agent_by"][m], convs, r)
                 if ar is not None and step["conv_ms"] > 0:
                     per_round.append(ar / step["conv_ms"])
             se, verdict = instep_verdict(total / d, per_round)  # none by round if any is missing
@@ -690,6 +746,9 @@ def main(argv):
     t.add_argument("--budget-ms", type=int, required=True)
     t.add_argument("--max-reps", type=int, required=True)
     t.add_argument("--out", required=True)
+    t.add_argument("--biased", default="",
+                   help="a JSON list of the shapes to time with a bias (default: those with "
+                        "one in --json)")
     i = sub.add_parser("instep")
     i.add_argument("--model", required=True)
     i.add_argument("--batch", type=int, required=True)
