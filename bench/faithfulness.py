@@ -38,7 +38,9 @@ measured too. A/D tells whether the gap between A and C is conv time the
 benchmarks miss (cold inputs, reorders, allocations inside a real step) or
 the profiler's own cost. The goal (A/D within 0.90-1.10 per CNN) is told
 with A/D's spread round by round: met or missed only where A/D x exp(+-2 SE)
-lies wholly on one side of each bound, else not resolved by the rounds.
+lies wholly on one side of each bound, else not resolved by the rounds;
+next to it, how A and D of a CNN moved over the rounds (the spread of
+each, and their correlation: drift they share, or noise of their own).
 
 Writes a Markdown report (--out) and the points of a chart (--points: torch
 time against agent time, one series per thread count) for tc-plot-accuracy.
@@ -490,6 +492,24 @@ def round_order(models, r):
     return steps if r % 2 == 0 else steps[::-1]
 
 
+def round_spread(a_rounds, d_rounds):
+    """How a CNN's two in-step sides move over the rounds: the standard
+    deviation of log A_r and of log D_r, and their correlation. Sides that
+    move together (a high correlation) share the machine's drift, which
+    the ratio cancels; sides that move apart are noisy within the seconds
+    between them, which only more time per side or more rounds averages.
+    None for each figure with fewer than two rounds, and for the
+    correlation with fewer than three (two points always correlate +-1) or
+    when either side did not move."""
+    la = [math.log(v) for v in a_rounds]
+    ld = [math.log(v) for v in d_rounds]
+    if len(la) < 2 or len(la) != len(ld):
+        return None, None, None
+    sa, sd = statistics.stdev(la), statistics.stdev(ld)
+    corr = statistics.correlation(la, ld) if len(la) > 2 and sa > 0 and sd > 0 else None
+    return sa, sd, corr
+
+
 def cmd_run(a):
     os.makedirs(a.work, exist_ok=True)
     t_start = time.time()
@@ -644,6 +664,7 @@ def write_report(a, models, results, loads, secs, others):
                   "|---|---|---|---|---|---|---|---|---|---|---|---|"]
         instep_ok = 0
         told = {"met": 0, "missed": 0, "not resolved": 0}
+        spreads = []
         for m, convs in models.items():
             total, tsum, missing = 0.0, 0.0, 0
             for c in convs:
@@ -659,11 +680,14 @@ def write_report(a, models, results, loads, secs, others):
             cost = statistics.median(r["step_timed_ms"] / r["step_plain_ms"]
                                      for r in res["instep"][m])
             # the same ratio round by round: the agent's sum of round r over D of round r
-            per_round = []
+            per_round, a_rounds, d_rounds = [], [], []
             for r, step in enumerate(res["instep"][m]):
                 ar = round_sum(res["agent_by"][m], convs, r)
-                if ar is not None and step["conv_ms"] > 0:
+                if ar is not None and ar > 0 and step["conv_ms"] > 0:
                     per_round.append(ar / step["conv_ms"])
+                    a_rounds.append(ar)
+                    d_rounds.append(step["conv_ms"])
+            spreads.append((m, round_spread(a_rounds, d_rounds)))
             se, verdict = instep_verdict(total / d, per_round)  # none by round if any is missing
             told[verdict] += 1
             instep_ok += not missing and abs(total / d - 1) <= 0.10
@@ -681,6 +705,19 @@ def write_report(a, models, results, loads, secs, others):
                       "met" if instep_ok == len(models) else "missed", instep_ok, len(models),
                       a.rounds, told["met"], told["missed"], told["not resolved"]),
                   ""]
+        fig = lambda v, f, scale=1: "-" if v is None else f % (scale * v)  # noqa: E731
+        lines += ["How each CNN's two sides moved over the rounds: the standard deviation of "
+                  "log A and of log D round by round, and their correlation. Sides that move "
+                  "together share the machine's drift, which A/D cancels; sides that move apart "
+                  "are noisy within the seconds between them, and only more time per side or "
+                  "more rounds tell their ratio better.", "",
+                  "| CNN | sd of log A by round | sd of log D by round | correlation |",
+                  "|---|---|---|---|"]
+        for m, (sa, sd, corr) in spreads:
+            lines.append("| %s | %s | %s | %s |" % (
+                m, fig(sa, "%.1f %%", 100), fig(sd, "%.1f %%", 100),
+                fig(corr, "%+.2f")))
+        lines.append("")
         for k, v in med.items():
             points.append("%d thread%s\t%s\t%d\t%.6f\t%.6f" % (
                 threads, "" if threads == 1 else "s", k[13], a.batch,

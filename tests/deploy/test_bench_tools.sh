@@ -422,8 +422,8 @@ fi
 # = 21 and 2 x (2 + 2 + 2) + 5 + 5 = 22; a missing round is None. Ratios
 # 1.0 and 1.02 give SE |ln 1.02| / 2 = 0.0099 and "met"; 1.2 and 1.22 "missed";
 # 0.9 and 1.2 "not resolved"; one round "not resolved", without an SE.
-"$py" - "$repo/bench" <<'PY' && ok "faithfulness: round sums and in-step verdicts" \
-    || fail "faithfulness: round sums or in-step verdicts"
+"$py" - "$repo/bench" <<'PY' && ok "faithfulness: round sums, in-step verdicts and the sides' spread" \
+    || fail "faithfulness: round sums, in-step verdicts or the sides' spread"
 import math, sys
 sys.path.insert(0, sys.argv[1])
 import faithfulness as f
@@ -440,6 +440,17 @@ assert v == "met" and abs(se - abs(math.log(1.02)) / 2) < 1e-12, (se, v)
 assert f.instep_verdict(1.21, [1.2, 1.22])[1] == "missed"
 assert f.instep_verdict(1.05, [0.9, 1.2])[1] == "not resolved"
 assert f.instep_verdict(1.0, [1.0]) == (None, "not resolved")
+# the sides' spread: A doubles where D doubles (log sd ln2, correlation 1);
+# the other way round (-1); two rounds (no correlation); D still (none);
+# one round (nothing)
+sa, sd, corr = f.round_spread([1, 2, 4], [3, 6, 12])
+assert abs(sa - math.log(2)) < 1e-12 and abs(sd - sa) < 1e-12, (sa, sd)
+assert abs(corr - 1) < 1e-12, corr
+assert f.round_spread([1, 2, 4], [4, 2, 1])[2] < -0.999
+sa, sd, corr = f.round_spread([1, 2], [3, 6])
+assert abs(sa - math.log(2) / math.sqrt(2)) < 1e-12 and corr is None, (sa, corr)
+assert f.round_spread([1, 2, 4], [3, 3, 3])[1:] == (0.0, None)
+assert f.round_spread([1], [3]) == (None, None, None)
 PY
 
 # trace_noise.py on a database of known traces: two points of four traces
