@@ -110,32 +110,28 @@ def model_convs(torch, name, size):
     return [dict(zip(KEYS, k), **v) for k, v in convs.items()]
 
 
-def write_convlist(path, models, biased):
-    """An agent conv list (agent bench --convs) of `models` (name -> convs),
-    a shape with a bias where any use in `biased` has one."""
+def write_convlist(path, model, convs):
+    """An agent conv list (agent bench --convs) of one model's convs."""
     with open(path, "w") as f:
         f.write("# c h w k r s pad_h pad_w stride_h stride_w dil_h dil_w groups count first "
-                "bias\n")
-        for m, convs in models.items():
-            f.write("model %s\n" % m)
-            for c in convs:
-                f.write(" ".join(str(c[k]) for k in KEYS) + " %d %d %d%s\n"
-                        % (c["count"], c["first"], key_of(c) in biased,
-                           " nhwc" if c.get("nhwc") else ""))
-
-
-def biased_keys(models):
-    """The shapes timed with a bias on both sides: those with a bias in any use."""
-    return {key_of(c) for convs in models.values() for c in convs if c["bias"]}
+                "bias\nmodel %s\n" % model)
+        for c in convs:
+            f.write(" ".join(str(c[k]) for k in KEYS) + " %d %d %d%s\n"
+                    % (c["count"], c["first"], c["bias"], " nhwc" if c.get("nhwc") else ""))
 
 
 def cmd_convs(a):
     import torch
     torch.set_num_threads(1)
     out = {m: model_convs(torch, m, a.input_size) for m in a.models.split(",")}
+    # A shape shared by models is timed with a bias on both sides if any use
+    # has one: every use says so.
+    biased = {key_of(c) for convs in out.values() for c in convs if c["bias"]}
+    for convs in out.values():
+        for c in convs:
+            c["bias"] = key_of(c) in biased
     with open(a.json, "w") as f:
         json.dump(out, f)
-    write_convlist(a.convlist, out, biased_keys(out))
     return 0
 
 
@@ -154,11 +150,6 @@ def cmd_torch(a):
     torch.set_num_threads(a.threads)
     with open(a.json) as f:
         models = json.load(f)
-    if a.biased:
-        with open(a.biased) as f:
-            biased = {tuple(k) for k in json.load(f)}
-    else:
-        biased = biased_keys(models)
     seen, rows = set(), []
     for convs in models.values():
         for c in convs:
@@ -170,7 +161,7 @@ def cmd_torch(a):
             seen.add(k)
             needs_data = not all(cc["first"] for m in models.values() for cc in m
                                  if key_of(cc) == k)
-            bias = k in biased
+            bias = c["bias"]  # every use of a shape says the same (cmd_convs)
             rows += time_conv(torch, c, a, needs_data, bias)
     with open(a.out, "w") as f:
         for r in rows:
@@ -398,9 +389,9 @@ def agent_round(a, threads, path, convlist):
     return times, mins, algos, device
 
 
-def torch_round(a, threads, path, convs_json, biased_json):
+def torch_round(a, threads, path, convs_json):
     run([sys.executable, os.path.abspath(__file__), "torch", "--json", convs_json,
-         "--biased", biased_json, "--threads", str(threads), "--batch", str(a.batch),
+         "--threads", str(threads), "--batch", str(a.batch),
          "--allocator", a.allocator, "--budget-ms", str(a.budget_ms), "--max-reps",
          str(a.max_reps), "--out", path])
     times, mins = {}, {}
@@ -514,21 +505,16 @@ def cmd_run(a):
     os.makedirs(a.work, exist_ok=True)
     t_start = time.time()
     run([sys.executable, os.path.abspath(__file__), "convs", "--models", a.models,
-         "--input-size", str(a.input_size), "--json", os.path.join(a.work, "convs.json"),
-         "--convlist", os.path.join(a.work, "convs.txt")])
+         "--input-size", str(a.input_size), "--json", os.path.join(a.work, "convs.json")])
     with open(os.path.join(a.work, "convs.json")) as f:
         models = json.load(f)
     # One conv list and one PyTorch list per CNN, so that each CNN's sides are
     # measured next to each other; a shape shared by CNNs is timed in each.
-    biased = biased_keys(models)
-    biased_json = os.path.join(a.work, "biased.json")
-    with open(biased_json, "w") as f:
-        json.dump(sorted(biased), f)
     files = {}
     for i, (m, convs) in enumerate(models.items()):
         files[m] = (os.path.join(a.work, "convs-%d.txt" % i),
                     os.path.join(a.work, "convs-%d.json" % i), i)
-        write_convlist(files[m][0], {m: convs}, biased)
+        write_convlist(files[m][0], m, convs)
         with open(files[m][1], "w") as f:
             json.dump({m: convs}, f)
     loads = [loadavg()]
@@ -551,7 +537,7 @@ def cmd_run(a):
                     algos.update(al)
                 elif what == "torch":
                     tt[m], tmin[m] = torch_round(a, threads, os.path.join(
-                        a.work, "torch-%d-%d-%d.tsv" % (threads, r, i)), convs_json, biased_json)
+                        a.work, "torch-%d-%d-%d.tsv" % (threads, r, i)), convs_json)
                 elif what == "trace":
                     prof[m].append(trace_round(a, threads, m))
                 else:
@@ -774,7 +760,6 @@ def main(argv):
     c.add_argument("--models", required=True)
     c.add_argument("--input-size", type=int, required=True)
     c.add_argument("--json", required=True)
-    c.add_argument("--convlist", required=True)
     t = sub.add_parser("torch")
     t.add_argument("--json", required=True)
     t.add_argument("--threads", type=int, required=True)
@@ -783,9 +768,6 @@ def main(argv):
     t.add_argument("--budget-ms", type=int, required=True)
     t.add_argument("--max-reps", type=int, required=True)
     t.add_argument("--out", required=True)
-    t.add_argument("--biased", default="",
-                   help="a JSON list of the shapes to time with a bias (default: those with "
-                        "one in --json)")
     i = sub.add_parser("instep")
     i.add_argument("--model", required=True)
     i.add_argument("--batch", type=int, required=True)
