@@ -41,6 +41,12 @@ with A/D's spread round by round: met or missed only where A/D x exp(+-2 SE)
 lies wholly on one side of each bound, else not resolved by the rounds;
 next to it, how A and D of a CNN moved over the rounds (the spread of
 each, and their correlation: drift they share, or noise of their own).
+And the same goal on the machine's fast phase (`fast_phase`): each side
+the sum over its convs of each conv's fastest round (A per conv direction,
+D per conv module of the step, forward and backward), so that a machine
+that runs for seconds at a time 1.6-1.9 times slower (as some do) slows
+neither side's figure; told with a bootstrap over rounds and the even and
+odd rounds apart.
 
 Writes a Markdown report (--out) and the points of a chart (--points: torch
 time against agent time, one series per thread count) for tc-plot-accuracy.
@@ -254,6 +260,8 @@ def cmd_instep(a):
     loss_fn = torch.nn.CrossEntropyLoss()
     clock = time.perf_counter
     acc = {"fwd": 0.0, "bwd": 0.0, "again": 0.0, "third": 0.0, "calls": 0}
+    # each conv module's own forward and backward time in the step, by module
+    per = {"fwd": {}, "bwd": {}}
     timing = {"on": False}
 
     class TimedConv(torch.autograd.Function):
@@ -262,7 +270,9 @@ def cmd_instep(a):
             t0 = clock()
             out = torch.nn.functional.conv2d(inp, weight, bias, conv.stride, conv.padding,
                                              conv.dilation, conv.groups)
-            acc["fwd"] += clock() - t0
+            t = clock() - t0
+            acc["fwd"] += t
+            per["fwd"][conv.tc_index] = per["fwd"].get(conv.tc_index, 0.0) + t
             acc["calls"] += 1
             if a.again:
                 # the same call at once, its operands now warm in cache (the
@@ -288,7 +298,9 @@ def cmd_instep(a):
                 grad_out, inp, weight, [weight.shape[0]] if ctx.has_bias else None,
                 list(conv.stride), list(conv.padding), list(conv.dilation), False, [0, 0],
                 conv.groups, mask)
-            acc["bwd"] += clock() - t0
+            t = clock() - t0
+            acc["bwd"] += t
+            per["bwd"][conv.tc_index] = per["bwd"].get(conv.tc_index, 0.0) + t
             if a.again:
                 for key in ("again", "third"):
                     t0 = clock()
@@ -310,6 +322,8 @@ def cmd_instep(a):
             fail("instep: %s has a conv with padding %r (mode %s) this timer does not "
                  "reproduce" % (a.model, m.padding, m.padding_mode))
         m.forward = types.MethodType(forward, m)
+    for i, m in enumerate(convs):
+        m.tc_index = i
 
     def gradients(on):
         timing["on"] = on
@@ -338,12 +352,18 @@ def cmd_instep(a):
             timing["on"] = on
             step()
     plain, timed, fwd, bwd, again, third = [], [], [], [], [], []
+    mod = {"fwd": [[] for _ in convs], "bwd": [[] for _ in convs]}
     for _ in range(a.iters):
         timing["on"] = False
         plain.append(step())
         timing["on"] = True
         acc.update(fwd=0.0, bwd=0.0, again=0.0, third=0.0, calls=0)
+        per["fwd"].clear()
+        per["bwd"].clear()
         timed.append(step())
+        for d in ("fwd", "bwd"):
+            for i in range(len(convs)):
+                mod[d][i].append(per[d].get(i, 0.0))
         fwd.append(acc["fwd"])
         bwd.append(acc["bwd"])
         again.append(acc["again"])
@@ -354,6 +374,8 @@ def cmd_instep(a):
                       "conv_ms": ms(conv), "conv_fwd_ms": ms(fwd), "conv_bwd_ms": ms(bwd),
                       "step_timed_ms": ms(timed), "step_plain_ms": ms(plain),
                       "grad_max_rel_diff": grad_diff,
+                      "module_fwd_ms": [ms(v) for v in mod["fwd"]],
+                      "module_bwd_ms": [ms(v) for v in mod["bwd"]],
                       "conv_again_ms": ms(again) if a.again else None,
                       "conv_third_ms": ms(third) if a.again else None}))
     return 0
@@ -465,12 +487,73 @@ def instep_verdict(ratio, per_round, lo=0.90, hi=1.10, z=2.0):
     if len(logs) < 2:
         return None, "not resolved"
     se = statistics.stdev(logs) / math.sqrt(len(logs))
+    return se, band_verdict(ratio, se, lo, hi, z)
+
+
+def band_verdict(ratio, se, lo=0.90, hi=1.10, z=2.0):
+    """"met" where ratio x exp(+-z se) lies wholly inside lo..hi, "missed"
+    where wholly outside, else "not resolved"."""
     low, high = ratio * math.exp(-z * se), ratio * math.exp(z * se)
     if lo <= low and high <= hi:
-        return se, "met"
+        return "met"
     if high < lo or low > hi:
-        return se, "missed"
-    return se, "not resolved"
+        return "missed"
+    return "not resolved"
+
+
+def fastest_sum(items, rounds):
+    """Each item's fastest figure over the given rounds, weighted and summed:
+    `items` is a list of (weight, figure of round 0, 1, ...)."""
+    return sum(w * min(v[r] for r in rounds) for w, v in items)
+
+
+def fast_phase(a_items, d_items, n, resamples=2000, seed=1):
+    """A/D on the machine's fast phase: each side the sum over its convs of
+    each conv's fastest round (`fastest_sum`; A's items are the agent's conv
+    directions, weighted by their count in the step, each a median over
+    repetitions; D's the conv modules' forward and backward in the step, each
+    a median over the timed steps), over the n rounds. A conv that ran in a
+    slow phase of the machine in some rounds counts with a round it did not,
+    on each side, so slow phases drop out where a round-by-round ratio
+    cannot pair them. Returns the ratio; the standard error of its logarithm
+    from a bootstrap over rounds (the same rounds drawn for both sides; for
+    a minimum this is a rough guide); its verdict (`band_verdict`); and the
+    ratio from the even and from the odd rounds alone. None with fewer than
+    two rounds."""
+    if n < 2:
+        return None
+    import random
+    rng = random.Random(seed)
+    every = range(n)
+    ratio = fastest_sum(a_items, every) / fastest_sum(d_items, every)
+    logs = []
+    for _ in range(resamples):
+        pick = [rng.randrange(n) for _ in every]
+        logs.append(math.log(fastest_sum(a_items, pick) / fastest_sum(d_items, pick)))
+    se = statistics.stdev(logs)
+    halves = tuple(fastest_sum(a_items, range(h, n, 2)) / fastest_sum(d_items, range(h, n, 2))
+                   for h in (0, 1))
+    return {"ratio": ratio, "se": se, "verdict": band_verdict(ratio, se), "halves": halves,
+            "a_ms": fastest_sum(a_items, every), "d_ms": fastest_sum(d_items, every)}
+
+
+def fast_items(res, m, convs):
+    """The items of `fast_phase` for CNN m: the agent's conv directions of
+    the conv-time rule (weighted by count) and the in-step conv modules'
+    forward and backward, each with its figure of every round, and the
+    number of rounds; no rounds where a side lacks one."""
+    steps = [r for r in res["instep"][m] if "module_fwd_ms" in r]
+    n = len(steps)
+    a_items = []
+    for c in convs:
+        for k in step_keys(c):
+            v = res["agent_by"][m].get(k, [])
+            if len(v) != n:
+                return [], [], 0
+            a_items.append((c["count"], v))
+    d_items = [(1, [r["module_%s_ms" % d][i] for r in steps]) for d in ("fwd", "bwd")
+               for i in range(len(steps[0]["module_fwd_ms"]) if steps else 0)]
+    return a_items, d_items, n
 
 
 def round_order(models, r):
@@ -650,7 +733,7 @@ def write_report(a, models, results, loads, secs, others):
                   "|---|---|---|---|---|---|---|---|---|---|---|---|"]
         instep_ok = 0
         told = {"met": 0, "missed": 0, "not resolved": 0}
-        spreads = []
+        spreads, fasts = [], []
         for m, convs in models.items():
             total, tsum, missing = 0.0, 0.0, 0
             for c in convs:
@@ -674,6 +757,7 @@ def write_report(a, models, results, loads, secs, others):
                     a_rounds.append(ar)
                     d_rounds.append(step["conv_ms"])
             spreads.append((m, round_spread(a_rounds, d_rounds)))
+            fasts.append((m, fast_phase(*fast_items(res, m, convs))))
             se, verdict = instep_verdict(total / d, per_round)  # none by round if any is missing
             told[verdict] += 1
             instep_ok += not missing and abs(total / d - 1) <= 0.10
@@ -703,7 +787,29 @@ def write_report(a, models, results, loads, secs, others):
             lines.append("| %s | %s | %s | %s |" % (
                 m, fig(sa, "%.1f %%", 100), fig(sd, "%.1f %%", 100),
                 fig(corr, "%+.2f")))
-        lines.append("")
+        lines += ["", "The same goal on the machine's fast phase: each side the sum over its "
+                  "convs of each conv's fastest round (A: the agent's median over repetitions of "
+                  "each conv direction, times its count in the step; D: each conv module's "
+                  "forward and backward inside the step, median over the timed steps), so that a "
+                  "conv that ran in a slow phase of the machine in some rounds counts with a "
+                  "round it did not, on both sides alike. SE: the standard error of log A/D from "
+                  "a bootstrap over rounds (the same rounds drawn for both sides; rough for a "
+                  "minimum); the verdict as above; next to it the ratio from the even and from "
+                  "the odd rounds alone.", "",
+                  "| CNN | A: fastest ms | D: fastest ms | A/D | even rounds | odd rounds | SE "
+                  "| verdict |", "|---|---|---|---|---|---|---|---|"]
+        fast_told = {"met": 0, "missed": 0, "not resolved": 0}
+        for m, f in fasts:
+            if f is None:
+                lines.append("| %s | - | - | - | - | - | - | not resolved |" % m)
+                fast_told["not resolved"] += 1
+                continue
+            fast_told[f["verdict"]] += 1
+            lines.append("| %s | %.1f | %.1f | %.3f | %.3f | %.3f | %.1f %% | %s |" % (
+                m, f["a_ms"], f["d_ms"], f["ratio"], f["halves"][0], f["halves"][1],
+                100 * f["se"], f["verdict"]))
+        lines += ["", "On the fast phase: %d met, %d missed, %d not resolved by these rounds."
+                  % (fast_told["met"], fast_told["missed"], fast_told["not resolved"]), ""]
         for k, v in med.items():
             points.append("%d thread%s\t%s\t%d\t%.6f\t%.6f" % (
                 threads, "" if threads == 1 else "s", k[13], a.batch,

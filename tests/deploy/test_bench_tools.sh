@@ -19,8 +19,9 @@
 #     again from a study's stored analyses (--report-only);
 #   - bench/faithfulness.py's in-step conv timer (instep) computes exactly the
 #     gradients of the model's own convs, times every conv of the step, and
-#     its conv time is a part of the step; its report tells the in-step goal
-#     per CNN with the spread of A/D over the rounds;
+#     its conv time is a part of the step, module by module; its report tells
+#     the in-step goal per CNN with the spread of A/D over the rounds, and on
+#     the machine's fast phase (each conv's fastest round, on both sides);
 #   - bench/trace_noise.py reads the noise floor by traces per point, and the
 #     rounds its goal needs, from a database of known traces.
 set -uo pipefail
@@ -412,6 +413,8 @@ assert r["convs_per_step"] == 26, r  # squeezenet1_1's Conv2d modules
 assert 0 < r["conv_fwd_ms"] and 0 < r["conv_bwd_ms"], r
 assert r["conv_ms"] + r["conv_again_ms"] < r["step_timed_ms"], r
 assert r["conv_again_ms"] > 0, r  # --again: each call repeated at once, timed apart
+assert len(r["module_fwd_ms"]) == len(r["module_bwd_ms"]) == 26, r  # each module apart
+assert all(v > 0 for v in r["module_fwd_ms"] + r["module_bwd_ms"]), r
 PY
 else
     fail "instep: $py cannot import torch and torchvision (set TRAINCAST_PYTHON)"
@@ -422,8 +425,8 @@ fi
 # = 21 and 2 x (2 + 2 + 2) + 5 + 5 = 22; a missing round is None. Ratios
 # 1.0 and 1.02 give SE |ln 1.02| / 2 = 0.0099 and "met"; 1.2 and 1.22 "missed";
 # 0.9 and 1.2 "not resolved"; one round "not resolved", without an SE.
-"$py" - "$repo/bench" <<'PY' && ok "faithfulness: round sums, in-step verdicts and the sides' spread" \
-    || fail "faithfulness: round sums, in-step verdicts or the sides' spread"
+"$py" - "$repo/bench" <<'PY' && ok "faithfulness: round sums, in-step verdicts, the sides' spread and the fast phase" \
+    || fail "faithfulness: round sums, in-step verdicts, the sides' spread or the fast phase"
 import math, sys
 sys.path.insert(0, sys.argv[1])
 import faithfulness as f
@@ -451,6 +454,32 @@ sa, sd, corr = f.round_spread([1, 2], [3, 6])
 assert abs(sa - math.log(2) / math.sqrt(2)) < 1e-12 and corr is None, (sa, corr)
 assert f.round_spread([1, 2, 4], [3, 3, 3])[1:] == (0.0, None)
 assert f.round_spread([1], [3]) == (None, None, None)
+# the fast phase: each item's fastest round, weighted: A 2 x 1 + 4 = 6, D
+# 2 + 3 = 5, so 1.2; even rounds (0 and 2) 2 x 2 + 5 = 9 over 4 + 3 = 7, odd
+# (round 1) 2 x 1 + 4 = 6 over 2 + 5 = 7; a D that is A doubled in every
+# round reads 0.5 in every resample (the same rounds drawn for both sides),
+# so its SE is 0 and its verdict "missed"; one round: nothing.
+A = [(2, [3, 1, 2]), (1, [5, 4, 6])]
+D = [(1, [6, 2, 4]), (1, [4, 5, 3])]
+assert f.fastest_sum(A, range(3)) == 6 and f.fastest_sum(D, [0, 2]) == 7
+fp = f.fast_phase(A, D, 3)
+assert abs(fp["ratio"] - 1.2) < 1e-12 and fp["a_ms"] == 6 and fp["d_ms"] == 5, fp
+assert abs(fp["halves"][0] - 9 / 7) < 1e-12 and abs(fp["halves"][1] - 6 / 7) < 1e-12, fp
+assert fp["se"] > 0, fp
+fp = f.fast_phase(A, [(w, [2 * x for x in v]) for w, v in A], 3)
+assert abs(fp["ratio"] - 0.5) < 1e-12 and fp["se"] < 1e-12 and fp["verdict"] == "missed", fp
+assert f.fast_phase(A, D, 1) is None
+assert f.band_verdict(1.0, 0.04) == "met" and f.band_verdict(1.0, 0.05) == "not resolved"
+# a CNN's items: the agent's directions by the conv-time rule (a twice, b
+# first: no backward-data) and each in-step module's forward and backward
+steps = [{"module_fwd_ms": [1, 2], "module_bwd_ms": [3, 4]},
+         {"module_fwd_ms": [5, 6], "module_bwd_ms": [7, 8]}]
+ai, di, n = f.fast_items({"instep": {"m": steps}, "agent_by": {"m": times}}, "m", [a, b])
+assert n == 2 and [w for w, _ in ai] == [2, 2, 2, 1, 1] and ai[0][1] == [1, 2], ai
+assert di == [(1, [1, 5]), (1, [2, 6]), (1, [3, 7]), (1, [4, 8])], di
+short = dict(times)
+short[ka + ("fwd",)] = [1]
+assert f.fast_items({"instep": {"m": steps}, "agent_by": {"m": short}}, "m", [a, b])[2] == 0
 PY
 
 # trace_noise.py on a database of known traces: two points of four traces
