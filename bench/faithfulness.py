@@ -62,6 +62,7 @@ import argparse
 import json
 import math
 import os
+import random
 import statistics
 import subprocess
 import sys
@@ -317,12 +318,11 @@ def cmd_instep(a):
         return self._conv_forward(inp, self.weight, self.bias)
 
     convs = [m for m in model.modules() if isinstance(m, torch.nn.Conv2d)]
-    for m in convs:
+    for i, m in enumerate(convs):
         if m.padding_mode != "zeros" or isinstance(m.padding, str):
             fail("instep: %s has a conv with padding %r (mode %s) this timer does not "
                  "reproduce" % (a.model, m.padding, m.padding_mode))
         m.forward = types.MethodType(forward, m)
-    for i, m in enumerate(convs):
         m.tc_index = i
 
     def gradients(on):
@@ -522,10 +522,9 @@ def fast_phase(a_items, d_items, n, resamples=2000, seed=1):
     two rounds."""
     if n < 2:
         return None
-    import random
     rng = random.Random(seed)
     every = range(n)
-    ratio = fastest_sum(a_items, every) / fastest_sum(d_items, every)
+    a_ms, d_ms = fastest_sum(a_items, every), fastest_sum(d_items, every)
     logs = []
     for _ in range(resamples):
         pick = [rng.randrange(n) for _ in every]
@@ -533,8 +532,8 @@ def fast_phase(a_items, d_items, n, resamples=2000, seed=1):
     se = statistics.stdev(logs)
     halves = tuple(fastest_sum(a_items, range(h, n, 2)) / fastest_sum(d_items, range(h, n, 2))
                    for h in (0, 1))
-    return {"ratio": ratio, "se": se, "verdict": band_verdict(ratio, se), "halves": halves,
-            "a_ms": fastest_sum(a_items, every), "d_ms": fastest_sum(d_items, every)}
+    return {"ratio": a_ms / d_ms, "se": se, "verdict": band_verdict(a_ms / d_ms, se),
+            "halves": halves, "a_ms": a_ms, "d_ms": d_ms}
 
 
 def fast_items(res, m, convs):
