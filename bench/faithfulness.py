@@ -260,9 +260,10 @@ def cmd_instep(a):
     y = torch.randint(0, 1000, (a.batch,))
     loss_fn = torch.nn.CrossEntropyLoss()
     clock = time.perf_counter
-    acc = {"fwd": 0.0, "bwd": 0.0, "again": 0.0, "third": 0.0, "calls": 0}
-    # each conv module's own forward and backward time in the step, by module
-    per = {"fwd": {}, "bwd": {}}
+    acc = {"again": 0.0, "third": 0.0, "calls": 0}
+    # each conv module's own forward and backward time in the step (by its
+    # index in `convs`); their sums are the step's conv time
+    per = {}
     timing = {"on": False}
 
     class TimedConv(torch.autograd.Function):
@@ -271,9 +272,7 @@ def cmd_instep(a):
             t0 = clock()
             out = torch.nn.functional.conv2d(inp, weight, bias, conv.stride, conv.padding,
                                              conv.dilation, conv.groups)
-            t = clock() - t0
-            acc["fwd"] += t
-            per["fwd"][conv.tc_index] = per["fwd"].get(conv.tc_index, 0.0) + t
+            per["fwd"][conv.tc_index] += clock() - t0
             acc["calls"] += 1
             if a.again:
                 # the same call at once, its operands now warm in cache (the
@@ -299,9 +298,7 @@ def cmd_instep(a):
                 grad_out, inp, weight, [weight.shape[0]] if ctx.has_bias else None,
                 list(conv.stride), list(conv.padding), list(conv.dilation), False, [0, 0],
                 conv.groups, mask)
-            t = clock() - t0
-            acc["bwd"] += t
-            per["bwd"][conv.tc_index] = per["bwd"].get(conv.tc_index, 0.0) + t
+            per["bwd"][conv.tc_index] += clock() - t0
             if a.again:
                 for key in ("again", "third"):
                     t0 = clock()
@@ -324,6 +321,7 @@ def cmd_instep(a):
                  "reproduce" % (a.model, m.padding, m.padding_mode))
         m.forward = types.MethodType(forward, m)
         m.tc_index = i
+    per.update(fwd=[0.0] * len(convs), bwd=[0.0] * len(convs))
 
     def gradients(on):
         timing["on"] = on
@@ -357,15 +355,14 @@ def cmd_instep(a):
         timing["on"] = False
         plain.append(step())
         timing["on"] = True
-        acc.update(fwd=0.0, bwd=0.0, again=0.0, third=0.0, calls=0)
-        per["fwd"].clear()
-        per["bwd"].clear()
+        acc.update(again=0.0, third=0.0, calls=0)
+        per.update(fwd=[0.0] * len(convs), bwd=[0.0] * len(convs))
         timed.append(step())
         for d in ("fwd", "bwd"):
-            for i in range(len(convs)):
-                mod[d][i].append(per[d].get(i, 0.0))
-        fwd.append(acc["fwd"])
-        bwd.append(acc["bwd"])
+            for i, t in enumerate(per[d]):
+                mod[d][i].append(t)
+        fwd.append(sum(per["fwd"]))
+        bwd.append(sum(per["bwd"]))
         again.append(acc["again"])
         third.append(acc["third"])
     ms = lambda v: 1e3 * statistics.median(v)  # noqa: E731
@@ -461,18 +458,21 @@ def step_keys(c):
     return [k + (d,) for d in ("fwd", "bwd_filter") + (() if c["first"] else ("bwd_data",))]
 
 
+def step_items(times, convs):
+    """The agent's items of a step by the conv-time rule: (count, the times
+    of every round) for each conv direction, from `times` (key + direction ->
+    one time per round; none where it has no time)."""
+    return [(c["count"], times.get(k) or []) for c in convs for k in step_keys(c)]
+
+
 def round_sum(times, convs, r):
     """The agent's conv sum of round r (the conv-time rule, as the per-CNN
     table's A), from `times` (key + direction -> one time per round); None
     when a direction has no time in that round."""
-    total = 0.0
-    for c in convs:
-        for k in step_keys(c):
-            v = times.get(k)
-            if not v or len(v) <= r:
-                return None
-            total += c["count"] * v[r]
-    return total
+    items = step_items(times, convs)
+    if any(len(v) <= r for _, v in items):
+        return None
+    return fastest_sum(items, [r])
 
 
 def instep_verdict(ratio, per_round, lo=0.90, hi=1.10, z=2.0):
@@ -541,15 +541,11 @@ def fast_items(res, m, convs):
     the conv-time rule (weighted by count) and the in-step conv modules'
     forward and backward, each with its figure of every round, and the
     number of rounds; no rounds where a side lacks one."""
-    steps = [r for r in res["instep"][m] if "module_fwd_ms" in r]
+    steps = res["instep"][m]
     n = len(steps)
-    a_items = []
-    for c in convs:
-        for k in step_keys(c):
-            v = res["agent_by"][m].get(k, [])
-            if len(v) != n:
-                return [], [], 0
-            a_items.append((c["count"], v))
+    a_items = step_items(res["agent_by"][m], convs)
+    if any(len(v) != n for _, v in a_items):
+        return [], [], 0
     d_items = [(1, [r["module_%s_ms" % d][i] for r in steps]) for d in ("fwd", "bwd")
                for i in range(len(steps[0]["module_fwd_ms"]) if steps else 0)]
     return a_items, d_items, n
