@@ -48,12 +48,19 @@ that runs for seconds at a time 1.6-1.9 times slower (as some do) slows
 neither side's figure; told with a bootstrap over rounds and the even and
 odd rounds apart.
 
+Every step of a round keeps its result in --work (agent-, torch-, trace-,
+instep-THREADS-ROUND-CNN), written whole when the step ends; with --resume
+a run goes on with the rounds stored there (refused when its settings or
+the machine's kind differ from theirs), so that a run cut off, or one
+given more --rounds later, measures only what is missing.
+
 Writes a Markdown report (--out) and the points of a chart (--points: torch
 time against agent time, one series per thread count) for tc-plot-accuracy.
 
 usage: faithfulness.py [--models LIST] [--input-size 112] [--batch 8]
          [--threads 1,2] [--rounds 3] [--budget-ms 120] [--max-reps 25]
-         [--allocator tcmalloc] [--operands warm|cold] [--work DIR] [--out FILE.md]
+         [--allocator tcmalloc] [--operands warm|cold] [--work DIR] [--resume]
+         [--out FILE.md]
          [--points FILE.tsv]
          [--build-dir build]
 """
@@ -387,15 +394,27 @@ def run(cmd, **kw):
     return r.stdout
 
 
+def stored(a, path):
+    """True when path holds a finished step of a resumed run (a step writes
+    PATH.part and renames it when done, so a step cut off leaves no PATH);
+    else clears what a cut-off step left, for the step to run afresh."""
+    if a.resume and os.path.exists(path):
+        return True
+    for p in (path, path + ".part"):
+        if os.path.exists(p):
+            os.remove(p)
+    return False
+
+
 def agent_round(a, threads, path, convlist):
-    if os.path.exists(path):
-        os.remove(path)
-    agent = os.path.join(a.build_dir, "agent", "agent")
-    run([agent, "bench", "--convs", convlist, "--batches",
-         str(a.batch), "--threads", str(threads), "--allocator", a.allocator, "--budget-ms",
-         str(a.budget_ms), "--max-reps", str(a.max_reps), "--operands", a.operands,
-         "--out", path],
-        env=dict(os.environ, TRAINCAST_PROGRESS="plain", TRAINCAST_LOG="error"))
+    if not stored(a, path):
+        agent = os.path.join(a.build_dir, "agent", "agent")
+        run([agent, "bench", "--convs", convlist, "--batches",
+             str(a.batch), "--threads", str(threads), "--allocator", a.allocator, "--budget-ms",
+             str(a.budget_ms), "--max-reps", str(a.max_reps), "--operands", a.operands,
+             "--out", path + ".part"],
+            env=dict(os.environ, TRAINCAST_PROGRESS="plain", TRAINCAST_LOG="error"))
+        os.replace(path + ".part", path)
     dump = run([os.path.join(a.build_dir, "bench", "tc-dump-results"), path])
     times, mins, algos, device = {}, {}, {}, ""
     for line in dump.splitlines():
@@ -409,10 +428,12 @@ def agent_round(a, threads, path, convlist):
 
 
 def torch_round(a, threads, path, convs_json):
-    run([sys.executable, os.path.abspath(__file__), "torch", "--json", convs_json,
-         "--threads", str(threads), "--batch", str(a.batch),
-         "--allocator", a.allocator, "--budget-ms", str(a.budget_ms), "--max-reps",
-         str(a.max_reps), "--out", path])
+    if not stored(a, path):
+        run([sys.executable, os.path.abspath(__file__), "torch", "--json", convs_json,
+             "--threads", str(threads), "--batch", str(a.batch),
+             "--allocator", a.allocator, "--budget-ms", str(a.budget_ms), "--max-reps",
+             str(a.max_reps), "--out", path + ".part"])
+        os.replace(path + ".part", path)
     times, mins = {}, {}
     with open(path) as f:
         for line in f:
@@ -422,23 +443,38 @@ def torch_round(a, threads, path, convs_json):
     return times, mins
 
 
-def trace_round(a, threads, model):
+def keep_json(path, obj):
+    """Writes a finished step's result (PATH.part, then renamed) and returns it."""
+    with open(path + ".part", "w") as f:
+        json.dump(obj, f)
+    os.replace(path + ".part", path)
+    return obj
+
+
+def trace_round(a, threads, model, path):
+    if stored(a, path):
+        with open(path) as f:
+            return json.load(f)["conv_ms"]
     out = run([sys.executable, os.path.join(REPO, "agent", "harness", "trace_runner.py"),
                "--model", model, "--batch", str(a.batch), "--input-size", str(a.input_size),
                "--threads", str(threads), "--warmup", "2", "--iters", "2", "--profile", "1",
                "--allocator", a.allocator])
+    conv = float("nan")
     for line in out.splitlines():
         obj = json.loads(line)
         if obj.get("type") == "footer":
-            return obj.get("op_times_ms", {}).get("conv", float("nan"))
-    return float("nan")
+            conv = obj.get("op_times_ms", {}).get("conv", float("nan"))
+    return keep_json(path, {"conv_ms": conv})["conv_ms"]
 
 
-def instep_round(a, threads, model):
+def instep_round(a, threads, model, path):
+    if stored(a, path):
+        with open(path) as f:
+            return json.load(f)
     out = run([sys.executable, os.path.abspath(__file__), "instep", "--model", model,
                "--batch", str(a.batch), "--input-size", str(a.input_size), "--threads",
                str(threads), "--allocator", a.allocator])
-    return json.loads(out.strip().splitlines()[-1])
+    return keep_json(path, json.loads(out.strip().splitlines()[-1]))
 
 
 def loadavg():
@@ -579,8 +615,55 @@ def round_spread(a_rounds, d_rounds):
     return sa, sd, corr
 
 
+ROUND_FILES = ("agent-", "torch-", "trace-", "instep-")
+
+
+def run_settings(a):
+    """What a resumed run must share with the rounds stored in its --work:
+    every measuring setting and the machine's kind (bench/lib.sh,
+    bench_machine_kind: another kind runs the same conv at another speed);
+    not --rounds, which may grow."""
+    kind = run(["bash", "-c", '. "$1" && bench_machine_kind', "faithfulness",
+                os.path.join(REPO, "bench", "lib.sh")]).strip()
+    return {"models": a.models, "input_size": a.input_size, "batch": a.batch,
+            "threads": a.threads, "budget_ms": a.budget_ms, "max_reps": a.max_reps,
+            "allocator": a.allocator, "operands": a.operands, "machine": kind}
+
+
+def settle_work(a):
+    """Makes --work hold this run's settings. With --resume, a work directory
+    whose stored settings differ is refused, each difference by name; else
+    every stored round is cleared, for the rounds to be measured afresh."""
+    path = os.path.join(a.work, "settings.json")
+    now = run_settings(a)
+    if a.resume and os.path.exists(path):
+        with open(path) as f:
+            was = json.load(f)
+        diff = [k for k in sorted(set(was) | set(now)) if was.get(k) != now.get(k)]
+        if diff:
+            sys.stderr.write("faithfulness: %s holds rounds measured with other settings; "
+                             "its rounds and these would not be one run:\n" % a.work)
+            for k in diff:
+                sys.stderr.write("  %s: stored %s, now %s\n" % (k, was.get(k, "(none)"),
+                                                                now.get(k, "(none)")))
+            sys.stderr.write("rerun with the stored settings to resume (--rounds may grow), "
+                             "or without --resume to start over\n")
+            sys.exit(2)
+        done = sum(n.startswith("instep-") and n.endswith(".json") for n in os.listdir(a.work))
+        sys.stderr.write("faithfulness: resuming %s: %d CNN round(s) stored\n" % (a.work, done))
+    else:
+        if a.resume:
+            sys.stderr.write("faithfulness: %s holds no settings to resume; starting over\n"
+                             % a.work)
+        for n in os.listdir(a.work):
+            if n.startswith(ROUND_FILES):
+                os.remove(os.path.join(a.work, n))
+    keep_json(path, now)
+
+
 def cmd_run(a):
     os.makedirs(a.work, exist_ok=True)
+    settle_work(a)
     t_start = time.time()
     run([sys.executable, os.path.abspath(__file__), "convs", "--models", a.models,
          "--input-size", str(a.input_size), "--json", os.path.join(a.work, "convs.json")])
@@ -617,9 +700,11 @@ def cmd_run(a):
                     tt[m], tmin[m] = torch_round(a, threads, os.path.join(
                         a.work, "torch-%d-%d-%d.tsv" % (threads, r, i)), convs_json)
                 elif what == "trace":
-                    prof[m].append(trace_round(a, threads, m))
+                    prof[m].append(trace_round(a, threads, m, os.path.join(
+                        a.work, "trace-%d-%d-%d.json" % (threads, r, i))))
                 else:
-                    instep[m].append(instep_round(a, threads, m))
+                    instep[m].append(instep_round(a, threads, m, os.path.join(
+                        a.work, "instep-%d-%d-%d.json" % (threads, r, i))))
             for m in models:
                 for k, v in at[m].items():
                     agent_by[m].setdefault(k, []).append(v)
@@ -645,9 +730,11 @@ def route(algo):
 def write_report(a, models, results, loads, secs, others):
     lines = ["# Faithfulness: the agent's conv benchmarks against PyTorch's own time", ""]
     lines += [
-        "*Written by `bench/faithfulness.py` (`deploy/bench.sh --only faithfulness`); %s, %.0f s,"
+        "*Written by `bench/faithfulness.py` (`deploy/bench.sh --only faithfulness`); %s, %.0f s%s,"
         " load average (1, 5, 15 min) %s.*" % (time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-                                              secs, " -> ".join(loads)), "",
+                                              secs, " (this part of a run resumed from the rounds"
+                                              " stored in its work directory)" if a.resume else "",
+                                              " -> ".join(loads)), "",
         "Every distinct conv of %s at %d px, batch %d. For each conv and direction: the agent's "
         "benchmark (A, `agent bench`, on the path PyTorch takes) and PyTorch's own time for that "
         "one layer (B: `torch.nn.functional.conv2d`, and `aten::convolution_backward`, the op the "
@@ -852,6 +939,9 @@ def main(argv):
                        help="the agent's cache state (agent bench --operands): warm (default) "
                             "or cold (rotated through copies larger than the last-level cache)")
         q.add_argument("--work", default=os.path.join(REPO, "build", "bench-faithfulness"))
+        q.add_argument("--resume", action="store_true",
+                       help="go on with the rounds stored in --work (the same settings and "
+                            "machine kind; --rounds may grow) instead of measuring them afresh")
         q.add_argument("--out", default=os.path.join(REPO, "docs", "reports", "faithfulness.md"))
         q.add_argument("--points", default="")
         q.add_argument("--plot-link", default="",

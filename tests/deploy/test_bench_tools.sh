@@ -22,6 +22,8 @@
 #     its conv time is a part of the step, module by module; its report tells
 #     the in-step goal per CNN with the spread of A/D over the rounds, and on
 #     the machine's fast phase (each conv's fastest round, on both sides);
+#     a run resumed (--resume) keeps its stored rounds and measures the
+#     missing ones, and refuses other settings by name;
 #   - bench/trace_noise.py reads the noise floor by traces per point, and the
 #     rounds its goal needs, from a database of known traces.
 set -uo pipefail
@@ -416,6 +418,34 @@ assert r["conv_again_ms"] > 0, r  # --again: each call repeated at once, timed a
 assert len(r["module_fwd_ms"]) == len(r["module_bwd_ms"]) == 26, r  # each module apart
 assert all(v > 0 for v in r["module_fwd_ms"] + r["module_bwd_ms"]), r
 PY
+    # A run resumed: the stored round stands (its files unchanged), the next
+    # round is measured, what a cut-off step left is cleared, and other
+    # settings are refused by name; a run without --resume starts over.
+    fw=$tmp/faith
+    frun() {
+        "$py" "$repo/bench/faithfulness.py" run --models squeezenet1_1 --input-size 64 \
+            --threads 1 --budget-ms 10 --max-reps 2 --allocator system --build-dir "$build" \
+            --work "$fw" --out "$fw.md" "$@"
+    }
+    frun --batch 2 --rounds 1 >/dev/null 2>"$tmp/faith.err"
+    round0=$(cd "$fw" && md5sum ./*-1-0-0.* 2>/dev/null)
+    touch "$fw/instep-1-1-0.json.part"
+    frun --batch 2 --rounds 2 --resume >/dev/null 2>>"$tmp/faith.err"
+    n1=$(ls "$fw"/*-1-1-0.* 2>/dev/null | wc -l)
+    [ "$(cd "$fw" && md5sum ./*-1-0-0.*)" = "$round0" ] && [ "$(wc -l <<<"$round0")" -eq 4 ] \
+        && [ "$n1" -eq 4 ] && [ ! -e "$fw/instep-1-1-0.json.part" ] \
+        && grep -q 'resumed from the rounds stored' "$fw.md" \
+        && grep -q '1 CNN round(s) stored' "$tmp/faith.err" \
+        && ok "faithfulness: a resumed run keeps its stored round and measures the next" \
+        || fail "faithfulness resume: round 0 '$round0', $n1 files of round 1: $(cat "$tmp/faith.err")"
+    out=$(frun --batch 4 --rounds 2 --resume 2>&1 >/dev/null)
+    [ $? -eq 2 ] && grep -q 'batch: stored 2, now 4' <<<"$out" && [ -e "$fw/instep-1-1-0.json" ] \
+        && ok "faithfulness: a resume with other settings refused, by name" \
+        || fail "faithfulness resume with another batch: $out"
+    frun --batch 2 --rounds 1 >/dev/null 2>&1
+    [ ! -e "$fw/instep-1-1-0.json" ] && [ "$(cd "$fw" && md5sum ./agent-1-0-0.tcr)" != "$(grep agent <<<"$round0")" ] \
+        && ok "faithfulness: a run without --resume measures afresh" \
+        || fail "faithfulness: a run without --resume kept stored rounds"
 else
     fail "instep: $py cannot import torch and torchvision (set TRAINCAST_PYTHON)"
 fi
