@@ -50,8 +50,8 @@ odd rounds apart.
 
 Every step of a round keeps its result in --work (agent-, torch-, trace-,
 instep-THREADS-ROUND-CNN), written whole when the step ends; with --resume
-a run goes on with the rounds stored there (refused when its settings or
-the machine's kind differ from theirs), so that a run cut off, or one
+a run goes on with the rounds stored there (refused when its settings, the
+machine's kind or the PyTorch version differ from theirs), so that a run cut off, or one
 given more --rounds later, measures only what is missing.
 
 Writes a Markdown report (--out) and the points of a chart (--points: torch
@@ -620,14 +620,17 @@ ROUND_FILES = ("agent-", "torch-", "trace-", "instep-")
 
 def run_settings(a):
     """What a resumed run must share with the rounds stored in its --work:
-    every measuring setting and the machine's kind (bench/lib.sh,
-    bench_machine_kind: another kind runs the same conv at another speed);
-    not --rounds, which may grow."""
+    every measuring setting, the machine's kind (bench/lib.sh,
+    bench_machine_kind: another kind runs the same conv at another speed)
+    and the PyTorch that B, C and D run; not --rounds, which may grow."""
     kind = run(["bash", "-c", '. "$1" && bench_machine_kind', "faithfulness",
                 os.path.join(REPO, "bench", "lib.sh")]).strip()
+    torch = run([sys.executable, "-c", "import torch, torchvision; "
+                 "print(torch.__version__, torchvision.__version__)"]).strip()
     return {"models": a.models, "input_size": a.input_size, "batch": a.batch,
             "threads": a.threads, "budget_ms": a.budget_ms, "max_reps": a.max_reps,
-            "allocator": a.allocator, "operands": a.operands, "machine": kind}
+            "allocator": a.allocator, "operands": a.operands, "machine": kind,
+            "pytorch": torch}
 
 
 def settle_work(a):
