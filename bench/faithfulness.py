@@ -394,27 +394,40 @@ def run(cmd, **kw):
     return r.stdout
 
 
-def stored(a, path):
-    """True when path holds a finished step of a resumed run (a step writes
-    PATH.part and renames it when done, so a step cut off leaves no PATH);
-    else clears what a cut-off step left, for the step to run afresh."""
-    if a.resume and os.path.exists(path):
-        return True
-    for p in (path, path + ".part"):
-        if os.path.exists(p):
-            os.remove(p)
-    return False
+def write_whole(path, write):
+    """write(PART) writes PATH.part, renamed to PATH when it returns: a PATH
+    that exists was written whole."""
+    write(path + ".part")
+    os.replace(path + ".part", path)
+
+
+def json_writer(obj):
+    def write(part):
+        with open(part, "w") as f:
+            json.dump(obj, f)
+    return write
+
+
+def step_file(a, path, measure):
+    """PATH holding a finished step of the run: with --resume the one stored
+    there, else measured afresh by measure(PART) (write_whole), after
+    clearing what a step cut off left."""
+    if not (a.resume and os.path.exists(path)):
+        for p in (path, path + ".part"):
+            if os.path.exists(p):
+                os.remove(p)
+        write_whole(path, measure)
+    return path
 
 
 def agent_round(a, threads, path, convlist):
-    if not stored(a, path):
-        agent = os.path.join(a.build_dir, "agent", "agent")
-        run([agent, "bench", "--convs", convlist, "--batches",
-             str(a.batch), "--threads", str(threads), "--allocator", a.allocator, "--budget-ms",
-             str(a.budget_ms), "--max-reps", str(a.max_reps), "--operands", a.operands,
-             "--out", path + ".part"],
-            env=dict(os.environ, TRAINCAST_PROGRESS="plain", TRAINCAST_LOG="error"))
-        os.replace(path + ".part", path)
+    agent = os.path.join(a.build_dir, "agent", "agent")
+    step_file(a, path, lambda part: run(
+        [agent, "bench", "--convs", convlist, "--batches",
+         str(a.batch), "--threads", str(threads), "--allocator", a.allocator, "--budget-ms",
+         str(a.budget_ms), "--max-reps", str(a.max_reps), "--operands", a.operands,
+         "--out", part],
+        env=dict(os.environ, TRAINCAST_PROGRESS="plain", TRAINCAST_LOG="error")))
     dump = run([os.path.join(a.build_dir, "bench", "tc-dump-results"), path])
     times, mins, algos, device = {}, {}, {}, ""
     for line in dump.splitlines():
@@ -428,12 +441,11 @@ def agent_round(a, threads, path, convlist):
 
 
 def torch_round(a, threads, path, convs_json):
-    if not stored(a, path):
-        run([sys.executable, os.path.abspath(__file__), "torch", "--json", convs_json,
-             "--threads", str(threads), "--batch", str(a.batch),
-             "--allocator", a.allocator, "--budget-ms", str(a.budget_ms), "--max-reps",
-             str(a.max_reps), "--out", path + ".part"])
-        os.replace(path + ".part", path)
+    step_file(a, path, lambda part: run(
+        [sys.executable, os.path.abspath(__file__), "torch", "--json", convs_json,
+         "--threads", str(threads), "--batch", str(a.batch),
+         "--allocator", a.allocator, "--budget-ms", str(a.budget_ms), "--max-reps",
+         str(a.max_reps), "--out", part]))
     times, mins = {}, {}
     with open(path) as f:
         for line in f:
@@ -443,38 +455,30 @@ def torch_round(a, threads, path, convs_json):
     return times, mins
 
 
-def keep_json(path, obj):
-    """Writes a finished step's result (PATH.part, then renamed) and returns it."""
-    with open(path + ".part", "w") as f:
-        json.dump(obj, f)
-    os.replace(path + ".part", path)
-    return obj
-
-
 def trace_round(a, threads, model, path):
-    if stored(a, path):
-        with open(path) as f:
-            return json.load(f)["conv_ms"]
-    out = run([sys.executable, os.path.join(REPO, "agent", "harness", "trace_runner.py"),
-               "--model", model, "--batch", str(a.batch), "--input-size", str(a.input_size),
-               "--threads", str(threads), "--warmup", "2", "--iters", "2", "--profile", "1",
-               "--allocator", a.allocator])
-    conv = float("nan")
-    for line in out.splitlines():
-        obj = json.loads(line)
-        if obj.get("type") == "footer":
-            conv = obj.get("op_times_ms", {}).get("conv", float("nan"))
-    return keep_json(path, {"conv_ms": conv})["conv_ms"]
+    def measure(part):
+        out = run([sys.executable, os.path.join(REPO, "agent", "harness", "trace_runner.py"),
+                   "--model", model, "--batch", str(a.batch), "--input-size",
+                   str(a.input_size), "--threads", str(threads), "--warmup", "2", "--iters",
+                   "2", "--profile", "1", "--allocator", a.allocator])
+        conv = float("nan")
+        for line in out.splitlines():
+            obj = json.loads(line)
+            if obj.get("type") == "footer":
+                conv = obj.get("op_times_ms", {}).get("conv", float("nan"))
+        json_writer({"conv_ms": conv})(part)
+    with open(step_file(a, path, measure)) as f:
+        return json.load(f)["conv_ms"]
 
 
 def instep_round(a, threads, model, path):
-    if stored(a, path):
-        with open(path) as f:
-            return json.load(f)
-    out = run([sys.executable, os.path.abspath(__file__), "instep", "--model", model,
-               "--batch", str(a.batch), "--input-size", str(a.input_size), "--threads",
-               str(threads), "--allocator", a.allocator])
-    return keep_json(path, json.loads(out.strip().splitlines()[-1]))
+    def measure(part):
+        out = run([sys.executable, os.path.abspath(__file__), "instep", "--model", model,
+                   "--batch", str(a.batch), "--input-size", str(a.input_size), "--threads",
+                   str(threads), "--allocator", a.allocator])
+        json_writer(json.loads(out.strip().splitlines()[-1]))(part)
+    with open(step_file(a, path, measure)) as f:
+        return json.load(f)
 
 
 def loadavg():
@@ -661,7 +665,7 @@ def settle_work(a):
         for n in os.listdir(a.work):
             if n.startswith(ROUND_FILES):
                 os.remove(os.path.join(a.work, n))
-    keep_json(path, now)
+    write_whole(path, json_writer(now))
 
 
 def cmd_run(a):
@@ -943,8 +947,9 @@ def main(argv):
                             "or cold (rotated through copies larger than the last-level cache)")
         q.add_argument("--work", default=os.path.join(REPO, "build", "bench-faithfulness"))
         q.add_argument("--resume", action="store_true",
-                       help="go on with the rounds stored in --work (the same settings and "
-                            "machine kind; --rounds may grow) instead of measuring them afresh")
+                       help="go on with the rounds stored in --work (the same settings, "
+                            "machine kind and PyTorch; --rounds may grow) instead of measuring "
+                            "them afresh")
         q.add_argument("--out", default=os.path.join(REPO, "docs", "reports", "faithfulness.md"))
         q.add_argument("--points", default="")
         q.add_argument("--plot-link", default="",
