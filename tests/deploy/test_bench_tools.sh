@@ -24,6 +24,9 @@
 #     the machine's fast phase (each conv's fastest round, on both sides);
 #     a run resumed (--resume) keeps its stored rounds and measures the
 #     missing ones, and refuses other settings by name;
+#   - bench/matmul_faithfulness.py times the agent's side as the pipeline does
+#     (one `agent bench --ops matmul` process a round), gives every config
+#     direction a ratio, and reports the fastest-rounds line;
 #   - bench/trace_noise.py reads the noise floor by traces per point, and the
 #     rounds its goal needs, from a database of known traces.
 set -uo pipefail
@@ -446,6 +449,27 @@ PY
     [ ! -e "$fw/instep-1-1-0.json" ] && [ "$(cd "$fw" && md5sum ./agent-1-0-0.tcr)" != "$(grep agent <<<"$round0")" ] \
         && ok "faithfulness: a run without --resume measures afresh" \
         || fail "faithfulness: a run without --resume kept stored rounds"
+    # The matmul bench, one real round of alexnet's classifier (three Linears):
+    # the agent's side is one `agent bench --ops matmul` process, its lines
+    # matched to PyTorch's by key (every config direction gets a ratio), its
+    # round kept in --work, and the report gives the fastest-rounds line
+    # and the machine's kind.
+    mw=$tmp/mmfaith
+    "$py" "$repo/bench/matmul_faithfulness.py" --models alexnet --input-size 64 --batch 2 \
+        --rounds 1 --budget-ms 10 --max-reps 2 --allocator system --build-dir "$build" \
+        --work "$mw" --out "$mw.md" >"$tmp/mm.out" 2>"$tmp/mm.err"
+    rc=$?
+    nd=$("$py" -c 'import json, sys
+sys.path.insert(0, sys.argv[2])
+import matmul_faithfulness as m
+d = json.load(open(sys.argv[1]))["models"]
+print(sum(len(dirs) for c, dirs in m.distinct(d).values()))' "$mw/matmuls.json" "$repo/bench" 2>/dev/null)
+    [ "$rc" -eq 0 ] && [ "${nd:-0}" -ge 6 ] && [ "$(wc -l <"$mw/agent-1-0.json")" -eq "$nd" ] \
+        && grep -q "^1 thread(s): $nd config directions, median ratio" "$tmp/mm.out" \
+        && grep -q "^1 thread(s), fastest rounds (min(A)/min(B)): median ratio" "$mw.md" \
+        && ! grep -q "without the agent's time" "$mw.md" && grep -q '^Machine kind `' "$mw.md" \
+        && ok "matmul faithfulness: the agent's round in one process, every direction a ratio, the fastest-rounds line" \
+        || fail "matmul faithfulness (rc $rc, $nd directions): $(cat "$tmp/mm.out" "$tmp/mm.err" | tail -5)"
 else
     fail "instep: $py cannot import torch and torchvision (set TRAINCAST_PYTHON)"
 fi
