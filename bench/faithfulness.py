@@ -51,7 +51,8 @@ odd rounds apart.
 Every step of a round keeps its result in --work (agent-, torch-, trace-,
 instep-THREADS-ROUND-CNN), written whole when the step ends; with --resume
 a run goes on with the rounds stored there (refused when its settings, the
-machine's kind or the PyTorch version differ from theirs), so that a run cut off, or one
+machine's kind, the PyTorch version or the agent's sources differ from
+theirs), so that a run cut off, or one
 given more --rounds later, measures only what is missing.
 
 Writes a Markdown report (--out) and the points of a chart (--points: torch
@@ -622,11 +623,40 @@ def round_spread(a_rounds, d_rounds):
 ROUND_FILES = ("agent-", "torch-", "trace-", "instep-")
 
 
+def agent_sources(build_dir):
+    """The agent's build, named by its sources: git's tree hashes of agent/
+    and common/ in the checkout the build was configured from (its
+    CMakeCache), "+uncommitted" where they hold changes not committed. The
+    same sources give the same name on every machine and path (a hash of the
+    binary would not: it holds its source paths). "unknown" where the build
+    or git cannot say (then a resume cannot tell builds apart). The build
+    itself may be older than its checkout: rebuild before a resume."""
+    src = None
+    try:
+        with open(os.path.join(build_dir, "CMakeCache.txt")) as f:
+            for line in f:
+                if line.startswith("CMAKE_HOME_DIRECTORY:"):
+                    src = line.split("=", 1)[1].strip()
+    except OSError:
+        return "unknown"
+
+    def git(*args):
+        r = subprocess.run(["git", "-C", src] + list(args), capture_output=True, text=True)
+        return r.stdout.strip() if r.returncode == 0 else None
+    trees = git("rev-parse", "HEAD:agent", "HEAD:common") if src else None
+    if not trees:
+        return "unknown"
+    name = "agent %s common %s" % tuple(t[:12] for t in trees.split())
+    return name + (" +uncommitted" if git("status", "--porcelain", "--", "agent", "common")
+                   else "")
+
+
 def run_settings(a):
     """What a resumed run must share with the rounds stored in its --work:
     every measuring setting, the machine's kind (bench/lib.sh,
-    bench_machine_kind: another kind runs the same conv at another speed)
-    and the PyTorch that B, C and D run; not --rounds, which may grow."""
+    bench_machine_kind: another kind runs the same conv at another speed),
+    the PyTorch that B, C and D run and the agent's build (agent_sources);
+    not --rounds, which may grow."""
     kind = run(["bash", "-c", '. "$1" && bench_machine_kind', "faithfulness",
                 os.path.join(REPO, "bench", "lib.sh")]).strip()
     torch = run([sys.executable, "-c", "import torch, torchvision; "
@@ -634,7 +664,7 @@ def run_settings(a):
     return {"models": a.models, "input_size": a.input_size, "batch": a.batch,
             "threads": a.threads, "budget_ms": a.budget_ms, "max_reps": a.max_reps,
             "allocator": a.allocator, "operands": a.operands, "machine": kind,
-            "pytorch": torch}
+            "pytorch": torch, "agent": agent_sources(a.build_dir)}
 
 
 def settle_work(a):
@@ -948,8 +978,8 @@ def main(argv):
         q.add_argument("--work", default=os.path.join(REPO, "build", "bench-faithfulness"))
         q.add_argument("--resume", action="store_true",
                        help="go on with the rounds stored in --work (the same settings, "
-                            "machine kind and PyTorch; --rounds may grow) instead of measuring "
-                            "them afresh")
+                            "machine kind, PyTorch and agent sources; --rounds may grow) instead of "
+                            "measuring them afresh")
         q.add_argument("--out", default=os.path.join(REPO, "docs", "reports", "faithfulness.md"))
         q.add_argument("--points", default="")
         q.add_argument("--plot-link", default="",

@@ -23,7 +23,7 @@
 #     the in-step goal per CNN with the spread of A/D over the rounds, and on
 #     the machine's fast phase (each conv's fastest round, on both sides);
 #     a run resumed (--resume) keeps its stored rounds and measures the
-#     missing ones, and refuses other settings by name;
+#     missing ones, and refuses other settings (the agent's sources too) by name;
 #   - bench/matmul_faithfulness.py times the agent's side as the pipeline does
 #     (one `agent bench --ops matmul` process a round), gives every config
 #     direction a ratio, and reports the fastest-rounds line;
@@ -445,6 +445,18 @@ PY
     [ $? -eq 2 ] && grep -q 'batch: stored 2, now 4' <<<"$out" && [ -e "$fw/instep-1-1-0.json" ] \
         && ok "faithfulness: a resume with other settings refused, by name" \
         || fail "faithfulness resume with another batch: $out"
+    # Rounds of another agent build (its sources' trees differ) are refused too.
+    "$py" - "$fw/settings.json" <<'PY'
+import json, sys
+s = json.load(open(sys.argv[1]))
+assert s["agent"].startswith("agent "), s
+s["agent"] = "agent 000000000000 common 000000000000"
+json.dump(s, open(sys.argv[1], "w"))
+PY
+    out=$(frun --batch 2 --rounds 2 --resume 2>&1 >/dev/null)
+    [ $? -eq 2 ] && grep -q 'agent: stored agent 000000000000 common 000000000000, now agent ' <<<"$out" \
+        && ok "faithfulness: a resume with another agent build refused, by its sources" \
+        || fail "faithfulness resume with another agent build: $out"
     frun --batch 2 --rounds 1 >/dev/null 2>&1
     [ ! -e "$fw/instep-1-1-0.json" ] && [ "$(cd "$fw" && md5sum ./agent-1-0-0.tcr)" != "$(grep agent <<<"$round0")" ] \
         && ok "faithfulness: a run without --resume measures afresh" \
