@@ -132,10 +132,10 @@ def distinct(models):
 def agent_round(a, threads, path):
     """The agent's times of one round, measured as the pipeline measures a
     model set: one `agent bench --ops matmul` process over every model, its
-    deduplicated matmul plan at the mini-batch, each item timed in turn (not
-    a fresh `agent bench-matmul` process per config: a process's first
-    moments, its fresh pages and libraries, are no part of the times the
-    aggregator is sent). Its JSON lines are the round's record in --work."""
+    deduplicated matmul plan at the mini-batch, each item timed in turn, as
+    the results an aggregator is sent are measured (not a fresh `agent
+    bench-matmul` process per config, as before 2026-12-06). Its JSON lines
+    are the round's record in --work."""
     agent = os.path.join(a.build_dir, "agent", "agent")
     results = path + ".results"
     for f in (path, results):
