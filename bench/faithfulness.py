@@ -52,8 +52,8 @@ Every step of a round keeps its result in --work (agent-, torch-, trace-,
 instep-THREADS-ROUND-CNN), written whole when the step ends; with --resume
 a run goes on with the rounds stored there (refused when its settings, the
 machine's kind, the PyTorch version or the agent's sources differ from
-theirs), so that a run cut off, or one
-given more --rounds later, measures only what is missing.
+theirs), so that a run cut off, or one given more --rounds later, measures
+only what is missing.
 
 Writes a Markdown report (--out) and the points of a chart (--points: torch
 time against agent time, one series per thread count) for tc-plot-accuracy.
@@ -651,19 +651,24 @@ def agent_sources(build_dir):
                    else "")
 
 
+def machine_kind():
+    """This machine's kind, as the studies name it (bench/lib.sh,
+    bench_machine_kind): a ratio or a stored round holds on its kind."""
+    return run(["bash", "-c", '. "$1" && bench_machine_kind', "faithfulness",
+                os.path.join(REPO, "bench", "lib.sh")]).strip()
+
+
 def run_settings(a):
     """What a resumed run must share with the rounds stored in its --work:
     every measuring setting, the machine's kind (bench/lib.sh,
     bench_machine_kind: another kind runs the same conv at another speed),
     the PyTorch that B, C and D run and the agent's build (agent_sources);
     not --rounds, which may grow."""
-    kind = run(["bash", "-c", '. "$1" && bench_machine_kind', "faithfulness",
-                os.path.join(REPO, "bench", "lib.sh")]).strip()
     torch = run([sys.executable, "-c", "import torch, torchvision; "
                  "print(torch.__version__, torchvision.__version__)"]).strip()
     return {"models": a.models, "input_size": a.input_size, "batch": a.batch,
             "threads": a.threads, "budget_ms": a.budget_ms, "max_reps": a.max_reps,
-            "allocator": a.allocator, "operands": a.operands, "machine": kind,
+            "allocator": a.allocator, "operands": a.operands, "machine": machine_kind(),
             "pytorch": torch, "agent": agent_sources(a.build_dir)}
 
 

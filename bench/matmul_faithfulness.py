@@ -54,7 +54,7 @@ sys.path.insert(0, os.path.join(REPO, "agent", "harness"))
 
 import cpu_env  # noqa: E402
 import matmul_config  # noqa: E402
-from faithfulness import median_time  # noqa: E402
+from faithfulness import machine_kind, median_time  # noqa: E402
 
 MODELS = "vit_b_16,swin_t,convnext_tiny"
 # The interpreter with PyTorch, as the agent looks for it.
@@ -254,6 +254,16 @@ def summarize(ratios):
     return statistics.median(v), within
 
 
+def goal(threads, med, within, unmeasured):
+    """The goal's verdict on a summary line (one thread only): the median and
+    the share within; a config direction the agent's plan left out is no
+    ratio, so the goal is not met over every one of them."""
+    if threads != 1:
+        return ""
+    ok = GOAL_MEDIAN[0] <= med <= GOAL_MEDIAN[1] and within >= GOAL_WITHIN and not unmeasured
+    return " (goal met)" if ok else " (goal not met)"
+
+
 def cmd_run(a):
     os.makedirs(a.work, exist_ok=True)
     a.json = os.path.join(a.work, "matmuls.json")
@@ -275,9 +285,8 @@ def cmd_run(a):
              "aten::convolution_backward); the last column divides by the same gradient through "
              "torch.autograd.grad with a fresh forward before each call (the engine and the "
              "cache the forward leaves), the reference before 2026-12-04.", ""]
-    # Where and when: a ratio holds on its machine's kind (bench/lib.sh).
-    kind = run(["bash", "-c", '. "$1" && bench_machine_kind', "matmul_faithfulness",
-                os.path.join(REPO, "bench", "lib.sh")])[0].strip()
+    # Where and when: a ratio holds on its machine's kind.
+    kind = machine_kind()
     started = time.strftime("%Y-%m-%d %H:%M", time.gmtime())
     when = len(lines)
     lines += [""]
@@ -304,13 +313,9 @@ def cmd_run(a):
                         per_engine.setdefault(key, []).append(ms / tt[ek])
         ratios = {k: statistics.median(x[0] for x in v) for k, v in per.items()}
         med, within = summarize(ratios.values())
-        # A config direction the agent's plan left out is no ratio: the goal
-        # is not met over every one of them.
-        ok = GOAL_MEDIAN[0] <= med <= GOAL_MEDIAN[1] and within >= GOAL_WITHIN and not unmeasured
         summary = ("%d thread(s): %d config directions, median ratio %.3f, %.0f %% within "
                    "%.2f-%.2f%s" % (threads, len(ratios), med, within * 100, BAND[0], BAND[1],
-                                    (" (goal met)" if ok else " (goal not met)")
-                                    if threads == 1 else ""))
+                                    goal(threads, med, within, unmeasured)))
         # The small attention products miss most: how much of the time is
         # in config directions within the band (each counted once).
         torch_ms = {k: statistics.median(x[2] for x in v) for k, v in per.items()}
@@ -340,12 +345,9 @@ def cmd_run(a):
         # a round it did not.
         fast = {k: min(x[1] for x in v) / min(x[2] for x in v) for k, v in per.items()}
         fmed, fwithin = summarize(fast.values())
-        fok = (GOAL_MEDIAN[0] <= fmed <= GOAL_MEDIAN[1] and fwithin >= GOAL_WITHIN
-               and not unmeasured)
         fast_line = ("%d thread(s), fastest rounds (min(A)/min(B)): median ratio %.3f, %.0f %% "
                      "within %.2f-%.2f%s" % (threads, fmed, fwithin * 100, BAND[0], BAND[1],
-                                             (" (goal met)" if fok else " (goal not met)")
-                                             if threads == 1 else ""))
+                                             goal(threads, fmed, fwithin, unmeasured)))
         print(summary)
         print(fast_line)
         lines += ["", "## %d thread(s)" % threads, "", summary, "", fast_line, "",
