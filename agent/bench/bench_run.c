@@ -86,6 +86,17 @@ static int s_flush(s_batch_t *batch, const tc_result_sink_t *sink, Traincast__V1
     return rc;
 }
 
+/* The canary around the block, where one was read: its reading over the
+ * fastest of the run so far, and whether that marked a slow phase. */
+static void s_json_canary(tc_buf_t *b, const tc_samples_t *s)
+{
+    if (!(s->canary_ms > 0))
+        return;
+    tc_buf_puts(b, ", \"canary_ms\": ");
+    tc_buf_json_num(b, s->canary_ms);
+    tc_buf_printf(b, ", \"host_slow\": %s", s->host_slow ? "true" : "false");
+}
+
 /* One measured item as a JSON line (agent bench --json). */
 static void s_json_item(FILE *f, const tc_conv_outcome_t *o)
 {
@@ -114,6 +125,7 @@ static void s_json_item(FILE *f, const tc_conv_outcome_t *o)
         tc_buf_printf(&b, ", \"remeasured\": %u, \"disturbed\": %s", o->samples.remeasured,
                       o->samples.disturbed ? "true" : "false");
     }
+    s_json_canary(&b, &o->samples);
     tc_buf_puts(&b, "}\n");
     fputs(tc_buf_str(&b), f);
     fflush(f);
@@ -136,18 +148,22 @@ static void s_json_matmul(FILE *f, const tc_matmul_outcome_t *o)
     tc_buf_json_num(&b, st->median);
     tc_buf_puts(&b, ", \"min_ms\": ");
     tc_buf_json_num(&b, st->min);
-    tc_buf_printf(&b, ", \"repetitions\": %zu}\n", o->samples.n);
+    tc_buf_printf(&b, ", \"repetitions\": %zu, \"remeasured\": %u, \"disturbed\": %s",
+                  o->samples.n, o->samples.remeasured, o->samples.disturbed ? "true" : "false");
+    s_json_canary(&b, &o->samples);
+    tc_buf_puts(&b, "}\n");
     fputs(tc_buf_str(&b), f);
     fflush(f);
     tc_buf_free(&b);
 }
 
 /* Measure one item of either kind into *r (NULL on error); *st its
- * measurement's statistics and stop, *disturbed its load. */
+ * measurement's statistics and stop, *disturbed its load, *canary_ms the
+ * canary around it (0: none). */
 static int s_measure_item(tc_device_t *dev, const tc_bench_item_t *it,
                           const tc_bench_run_opts_t *o, const Traincast__V1__Device *d,
                           Traincast__V1__ConvResult **r, tc_stats_t *st, size_t *reps,
-                          tc_stop_reason_t *stop, bool *disturbed)
+                          tc_stop_reason_t *stop, bool *disturbed, double *canary_ms)
 {
     int rc;
     if (it->kind == TC_OP_MATMUL) {
@@ -162,6 +178,7 @@ static int s_measure_item(tc_device_t *dev, const tc_bench_item_t *it,
                 s_json_matmul(o->json, &out);
             *st = out.samples.stats, *reps = out.samples.n, *stop = out.samples.stop;
             *disturbed = out.samples.disturbed;
+            *canary_ms = out.samples.canary_ms;
         }
         tc_matmul_outcome_free(&out);
         return rc;
@@ -181,27 +198,30 @@ static int s_measure_item(tc_device_t *dev, const tc_bench_item_t *it,
             s_json_item(o->json, &out);
         *st = out.samples.stats, *reps = out.samples.n, *stop = out.samples.stop;
         *disturbed = out.samples.disturbed;
+        *canary_ms = out.samples.canary_ms;
     }
     tc_conv_outcome_free(&out);
     return rc;
 }
 
 /* Measure item `it` into the batch (sent when full or due); *disturbed says
- * whether it was taken while the machine was busy. A failed item is counted
- * and logged, not an error. */
+ * whether it was taken while the machine was busy or the host slow,
+ * *canary_ms what the canary read around it (0: none). A failed item is
+ * counted and logged, not an error. */
 static int s_item(tc_device_t *dev, const tc_bench_item_t *it, const char *item,
                   const tc_bench_run_opts_t *o, const tc_result_sink_t *sink,
                   Traincast__V1__Device *d, const char *backend, size_t max,
-                  s_batch_t *batch, tc_bench_report_t *rep, bool *disturbed)
+                  s_batch_t *batch, tc_bench_report_t *rep, bool *disturbed, double *canary_ms)
 {
     Traincast__V1__ConvResult *r = NULL;
     double item_t0 = s_now_s();
     *disturbed = false;
+    *canary_ms = 0;
     tc_stats_t st = {0};
     size_t reps = 0;
     tc_stop_reason_t stop = TC_STOP_CONVERGED;
     bool busy = false;
-    int brc = s_measure_item(dev, it, o, d, &r, &st, &reps, &stop, &busy);
+    int brc = s_measure_item(dev, it, o, d, &r, &st, &reps, &stop, &busy, canary_ms);
     if (brc < 0) {
         tc_log_warn("%s: %s", item, tc_errmsg());
         rep->failed++;
@@ -238,22 +258,32 @@ static void s_item_label(const tc_bench_item_t *it, char *buf, size_t size)
 }
 
 int tc_bench_run_sink(tc_device_t *dev, const tc_bench_item_t *items, size_t n_items,
-                      const tc_bench_run_opts_t *o, const tc_result_sink_t *sink,
+                      const tc_bench_run_opts_t *opts, const tc_result_sink_t *sink,
                       tc_bench_report_t *rep)
 {
     int rc = 0;
     double t0 = s_now_s();
     memset(rep, 0, sizeof *rep);
     s_batch_t *batch = calloc(1, sizeof *batch);
-    /* Items taken while the machine was busy, measured again at the end
-     * once it is quiet (the disturbed results stay, marked). */
+    /* Items taken while the machine was busy or the host slow, measured
+     * again at the end once it is quiet (the disturbed results stay,
+     * marked), and what the canary read around each. */
     bool *again = calloc(n_items + 1, sizeof *again);
-    size_t n_again = 0;
-    if (!batch || !again) {
+    double *canary_ms = calloc(n_items + 1, sizeof *canary_ms);
+    size_t n_again = 0, n_late = 0;
+    if (!batch || !again || !canary_ms) {
         free(batch);
         free(again);
+        free(canary_ms);
         return tc_fail(TC_ENOMEM, "out of memory");
     }
+    /* The options with the device's canary (canary.h). */
+    tc_canary_t canary;
+    tc_canary_init(&canary, dev, &opts->measure.quiet);
+    tc_bench_run_opts_t run = *opts;
+    const tc_bench_run_opts_t *o = &run;
+    run.measure.canary = &canary;
+    bool guard = o->measure.quiet.threshold_pct < 100;
     Traincast__V1__Device d = TRAINCAST__V1__DEVICE__INIT;
     const char *backend = tc_device_library(dev);
     size_t max = o->batch_results && o->batch_results < TC_BENCH_BATCH_RESULTS
@@ -268,16 +298,30 @@ int tc_bench_run_sink(tc_device_t *dev, const tc_bench_item_t *items, size_t n_i
         if (sink->progress)
             sink->progress(i, n_items, item, sink->arg);
         bool disturbed = false;
-        TC_TRY(s_item(dev, &items[i], item, o, sink, &d, backend, max, batch, rep, &disturbed));
-        if (disturbed && o->measure.quiet.threshold_pct < 100) {
+        TC_TRY(s_item(dev, &items[i], item, o, sink, &d, backend, max, batch, rep, &disturbed,
+                      &canary_ms[i]));
+        if (disturbed && guard) {
             again[i] = true;
             n_again++;
         }
     }
+    /* Against the fastest reading of the whole run: items measured in a
+     * slow phase before the run first saw a fast one. Their results went
+     * out unmarked; the new ones join them (the fit's statistic over a
+     * measurement's recent results). */
+    for (size_t i = 0; i < n_items; i++) {
+        if (!again[i] && tc_canary_slow(&canary, canary_ms[i])) {
+            again[i] = true;
+            n_again++;
+            n_late++;
+        }
+    }
     tc_load_t last;
-    if (n_again && tc_quiet_wait_again(&o->measure.quiet, "conv benchmarks", &last)) {
-        tc_log_info("measuring %zu conv item%s again that %s taken while the machine was busy",
-                    n_again, n_again == 1 ? "" : "s", n_again == 1 ? "was" : "were");
+    if (n_again && tc_quiet_wait_again(&o->measure.quiet, "benchmarks", &last) &&
+        tc_canary_wait(&canary, "benchmarks", false)) {
+        tc_log_info("measuring %zu item%s again that %s taken while the machine was busy or the "
+                    "host slow (%zu of them seen slow only against the run's fastest canary)",
+                    n_again, n_again == 1 ? "" : "s", n_again == 1 ? "was" : "were", n_late);
         for (size_t i = 0; i < n_items; i++) {
             if (!again[i])
                 continue;
@@ -286,10 +330,14 @@ int tc_bench_run_sink(tc_device_t *dev, const tc_bench_item_t *items, size_t n_i
             char item[224];
             s_item_label(&items[i], item, sizeof item);
             bool disturbed = false;
+            double ms = 0;
             TC_TRY(s_item(dev, &items[i], item, o, sink, &d, backend, max, batch, rep,
-                          &disturbed));
+                          &disturbed, &ms));
         }
     }
+    if (tc_canary_on(&canary))
+        tc_log_info("the canary read %u times (fastest %.3f ms)", canary.readings,
+                    canary.fastest_ms);
     TC_TRY(s_flush(batch, sink, &d, backend, o->agent_id, &rep->measured));
     if (sink->progress)
         sink->progress(n_items, n_items, NULL, sink->arg);
@@ -299,6 +347,7 @@ err:
         (void)s_flush(batch, sink, &d, backend, o->agent_id, &rep->measured);
     free(batch);
     free(again);
+    free(canary_ms);
     rep->elapsed_s = s_now_s() - t0;
     return rc;
 }

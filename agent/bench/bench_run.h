@@ -48,7 +48,9 @@ typedef struct {
 } tc_bench_report_t;
 
 /* Measure every item and hand its results to the sink (result_sink.h) in
- * batches, each a ConvResults envelope; its progress counts items. An item
+ * batches, each a ConvResults envelope; its progress counts items. Under
+ * the quiet guard, items taken under load or in a slow phase of the host
+ * (the device's canary, canary.h) are measured again at the end. An item
  * that fails is logged and skipped (a later run retries it); an error of
  * the sink stops the run; what was emitted before stays emitted, and a
  * stop or cancellation first emits what was measured. */

@@ -25,7 +25,7 @@ tc_measure_opts_t tc_measure_defaults(void)
         .warmup_min = 2,
         .warmup_max = 20,
         .settle_rel = 0.05,
-        .quiet = {100.0, 0, 0},
+        .quiet = {.threshold_pct = 100.0},
     };
 }
 
@@ -66,11 +66,14 @@ void tc_samples_free(tc_samples_t *s)
     memset(s, 0, sizeof *s);
 }
 
-/* One block: warm-up, then the timed repetitions and their load. */
+/* One block: warm-up, then the timed repetitions and their load, with the
+ * canary read before the warm-up (which warms the caches again after it)
+ * and after the repetitions. */
 static int s_block(tc_measure_fn fn, void *arg, const tc_measure_opts_t *o, tc_samples_t *out)
 {
     int rc = 0;
     memset(out, 0, sizeof *out);
+    double canary_before = tc_canary_read(o->canary);
     out->ms = malloc(o->max_reps * sizeof *out->ms);
     out->offset_us = malloc(o->max_reps * sizeof *out->offset_us);
     if (!out->ms || !out->offset_us)
@@ -118,6 +121,8 @@ static int s_block(tc_measure_fn fn, void *arg, const tc_measure_opts_t *o, tc_s
     }
 #undef ELAPSED
     tc_load_since(&start, TC_LOAD_MIN_S, &out->load);
+    out->canary_ms = fmax(canary_before, tc_canary_read(o->canary));
+    out->host_slow = tc_canary_slow(o->canary, out->canary_ms);
     TC_TRY(tc_stats_compute(out->ms, out->n, &out->stats));
     return 0;
 err:
@@ -135,13 +140,16 @@ int tc_measure(tc_measure_fn fn, void *arg, const tc_measure_opts_t *o, tc_sampl
         if ((rc = s_block(fn, arg, o, out)) < 0)
             return rc;
         out->remeasured = attempt;
-        out->disturbed = tc_quiet_disturbed(&o->quiet, &out->load);
+        bool busy = tc_quiet_disturbed(&o->quiet, &out->load);
+        out->disturbed = busy || out->host_slow;
         if (!out->disturbed || attempt >= o->quiet.retries)
             return 0;
-        /* Measure again once the machine is quiet; when it stays busy,
-         * keep this block, marked. */
+        /* Measure again once the machine is quiet and the host out of its
+         * slow phase; when either lasts, keep this block, marked. */
         tc_load_t last;
-        if (!tc_quiet_wait(&o->quiet, "conv benchmarks", &last))
+        if (busy && !tc_quiet_wait(&o->quiet, "benchmarks", &last))
+            return 0;
+        if (out->host_slow && !tc_canary_wait(o->canary, "benchmarks", true))
             return 0;
         tc_samples_free(out);
     }

@@ -6,6 +6,7 @@
 #ifndef TC_MEASURE_H
 #define TC_MEASURE_H
 
+#include "canary.h"
 #include "hostload.h"
 #include "stats.h"
 #include "traincast.pb-c.h"
@@ -29,11 +30,15 @@ typedef struct {
      * processes used more than its threshold of the machine are measured
      * again after waiting for quiet, up to its retries. */
     tc_quiet_t quiet;
+    /* NULL, or the device's canary (canary.h), read before the warm-up and
+     * after the repetitions: a block around which it read slow is measured
+     * again once it reads fast, up to the guard's retries. */
+    tc_canary_t *canary;
 } tc_measure_opts_t;
 
 /* budget 1000 ms, 5..200 repetitions, CI within 2 %, 2..20 warm-ups
  * settling within 5 %, the guard off (threshold 100 %; the commands turn
- * it on). */
+ * it on), no canary (the plan's runner gives one). */
 tc_measure_opts_t tc_measure_defaults(void);
 
 /* 0, or TC_EINVAL naming the bad option. */
@@ -55,8 +60,10 @@ typedef struct {
     tc_stop_reason_t stop;
     tc_stats_t stats;
     tc_load_t load;        /* what others used of the machine meanwhile */
-    unsigned remeasured;   /* times measured again because of load */
-    bool disturbed;        /* over the guard's threshold even then */
+    unsigned remeasured;   /* times measured again because of load or a slow phase */
+    bool disturbed;        /* over the guard's threshold, or in a slow phase, even then */
+    double canary_ms;      /* the slower canary reading around the block; 0: none */
+    bool host_slow;        /* that reading marked a slow phase of the host */
 } tc_samples_t;
 
 const char *tc_stop_reason_name(tc_stop_reason_t r);
@@ -64,7 +71,8 @@ const char *tc_stop_reason_name(tc_stop_reason_t r);
 /* Measure `fn`. On error the samples are freed and the callback's code is
  * returned. Wall time counts against the budget, or the sum of the reported
  * times where that is larger. The load of the timed repetitions is
- * recorded; under the guard a disturbed block is measured again. */
+ * recorded, and the canary around them where there is one; under the guard
+ * a disturbed block is measured again. */
 int tc_measure(tc_measure_fn fn, void *arg, const tc_measure_opts_t *o, tc_samples_t *out);
 
 /* Free the arrays; accepts a zeroed struct. */

@@ -230,6 +230,10 @@ static int s_bench_dirs(tc_device_t *dev, const s_conv_args_t *a, const s_plan_t
 {
     int rc = 0;
     tc_conv_outcome_t out = {0};
+    tc_canary_t canary;
+    tc_canary_init(&canary, dev, &p->set.measure.quiet);
+    tc_measure_opts_t mo = p->set.measure;
+    mo.canary = &canary;
     for (size_t i = 0; i < p->n_dirs; i++) {
         tc_conv_spec_t cs = {.config = p->cfg,
                              .direction = p->dirs[i],
@@ -237,7 +241,7 @@ static int s_bench_dirs(tc_device_t *dev, const s_conv_args_t *a, const s_plan_t
                              .workspace_limit = p->set.workspace_limit,
                              .seed = a->seed,
                              .path = p->path};
-        TC_TRY(tc_conv_bench(dev, &cs, &p->set.measure, &out));
+        TC_TRY(tc_conv_bench(dev, &cs, &mo, &out));
         if (s_text)
             s_print(&out);
         else

@@ -237,3 +237,11 @@ void tc_device_environment(tc_device_t *d, tc_device_env_t *out)
     if (d->iface->environment)
         d->iface->environment(d->ctx, out);
 }
+
+int tc_device_canary(tc_device_t *d, double *ms)
+{
+    *ms = 0;
+    if (!d->iface->canary)
+        return tc_fail(TC_EUNSUPPORTED, "the %s device has no canary", d->iface->kind);
+    return d->iface->canary(d->ctx, ms);
+}

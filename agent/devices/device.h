@@ -155,6 +155,10 @@ typedef struct tc_backend_iface {
     const char *(*plan_route)(void *plan);
     /* Optional (NULL: none): the device's SM clock and power now. */
     int (*telemetry)(void *ctx, tc_telemetry_t *out);
+    /* Optional (NULL: none): run the device's canary, a short fixed kernel
+     * of the kind its benchmarks run, and return its duration in ms
+     * (agent/bench/canary.h). */
+    int (*canary)(void *ctx, double *ms);
 
     /* Optional (NULL: this backend benchmarks no matmuls): a matmul plan
      * owns the operands of one spec's GEMM, filled with random data once,
@@ -256,6 +260,10 @@ static inline void tc_device_telemetry(tc_device_t *d, tc_telemetry_t *out)
         out->power_w = 0;
     }
 }
+
+/* Run the device's canary once: its duration in ms, or TC_EUNSUPPORTED
+ * when the device has none. */
+int tc_device_canary(tc_device_t *d, double *ms);
 
 /* Build a matmul plan: TC_EINVAL for a bad config or direction,
  * TC_EUNSUPPORTED when the backend benchmarks no matmuls. NULL-safe destroy

@@ -257,7 +257,10 @@ void tc_load_combine(const tc_load_t *v, unsigned long n, tc_load_t *out)
     }
 }
 
-tc_quiet_t tc_quiet_defaults(void) { return (tc_quiet_t){10.0, 60.0, 2}; }
+tc_quiet_t tc_quiet_defaults(void)
+{
+    return (tc_quiet_t){.threshold_pct = 10.0, .wait_s = 60.0, .retries = 2, .canary_slow = 1.3};
+}
 
 static tc_quiet_t s_quiet;
 static bool s_quiet_set;
@@ -266,7 +269,8 @@ static bool s_quiet_set;
 static int s_quiet_env(tc_quiet_t *q)
 {
     *q = tc_quiet_defaults();
-    const char *pct = getenv("TRAINCAST_QUIET_PCT"), *wait = getenv("TRAINCAST_QUIET_WAIT_S");
+    const char *pct = getenv("TRAINCAST_QUIET_PCT"), *wait = getenv("TRAINCAST_QUIET_WAIT_S"),
+               *canary = getenv("TRAINCAST_CANARY_SLOW");
     char *end;
     if (pct && *pct) {
         q->threshold_pct = strtod(pct, &end);
@@ -281,6 +285,15 @@ static int s_quiet_env(tc_quiet_t *q)
             return tc_fail(TC_EUSAGE, "TRAINCAST_QUIET_WAIT_S must be a number of seconds, 0 or "
                                       "more (got '%s')",
                            wait);
+    }
+    if (canary && *canary) {
+        q->canary_slow = strtod(canary, &end);
+        if (*end || !(q->canary_slow == 0 || q->canary_slow > 1))
+            return tc_fail(TC_EUSAGE, "TRAINCAST_CANARY_SLOW must be a ratio over 1 (a "
+                                      "benchmark is measured again when the canary around it "
+                                      "read that many times its fastest), or 0 to turn the "
+                                      "canary off (got '%s')",
+                           canary);
     }
     return 0;
 }
@@ -323,6 +336,9 @@ int tc_quiet_check(const tc_quiet_t *q, const char *flag)
         return tc_fail(TC_EUSAGE, "the time to wait for a quiet machine must be 0 s or more (got "
                                   "%g)",
                        q->wait_s);
+    if (!(q->canary_slow == 0 || q->canary_slow > 1))
+        return tc_fail(TC_EUSAGE, "the canary's ratio must be over 1, or 0 for none (got %g)",
+                       q->canary_slow);
     return 0;
 }
 

@@ -51,18 +51,24 @@ void tc_load_combine(const tc_load_t *v, unsigned long n, tc_load_t *out);
 
 /* The quiet-machine guard: a measurement taken while others used more than
  * `threshold_pct` of the machine is re-measured, after waiting (at most
- * `wait_s` seconds at a time) for the machine to be quiet. */
+ * `wait_s` seconds at a time) for the machine to be quiet. So is a benchmark
+ * taken while the device's canary read over `canary_slow` times its fastest
+ * (agent/bench/canary.h: a slow phase of the host that no process of this
+ * machine causes). */
 typedef struct {
-    double threshold_pct; /* 0..100; 100 turns the guard off */
+    double threshold_pct; /* 0..100; 100 turns the guard off, the canary too */
     double wait_s;        /* how long to wait for quiet, each time */
     unsigned retries;     /* re-measurements of a disturbed block */
+    double canary_slow;   /* > 1; 0 turns the canary off */
 } tc_quiet_t;
 
-/* 10 % of the machine, 60 s, 2 re-measurements. */
+/* 10 % of the machine, 60 s, 2 re-measurements, the canary at 1.3 times
+ * its fastest. */
 tc_quiet_t tc_quiet_defaults(void);
 
-/* The guard this process measures under: the defaults, TRAINCAST_QUIET_PCT
- * and TRAINCAST_QUIET_WAIT_S from the environment where set, a command's
+/* The guard this process measures under: the defaults, TRAINCAST_QUIET_PCT,
+ * TRAINCAST_QUIET_WAIT_S and TRAINCAST_CANARY_SLOW from the environment
+ * where set, a command's
  * --quiet-threshold where given (tc_quiet_set_threshold). */
 tc_quiet_t tc_quiet_get(void);
 /* Settle the guard at a command's start: --quiet-threshold PCT when `given`
@@ -70,7 +76,8 @@ tc_quiet_t tc_quiet_get(void);
  * (TC_EUSAGE naming the variable when bad). */
 int tc_quiet_set_threshold(bool given, double pct, const char *flag);
 
-/* TC_EUSAGE naming `flag` when threshold is outside 0..100 or wait < 0. */
+/* TC_EUSAGE naming `flag` when threshold is outside 0..100 or wait < 0
+ * (or the canary's ratio is neither 0 nor over 1). */
 int tc_quiet_check(const tc_quiet_t *q, const char *flag);
 
 /* Whether a load breaks the guard. */

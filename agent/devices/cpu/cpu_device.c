@@ -32,6 +32,7 @@
 #include <omp.h>
 #include <pthread.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -140,7 +141,41 @@ static void s_close(void *p)
     if (ctx->engine)
         dnnl_engine_destroy(ctx->engine);
     tc_blas_close(&ctx->blas);
+    free(ctx->canary);
     free(ctx);
+}
+
+/* The canary (agent/bench/canary.h): ten 96x96x96 products on the
+ * framework's BLAS, the kind of kernel the benchmarks run (sgemm_ itself,
+ * oneDNN's convs and matmuls on the same vector units), small enough to
+ * stay in the core's caches (108 KiB of operands): about half a
+ * millisecond. */
+#define S_CANARY_N 96
+#define S_CANARY_CALLS 10
+
+static int s_canary(void *p, double *ms)
+{
+    tc_cpu_ctx_t *ctx = p;
+    *ms = 0;
+    if (!ctx->blas)
+        return tc_fail(TC_EUNSUPPORTED, "no canary without the framework's BLAS (%s)",
+                       ctx->blas_why);
+    const size_t nn = (size_t)S_CANARY_N * S_CANARY_N;
+    if (!ctx->canary) {
+        if (!(ctx->canary = malloc(3 * nn * sizeof *ctx->canary)))
+            return tc_fail(TC_ENOMEM, "out of memory for the canary");
+        for (size_t i = 0; i < 3 * nn; i++)
+            ctx->canary[i] = tc_random_value(0xca, i);
+    }
+    struct timespec a, b;
+    clock_gettime(CLOCK_MONOTONIC, &a);
+    for (int i = 0; i < S_CANARY_CALLS; i++)
+        tc_blas_sgemm(ctx->blas, 'N', 'N', S_CANARY_N, S_CANARY_N, S_CANARY_N, 1.0f,
+                      ctx->canary, S_CANARY_N, ctx->canary + nn, S_CANARY_N, 0.0f,
+                      ctx->canary + 2 * nn, S_CANARY_N);
+    clock_gettime(CLOCK_MONOTONIC, &b);
+    *ms = (double)(b.tv_sec - a.tv_sec) * 1e3 + (double)(b.tv_nsec - a.tv_nsec) * 1e-6;
+    return 0;
 }
 
 /* Warnings about the framework are given once per process. */
@@ -374,6 +409,7 @@ const tc_backend_iface_t tc_backend_cpu = {
     .read = tc_cpu_read,
     .plan_destroy = tc_cpu_plan_destroy,
     .plan_route = tc_cpu_plan_route,
+    .canary = s_canary,
     .matmul_create = tc_cpu_matmul_create,
     .matmul_run = tc_cpu_matmul_run,
     .matmul_read = tc_cpu_matmul_read,

@@ -48,6 +48,7 @@ typedef struct {
     bool bf16_onednn;        /* mkldnn_bf16_device_check() holds on this CPU */
     bool cold;               /* cold operands (operands.h; cpu_cold.h) */
     uint64_t cache_bytes;    /* the last-level cache cold operands exceed */
+    float *canary;           /* the canary's operands (cpu_device.c); NULL until first run */
     double bmm_product_ms;   /* the framework's cost per product of a split
                                 bmm, besides its sgemm_ (cpu_matmul.c);
                                 < 0 until the first split bmm plan asks */

@@ -1,0 +1,166 @@
+/* The host-phase canary (canary.h) and how the measurement loop uses it,
+ * on a device whose canary reads a scripted sequence. */
+#include "canary.h"
+#include "measure.h"
+
+#include "tc_error.h"
+
+#include <criterion/criterion.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+    const double *seq; /* readings in order; the last repeats */
+    size_t len, calls;
+} script_t;
+
+static script_t s_script;
+
+static int s_canary(void *ctx, double *ms)
+{
+    (void)ctx;
+    size_t i = s_script.calls < s_script.len ? s_script.calls : s_script.len - 1;
+    s_script.calls++;
+    *ms = s_script.seq[i];
+    return *ms > 0 ? 0 : tc_fail(TC_ELIB, "synthetic canary failure");
+}
+
+static const tc_backend_iface_t s_with = {.kind = "fake", .canary = s_canary};
+static const tc_backend_iface_t s_without = {.kind = "fake"};
+
+static void s_play(const double *seq, size_t len)
+{
+    s_script = (script_t){seq, len, 0};
+}
+
+/* The guard on, waits of 0.3 s. */
+static tc_quiet_t s_guard(void)
+{
+    tc_quiet_t q = tc_quiet_defaults();
+    q.wait_s = 0.3;
+    return q;
+}
+
+static int s_one_ms(void *arg, double *ms)
+{
+    (*(size_t *)arg)++;
+    *ms = 1.0;
+    return 0;
+}
+
+Test(canary, off_without_a_guard_a_ratio_or_a_device_canary, .timeout = 10)
+{
+    const double r[] = {1.0};
+    tc_device_t with = {.iface = &s_with}, without = {.iface = &s_without};
+    tc_canary_t c;
+    tc_quiet_t q = s_guard();
+
+    s_play(r, 1);
+    tc_canary_init(&c, &with, &q);
+    cr_expect(tc_canary_on(&c));
+    cr_expect_eq(s_script.calls, 5, "five readings for a first fastest (got %zu)", s_script.calls);
+    cr_expect_float_eq(c.fastest_ms, 1.0, 1e-12);
+
+    q.threshold_pct = 100;
+    tc_canary_init(&c, &with, &q);
+    cr_expect_not(tc_canary_on(&c), "the guard off turns the canary off");
+    q = s_guard();
+    q.canary_slow = 0;
+    tc_canary_init(&c, &with, &q);
+    cr_expect_not(tc_canary_on(&c));
+    cr_expect_eq(tc_canary_read(&c), 0);
+    q = s_guard();
+    tc_canary_init(&c, &without, &q);
+    cr_expect_not(tc_canary_on(&c), "a device without a canary");
+    cr_expect(tc_canary_wait(&c, "test", true), "nothing to wait for");
+
+    const double fails[] = {1.0, 0};
+    s_play(fails, 2);
+    q = s_guard();
+    tc_canary_init(&c, &with, &q);
+    cr_expect_not(tc_canary_on(&c), "a canary that fails turns itself off");
+}
+
+Test(canary, slow_is_against_the_fastest_reading_so_far, .timeout = 10)
+{
+    /* The run starts in a slow phase: 2 ms, then 1 ms. */
+    const double r[] = {2.0, 2.0, 2.0, 2.0, 2.0, 2.1, 1.0};
+    tc_device_t dev = {.iface = &s_with};
+    tc_canary_t c;
+    tc_quiet_t q = s_guard();
+    s_play(r, 7);
+    tc_canary_init(&c, &dev, &q);
+    double first = tc_canary_read(&c);
+    cr_expect_not(tc_canary_slow(&c, first), "2.1 against 2.0");
+    cr_expect_float_eq(tc_canary_read(&c), 1.0, 1e-12);
+    cr_expect(tc_canary_slow(&c, first), "2.1 against the later 1.0: caught at the end");
+    cr_expect_float_eq(tc_canary_ratio(&c, first), 2.1, 1e-12);
+    cr_expect_not(tc_canary_slow(&c, 1.29));
+    cr_expect(tc_canary_slow(&c, 1.31));
+}
+
+Test(canary, a_block_in_a_slow_phase_is_measured_again, .timeout = 10)
+{
+    /* Five readings of 1 ms; around the first block 1 and 2 (slow); the
+     * wait reads 2, then 1; around the second block 1 and 1. */
+    const double r[] = {1, 1, 1, 1, 1, 1, 2, 2, 1, 1, 1};
+    tc_device_t dev = {.iface = &s_with};
+    tc_canary_t c;
+    tc_quiet_t q = s_guard();
+    s_play(r, 11);
+    tc_canary_init(&c, &dev, &q);
+    tc_measure_opts_t o = tc_measure_defaults();
+    o.quiet.retries = 2; /* the load guard itself off: threshold 100 */
+    o.canary = &c;
+    size_t calls = 0;
+    tc_samples_t s;
+    cr_assert_eq(tc_measure(s_one_ms, &calls, &o, &s), 0, "%s", tc_errmsg());
+    cr_expect_eq(s.remeasured, 1);
+    cr_expect_not(s.disturbed);
+    cr_expect_not(s.host_slow);
+    cr_expect_float_eq(s.canary_ms, 1.0, 1e-12);
+    cr_expect_eq(s_script.calls, 11, "readings: 5 + 2 + 2 + 2 (got %zu)", s_script.calls);
+    tc_samples_free(&s);
+}
+
+Test(canary, a_phase_that_outlasts_the_wait_leaves_the_block_marked, .timeout = 10)
+{
+    const double r[] = {1, 1, 1, 1, 1, 2};
+    tc_device_t dev = {.iface = &s_with};
+    tc_canary_t c;
+    tc_quiet_t q = s_guard();
+    s_play(r, 6);
+    tc_canary_init(&c, &dev, &q);
+    tc_measure_opts_t o = tc_measure_defaults();
+    o.quiet.retries = 2;
+    o.canary = &c;
+    size_t calls = 0;
+    tc_samples_t s;
+    cr_assert_eq(tc_measure(s_one_ms, &calls, &o, &s), 0, "%s", tc_errmsg());
+    cr_expect_eq(s.remeasured, 0, "the wait ran out: this block is kept");
+    cr_expect(s.disturbed);
+    cr_expect(s.host_slow);
+    cr_expect_float_eq(s.canary_ms, 2.0, 1e-12);
+    tc_samples_free(&s);
+    /* For a while after, blocks are not held up by waits. */
+    size_t before = s_script.calls;
+    cr_expect_not(tc_canary_wait(&c, "test", true));
+    cr_expect_eq(s_script.calls, before, "held: no reading");
+    cr_expect_not(tc_canary_wait(&c, "test", false), "the end of a plan waits anyway");
+    cr_expect_gt(s_script.calls, before);
+}
+
+Test(canary, the_ratio_from_the_environment, .timeout = 10)
+{
+    setenv("TRAINCAST_CANARY_SLOW", "1.5", 1);
+    cr_assert_eq(tc_quiet_set_threshold(false, 0, "--quiet-threshold"), 0, "%s", tc_errmsg());
+    cr_expect_float_eq(tc_quiet_get().canary_slow, 1.5, 1e-12);
+    setenv("TRAINCAST_CANARY_SLOW", "0", 1);
+    cr_assert_eq(tc_quiet_set_threshold(false, 0, "--quiet-threshold"), 0);
+    cr_expect_float_eq(tc_quiet_get().canary_slow, 0, 1e-12);
+    setenv("TRAINCAST_CANARY_SLOW", "0.9", 1);
+    cr_expect_eq(tc_quiet_set_threshold(false, 0, "--quiet-threshold"), TC_EUSAGE);
+    cr_expect(strstr(tc_errmsg(), "TRAINCAST_CANARY_SLOW must be a ratio over 1"), "%s",
+              tc_errmsg());
+    unsetenv("TRAINCAST_CANARY_SLOW");
+}
