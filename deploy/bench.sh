@@ -38,7 +38,7 @@ only=
 quick=0
 accuracy_args=
 
-all=(predict memory collection transport load conv import export variability allocators faithfulness matmul accuracy bundle)
+all=(predict memory collection transport load conv import export variability allocators faithfulness matmul canary accuracy bundle)
 declare -A title=(
     [predict]="Predict latency on a large database"
     [memory]="Memory: aggregator while ingesting, agent while benchmarking"
@@ -52,6 +52,7 @@ declare -A title=(
     [allocators]="Allocators: speed and steadiness of a CPU device"
     [faithfulness]="Faithfulness: conv benchmarks against PyTorch's own time"
     [matmul]="Matmul faithfulness: CPU matmul benchmarks against PyTorch's own calls"
+    [canary]="The canary: benchmarks in slow phases of the host, off and on"
     [accuracy]="Accuracy study (CPU devices)"
     [bundle]="The relocatable agent bundle: size and start-up"
 )
@@ -61,7 +62,7 @@ declare -A report=(
     [conv]=conv-benchmark-throughput.md [import]=model-import-time.md
     [export]=model-export-time.md [variability]=training-time-variability.md
     [allocators]=allocators.md [faithfulness]=faithfulness.md
-    [matmul]=matmul-faithfulness.md [accuracy]=accuracy.md
+    [matmul]=matmul-faithfulness.md [canary]=canary.md [accuracy]=accuracy.md
     [bundle]=agent-bundle.md
 )
 declare -A what=(
@@ -77,6 +78,7 @@ declare -A what=(
     [allocators]="speed and steadiness of a CPU device under each memory allocator"
     [faithfulness]="the agent's conv benchmarks against PyTorch's own time, per conv and per CNN"
     [matmul]="the agent's CPU matmul benchmarks against PyTorch's own calls, per matmul config and direction of vit_b_16, swin_t and convnext_tiny"
+    [canary]="the share of benchmarks taken more than 1.3 times slower than their fastest, with the host-phase canary off and on, and what it costs"
     [accuracy]="prediction error on CNNs the fit never saw, per CPU device and input size"
     [bundle]="size and start-up cost of the relocatable agent bundle"
 )
@@ -86,6 +88,7 @@ declare -A script=(
     [conv]=bench/conv_bench.sh [import]=bench/model_import.sh [export]=bench/model_export.sh
     [variability]=bench/trace_variability.sh [allocators]=bench/allocators.py
     [faithfulness]=bench/faithfulness.py [matmul]=bench/matmul_faithfulness.py
+    [canary]=bench/canary.py
     [accuracy]=bench/accuracy.sh
     [bundle]=bench/bundle_size.sh
 )
@@ -251,6 +254,17 @@ run_matmul() {
         cmd="bench/matmul_faithfulness.py"
         "$bench_python" bench/matmul_faithfulness.py --build-dir "$build" --work "$work/matmul" \
             --out "$work/matmul.md"
+    fi
+}
+run_canary() {
+    if [ "$quick" -eq 1 ]; then
+        cmd="bench/canary.py --models alexnet --rounds 2"
+        "$bench_python" bench/canary.py --models alexnet --rounds 2 --build-dir "$build" \
+            --work "$work/canary" --out "$work/canary.md"
+    else
+        cmd="bench/canary.py"
+        "$bench_python" bench/canary.py --build-dir "$build" --work "$work/canary" \
+            --out "$work/canary.md"
     fi
 }
 run_accuracy() {

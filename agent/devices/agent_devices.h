@@ -38,7 +38,8 @@ int tc_agent_prepare(const char *allocator, bool quiet_given, double quiet_pct);
     {"quiet-threshold", TC_OPT_DOUBLE, (dest), "PCT",                                             \
      "measure while other processes use at most PCT % of this machine: wait for quiet (up to "   \
      "60 s, TRAINCAST_QUIET_WAIT_S), measure again what was taken under more, mark what stays "  \
-     "disturbed (default 10; 100 turns the guard off; TRAINCAST_QUIET_PCT)"}
+     "disturbed (default 10; 100 turns the guard off, the host-phase canary too; "             \
+     "TRAINCAST_QUIET_PCT)"}
 
 /* List the devices. `device` NULL: the cpu and every GPU found (a GPU that
  * cannot be opened is left out with a warning); else only that one, and

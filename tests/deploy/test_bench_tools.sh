@@ -27,6 +27,8 @@
 #   - bench/matmul_faithfulness.py times the agent's side as the pipeline does
 #     (one `agent bench --ops matmul` process a round), gives every config
 #     direction a ratio, and reports the fastest-rounds line;
+#   - bench/canary.py runs the same plan with the host-phase canary off and
+#     on, alternating, and writes its report again from the stored rounds;
 #   - bench/trace_noise.py reads the noise floor by traces per point, and the
 #     rounds its goal needs, from a database of known traces.
 set -uo pipefail
@@ -78,7 +80,7 @@ out=$("$plotter" --in "$tmp/points.tsv" --out "$tmp/chart.pdf" 2>&1)
 
 # deploy/bench.sh without running anything.
 n=$("$repo/deploy/bench.sh" --list --build-dir "$build" | wc -l)
-[ "$n" -eq 14 ] && ok "bench.sh --list: $n benchmarks" || fail "bench.sh --list printed $n lines"
+[ "$n" -eq 15 ] && ok "bench.sh --list: $n benchmarks" || fail "bench.sh --list printed $n lines"
 out=$("$repo/deploy/bench.sh" --only nosuch --build-dir "$build" 2>&1)
 [ $? -eq 2 ] && grep -q "unknown benchmark 'nosuch'" <<<"$out" && ok "unknown benchmark refused" || fail "--only nosuch: $out"
 
@@ -476,12 +478,34 @@ sys.path.insert(0, sys.argv[2])
 import matmul_faithfulness as m
 d = json.load(open(sys.argv[1]))["models"]
 print(sum(len(dirs) for c, dirs in m.distinct(d).values()))' "$mw/matmuls.json" "$repo/bench" 2>/dev/null)
-    [ "$rc" -eq 0 ] && [ "${nd:-0}" -ge 6 ] && [ "$(wc -l <"$mw/agent-1-0.json")" -eq "$nd" ] \
+    # Distinct items: an item measured again at the end of the plan (for load
+    # or the canary) has a second line.
+    na=$("$py" -c 'import json, sys
+measured = {"median_ms", "min_ms", "repetitions", "remeasured", "disturbed", "canary_ms", "host_slow"}
+print(len({json.dumps({k: v for k, v in json.loads(l).items() if k not in measured}, sort_keys=True)
+           for l in open(sys.argv[1])}))' "$mw/agent-1-0.json" 2>/dev/null)
+    [ "$rc" -eq 0 ] && [ "${nd:-0}" -ge 6 ] && [ "${na:-0}" -eq "$nd" ] \
         && grep -q "^1 thread(s): $nd config directions, median ratio" "$tmp/mm.out" \
         && grep -q "^1 thread(s), fastest rounds (min(A)/min(B)): median ratio" "$mw.md" \
         && ! grep -q "without the agent's time" "$mw.md" && grep -q '^Machine kind `' "$mw.md" \
         && ok "matmul faithfulness: the agent's round in one process, every direction a ratio, the fastest-rounds line" \
         || fail "matmul faithfulness (rc $rc, $nd directions): $(cat "$tmp/mm.out" "$tmp/mm.err" | tail -5)"
+    # The canary bench, two rounds of each arm on alexnet's classifier: the
+    # off arm's lines carry no canary reading, the on arm's do; both arms
+    # are reported, and --report-only writes the same report from the
+    # stored rounds. The tests run with the guard off (TRAINCAST_QUIET_PCT=100),
+    # which turns the canary off too: this one runs with it on, its waits short.
+    cw=$tmp/canary
+    TRAINCAST_QUIET_PCT=99 TRAINCAST_QUIET_WAIT_S=2 "$py" "$repo/bench/canary.py" --models alexnet --input-size 64 --batch 2 --rounds 2 \
+        --budget-ms 10 --max-reps 2 --build-dir "$build" --work "$cw" --out "$cw.md" \
+        >"$tmp/canary.out" 2>&1
+    rc=$?
+    "$py" "$repo/bench/canary.py" --report-only --work "$cw" --out "$cw-again.md" >/dev/null 2>&1
+    [ "$rc" -eq 0 ] && grep -q '^| off | ' "$cw.md" && grep -q '^| on | ' "$cw.md" \
+        && ! grep -q canary_ms "$cw/off-0.json" && grep -q '"canary_ms": ' "$cw/on-1.json" \
+        && grep -q '^Machine kind `' "$cw.md" && cmp -s "$cw.md" "$cw-again.md" \
+        && ok "canary bench: off and on alternate, the on arm reads the canary, the report rewritten from its rounds" \
+        || fail "canary bench (rc $rc): $(tail -5 "$tmp/canary.out")"
 else
     fail "instep: $py cannot import torch and torchvision (set TRAINCAST_PYTHON)"
 fi
