@@ -407,9 +407,26 @@ def main(argv):
                 opt.zero_grad()
             return loss
 
+        # The host-phase canary (docs/trace-protocol.md), when the agent asks
+        # for it on a CPU device: ten 96x96x96 products through torch.mm, the
+        # framework's sgemm_ as the agent's own canary calls it, read before
+        # and after every iteration, outside its time; an iteration's line
+        # carries the slower reading.
+        canary = None
+        if os.environ.get("TRAINCAST_TRACE_CANARY") == "1" and not cuda:
+            ca, cb, cc = torch.rand(96, 96), torch.rand(96, 96), torch.empty(96, 96)
+
+            def canary():
+                t = time.perf_counter()
+                for _ in range(10):
+                    torch.mm(ca, cb, out=cc)
+                return (time.perf_counter() - t) * 1000.0
+            canary()
+
         sync()
         meter = energy.meter(cuda, nvml)
         joules = [None, None]   # before the first measured step, after the last
+        before = canary() if canary else None
         for i in range(a.warmup + a.iters):
             if i == a.warmup:
                 joules[0] = meter.joules()
@@ -423,7 +440,12 @@ def main(argv):
             if nvml and i >= a.warmup:
                 clocks.append(nvml.sm_clock_mhz())
                 watts.append(nvml.power_w())
-            emit({"type": "iter", "index": i, "warmup": i < a.warmup, "ms": ms, "at_us": at_us})
+            line = {"type": "iter", "index": i, "warmup": i < a.warmup, "ms": ms, "at_us": at_us}
+            if canary:
+                after = canary()
+                line["canary_ms"] = max(before, after)
+                before = after
+            emit(line)
         joules[1] = meter.joules()
 
         op_times = None

@@ -297,15 +297,19 @@ static int s_iter(tc_trace_proto_t *self, const tc_json_value_t *o)
 {
     tc_trace_output_t *out = &self->out;
     int64_t index, at_us;
-    const tc_json_value_t *warm, *ms;
+    const tc_json_value_t *warm, *ms, *canary;
     int rc;
     if (self->state != ST_ITERS)
         return s_bad(self, "an iteration line before the header");
     if ((rc = s_int(self, o, "index", true, 0, INT64_MAX, &index, NULL)) < 0 ||
         (rc = s_field(self, o, "warmup", TC_JSON_BOOL, true, &warm)) < 0 ||
         (rc = s_field(self, o, "ms", TC_JSON_NUMBER, true, &ms)) < 0 ||
-        (rc = s_int(self, o, "at_us", true, 1, INT64_MAX, &at_us, NULL)) < 0)
+        (rc = s_int(self, o, "at_us", true, 1, INT64_MAX, &at_us, NULL)) < 0 ||
+        (rc = s_field(self, o, "canary_ms", TC_JSON_NUMBER, false, &canary)) < 0)
         return rc;
+    double c = canary ? tc_json_number(canary) : 0;
+    if (canary && !(c > 0 && isfinite(c)))
+        return s_bad(self, "\"canary_ms\" must be a finite time > 0 (got %g)", c);
     if (out->n_iters >= self->cap_iters)
         return s_bad(self, "more iterations than the %zu announced (warmup %u + iters %u)",
                      self->cap_iters, self->req.warmup, self->req.iters);
@@ -325,7 +329,7 @@ static int s_iter(tc_trace_proto_t *self, const tc_json_value_t *o)
                            "timestamps must increase", (long long)at_us,
                      (long long)out->iters[out->n_iters - 1].at_us);
     out->iters[out->n_iters++] = (tc_trace_iter_t){
-        .index = (uint32_t)index, .warmup = want_warm, .ms = v, .at_us = at_us};
+        .index = (uint32_t)index, .warmup = want_warm, .ms = v, .at_us = at_us, .canary_ms = c};
     return 0;
 }
 

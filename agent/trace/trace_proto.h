@@ -59,6 +59,8 @@ typedef struct {
     bool warmup;
     double ms;
     int64_t at_us;   /* unix time the iteration ended */
+    double canary_ms; /* the runner's canary around it, the slower reading (0: none;
+                         trace_run.h) */
 } tc_trace_iter_t;
 
 /* What one run reported. Strings are empty when the runner left them out. */

@@ -4,6 +4,7 @@
 
 #include "hostinfo.h"
 #include "tc_error.h"
+#include "tc_log.h"
 #include "trace_proc.h"
 
 #include <signal.h>
@@ -35,6 +36,81 @@ void tc_trace_result_free(tc_trace_result_t *r)
     r->repeat_medians = NULL;
     r->n_samples = 0;
     r->n_repeats = 0;
+}
+
+/* Whether the runner is asked for its canary: on a CPU device, under the
+ * guard, with the canary on. */
+static bool s_canary_on(const tc_trace_job_t *job)
+{
+    return job->quiet.threshold_pct < 100 && job->quiet.canary_slow > 1 &&
+           strcmp(job->req.device, "cpu") == 0;
+}
+
+/* The fastest canary reading of the trace so far (0: none). */
+static double s_canary_fastest(const tc_trace_result_t *r)
+{
+    double f = 0;
+    for (size_t i = 0; i < r->n_samples; i++) {
+        double c = r->samples[i].it.canary_ms;
+        if (c > 0 && (f == 0 || c < f))
+            f = c;
+    }
+    return f;
+}
+
+static bool s_iter_slow(const tc_trace_job_t *job, double fastest, const tc_trace_iter_t *it)
+{
+    return s_canary_on(job) && fastest > 0 && it->canary_ms > job->quiet.canary_slow * fastest;
+}
+
+/* Whether most timed iterations of the samples from `from` on were read
+ * slow against the trace's fastest canary so far. */
+static bool s_mostly_slow(const tc_trace_job_t *job, const tc_trace_result_t *r, size_t from)
+{
+    double fastest = s_canary_fastest(r);
+    size_t timed = 0, slow = 0;
+    for (size_t i = from; i < r->n_samples; i++) {
+        if (r->samples[i].it.warmup)
+            continue;
+        timed++;
+        slow += s_iter_slow(job, fastest, &r->samples[i].it);
+    }
+    return 2 * slow > timed;
+}
+
+/* Each repeat's median over its timed iterations, leaving out those the
+ * canary read slow against the trace's fastest reading; a repeat with more
+ * slow than fast ones keeps them all, and the trace is marked disturbed.
+ * `timed` holds a repeat's iterations. */
+static void s_repeat_medians(const tc_trace_job_t *job, tc_trace_result_t *r, double *timed)
+{
+    double fastest = s_canary_fastest(r);
+    for (uint32_t k = 0; k < r->n_repeats; k++) {
+        size_t n_all = 0, n = 0;
+        for (size_t i = 0; i < r->n_samples; i++) {
+            const tc_trace_sample_t *x = &r->samples[i];
+            if (x->repeat != k || x->it.warmup)
+                continue;
+            n_all++;
+            if (!s_iter_slow(job, fastest, &x->it))
+                timed[n++] = x->it.ms;
+        }
+        if (2 * n < n_all) {
+            r->disturbed = true;
+            n = 0;
+            for (size_t i = 0; i < r->n_samples; i++)
+                if (r->samples[i].repeat == k && !r->samples[i].it.warmup)
+                    timed[n++] = r->samples[i].it.ms;
+        } else {
+            r->slow_iters += (unsigned)(n_all - n);
+        }
+        r->repeat_medians[k] = tc_trace_median(timed, n);
+    }
+    if (r->slow_iters)
+        tc_log_info("%s at batch %u: %u timed iteration%s read in a slow phase of the host (the "
+                    "runner's canary over %.2f times its fastest) left out of the repeat medians",
+                    job->req.model, job->req.batch, r->slow_iters, r->slow_iters == 1 ? "" : "s",
+                    job->quiet.canary_slow);
 }
 
 /* The runner's command line: its words, then one flag per setting. The
@@ -86,6 +162,11 @@ static int s_cmdline(const tc_trace_job_t *job, bool profile, s_cmdline_t *c)
              tc_allocator_choice());
     c->env[n_env] = c->envbuf[n_env];
     n_env++;
+    if (s_canary_on(job)) {
+        snprintf(c->envbuf[n_env], sizeof c->envbuf[0], "TRAINCAST_TRACE_CANARY=1");
+        c->env[n_env] = c->envbuf[n_env];
+        n_env++;
+    }
     c->argv[n] = NULL;
     c->env[n_env] = NULL;
     return 0;
@@ -231,13 +312,9 @@ int tc_trace_measure(const tc_trace_job_t *job, tc_trace_progress_fn progress, v
         bool usable = rc == 0 && s_outcome(job, rep, proto, &pr, r);
         if (usable) {
             const tc_trace_output_t *o = tc_trace_proto_output(proto);
-            size_t n_timed = 0;
-            for (size_t i = 0; i < o->n_iters; i++) {
+            for (size_t i = 0; i < o->n_iters; i++)
                 r->samples[r->n_samples++] = (tc_trace_sample_t){rep, o->iters[i]};
-                if (!o->iters[i].warmup)
-                    timed[n_timed++] = o->iters[i].ms;
-            }
-            r->repeat_medians[r->n_repeats++] = tc_trace_median(timed, n_timed);
+            r->n_repeats++; /* its median: s_repeat_medians, once all are in */
             if (o->peak_memory_bytes > r->peak_memory_bytes)
                 r->peak_memory_bytes = o->peak_memory_bytes;
         }
@@ -253,11 +330,15 @@ int tc_trace_measure(const tc_trace_job_t *job, tc_trace_progress_fn progress, v
         if (rc < 0 || !usable)
             goto done;
         tc_load_since(&start, TC_LOAD_MIN_S, &loads[rep]);
-        if (tc_quiet_disturbed(&job->quiet, &loads[rep])) {
+        bool busy = tc_quiet_disturbed(&job->quiet, &loads[rep]);
+        bool slow = s_mostly_slow(job, r, samples_before);
+        if (busy || slow) {
             tc_load_t last;
-            /* Run this repeat again once the machine is quiet; when it
-             * stays busy, keep it, marked. */
-            if (attempt < job->quiet.retries && tc_quiet_wait(&job->quiet, "training traces", &last)) {
+            /* Run this repeat again once the machine is quiet (a slow phase
+             * of the host passes by itself, in seconds); when it stays busy,
+             * keep it, marked (slow: by s_repeat_medians). */
+            if (attempt < job->quiet.retries &&
+                (!busy || tc_quiet_wait(&job->quiet, "training traces", &last))) {
                 attempt++;
                 r->remeasured++;
                 r->n_samples = samples_before;
@@ -265,10 +346,11 @@ int tc_trace_measure(const tc_trace_job_t *job, tc_trace_progress_fn progress, v
                 rep--;
                 continue;
             }
-            r->disturbed = true;
+            r->disturbed |= busy;
         }
         attempt = 0;
     }
+    s_repeat_medians(job, r, timed);
     tc_load_combine(loads, job->repeats, &r->load);
     double *m = calloc(r->n_repeats, sizeof *m);
     if (!m) {

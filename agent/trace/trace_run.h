@@ -1,6 +1,14 @@
 /* One training trace: a (model, batch) measured by running a trace runner
  * `repeats` times, each run checked line by line (trace_proto.h), folded
- * into one result with status ok, oom or failed. */
+ * into one result with status ok, oom or failed.
+ *
+ * The host-phase canary (agent/bench/canary.h) on a CPU device: the agent
+ * asks the runner for it (TRAINCAST_TRACE_CANARY=1), the runner reads its
+ * own canary around every iteration (canary_ms), and a timed iteration read
+ * over quiet.canary_slow times the fastest reading of the trace is left
+ * out of its repeat's median; a repeat with most of its timed iterations
+ * slow is run again (up to the guard's retries), and kept marked disturbed,
+ * with all its iterations, where that does not help. */
 #ifndef TC_TRACE_RUN_H
 #define TC_TRACE_RUN_H
 
@@ -22,7 +30,9 @@ typedef struct {
     double timeout_s;      /* per run of the runner */
     bool profile;          /* ask the first repeat for time per op class */
     tc_quiet_t quiet;      /* a repeat run while others used more than its threshold of
-                              the machine is run again after waiting for quiet */
+                              the machine is run again after waiting for quiet; on the
+                              CPU, one that the runner's canary read slow is run again
+                              too (its canary_slow; docs/trace-protocol.md) */
     bool (*cancelled)(void *arg); /* may be NULL: true stops the run (TC_EINTR) */
     void *cancel_arg;
 } tc_trace_job_t;
@@ -47,8 +57,11 @@ typedef struct {
     uint64_t peak_memory_bytes; /* largest over the repeats */
     int64_t started_at_us;
     tc_load_t load;             /* what others used of the machine over the repeats kept */
-    unsigned remeasured;        /* repeats run again because of load */
-    bool disturbed;             /* a repeat kept was over the guard's threshold */
+    unsigned remeasured;        /* repeats run again because of load or a slow phase */
+    bool disturbed;             /* a repeat kept was over the guard's threshold, or
+                                   read slow by the canary in most of its iterations */
+    unsigned slow_iters;        /* timed iterations left out of the repeat medians: the
+                                   runner's canary read them in a slow phase of the host */
 } tc_trace_result_t;
 
 /* Called before each run of the runner (repeat is 0-based). */

@@ -83,6 +83,32 @@ huge)
 nofooter)
     iter 0 true 5 1700000000000000
     exit 0 ;;
+canary|canary_slow)
+    # The host-phase canary (only when the agent asks for it): warm-up, then
+    # three timed iterations "ms:canary_ms". Mode canary: run 1 has one slow
+    # iteration of three, run 2 two (mostly slow), run 3 none; canary_slow:
+    # every run two of three.
+    case $mode/$run in
+    canary/1) its="10:1.0 40:2.0 12:1.1" ;;
+    canary/3) its="10:1.0 10:1.0 10:1.0" ;;
+    *) its="40:2.0 40:2.0 10:1.0" ;;
+    esac
+    at=$((1700000000000000 + run * 1000000))
+    i=0
+    for x in 5:1.0 $its; do
+        warm=false
+        [ $i -eq 0 ] && warm=true
+        at=$((at + 1000))
+        if [ "$TRAINCAST_TRACE_CANARY" = 1 ]; then
+            printf '{"type":"iter","index":%s,"warmup":%s,"ms":%s,"at_us":%s,"canary_ms":%s}\n' \
+                $i $warm "${x%%:*}" $at "${x#*:}"
+        else
+            iter $i $warm "${x%%:*}" $at
+        fi
+        i=$((i + 1))
+    done
+    echo '{"type":"footer","peak_memory_bytes":1}'
+    exit 0 ;;
 esac
 
 # ok, mismatch and lingering: every iteration, then a footer.

@@ -212,6 +212,23 @@ Test(trace_proto, malformed_lines_fail_with_number_and_text, .timeout = 10)
             "finite time > 0");
     s_fails(HEADER "{\"type\":\"iter\",\"index\":0,\"warmup\":true,\"ms\":-3,\"at_us\":1}\n", 2,
             "finite time > 0");
+    s_fails(HEADER "{\"type\":\"iter\",\"index\":0,\"warmup\":true,\"ms\":3,\"at_us\":1,"
+                   "\"canary_ms\":0}\n", 2, "\"canary_ms\" must be a finite time > 0");
+    s_fails(HEADER "{\"type\":\"iter\",\"index\":0,\"warmup\":true,\"ms\":3,\"at_us\":1,"
+                   "\"canary_ms\":\"fast\"}\n", 2, "\"canary_ms\" must be a number");
+}
+
+Test(trace_proto, the_canary_of_an_iteration_is_read, .timeout = 10)
+{
+    static const char run[] =
+        HEADER "{\"type\":\"iter\",\"index\":0,\"warmup\":true,\"ms\":120.5,\"at_us\":1,"
+               "\"canary_ms\":0.5}\n" IT1 IT2 FOOTER;
+    tc_trace_proto_t *p = tc_trace_proto_new(&s_req);
+    cr_assert_eq(s_run(p, run, strlen(run), 11), 0, "%s", tc_trace_proto_error(p));
+    const tc_trace_output_t *o = tc_trace_proto_output(p);
+    cr_expect_float_eq(o->iters[0].canary_ms, 0.5, 1e-12);
+    cr_expect_float_eq(o->iters[1].canary_ms, 0, 1e-12, "a line without one: 0");
+    tc_trace_proto_destroy(&p);
 }
 
 Test(trace_proto, nan_and_infinity_fail, .timeout = 10)
