@@ -506,6 +506,17 @@ print(len({json.dumps({k: v for k, v in json.loads(l).items() if k not in measur
         && grep -q '^Machine kind `' "$cw.md" && cmp -s "$cw.md" "$cw-again.md" \
         && ok "canary bench: off and on alternate, the on arm reads the canary, the report rewritten from its rounds" \
         || fail "canary bench (rc $rc): $(tail -5 "$tmp/canary.out")"
+    # The same with training traces: two rounds of one short trace each.
+    tw=$tmp/canary-traces
+    TRAINCAST_QUIET_PCT=99 TRAINCAST_QUIET_WAIT_S=2 "$py" "$repo/bench/canary.py" --traces \
+        --models resnet18 --input-size 32 --batch 2 --rounds 2 --repeat 1 --warmup 1 --iters 3 \
+        --build-dir "$build" --work "$tw" --out "$tw.md" >"$tmp/canary-traces.out" 2>&1
+    rc=$?
+    [ "$rc" -eq 0 ] && grep -q '^| on | ' "$tw.md" && grep -q 'iterations left out as slow' "$tw.md" \
+        && grep -q '^torchvision:resnet18@32 *2 *ok ' "$tw/off-1.txt" \
+        && grep -q '1 items in every round' "$tw.md" \
+        && ok "canary bench --traces: a trace per round and arm, its median read from agent trace's table" \
+        || fail "canary bench --traces (rc $rc): $(tail -5 "$tmp/canary-traces.out")"
 else
     fail "instep: $py cannot import torch and torchvision (set TRAINCAST_PYTHON)"
 fi
