@@ -84,18 +84,25 @@ def agent_round(a, arm, path):
            "--input-size", str(a.input_size), "--batches", str(a.batch), "--ops", a.ops,
            "--threads", str(a.threads), "--budget-ms", str(a.budget_ms), "--max-reps",
            str(a.max_reps), "--operands", a.operands, "--json", path, "--out", results]
-    env = dict(os.environ)
+    return run_arm(cmd, arm, results)[0]
+
+
+def run_arm(cmd, arm, results, **env):
+    """Run an agent command with the canary `arm` (off: TRAINCAST_CANARY_SLOW=0;
+    on: the default) and `env` added; exits naming it when it fails. Removes
+    its result file `results`; returns the wall time and its output."""
+    env = dict(os.environ, **env)
     if arm == "off":
         env["TRAINCAST_CANARY_SLOW"] = "0"
     else:
         env.pop("TRAINCAST_CANARY_SLOW", None)
     t0 = time.monotonic()
-    p = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    p = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     wall = time.monotonic() - t0
     if p.returncode != 0:
-        sys.exit("canary.py: %s failed (%d):\n%s" % (" ".join(cmd), p.returncode, p.stdout))
+        sys.exit("canary.py: %s failed (%d):\n%s" % (" ".join(cmd), p.returncode, p.stderr))
     os.remove(results)
-    return wall
+    return wall, p.stdout + p.stderr
 
 
 def trace_round(a, arm, path):
@@ -109,20 +116,9 @@ def trace_round(a, arm, path):
            str(a.input_size), "--threads", str(a.threads), "--repeat", str(a.repeat),
            "--warmup", str(a.warmup), "--iters", str(a.iters), "--no-profile", "--no-graph",
            "--out", results]
-    env = dict(os.environ, TRAINCAST_PROGRESS="plain")
-    if arm == "off":
-        env["TRAINCAST_CANARY_SLOW"] = "0"
-    else:
-        env.pop("TRAINCAST_CANARY_SLOW", None)
-    t0 = time.monotonic()
-    p = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    wall = time.monotonic() - t0
-    if p.returncode != 0:
-        sys.exit("canary.py: %s failed (%d):\n%s" % (" ".join(cmd), p.returncode, p.stderr))
-    os.remove(results)
+    wall, output = run_arm(cmd, arm, results, TRAINCAST_PROGRESS="plain")
     with open(path, "w") as f:
-        f.write(p.stdout)
-        f.write(p.stderr)
+        f.write(output)
     return wall
 
 

@@ -48,6 +48,22 @@ static int s_one_ms(void *arg, double *ms)
     return 0;
 }
 
+static tc_device_t s_dev = {.iface = &s_with};
+
+/* Measure an operation of 1 ms with a canary that reads `seq`, the load
+ * guard itself off (threshold 100), two re-measurements. */
+static void s_measure_with(const double *seq, size_t len, tc_canary_t *c, tc_samples_t *s)
+{
+    tc_quiet_t q = s_guard();
+    s_play(seq, len);
+    tc_canary_init(c, &s_dev, &q);
+    tc_measure_opts_t o = tc_measure_defaults();
+    o.quiet.retries = 2;
+    o.canary = c;
+    size_t calls = 0;
+    cr_assert_eq(tc_measure(s_one_ms, &calls, &o, s), 0, "%s", tc_errmsg());
+}
+
 Test(canary, off_without_a_guard_a_ratio_or_a_device_canary, .timeout = 10)
 {
     const double r[] = {1.0};
@@ -104,17 +120,9 @@ Test(canary, a_block_in_a_slow_phase_is_measured_again, .timeout = 10)
     /* Five readings of 1 ms; around the first block 1 and 2 (slow); the
      * wait reads 2, then 1; around the second block 1 and 1. */
     const double r[] = {1, 1, 1, 1, 1, 1, 2, 2, 1, 1, 1};
-    tc_device_t dev = {.iface = &s_with};
     tc_canary_t c;
-    tc_quiet_t q = s_guard();
-    s_play(r, 11);
-    tc_canary_init(&c, &dev, &q);
-    tc_measure_opts_t o = tc_measure_defaults();
-    o.quiet.retries = 2; /* the load guard itself off: threshold 100 */
-    o.canary = &c;
-    size_t calls = 0;
     tc_samples_t s;
-    cr_assert_eq(tc_measure(s_one_ms, &calls, &o, &s), 0, "%s", tc_errmsg());
+    s_measure_with(r, 11, &c, &s);
     cr_expect_eq(s.remeasured, 1);
     cr_expect_not(s.disturbed);
     cr_expect_not(s.host_slow);
@@ -126,17 +134,9 @@ Test(canary, a_block_in_a_slow_phase_is_measured_again, .timeout = 10)
 Test(canary, a_phase_that_outlasts_the_wait_leaves_the_block_marked, .timeout = 10)
 {
     const double r[] = {1, 1, 1, 1, 1, 2};
-    tc_device_t dev = {.iface = &s_with};
     tc_canary_t c;
-    tc_quiet_t q = s_guard();
-    s_play(r, 6);
-    tc_canary_init(&c, &dev, &q);
-    tc_measure_opts_t o = tc_measure_defaults();
-    o.quiet.retries = 2;
-    o.canary = &c;
-    size_t calls = 0;
     tc_samples_t s;
-    cr_assert_eq(tc_measure(s_one_ms, &calls, &o, &s), 0, "%s", tc_errmsg());
+    s_measure_with(r, 6, &c, &s);
     cr_expect_eq(s.remeasured, 0, "the wait ran out: this block is kept");
     cr_expect(s.disturbed);
     cr_expect(s.host_slow);
