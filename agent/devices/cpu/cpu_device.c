@@ -149,9 +149,13 @@ static void s_close(void *p)
  * framework's BLAS, the kind of kernel the benchmarks run (sgemm_ itself,
  * oneDNN's convs and matmuls on the same vector units), small enough to
  * stay in the core's caches (108 KiB of operands): about half a
- * millisecond. */
+ * millisecond. On one thread whatever the device's count: on two, an
+ * OpenMP BLAS splits these products or not from call to call (0.31 or
+ * 0.55 ms on the third kind), which reads as a phase where there is none;
+ * so on a device of several threads it watches the core it runs on. */
 #define S_CANARY_N 96
 #define S_CANARY_CALLS 10
+#define S_CANARY_SETTLE_US 5000
 
 static int s_canary(void *p, double *ms)
 {
@@ -167,6 +171,16 @@ static int s_canary(void *p, double *ms)
         for (size_t i = 0; i < 3 * nn; i++)
             ctx->canary[i] = tc_random_value(0xca, i);
     }
+    /* On a device of several threads, the team of the block just measured
+     * spins a while on the other cores before it sleeps (OpenMP's active
+     * wait): on a sibling hyperthread it slows the canary as a phase would
+     * (1.5 to 2 times on the third kind, where OMP_WAIT_POLICY=passive
+     * took 21 false alarms of a small plan to 1). Let it sleep first. */
+    if (ctx->threads > 1)
+        usleep(S_CANARY_SETTLE_US);
+    /* An OpenMP BLAS takes its team size from this thread's setting at
+     * each call (as the native convs' do, tc_cpu_apply_threads). */
+    omp_set_num_threads(1);
     struct timespec a, b;
     clock_gettime(CLOCK_MONOTONIC, &a);
     for (int i = 0; i < S_CANARY_CALLS; i++)
@@ -174,6 +188,7 @@ static int s_canary(void *p, double *ms)
                       ctx->canary, S_CANARY_N, ctx->canary + nn, S_CANARY_N, 0.0f,
                       ctx->canary + 2 * nn, S_CANARY_N);
     clock_gettime(CLOCK_MONOTONIC, &b);
+    omp_set_num_threads((int)ctx->threads);
     *ms = (double)(b.tv_sec - a.tv_sec) * 1e3 + (double)(b.tv_nsec - a.tv_nsec) * 1e-6;
     return 0;
 }

@@ -92,18 +92,22 @@ Test(trace_run, repeats_give_samples_medians_and_spread, .timeout = 60)
     unsetenv("FAKE_STATE");
 }
 
-/* The fake runner in a canary mode, two repeats, under a guard whose load
- * threshold is as good as off and whose canary is at 1.3 (or off). */
-static void s_canary_run(const char *mode, double canary_slow, tc_trace_result_t *r)
+/* The fake runner in a canary mode on a CPU of `threads`, two repeats,
+ * under a guard whose load threshold is as good as off and whose canary is
+ * at `canary_slow` (0: off). */
+static void s_canary_run(const char *mode, double canary_slow, uint32_t threads,
+                         tc_trace_result_t *r)
 {
     static char state[300];
-    snprintf(state, sizeof state, "FAKE_STATE=%s/canary-%s-%g", s_dir, mode, canary_slow);
+    snprintf(state, sizeof state, "FAKE_STATE=%s/canary-%s-%g-%u", s_dir, mode, canary_slow,
+             threads);
     putenv(state);
     tc_test_source_path("tests/runners/fake_runner.sh", s_script, sizeof s_script);
     char *argv[] = {"/bin/sh", s_script, (char *)mode, NULL};
     tc_trace_job_t job = {.runner = argv, .req = s_req, .repeats = 2, .timeout_s = 20,
                           .quiet = {.threshold_pct = 99.99, .wait_s = 1, .retries = 2,
                                     .canary_slow = canary_slow}};
+    job.req.threads = threads;
     cr_assert_eq(tc_trace_measure(&job, NULL, NULL, r), 0, "%s", tc_errmsg());
     cr_assert_eq(r->status, TRAINCAST__V1__TRACE_STATUS__TRACE_STATUS_OK, "%s", r->reason);
 }
@@ -111,7 +115,7 @@ static void s_canary_run(const char *mode, double canary_slow, tc_trace_result_t
 Test(trace_run, iterations_the_canary_read_slow_are_left_out, .timeout = 60)
 {
     tc_trace_result_t r;
-    s_canary_run("canary", 1.3, &r);
+    s_canary_run("canary", 1.3, 1, &r);
     /* Run 1: 10, 40 (slow), 12 -> 11; run 2 mostly slow, run again; run 3:
      * 10, 10, 10. */
     cr_expect_eq(r.n_repeats, 2);
@@ -123,19 +127,22 @@ Test(trace_run, iterations_the_canary_read_slow_are_left_out, .timeout = 60)
     cr_expect_eq(r.n_samples, 8, "every iteration of the repeats kept is stored");
     tc_trace_result_free(&r);
 
-    /* The canary off: the runner is not asked, every iteration counts. */
-    s_canary_run("canary", 0, &r);
-    cr_expect_eq(r.remeasured, 0);
-    cr_expect_float_eq(r.repeat_medians[0], 12, 1e-9);
-    cr_expect_float_eq(r.repeat_medians[1], 40, 1e-9);
-    cr_expect_eq(r.slow_iters, 0);
-    tc_trace_result_free(&r);
+    /* The canary off, or a device of two threads: the runner is not asked,
+     * every iteration counts. */
+    for (int k = 0; k < 2; k++) {
+        s_canary_run("canary", k ? 1.3 : 0, k ? 2 : 1, &r);
+        cr_expect_eq(r.remeasured, 0);
+        cr_expect_float_eq(r.repeat_medians[0], 12, 1e-9);
+        cr_expect_float_eq(r.repeat_medians[1], 40, 1e-9);
+        cr_expect_eq(r.slow_iters, 0);
+        tc_trace_result_free(&r);
+    }
 }
 
 Test(trace_run, a_repeat_slow_throughout_is_kept_whole_and_marked, .timeout = 60)
 {
     tc_trace_result_t r;
-    s_canary_run("canary_slow", 1.3, &r);
+    s_canary_run("canary_slow", 1.3, 1, &r);
     cr_expect_eq(r.remeasured, 4, "two more runs of each repeat, then kept (%u)",
                  r.remeasured);
     cr_expect(r.disturbed);
