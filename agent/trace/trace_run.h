@@ -2,7 +2,7 @@
  * `repeats` times, each run checked line by line (trace_proto.h), folded
  * into one result with status ok, oom or failed.
  *
- * The host-phase canary (agent/bench/canary.h) on a CPU device: the agent
+ * The host-phase canary (agent/bench/canary.h) on a one-thread CPU device: the agent
  * asks the runner for it (TRAINCAST_TRACE_CANARY=1), the runner reads its
  * own canary around every iteration (canary_ms), and a timed iteration read
  * over quiet.canary_slow times the fastest reading of the trace is left
