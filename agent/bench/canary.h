@@ -6,8 +6,9 @@
  *
  * A canary is a short fixed kernel of the device, of the kind its
  * benchmarks run (device.h; on the CPU, small sgemm_ calls on the
- * framework's BLAS, about half a millisecond), read before and after each
- * measured block (measure.c). A block around which a reading was over
+ * framework's BLAS on one thread, about half a millisecond; on a device of
+ * several threads it watches the core the agent runs on), read before and
+ * after each measured block (measure.c). A block around which a reading was over
  * `slow` times the fastest reading of this run was taken in a slow phase:
  * it is measured again once the canary reads fast, as a block taken under
  * load is, and stays marked disturbed if the phase outlasts the retries.
