@@ -283,7 +283,7 @@ int tc_bench_run_sink(tc_device_t *dev, const tc_bench_item_t *items, size_t n_i
     tc_bench_run_opts_t run = *opts;
     const tc_bench_run_opts_t *o = &run;
     run.measure.canary = &canary;
-    bool guard = o->measure.quiet.threshold_pct < 100;
+    bool guard = o->measure.quiet.threshold_pct < 100 || tc_canary_on(&canary);
     Traincast__V1__Device d = TRAINCAST__V1__DEVICE__INIT;
     const char *backend = tc_device_library(dev);
     size_t max = o->batch_results && o->batch_results < TC_BENCH_BATCH_RESULTS

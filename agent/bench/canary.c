@@ -28,7 +28,7 @@ void tc_canary_init(tc_canary_t *c, tc_device_t *dev, const tc_quiet_t *q)
     c->dev = dev;
     c->wait_s = q->wait_s;
     c->gave_up_at = -1e9;
-    if (q->threshold_pct >= 100 || !(q->canary_slow > 1) || !dev->iface->canary)
+    if (!(q->canary_slow > 1) || !dev->iface->canary)
         return;
     c->slow = q->canary_slow;
     for (int i = 0; i < S_FIRST_READINGS && c->slow > 0; i++)

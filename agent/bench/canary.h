@@ -39,8 +39,9 @@ typedef struct {
     unsigned readings;
 } tc_canary_t;
 
-/* A canary for measuring on `dev` under guard `q`: off (slow 0) when the
- * guard is off, its canary_slow is 0 or the device has none (logged once).
+/* A canary for measuring on `dev` under guard `q`: off (slow 0) when its
+ * canary_slow is 0 (as the settings make it with the guard off,
+ * tc_quiet_get) or the device has none.
  * Takes five readings for a first fastest. */
 void tc_canary_init(tc_canary_t *c, tc_device_t *dev, const tc_quiet_t *q);
 

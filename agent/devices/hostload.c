@@ -295,6 +295,8 @@ static int s_quiet_env(tc_quiet_t *q)
                                       "canary off (got '%s')",
                            canary);
     }
+    if (q->threshold_pct >= 100)
+        q->canary_slow = 0; /* the guard off: the canary too */
     return 0;
 }
 
@@ -321,6 +323,8 @@ int tc_quiet_set_threshold(bool given, double pct, const char *flag)
         if ((rc = tc_quiet_check(&q, flag)) < 0)
             return rc;
     }
+    if (q.threshold_pct >= 100)
+        q.canary_slow = 0; /* the guard off: the canary too */
     s_quiet = q;
     s_quiet_set = true;
     return 0;

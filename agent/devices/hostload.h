@@ -56,7 +56,8 @@ void tc_load_combine(const tc_load_t *v, unsigned long n, tc_load_t *out);
  * (agent/bench/canary.h: a slow phase of the host that no process of this
  * machine causes). */
 typedef struct {
-    double threshold_pct; /* 0..100; 100 turns the guard off, the canary too */
+    double threshold_pct; /* 0..100; 100 turns the guard off (the settings turn the
+                             canary off with it: tc_quiet_get) */
     double wait_s;        /* how long to wait for quiet, each time */
     unsigned retries;     /* re-measurements of a disturbed block */
     double canary_slow;   /* > 1; 0 turns the canary off */

@@ -39,14 +39,15 @@ void tc_trace_result_free(tc_trace_result_t *r)
 }
 
 /* Whether the runner is asked for its canary: on a CPU device of one
- * thread, under the guard, with the canary on. (On more threads the
+ * thread, with the canary on (the settings turn it off with the guard,
+ * tc_quiet_get). (On more threads the
  * runner's torch.mm would split its products over them or not from call to
  * call, which reads as a phase where there is none; the agent's own canary
  * keeps to one thread, cpu_device.c.) */
 static bool s_canary_on(const tc_trace_job_t *job)
 {
-    return job->quiet.threshold_pct < 100 && job->quiet.canary_slow > 1 &&
-           strcmp(job->req.device, "cpu") == 0 && job->req.threads == 1;
+    return job->quiet.canary_slow > 1 && strcmp(job->req.device, "cpu") == 0 &&
+           job->req.threads == 1;
 }
 
 /* The fastest canary reading of the trace so far (0: none). */

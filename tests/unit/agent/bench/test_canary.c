@@ -77,9 +77,11 @@ Test(canary, off_without_a_guard_a_ratio_or_a_device_canary, .timeout = 10)
     cr_expect_eq(s_script.calls, 5, "five readings for a first fastest (got %zu)", s_script.calls);
     cr_expect_float_eq(c.fastest_ms, 1.0, 1e-12);
 
-    q.threshold_pct = 100;
-    tc_canary_init(&c, &with, &q);
-    cr_expect_not(tc_canary_on(&c), "the guard off turns the canary off");
+    unsetenv("TRAINCAST_QUIET_PCT");
+    cr_assert_eq(tc_quiet_set_threshold(false, 0, "--quiet-threshold"), 0, "%s", tc_errmsg());
+    cr_expect_float_eq(tc_quiet_get().canary_slow, 1.3, 1e-12);
+    cr_assert_eq(tc_quiet_set_threshold(true, 100, "--quiet-threshold"), 0, "%s", tc_errmsg());
+    cr_expect_float_eq(tc_quiet_get().canary_slow, 0, 1e-12, "the guard off turns it off");
     q = s_guard();
     q.canary_slow = 0;
     tc_canary_init(&c, &with, &q);
@@ -152,6 +154,7 @@ Test(canary, a_phase_that_outlasts_the_wait_leaves_the_block_marked, .timeout = 
 
 Test(canary, the_ratio_from_the_environment, .timeout = 10)
 {
+    unsetenv("TRAINCAST_QUIET_PCT"); /* the tests run with the guard off */
     setenv("TRAINCAST_CANARY_SLOW", "1.5", 1);
     cr_assert_eq(tc_quiet_set_threshold(false, 0, "--quiet-threshold"), 0, "%s", tc_errmsg());
     cr_expect_float_eq(tc_quiet_get().canary_slow, 1.5, 1e-12);
