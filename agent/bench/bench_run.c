@@ -279,10 +279,9 @@ int tc_bench_run_sink(tc_device_t *dev, const tc_bench_item_t *items, size_t n_i
     }
     /* The options with the device's canary (canary.h). */
     tc_canary_t canary;
-    tc_canary_init(&canary, dev, &opts->measure.quiet);
     tc_bench_run_opts_t run = *opts;
     const tc_bench_run_opts_t *o = &run;
-    run.measure.canary = &canary;
+    run.measure = tc_measure_with_canary(&opts->measure, dev, &canary);
     bool guard = o->measure.quiet.threshold_pct < 100 || tc_canary_on(&canary);
     Traincast__V1__Device d = TRAINCAST__V1__DEVICE__INIT;
     const char *backend = tc_device_library(dev);

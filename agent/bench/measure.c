@@ -155,6 +155,15 @@ int tc_measure(tc_measure_fn fn, void *arg, const tc_measure_opts_t *o, tc_sampl
     }
 }
 
+tc_measure_opts_t tc_measure_with_canary(const tc_measure_opts_t *o, tc_device_t *dev,
+                                         tc_canary_t *c)
+{
+    tc_measure_opts_t with = *o;
+    tc_canary_init(c, dev, &o->quiet);
+    with.canary = c;
+    return with;
+}
+
 int tc_samples_to_result(const tc_samples_t *s, double quiet_pct, Traincast__V1__ConvResult *r)
 {
     if (s->n == 0)

@@ -75,6 +75,11 @@ const char *tc_stop_reason_name(tc_stop_reason_t r);
  * a disturbed block is measured again. */
 int tc_measure(tc_measure_fn fn, void *arg, const tc_measure_opts_t *o, tc_samples_t *out);
 
+/* `o` with the canary `c` of `dev`, set up from o's guard (tc_canary_init):
+ * what the commands that measure on a device measure with. */
+tc_measure_opts_t tc_measure_with_canary(const tc_measure_opts_t *o, tc_device_t *dev,
+                                         tc_canary_t *c);
+
 /* Free the arrays; accepts a zeroed struct. */
 void tc_samples_free(tc_samples_t *s);
 

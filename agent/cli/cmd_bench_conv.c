@@ -231,9 +231,7 @@ static int s_bench_dirs(tc_device_t *dev, const s_conv_args_t *a, const s_plan_t
     int rc = 0;
     tc_conv_outcome_t out = {0};
     tc_canary_t canary;
-    tc_canary_init(&canary, dev, &p->set.measure.quiet);
-    tc_measure_opts_t mo = p->set.measure;
-    mo.canary = &canary;
+    tc_measure_opts_t mo = tc_measure_with_canary(&p->set.measure, dev, &canary);
     for (size_t i = 0; i < p->n_dirs; i++) {
         tc_conv_spec_t cs = {.config = p->cfg,
                              .direction = p->dirs[i],

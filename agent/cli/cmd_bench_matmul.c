@@ -92,9 +92,7 @@ static int s_bench(tc_device_t *dev, const s_args_t *a, const tc_bench_settings_
     int rc = 0;
     tc_matmul_outcome_t out = {0};
     tc_canary_t canary;
-    tc_canary_init(&canary, dev, &set->measure.quiet);
-    tc_measure_opts_t mo = set->measure;
-    mo.canary = &canary;
+    tc_measure_opts_t mo = tc_measure_with_canary(&set->measure, dev, &canary);
     for (size_t i = 0; i < n_dirs; i++) {
         tc_matmul_spec_t spec = {.config = *c, .direction = dirs[i], .seed = a->seed};
         double worst = 0;

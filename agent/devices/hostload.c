@@ -295,8 +295,6 @@ static int s_quiet_env(tc_quiet_t *q)
                                       "canary off (got '%s')",
                            canary);
     }
-    if (q->threshold_pct >= 100)
-        q->canary_slow = 0; /* the guard off: the canary too */
     return 0;
 }
 
@@ -309,7 +307,10 @@ tc_quiet_t tc_quiet_get(void)
         }
         s_quiet_set = true;
     }
-    return s_quiet;
+    tc_quiet_t q = s_quiet;
+    if (q.threshold_pct >= 100)
+        q.canary_slow = 0; /* the guard off: the canary too */
+    return q;
 }
 
 int tc_quiet_set_threshold(bool given, double pct, const char *flag)
@@ -323,8 +324,6 @@ int tc_quiet_set_threshold(bool given, double pct, const char *flag)
         if ((rc = tc_quiet_check(&q, flag)) < 0)
             return rc;
     }
-    if (q.threshold_pct >= 100)
-        q.canary_slow = 0; /* the guard off: the canary too */
     s_quiet = q;
     s_quiet_set = true;
     return 0;
