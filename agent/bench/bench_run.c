@@ -204,24 +204,30 @@ static int s_measure_item(tc_device_t *dev, const tc_bench_item_t *it,
     return rc;
 }
 
-/* Measure item `it` into the batch (sent when full or due); *disturbed says
- * whether it was taken while the machine was busy or the host slow,
- * *canary_ms what the canary read around it (0: none). A failed item is
- * counted and logged, not an error. */
+/* One item's measurement as the plan's end needs it. */
+typedef struct {
+    bool disturbed;         /* taken while the machine was busy or the host slow */
+    double canary_ms;       /* what the canary read around it; 0 none */
+    int64_t measured_at_us; /* its result's measured_at_us; 0 none (failed) */
+} s_mark_t;
+
+/* Measure item `it` into the batch (sent when full or due), marked as
+ * superseding the result of the same item measured at `supersedes_us` (0
+ * none; the plan's end measuring again); *m what the end needs of it. A
+ * failed item is counted and logged, not an error. */
 static int s_item(tc_device_t *dev, const tc_bench_item_t *it, const char *item,
                   const tc_bench_run_opts_t *o, const tc_result_sink_t *sink,
                   Traincast__V1__Device *d, const char *backend, size_t max,
-                  s_batch_t *batch, tc_bench_report_t *rep, bool *disturbed, double *canary_ms)
+                  s_batch_t *batch, tc_bench_report_t *rep, int64_t supersedes_us, s_mark_t *m)
 {
     Traincast__V1__ConvResult *r = NULL;
     double item_t0 = s_now_s();
-    *disturbed = false;
-    *canary_ms = 0;
+    *m = (s_mark_t){0};
     tc_stats_t st = {0};
     size_t reps = 0;
     tc_stop_reason_t stop = TC_STOP_CONVERGED;
     bool busy = false;
-    int brc = s_measure_item(dev, it, o, d, &r, &st, &reps, &stop, &busy, canary_ms);
+    int brc = s_measure_item(dev, it, o, d, &r, &st, &reps, &stop, &busy, &m->canary_ms);
     if (brc < 0) {
         tc_log_warn("%s: %s", item, tc_errmsg());
         rep->failed++;
@@ -229,7 +235,12 @@ static int s_item(tc_device_t *dev, const tc_bench_item_t *it, const char *item,
         rep->measured_ms += st.median;
         rep->repetitions += reps;
         rep->converged += stop == TC_STOP_CONVERGED;
-        *disturbed = busy;
+        m->disturbed = busy;
+        m->measured_at_us = r->measured_at_us;
+        /* Where the load was read (a result without it is from a run
+         * without the guard, which measures nothing again). */
+        if (r->load && supersedes_us && supersedes_us < r->measured_at_us)
+            r->load->supersedes_us = supersedes_us;
         if (!batch->n)
             batch->first_s = s_now_s();
         batch->r[batch->n++] = r;
@@ -266,15 +277,15 @@ int tc_bench_run_sink(tc_device_t *dev, const tc_bench_item_t *items, size_t n_i
     memset(rep, 0, sizeof *rep);
     s_batch_t *batch = calloc(1, sizeof *batch);
     /* Items taken while the machine was busy or the host slow, measured
-     * again at the end once it is quiet (the disturbed results stay,
-     * marked), and what the canary read around each. */
+     * again at the end once it is quiet (the results they supersede stay,
+     * marked or superseded), and each item's first measurement. */
     bool *again = calloc(n_items + 1, sizeof *again);
-    double *canary_ms = calloc(n_items + 1, sizeof *canary_ms);
+    s_mark_t *first = calloc(n_items + 1, sizeof *first);
     size_t n_again = 0, n_late = 0;
-    if (!batch || !again || !canary_ms) {
+    if (!batch || !again || !first) {
         free(batch);
         free(again);
-        free(canary_ms);
+        free(first);
         return tc_fail(TC_ENOMEM, "out of memory");
     }
     /* The options with the device's canary (canary.h). */
@@ -296,20 +307,19 @@ int tc_bench_run_sink(tc_device_t *dev, const tc_bench_item_t *items, size_t n_i
         s_item_label(&items[i], item, sizeof item);
         if (sink->progress)
             sink->progress(i, n_items, item, sink->arg);
-        bool disturbed = false;
-        TC_TRY(s_item(dev, &items[i], item, o, sink, &d, backend, max, batch, rep, &disturbed,
-                      &canary_ms[i]));
-        if (disturbed && guard) {
+        TC_TRY(s_item(dev, &items[i], item, o, sink, &d, backend, max, batch, rep, 0,
+                      &first[i]));
+        if (first[i].disturbed && guard) {
             again[i] = true;
             n_again++;
         }
     }
     /* Against the fastest reading of the whole run: items measured in a
      * slow phase before the run first saw a fast one. Their results went
-     * out unmarked; the new ones join them (the fit's statistic over a
-     * measurement's recent results). */
+     * out unmarked; the new ones supersede them (supersedes_us), which
+     * makes them count as disturbed in the store. */
     for (size_t i = 0; i < n_items; i++) {
-        if (!again[i] && tc_canary_slow(&canary, canary_ms[i])) {
+        if (!again[i] && tc_canary_slow(&canary, first[i].canary_ms)) {
             again[i] = true;
             n_again++;
             n_late++;
@@ -328,10 +338,9 @@ int tc_bench_run_sink(tc_device_t *dev, const tc_bench_item_t *items, size_t n_i
                 TC_FAIL_GOTO(TC_EINTR, "stopped while measuring disturbed items again");
             char item[224];
             s_item_label(&items[i], item, sizeof item);
-            bool disturbed = false;
-            double ms = 0;
+            s_mark_t m;
             TC_TRY(s_item(dev, &items[i], item, o, sink, &d, backend, max, batch, rep,
-                          &disturbed, &ms));
+                          first[i].measured_at_us, &m));
         }
     }
     if (tc_canary_on(&canary))
@@ -346,7 +355,7 @@ err:
         (void)s_flush(batch, sink, &d, backend, o->agent_id, &rep->measured);
     free(batch);
     free(again);
-    free(canary_ms);
+    free(first);
     rep->elapsed_s = s_now_s() - t0;
     return rc;
 }

@@ -177,6 +177,7 @@ int tc_samples_to_result(const tc_samples_t *s, double quiet_pct, Traincast__V1_
         r->load->threshold_pct = quiet_pct;
         r->load->remeasured = s->remeasured;
         r->load->disturbed = s->disturbed;
+        r->load->canary_ms = s->canary_ms;
     }
     r->samples_ms = malloc(s->n * sizeof *r->samples_ms);
     r->sample_offsets_us = malloc(s->n * sizeof *r->sample_offsets_us);

@@ -85,7 +85,8 @@ void tc_samples_free(tc_samples_t *s);
 
 /* What every benchmarked op's result (a conv's or a matmul's) carries of
  * its measurement: the statistics, every sample with its offset, and the
- * load under the quiet threshold `quiet_pct`, into an initialized result
+ * load under the quiet threshold `quiet_pct` with the canary's reading
+ * (where the load was read), into an initialized result
  * (arrays and load malloc'ed: tc_conv_result_proto_free frees them).
  * TC_ENOMEM; TC_EINVAL when nothing was measured. */
 int tc_samples_to_result(const tc_samples_t *s, double quiet_pct, Traincast__V1__ConvResult *r);

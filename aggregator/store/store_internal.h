@@ -153,9 +153,16 @@ int tc_store_bind_key(tc_store_t *s, const char *agent_id, const char *key);
  * each batch of the integer array `batches`: one index scan serves every
  * batch of a config, where a look-up per batch costs an executor loop each
  * (predict asks for 10 batches at once). The arguments are SQL expressions
- * (parameters or columns). Read in binary by tc_store_conv_repeats. */
+ * (parameters or columns). Read in binary by tc_store_conv_repeats. A
+ * result that a later one supersedes (schema/018_canary.sql) reads as
+ * disturbed. */
+#define TC_SQL_SUPERSEDED(table)                                                                   \
+    "EXISTS (SELECT 1 FROM " table " s WHERE s.device_id = r.device_id "                          \
+    "  AND s.config_id = r.config_id AND s.batch = r.batch AND s.direction = r.direction "       \
+    "  AND s.policy = r.policy AND s.supersedes_at = r.measured_at)"
 #define TC_SQL_CONV_REPEATS(dev, policy, libv, config, batches, dir)                              \
-    "(SELECT r.batch, r.median_ms, r.stddev_ms, r.measured_at, r.result_id, r.disturbed "        \
+    "(SELECT r.batch, r.median_ms, r.stddev_ms, r.measured_at, r.result_id, "                    \
+    "  r.disturbed OR " TC_SQL_SUPERSEDED("conv_results") " AS disturbed "                       \
     "  FROM conv_results r JOIN devices d USING (device_id) "                                     \
     "  WHERE d.name = " dev " AND r.policy = " policy                                            \
     "  AND (coalesce(" libv ", '') = '' OR d.kind <> 'cuda' OR r.library_version = " libv ") "  \
@@ -165,7 +172,8 @@ int tc_store_bind_key(tc_store_t *s, const char *agent_id, const char *key);
 /* The same for a matmul: its results carry no library version, so a matmul
  * counts whatever the device's. */
 #define TC_SQL_MATMUL_REPEATS(dev, policy, config, batches, dir)                                 \
-    "(SELECT r.batch, r.median_ms, r.stddev_ms, r.measured_at, r.result_id, r.disturbed "        \
+    "(SELECT r.batch, r.median_ms, r.stddev_ms, r.measured_at, r.result_id, "                    \
+    "  r.disturbed OR " TC_SQL_SUPERSEDED("matmul_results") " AS disturbed "                     \
     "  FROM matmul_results r JOIN devices d USING (device_id) "                                   \
     "  WHERE d.name = " dev " AND r.policy = " policy " AND r.config_id = " config                \
     "  AND r.batch = ANY (" batches ") AND r.direction = " dir ")"

@@ -253,6 +253,8 @@ static int s_load(const Traincast__V1__Load *l, const char *path)
     CHECK(s_field_range(sub, "threshold_pct", l->threshold_pct, true, 100.0));
     CHECK(s_field_uint(sub, "gpu_other_processes", l->gpu_other_processes, 0, TC_MAX_UNITS));
     CHECK(s_field_uint(sub, "remeasured", l->remeasured, 0, TC_MAX_REPEATS));
+    CHECK(s_field_nonneg(sub, "canary_ms", l->canary_ms));
+    CHECK(s_field_time(sub, "supersedes_us", l->supersedes_us));
     return 0;
 }
 
@@ -338,6 +340,11 @@ static int s_conv_result(const Traincast__V1__ConvResult *r, const char *path, b
     CHECK(s_field_uint(path, "sm_clock_mhz", r->sm_clock_mhz, 0, TC_MAX_MHZ));
     CHECK(s_field_range(path, "power_w", r->power_w, true, TC_MAX_WATTS));
     CHECK(s_load(r->load, path));
+    if (r->load && r->load->supersedes_us &&
+        (!r->measured_at_us || r->load->supersedes_us >= r->measured_at_us))
+        return s_field_bad(path, "load.supersedes_us",
+                            "must name a time before measured_at_us (%lld; got %lld)",
+                            (long long)r->measured_at_us, (long long)r->load->supersedes_us);
     CHECK(s_field_count(path, "samples_ms", r->n_samples_ms));
     if (r->n_sample_offsets_us && r->n_sample_offsets_us != r->n_samples_ms)
         return s_field_bad(path, "sample_offsets_us", "has %zu items but samples_ms has %zu",

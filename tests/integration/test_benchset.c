@@ -265,7 +265,8 @@ static long long s_matmul_digest(const char *dsn, const char *what)
                  "r.route, r.median_ms, r.min_ms, r.max_ms, r.stddev_ms, r.repetitions, "
                  "r.measured_at, r.samples_ms, r.sample_offsets_us, r.sm_clock_mhz, r.power_w, "
                  "r.load_others_pct, r.load_steal_pct, r.gpu_other_processes, "
-                 "r.load_threshold_pct, r.remeasured, r.disturbed), ';' ORDER BY r.message_id, "
+                 "r.load_threshold_pct, r.remeasured, r.disturbed, r.canary_ms, r.supersedes_at), "
+                 "';' ORDER BY r.message_id, "
                  "r.seq)), 1, 15))::bit(60)::bigint FROM matmul_results r JOIN matmul_configs c "
                  "USING (config_id) JOIN devices d USING (device_id)");
     else
@@ -334,6 +335,8 @@ Test(benchset, matmuls_round_trip_and_fit_alike, .init = s_setup, .timeout = 600
     load.others_pct = 3.5;
     load.threshold_pct = 10;
     load.remeasured = 1;
+    load.canary_ms = 0.55;
+    load.supersedes_us = att->measured_at_us - 1000;
     att->load = &load;
     tc_law_put(s, env);
     /* Graphs that list no matmul, and one from an older agent. */

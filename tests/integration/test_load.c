@@ -217,3 +217,50 @@ Test(load, the_fit_leaves_disturbed_measurements_out, .timeout = 120)
                  0);
     tc_store_destroy(&st);
 }
+
+/* A result the agent measured again at the end of its plan, because the
+ * host's canary read slow around it only against the run's later readings
+ * (agent/bench/bench_run.c), went out unmarked; the new result names it
+ * (supersedes_at), and the fit counts it as disturbed: the new one alone
+ * decides, and the count of disturbed benchmarks includes it. */
+Test(load, a_superseded_benchmark_counts_as_disturbed, .timeout = 120)
+{
+    tc_store_t *st = tc_synth_fresh_db("tc_test_load_superseded");
+    tc_synth_populate(st);
+    char v[64];
+    char *dev[] = {"synth-a"};
+    tc_fit_group_t *g = NULL;
+    size_t n = 0;
+    cr_assert_eq(tc_store_fit_groups(st, dev, 1, TC_FIT_STAT_MEDIAN, false, &g, &n), 0, "%s",
+                 tc_errmsg());
+    double before[16] = {0};
+    size_t n_points = g[0].n_points, disturbed = g[0].disturbed_benchmarks;
+    cr_assert_leq(n_points, 16u);
+    for (size_t i = 0; i < n_points; i++)
+        before[i] = g[0].points[i].conv_ms;
+    tc_fit_groups_free(&g, n);
+    /* Every benchmark measured again a second later at half its time, each
+     * naming the one it supersedes. */
+    cr_assert_eq(tc_store_exec(st,
+                               "INSERT INTO conv_results (message_id, seq, device_id, "
+                               "config_id, batch, direction, policy, backend, algo, algo_id, "
+                               "median_ms, min_ms, max_ms, stddev_ms, repetitions, "
+                               "workspace_bytes, measured_at, supersedes_at, canary_ms) "
+                               "SELECT message_id, seq + 1000, device_id, config_id, batch, "
+                               "direction, policy, backend, algo, algo_id, median_ms / 2, "
+                               "min_ms / 2, max_ms / 2, stddev_ms, repetitions, "
+                               "workspace_bytes, measured_at + interval '1 second', measured_at, "
+                               "0.5 FROM conv_results",
+                               v, sizeof v),
+                 0, "%s", tc_errmsg());
+    cr_assert_eq(tc_store_fit_groups(st, dev, 1, TC_FIT_STAT_MEDIAN, false, &g, &n), 0, "%s",
+                 tc_errmsg());
+    cr_assert_eq(g[0].n_points, n_points);
+    cr_expect_gt(g[0].disturbed_benchmarks, disturbed, "the superseded ones are counted");
+    for (size_t i = 0; i < n_points; i++)
+        cr_expect(fabs(g[0].points[i].conv_ms - before[i] / 2) < 1e-9 * before[i],
+                  "point %zu: conv sum %g, the new benchmarks' %g", i, g[0].points[i].conv_ms,
+                  before[i] / 2);
+    tc_fit_groups_free(&g, n);
+    tc_store_destroy(&st);
+}

@@ -427,6 +427,8 @@ Test(store, matmul_results_round_trip)
     load.threshold_pct = 10;
     load.remeasured = 1;
     load.disturbed = 1;
+    load.canary_ms = 0.625;
+    load.supersedes_us = r1->measured_at_us - 5000000;
     r1->load = &load;
     s_put_ok(env, TC_STORE_STORED);
     cr_assert_eq(s_count("SELECT count(*) FROM conv_results"), 2);
@@ -442,15 +444,19 @@ Test(store, matmul_results_round_trip)
                                "repetitions || ',' || array_length(samples_ms, 1) || ',' || "
                                "samples_ms[2] || ',' || load_others_pct || ',' || remeasured || ','"
                                " || disturbed || ',' || extract(epoch FROM measured_at)::bigint || "
-                               "',' || d.uuid FROM matmul_results r JOIN matmul_configs c USING "
+                               "',' || d.uuid || ',' || canary_ms || ',' || "
+                               "extract(epoch FROM measured_at - supersedes_at) FROM "
+                               "matmul_results r JOIN matmul_configs c USING "
                                "(config_id) JOIN devices d USING (device_id) WHERE seq = 1",
                                v, sizeof v),
                  0, "%s", tc_errmsg());
     cr_assert_str_eq(v, "8,1,50,3072,768,1,false,true,true,true,fp32,bwd_data,heuristic,onednn,"
-                        "sgemm,blas,3.5,3,4,3,3,3.5,12.5,1,true,1700000000,uuid-mm");
+                        "sgemm,blas,3.5,3,4,3,3,3.5,12.5,1,true,1700000000,uuid-mm,0.625,"
+                        "5.000000");
     cr_assert_eq(tc_store_exec(s_store,
                                "SELECT count(DISTINCT config_id) || ',' || bool_and(load_others_pct "
-                               "IS NULL) FROM matmul_results WHERE seq <> 1",
+                               "IS NULL AND canary_ms IS NULL AND supersedes_at IS NULL) FROM "
+                               "matmul_results WHERE seq <> 1",
                                v, sizeof v),
                  0);
     cr_assert_str_eq(v, "2,true");

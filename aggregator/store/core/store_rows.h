@@ -15,7 +15,7 @@
 #include <stddef.h>
 
 /* Columns of each row kind, for checks. */
-#define TC_ROWS_RESULT_COLS 30 /* conv_results (TC_ROWS_RESULT_COLUMNS) */
+#define TC_ROWS_RESULT_COLS 32 /* conv_results (TC_ROWS_RESULT_COLUMNS) */
 #define TC_ROWS_CAND_COLS 7     /* conv_algo_timings (TC_ROWS_CAND_COLUMNS) */
 #define TC_ROWS_LAYER_COLS 10   /* model_layers */
 #define TC_ROWS_CONV_COLS (TC_CONV_KEY_FIELDS + 2)       /* tc_stage_convs */
@@ -44,7 +44,7 @@ void tc_store_time_param(long long us, char *buf, size_t size);
     "algo_id, median_ms, min_ms, max_ms, stddev_ms, repetitions, workspace_bytes, measured_at, "   \
     "samples_ms, sample_offsets_us, route, library_version, sm_clock_mhz, power_w, "            \
     "load_others_pct, load_steal_pct, gpu_other_processes, load_threshold_pct, remeasured, "     \
-    "disturbed"
+    "disturbed, canary_ms, supersedes_at"
 #define TC_ROWS_CAND_COLUMNS                                                                       \
     "result_id, algo, algo_id, time_ms, workspace_bytes, status, message"
 

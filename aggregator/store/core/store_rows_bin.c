@@ -198,6 +198,11 @@ static void s_result_row(tc_buf_t *b, const Traincast__V1__ConvResults *cr, size
             s_null(b);
     }
     s_bool(b, l && l->disturbed);                         /* disturbed boolean */
+    if (l && l->canary_ms > 0)                            /* canary_ms double */
+        s_float8(b, l->canary_ms);
+    else
+        s_null(b);
+    s_time_us(b, l ? l->supersedes_us : 0);               /* supersedes_at timestamptz */
 }
 
 /* One row of conv_algo_timings, TC_ROWS_CAND_COLUMNS in order. */

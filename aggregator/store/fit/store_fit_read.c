@@ -163,7 +163,8 @@ static int s_read_disturbed(tc_store_t *s, const char *const *params, tc_fit_gro
     int rc = tc_store_query(s, &res, "counting disturbed measurements",
                             "SELECT (SELECT count(*) " GROUP_TRACES " AND t.status = 'ok' "
                             "AND t.disturbed), (SELECT count(*) FROM conv_results r JOIN devices "
-                            "d USING (device_id) WHERE d.name = $1 AND r.disturbed)",
+                            "d USING (device_id) WHERE d.name = $1 AND (r.disturbed OR "
+                            TC_SQL_SUPERSEDED("conv_results") "))",
                             7, params);
     if (rc < 0)
         return rc;

@@ -37,7 +37,7 @@ static const char s_reread_sql[] =
     "message_id, seq, device_id, config_id, batch, direction, policy, backend, algo, route, "     \
     "median_ms, min_ms, max_ms, stddev_ms, repetitions, measured_at, samples_ms, "               \
     "sample_offsets_us, sm_clock_mhz, power_w, load_others_pct, load_steal_pct, "                \
-    "gpu_other_processes, load_threshold_pct, remeasured, disturbed"
+    "gpu_other_processes, load_threshold_pct, remeasured, disturbed, canary_ms, supersedes_at"
 
 static const char s_results_sql[] = "INSERT INTO matmul_results (" RESULT_COLS ") SELECT " RESULT_COLS
                                     " FROM json_populate_recordset(NULL::matmul_results, $1)";
@@ -159,6 +159,18 @@ int tc_store_put_model_matmuls(tc_store_t *s, const Traincast__V1__ModelGraph *g
     return rc;
 }
 
+/* A unix-microsecond time as a JSON timestamptz; 0 (or less) null. */
+static void s_json_time(tc_buf_t *b, long long us)
+{
+    if (us > 0) {
+        char t[64];
+        tc_store_time_param(us, t, sizeof t);
+        tc_buf_json_str(b, t);
+    } else {
+        tc_buf_puts(b, "null");
+    }
+}
+
 static void s_json_opt_num(tc_buf_t *b, const char *name, bool set, double v)
 {
     tc_buf_printf(b, ",\"%s\":", name);
@@ -192,13 +204,7 @@ static void s_row(tc_buf_t *b, const tc_envelope_t *env, const char *device_id, 
     s_json_opt_num(b, "max_ms", true, r->max_ms);
     s_json_opt_num(b, "stddev_ms", true, r->stddev_ms);
     tc_buf_printf(b, ",\"repetitions\":%u,\"measured_at\":", r->repetitions);
-    if (r->measured_at_us > 0) {
-        char t[64];
-        tc_store_time_param(r->measured_at_us, t, sizeof t);
-        tc_buf_json_str(b, t);
-    } else {
-        tc_buf_puts(b, "null");
-    }
+    s_json_time(b, r->measured_at_us);
     tc_buf_puts(b, ",\"samples_ms\":[");
     for (size_t i = 0; i < r->n_samples_ms; i++) {
         if (i)
@@ -216,7 +222,11 @@ static void s_row(tc_buf_t *b, const tc_envelope_t *env, const char *device_id, 
     s_json_opt_num(b, "gpu_other_processes", l, l ? l->gpu_other_processes : 0);
     s_json_opt_num(b, "load_threshold_pct", l, l ? l->threshold_pct : 0);
     s_json_opt_num(b, "remeasured", l, l ? l->remeasured : 0);
-    tc_buf_printf(b, ",\"disturbed\":%s}", l && l->disturbed ? "true" : "false");
+    tc_buf_printf(b, ",\"disturbed\":%s", l && l->disturbed ? "true" : "false");
+    s_json_opt_num(b, "canary_ms", l && l->canary_ms > 0, l ? l->canary_ms : 0);
+    tc_buf_puts(b, ",\"supersedes_at\":");
+    s_json_time(b, l ? l->supersedes_us : 0);
+    tc_buf_putc(b, '}');
 }
 
 int tc_store_put_matmul_results(tc_store_t *s, const tc_envelope_t *env, const char *device_id)

@@ -116,6 +116,21 @@ static Traincast__V1__Load *s_load(s_pool_t *pool, PGresult *res, int row, int c
     return l;
 }
 
+/* A result's load (s_load) with its canary reading and the time of the
+ * result it supersedes in the two columns after (TC_SQL_RESULT_LOAD_COLS). */
+static Traincast__V1__Load *s_result_load(s_pool_t *pool, PGresult *res, int row, int col)
+{
+    Traincast__V1__Load *l = s_load(pool, res, row, col);
+    if (l) {
+        l->canary_ms = s_d(res, row, col + 6);
+        l->supersedes_us = s_ll(res, row, col + 7);
+    }
+    return l;
+}
+#define TC_SQL_RESULT_LOAD_COLS                                                                \
+    "r.load_others_pct, r.load_steal_pct, r.gpu_other_processes, r.load_threshold_pct, "     \
+    "r.remeasured, r.disturbed, r.canary_ms, " TC_SQL_US("r.supersedes_at")
+
 
 /* The conv key from columns col.. of a row, in tc_conv_key.h's order (as
  * TC_SQL_CONV_KEY_COLS selects it). */
@@ -419,8 +434,7 @@ static const char *s_trace_status_name(int v)
     "r.route, r.median_ms, r.min_ms, r.max_ms, r.stddev_ms, r.repetitions, "                 \
     TC_SQL_US("r.measured_at") ", array_to_string(r.samples_ms, ','), "                      \
     "array_to_string(r.sample_offsets_us, ','), r.sm_clock_mhz, r.power_w, "                 \
-    "r.load_others_pct, r.load_steal_pct, r.gpu_other_processes, r.load_threshold_pct, "     \
-    "r.remeasured, r.disturbed"
+    TC_SQL_RESULT_LOAD_COLS
 
 static void s_matmul_results(s_pool_t *pool, PGresult *rows, Traincast__V1__ConvResults *cr)
 {
@@ -454,7 +468,7 @@ static void s_matmul_results(s_pool_t *pool, PGresult *rows, Traincast__V1__Conv
         x->n_sample_offsets_us = s_ints(pool, s_v(rows, r, B + 12), &x->sample_offsets_us);
         x->sm_clock_mhz = (uint32_t)s_ll(rows, r, B + 13);
         x->power_w = s_d(rows, r, B + 14);
-        x->load = s_load(pool, rows, r, B + 15);
+        x->load = s_result_load(pool, rows, r, B + 15);
         cr->matmul_results[i] = x;
     }
 }
@@ -480,8 +494,7 @@ static int s_export_conv_message(tc_store_t *s, PGresult *msgs, int m, tc_store_
             "r.repetitions, r.workspace_bytes, " TC_SQL_US("r.measured_at") ", "
             "array_to_string(r.samples_ms, ','), array_to_string(r.sample_offsets_us, ','), "
             "r.result_id, r.route, r.library_version, r.sm_clock_mhz, r.power_w, "
-            "r.load_others_pct, r.load_steal_pct, r.gpu_other_processes, r.load_threshold_pct, "
-            "r.remeasured, r.disturbed FROM "
+            TC_SQL_RESULT_LOAD_COLS " FROM "
             "conv_results r JOIN conv_configs c USING (config_id) WHERE "
             "r.message_id = $1 ORDER BY r.seq",
             1, idp);
@@ -526,7 +539,7 @@ static int s_export_conv_message(tc_store_t *s, PGresult *msgs, int m, tc_store_
                 cr->device->library_version = s_str(&pool, s_v(rows, r, B + 16));
             x->sm_clock_mhz = (uint32_t)s_ll(rows, r, B + 17);
             x->power_w = s_d(rows, r, B + 18);
-            x->load = s_load(&pool, rows, r, B + 19);
+            x->load = s_result_load(&pool, rows, r, B + 19);
             x->config = c;
             tc_direction_parse(PQgetvalue(rows, r, B + 1), &x->direction);
             tc_policy_parse(PQgetvalue(rows, r, B + 2), &x->policy);

@@ -1,13 +1,17 @@
 /* The host-phase canary (canary.h) and how the measurement loop uses it,
  * on a device whose canary reads a scripted sequence. */
+#include "bench_run.h"
 #include "canary.h"
 #include "measure.h"
 
 #include "tc_error.h"
+#include "tc_resultfile.h"
+#include "tc_validate.h"
 
 #include <criterion/criterion.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 typedef struct {
     const double *seq; /* readings in order; the last repeats */
@@ -166,4 +170,91 @@ Test(canary, the_ratio_from_the_environment, .timeout = 10)
     cr_expect(strstr(tc_errmsg(), "TRAINCAST_CANARY_SLOW must be a ratio over 1"), "%s",
               tc_errmsg());
     unsetenv("TRAINCAST_CANARY_SLOW");
+}
+
+/* What a bench run's results say of the canary, in the order written. */
+typedef struct {
+    size_t n;
+    uint32_t m[8];
+    int64_t at_us[8], supersedes_us[8];
+    double canary_ms[8];
+    int bad;
+} results_t;
+
+static int s_collect(const tc_envelope_t *env, void *arg)
+{
+    results_t *x = arg;
+    if (tc_validate_envelope(env) < 0)
+        x->bad++;
+    if (env->body_case != TRAINCAST__V1__ENVELOPE__BODY_CONV_RESULTS)
+        return 0;
+    for (size_t i = 0; i < env->conv_results->n_matmul_results && x->n < 8; i++, x->n++) {
+        const Traincast__V1__ConvResult *r = env->conv_results->matmul_results[i];
+        cr_assert(r->load, "every result carries its load and canary reading");
+        x->m[x->n] = r->matmul->m;
+        x->at_us[x->n] = r->measured_at_us;
+        x->supersedes_us[x->n] = r->load->supersedes_us;
+        x->canary_ms[x->n] = r->load->canary_ms;
+    }
+    return 0;
+}
+
+/* A run that starts in a slow phase: its first items read 2 ms against its
+ * first fastest of 2 ms (not slow then), the rest 1 ms. At the plan's end
+ * the first items are slow against the run's fastest: measured again, and
+ * their new results name the ones they supersede (the store then counts
+ * those as disturbed: test_load). */
+Test(canary, a_plan_measures_its_late_slow_items_again_superseding_them, .timeout = 120)
+{
+    /* Five readings for a first fastest, two around each of the first two
+     * items, then 1 ms for ever after. */
+    const double r[] = {2, 2, 2, 2, 2, 2, 2, 2, 2, 1};
+    tc_device_t *dev = NULL;
+    cr_assert_eq(tc_device_open("cpu", 1, &dev), 0, "%s", tc_errmsg());
+    tc_backend_iface_t scripted = *dev->iface;
+    scripted.canary = s_canary;
+    dev->iface = &scripted;
+    s_play(r, 10);
+
+    tc_bench_item_t items[4];
+    memset(items, 0, sizeof items);
+    for (size_t i = 0; i < 4; i++) {
+        items[i].kind = TC_OP_MATMUL;
+        items[i].matmul = tc_matmul_config_default();
+        items[i].matmul.minibatch = 2;
+        items[i].matmul.m = 8 + (uint32_t)i, items[i].matmul.n = 16, items[i].matmul.k = 16;
+        items[i].direction = TRAINCAST__V1__DIRECTION__DIRECTION_FWD;
+    }
+    tc_bench_run_opts_t ro = {.policy = TRAINCAST__V1__POLICY__POLICY_HEURISTIC,
+                              .measure = tc_measure_defaults(),
+                              .seed = 1,
+                              .agent_id = "test-agent"};
+    ro.measure.budget_ms = 5;
+    ro.measure.max_reps = 5;
+    ro.measure.quiet = s_guard(); /* the canary on, the load guard off */
+    ro.measure.quiet.threshold_pct = 100;
+    char path[] = "/tmp/tc_canary_late_XXXXXX";
+    int fd = mkstemp(path);
+    cr_assert_geq(fd, 0);
+    close(fd);
+    unlink(path);
+    tc_bench_report_t rep;
+    cr_assert_eq(tc_bench_run(dev, items, 4, &ro, path, &rep), 0, "%s", tc_errmsg());
+    results_t x = {0};
+    cr_assert_eq(tc_resultfile_read(path, false, s_collect, &x, NULL), 0, "%s", tc_errmsg());
+    cr_expect_eq(x.bad, 0, "every envelope validates");
+    cr_assert_eq(x.n, 6, "four items, the first two again (got %zu results)", x.n);
+    for (size_t i = 0; i < 4; i++) {
+        cr_expect_eq(x.m[i], 8 + i);
+        cr_expect_float_eq(x.canary_ms[i], i < 2 ? 2.0 : 1.0, 1e-12, "item %zu", i);
+        cr_expect_eq(x.supersedes_us[i], 0, "item %zu's first result supersedes nothing", i);
+    }
+    for (size_t i = 4; i < 6; i++) {
+        cr_expect_eq(x.m[i], 8 + (i - 4), "the late items, in plan order");
+        cr_expect_float_eq(x.canary_ms[i], 1.0, 1e-12);
+        cr_expect_eq(x.supersedes_us[i], x.at_us[i - 4], "result %zu names the first one", i);
+        cr_expect_gt(x.at_us[i], x.at_us[i - 4]);
+    }
+    unlink(path);
+    tc_device_close(&dev);
 }

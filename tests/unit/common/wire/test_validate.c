@@ -181,6 +181,27 @@ Test(validate, times_and_doubles, .timeout = 10)
     s_refused(env, "train_trace.graph.flops", NULL);
 }
 
+/* The load of a result: its canary reading, and the earlier result it
+ * supersedes, which must be earlier. */
+Test(validate, load_canary_and_supersedes, .timeout = 10)
+{
+    static Traincast__V1__Load load = TRAINCAST__V1__LOAD__INIT;
+    tc_envelope_t *env = s_conv();
+    Traincast__V1__ConvResult *r = env->conv_results->results[1];
+    load.canary_ms = 0.55;
+    load.supersedes_us = r->measured_at_us - 1;
+    r->load = &load;
+    cr_assert_eq(tc_validate_envelope(env), 0, "%s", tc_errmsg());
+    load.canary_ms = -1;
+    s_refused(env, "conv_results.results[1].load.canary_ms", NULL);
+    load.canary_ms = 0.55;
+    load.supersedes_us = r->measured_at_us;
+    s_refused(env, "conv_results.results[1].load.supersedes_us", "before measured_at_us");
+    load.supersedes_us = INT64_MAX;
+    s_refused(env, "conv_results.results[1].load.supersedes_us", NULL);
+    r->load = NULL;
+}
+
 Test(validate, energy, .timeout = 10)
 {
     tc_envelope_t *env = s_trace();

@@ -1,0 +1,24 @@
+-- The host-phase canary's reading with every benchmark, and results that supersede an earlier
+-- one (docs/conv-benchmarks.md, "Slow phases of the host, and the canary").
+--
+-- An agent reads a short fixed kernel (its canary) before and after each measured block; a
+-- block whose reading was well over the run's fastest was taken in a slow phase of the host
+-- and is measured again. At the end of its plan the agent checks every item against the
+-- whole run's fastest reading: an item measured before the run first saw a fast phase was
+-- slow too, but its result has already gone out unmarked. The agent measures it again and
+-- the new result names the earlier one by its measured_at (Load.supersedes_us). Results stay
+-- as they were stored (the writer only inserts); the look-up of a measurement's benchmarks
+-- (TC_SQL_CONV_REPEATS, TC_SQL_MATMUL_REPEATS) counts a superseded result as disturbed: used
+-- only where the measurement has no quiet one.
+
+ALTER TABLE conv_results
+    ADD COLUMN canary_ms double precision,
+    ADD COLUMN supersedes_at timestamptz;
+ALTER TABLE matmul_results
+    ADD COLUMN canary_ms double precision,
+    ADD COLUMN supersedes_at timestamptz;
+
+COMMENT ON COLUMN conv_results.canary_ms IS 'The slowest reading of the device''s canary around the measured block, ms; NULL none (no canary, or an older agent).';
+COMMENT ON COLUMN conv_results.supersedes_at IS 'This result measures again, at the end of the agent''s plan, the result of the same device, config, batch, direction and policy measured at this time, which was taken in a slow phase of the host or while the machine was busy: that one counts as disturbed. NULL none.';
+COMMENT ON COLUMN matmul_results.canary_ms IS 'The slowest reading of the device''s canary around the measured block, ms; NULL none.';
+COMMENT ON COLUMN matmul_results.supersedes_at IS 'As conv_results.supersedes_at: the result of the same matmul measurement taken at this time counts as disturbed.';
