@@ -18,6 +18,15 @@ ALTER TABLE matmul_results
     ADD COLUMN canary_ms double precision,
     ADD COLUMN supersedes_at timestamptz;
 
+-- The look-up asks, for every benchmark it reads, whether another names it: a partial index of
+-- the few results that supersede one keeps that probe off the million others.
+CREATE INDEX conv_results_supersedes_idx
+    ON conv_results (device_id, config_id, batch, direction, policy, supersedes_at)
+    WHERE supersedes_at IS NOT NULL;
+CREATE INDEX matmul_results_supersedes_idx
+    ON matmul_results (device_id, config_id, batch, direction, policy, supersedes_at)
+    WHERE supersedes_at IS NOT NULL;
+
 COMMENT ON COLUMN conv_results.canary_ms IS 'The slowest reading of the device''s canary around the measured block, ms; NULL none (no canary, or an older agent).';
 COMMENT ON COLUMN conv_results.supersedes_at IS 'This result measures again, at the end of the agent''s plan, the result of the same device, config, batch, direction and policy measured at this time, which was taken in a slow phase of the host or while the machine was busy: that one counts as disturbed. NULL none.';
 COMMENT ON COLUMN matmul_results.canary_ms IS 'The slowest reading of the device''s canary around the measured block, ms; NULL none.';
