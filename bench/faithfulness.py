@@ -14,6 +14,9 @@ count (1 and 2), it compares
      or for the weight (and bias) gradients only (backward-filter), with
      the same threads and the same allocator, on a channels-last input
      where the model hands the conv one (ConvNeXt; A times it as nhwc),
+     each timing with the host-phase canary around it (Canary below, as
+     the agent's: taken again in a slow phase of the host;
+     TRAINCAST_CANARY_SLOW sets the ratio for both sides, 0 off),
 
 measured A B A B ... (--rounds rounds, each side a fresh process), so that
 drift of a shared machine cancels in the ratio A/B of each round; the
@@ -163,6 +166,7 @@ def cmd_torch(a):
     cpu_env.ensure_allocator(a.allocator, True, fail)
     import torch
     torch.set_num_threads(a.threads)
+    a.canary = Canary(torch, a.threads)
     with open(a.json) as f:
         models = json.load(f)
     seen, rows = set(), []
@@ -184,22 +188,95 @@ def cmd_torch(a):
     return 0
 
 
-def median_time(fn, budget_s, max_reps, setup=None):
+class Canary:
+    """The agent's host-phase canary (agent/bench/canary.h) on PyTorch's
+    side: ten 96x96x96 products through torch.mm (the framework's sgemm_, as
+    the agent's canary and the trace runner's call it) on one thread, read
+    before and after each timing. A timing around which a reading was over
+    `slow` times the fastest reading so far was taken in a slow phase of the
+    host: it is taken again once the canary reads fast (every 50 ms, up to
+    wait_s), at most twice, as the agent measures a block again.
+    TRAINCAST_CANARY_SLOW sets the ratio for both sides (0: off)."""
+
+    def __init__(self, torch, threads, wait_s=60.0):
+        self.torch, self.threads, self.wait_s = torch, threads, wait_s
+        self.slow = float(os.environ.get("TRAINCAST_CANARY_SLOW", "1.3"))
+        self.fastest = math.inf
+        self.retaken = self.stayed_slow = 0
+        self.gave_up_at = -math.inf
+        self.ops = [torch.rand(96, 96), torch.rand(96, 96), torch.empty(96, 96)]
+        for _ in range(5 if self.on() else 0):
+            self.read()
+
+    def on(self):
+        return self.slow > 1
+
+    def read(self):
+        """One reading in ms, on one thread (after a pause that lets the
+        measured team's spinning workers sleep, as the agent's)."""
+        if self.threads > 1:
+            time.sleep(0.005)
+            self.torch.set_num_threads(1)
+        a, b, c = self.ops
+        t = time.perf_counter()
+        for _ in range(10):
+            self.torch.mm(a, b, out=c)
+        ms = (time.perf_counter() - t) * 1e3
+        if self.threads > 1:
+            self.torch.set_num_threads(self.threads)
+        self.fastest = min(self.fastest, ms)
+        return ms
+
+    def is_slow(self, ms):
+        return self.on() and ms > self.slow * self.fastest
+
+    def wait(self):
+        """Until a reading is fast (True), or wait_s ran out (False; then
+        for five times wait_s no call waits)."""
+        start = time.monotonic()
+        if start - self.gave_up_at < 5 * self.wait_s:
+            return False
+        while self.is_slow(self.read()):
+            if time.monotonic() - start >= self.wait_s:
+                self.gave_up_at = time.monotonic()
+                return False
+            time.sleep(0.05)
+        return True
+
+    def timed(self, measure):
+        """measure() with the canary around it, taken again in a slow phase."""
+        if not self.on():
+            return measure()
+        for attempt in range(3):
+            before = self.read()
+            out = measure()
+            if not self.is_slow(max(before, self.read())):
+                return out
+            if attempt == 2 or not self.wait():
+                self.stayed_slow += 1
+                return out
+            self.retaken += 1
+
+
+def median_time(fn, budget_s, max_reps, setup=None, canary=None):
     """(median, min) of timed calls, in ms: fn(), or fn(setup()) with setup
     untimed; 2 warm-ups, then at least 5 and at most max_reps within the
-    budget."""
+    budget; with a Canary around them, taken again in a slow phase."""
     def args():
         return () if setup is None else (setup(),)
 
-    for _ in range(2):
-        fn(*args())
-    times, t_end = [], time.perf_counter() + budget_s
-    while len(times) < max_reps and (len(times) < 5 or time.perf_counter() < t_end):
-        x = args()
-        t0 = time.perf_counter()
-        fn(*x)
-        times.append((time.perf_counter() - t0) * 1e3)
-    return statistics.median(times), min(times)
+    def measure():
+        for _ in range(2):
+            fn(*args())
+        times, t_end = [], time.perf_counter() + budget_s
+        while len(times) < max_reps and (len(times) < 5 or time.perf_counter() < t_end):
+            x = args()
+            t0 = time.perf_counter()
+            fn(*x)
+            times.append((time.perf_counter() - t0) * 1e3)
+        return statistics.median(times), min(times)
+
+    return canary.timed(measure) if canary else measure()
 
 
 def time_conv(torch, c, a, needs_data, bias):
@@ -222,7 +299,7 @@ def time_conv(torch, c, a, needs_data, bias):
     def fwd():
         f(x, w, b, stride, pad, dil, c["groups"])
 
-    out = [key + ("fwd",) + median_time(fwd, budget, a.max_reps)]
+    out = [key + ("fwd",) + median_time(fwd, budget, a.max_reps, canary=a.canary)]
     gy = torch.randn_like(f(x, w, b, stride, pad, dil, c["groups"]))
     gy = gy.contiguous(memory_format=fmt)
     bias_sizes = [c["k"]] if bias else None
@@ -232,10 +309,10 @@ def time_conv(torch, c, a, needs_data, bias):
             gy, x, w, bias_sizes, stride, pad, dil, False, [0, 0], c["groups"], mask)
 
     out.append(key + ("bwd_filter",) + median_time(backward([False, True, bias]), budget,
-                                                   a.max_reps))
+                                                   a.max_reps, canary=a.canary))
     if needs_data:
         out.append(key + ("bwd_data",) + median_time(backward([True, False, False]), budget,
-                                                     a.max_reps))
+                                                     a.max_reps, canary=a.canary))
     return out
 
 

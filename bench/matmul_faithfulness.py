@@ -29,6 +29,10 @@ thread), the same on the machine's fast phase (each side's fastest round of
 a config direction, min(A)/min(B), as faithfulness.py's fastest calls: a
 slow phase of a shared host that fell on one side's round counts with a
 round it did not), and writes a Markdown report (--out) with every row.
+Both sides read the host-phase canary around each timing and take a timing
+again in a slow phase (the agent's own, agent/bench/canary.h; PyTorch's
+side faithfulness.Canary, the same ten products through torch.mm);
+TRAINCAST_CANARY_SLOW sets the ratio for both (default 1.3, 0 off).
 
 The PyTorch side runs under $TRAINCAST_PYTHON (default /usr/bin/python3),
 as the agent's harness does. The configs come from `agent model describe torchvision:NAME --input-size S
@@ -54,7 +58,7 @@ sys.path.insert(0, os.path.join(REPO, "agent", "harness"))
 
 import cpu_env  # noqa: E402
 import matmul_config  # noqa: E402
-from faithfulness import machine_kind, median_time  # noqa: E402
+from faithfulness import Canary, machine_kind, median_time  # noqa: E402
 
 MODELS = "vit_b_16,swin_t,convnext_tiny"
 # The interpreter with PyTorch, as the agent looks for it.
@@ -165,7 +169,12 @@ def torch_round(a, threads, path):
          str(threads), "--batch", str(a.batch), "--allocator", a.allocator, "--budget-ms",
          str(a.budget_ms), "--max-reps", str(a.max_reps), "--out", path])
     with open(path) as f:
-        return {tuple(k): v for k, v in json.load(f)}
+        times = {tuple(k): v for k, v in json.load(f)}
+    with open(path + ".canary") as f:
+        c = json.load(f)
+    a.torch_canary = [x + c[k] for x, k in zip(a.torch_canary, ("retaken", "still_slow"))] \
+        if c["on"] else a.torch_canary
+    return times
 
 
 def time_matmul(torch, c, dirs, a):
@@ -222,8 +231,9 @@ def time_matmul(torch, c, dirs, a):
 
             def call_engine(s):
                 torch.autograd.grad(s[0], [s[1]], gy)
-            out[d + ENGINE] = median_time(call_engine, budget, a.max_reps, setup_engine)[0]
-        out[d] = median_time(call, budget, a.max_reps)[0]
+            out[d + ENGINE] = median_time(call_engine, budget, a.max_reps, setup_engine,
+                                          a.canary)[0]
+        out[d] = median_time(call, budget, a.max_reps, canary=a.canary)[0]
     return out
 
 
@@ -235,6 +245,7 @@ def cmd_torch(a):
     cpu_env.ensure_allocator(a.allocator, True, fail)
     import torch
     torch.set_num_threads(a.threads)
+    a.canary = Canary(torch, a.threads)
     with open(a.json) as f:
         configs = distinct(json.load(f)["models"])
     rows = []
@@ -243,6 +254,9 @@ def cmd_torch(a):
             rows.append([list(k) + [d], ms])
     with open(a.out, "w") as f:
         json.dump(rows, f)
+    with open(a.out + ".canary", "w") as f:
+        json.dump({"on": a.canary.on(), "retaken": a.canary.retaken,
+                   "still_slow": a.canary.stayed_slow}, f)
     return 0
 
 
@@ -293,6 +307,7 @@ def cmd_run(a):
     for name, why in data["skipped"].items():
         lines.append("- %s left out: %s" % (name, why))
     for threads in [int(t) for t in a.threads.split(",")]:
+        a.torch_canary = [0, 0]
         unmeasured = set()
         per = {}
         per_engine = {}
@@ -348,9 +363,13 @@ def cmd_run(a):
         fast_line = ("%d thread(s), fastest rounds (min(A)/min(B)): median ratio %.3f, %.0f %% "
                      "within %.2f-%.2f%s" % (threads, fmed, fwithin * 100, BAND[0], BAND[1],
                                              goal(threads, fmed, fwithin, unmeasured)))
+        canary_line = ("The host-phase canary (TRAINCAST_CANARY_SLOW, default 1.3; "
+                       "docs/conv-benchmarks.md) on both sides: PyTorch's side took %d "
+                       "timings again over the rounds, %d stayed slow; the agent's are in its "
+                       "JSON lines in --work (`remeasured`, `host_slow`)." % tuple(a.torch_canary))
         print(summary)
         print(fast_line)
-        lines += ["", "## %d thread(s)" % threads, "", summary, "", fast_line, "",
+        lines += ["", "## %d thread(s)" % threads, "", summary, "", fast_line, "", canary_line, "",
                   "| config | direction | route | agent ms | PyTorch ms | ratio | ratio, "
                   "fastest rounds | ratio, PyTorch through the engine |",
                   "|---|---|---|---:|---:|---:|---:|---:|"]

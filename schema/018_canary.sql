@@ -18,8 +18,8 @@ ALTER TABLE matmul_results
     ADD COLUMN canary_ms double precision,
     ADD COLUMN supersedes_at timestamptz;
 
--- The look-up asks, for every benchmark it reads, whether another names it: a partial index of
--- the few results that supersede one keeps that probe off the million others.
+-- The look-up reads the results that supersede one once per statement: a partial index of
+-- those few keeps that read off the million others.
 CREATE INDEX conv_results_supersedes_idx
     ON conv_results (device_id, config_id, batch, direction, policy, supersedes_at)
     WHERE supersedes_at IS NOT NULL;

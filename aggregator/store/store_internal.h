@@ -155,11 +155,12 @@ int tc_store_bind_key(tc_store_t *s, const char *agent_id, const char *key);
  * (predict asks for 10 batches at once). The arguments are SQL expressions
  * (parameters or columns). Read in binary by tc_store_conv_repeats. A
  * result that a later one supersedes (schema/018_canary.sql) reads as
- * disturbed. */
+ * disturbed: the few superseding results are read once per statement (an
+ * uncorrelated IN, which PostgreSQL hashes), not probed per benchmark. */
 #define TC_SQL_SUPERSEDED(table)                                                                   \
-    "EXISTS (SELECT 1 FROM " table " s WHERE s.device_id = r.device_id "                          \
-    "  AND s.config_id = r.config_id AND s.batch = r.batch AND s.direction = r.direction "       \
-    "  AND s.policy = r.policy AND s.supersedes_at = r.measured_at)"
+    "coalesce((r.device_id, r.config_id, r.batch, r.direction, r.policy, r.measured_at) IN "     \
+    "  (SELECT s.device_id, s.config_id, s.batch, s.direction, s.policy, s.supersedes_at "      \
+    "   FROM " table " s WHERE s.supersedes_at IS NOT NULL), false)"
 #define TC_SQL_CONV_REPEATS(dev, policy, libv, config, batches, dir)                              \
     "(SELECT r.batch, r.median_ms, r.stddev_ms, r.measured_at, r.result_id, "                    \
     "  r.disturbed OR " TC_SQL_SUPERSEDED("conv_results") " AS disturbed "                       \
