@@ -196,11 +196,16 @@ class Canary:
     `slow` times the fastest reading so far was taken in a slow phase of the
     host: it is taken again once the canary reads fast (every 50 ms, up to
     wait_s), at most twice, as the agent measures a block again.
-    TRAINCAST_CANARY_SLOW sets the ratio for both sides (0: off)."""
+    TRAINCAST_CANARY_SLOW sets the ratio for both sides (0: off), and as the
+    agent's, the guard off (TRAINCAST_QUIET_PCT=100) turns it off;
+    TRAINCAST_QUIET_WAIT_S the wait (default 60 s)."""
 
-    def __init__(self, torch, threads, wait_s=60.0):
-        self.torch, self.threads, self.wait_s = torch, threads, wait_s
-        self.slow = float(os.environ.get("TRAINCAST_CANARY_SLOW", "1.3"))
+    def __init__(self, torch, threads):
+        env = os.environ.get
+        self.torch, self.threads = torch, threads
+        self.wait_s = float(env("TRAINCAST_QUIET_WAIT_S", "60"))
+        guard_off = float(env("TRAINCAST_QUIET_PCT", "0") or 0) >= 100
+        self.slow = 0.0 if guard_off else float(env("TRAINCAST_CANARY_SLOW", "1.3"))
         self.fastest = math.inf
         self.retaken = self.stayed_slow = 0
         self.gave_up_at = -math.inf

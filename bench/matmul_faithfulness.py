@@ -172,8 +172,9 @@ def torch_round(a, threads, path):
         times = {tuple(k): v for k, v in json.load(f)}
     with open(path + ".canary") as f:
         c = json.load(f)
-    a.torch_canary = [x + c[k] for x, k in zip(a.torch_canary, ("retaken", "still_slow"))] \
-        if c["on"] else a.torch_canary
+    if c["on"]:
+        a.torch_canary = [x + c[k] for x, k in zip(a.torch_canary or [0, 0],
+                                                    ("retaken", "still_slow"))]
     return times
 
 
@@ -307,7 +308,7 @@ def cmd_run(a):
     for name, why in data["skipped"].items():
         lines.append("- %s left out: %s" % (name, why))
     for threads in [int(t) for t in a.threads.split(",")]:
-        a.torch_canary = [0, 0]
+        a.torch_canary = None  # [taken again, still slow] where it ran
         unmeasured = set()
         per = {}
         per_engine = {}
@@ -364,9 +365,12 @@ def cmd_run(a):
                      "within %.2f-%.2f%s" % (threads, fmed, fwithin * 100, BAND[0], BAND[1],
                                              goal(threads, fmed, fwithin, unmeasured)))
         canary_line = ("The host-phase canary (TRAINCAST_CANARY_SLOW, default 1.3; "
-                       "docs/conv-benchmarks.md) on both sides: PyTorch's side took %d "
-                       "timings again over the rounds, %d stayed slow; the agent's are in its "
-                       "JSON lines in --work (`remeasured`, `host_slow`)." % tuple(a.torch_canary))
+                       "docs/conv-benchmarks.md) on both sides: PyTorch's side %s; the agent's "
+                       "are in its JSON lines in --work (`remeasured`, `host_slow`)." % (
+                           "took %d timings again over the rounds, %d stayed slow"
+                           % tuple(a.torch_canary) if a.torch_canary else
+                           "off (TRAINCAST_CANARY_SLOW=0, or the guard off: "
+                           "TRAINCAST_QUIET_PCT=100)"))
         print(summary)
         print(fast_line)
         lines += ["", "## %d thread(s)" % threads, "", summary, "", fast_line, "", canary_line, "",

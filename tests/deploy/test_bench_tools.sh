@@ -488,8 +488,53 @@ print(len({json.dumps({k: v for k, v in json.loads(l).items() if k not in measur
         && grep -q "^1 thread(s): $nd config directions, median ratio" "$tmp/mm.out" \
         && grep -q "^1 thread(s), fastest rounds (min(A)/min(B)): median ratio" "$mw.md" \
         && ! grep -q "without the agent's time" "$mw.md" && grep -q '^Machine kind `' "$mw.md" \
+        && grep -q "^The host-phase canary .* PyTorch's side off (.*the guard off" "$mw.md" \
         && ok "matmul faithfulness: the agent's round in one process, every direction a ratio, the fastest-rounds line" \
         || fail "matmul faithfulness (rc $rc, $nd directions): $(cat "$tmp/mm.out" "$tmp/mm.err" | tail -5)"
+    # PyTorch's side of the faithfulness benches reads the canary around each
+    # timing (faithfulness.Canary), here on a scripted torch: a timing with a
+    # slow reading after it is taken again once a reading is fast; one whose
+    # phase outlasts the wait is kept and counted; the guard off turns it off.
+    out=$(TRAINCAST_QUIET_PCT=99 TRAINCAST_QUIET_WAIT_S=0.3 "$py" - "$repo/bench" <<'PY' 2>&1
+import os, sys, time
+sys.path.insert(0, sys.argv[1])
+import faithfulness as f
+
+class Torch:
+    """Each reading (ten mm calls) lasts the next scripted ms."""
+    script, at = [], 0
+
+    def rand(*a):
+        return None
+    empty = rand
+
+    def set_num_threads(n):
+        pass
+
+    def mm(a, b, out=None):
+        i = Torch.at // 10
+        Torch.at += 1
+        time.sleep(Torch.script[min(i, len(Torch.script) - 1)] / 10 / 1e3)
+
+calls = []
+Torch.script = [2] * 5 + [2, 20, 2, 2, 2]   # first fastest; slow after; wait reads fast
+c = f.Canary(Torch, 1)
+assert c.on() and c.fastest < 4, c.fastest
+assert c.timed(lambda: calls.append(1) or len(calls)) == 2, calls
+assert (c.retaken, c.stayed_slow) == (1, 0), (c.retaken, c.stayed_slow)
+Torch.script, Torch.at = [2] * 5 + [20] * 500, 0   # a phase that outlasts the wait
+c = f.Canary(Torch, 1)
+t = time.monotonic()
+c.timed(lambda: None)
+assert (c.retaken, c.stayed_slow) == (0, 1) and time.monotonic() - t < 3, (c.retaken, c.stayed_slow)
+os.environ["TRAINCAST_QUIET_PCT"] = "100"
+assert not f.Canary(Torch, 1).on()
+print("canary ok")
+PY
+)
+    [ "$out" = "canary ok" ] \
+        && ok "faithfulness: PyTorch's side takes a timing again in a slow phase, keeps one that outlasts the wait" \
+        || fail "faithfulness canary: $out"
     # The canary bench, two rounds of each arm on alexnet's classifier: the
     # off arm's lines carry no canary reading, the on arm's do; both arms
     # are reported, and --report-only writes the same report from the
