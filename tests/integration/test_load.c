@@ -148,6 +148,24 @@ Test(load, a_benchmark_beside_a_busy_process_is_marked_and_stored, .timeout = 30
               "%s", out);
 }
 
+/* Every conv result `where` selects measured again a second later, its
+ * times `scale`d (an SQL operator and operand), with the columns `cols` set
+ * to `vals`. */
+static void s_measure_again(tc_store_t *st, const char *scale, const char *cols,
+                            const char *vals, const char *where)
+{
+    char sql[2048], v[64];
+    snprintf(sql, sizeof sql,
+             "INSERT INTO conv_results (message_id, seq, device_id, config_id, batch, "
+             "direction, policy, backend, algo, algo_id, median_ms, min_ms, max_ms, stddev_ms, "
+             "repetitions, workspace_bytes, measured_at, %s) SELECT message_id, seq + 1000, "
+             "device_id, config_id, batch, direction, policy, backend, algo, algo_id, median_ms "
+             "%s, min_ms %s, max_ms %s, stddev_ms, repetitions, workspace_bytes, measured_at + "
+             "interval '1 second', %s FROM conv_results %s",
+             cols, scale, scale, scale, vals, where);
+    cr_assert_eq(tc_store_exec(st, sql, v, sizeof v), 0, "%s", tc_errmsg());
+}
+
 /* The fit's view of disturbed measurements: traces left out (or kept),
  * benchmarks used only where there is no quiet one. */
 Test(load, the_fit_leaves_disturbed_measurements_out, .timeout = 120)
@@ -183,18 +201,8 @@ Test(load, the_fit_leaves_disturbed_measurements_out, .timeout = 120)
 
     /* A newer benchmark of every measurement, ten times slower, disturbed:
      * the quiet ones still decide. */
-    cr_assert_eq(tc_store_exec(st,
-                               "INSERT INTO conv_results (message_id, seq, device_id, "
-                               "config_id, batch, direction, policy, backend, algo, algo_id, "
-                               "median_ms, min_ms, max_ms, stddev_ms, repetitions, "
-                               "workspace_bytes, measured_at, disturbed, load_others_pct) "
-                               "SELECT message_id, seq + 1000, device_id, config_id, batch, "
-                               "direction, policy, backend, algo, algo_id, median_ms * 10, "
-                               "min_ms * 10, max_ms * 10, stddev_ms, repetitions, "
-                               "workspace_bytes, measured_at + interval '1 second', true, 51 "
-                               "FROM conv_results WHERE measured_at > now() - interval '1 hour'",
-                               v, sizeof v),
-                 0, "%s", tc_errmsg());
+    s_measure_again(st, "* 10", "disturbed, load_others_pct", "true, 51",
+                    "WHERE measured_at > now() - interval '1 hour'");
     cr_assert_eq(tc_store_fit_groups(st, dev, 1, TC_FIT_STAT_MEDIAN, false, &g, &n), 0, "%s",
                  tc_errmsg());
     cr_expect_gt(g[0].disturbed_benchmarks, 0u);
@@ -227,7 +235,6 @@ Test(load, a_superseded_benchmark_counts_as_disturbed, .timeout = 120)
 {
     tc_store_t *st = tc_synth_fresh_db("tc_test_load_superseded");
     tc_synth_populate(st);
-    char v[64];
     char *dev[] = {"synth-a"};
     tc_fit_group_t *g = NULL;
     size_t n = 0;
@@ -241,18 +248,7 @@ Test(load, a_superseded_benchmark_counts_as_disturbed, .timeout = 120)
     tc_fit_groups_free(&g, n);
     /* Every benchmark measured again a second later at half its time, each
      * naming the one it supersedes. */
-    cr_assert_eq(tc_store_exec(st,
-                               "INSERT INTO conv_results (message_id, seq, device_id, "
-                               "config_id, batch, direction, policy, backend, algo, algo_id, "
-                               "median_ms, min_ms, max_ms, stddev_ms, repetitions, "
-                               "workspace_bytes, measured_at, supersedes_at, canary_ms) "
-                               "SELECT message_id, seq + 1000, device_id, config_id, batch, "
-                               "direction, policy, backend, algo, algo_id, median_ms / 2, "
-                               "min_ms / 2, max_ms / 2, stddev_ms, repetitions, "
-                               "workspace_bytes, measured_at + interval '1 second', measured_at, "
-                               "0.5 FROM conv_results",
-                               v, sizeof v),
-                 0, "%s", tc_errmsg());
+    s_measure_again(st, "/ 2", "supersedes_at, canary_ms", "measured_at, 0.5", "");
     cr_assert_eq(tc_store_fit_groups(st, dev, 1, TC_FIT_STAT_MEDIAN, false, &g, &n), 0, "%s",
                  tc_errmsg());
     cr_assert_eq(g[0].n_points, n_points);
