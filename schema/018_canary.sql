@@ -31,3 +31,40 @@ COMMENT ON COLUMN conv_results.canary_ms IS 'The slowest reading of the device''
 COMMENT ON COLUMN conv_results.supersedes_at IS 'This result measures again, at the end of the agent''s plan, the result of the same device, config, batch, direction and policy measured at this time, which was taken in a slow phase of the host or while the machine was busy: that one counts as disturbed. NULL none.';
 COMMENT ON COLUMN matmul_results.canary_ms IS 'The slowest reading of the device''s canary around the measured block, ms; NULL none.';
 COMMENT ON COLUMN matmul_results.supersedes_at IS 'As conv_results.supersedes_at: the result of the same matmul measurement taken at this time counts as disturbed.';
+
+-- measurement_load counts a superseded benchmark as disturbed, as the fit does, lists the
+-- matmul benchmarks too, and says how many results measured an earlier one again.
+CREATE OR REPLACE VIEW measurement_load AS
+SELECT d.name AS device, 'conv benchmark' AS kind, count(*) AS measured,
+       count(*) FILTER (WHERE r.disturbed OR coalesce((r.device_id, r.config_id, r.batch,
+           r.direction, r.policy, r.measured_at) IN (SELECT s.device_id, s.config_id, s.batch,
+           s.direction, s.policy, s.supersedes_at FROM conv_results s
+           WHERE s.supersedes_at IS NOT NULL), false)) AS disturbed,
+       count(*) FILTER (WHERE r.remeasured > 0) AS remeasured,
+       count(r.load_others_pct) AS with_load,
+       percentile_cont(0.5) WITHIN GROUP (ORDER BY r.load_others_pct) AS median_others_pct,
+       max(r.load_others_pct) AS max_others_pct,
+       max(r.load_steal_pct) AS max_steal_pct,
+       count(r.supersedes_at) AS superseding
+FROM conv_results r JOIN devices d USING (device_id)
+GROUP BY d.name
+UNION ALL
+SELECT d.name, 'matmul benchmark', count(*),
+       count(*) FILTER (WHERE r.disturbed OR coalesce((r.device_id, r.config_id, r.batch,
+           r.direction, r.policy, r.measured_at) IN (SELECT s.device_id, s.config_id, s.batch,
+           s.direction, s.policy, s.supersedes_at FROM matmul_results s
+           WHERE s.supersedes_at IS NOT NULL), false)),
+       count(*) FILTER (WHERE r.remeasured > 0), count(r.load_others_pct),
+       percentile_cont(0.5) WITHIN GROUP (ORDER BY r.load_others_pct),
+       max(r.load_others_pct), max(r.load_steal_pct), count(r.supersedes_at)
+FROM matmul_results r JOIN devices d USING (device_id)
+GROUP BY d.name
+UNION ALL
+SELECT d.name, 'trace', count(*), count(*) FILTER (WHERE t.disturbed),
+       count(*) FILTER (WHERE t.remeasured > 0), count(t.load_others_pct),
+       percentile_cont(0.5) WITHIN GROUP (ORDER BY t.load_others_pct),
+       max(t.load_others_pct), max(t.load_steal_pct), 0
+FROM traces t JOIN devices d USING (device_id)
+GROUP BY d.name;
+
+COMMENT ON VIEW measurement_load IS 'Per device and kind (conv benchmark, matmul benchmark, trace): how many were measured, disturbed (a benchmark another result supersedes counted in), measured again for load, the load they were taken under, and how many benchmarks superseded an earlier one.';

@@ -249,6 +249,18 @@ Test(load, a_superseded_benchmark_counts_as_disturbed, .timeout = 120)
     /* Every benchmark measured again a second later at half its time, each
      * naming the one it supersedes. */
     s_measure_again(st, "/ 2", "supersedes_at, canary_ms", "measured_at, 0.5", "");
+    /* The SQL of analysts counts them too. */
+    cr_expect_eq(tc_synth_count(st, "SELECT superseding FROM measurement_load WHERE device = "
+                                    "'synth-a' AND kind = 'conv benchmark'"),
+                 tc_synth_count(st, "SELECT count(*) FROM conv_results r JOIN devices d USING "
+                                    "(device_id) WHERE d.name = 'synth-a' AND r.supersedes_at "
+                                    "IS NOT NULL"));
+    cr_expect_eq(tc_synth_count(st, "SELECT disturbed FROM measurement_load WHERE device = "
+                                    "'synth-a' AND kind = 'conv benchmark'"),
+                 tc_synth_count(st, "SELECT count(*) FROM conv_results r JOIN devices d USING "
+                                    "(device_id) WHERE d.name = 'synth-a' AND (r.disturbed OR "
+                                    "r.supersedes_at IS NULL)"),
+                 "every first result superseded, and the disturbed ones");
     cr_assert_eq(tc_store_fit_groups(st, dev, 1, TC_FIT_STAT_MEDIAN, false, &g, &n), 0, "%s",
                  tc_errmsg());
     cr_assert_eq(g[0].n_points, n_points);
