@@ -84,6 +84,7 @@ sys.path.insert(0, os.path.join(REPO, "agent", "harness"))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import cpu_env  # noqa: E402
+import host_canary  # noqa: E402
 from machine_share import Share  # noqa: E402
 
 MODELS = "resnet18,resnet50,mobilenet_v2,densenet121,vgg11,shufflenet_v2_x1_0"
@@ -190,9 +191,8 @@ def cmd_torch(a):
 
 class Canary:
     """The agent's host-phase canary (agent/bench/canary.h) on PyTorch's
-    side: ten 96x96x96 products through torch.mm (the framework's sgemm_, as
-    the agent's canary and the trace runner's call it) on one thread, read
-    before and after each timing. A timing around which a reading was over
+    side: the trace runner's (agent/harness/host_canary.py) on one thread,
+    read before and after each timing. A timing around which a reading was over
     `slow` times the fastest reading so far was taken in a slow phase of the
     host: it is taken again once the canary reads fast (every 50 ms, up to
     wait_s), at most twice, as the agent measures a block again.
@@ -209,7 +209,7 @@ class Canary:
         self.fastest = math.inf
         self.retaken = self.stayed_slow = 0
         self.gave_up_at = -math.inf
-        self.ops = [torch.rand(96, 96), torch.rand(96, 96), torch.empty(96, 96)]
+        self.kernel = host_canary.reader(torch)
         for _ in range(5 if self.on() else 0):
             self.read()
 
@@ -222,11 +222,7 @@ class Canary:
         if self.threads > 1:
             time.sleep(0.005)
             self.torch.set_num_threads(1)
-        a, b, c = self.ops
-        t = time.perf_counter()
-        for _ in range(10):
-            self.torch.mm(a, b, out=c)
-        ms = (time.perf_counter() - t) * 1e3
+        ms = self.kernel()
         if self.threads > 1:
             self.torch.set_num_threads(self.threads)
         self.fastest = min(self.fastest, ms)

@@ -28,6 +28,7 @@ import cpu_env
 import energy
 import export_onnx
 import gpu_env
+import host_canary
 
 PROTOCOL = 1
 EXIT_FAILED = 1
@@ -407,20 +408,12 @@ def main(argv):
                 opt.zero_grad()
             return loss
 
-        # The host-phase canary (docs/trace-protocol.md), when the agent asks
-        # for it on a CPU device: ten 96x96x96 products through torch.mm, the
-        # framework's sgemm_ as the agent's own canary calls it, read before
-        # and after every iteration, outside its time; an iteration's line
-        # carries the slower reading.
+        # The host-phase canary (host_canary.py), when the agent asks for it
+        # on a CPU device: read before and after every iteration, outside its
+        # time; an iteration's line carries the slower reading.
         canary = None
         if os.environ.get("TRAINCAST_TRACE_CANARY") == "1" and not cuda:
-            ca, cb, cc = torch.rand(96, 96), torch.rand(96, 96), torch.empty(96, 96)
-
-            def canary():
-                t = time.perf_counter()
-                for _ in range(10):
-                    torch.mm(ca, cb, out=cc)
-                return (time.perf_counter() - t) * 1000.0
+            canary = host_canary.reader(torch)
             canary()
 
         sync()
