@@ -33,32 +33,30 @@ COMMENT ON COLUMN matmul_results.canary_ms IS 'The slowest reading of the device
 COMMENT ON COLUMN matmul_results.supersedes_at IS 'As conv_results.supersedes_at: the result of the same matmul measurement taken at this time counts as disturbed.';
 
 -- measurement_load counts a superseded benchmark as disturbed, as the fit does, lists the
--- matmul benchmarks too, and says how many results measured an earlier one again.
+-- matmul benchmarks too, and says how many results measured an earlier one again. Both
+-- kinds of benchmark are read as one list, so that the rule is written once.
 CREATE OR REPLACE VIEW measurement_load AS
-SELECT d.name AS device, 'conv benchmark' AS kind, count(*) AS measured,
-       count(*) FILTER (WHERE r.disturbed OR coalesce((r.device_id, r.config_id, r.batch,
-           r.direction, r.policy, r.measured_at) IN (SELECT s.device_id, s.config_id, s.batch,
-           s.direction, s.policy, s.supersedes_at FROM conv_results s
+WITH bench AS (
+    SELECT 'conv benchmark' AS kind, device_id, config_id, batch, direction, policy,
+           measured_at, disturbed, remeasured, load_others_pct, load_steal_pct, supersedes_at
+    FROM conv_results
+    UNION ALL
+    SELECT 'matmul benchmark', device_id, config_id, batch, direction, policy, measured_at,
+           disturbed, remeasured, load_others_pct, load_steal_pct, supersedes_at
+    FROM matmul_results)
+SELECT d.name AS device, b.kind, count(*) AS measured,
+       count(*) FILTER (WHERE b.disturbed OR coalesce((b.kind, b.device_id, b.config_id,
+           b.batch, b.direction, b.policy, b.measured_at) IN (SELECT s.kind, s.device_id,
+           s.config_id, s.batch, s.direction, s.policy, s.supersedes_at FROM bench s
            WHERE s.supersedes_at IS NOT NULL), false)) AS disturbed,
-       count(*) FILTER (WHERE r.remeasured > 0) AS remeasured,
-       count(r.load_others_pct) AS with_load,
-       percentile_cont(0.5) WITHIN GROUP (ORDER BY r.load_others_pct) AS median_others_pct,
-       max(r.load_others_pct) AS max_others_pct,
-       max(r.load_steal_pct) AS max_steal_pct,
-       count(r.supersedes_at) AS superseding
-FROM conv_results r JOIN devices d USING (device_id)
-GROUP BY d.name
-UNION ALL
-SELECT d.name, 'matmul benchmark', count(*),
-       count(*) FILTER (WHERE r.disturbed OR coalesce((r.device_id, r.config_id, r.batch,
-           r.direction, r.policy, r.measured_at) IN (SELECT s.device_id, s.config_id, s.batch,
-           s.direction, s.policy, s.supersedes_at FROM matmul_results s
-           WHERE s.supersedes_at IS NOT NULL), false)),
-       count(*) FILTER (WHERE r.remeasured > 0), count(r.load_others_pct),
-       percentile_cont(0.5) WITHIN GROUP (ORDER BY r.load_others_pct),
-       max(r.load_others_pct), max(r.load_steal_pct), count(r.supersedes_at)
-FROM matmul_results r JOIN devices d USING (device_id)
-GROUP BY d.name
+       count(*) FILTER (WHERE b.remeasured > 0) AS remeasured,
+       count(b.load_others_pct) AS with_load,
+       percentile_cont(0.5) WITHIN GROUP (ORDER BY b.load_others_pct) AS median_others_pct,
+       max(b.load_others_pct) AS max_others_pct,
+       max(b.load_steal_pct) AS max_steal_pct,
+       count(b.supersedes_at) AS superseding
+FROM bench b JOIN devices d USING (device_id)
+GROUP BY d.name, b.kind
 UNION ALL
 SELECT d.name, 'trace', count(*), count(*) FILTER (WHERE t.disturbed),
        count(*) FILTER (WHERE t.remeasured > 0), count(t.load_others_pct),
