@@ -25,6 +25,8 @@ typedef struct {
     tc_bench_item_t *items; /* to measure */
     size_t n_items;
     size_t held;            /* items measured before */
+    tc_bench_held_t *unchecked; /* of them, those the plan's end has yet to check */
+    size_t n_unchecked;
     char name[256];         /* of its results in the journal; "": not kept */
 } s_task_t;
 
@@ -149,8 +151,11 @@ static int s_prepare(tc_bench_jobs_t *self, s_task_t *t, const tc_bench_item_t *
     int rc = tc_resume_collect(s_kept_each, &kept, ad->device->uuid, t->policy, &resume);
     if (rc < 0)
         return rc;
+    rc = tc_resume_held(resume, t->items, t->n_items, &t->unchecked, &t->n_unchecked);
     t->held = tc_resume_filter(resume, t->items, &t->n_items);
     tc_resume_destroy(&resume);
+    if (rc < 0)
+        return rc;
     if (resend && t->held) {
         s_resend_t r = {.job = job, .uuid = ad->device->uuid, .policy = t->policy,
                         .asked = items, .n_asked = n_items};
@@ -189,7 +194,7 @@ static bool s_cancelled(void *arg)
 static int s_run(tc_bench_jobs_t *self, s_task_t *t, size_t base, size_t total, tc_job_t *job)
 {
     const tc_agent_device_t *ad = t->ad;
-    if (t->n_items == 0) {
+    if (t->n_items == 0 && t->n_unchecked == 0) {
         tc_log_info("%s: nothing to measure (%zu item%s measured before)", ad->device->name,
                     t->held, t->held == 1 ? "" : "s");
         return 0;
@@ -198,15 +203,18 @@ static int s_run(tc_bench_jobs_t *self, s_task_t *t, size_t base, size_t total, 
     int rc = tc_device_open(ad->spec, ad->threads, &dev);
     if (rc < 0)
         return rc;
-    tc_log_info("%s [%s]: measuring %zu benchmark item%s (policy %s; %zu measured before)",
+    tc_log_info("%s [%s]: measuring %zu benchmark item%s (policy %s; %zu measured before, %zu "
+                "of them to check at the plan's end)",
                 ad->device->name, ad->device->uuid, t->n_items, t->n_items == 1 ? "" : "s",
-                tc_policy_name(t->policy), t->held);
+                tc_policy_name(t->policy), t->held, t->n_unchecked);
     tc_bench_run_opts_t ro = {.policy = t->policy,
                               .workspace_limit = self->set.workspace_limit,
                               .measure = self->set.measure,
                               .seed = S_SEED,
                               .agent_id = tc_job_agent_id(job),
-                              .batch_results = self->results_per_message};
+                              .batch_results = self->results_per_message,
+                              .held = t->unchecked,
+                              .n_held = t->n_unchecked};
     s_sink_t ss = {.job = job, .name = t->name, .base = base, .total = total};
     const tc_result_sink_t sink = {.emit = s_emit, .progress = s_progress,
                                    .cancelled = s_cancelled, .arg = &ss};
@@ -241,6 +249,7 @@ static int s_run_tasks(tc_bench_jobs_t *self, s_task_t *tasks, size_t n,
     }
     for (size_t i = 0; i < n; i++) {
         free(tasks[i].items);
+        free(tasks[i].unchecked);
     }
     return rc;
 }

@@ -204,13 +204,6 @@ static int s_measure_item(tc_device_t *dev, const tc_bench_item_t *it,
     return rc;
 }
 
-/* One item's measurement as the plan's end needs it. */
-typedef struct {
-    bool disturbed;         /* taken while the machine was busy or the host slow */
-    double canary_ms;       /* what the canary read around it; 0 none */
-    int64_t measured_at_us; /* its result's measured_at_us; 0 none (failed) */
-} s_mark_t;
-
 /* Measure item `it` into the batch (sent when full or due), marked as
  * superseding the result of the same item measured at `supersedes_us` (0
  * none; the plan's end measuring again); *m what the end needs of it. A
@@ -218,11 +211,11 @@ typedef struct {
 static int s_item(tc_device_t *dev, const tc_bench_item_t *it, const char *item,
                   const tc_bench_run_opts_t *o, const tc_result_sink_t *sink,
                   Traincast__V1__Device *d, const char *backend, size_t max,
-                  s_batch_t *batch, tc_bench_report_t *rep, int64_t supersedes_us, s_mark_t *m)
+                  s_batch_t *batch, tc_bench_report_t *rep, int64_t supersedes_us, tc_bench_mark_t *m)
 {
     Traincast__V1__ConvResult *r = NULL;
     double item_t0 = s_now_s();
-    *m = (s_mark_t){0};
+    *m = (tc_bench_mark_t){0};
     tc_stats_t st = {0};
     size_t reps = 0;
     tc_stop_reason_t stop = TC_STOP_CONVERGED;
@@ -268,6 +261,12 @@ static void s_item_label(const tc_bench_item_t *it, char *buf, size_t size)
              tc_direction_name(it->direction));
 }
 
+/* An item the plan's end measures again, and the result it supersedes. */
+typedef struct {
+    const tc_bench_item_t *item;
+    int64_t supersedes_us;
+} s_again_t;
+
 int tc_bench_run_sink(tc_device_t *dev, const tc_bench_item_t *items, size_t n_items,
                       const tc_bench_run_opts_t *opts, const tc_result_sink_t *sink,
                       tc_bench_report_t *rep)
@@ -276,12 +275,13 @@ int tc_bench_run_sink(tc_device_t *dev, const tc_bench_item_t *items, size_t n_i
     double t0 = s_now_s();
     memset(rep, 0, sizeof *rep);
     s_batch_t *batch = calloc(1, sizeof *batch);
-    /* Items taken while the machine was busy or the host slow, measured
-     * again at the end once it is quiet (the results they supersede stay,
-     * marked or superseded), and each item's first measurement. */
-    bool *again = calloc(n_items + 1, sizeof *again);
-    s_mark_t *first = calloc(n_items + 1, sizeof *first);
-    size_t n_again = 0, n_late = 0;
+    /* Each item's first measurement, and the items taken while the machine
+     * was busy or the host slow, measured again at the end once it is quiet
+     * (the results they supersede stay, marked or superseded): this run's
+     * and the held ones of the runs it resumes. */
+    tc_bench_mark_t *first = calloc(n_items + 1, sizeof *first);
+    s_again_t *again = calloc(n_items + opts->n_held + 1, sizeof *again);
+    size_t n_again = 0, n_late = 0, n_resumed = 0;
     if (!batch || !again || !first) {
         free(batch);
         free(again);
@@ -309,38 +309,53 @@ int tc_bench_run_sink(tc_device_t *dev, const tc_bench_item_t *items, size_t n_i
             sink->progress(i, n_items, item, sink->arg);
         TC_TRY(s_item(dev, &items[i], item, o, sink, &d, backend, max, batch, rep, 0,
                       &first[i]));
-        if (first[i].disturbed && guard) {
-            again[i] = true;
-            n_again++;
-        }
+        if (first[i].disturbed && guard)
+            again[n_again++] = (s_again_t){&items[i], first[i].measured_at_us};
     }
     /* Against the fastest reading of the whole run: items measured in a
      * slow phase before the run first saw a fast one. Their results went
      * out unmarked; the new ones supersede them (supersedes_us), which
      * makes them count as disturbed in the store. */
     for (size_t i = 0; i < n_items; i++) {
-        if (!again[i] && tc_canary_slow(&canary, first[i].canary_ms)) {
-            again[i] = true;
-            n_again++;
+        if (!first[i].disturbed && tc_canary_slow(&canary, first[i].canary_ms)) {
+            again[n_again++] = (s_again_t){&items[i], first[i].measured_at_us};
             n_late++;
         }
+    }
+    /* The held items of a run cut off before its end, the same way, against
+     * the fastest of this run's readings and theirs (among themselves they
+     * compare as that run's end would have compared them). */
+    tc_canary_t resumed = canary;
+    for (size_t h = 0; h < o->n_held; h++) {
+        double ms = o->held[h].mark.canary_ms;
+        if (ms > 0 && ms < resumed.fastest_ms)
+            resumed.fastest_ms = ms;
+    }
+    for (size_t h = 0; h < o->n_held; h++) {
+        const tc_bench_mark_t *m = &o->held[h].mark;
+        bool busy = m->disturbed && guard, late = !busy && tc_canary_slow(&resumed, m->canary_ms);
+        if (busy || late) {
+            again[n_again++] = (s_again_t){&o->held[h].item, m->measured_at_us};
+            n_resumed++;
+        }
+        n_late += late;
     }
     tc_load_t last;
     if (n_again && tc_quiet_wait_again(&o->measure.quiet, "benchmarks", &last) &&
         tc_canary_wait(&canary, "benchmarks", false)) {
         tc_log_info("measuring %zu item%s again that %s taken while the machine was busy or the "
-                    "host slow (%zu of them seen slow only against the run's fastest canary)",
-                    n_again, n_again == 1 ? "" : "s", n_again == 1 ? "was" : "were", n_late);
-        for (size_t i = 0; i < n_items; i++) {
-            if (!again[i])
-                continue;
+                    "host slow (%zu of them seen slow only against the run's fastest canary, "
+                    "%zu measured by a run this one resumes)",
+                    n_again, n_again == 1 ? "" : "s", n_again == 1 ? "was" : "were", n_late,
+                    n_resumed);
+        for (size_t a = 0; a < n_again; a++) {
             if (sink->cancelled && sink->cancelled(sink->arg))
                 TC_FAIL_GOTO(TC_EINTR, "stopped while measuring disturbed items again");
             char item[224];
-            s_item_label(&items[i], item, sizeof item);
-            s_mark_t m;
-            TC_TRY(s_item(dev, &items[i], item, o, sink, &d, backend, max, batch, rep,
-                          first[i].measured_at_us, &m));
+            s_item_label(again[a].item, item, sizeof item);
+            tc_bench_mark_t m;
+            TC_TRY(s_item(dev, again[a].item, item, o, sink, &d, backend, max, batch, rep,
+                          again[a].supersedes_us, &m));
         }
     }
     if (tc_canary_on(&canary))

@@ -36,6 +36,11 @@ typedef struct {
     const char *progress_label; /* NULL: "bench" */
     FILE *json;                 /* NULL, or one JSON line per measured item goes there */
     unsigned batch_results;     /* results per message at most; 0: TC_BENCH_BATCH_RESULTS */
+    /* The plan's items measured by an earlier run that this one resumes,
+     * which that run's end did not check (tc_resume_held): checked at this
+     * run's end with its own items. */
+    const tc_bench_held_t *held;
+    size_t n_held;
 } tc_bench_run_opts_t;
 
 typedef struct {
@@ -50,7 +55,8 @@ typedef struct {
 /* Measure every item and hand its results to the sink (result_sink.h) in
  * batches, each a ConvResults envelope; its progress counts items. Under
  * the quiet guard, items taken under load or in a slow phase of the host
- * (the device's canary, canary.h) are measured again at the end. An item
+ * (the device's canary, canary.h) are measured again at the end, and so
+ * are the resumed run's held items (o->held) taken so. An item
  * that fails is logged and skipped (a later run retries it); an error of
  * the sink stops the run; what was emitted before stays emitted, and a
  * stop or cancellation first emits what was measured. */

@@ -294,6 +294,8 @@ typedef struct {
         tc_matmul_config_t matmul;
     };
     int direction;
+    tc_bench_mark_t mark; /* of the key's newest result */
+    bool settled;         /* a result of the key measured an earlier one again */
 } s_key_t;
 
 struct tc_resume {
@@ -345,8 +347,33 @@ static int s_collect(const tc_envelope_t *env, void *arg)
         else
             tc_conv_config_from_proto(r->config, &k->config);
         k->direction = r->direction;
+        k->mark = (tc_bench_mark_t){.disturbed = r->load && r->load->disturbed,
+                                    .canary_ms = r->load ? r->load->canary_ms : 0,
+                                    .measured_at_us = r->measured_at_us};
+        k->settled = r->load && r->load->supersedes_us;
     }
     return 0;
+}
+
+/* One key for each (op config, direction), sorted: settled when any of its
+ * results is, with the newest result's mark. */
+static void s_merge_keys(tc_resume_t *self)
+{
+    if (!self->n)
+        return;
+    qsort(self->keys, self->n, sizeof *self->keys, s_key_cmp);
+    size_t w = 0;
+    for (size_t r = 1; r < self->n; r++) {
+        s_key_t *k = &self->keys[w], *x = &self->keys[r];
+        if (s_key_cmp(k, x) != 0) {
+            self->keys[++w] = *x;
+            continue;
+        }
+        k->settled = k->settled || x->settled;
+        if (x->mark.measured_at_us > k->mark.measured_at_us)
+            k->mark = x->mark;
+    }
+    self->n = w + 1;
 }
 
 int tc_resume_collect(tc_records_fn each, void *src, const char *device_uuid,
@@ -363,8 +390,7 @@ int tc_resume_collect(tc_records_fn each, void *src, const char *device_uuid,
         tc_resume_destroy(&self);
         return rc;
     }
-    if (self->n)
-        qsort(self->keys, self->n, sizeof *self->keys, s_key_cmp);
+    s_merge_keys(self);
     self->uuid = NULL;
     *out = self;
     return 0;
@@ -395,10 +421,12 @@ void tc_resume_destroy(tc_resume_t **self_p)
 
 size_t tc_resume_count(const tc_resume_t *self) { return self ? self->n : 0; }
 
-static bool s_done(const tc_resume_t *self, const s_key_t *k)
+static const s_key_t *s_find(const tc_resume_t *self, const s_key_t *k)
 {
-    return self && self->n && bsearch(k, self->keys, self->n, sizeof *k, s_key_cmp) != NULL;
+    return self && self->n ? bsearch(k, self->keys, self->n, sizeof *k, s_key_cmp) : NULL;
 }
+
+static bool s_done(const tc_resume_t *self, const s_key_t *k) { return s_find(self, k) != NULL; }
 
 bool tc_resume_done(const tc_resume_t *self, const tc_conv_config_t *c,
                     Traincast__V1__Direction d)
@@ -422,17 +450,47 @@ bool tc_resume_matmul_done(const tc_resume_t *self, const tc_matmul_config_t *c,
     return s_done(self, &k);
 }
 
+/* The key of an item. */
+static s_key_t s_item_key(const tc_bench_item_t *it)
+{
+    s_key_t k;
+    memset(&k, 0, sizeof k);
+    k.kind = it->kind;
+    if (it->kind == TC_OP_MATMUL)
+        k.matmul = it->matmul;
+    else
+        k.config = it->config;
+    k.direction = it->direction;
+    return k;
+}
+
 size_t tc_resume_filter(const tc_resume_t *self, tc_bench_item_t *items, size_t *n_items)
 {
     size_t w = 0, n = *n_items;
     for (size_t r = 0; r < n; r++) {
-        const tc_bench_item_t *it = &items[r];
-        bool done = it->kind == TC_OP_MATMUL
-                        ? tc_resume_matmul_done(self, &it->matmul, it->direction)
-                        : tc_resume_done(self, &it->config, it->direction);
-        if (!done)
+        s_key_t k = s_item_key(&items[r]);
+        if (!s_done(self, &k))
             items[w++] = items[r];
     }
     *n_items = w;
     return n - w;
+}
+
+int tc_resume_held(const tc_resume_t *self, const tc_bench_item_t *items, size_t n_items,
+                   tc_bench_held_t **held, size_t *n_held)
+{
+    *held = NULL, *n_held = 0;
+    size_t h = 0;
+    tc_bench_held_t *out = NULL;
+    for (size_t r = 0; r < n_items; r++) {
+        s_key_t k = s_item_key(&items[r]);
+        const s_key_t *done = s_find(self, &k);
+        if (!done || done->settled)
+            continue;
+        if (!out && !(out = malloc((n_items - r) * sizeof *out)))
+            return tc_fail(TC_ENOMEM, "out of memory");
+        out[h++] = (tc_bench_held_t){.item = items[r], .mark = done->mark};
+    }
+    *held = out, *n_held = h;
+    return 0;
 }

@@ -81,6 +81,23 @@ int tc_planner_build(const tc_planner_t *self, const unsigned long *batches, siz
 /* Results measured before (in a result file, or kept in the journal). */
 typedef struct tc_resume tc_resume_t;
 
+/* What an item's result says of how it was taken, as the end of its plan
+ * needs it (bench_run.c): an item taken while the machine was busy or the
+ * host slow is measured again there, and the new result supersedes this
+ * one. */
+typedef struct {
+    bool disturbed;         /* taken while the machine was busy or the host slow */
+    double canary_ms;       /* what the device's canary read around it; 0 none */
+    int64_t measured_at_us; /* its result's measured_at_us; 0 none (failed) */
+} tc_bench_mark_t;
+
+/* An item measured before a resumed run, whose plan's end has not checked
+ * it yet: its result was neither measured again nor a measurement again. */
+typedef struct {
+    tc_bench_item_t item;
+    tc_bench_mark_t mark;
+} tc_bench_held_t;
+
 /* Collect every (op config, direction) that the file holds for the device with
  * this uuid under this policy. A missing file holds nothing; a truncated
  * last record is ignored. */
@@ -99,5 +116,12 @@ bool tc_resume_matmul_done(const tc_resume_t *self, const tc_matmul_config_t *c,
                            Traincast__V1__Direction d);
 /* Drop the items already done; returns how many were dropped. */
 size_t tc_resume_filter(const tc_resume_t *self, tc_bench_item_t *items, size_t *n_items);
+/* Of a plan's items (before tc_resume_filter), those done whose plan's end
+ * has yet to check them, with what their newest results say: *held
+ * (malloc'ed, caller frees; NULL for none), *n_held how many. A run cut off
+ * before its end sent its late slow items unmarked; the run that resumes
+ * the plan checks them at its end (tc_bench_run_opts_t.held). */
+int tc_resume_held(const tc_resume_t *self, const tc_bench_item_t *items, size_t n_items,
+                   tc_bench_held_t **held, size_t *n_held);
 
 #endif

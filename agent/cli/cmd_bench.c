@@ -71,7 +71,7 @@ static void s_print_device(const Traincast__V1__Device *d, const tc_bench_settin
 
 /* The plan: how many layer passes became how many items, and how many of
  * them the result file already holds. */
-static void s_print_plan(const tc_plan_stats_t *st, size_t done, size_t todo)
+static void s_print_plan(const tc_plan_stats_t *st, size_t done, size_t todo, size_t held)
 {
     size_t conv_items = st->items - st->matmul_items;
     printf("plan: %zu model%s, %llu conv layers, %zu batch size%s: %llu layer passes -> %zu "
@@ -88,8 +88,10 @@ static void s_print_plan(const tc_plan_stats_t *st, size_t done, size_t todo)
                st->matmul_passes ? 100.0 * (double)st->matmul_items / (double)st->matmul_passes
                                  : 0.0);
     if (done)
-        printf("resume: %zu item%s already in the result file, %zu to measure\n", done,
-               done == 1 ? "" : "s", todo);
+        printf("resume: %zu item%s already in the result file, %zu to measure; %zu of them to "
+               "check at the plan's end (measured again if taken while the machine was busy or "
+               "the host slow)\n",
+               done, done == 1 ? "" : "s", todo, held);
 }
 
 /* The command's parsed options (the strings point into the parsed command
@@ -203,12 +205,16 @@ err:
 }
 
 /* Drop the items that the result file at out_path already holds for the
- * device with this uuid and this policy; *done: how many. */
+ * device with this uuid and this policy; *done: how many, and *held those
+ * of them the plan's end has yet to check (tc_resume_held). */
 static int s_resume(const char *out_path, const char *uuid, Traincast__V1__Policy policy,
-                    tc_bench_item_t *items, size_t *n_items, size_t *done)
+                    tc_bench_item_t *items, size_t *n_items, size_t *done,
+                    tc_bench_held_t **held, size_t *n_held)
 {
     tc_resume_t *resume = NULL;
     int rc = tc_resume_load(out_path, uuid, policy, &resume);
+    if (rc >= 0)
+        rc = tc_resume_held(resume, items, *n_items, held, n_held);
     if (rc >= 0)
         *done = tc_resume_filter(resume, items, n_items);
     tc_resume_destroy(&resume);
@@ -248,7 +254,8 @@ static void s_print_report(const tc_bench_report_t *rep, double ci_rel)
  * to --json), with the workspace limits that --traces leave, and report;
  * TC_ELIB when some items could not be measured. */
 static int s_measure(tc_device_t *dev, const Traincast__V1__Device *d, const s_bench_args_t *a,
-                     const s_what_t *w, const tc_bench_item_t *items, size_t n_items)
+                     const s_what_t *w, const tc_bench_item_t *items, size_t n_items,
+                     const tc_bench_held_t *held, size_t n_held)
 {
     int rc;
     FILE *json = NULL;
@@ -260,7 +267,9 @@ static int s_measure(tc_device_t *dev, const Traincast__V1__Device *d, const s_b
                               .workspace_limit = w->set.workspace_limit,
                               .measure = w->set.measure,
                               .seed = a->seed,
-                              .agent_id = agent_id};
+                              .agent_id = agent_id,
+                              .held = held,
+                              .n_held = n_held};
     tc_bench_report_t rep;
     if (a->json_path) {
         json = fopen(a->json_path, "a");
@@ -366,7 +375,8 @@ int tc_cmd_bench(int argc, char **argv)
     }
     tc_device_t *dev = NULL;
     tc_bench_item_t *items = NULL;
-    size_t n_items = 0;
+    tc_bench_held_t *held = NULL;
+    size_t n_items = 0, done = 0, n_held = 0;
     s_what_t w = {0};
     TC_TRY(s_check(&a, &w));
     tc_plan_stats_t st;
@@ -375,17 +385,18 @@ int tc_cmd_bench(int argc, char **argv)
     TC_TRY(tc_device_open(f->device, (unsigned)f->threads, &dev));
     Traincast__V1__Device d = TRAINCAST__V1__DEVICE__INIT;
     TC_TRY(tc_device_describe(dev, &d));
-    size_t done = 0;
     if (a.out_path)
-        TC_TRY(s_resume(a.out_path, d.uuid, w.set.policy, items, &n_items, &done));
+        TC_TRY(s_resume(a.out_path, d.uuid, w.set.policy, items, &n_items, &done, &held,
+                        &n_held));
     s_print_device(&d, &w.set);
-    s_print_plan(&st, done, n_items);
+    s_print_plan(&st, done, n_items, n_held);
     fflush(stdout);
-    if (a.dry_run || n_items == 0)
+    if (a.dry_run || (n_items == 0 && n_held == 0))
         goto err; /* rc is 0: nothing to measure */
-    rc = s_measure(dev, &d, &a, &w, items, n_items);
+    rc = s_measure(dev, &d, &a, &w, items, n_items, held, n_held);
 err:
     tc_device_close(&dev);
+    free(held);
     free(items);
     free(w.batches);
     tc_cli_result_free(&cli);

@@ -199,6 +199,61 @@ static int s_collect(const tc_envelope_t *env, void *arg)
     return 0;
 }
 
+/* A CPU device whose canary reads the script (s_play). */
+static tc_device_t *s_scripted_cpu(tc_backend_iface_t *scripted)
+{
+    tc_device_t *dev = NULL;
+    cr_assert_eq(tc_device_open("cpu", 1, &dev), 0, "%s", tc_errmsg());
+    *scripted = *dev->iface;
+    scripted->canary = s_canary;
+    dev->iface = scripted;
+    return dev;
+}
+
+/* Four small matmul items, m = 8, 9, 10, 11. */
+static void s_four_items(tc_bench_item_t items[4])
+{
+    memset(items, 0, 4 * sizeof *items);
+    for (size_t i = 0; i < 4; i++) {
+        items[i].kind = TC_OP_MATMUL;
+        items[i].matmul = tc_matmul_config_default();
+        items[i].matmul.minibatch = 2;
+        items[i].matmul.m = 8 + (uint32_t)i, items[i].matmul.n = 16, items[i].matmul.k = 16;
+        items[i].direction = TRAINCAST__V1__DIRECTION__DIRECTION_FWD;
+    }
+}
+
+/* Short measurements with the canary on and the load guard off. */
+static tc_bench_run_opts_t s_canary_opts(void)
+{
+    tc_bench_run_opts_t ro = {.policy = TRAINCAST__V1__POLICY__POLICY_HEURISTIC,
+                              .measure = tc_measure_defaults(),
+                              .seed = 1,
+                              .agent_id = "test-agent"};
+    ro.measure.budget_ms = 5;
+    ro.measure.max_reps = 5;
+    ro.measure.quiet = s_guard();
+    ro.measure.quiet.threshold_pct = 100;
+    return ro;
+}
+
+/* A fresh result file's path (the file itself not there yet). */
+static void s_result_path(char *path)
+{
+    int fd = mkstemp(path);
+    cr_assert_geq(fd, 0);
+    close(fd);
+    unlink(path);
+}
+
+static results_t s_results(const char *path)
+{
+    results_t x = {0};
+    cr_assert_eq(tc_resultfile_read(path, false, s_collect, &x, NULL), 0, "%s", tc_errmsg());
+    cr_expect_eq(x.bad, 0, "every envelope validates");
+    return x;
+}
+
 /* A run that starts in a slow phase: its first items read 2 ms against its
  * first fastest of 2 ms (not slow then), the rest 1 ms. At the plan's end
  * the first items are slow against the run's fastest: measured again, and
@@ -209,40 +264,17 @@ Test(canary, a_plan_measures_its_late_slow_items_again_superseding_them, .timeou
     /* Five readings for a first fastest, two around each of the first two
      * items, then 1 ms for ever after. */
     const double r[] = {2, 2, 2, 2, 2, 2, 2, 2, 2, 1};
-    tc_device_t *dev = NULL;
-    cr_assert_eq(tc_device_open("cpu", 1, &dev), 0, "%s", tc_errmsg());
-    tc_backend_iface_t scripted = *dev->iface;
-    scripted.canary = s_canary;
-    dev->iface = &scripted;
+    tc_backend_iface_t scripted;
+    tc_device_t *dev = s_scripted_cpu(&scripted);
     s_play(r, 10);
-
     tc_bench_item_t items[4];
-    memset(items, 0, sizeof items);
-    for (size_t i = 0; i < 4; i++) {
-        items[i].kind = TC_OP_MATMUL;
-        items[i].matmul = tc_matmul_config_default();
-        items[i].matmul.minibatch = 2;
-        items[i].matmul.m = 8 + (uint32_t)i, items[i].matmul.n = 16, items[i].matmul.k = 16;
-        items[i].direction = TRAINCAST__V1__DIRECTION__DIRECTION_FWD;
-    }
-    tc_bench_run_opts_t ro = {.policy = TRAINCAST__V1__POLICY__POLICY_HEURISTIC,
-                              .measure = tc_measure_defaults(),
-                              .seed = 1,
-                              .agent_id = "test-agent"};
-    ro.measure.budget_ms = 5;
-    ro.measure.max_reps = 5;
-    ro.measure.quiet = s_guard(); /* the canary on, the load guard off */
-    ro.measure.quiet.threshold_pct = 100;
+    s_four_items(items);
+    tc_bench_run_opts_t ro = s_canary_opts();
     char path[] = "/tmp/tc_canary_late_XXXXXX";
-    int fd = mkstemp(path);
-    cr_assert_geq(fd, 0);
-    close(fd);
-    unlink(path);
+    s_result_path(path);
     tc_bench_report_t rep;
     cr_assert_eq(tc_bench_run(dev, items, 4, &ro, path, &rep), 0, "%s", tc_errmsg());
-    results_t x = {0};
-    cr_assert_eq(tc_resultfile_read(path, false, s_collect, &x, NULL), 0, "%s", tc_errmsg());
-    cr_expect_eq(x.bad, 0, "every envelope validates");
+    results_t x = s_results(path);
     cr_assert_eq(x.n, 6, "four items, the first two again (got %zu results)", x.n);
     for (size_t i = 0; i < 4; i++) {
         cr_expect_eq(x.m[i], 8 + i);
@@ -255,6 +287,74 @@ Test(canary, a_plan_measures_its_late_slow_items_again_superseding_them, .timeou
         cr_expect_eq(x.supersedes_us[i], x.at_us[i - 4], "result %zu names the first one", i);
         cr_expect_gt(x.at_us[i], x.at_us[i - 4]);
     }
+    unlink(path);
+    tc_device_close(&dev);
+}
+
+/* The items a resumed run holds (tc_resume_held) from its result file. */
+static size_t s_held(tc_device_t *dev, const char *path, tc_bench_item_t *items, size_t *n,
+                     tc_bench_held_t **held)
+{
+    Traincast__V1__Device d = TRAINCAST__V1__DEVICE__INIT;
+    cr_assert_eq(tc_device_describe(dev, &d), 0, "%s", tc_errmsg());
+    tc_resume_t *r = NULL;
+    cr_assert_eq(tc_resume_load(path, d.uuid, TRAINCAST__V1__POLICY__POLICY_HEURISTIC, &r), 0,
+                 "%s", tc_errmsg());
+    size_t n_held = 0;
+    cr_assert_eq(tc_resume_held(r, items, *n, held, &n_held), 0, "%s", tc_errmsg());
+    tc_resume_filter(r, items, n);
+    tc_resume_destroy(&r);
+    return n_held;
+}
+
+/* A run cut off before its plan's end: its first two items, all in a slow
+ * phase, so that neither is slow against that run's own fastest. The run
+ * that resumes the plan measures the other two in a fast phase and checks
+ * the held two at its end against its fastest: measured again, superseding
+ * the cut run's results. A third run has nothing to measure and measures
+ * nothing again: those two are settled, and the other two were fast. */
+Test(canary, a_resumed_plan_checks_the_items_of_the_run_it_resumes, .timeout = 120)
+{
+    const double slow[] = {2}, fast[] = {1};
+    tc_backend_iface_t scripted;
+    tc_device_t *dev = s_scripted_cpu(&scripted);
+    tc_bench_item_t plan[4], items[4];
+    s_four_items(plan);
+    tc_bench_run_opts_t ro = s_canary_opts();
+    char path[] = "/tmp/tc_canary_resume_XXXXXX";
+    s_result_path(path);
+    tc_bench_report_t rep;
+    s_play(slow, 1);
+    cr_assert_eq(tc_bench_run(dev, plan, 2, &ro, path, &rep), 0, "%s", tc_errmsg());
+    cr_assert_eq(s_results(path).n, 2, "the cut run measured nothing again");
+
+    memcpy(items, plan, sizeof plan);
+    size_t n = 4;
+    tc_bench_held_t *held = NULL;
+    ro.n_held = s_held(dev, path, items, &n, &held);
+    ro.held = held;
+    cr_assert_eq(n, 2, "two items left to measure");
+    cr_assert_eq(ro.n_held, 2, "two held to check");
+    s_play(fast, 1);
+    cr_assert_eq(tc_bench_run(dev, items, n, &ro, path, &rep), 0, "%s", tc_errmsg());
+    free(held);
+    results_t x = s_results(path);
+    cr_assert_eq(x.n, 6, "the other two, and the cut run's two again (got %zu)", x.n);
+    for (size_t i = 4; i < 6; i++) {
+        cr_expect_eq(x.m[i], 8 + (i - 4), "result %zu: the cut run's items, in plan order", i);
+        cr_expect_float_eq(x.canary_ms[i], 1.0, 1e-12);
+        cr_expect_eq(x.supersedes_us[i], x.at_us[i - 4], "result %zu names the cut run's", i);
+    }
+
+    memcpy(items, plan, sizeof plan);
+    n = 4;
+    ro.n_held = s_held(dev, path, items, &n, &held);
+    ro.held = held;
+    cr_expect_eq(n, 0, "all measured");
+    cr_expect_eq(ro.n_held, 2, "the settled ones are not held");
+    cr_assert_eq(tc_bench_run(dev, items, n, &ro, path, &rep), 0, "%s", tc_errmsg());
+    free(held);
+    cr_expect_eq(s_results(path).n, 6, "nothing measured again");
     unlink(path);
     tc_device_close(&dev);
 }
