@@ -56,12 +56,21 @@ static const char s_device_sql[] =
     " ORDER BY d.import_id NULLS FIRST, d.agent_id, d.name, d.uuid";
 
 static const tc_col_t s_count_cols[] = {{"what", TC_COL_TEXT}, {"count", TC_COL_INT}};
+/* The disturbed benchmarks as measurement_load counts them (018): those
+ * marked, and those a later result superseded. */
 static const char s_count_sql[] =
-    "SELECT 'messages received', count(*)::text FROM received_messages"
+    "WITH load AS (SELECT kind, sum(disturbed) AS disturbed FROM measurement_load"
+    " GROUP BY kind)"
+    " SELECT 'messages received', count(*)::text FROM received_messages"
     " UNION ALL SELECT 'conv results', count(*)::text FROM conv_results"
     " UNION ALL SELECT 'conv configs', count(*)::text FROM conv_configs"
-    " UNION ALL SELECT 'conv results disturbed (taken while the machine was busy)', "
-    "count(*)::text FROM conv_results WHERE disturbed"
+    " UNION ALL SELECT 'conv results disturbed or superseded (used only where no quiet one "
+    "is)', coalesce(sum(disturbed), 0)::text FROM load"
+    " WHERE kind = 'conv benchmark'"
+    " UNION ALL SELECT 'matmul results', count(*)::text FROM matmul_results"
+    " UNION ALL SELECT 'matmul configs', count(*)::text FROM matmul_configs"
+    " UNION ALL SELECT 'matmul results disturbed or superseded', coalesce(sum(disturbed), 0)::text"
+    " FROM load WHERE kind = 'matmul benchmark'"
     " UNION ALL SELECT 'traces', count(*)::text FROM traces"
     " UNION ALL SELECT 'traces disturbed (left out of fits)', count(*)::text FROM traces "
     "WHERE disturbed"

@@ -71,7 +71,7 @@ Test(cli, connection_settings_follow_libpq, .timeout = 300)
     snprintf(env, sizeof env, "PGSERVICEFILE=%s PGSERVICE=traincast_test", path);
     st = s_run(env, "status --section stored", out, sizeof out);
     cr_assert_eq(st, 0, "%s", out);
-    cr_assert(strstr(out, "stored (10)"), "%s", out);
+    cr_assert(strstr(out, "stored (13)"), "%s", out);
 
     /* TRAINCAST_DB wins over the PG* environment, and --db over both. */
     snprintf(env, sizeof env, "PGHOST=%s PGPORT=%s PGUSER=%s PGDATABASE=no_such_db "

@@ -261,6 +261,15 @@ Test(load, a_superseded_benchmark_counts_as_disturbed, .timeout = 120)
                                     "(device_id) WHERE d.name = 'synth-a' AND (r.disturbed OR "
                                     "r.supersedes_at IS NULL)"),
                  "every first result superseded, and the disturbed ones");
+    /* And `aggregator status` counts them as the view does. */
+    char out[8192], line[256];
+    cr_assert_eq(tc_synth_aggregator("status --section stored --format csv", out, sizeof out), 0,
+                 "%s", out);
+    snprintf(line, sizeof line,
+             "\nconv results disturbed or superseded (used only where no quiet one is),%ld\n",
+             tc_synth_count(st, "SELECT sum(disturbed) FROM measurement_load WHERE kind = "
+                                "'conv benchmark'"));
+    cr_expect(strstr(out, line), "no line%s in:\n%s", line, out);
     cr_assert_eq(tc_store_fit_groups(st, dev, 1, TC_FIT_STAT_MEDIAN, false, &g, &n), 0, "%s",
                  tc_errmsg());
     cr_assert_eq(g[0].n_points, n_points);
