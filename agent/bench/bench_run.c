@@ -211,7 +211,8 @@ static int s_measure_item(tc_device_t *dev, const tc_bench_item_t *it,
 static int s_item(tc_device_t *dev, const tc_bench_item_t *it, const char *item,
                   const tc_bench_run_opts_t *o, const tc_result_sink_t *sink,
                   Traincast__V1__Device *d, const char *backend, size_t max,
-                  s_batch_t *batch, tc_bench_report_t *rep, int64_t supersedes_us, tc_bench_mark_t *m)
+                  s_batch_t *batch, tc_bench_report_t *rep, int64_t supersedes_us,
+                  tc_bench_mark_t *m)
 {
     Traincast__V1__ConvResult *r = NULL;
     double item_t0 = s_now_s();
