@@ -294,6 +294,9 @@ int tc_bench_run_sink(tc_device_t *dev, const tc_bench_item_t *items, size_t n_i
     tc_bench_run_opts_t run = *opts;
     const tc_bench_run_opts_t *o = &run;
     run.measure = tc_measure_with_canary(&opts->measure, dev, &canary);
+    /* The fastest reading is the plan's: the held results' readings count. */
+    for (size_t h = 0; h < o->n_held; h++)
+        tc_canary_seen(&canary, o->held[h].mark.canary_ms);
     bool guard = o->measure.quiet.threshold_pct < 100 || tc_canary_on(&canary);
     Traincast__V1__Device d = TRAINCAST__V1__DEVICE__INIT;
     const char *backend = tc_device_library(dev);
@@ -323,18 +326,10 @@ int tc_bench_run_sink(tc_device_t *dev, const tc_bench_item_t *items, size_t n_i
             n_late++;
         }
     }
-    /* The held items of a run cut off before its end, the same way, against
-     * the fastest of this run's readings and theirs (among themselves they
-     * compare as that run's end would have compared them). */
-    tc_canary_t resumed = canary;
-    for (size_t h = 0; h < o->n_held; h++) {
-        double ms = o->held[h].mark.canary_ms;
-        if (ms > 0 && ms < resumed.fastest_ms)
-            resumed.fastest_ms = ms;
-    }
+    /* The held items of a run cut off before its end, the same way. */
     for (size_t h = 0; h < o->n_held; h++) {
         const tc_bench_mark_t *m = &o->held[h].mark;
-        bool busy = m->disturbed && guard, late = !busy && tc_canary_slow(&resumed, m->canary_ms);
+        bool busy = m->disturbed && guard, late = !busy && tc_canary_slow(&canary, m->canary_ms);
         if (busy || late) {
             again[n_again++] = (s_again_t){&o->held[h].item, m->measured_at_us};
             n_resumed++;

@@ -52,6 +52,12 @@ double tc_canary_read(tc_canary_t *c)
     return ms;
 }
 
+void tc_canary_seen(tc_canary_t *c, double ms)
+{
+    if (tc_canary_on(c) && ms > 0 && ms < c->fastest_ms)
+        c->fastest_ms = ms;
+}
+
 double tc_canary_ratio(const tc_canary_t *c, double ms)
 {
     return c && c->fastest_ms > 0 && ms > 0 ? ms / c->fastest_ms : 0;

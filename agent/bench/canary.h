@@ -14,7 +14,8 @@
  * load is, and stays marked disturbed if the phase outlasts the retries.
  * A plan's items are checked once more at its end against the fastest
  * reading of the whole run (bench_run.c), so that items measured before
- * the run first saw a fast phase are caught too.
+ * the run first saw a fast phase are caught too; a run resuming a plan
+ * counts the readings of the results it resumes from (tc_canary_seen).
  *
  * Why this kernel (docs/conv-benchmarks.md, "Slow phases of the host"): on a
  * host with such phases, a 392x384x1152 sgemm_ read 2.0 times its fastest
@@ -50,6 +51,11 @@ static inline bool tc_canary_on(const tc_canary_t *c) { return c && c->slow > 0;
 
 /* One reading in ms (0 when off or it failed; a failure turns it off). */
 double tc_canary_read(tc_canary_t *c);
+
+/* A reading an earlier run of the same plan on this device took (a stored
+ * result's canary_ms; 0 none): it counts toward the fastest, so that a run
+ * resuming a plan judges by the plan's fastest reading, not only by its own. */
+void tc_canary_seen(tc_canary_t *c, double ms);
 
 /* A reading's ratio over the fastest so far (0 for no reading). */
 double tc_canary_ratio(const tc_canary_t *c, double ms);

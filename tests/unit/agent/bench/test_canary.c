@@ -178,6 +178,7 @@ typedef struct {
     uint32_t m[8];
     int64_t at_us[8], supersedes_us[8];
     double canary_ms[8];
+    bool disturbed[8];
     int bad;
 } results_t;
 
@@ -195,6 +196,7 @@ static int s_collect(const tc_envelope_t *env, void *arg)
         x->at_us[x->n] = r->measured_at_us;
         x->supersedes_us[x->n] = r->load->supersedes_us;
         x->canary_ms[x->n] = r->load->canary_ms;
+        x->disturbed[x->n] = r->load->disturbed;
     }
     return 0;
 }
@@ -355,6 +357,47 @@ Test(canary, a_resumed_plan_checks_the_items_of_the_run_it_resumes, .timeout = 1
     cr_assert_eq(tc_bench_run(dev, items, n, &ro, path, &rep), 0, "%s", tc_errmsg());
     free(held);
     cr_expect_eq(s_results(path).n, 6, "nothing measured again");
+    unlink(path);
+    tc_device_close(&dev);
+}
+
+/* The fastest reading is the plan's: a run resuming a plan that an earlier
+ * run measured in a fast phase, itself all in a slow phase, finds its own
+ * items slow against the earlier run's readings; it waits for a fast one
+ * (in vain here) and marks them disturbed, where by its own readings alone
+ * it would have stored them as quiet. */
+Test(canary, a_resumed_run_judges_by_the_plans_fastest_reading, .timeout = 120)
+{
+    const double slow[] = {2}, fast[] = {1};
+    tc_backend_iface_t scripted;
+    tc_device_t *dev = s_scripted_cpu(&scripted);
+    tc_bench_item_t plan[4], items[4];
+    s_four_items(plan);
+    tc_bench_run_opts_t ro = s_canary_opts();
+    ro.measure.quiet.retries = 1;
+    char path[] = "/tmp/tc_canary_plan_XXXXXX";
+    s_result_path(path);
+    tc_bench_report_t rep;
+    s_play(fast, 1);
+    cr_assert_eq(tc_bench_run(dev, plan, 2, &ro, path, &rep), 0, "%s", tc_errmsg());
+
+    memcpy(items, plan, sizeof plan);
+    size_t n = 4;
+    tc_bench_held_t *held = NULL;
+    ro.n_held = s_held(dev, path, items, &n, &held);
+    ro.held = held;
+    cr_assert_eq(n, 2);
+    s_play(slow, 1);
+    cr_assert_eq(tc_bench_run(dev, items, n, &ro, path, &rep), 0, "%s", tc_errmsg());
+    free(held);
+    results_t x = s_results(path);
+    cr_assert_geq(x.n, 4, "got %zu results", x.n);
+    for (size_t i = 0; i < 2; i++)
+        cr_expect_not(x.disturbed[i], "the earlier run's item %zu was fast", i);
+    for (size_t i = 2; i < 4; i++) {
+        cr_expect_eq(x.m[i], 8 + i);
+        cr_expect(x.disturbed[i], "item %zu: 2 ms against the plan's fastest of 1 ms", i);
+    }
     unlink(path);
     tc_device_close(&dev);
 }
