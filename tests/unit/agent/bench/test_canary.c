@@ -309,6 +309,61 @@ static size_t s_held(tc_device_t *dev, const char *path, tc_bench_item_t *items,
     return n_held;
 }
 
+/* A four-item plan on a scripted CPU device, its result file, and the
+ * options of its runs. */
+typedef struct {
+    tc_backend_iface_t scripted;
+    tc_device_t *dev;
+    tc_bench_item_t plan[4];
+    tc_bench_run_opts_t ro;
+    char path[64];
+} s_plan_t;
+
+static void s_plan_open(s_plan_t *p)
+{
+    p->dev = s_scripted_cpu(&p->scripted);
+    s_four_items(p->plan);
+    p->ro = s_canary_opts();
+    snprintf(p->path, sizeof p->path, "/tmp/tc_canary_plan_XXXXXX");
+    s_result_path(p->path);
+}
+
+static void s_plan_close(s_plan_t *p)
+{
+    unlink(p->path);
+    tc_device_close(&p->dev);
+}
+
+/* A run of the plan cut off after its first two items, while the canary
+ * read `seq` (ms, s_play's last value repeating). */
+static void s_cut_run(s_plan_t *p, const double *seq)
+{
+    s_play(seq, 1);
+    tc_bench_report_t rep;
+    cr_assert_eq(tc_bench_run(p->dev, p->plan, 2, &p->ro, p->path, &rep), 0, "%s",
+                 tc_errmsg());
+}
+
+/* A run resuming the plan (the items done skipped, the held ones checked at
+ * the end) while the canary reads `seq`; *n: the items it had left to
+ * measure, *n_held: those it held. */
+static void s_resume_run(s_plan_t *p, const double *seq, size_t *n, size_t *n_held)
+{
+    tc_bench_item_t items[4];
+    memcpy(items, p->plan, sizeof items);
+    *n = 4;
+    tc_bench_held_t *held = NULL;
+    tc_bench_run_opts_t ro = p->ro;
+    ro.n_held = *n_held = s_held(p->dev, p->path, items, n, &held);
+    ro.held = held;
+    s_play(seq, 1);
+    tc_bench_report_t rep;
+    cr_assert_eq(tc_bench_run(p->dev, items, *n, &ro, p->path, &rep), 0, "%s", tc_errmsg());
+    free(held);
+}
+
+static const double s_slow[] = {2}, s_fast[] = {1};
+
 /* A run cut off before its plan's end: its first two items, all in a slow
  * phase, so that neither is slow against that run's own fastest. The run
  * that resumes the plan measures the other two in a fast phase and checks
@@ -317,30 +372,16 @@ static size_t s_held(tc_device_t *dev, const char *path, tc_bench_item_t *items,
  * nothing again: those two are settled, and the other two were fast. */
 Test(canary, a_resumed_plan_checks_the_items_of_the_run_it_resumes, .timeout = 120)
 {
-    const double slow[] = {2}, fast[] = {1};
-    tc_backend_iface_t scripted;
-    tc_device_t *dev = s_scripted_cpu(&scripted);
-    tc_bench_item_t plan[4], items[4];
-    s_four_items(plan);
-    tc_bench_run_opts_t ro = s_canary_opts();
-    char path[] = "/tmp/tc_canary_resume_XXXXXX";
-    s_result_path(path);
-    tc_bench_report_t rep;
-    s_play(slow, 1);
-    cr_assert_eq(tc_bench_run(dev, plan, 2, &ro, path, &rep), 0, "%s", tc_errmsg());
-    cr_assert_eq(s_results(path).n, 2, "the cut run measured nothing again");
+    s_plan_t p;
+    s_plan_open(&p);
+    s_cut_run(&p, s_slow);
+    cr_assert_eq(s_results(p.path).n, 2, "the cut run measured nothing again");
 
-    memcpy(items, plan, sizeof plan);
-    size_t n = 4;
-    tc_bench_held_t *held = NULL;
-    ro.n_held = s_held(dev, path, items, &n, &held);
-    ro.held = held;
-    cr_assert_eq(n, 2, "two items left to measure");
-    cr_assert_eq(ro.n_held, 2, "two held to check");
-    s_play(fast, 1);
-    cr_assert_eq(tc_bench_run(dev, items, n, &ro, path, &rep), 0, "%s", tc_errmsg());
-    free(held);
-    results_t x = s_results(path);
+    size_t n, n_held;
+    s_resume_run(&p, s_fast, &n, &n_held);
+    cr_expect_eq(n, 2, "two items left to measure");
+    cr_expect_eq(n_held, 2, "two held to check");
+    results_t x = s_results(p.path);
     cr_assert_eq(x.n, 6, "the other two, and the cut run's two again (got %zu)", x.n);
     for (size_t i = 4; i < 6; i++) {
         cr_expect_eq(x.m[i], 8 + (i - 4), "result %zu: the cut run's items, in plan order", i);
@@ -348,17 +389,11 @@ Test(canary, a_resumed_plan_checks_the_items_of_the_run_it_resumes, .timeout = 1
         cr_expect_eq(x.supersedes_us[i], x.at_us[i - 4], "result %zu names the cut run's", i);
     }
 
-    memcpy(items, plan, sizeof plan);
-    n = 4;
-    ro.n_held = s_held(dev, path, items, &n, &held);
-    ro.held = held;
+    s_resume_run(&p, s_fast, &n, &n_held);
     cr_expect_eq(n, 0, "all measured");
-    cr_expect_eq(ro.n_held, 2, "the settled ones are not held");
-    cr_assert_eq(tc_bench_run(dev, items, n, &ro, path, &rep), 0, "%s", tc_errmsg());
-    free(held);
-    cr_expect_eq(s_results(path).n, 6, "nothing measured again");
-    unlink(path);
-    tc_device_close(&dev);
+    cr_expect_eq(n_held, 2, "the settled ones are not held");
+    cr_expect_eq(s_results(p.path).n, 6, "nothing measured again");
+    s_plan_close(&p);
 }
 
 /* The fastest reading is the plan's: a run resuming a plan that an earlier
@@ -368,29 +403,15 @@ Test(canary, a_resumed_plan_checks_the_items_of_the_run_it_resumes, .timeout = 1
  * it would have stored them as quiet. */
 Test(canary, a_resumed_run_judges_by_the_plans_fastest_reading, .timeout = 120)
 {
-    const double slow[] = {2}, fast[] = {1};
-    tc_backend_iface_t scripted;
-    tc_device_t *dev = s_scripted_cpu(&scripted);
-    tc_bench_item_t plan[4], items[4];
-    s_four_items(plan);
-    tc_bench_run_opts_t ro = s_canary_opts();
-    ro.measure.quiet.retries = 1;
-    char path[] = "/tmp/tc_canary_plan_XXXXXX";
-    s_result_path(path);
-    tc_bench_report_t rep;
-    s_play(fast, 1);
-    cr_assert_eq(tc_bench_run(dev, plan, 2, &ro, path, &rep), 0, "%s", tc_errmsg());
+    s_plan_t p;
+    s_plan_open(&p);
+    p.ro.measure.quiet.retries = 1;
+    s_cut_run(&p, s_fast);
 
-    memcpy(items, plan, sizeof plan);
-    size_t n = 4;
-    tc_bench_held_t *held = NULL;
-    ro.n_held = s_held(dev, path, items, &n, &held);
-    ro.held = held;
-    cr_assert_eq(n, 2);
-    s_play(slow, 1);
-    cr_assert_eq(tc_bench_run(dev, items, n, &ro, path, &rep), 0, "%s", tc_errmsg());
-    free(held);
-    results_t x = s_results(path);
+    size_t n, n_held;
+    s_resume_run(&p, s_slow, &n, &n_held);
+    cr_expect_eq(n, 2);
+    results_t x = s_results(p.path);
     cr_assert_geq(x.n, 4, "got %zu results", x.n);
     for (size_t i = 0; i < 2; i++)
         cr_expect_not(x.disturbed[i], "the earlier run's item %zu was fast", i);
@@ -398,6 +419,5 @@ Test(canary, a_resumed_run_judges_by_the_plans_fastest_reading, .timeout = 120)
         cr_expect_eq(x.m[i], 8 + i);
         cr_expect(x.disturbed[i], "item %zu: 2 ms against the plan's fastest of 1 ms", i);
     }
-    unlink(path);
-    tc_device_close(&dev);
+    s_plan_close(&p);
 }
