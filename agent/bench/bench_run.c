@@ -268,6 +268,21 @@ typedef struct {
     int64_t supersedes_us;
 } s_again_t;
 
+/* The plan's end: whether item `it`, measured as `m` says, is measured
+ * again (appended to again[*n_again]): taken while the machine was busy
+ * (under the guard), or in a slow phase by the plan's fastest canary
+ * reading (`late`, counted in *n_late: a phase the run saw only later). */
+static bool s_again(const tc_bench_item_t *it, const tc_bench_mark_t *m, bool guard,
+                    const tc_canary_t *canary, s_again_t *again, size_t *n_again,
+                    size_t *n_late)
+{
+    bool busy = m->disturbed && guard, late = !busy && tc_canary_slow(canary, m->canary_ms);
+    if (busy || late)
+        again[(*n_again)++] = (s_again_t){it, m->measured_at_us};
+    *n_late += late;
+    return busy || late;
+}
+
 int tc_bench_run_sink(tc_device_t *dev, const tc_bench_item_t *items, size_t n_items,
                       const tc_bench_run_opts_t *opts, const tc_result_sink_t *sink,
                       tc_bench_report_t *rep)
@@ -313,29 +328,17 @@ int tc_bench_run_sink(tc_device_t *dev, const tc_bench_item_t *items, size_t n_i
             sink->progress(i, n_items, item, sink->arg);
         TC_TRY(s_item(dev, &items[i], item, o, sink, &d, backend, max, batch, rep, 0,
                       &first[i]));
-        if (first[i].disturbed && guard)
-            again[n_again++] = (s_again_t){&items[i], first[i].measured_at_us};
     }
-    /* Against the fastest reading of the whole run: items measured in a
-     * slow phase before the run first saw a fast one. Their results went
-     * out unmarked; the new ones supersede them (supersedes_us), which
-     * makes them count as disturbed in the store. */
-    for (size_t i = 0; i < n_items; i++) {
-        if (!first[i].disturbed && tc_canary_slow(&canary, first[i].canary_ms)) {
-            again[n_again++] = (s_again_t){&items[i], first[i].measured_at_us};
-            n_late++;
-        }
-    }
-    /* The held items of a run cut off before its end, the same way. */
-    for (size_t h = 0; h < o->n_held; h++) {
-        const tc_bench_mark_t *m = &o->held[h].mark;
-        bool busy = m->disturbed && guard, late = !busy && tc_canary_slow(&canary, m->canary_ms);
-        if (busy || late) {
-            again[n_again++] = (s_again_t){&o->held[h].item, m->measured_at_us};
-            n_resumed++;
-        }
-        n_late += late;
-    }
+    /* Against the fastest reading of the whole run, which also catches items
+     * measured in a slow phase before the run first saw a fast one: their
+     * results went out unmarked; the new ones supersede them
+     * (supersedes_us), which makes them count as disturbed in the store.
+     * Then the held items of a run cut off before its end, the same way. */
+    for (size_t i = 0; i < n_items; i++)
+        s_again(&items[i], &first[i], guard, &canary, again, &n_again, &n_late);
+    for (size_t h = 0; h < o->n_held; h++)
+        n_resumed += s_again(&o->held[h].item, &o->held[h].mark, guard, &canary, again,
+                             &n_again, &n_late);
     tc_load_t last;
     if (n_again && tc_quiet_wait_again(&o->measure.quiet, "benchmarks", &last) &&
         tc_canary_wait(&canary, "benchmarks", false)) {
