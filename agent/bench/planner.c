@@ -428,28 +428,6 @@ static const s_key_t *s_find(const tc_resume_t *self, const s_key_t *k)
 
 static bool s_done(const tc_resume_t *self, const s_key_t *k) { return s_find(self, k) != NULL; }
 
-bool tc_resume_done(const tc_resume_t *self, const tc_conv_config_t *c,
-                    Traincast__V1__Direction d)
-{
-    s_key_t k;
-    memset(&k, 0, sizeof k);
-    k.kind = TC_OP_CONV;
-    k.config = *c;
-    k.direction = d;
-    return s_done(self, &k);
-}
-
-bool tc_resume_matmul_done(const tc_resume_t *self, const tc_matmul_config_t *c,
-                           Traincast__V1__Direction d)
-{
-    s_key_t k;
-    memset(&k, 0, sizeof k);
-    k.kind = TC_OP_MATMUL;
-    k.matmul = *c;
-    k.direction = d;
-    return s_done(self, &k);
-}
-
 /* The key of an item. */
 static s_key_t s_item_key(const tc_bench_item_t *it)
 {
@@ -462,6 +440,21 @@ static s_key_t s_item_key(const tc_bench_item_t *it)
         k.config = it->config;
     k.direction = it->direction;
     return k;
+}
+
+bool tc_resume_done(const tc_resume_t *self, const tc_conv_config_t *c,
+                    Traincast__V1__Direction d)
+{
+    s_key_t k = s_item_key(&(tc_bench_item_t){.kind = TC_OP_CONV, .config = *c, .direction = d});
+    return s_done(self, &k);
+}
+
+bool tc_resume_matmul_done(const tc_resume_t *self, const tc_matmul_config_t *c,
+                           Traincast__V1__Direction d)
+{
+    s_key_t k =
+        s_item_key(&(tc_bench_item_t){.kind = TC_OP_MATMUL, .matmul = *c, .direction = d});
+    return s_done(self, &k);
 }
 
 size_t tc_resume_filter(const tc_resume_t *self, tc_bench_item_t *items, size_t *n_items)
