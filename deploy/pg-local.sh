@@ -140,6 +140,10 @@ unix_socket_directories = ''
 max_connections = 200
 shared_buffers = 128MB
 logging_collector = off
+# A throwaway cluster: WAL kept small (each CREATE DATABASE writes its
+# template, about 8 MB, to the WAL; the test suite makes a hundred).
+max_wal_size = 96MB
+min_wal_size = 32MB
 EOF
     fi
     local port=""

@@ -59,12 +59,16 @@ repo=$(cd "$(dirname "$0")/../.." && pwd)
 prefix=$(sed -n 's/^CMAKE_INSTALL_PREFIX:PATH=//p' "$build/CMakeCache.txt")
 work=$(mktemp -d)
 roots=()
+# drop_root ROOT: a root whose checks are done goes (a few hundred MB each),
+# its /proc, /sys and /dev unbound first: never remove into one still bound.
+drop_root() {
+    local m
+    for m in proc sys dev; do umount -l "$1/$m" 2>/dev/null || true; done
+    rm -rf --one-file-system "$1"
+}
 cleanup() {
-    local r m
-    for r in "${roots[@]}"; do
-        for m in proc sys dev; do umount -l "$r/$m" 2>/dev/null || true; done
-    done
-    # Never into a /dev or /sys still bound in.
+    local r
+    for r in "${roots[@]}"; do drop_root "$r"; done
     rm -rf --one-file-system "$work"
 }
 trap cleanup EXIT
@@ -283,6 +287,7 @@ else
         [ -n "$getent_out" ] && ok "agent-cpu: the postinst made the traincast user" \
             || fail "agent-cpu: no traincast user after the postinst"
     fi
+    drop_root "$root"
 fi
 
 # 3. The GPU agent, where the build has CUDA: it starts without any of it.
@@ -297,6 +302,7 @@ if [ -n "$gpu" ]; then
         run "$root" "agent: model describe from the installed exports" 0 '"convs"' -- \
             agent model describe torchvision:squeezenet1_1 --batch 2 --format json
     fi
+    drop_root "$root"
 else
     echo "note: this build has no CUDA backend: no traincast-agent package to install"
 fi
@@ -339,6 +345,7 @@ else
             fail "cannot create the database $db"
         fi
     fi
+    drop_root "$root"
 
     # 5. The test itself: a Depends less one of the libraries the aggregator
     # links leaves that library out of the root, and the program cannot
@@ -356,6 +363,7 @@ else
             run "$root" "a root without $owner: the aggregator does not start" 127 "$lib" -- \
                 aggregator --version
         fi
+        drop_root "$root"
     fi
 fi
 

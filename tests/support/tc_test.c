@@ -31,6 +31,34 @@ bool tc_test_remove_tree(const char *path)
     return system(cmd) == 0;
 }
 
+/* The test cluster's databases this process made. */
+static char s_made[64][128];
+static size_t s_n_made;
+static char s_made_admin[1024];
+
+static int s_drop_db(const char *admin, const char *db)
+{
+    tc_store_t *adm = NULL;
+    int rc = tc_store_open(admin, &adm);
+    if (rc == 0) {
+        char drop[256];
+        snprintf(drop, sizeof drop, "DROP DATABASE IF EXISTS %s WITH (FORCE)", db);
+        rc = tc_store_exec(adm, drop, NULL, 0);
+    }
+    tc_store_destroy(&adm);
+    return rc;
+}
+
+/* At the test process's exit its databases go, so that a suite's run does
+ * not keep a database (7 MB or more) per test process on disk. Set
+ * TC_TEST_KEEP_DB=1 to keep them for a look after a failure. */
+static void s_drop_made(void)
+{
+    for (size_t i = 0; i < s_n_made; i++)
+        if (s_drop_db(s_made_admin, s_made[i]) < 0)
+            fprintf(stderr, "note: test database %s not dropped: %s\n", s_made[i], tc_errmsg());
+}
+
 void tc_test_fresh_db(const char *name, char *dsn, size_t size)
 {
     char path[1024], admin[1024] = "";
@@ -51,22 +79,17 @@ void tc_test_fresh_db(const char *name, char *dsn, size_t size)
      * process left under it (pids are reused across runs: a test must not
      * start from another test's database); later calls in the same test
      * get the same database. */
-    static char s_made[64][128];
-    static size_t s_n_made;
     bool mine = false;
     for (size_t i = 0; i < s_n_made; i++)
         mine |= strcmp(s_made[i], db) == 0;
     if (!mine) {
-        tc_store_t *adm = NULL;
-        if (tc_store_open(admin, &adm) < 0)
-            cr_assert_fail("connecting to the test PostgreSQL: %s", tc_errmsg());
-        char drop[256];
-        snprintf(drop, sizeof drop, "DROP DATABASE IF EXISTS %s WITH (FORCE)", db);
-        if (tc_store_exec(adm, drop, NULL, 0) < 0)
+        if (s_drop_db(admin, db) < 0)
             cr_assert_fail("dropping the old test database %s: %s", db, tc_errmsg());
-        tc_store_destroy(&adm);
+        if (s_n_made == 0 && !getenv("TC_TEST_KEEP_DB"))
+            atexit(s_drop_made);
         if (s_n_made < sizeof s_made / sizeof s_made[0])
             snprintf(s_made[s_n_made++], sizeof s_made[0], "%s", db);
+        snprintf(s_made_admin, sizeof s_made_admin, "%s", admin);
     }
     int rc = tc_store_create_database(admin, db, dsn, size);
     if (rc < 0)

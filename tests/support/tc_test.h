@@ -7,7 +7,8 @@
 
 /* A connection string to a fresh database named `name` (created if absent)
  * on the test cluster that the pg fixture started. Aborts the test with a
- * message when no cluster is running. */
+ * message when no cluster is running. The database is dropped when the test
+ * process exits, unless TC_TEST_KEEP_DB is set. */
 void tc_test_fresh_db(const char *name, char *dsn, size_t size);
 
 /* Path of a file under the source tree (tests/data/..., deploy/...). */
