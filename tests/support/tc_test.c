@@ -35,6 +35,7 @@ bool tc_test_remove_tree(const char *path)
 static char s_made[64][128];
 static size_t s_n_made;
 static char s_made_admin[1024];
+static pid_t s_made_pid; /* a child forked without exec must not drop them */
 
 static int s_drop_db(const char *admin, const char *db)
 {
@@ -54,6 +55,8 @@ static int s_drop_db(const char *admin, const char *db)
  * TC_TEST_KEEP_DB=1 to keep them for a look after a failure. */
 static void s_drop_made(void)
 {
+    if (getpid() != s_made_pid)
+        return;
     for (size_t i = 0; i < s_n_made; i++)
         if (s_drop_db(s_made_admin, s_made[i]) < 0)
             fprintf(stderr, "note: test database %s not dropped: %s\n", s_made[i], tc_errmsg());
@@ -85,8 +88,10 @@ void tc_test_fresh_db(const char *name, char *dsn, size_t size)
     if (!mine) {
         if (s_drop_db(admin, db) < 0)
             cr_assert_fail("dropping the old test database %s: %s", db, tc_errmsg());
-        if (s_n_made == 0 && !getenv("TC_TEST_KEEP_DB"))
+        if (s_n_made == 0 && !getenv("TC_TEST_KEEP_DB")) {
+            s_made_pid = getpid();
             atexit(s_drop_made);
+        }
         if (s_n_made < sizeof s_made / sizeof s_made[0])
             snprintf(s_made[s_n_made++], sizeof s_made[0], "%s", db);
         snprintf(s_made_admin, sizeof s_made_admin, "%s", admin);
