@@ -254,10 +254,8 @@ static void s_line_copy(const char *out, const char *prefix, char *line, size_t 
 Test(cli, a_models_list_plans_as_the_model, .timeout = 120)
 {
     static char out[1 << 16];
-    char cmd[4096], list[] = "/tmp/tc_cli_list_XXXXXX", a[2][512], b[2][512];
-    int fd = mkstemp(list);
-    cr_assert_geq(fd, 0);
-    close(fd);
+    char cmd[4096], list[64], a[2][512], b[2][512];
+    tc_test_temp_file("cli_list", NULL, 0, list, sizeof list);
     snprintf(cmd, sizeof cmd,
              "cd %s && %s/agent/agent model describe tests/data/convnext_tiny.onnx --format list "
              "> %s",

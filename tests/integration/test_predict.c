@@ -157,10 +157,9 @@ Test(predict, untraced_cnn_follows_the_law, .timeout = 600)
 
     /* A traced model, table format with prices and a plot: fastest and
      * cheapest device named. */
-    char prices[] = "/tmp/tc_prices_XXXXXX";
-    FILE *f = fdopen(mkstemp(prices), "w");
-    fprintf(f, "# per hour\nFast Device = 10\nSlow Device = 1.5\n");
-    fclose(f);
+    const char price_list[] = "# per hour\nFast Device = 10\nSlow Device = 1.5\n";
+    char prices[64];
+    tc_test_temp_file("prices", price_list, strlen(price_list), prices, sizeof prices);
     char args[1024];
     snprintf(args, sizeof args,
              "predict --gpu all --model tests/data/resnet18.onnx --batch 8..32 --prices %s "

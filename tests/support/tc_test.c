@@ -24,6 +24,21 @@ void tc_test_scratch_dir(const char *name, const char *subdir, char *dir, size_t
     cr_assert_eq(system(cmd), 0, "cannot make the scratch directory %s", dir);
 }
 
+void tc_test_temp_file(const char *name, const void *data, size_t len, char *path, size_t size)
+{
+    int n = snprintf(path, size, "/tmp/tc_%s_XXXXXX", name);
+    cr_assert(n > 0 && (size_t)n < size, "temp path for %s does not fit", name);
+    int fd = mkstemp(path);
+    cr_assert_geq(fd, 0, "cannot make a temp file %s", path);
+    if (data) {
+        cr_assert_eq(write(fd, data, len), (ssize_t)len, "cannot write %s", path);
+        close(fd);
+    } else {
+        close(fd);
+        unlink(path);
+    }
+}
+
 bool tc_test_remove_tree(const char *path)
 {
     char cmd[1200];

@@ -23,6 +23,12 @@ int tc_test_run(const char *cmd, char *out, size_t size);
  * Fails the test when it cannot be made. */
 void tc_test_scratch_dir(const char *name, const char *subdir, char *dir, size_t size);
 
+/* A fresh file path /tmp/tc_NAME_XXXXXX, unique to this call, into path.
+ * With data (len bytes) the file holds them; with data NULL the file is not
+ * there, for the code under test to create. Fails the test when it cannot
+ * be made; the caller unlinks it. */
+void tc_test_temp_file(const char *name, const void *data, size_t len, char *path, size_t size);
+
 /* Remove a directory tree (rm -rf); true when it is gone. */
 bool tc_test_remove_tree(const char *path);
 

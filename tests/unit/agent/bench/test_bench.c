@@ -7,6 +7,7 @@
 #include "tc_error.h"
 #include "tc_resultfile.h"
 #include "tc_validate.h"
+#include "tc_test.h"
 
 #include <criterion/criterion.h>
 #include <stdio.h>
@@ -139,11 +140,8 @@ static int s_count(const tc_envelope_t *env, void *arg)
 
 Test(bench_run, writes_results_and_resumes, .timeout = 300)
 {
-    char path[] = "/tmp/tc_bench_XXXXXX";
-    int fd = mkstemp(path);
-    cr_assert_geq(fd, 0);
-    close(fd);
-    unlink(path);
+    char path[64];
+    tc_test_temp_file("bench", NULL, 0, path, sizeof path);
     tc_conv_usage_t u[2];
     memset(u, 0, sizeof u);
     u[0].config = s_spec(1, 1).config;
@@ -255,11 +253,8 @@ static int s_kinds(const tc_envelope_t *env, void *arg)
  * convs', and resume finds every item done. */
 Test(bench_run, convs_and_matmuls_into_one_file, .timeout = 300)
 {
-    char path[] = "/tmp/tc_bench_mm_XXXXXX";
-    int fd = mkstemp(path);
-    cr_assert_geq(fd, 0);
-    close(fd);
-    unlink(path);
+    char path[64];
+    tc_test_temp_file("bench_mm", NULL, 0, path, sizeof path);
     tc_conv_usage_t u;
     memset(&u, 0, sizeof u);
     u.config = s_spec(1, 1).config;

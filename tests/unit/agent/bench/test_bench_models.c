@@ -9,6 +9,7 @@
 
 #include "tc_error.h"
 #include "tc_model.h"
+#include "tc_test.h"
 
 #include <criterion/criterion.h>
 #include <stdbool.h>
@@ -131,7 +132,7 @@ Test(bench_models, a_models_list_plans_as_the_model, .timeout = 120)
 {
     const char *names[] = {"convnext_tiny", "squeezenet1_0", "resnet18"};
     for (size_t k = 0; k < sizeof names / sizeof names[0]; k++) {
-        char path[512], list[] = "/tmp/tc_model_list_XXXXXX";
+        char path[512], list[64];
         snprintf(path, sizeof path, "%s/tests/data/%s.onnx", TC_SOURCE_DIR, names[k]);
         tc_model_t *m = NULL;
         tc_model_opts_t mo = {0};
@@ -140,9 +141,8 @@ Test(bench_models, a_models_list_plans_as_the_model, .timeout = 120)
         const tc_conv_usage_t *convs = tc_model_convs(m);
         const tc_matmul_usage_t *mms = tc_model_matmuls(m);
 
-        int fd = mkstemp(list);
-        cr_assert_geq(fd, 0);
-        FILE *f = fdopen(fd, "w");
+        tc_test_temp_file("model_list", NULL, 0, list, sizeof list);
+        FILE *f = fopen(list, "w");
         cr_assert_not_null(f);
         cr_assert_eq(tc_oplist_write(f, tc_model_id(m), convs, nc, mms, nm), 0, "%s",
                      tc_errmsg());

@@ -7,6 +7,7 @@
 #include "tc_error.h"
 #include "tc_resultfile.h"
 #include "tc_validate.h"
+#include "tc_test.h"
 
 #include <criterion/criterion.h>
 #include <stdlib.h>
@@ -239,15 +240,6 @@ static tc_bench_run_opts_t s_canary_opts(void)
     return ro;
 }
 
-/* A fresh result file's path (the file itself not there yet). */
-static void s_result_path(char *path)
-{
-    int fd = mkstemp(path);
-    cr_assert_geq(fd, 0);
-    close(fd);
-    unlink(path);
-}
-
 static results_t s_results(const char *path)
 {
     results_t x = {0};
@@ -272,8 +264,8 @@ Test(canary, a_plan_measures_its_late_slow_items_again_superseding_them, .timeou
     tc_bench_item_t items[4];
     s_four_items(items);
     tc_bench_run_opts_t ro = s_canary_opts();
-    char path[] = "/tmp/tc_canary_late_XXXXXX";
-    s_result_path(path);
+    char path[64];
+    tc_test_temp_file("canary_late", NULL, 0, path, sizeof path);
     tc_bench_report_t rep;
     cr_assert_eq(tc_bench_run(dev, items, 4, &ro, path, &rep), 0, "%s", tc_errmsg());
     results_t x = s_results(path);
@@ -324,8 +316,7 @@ static void s_plan_open(s_plan_t *p)
     p->dev = s_scripted_cpu(&p->scripted);
     s_four_items(p->plan);
     p->ro = s_canary_opts();
-    snprintf(p->path, sizeof p->path, "/tmp/tc_canary_plan_XXXXXX");
-    s_result_path(p->path);
+    tc_test_temp_file("canary_plan", NULL, 0, p->path, sizeof p->path);
 }
 
 static void s_plan_close(s_plan_t *p)

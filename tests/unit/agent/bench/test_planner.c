@@ -5,6 +5,7 @@
 
 #include "tc_error.h"
 #include "tc_resultfile.h"
+#include "tc_test.h"
 
 #include <criterion/criterion.h>
 #include <stdio.h>
@@ -214,19 +215,10 @@ static void s_append(tc_resultfile_t *rf, const char *uuid, Traincast__V1__Polic
     cr_assert_eq(tc_resultfile_append(rf, &env), 0, "%s", tc_errmsg());
 }
 
-/* Create an empty file from a mkstemp template (path is rewritten). */
-static void s_mktemp(char *path)
-{
-    int fd = mkstemp(path);
-    cr_assert_geq(fd, 0);
-    close(fd);
-}
-
 Test(planner, resume_skips_items_of_this_device_and_policy_only, .timeout = 10)
 {
-    char path[] = "/tmp/tc_resume_XXXXXX";
-    s_mktemp(path);
-    unlink(path);
+    char path[64];
+    tc_test_temp_file("resume", NULL, 0, path, sizeof path);
 
     tc_conv_usage_t a[] = {s_use(3, 16, 8, 3, 1, 1, 1, 1, true),
                            s_use(8, 16, 8, 3, 1, 1, 1, 1, false)};
@@ -313,8 +305,8 @@ static void s_write(const char *path, const char *text)
 
 Test(convlist, reads_models_and_rejects_bad_lines, .timeout = 10)
 {
-    char path[] = "/tmp/tc_convlist_XXXXXX";
-    s_mktemp(path);
+    char path[64];
+    tc_test_temp_file("convlist", "", 0, path, sizeof path);
     s_write(path, "# test list\n"
                   "3 32 32 16 3 3 1 1 1 1 1 1 1 1 1\n"
                   "\n"
@@ -384,8 +376,8 @@ static int s_no_convs(const char *model, const tc_conv_usage_t *convs, size_t n,
  * line names itself, and a reader of convs alone refuses matmuls. */
 Test(convlist, reads_matmul_lines, .timeout = 10)
 {
-    char path[] = "/tmp/tc_oplist_XXXXXX";
-    s_mktemp(path);
+    char path[64];
+    tc_test_temp_file("oplist", "", 0, path, sizeof path);
     s_write(path, "model vit\n"
                   "3 32 32 16 3 3 1 1 1 1 1 1 1 1 1\n"
                   "# matmul minibatch_in batch m n k trans_a trans_b weight bias count grad_a grad_b\n"

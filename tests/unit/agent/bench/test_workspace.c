@@ -9,6 +9,7 @@
 #include "tc_error.h"
 #include "tc_resultfile.h"
 #include "tc_wire.h"
+#include "tc_test.h"
 
 #include <criterion/criterion.h>
 #include <stdio.h>
@@ -45,11 +46,8 @@ static void s_trace(tc_resultfile_t *f, const char *uuid, unsigned batch, uint64
 
 Test(workspace, limit_is_memory_less_the_traced_peak, .timeout = 30)
 {
-    char path[] = "/tmp/tc-ws-XXXXXX";
-    int fd = mkstemp(path);
-    cr_assert_geq(fd, 0);
-    close(fd);
-    unlink(path);
+    char path[64];
+    tc_test_temp_file("ws", NULL, 0, path, sizeof path);
     tc_resultfile_t *f = NULL;
     cr_assert_eq(tc_resultfile_open_append(path, &f), 0, "%s", tc_errmsg());
     const uint64_t ok = TRAINCAST__V1__TRACE_STATUS__TRACE_STATUS_OK;

@@ -392,11 +392,8 @@ Test(cli, allow_unknown, .timeout = 60)
     tc_tb_output(tb, "y");
     size_t len;
     const uint8_t *b = tc_tb_pack(tb, &len);
-    char path[] = "/tmp/tc_unknown_XXXXXX";
-    int fd = mkstemp(path);
-    cr_assert_geq(fd, 0);
-    cr_assert_eq(write(fd, b, len), (ssize_t)len);
-    close(fd);
+    char path[64];
+    tc_test_temp_file("unknown", b, len, path, sizeof path);
     tc_tb_free(&tb);
     char out[8192], args[256];
     snprintf(args, sizeof args, "model describe %s", path);

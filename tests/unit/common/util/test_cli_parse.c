@@ -2,6 +2,7 @@
  * name the flag, config files and --check-config, uint and name lists. */
 #include "tc_cli.h"
 #include "tc_error.h"
+#include "tc_test.h"
 
 #include <criterion/criterion.h>
 #include <fcntl.h>
@@ -107,11 +108,9 @@ Test(cli, unknown_flags_suggest_the_closest, .timeout = 10)
               tc_errmsg());
     cr_assert_not(strstr(tc_errmsg(), "did you mean"), "%s", tc_errmsg());
 
-    char path[] = "/tmp/tc_cfg_XXXXXX";
-    int fd = mkstemp(path);
-    cr_assert_geq(fd, 0);
-    cr_assert_eq(write(fd, "batch = 8\ndeltta = 1\n", 21), 21);
-    close(fd);
+    char path[64];
+    const char cfg[] = "batch = 8\ndeltta = 1\n";
+    tc_test_temp_file("cfg", cfg, strlen(cfg), path, sizeof path);
     char *a6[] = {"cmd", "--config", path};
     cr_assert_eq(s_parse(3, a6), TC_EINVAL);
     cr_assert(strstr(tc_errmsg(), ":2: unknown key 'deltta' (did you mean --delta? keys are"),

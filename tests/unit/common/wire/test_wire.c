@@ -233,10 +233,8 @@ static int s_count_cb(const tc_envelope_t *env, void *arg)
 
 Test(resultfile, append_read_and_truncated_tail, .timeout = 20)
 {
-    char path[] = "/tmp/tc_resultfile_XXXXXX";
-    int fd = mkstemp(path);
-    cr_assert(fd >= 0);
-    close(fd);
+    char path[64];
+    tc_test_temp_file("resultfile", "", 0, path, sizeof path);
     tc_resultfile_t *rf = NULL;
     cr_assert_eq(tc_resultfile_open_append(path, &rf), 0, "%s", tc_errmsg());
     for (int i = 0; i < 3; i++) {
@@ -282,11 +280,9 @@ Test(resultfile, missing_and_corrupt_files, .timeout = 10)
     cr_assert_eq(tc_resultfile_read("/nonexistent/tc.results", false, s_count_cb, &n, NULL),
                  TC_ENOTFOUND);
     cr_assert_eq(tc_resultfile_read("/nonexistent/tc.results", true, s_count_cb, &n, NULL), 0);
-    char path[] = "/tmp/tc_resultfile_XXXXXX";
-    int fd = mkstemp(path);
     const uint8_t huge[] = {0xff, 0xff, 0xff, 0x7f, 0};
-    cr_assert_eq(write(fd, huge, sizeof huge), (ssize_t)sizeof huge);
-    close(fd);
+    char path[64];
+    tc_test_temp_file("resultfile", huge, sizeof huge, path, sizeof path);
     cr_assert_eq(tc_resultfile_read(path, false, s_count_cb, &n, NULL), TC_EPARSE);
     cr_assert(strstr(tc_errmsg(), "limit"), "%s", tc_errmsg());
     unlink(path);
