@@ -255,7 +255,7 @@ Test(cli, a_models_list_plans_as_the_model, .timeout = 120)
 {
     static char out[1 << 16];
     char cmd[4096], list[64], a[2][512], b[2][512];
-    tc_test_temp_file("cli_list", NULL, 0, list, sizeof list);
+    tc_test_temp_file("cli_list", "", 0, list, sizeof list);
     snprintf(cmd, sizeof cmd,
              "cd %s && %s/agent/agent model describe tests/data/convnext_tiny.onnx --format list "
              "> %s",

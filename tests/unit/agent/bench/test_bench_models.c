@@ -141,7 +141,7 @@ Test(bench_models, a_models_list_plans_as_the_model, .timeout = 120)
         const tc_conv_usage_t *convs = tc_model_convs(m);
         const tc_matmul_usage_t *mms = tc_model_matmuls(m);
 
-        tc_test_temp_file("model_list", NULL, 0, list, sizeof list);
+        tc_test_temp_file("model_list", "", 0, list, sizeof list);
         FILE *f = fopen(list, "w");
         cr_assert_not_null(f);
         cr_assert_eq(tc_oplist_write(f, tc_model_id(m), convs, nc, mms, nm), 0, "%s",
