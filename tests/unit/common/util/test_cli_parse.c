@@ -182,8 +182,8 @@ static void s_write_config(const char *path, const char *text)
 
 Test(cli, config_file_keys_and_precedence, .timeout = 10)
 {
-    char path[] = "/tmp/tc_cfg_XXXXXX";
-    close(mkstemp(path));
+    char path[64];
+    tc_test_temp_file("cfg", "", 0, path, sizeof path);
     s_write_config(path, "# comment\nbatch = 16\ndb = \"host=a dbname=b\"  # trailing\nprice=2.5\n");
     char *argv[] = {"cmd", "--config", path, "--price", "9"};
     cr_assert_eq(s_parse(5, argv), 0, "%s", tc_errmsg());
@@ -204,8 +204,8 @@ Test(cli, config_file_keys_and_precedence, .timeout = 10)
  * missing required option fails as in a real run. */
 Test(cli, check_config_validates_without_running, .timeout = 10)
 {
-    char path[] = "/tmp/tc_cfg_XXXXXX";
-    close(mkstemp(path));
+    char path[64];
+    tc_test_temp_file("cfg", "", 0, path, sizeof path);
     s_write_config(path, "batch = 16\nprice = 2.5\nverbose = yes\n");
     char *argv[] = {"cmd", "--config", path, "--check-config"};
     cr_assert_eq(s_parse(4, argv), 0, "%s", tc_errmsg());
