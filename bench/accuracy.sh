@@ -58,7 +58,8 @@
 #   --devices LIST       the devices instead: cpu:THREADS or cuda:INDEX entries, e.g.
 #                        cuda:0 on a GPU machine (the study runs there unchanged)
 #   --rounds R           rounds of benchmarks and traces, round-robin over the set [3]
-#   --remeasure K        extra rounds at most for a CNN whose rounds disagree [2; 0: none]
+#   --remeasure K        extra rounds at most for a CNN whose rounds disagree, after the
+#                        last regular round R (the K-th labelled RxK) [2; 0: none]
 #   --time-budget MIN    start no new CNN after this many minutes of this run [0: no limit]
 #   --warmup W --iters N trace settings [3, 10]
 #   --bench-budget-ms MS --max-reps N conv benchmark settings per item [100, 30]
@@ -278,13 +279,14 @@ fi
 if [ -f "$dir/settings" ] && [ "$stored_settings" != "$settings" ]; then
     if [ "$analyze_only" -eq 0 ] && bench_settings_extends "$stored_settings" "$settings"; then
         # More rounds for the same study (a lower noise floor): what is
-        # measured stands. A CNN's extra round numbered up to the new count
-        # becomes its regular round of that number (it was taken earlier than
-        # the others'), and `done` holds the CNNs with every round of the new count.
+        # measured stands, extra rounds included (they stay extra rounds:
+        # RxK, bench/lib.sh), and `done` holds the CNNs with every regular
+        # round of the new count. A study whose extra rounds were numbered
+        # R+1... (before RxK) counts such a round up to the new count as
+        # that CNN's regular round of that number.
         log "$dir: the study goes from $(tr ' ' '\n' <<<"$stored_settings" | sed -n 's/^rounds=//p') to $rounds rounds; the rounds measured stand"
         touch "$dir/rounds_done"
-        awk -v n="$rounds" '$2 <= n && !seen[$1 " " $2]++ { c[$1]++ } END { for (m in c) if (c[m] == n) print m }' \
-            "$dir/rounds_done" >"$dir/done"
+        bench_rounds_complete "$rounds" "$dir/rounds_done" >"$dir/done"
     else
         log "$dir holds a study with other settings; its rounds and these would not be one study:"
         # Each setting that differs, by name (a setting absent from one side: "(none)").
@@ -322,8 +324,9 @@ bench_monitor_start "$dir/logs/load-$started.txt"
 # ---- measuring, CNN by CNN ---------------------------------------------------
 # Each device is an agent with a state directory of its own: its results carry
 # that agent's id, which its key alone may send (docs/transport.md).
-# One result file per kind, device and round: a round's conv benchmarks are
-# deduplicated across the CNNs of that round, and every round measures again.
+# One result file per kind, device and round (its label: N, or RxK for an
+# extra round): a round's conv benchmarks are deduplicated across the CNNs of
+# that round, and every round measures again.
 # A CNN outside the study keeps its results apart: outside-KIND-... files
 # and outside-agent-DEVICE states.
 device_file() { echo "$dir/$1-$2-r$3.tcr"; }  # KIND DEVICE_KEY ROUND
@@ -335,7 +338,7 @@ n_models=${#all_models[@]}
 # rounds are spread over the hours the study takes and a slow drift of the
 # machine shows in the spread instead of in the misses. $dir/rounds_done
 # lists "CNN ROUND" as each is measured (a resumed run goes on from there);
-# $dir/done lists the CNNs whose every round is measured.
+# $dir/done lists the CNNs whose every regular round is measured.
 touch "$dir/rounds_done"
 
 # measure CNN ROUND INDEX: one CNN's round on every device and size; sets
@@ -344,7 +347,7 @@ measure() {
     local m=$1 r=$2 i=$3 file=device_file prefix= t px tag t0 t1 t2 st ok label
     failed=
     label="round $r/$rounds"
-    [ "$r" -le "$rounds" ] || label="extra round $r"
+    [[ $r =~ ^[0-9]+$ ]] && [ "$r" -le "$rounds" ] || label="extra round $r"
     if [ -n "${is_outside[$m]:-}" ]; then file=outside_file; prefix=outside-; fi
     for t in "${device_keys[@]}"; do
         for px in "${size_list[@]}"; do
@@ -423,9 +426,10 @@ done
 # device, size, batch) whose rounds' trace medians spread, (max - min) /
 # median, more than REMEASURE_FACTOR times the median spread of its device's
 # points, and by at least REMEASURE_MIN_PCT %, has its CNN measured again in
-# a later round (every device and size, numbered after the last), at most
-# remeasure_max extra rounds per CNN: a round taken in a bad period is
-# outvoted, and the truth and its noise floor count the extra rounds.
+# an extra round (every device and size; the K-th after round R is RxK), at
+# most remeasure_max extra rounds per CNN after the last regular round: a round
+# taken in a bad period is outvoted, and the truth and its noise floor count
+# the extra rounds. Each extra round is decided on every round before it.
 REMEASURE_FACTOR=2
 REMEASURE_MIN_PCT=5
 for extra in $(seq 1 "$remeasure_max"); do
@@ -433,7 +437,7 @@ for extra in $(seq 1 "$remeasure_max"); do
     # every CNN's rounds first (measured, or failed)
     settled=$(( $(wc -l <"$dir/done") + $(cut -f1 "$dir/failed" | sort -u | wc -l) ))
     [ "$settled" -ge "$n_models" ] || break
-    r=$((rounds + extra))
+    r=$(bench_extra_round "$rounds" "$extra" "$dir/rounds_done")
     again=$(python3 "$repo/bench/accuracy_remeasure.py" "$dir" "$r" "$REMEASURE_FACTOR" \
         "$REMEASURE_MIN_PCT" "${all_models[@]}")
     [ -n "$again" ] || break
@@ -478,12 +482,20 @@ if [ "$report_only" -eq 0 ]; then
         kill -0 "$server_pid" 2>/dev/null || { tail -n 20 "$dir/logs/aggregator.log" >&2; log "aggregator serve did not start"; exit 1; }
     }
     serve_stop() { kill -TERM "$server_pid"; wait "$server_pid" || true; server_pid=; }
-    # push STATE KIND... with FILE_FUNCTION: every round's result files of those kinds.
+    # push STATE PREFIX DEVICE_KEY KIND...: every round's result files of those
+    # kinds (PREFIX: "" for the study's, outside- for the outside CNNs'), round
+    # by round, by the files there are, so that no round's label is missed.
     push() {
-        local state=$1 file=$2 t=$3 files=() r kind
+        local state=$1 prefix=$2 t=$3 files=() f r kind labels
         shift 3
-        for r in $(seq 1 $((rounds + remeasure_max))); do
-            for kind in "$@"; do [ -s "$($file "$kind" "$t" "$r")" ] && files+=("$($file "$kind" "$t" "$r")"); done
+        labels=$(for kind in "$@"; do
+            for f in "$dir/$prefix$kind-$t-r"*.tcr; do if [ -s "$f" ]; then echo "${f##*-r}"; fi; done
+        done | sed 's/\.tcr$//' | sort -uV)
+        for r in $labels; do
+            for kind in "$@"; do
+                f="$dir/$prefix$kind-$t-r$r.tcr"
+                if [ -s "$f" ]; then files+=("$f"); fi
+            done
         done
         [ "${#files[@]}" -gt 0 ] || return 0
         log "agent push (${device_flags[$t]#--device }): ${files[*]}"
@@ -492,9 +504,9 @@ if [ "$report_only" -eq 0 ]; then
     }
     serve_start "$dsn"
     for t in "${device_keys[@]}"; do
-        push "$dir/agent-$t" device_file "$t" bench trace
+        push "$dir/agent-$t" "" "$t" bench trace
         # The outside CNNs' conv benchmarks only: their traces never reach the fit.
-        [ "${#outside_list[@]}" -eq 0 ] || push "$dir/outside-agent-$t" outside_file "$t" bench
+        [ "${#outside_list[@]}" -eq 0 ] || push "$dir/outside-agent-$t" outside- "$t" bench
     done
     serve_stop
     if [ "${#outside_list[@]}" -gt 0 ]; then
@@ -504,7 +516,7 @@ if [ "$report_only" -eq 0 ]; then
             || psql -X -q "$dsn" -c "CREATE DATABASE outside" >/dev/null
         "$aggregator" migrate --db "$outside_dsn" >/dev/null
         serve_start "$outside_dsn"
-        for t in "${device_keys[@]}"; do push "$dir/outside-agent-$t" outside_file "$t" trace; done
+        for t in "${device_keys[@]}"; do push "$dir/outside-agent-$t" outside- "$t" trace; done
         serve_stop
         # their ids without the size: torchvision:NAME, or python:STEM.FUNC
         outside_ids=$(for m in "${outside_list[@]}"; do

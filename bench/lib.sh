@@ -65,6 +65,28 @@ bench_settings_extends() {
     [[ $was =~ ^[0-9]+$ && $now =~ ^[0-9]+$ ]] && [ "$now" -gt "$was" ] || return 1
     [ "$(tr ' ' '\n' <<<"$1" | grep -v '^rounds=')" = "$(tr ' ' '\n' <<<"$2" | grep -v '^rounds=')" ]
 }
+# A study's rounds (bench/accuracy.sh): ROUNDS_DONE lists "CNN LABEL" per
+# round measured. A regular round's label is its number; the K-th extra round
+# after the R-th regular one (a CNN whose rounds disagree, measured again) is
+# RxK, so that a study given more rounds later numbers its new regular rounds
+# apart from the extra ones already taken. Studies written before extra rounds
+# were labelled so numbered them R+1, R+2...: bench_extra_round keeps that
+# numbering where such a round exists beyond the count, so that those studies
+# resume as they were measured.
+#
+# bench_rounds_complete N ROUNDS_DONE: the CNNs with every regular round 1..N.
+bench_rounds_complete() {
+    awk -v n="$1" '$2 ~ /^[0-9]+$/ && $2 + 0 <= n + 0 && !seen[$1 " " $2]++ { c[$1]++ }
+                   END { for (m in c) if (c[m] == n) print m }' "$2" | sort
+}
+# bench_extra_round R K ROUNDS_DONE: the label of the K-th extra round after R.
+bench_extra_round() {
+    if awk -v n="$1" '$2 ~ /^[0-9]+$/ && $2 + 0 > n + 0 { found = 1 } END { exit !found }' "$3"; then
+        echo $(($1 + $2))
+    else
+        echo "${1}x$2"
+    fi
+}
 bench_mem() { awk '/MemTotal/ { printf "%.1f GiB", $2 / 1048576 }' /proc/meminfo; }
 bench_loadavg() { cut -d' ' -f1-3 /proc/loadavg; }
 

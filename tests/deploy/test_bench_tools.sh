@@ -134,6 +134,16 @@ rem=$(python3 "$repo/bench/accuracy_remeasure.py" "$tmp/rem" 4 2 5 a b c d)
 rem_less=$(python3 "$repo/bench/accuracy_remeasure.py" "$tmp/rem" 4 2 5 a b c)
 [ "$rem" = "d 24.4" ] && [ -z "$rem_less" ] && ok "accuracy study re-measures the CNN whose rounds disagree" \
     || fail "accuracy_remeasure.py: '$rem' / '$rem_less'"
+# An extra round, labelled RxK, counts for the extra rounds after it and not
+# for itself (nor does round 4, after it): c's first extra round after round 3
+# disagrees with its rounds.
+printf 'model batch status median_ms spread\ntorchvision:c@64 2 ok 60 1.0%%\n' >"$tmp/rem/logs/trace-c-t1-64px-r3x1.out"
+rem_x1=$(python3 "$repo/bench/accuracy_remeasure.py" "$tmp/rem" 3x1 2 5 a b c d)
+rem_x2=$(python3 "$repo/bench/accuracy_remeasure.py" "$tmp/rem" 3x2 2 5 a b c d)
+rem_bad=$(python3 "$repo/bench/accuracy_remeasure.py" "$tmp/rem" 3y1 2 5 a b c d 2>&1); rem_bad_st=$?
+[ "$rem_x1" = "d 24.4" ] && [ "$rem_x2" = "c 98.5" ] && [ "$rem_bad_st" -eq 2 ] && grep -q "'3y1' is not a round" <<<"$rem_bad" \
+    && ok "accuracy study's extra rounds count for the rounds after them" \
+    || fail "accuracy_remeasure.py with extra rounds: '$rem_x1' / '$rem_x2' / $rem_bad_st '$rem_bad'"
 
 # A study resumed with another CNN set is refused, naming what differs:
 # its stored rounds and new ones would not be one study.
@@ -172,8 +182,9 @@ out=$(BUILD_DIR=$build "$repo/bench/accuracy.sh" --models resnet18 --operands te
     && ok "accuracy.sh names a bad --operands" || fail "accuracy.sh took --operands tepid: $out"
 
 # More rounds are not another study: it goes on to them, what is measured
-# stands, and a CNN's extra round numbered up to the new count is one of its
-# rounds (resnet18 has rounds 1 and 2 of 2: done, nothing left to measure).
+# stands, and in a study that numbered its extra rounds R+1 (before RxK) a
+# CNN's extra round numbered up to the new count is one of its rounds
+# (resnet18 has rounds 1 and 2 of 2: done, nothing left to measure).
 mkdir -p "$tmp/acc3"
 acc3_settings() {
     echo "host=$(uname -n) machine=$(. "$repo/bench/lib.sh"; bench_machine_kind) order=round-robin models=resnet18 outside= batches=2 input=64 devices=cpu:1 warmup=1 iters=1 rounds=$1 remeasure=1 bench_budget=10 max_reps=2"
@@ -204,6 +215,19 @@ out=$(acc3 1)
         && ! bench_settings_extends "$a" "$(sed 's/rounds=5/rounds=8/; s/models=a,b/models=a/' <<<"$a")" \
         && ! bench_settings_extends "$a" "${a/remeasure=1/remeasure=2}"
 ) && ok "bench_settings_extends: more rounds and nothing else" || fail "bench_settings_extends"
+# Regular rounds are numbers, extra rounds RxK: only the regular ones make a
+# CNN complete, and a study with an extra round numbered R+1 (before RxK)
+# goes on numbering so.
+printf '%s\n' 'a 1' 'a 2' 'a 2x1' 'b 1' 'b 2x1' 'c 1' 'c 2' 'c 3' 'c 2' >"$tmp/rounds_done"
+(
+    . "$repo/bench/lib.sh"
+    [ "$(bench_rounds_complete 2 "$tmp/rounds_done" | paste -sd,)" = a,c ] \
+        && [ "$(bench_rounds_complete 3 "$tmp/rounds_done")" = c ] \
+        && [ -z "$(bench_rounds_complete 4 "$tmp/rounds_done")" ] \
+        && [ "$(bench_extra_round 2 1 "$tmp/rounds_done")" = 3 ] \
+        && [ "$(bench_extra_round 3 2 "$tmp/rounds_done")" = 3x2 ]
+) && ok "accuracy study rounds: regular rounds complete a CNN, extra rounds are RxK" \
+    || fail "bench_rounds_complete / bench_extra_round: $(. "$repo/bench/lib.sh"; bench_rounds_complete 2 "$tmp/rounds_done" | paste -sd,) $(. "$repo/bench/lib.sh"; bench_extra_round 3 2 "$tmp/rounds_done")"
 
 # The report's outside section: two devices, one CNN at two batches; the
 # truth of one point is 10 % below its prediction and outside its interval.
