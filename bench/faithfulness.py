@@ -218,10 +218,18 @@ class Canary:
 
     def read(self):
         """One reading in ms, on one thread (after a pause that lets the
-        measured team's spinning workers sleep, as the agent's)."""
+        measured team's spinning workers sleep, as the agent's): the second
+        of two in a row. The first after a large product finds the canary's
+        code and operands evicted and reads up to 1.6 times the fastest on a
+        quiet host (AMD EPYC family 25, 2026-12-07: 93 % of readings right
+        after a 392 x 768 by 768 x 2304 product over 1.3 times the fastest of
+        readings in a row; the second of two, 2 %), so every timing of a large
+        op would read as a slow phase; a slow phase of the host lasts seconds
+        and shows in both."""
         if self.threads > 1:
             time.sleep(0.005)
             self.torch.set_num_threads(1)
+        self.kernel()
         ms = self.kernel()
         if self.threads > 1:
             self.torch.set_num_threads(self.threads)
