@@ -2,13 +2,14 @@
 """accuracy_remeasure.py DIR UPTO FACTOR MIN_PCT CNN...
 
 Which CNNs of an accuracy study (bench/accuracy.sh) to measure again because
-their rounds disagree. From the trace logs of DIR/logs (trace-CNN-DEVICE-PXpx-rLABEL.out,
-`agent trace` output: model, batch, status, median_ms, ...) of the rounds
-before UPTO, a round's label (N, a regular round or one numbered so before
-extra rounds were labelled apart; RxK, the K-th extra round after round R,
-which comes after round R and before round R+1): a point (CNN, device, size, batch) whose rounds' medians spread,
-(max - min) / median, more than FACTOR times the median spread of its
-device's points and more than MIN_PCT %, puts its CNN on the list. Prints
+their rounds disagree. From the trace logs of DIR/logs
+(trace-CNN-DEVICE-PXpx-rLABEL.out, `agent trace` output: model, batch, status,
+median_ms, ...) of the rounds before UPTO, a round's label (N: a regular
+round, or an extra one numbered so before extra rounds were labelled apart;
+RxK: the K-th extra round after round R, after round R and before R+1): a
+point (CNN, device, size, batch) whose rounds' medians spread, (max - min) /
+median, more than FACTOR times the median spread of its device's points and
+more than MIN_PCT %, puts its CNN on the list. Prints
 "CNN WORST_SPREAD_PCT" per line, sorted by CNN; nothing when none.
 """
 import collections
