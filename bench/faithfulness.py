@@ -16,7 +16,9 @@ count (1 and 2), it compares
      where the model hands the conv one (ConvNeXt; A times it as nhwc),
      each timing with the host-phase canary around it (Canary below, as
      the agent's: taken again in a slow phase of the host;
-     TRAINCAST_CANARY_SLOW sets the ratio for both sides, 0 off),
+     TRAINCAST_CANARY_SLOW sets the ratio for both sides, 0 off; how
+     often it did, per round beside its times in --work, .canary, and
+     over the rounds in the report),
 
 measured A B A B ... (--rounds rounds, each side a fresh process), so that
 drift of a shared machine cancels in the ratio A/B of each round; the
@@ -186,6 +188,7 @@ def cmd_torch(a):
     with open(a.out, "w") as f:
         for r in rows:
             f.write("\t".join(str(v) for v in r) + "\n")
+    a.canary.dump(a.out + ".canary")
     return 0
 
 
@@ -215,6 +218,26 @@ class Canary:
 
     def on(self):
         return self.slow > 1
+
+    def dump(self, path):
+        """What it did, for the report: PATH gets {"on", "retaken", "still_slow"}."""
+        with open(path, "w") as f:
+            json.dump({"on": self.on(), "retaken": self.retaken,
+                       "still_slow": self.stayed_slow}, f)
+
+    @staticmethod
+    def count(path, sums):
+        """SUMS ([taken again, still slow], or None) with the counts of PATH's
+        dump added; SUMS unchanged where the canary was off or PATH is absent
+        (a round measured before the counts were kept)."""
+        try:
+            with open(path) as f:
+                c = json.load(f)
+        except FileNotFoundError:
+            return sums
+        if not c["on"]:
+            return sums
+        return [x + c[k] for x, k in zip(sums or [0, 0], ("retaken", "still_slow"))]
 
     def read(self):
         """One reading in ms, on one thread (after a pause that lets the
@@ -527,12 +550,29 @@ def agent_round(a, threads, path, convlist):
     return times, mins, algos, device
 
 
+def canary_line(counts, agent_files):
+    """The report's line on the host-phase canary, from PyTorch's side's
+    [taken again, still slow] over the rounds (None: off, or not counted);
+    AGENT_FILES names where the agent's own counts are."""
+    return ("The host-phase canary (TRAINCAST_CANARY_SLOW, default 1.3; docs/conv-benchmarks.md) "
+            "on both sides: PyTorch's side %s; the agent's are in its %s in --work "
+            "(`remeasured`, `host_slow`)." % (
+                "took %d timings again over the rounds, %d stayed slow" % tuple(counts)
+                if counts else "off (TRAINCAST_CANARY_SLOW=0, or the guard off: "
+                "TRAINCAST_QUIET_PCT=100), or not counted (rounds measured before the counts "
+                "were kept)", agent_files))
+
+
 def torch_round(a, threads, path, convs_json):
-    step_file(a, path, lambda part: run(
-        [sys.executable, os.path.abspath(__file__), "torch", "--json", convs_json,
-         "--threads", str(threads), "--batch", str(a.batch),
-         "--allocator", a.allocator, "--budget-ms", str(a.budget_ms), "--max-reps",
-         str(a.max_reps), "--out", part]))
+    def measure(part):
+        run([sys.executable, os.path.abspath(__file__), "torch", "--json", convs_json,
+             "--threads", str(threads), "--batch", str(a.batch),
+             "--allocator", a.allocator, "--budget-ms", str(a.budget_ms), "--max-reps",
+             str(a.max_reps), "--out", part])
+        os.replace(part + ".canary", path + ".canary")
+
+    step_file(a, path, measure)
+    a.torch_canary = Canary.count(path + ".canary", a.torch_canary)
     times, mins = {}, {}
     with open(path) as f:
         for line in f:
@@ -811,6 +851,7 @@ def cmd_run(a):
     results = {}
     for threads in [int(t) for t in a.threads.split(",")]:
         ratios, min_ratios, agent_t, torch_t = {}, {}, {}, {}
+        a.torch_canary = None  # [taken again, still slow] where it ran
         agent_by, torch_by = {m: {} for m in models}, {m: {} for m in models}
         prof, instep = {m: [] for m in models}, {m: [] for m in models}
         algos, device = {}, ""
@@ -846,7 +887,7 @@ def cmd_run(a):
         results[threads] = dict(ratios=ratios, min_ratios=min_ratios, agent=agent_t,
                                 torch=torch_t, agent_by=agent_by, torch_by=torch_by, prof=prof,
                                 instep=instep, algos=algos, device=device,
-                                others=share.others())
+                                others=share.others(), torch_canary=a.torch_canary)
     write_report(a, models, results, loads, time.time() - t_start, share.others())
     return 0
 
@@ -890,6 +931,7 @@ def write_report(a, models, results, loads, secs, others):
         lines += ["## %d thread%s" % (threads, "" if threads == 1 else "s"), "",
                   "Device: `%s`. Other processes used %.0f %% of the machine up to the end of "
                   "this part." % (res["device"], 100 * res["others"]), "",
+                  canary_line(res["torch_canary"], "result files"), "",
                   "| conv directions | median A/B | within 0.85-1.15 | 10th-90th percentile | "
                   "fastest calls: median min(A)/min(B), within 0.85-1.15 |",
                   "|---|---|---|---|---|",

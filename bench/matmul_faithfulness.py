@@ -58,7 +58,7 @@ sys.path.insert(0, os.path.join(REPO, "agent", "harness"))
 
 import cpu_env  # noqa: E402
 import matmul_config  # noqa: E402
-from faithfulness import Canary, machine_kind, median_time  # noqa: E402
+from faithfulness import Canary, canary_line, machine_kind, median_time  # noqa: E402
 
 MODELS = "vit_b_16,swin_t,convnext_tiny"
 # The interpreter with PyTorch, as the agent looks for it.
@@ -170,11 +170,7 @@ def torch_round(a, threads, path):
          str(a.budget_ms), "--max-reps", str(a.max_reps), "--out", path])
     with open(path) as f:
         times = {tuple(k): v for k, v in json.load(f)}
-    with open(path + ".canary") as f:
-        c = json.load(f)
-    if c["on"]:
-        a.torch_canary = [x + c[k] for x, k in zip(a.torch_canary or [0, 0],
-                                                    ("retaken", "still_slow"))]
+    a.torch_canary = Canary.count(path + ".canary", a.torch_canary)
     return times
 
 
@@ -255,9 +251,7 @@ def cmd_torch(a):
             rows.append([list(k) + [d], ms])
     with open(a.out, "w") as f:
         json.dump(rows, f)
-    with open(a.out + ".canary", "w") as f:
-        json.dump({"on": a.canary.on(), "retaken": a.canary.retaken,
-                   "still_slow": a.canary.stayed_slow}, f)
+    a.canary.dump(a.out + ".canary")
     return 0
 
 
@@ -364,16 +358,10 @@ def cmd_run(a):
         fast_line = ("%d thread(s), fastest rounds (min(A)/min(B)): median ratio %.3f, %.0f %% "
                      "within %.2f-%.2f%s" % (threads, fmed, fwithin * 100, BAND[0], BAND[1],
                                              goal(threads, fmed, fwithin, unmeasured)))
-        canary_line = ("The host-phase canary (TRAINCAST_CANARY_SLOW, default 1.3; "
-                       "docs/conv-benchmarks.md) on both sides: PyTorch's side %s; the agent's "
-                       "are in its JSON lines in --work (`remeasured`, `host_slow`)." % (
-                           "took %d timings again over the rounds, %d stayed slow"
-                           % tuple(a.torch_canary) if a.torch_canary else
-                           "off (TRAINCAST_CANARY_SLOW=0, or the guard off: "
-                           "TRAINCAST_QUIET_PCT=100)"))
+        canary = canary_line(a.torch_canary, "JSON lines")
         print(summary)
         print(fast_line)
-        lines += ["", "## %d thread(s)" % threads, "", summary, "", fast_line, "", canary_line, "",
+        lines += ["", "## %d thread(s)" % threads, "", summary, "", fast_line, "", canary, "",
                   "| config | direction | route | agent ms | PyTorch ms | ratio | ratio, "
                   "fastest rounds | ratio, PyTorch through the engine |",
                   "|---|---|---|---:|---:|---:|---:|---:|"]

@@ -461,10 +461,14 @@ PY
     touch "$fw/instep-1-1-0.json.part"
     frun --batch 2 --rounds 2 --resume >/dev/null 2>>"$tmp/faith.err"
     n1=$(ls "$fw"/*-1-1-0.* 2>/dev/null | wc -l)
-    [ "$(cd "$fw" && md5sum ./*-1-0-0.*)" = "$round0" ] && [ "$(wc -l <<<"$round0")" -eq 4 ] \
-        && [ "$n1" -eq 4 ] && [ ! -e "$fw/instep-1-1-0.json.part" ] \
+    # (four steps a round, and PyTorch's side's canary counts beside its times:
+    # the tests run with the guard off, so the canary with it)
+    [ "$(cd "$fw" && md5sum ./*-1-0-0.*)" = "$round0" ] && [ "$(wc -l <<<"$round0")" -eq 5 ] \
+        && [ "$n1" -eq 5 ] && [ -s "$fw/torch-1-1-0.tsv.canary" ] && [ ! -e "$fw/instep-1-1-0.json.part" ] \
         && grep -q 'resumed from the rounds stored' "$fw.md" \
         && grep -q '1 CNN round(s) stored' "$tmp/faith.err" \
+        && grep -q '"on": false, "retaken": 0' "$fw/torch-1-1-0.tsv.canary" \
+        && grep -q "^The host-phase canary .* PyTorch's side off (TRAINCAST_CANARY_SLOW=0, or the guard off" "$fw.md" \
         && ok "faithfulness: a resumed run keeps its stored round and measures the next" \
         || fail "faithfulness resume: round 0 '$round0', $n1 files of round 1: $(cat "$tmp/faith.err")"
     out=$(frun --batch 4 --rounds 2 --resume 2>&1 >/dev/null)
@@ -560,8 +564,19 @@ c = f.Canary(Torch, 1)
 t = time.monotonic()
 c.timed(lambda: None)
 assert (c.retaken, c.stayed_slow) == (0, 1) and time.monotonic() - t < 3, (c.retaken, c.stayed_slow)
+# its counts, kept beside a round's times, summed over the rounds for the report
+path = os.path.join(os.environ.get("TMPDIR", "/tmp"), "canary-%d.json" % os.getpid())
+c.dump(path)
+assert f.Canary.count(path, None) == [0, 1] and f.Canary.count(path, [2, 3]) == [2, 4]
+assert f.Canary.count(path + ".absent", [2, 3]) == [2, 3]
+assert "took 2 timings again over the rounds, 4 stayed slow" in f.canary_line([2, 4], "files")
+os.remove(path)
 os.environ["TRAINCAST_QUIET_PCT"] = "100"
-assert not f.Canary(Torch, 1).on()
+off = f.Canary(Torch, 1)
+assert not off.on()
+off.dump(path)
+assert f.Canary.count(path, None) is None and "side off (" in f.canary_line(None, "files")
+os.remove(path)
 print("canary ok")
 PY
 )
