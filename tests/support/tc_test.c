@@ -39,6 +39,14 @@ void tc_test_temp_file(const char *name, const void *data, size_t len, char *pat
     }
 }
 
+void tc_test_write_file(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+    cr_assert_not_null(f, "cannot open %s", path);
+    cr_assert_geq(fputs(text, f), 0, "cannot write %s", path);
+    cr_assert_eq(fclose(f), 0, "cannot write %s", path);
+}
+
 bool tc_test_remove_tree(const char *path)
 {
     char cmd[1200];

@@ -29,6 +29,10 @@ void tc_test_scratch_dir(const char *name, const char *subdir, char *dir, size_t
  * be made; the caller unlinks it. */
 void tc_test_temp_file(const char *name, const void *data, size_t len, char *path, size_t size);
 
+/* Write text to the file at path, replacing what it held (created if absent).
+ * Fails the test when it cannot be written whole. */
+void tc_test_write_file(const char *path, const char *text);
+
 /* Remove a directory tree (rm -rf); true when it is gone. */
 bool tc_test_remove_tree(const char *path);
 

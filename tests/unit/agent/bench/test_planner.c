@@ -295,26 +295,18 @@ static int s_seen(const char *model, const tc_conv_usage_t *convs, size_t n, voi
     return 0;
 }
 
-static void s_write(const char *path, const char *text)
-{
-    FILE *f = fopen(path, "w");
-    cr_assert_not_null(f);
-    fputs(text, f);
-    fclose(f);
-}
-
 Test(convlist, reads_models_and_rejects_bad_lines, .timeout = 10)
 {
     char path[64];
     tc_test_temp_file("convlist", "", 0, path, sizeof path);
-    s_write(path, "# test list\n"
-                  "3 32 32 16 3 3 1 1 1 1 1 1 1 1 1\n"
-                  "\n"
-                  "model second\n"
-                  "  16 32 32 16 3 3 1 1 1 1 1 1 16 4 0   # depthwise\n"
-                  "16 16 16 32 1 1 0 0 2 2 1 1 1 2 0\n"
-                  "16 16 16 16 7 7 3 3 1 1 1 1 16 3 0 1 nhwc # channels-last input\n"
-                  "16 16 16 16 2 2 0 0 2 2 1 1 1 1 0 nchw\n");
+    tc_test_write_file(path, "# test list\n"
+                             "3 32 32 16 3 3 1 1 1 1 1 1 1 1 1\n"
+                             "\n"
+                             "model second\n"
+                             "  16 32 32 16 3 3 1 1 1 1 1 1 16 4 0   # depthwise\n"
+                             "16 16 16 32 1 1 0 0 2 2 1 1 1 2 0\n"
+                             "16 16 16 16 7 7 3 3 1 1 1 1 16 3 0 1 nhwc # channels-last input\n"
+                             "16 16 16 16 2 2 0 0 2 2 1 1 1 1 0 nchw\n");
     seen_t s = {0};
     cr_assert_eq(tc_convlist_read(path, s_seen, &s), 0, "%s", tc_errmsg());
     cr_expect_eq(s.models, 2);
@@ -323,18 +315,18 @@ Test(convlist, reads_models_and_rejects_bad_lines, .timeout = 10)
     cr_expect_str_eq(s.names[1], "second");
     cr_expect(strstr(path, s.names[0]) != NULL, "the first model is named after the file");
 
-    s_write(path, "3 32 32 16 3 3 1 1 1 1 1 1 1 1\n");
+    tc_test_write_file(path, "3 32 32 16 3 3 1 1 1 1 1 1 1 1\n");
     cr_expect_eq(tc_convlist_read(path, s_seen, &s), TC_EPARSE);
     cr_expect(strstr(tc_errmsg(), ":1:") != NULL, "names the line: %s", tc_errmsg());
-    s_write(path, "model a\n6 8 8 4 3 3 1 1 1 1 1 1 4 1 0\n");
+    tc_test_write_file(path, "model a\n6 8 8 4 3 3 1 1 1 1 1 1 4 1 0\n");
     cr_expect_eq(tc_convlist_read(path, s_seen, &s), TC_EPARSE, "groups must divide c");
     cr_expect(strstr(tc_errmsg(), ":2") != NULL, "%s", tc_errmsg());
-    s_write(path, "3 32 32 16 3 3 1 1 1 1 1 1 1 1 2\n");
+    tc_test_write_file(path, "3 32 32 16 3 3 1 1 1 1 1 1 1 1 2\n");
     cr_expect_eq(tc_convlist_read(path, s_seen, &s), TC_EPARSE);
-    s_write(path, "3 32 32 16 3 3 1 1 1 1 1 1 1 1 1 extra\n");
+    tc_test_write_file(path, "3 32 32 16 3 3 1 1 1 1 1 1 1 1 1 extra\n");
     cr_expect_eq(tc_convlist_read(path, s_seen, &s), TC_EPARSE);
     cr_expect(strstr(tc_errmsg(), "layout") != NULL, "names the layout: %s", tc_errmsg());
-    s_write(path, "3 32 32 16 3 3 1 1 1 1 1 1 1 1 1 nhwc 7\n");
+    tc_test_write_file(path, "3 32 32 16 3 3 1 1 1 1 1 1 1 1 1 nhwc 7\n");
     cr_expect_eq(tc_convlist_read(path, s_seen, &s), TC_EPARSE, "the layout comes last");
     unlink(path);
     cr_expect_eq(tc_convlist_read(path, s_seen, &s), TC_ENOTFOUND);
@@ -378,13 +370,15 @@ Test(convlist, reads_matmul_lines, .timeout = 10)
 {
     char path[64];
     tc_test_temp_file("oplist", "", 0, path, sizeof path);
-    s_write(path, "model vit\n"
-                  "3 32 32 16 3 3 1 1 1 1 1 1 1 1 1\n"
-                  "# matmul minibatch_in batch m n k trans_a trans_b weight bias count grad_a grad_b\n"
-                  "matmul rows 1 50 2304 768 0 1 1 1 12 1 1\n"
-                  "  matmul batch 12 50 50 64 0 1 0 0 12 1 1 # attention scores\n"
-                  "model head_only\n"
-                  "matmul rows 1 1 10 768 0 1 1 1 1 0 1\n");
+    const char list[] =
+        "model vit\n"
+        "3 32 32 16 3 3 1 1 1 1 1 1 1 1 1\n"
+        "# matmul minibatch_in batch m n k trans_a trans_b weight bias count grad_a grad_b\n"
+        "matmul rows 1 50 2304 768 0 1 1 1 12 1 1\n"
+        "  matmul batch 12 50 50 64 0 1 0 0 12 1 1 # attention scores\n"
+        "model head_only\n"
+        "matmul rows 1 1 10 768 0 1 1 1 1 0 1\n";
+    tc_test_write_file(path, list);
     seen_mm_t s = {0};
     cr_assert_eq(tc_oplist_read(path, s_no_convs, s_seen_mm, &s), 0, "%s", tc_errmsg());
     cr_expect_eq(s.n_models, 2);
@@ -434,13 +428,13 @@ Test(convlist, reads_matmul_lines, .timeout = 10)
         {"matmul rows 1 0 64 32 0 1 1 0 1 0 1\n", "> 0"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        s_write(path, bad[i].line);
+        tc_test_write_file(path, bad[i].line);
         cr_expect_eq(tc_oplist_read(path, s_no_convs, s_seen_mm, &s), TC_EPARSE, "%s",
                      bad[i].line);
         cr_expect(strstr(tc_errmsg(), ":1:") != NULL, "names the line: %s", tc_errmsg());
         cr_expect(strstr(tc_errmsg(), bad[i].says) != NULL, "%s: %s", bad[i].line, tc_errmsg());
     }
-    s_write(path, "matmul rows 1 50 64 32 0 1 1 0 1 0 1\n");
+    tc_test_write_file(path, "matmul rows 1 50 64 32 0 1 1 0 1 0 1\n");
     seen_t c = {0};
     cr_expect_eq(tc_convlist_read(path, s_seen, &c), TC_EPARSE);
     cr_expect(strstr(tc_errmsg(), "only convs") != NULL, "%s", tc_errmsg());

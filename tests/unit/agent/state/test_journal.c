@@ -1,4 +1,5 @@
 /* The agent's journal and identity, without a network. */
+#include "tc_test.h"
 #include "tc_test_gen.h"
 #include "tc_test_proc.h"
 #include "tc_test_transport.h"
@@ -361,14 +362,6 @@ Test(journal, import_result_file_in_chunks_keeps_ids, .timeout = 60)
 
 /* ---- the layout before the journal ---- */
 
-static void s_write(const char *path, const char *text)
-{
-    FILE *f = fopen(path, "wb");
-    cr_assert_not_null(f, "%s", path);
-    fputs(text, f);
-    fclose(f);
-}
-
 static int s_collect_ids(const tc_envelope_t *env, void *arg)
 {
     return s_seen(env, arg);
@@ -403,16 +396,16 @@ Test(journal, an_older_state_directory_is_moved_in_once, .timeout = 60)
     char mark[100];
     snprintf(mark, sizeof mark, "2 %s\n", rec.ids[1]);
     snprintf(path, sizeof path, "%s/results/bench-x.tcr.spooled", state);
-    s_write(path, mark);
+    tc_test_write_file(path, mark);
     snprintf(path, sizeof path, "%s/spool/%s.msg", state, rec.ids[1]);
-    s_write(path, "the spool's copy");
+    tc_test_write_file(path, "the spool's copy");
     const char *pushed = "01ARZ3NDEKTSV4RRFFQ69G5FAV", *refused = "01ARZ3NDEKTSV4RRFFQ69G5FAW";
     snprintf(path, sizeof path, "%s/spool/%s.msg", state, pushed);
-    s_write(path, "pushed");
+    tc_test_write_file(path, "pushed");
     snprintf(path, sizeof path, "%s/spool/rejected/%s.msg", state, refused);
-    s_write(path, "refused");
+    tc_test_write_file(path, "refused");
     snprintf(path, sizeof path, "%s/spool/rejected/%s.reason", state, refused);
-    s_write(path, "bad median\n");
+    tc_test_write_file(path, "bad median\n");
 
     bool found = false;
     cr_assert_eq(tc_journal_migrate(state, "agent-m", true, &found), 0);
@@ -465,7 +458,7 @@ Test(journal, an_unreadable_older_state_is_left_untouched_and_named, .timeout = 
     snprintf(path, sizeof path, "%s/results", state);
     cr_assert_eq(mkdir(path, 0700), 0);
     snprintf(path, sizeof path, "%s/results/bad.tcr", state);
-    s_write(path, "\xff\xff\xff\x7fnot a result file");
+    tc_test_write_file(path, "\xff\xff\xff\x7fnot a result file");
     cr_expect_lt(tc_journal_migrate(state, "agent-m", false, NULL), 0);
     cr_expect(strstr(tc_errmsg(), "bad.tcr") != NULL, "%s", tc_errmsg());
     cr_expect(strstr(tc_errmsg(), "Nothing was changed") != NULL, "%s", tc_errmsg());

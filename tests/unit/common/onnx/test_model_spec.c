@@ -210,14 +210,6 @@ Test(spec, export_through_pytorch, .timeout = 300)
 
 /* A model from a Python file: FILE.py:FUNC, exported by the harness,
  * identified as python:STEM.FUNC, cached per file content. */
-static void s_write(const char *path, const char *text)
-{
-    FILE *f = fopen(path, "w");
-    cr_assert_not_null(f, "%s", path);
-    cr_assert_geq(fputs(text, f), 0);
-    cr_assert_eq(fclose(f), 0);
-}
-
 static const char s_tiny_nets[] =
     "import torch\n"
     "from torch import nn\n"
@@ -238,7 +230,7 @@ static void s_tiny_nets_in_cache(char dir[64], char py[128], char spec[192])
 {
     s_tmp_cache(dir, 64);
     snprintf(py, 128, "%s/tiny_nets.py", dir);
-    s_write(py, s_tiny_nets);
+    tc_test_write_file(py, s_tiny_nets);
     snprintf(spec, 192, "%s:small_cnn", py);
 }
 

@@ -171,27 +171,19 @@ Test(cli, help_wraps_long_options_and_descriptions, .timeout = 10)
     cr_assert(strstr(out, "its service file decide\n"), "no word lost:\n%s", out);
 }
 
-/* Replace the contents of the config file at `path`. */
-static void s_write_config(const char *path, const char *text)
-{
-    int fd = open(path, O_WRONLY | O_TRUNC);
-    cr_assert_geq(fd, 0);
-    cr_assert_eq(write(fd, text, strlen(text)), (ssize_t)strlen(text));
-    close(fd);
-}
-
 Test(cli, config_file_keys_and_precedence, .timeout = 10)
 {
     char path[64];
     tc_test_temp_file("cfg", "", 0, path, sizeof path);
-    s_write_config(path, "# comment\nbatch = 16\ndb = \"host=a dbname=b\"  # trailing\nprice=2.5\n");
+    tc_test_write_file(path,
+                       "# comment\nbatch = 16\ndb = \"host=a dbname=b\"  # trailing\nprice=2.5\n");
     char *argv[] = {"cmd", "--config", path, "--price", "9"};
     cr_assert_eq(s_parse(5, argv), 0, "%s", tc_errmsg());
     cr_assert_eq(o_batch, 16);
     cr_assert_str_eq(o_db, "host=a dbname=b");
     cr_assert_float_eq(o_price, 9.0, 1e-12, "the command line wins");
 
-    s_write_config(path, "batch = 16\ncolour = blue\n");
+    tc_test_write_file(path, "batch = 16\ncolour = blue\n");
     char *argv2[] = {"cmd", "--config", path};
     cr_assert_eq(s_parse(3, argv2), TC_EINVAL);
     cr_assert(strstr(tc_errmsg(), "unknown key 'colour'") && strstr(tc_errmsg(), ":2:"), "%s",
@@ -206,7 +198,7 @@ Test(cli, check_config_validates_without_running, .timeout = 10)
 {
     char path[64];
     tc_test_temp_file("cfg", "", 0, path, sizeof path);
-    s_write_config(path, "batch = 16\nprice = 2.5\nverbose = yes\n");
+    tc_test_write_file(path, "batch = 16\nprice = 2.5\nverbose = yes\n");
     char *argv[] = {"cmd", "--config", path, "--check-config"};
     cr_assert_eq(s_parse(4, argv), 0, "%s", tc_errmsg());
     cr_assert(s_res.help_shown, "a valid check must stop the command");
@@ -216,7 +208,7 @@ Test(cli, check_config_validates_without_running, .timeout = 10)
     const char *why[] = {"unknown key 'window'", "expects a non-negative integer",
                          "--batch is required"};
     for (int i = 0; i < 3; i++) {
-        s_write_config(path, bads[i]);
+        tc_test_write_file(path, bads[i]);
         int rc = s_parse(4, argv);
         cr_assert_lt(rc, 0, "'%s' must fail the check", bads[i]);
         cr_assert_not(s_res.help_shown);

@@ -11,14 +11,6 @@
 #include <string.h>
 #include <sys/stat.h>
 
-static void s_write(const char *path, const char *text)
-{
-    FILE *f = fopen(path, "w");
-    cr_assert_not_null(f);
-    fputs(text, f);
-    fclose(f);
-}
-
 Test(keys, curve_is_available, .timeout = 10)
 {
     cr_assert_eq(tc_curve_check(), 0, "%s", tc_errmsg());
@@ -60,10 +52,10 @@ Test(keys, bad_key_files_are_refused, .timeout = 30)
     char pub[TC_KEY_Z85_LEN + 1];
     tc_keypair_t kp;
     snprintf(path, sizeof path, "%s/short.pub", dir);
-    s_write(path, "abc\n");
+    tc_test_write_file(path, "abc\n");
     cr_expect_eq(tc_pubkey_read(path, pub), TC_EINVAL);
     snprintf(path, sizeof path, "%s/empty.pub", dir);
-    s_write(path, "# only a comment\n\n");
+    tc_test_write_file(path, "# only a comment\n\n");
     cr_expect_eq(tc_pubkey_read(path, pub), TC_EINVAL);
     snprintf(path, sizeof path, "%s/none.key", dir);
     cr_expect_eq(tc_keypair_read(path, &kp), TC_ENOTFOUND);
@@ -93,7 +85,7 @@ Test(allowlist, keys_labels_comments_and_errors, .timeout = 30)
              "# agents allowed to connect\n\n%s gpu-box-1\n  %s\t\n%s with # inside\n", a.public_z85,
              c.public_z85, hashkey);
     snprintf(path, sizeof path, "%s/allowlist", dir);
-    s_write(path, text);
+    tc_test_write_file(path, text);
     tc_allowlist_t *al = NULL;
     cr_assert_eq(tc_allowlist_load(path, &al), 0, "%s", tc_errmsg());
     cr_expect_eq(tc_allowlist_count(al), 3);
@@ -105,7 +97,7 @@ Test(allowlist, keys_labels_comments_and_errors, .timeout = 30)
 
     /* One bad line makes the file invalid, naming the line. */
     snprintf(text, sizeof text, "%s ok\nnot-a-key\n", a.public_z85);
-    s_write(path, text);
+    tc_test_write_file(path, text);
     cr_expect_eq(tc_allowlist_load(path, &al), TC_EINVAL);
     cr_expect(strstr(tc_errmsg(), ":2:") != NULL, "%s", tc_errmsg());
     cr_expect_null(al);
