@@ -15,6 +15,7 @@
 #   bench_now                  seconds since the epoch, with nanoseconds
 #   bench_peak_rss_kb CMD...   runs CMD; its peak resident set size (KiB) goes to
 #                              $BENCH_PEAK_RSS_FILE (GNU time)
+#   bench_fleet_db ...         generate (or reuse) a synthetic fleet's database
 
 bench_python=${TRAINCAST_PYTHON:-/usr/bin/python3}
 
@@ -156,4 +157,43 @@ bench_peak_rss_kb() {
 
 bench_require_time() {
     [ -x /usr/bin/time ] || { echo "bench: /usr/bin/time (GNU time) is missing: install the Debian package 'time' (deploy/setup.sh does)" >&2; exit 2; }
+}
+
+# bench_fleet_db BUILD ADMIN_DSN NAME BATCHES DEVICES FRESH LOGDIR: the
+# database NAME on the server of ADMIN_DSN holding a synthetic fleet, as the
+# predict and SQL latency benchmarks read it: DEVICES synthetic GPUs, every
+# conv config of the CNN set (tests/data/cnn_set.convs) in every direction it
+# needs at every batch of BATCHES (tc-gen-predict-db's list), loaded with
+# COPY; six CNNs traced on every device and `aggregator fit` run. A database
+# generated with the same settings is reused (and migrated) unless FRESH is 1;
+# the fit's log goes to LOGDIR.
+bench_fleet_db() {
+    local build=$1 admin=$2 name=$3 batches=$4 devices=$5 fresh=$6 logdir=$7
+    local repo aggregator gen dsn key t0 t1
+    repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+    aggregator=$build/aggregator/aggregator gen=$build/bench/tc-gen-predict-db
+    dsn=${admin%/*}/$name
+    key="devices=$devices batches=$batches convs=$(sha256sum <"$repo/tests/data/cnn_set.convs" | cut -c1-16) gen=4"
+    if [ "$fresh" -eq 0 ] && [ "$(psql -X -tA "$dsn" -c "SELECT key FROM bench_predict_meta" 2>/dev/null)" = "$key" ]; then
+        echo "bench: reusing database $name ($key)" >&2
+        "$aggregator" migrate --db "$dsn" >/dev/null # a database of an older schema: brought up to date
+        return 0
+    fi
+    t0=$(bench_now)
+    echo "bench: generating database $name ($key)" >&2
+    psql -X -q "$admin" -c "DROP DATABASE IF EXISTS $name" -c "CREATE DATABASE $name" >/dev/null
+    "$aggregator" migrate --db "$dsn" >/dev/null
+    "$gen" --table devices --devices "$devices" | psql -X -q "$dsn" -c "COPY devices (device_id, uuid, kind, name, host, gpu_index, compute_capability, multiprocessors, memory_bytes, clock_mhz, memory_clock_mhz, driver_version, runtime_version, library, library_version) FROM STDIN"
+    "$gen" --table configs --convs "$repo/tests/data/cnn_set.convs" | psql -X -q "$dsn" -c "COPY conv_configs ($("$gen" --table configs --columns)) FROM STDIN"
+    "$gen" --table results --devices "$devices" --batches "$batches" --convs "$repo/tests/data/cnn_set.convs" \
+        | psql -X -q "$dsn" -c "COPY conv_results (message_id, seq, device_id, config_id, batch, direction, policy, backend, algo, algo_id, median_ms, min_ms, max_ms, stddev_ms, repetitions, workspace_bytes, measured_at, library_version, samples_ms, sample_offsets_us) FROM STDIN"
+    psql -X -q "$dsn" -c "SELECT setval('devices_device_id_seq', (SELECT max(device_id) FROM devices))" \
+        -c "SELECT setval('conv_configs_config_id_seq', (SELECT max(config_id) FROM conv_configs))" >/dev/null
+    t1=$(bench_now)
+    "$gen" --traces --db "$dsn" --devices "$devices" --batches "$batches" --models-dir "$repo/tests/data"
+    psql -X -q "$dsn" -c "VACUUM ANALYZE"
+    TRAINCAST_LOG=warn "$aggregator" fit --db "$dsn" --no-validate --forms ols,nnls >"$logdir/fit-$name.log" 2>&1 \
+        || { cat "$logdir/fit-$name.log" >&2; echo "bench: aggregator fit failed on $name" >&2; return 1; }
+    psql -X -q "$dsn" -c "CREATE TABLE bench_predict_meta (key text)" -c "INSERT INTO bench_predict_meta VALUES ('$key')"
+    echo "bench: database $name: loaded with COPY in $(printf %.0f "$(echo "$t1 - $t0" | bc -l)") s, traces and fits in $(printf %.0f "$(echo "$(bench_now) - $t1" | bc -l)") s" >&2
 }

@@ -38,9 +38,10 @@ only=
 quick=0
 accuracy_args=
 
-all=(predict memory collection transport load conv import export variability allocators faithfulness matmul canary accuracy bundle)
+all=(predict sql memory collection transport load conv import export variability allocators faithfulness matmul canary accuracy bundle)
 declare -A title=(
     [predict]="Predict latency on a large database"
+    [sql]="SQL latency: the README's queries, every view and status on a large database"
     [memory]="Memory: aggregator while ingesting, agent while benchmarking"
     [collection]="Benchmark collection cost: deduplication"
     [transport]="Ingest: end to end against raw COPY"
@@ -57,7 +58,7 @@ declare -A title=(
     [bundle]="The relocatable agent bundle: size and start-up"
 )
 declare -A report=(
-    [predict]=predict-latency.md [memory]=memory-use.md [collection]=collection-cost.md
+    [predict]=predict-latency.md [sql]=sql-latency.md [memory]=memory-use.md [collection]=collection-cost.md
     [transport]=ingest-throughput.md [load]=aggregator-load.md
     [conv]=conv-benchmark-throughput.md [import]=model-import-time.md
     [export]=model-export-time.md [variability]=training-time-variability.md
@@ -67,6 +68,7 @@ declare -A report=(
 )
 declare -A what=(
     [predict]="how long \`aggregator predict\` takes on a database of more than a million conv results"
+    [sql]="how long the README's analysis queries, each view read whole and \`aggregator status\` take on that database, and how each grows with the data"
     [memory]="peak resident memory of the aggregator while it ingests and of the agent while it benchmarks"
     [collection]="what deduplication saves when benchmarking the convs of a set of CNNs, and the configs an agent covers per second"
     [transport]="conv results stored per second end to end (agent, ZeroMQ, aggregator, PostgreSQL) against a raw COPY"
@@ -83,7 +85,7 @@ declare -A what=(
     [bundle]="size and start-up cost of the relocatable agent bundle"
 )
 declare -A script=(
-    [predict]=bench/predict_latency.sh [memory]=bench/memory.sh
+    [predict]=bench/predict_latency.sh [sql]=bench/sql_latency.sh [memory]=bench/memory.sh
     [collection]=bench/collection_cost.sh [transport]=bench/transport.sh [load]=bench/load.sh
     [conv]=bench/conv_bench.sh [import]=bench/model_import.sh [export]=bench/model_export.sh
     [variability]=bench/trace_variability.sh [allocators]=bench/allocators.py
@@ -143,6 +145,15 @@ cmd=
 run_predict() {
     cmd="bench/predict_latency.sh"
     bench/predict_latency.sh --out "$work/predict.md"
+}
+run_sql() {
+    if [ "$quick" -eq 1 ]; then
+        cmd="bench/sql_latency.sh --runs 2"
+        bench/sql_latency.sh --runs 2 --out "$work/sql.md" >/dev/null
+    else
+        cmd="bench/sql_latency.sh"
+        bench/sql_latency.sh --out "$work/sql.md" >/dev/null
+    fi
 }
 run_memory() {
     if [ "$quick" -eq 1 ]; then

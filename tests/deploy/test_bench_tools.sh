@@ -7,6 +7,8 @@
 #   - tc-plot-accuracy draws a chart from points, counts predictions <= 0
 #     that a log axis cannot show, and refuses bad input with exit 2;
 #   - deploy/bench.sh lists its benchmarks and refuses unknown ones;
+#   - bench/sql_latency.sh times every README query, every view and
+#     `aggregator status` on a small generated fleet;
 #   - bench/load.sh prints its header with --help and refuses bad options;
 #   - bench/accuracy.sh refuses a CNN both fitted on and predicted (--outside,
 #     a torchvision name or a Python file's model), a missing Python file,
@@ -80,9 +82,31 @@ out=$("$plotter" --in "$tmp/points.tsv" --out "$tmp/chart.pdf" 2>&1)
 
 # deploy/bench.sh without running anything.
 n=$("$repo/deploy/bench.sh" --list --build-dir "$build" | wc -l)
-[ "$n" -eq 15 ] && ok "bench.sh --list: $n benchmarks" || fail "bench.sh --list printed $n lines"
+[ "$n" -eq 16 ] && ok "bench.sh --list: $n benchmarks" || fail "bench.sh --list printed $n lines"
 out=$("$repo/deploy/bench.sh" --only nosuch --build-dir "$build" 2>&1)
 [ $? -eq 2 ] && grep -q "unknown benchmark 'nosuch'" <<<"$out" && ok "unknown benchmark refused" || fail "--only nosuch: $out"
+
+# bench/sql_latency.sh on a one-device fleet, one run: a row for every
+# statement of README.md's Analysis in SQL section, every view and status.
+out=$(BUILD_DIR=$build "$repo/bench/sql_latency.sh" --runs 0 2>&1)
+[ $? -eq 2 ] && grep -q -- '--runs must be a positive whole number' <<<"$out" && ok "sql_latency.sh --runs 0 refused" \
+    || fail "sql_latency.sh --runs 0: $out"
+if BUILD_DIR=$build "$repo/bench/sql_latency.sh" --devices 1 --runs 1 --work "$tmp/sql" --out "$tmp/sql.md" \
+    >"$tmp/sql.log" 2>&1; then
+    want=$(awk '/^## Analysis in SQL/ { s = 1; next } s && /^## / { exit } s && /^```sql$/ { b = 1; next }
+                b && /^```$/ { b = 0; next } b && /;[ \t]*$/ { n++ } END { print n }' "$repo/README.md")
+    views=$(cat "$repo"/schema/*.sql | grep -o -E 'CREATE (OR REPLACE )?VIEW [a-z_]+' | awk '{ print $NF }' | sort -u | wc -l)
+    got_q=$(grep -c '^| README query |' "$tmp/sql.md")
+    got_v=$(grep -c '^| view, whole |' "$tmp/sql.md")
+    [ "$got_q" -eq "$want" ] && [ "$got_v" -eq "$views" ] && grep -q '^| command | `aggregator status` |' "$tmp/sql.md" \
+        && ok "sql_latency.sh: $got_q README statements, $got_v views and status timed" \
+        || fail "sql_latency.sh report: $got_q README statements (want $want), $got_v views (want $views): $(cat "$tmp/sql.md")"
+    grep -q '^| view, whole | `latest_conv_time` | [1-9]' "$tmp/sql.md" && ok "sql_latency.sh: views read the generated fleet" \
+        || fail "sql_latency.sh: latest_conv_time has no rows: $(cat "$tmp/sql.md")"
+else
+    fail "sql_latency.sh --devices 1 --runs 1: $(tail -n 20 "$tmp/sql.log")"
+fi
+"$repo/deploy/pg-local.sh" stop "$tmp/sql/pg" >/dev/null 2>&1 || true
 
 # bench/load.sh without running it.
 out=$(TRAINCAST_BUILD_DIR=$build "$repo/bench/load.sh" --help)
