@@ -4,9 +4,10 @@
 --
 -- measurement_load read its superseded keys from the union of both result tables, which it
 -- also read for the counts: a CTE read twice is materialized, so every result was copied once
--- and scanned twice (3.0-4.0 s on A, `aggregator status` 3.3 s). The superseded keys now come
--- from each table through its partial index on supersedes_at (018), and the union is read
--- once, in place (1.2-1.3 s).
+-- and scanned twice (2.1-2.5 s on A; `aggregator status`, which reads it, 3.3 s). The
+-- superseded keys now come from each table through its partial index on supersedes_at (018),
+-- and the union is read once, in place: 0.39 ± 0.01 of its time before (10 runs, each form in turn;
+-- bench/studies/sql-views-at-scale).
 CREATE OR REPLACE VIEW measurement_load AS
 WITH bench AS (
     SELECT 'conv benchmark' AS kind, device_id, config_id, batch, direction, policy,
@@ -50,8 +51,8 @@ GROUP BY d.name;
 -- row. README.md's slowest convolutions (best_conv_time joined to the labels, the 20 slowest)
 -- formatted 1.29 million labels for 646 configs on the SQL latency benchmark's database A
 -- (bench/sql_latency.sh); reading the labels as a materialized CTE formats 646 and hashes them:
--- that query took 0.84 ± 0.03 of its time before (10 runs, each form in turn;
--- bench/studies/sql-labels-once). A query of a few configs formats all of them (646: 0.2 ms).
+-- that query takes 0.84 ± 0.03 of its time before (10 runs, each form in turn;
+-- bench/studies/sql-views-at-scale). A query of a few configs formats all of them (646: 0.2 ms).
 -- The columns and their order are those of 007, so the views built on it stay as they are.
 CREATE OR REPLACE VIEW conv_config_labels AS
 WITH labelled AS MATERIALIZED (
