@@ -188,6 +188,12 @@ data_ratio=$(echo "$results_a / $results_b" | bc -l)
             "$(awk -F'\t' -v id="$id" '$2 == id { print $3 / $4 }' "$work/sql-times.tsv" | bench_median)"
     done <"$qdir/list.tsv"
     echo
+    faster=$(while IFS=$'\t' read -r id kind label; do
+        awk -F'\t' -v id="$id" '$2 == id { print $3 / $4 }' "$work/sql-times.tsv" | bench_median \
+            | awk -v d="$data_ratio" -v l="$label" '$1 > 1.25 * d { printf "`%s` (%.2f)\n", l, $1 }'
+    done <"$qdir/list.tsv" | paste -sd ';' | sed 's/;/; /g')
+    printf 'Statements whose A / B is over 1.25 times the data'"'"'s (%.1f): %s.\n' "$data_ratio" "${faster:-none}"
+    echo
     echo "The README queries in the order of the section (\`reads\` names the first relation after FROM):"
     echo
     for id in $(awk -F'\t' '$2 == "README query" { print $1 }' "$qdir/list.tsv"); do
