@@ -1,8 +1,10 @@
 /* Every ```sql block in README.md's "Analysis in SQL" section runs as
  * written against a database holding each kind of message, and the views
- * return the rows those messages imply. */
+ * return the rows those messages imply; the matmul labels in SQL are the
+ * agent's. */
 #include "store.h"
 #include "tc_error.h"
+#include "tc_matmul.h"
 #include "tc_test.h"
 #include "tc_test_msg.h"
 
@@ -45,10 +47,31 @@ Test(readme, analysis_queries_run, .timeout = 120)
     tc_envelope_t *g = tc_test_envelope("a1");
     g->body_case = TRAINCAST__V1__ENVELOPE__BODY_MODEL_GRAPH;
     g->model_graph = tc_test_model_graph("torchvision:tinynet@32");
+    /* Its one matmul: the first of the matmul results' configs (a Linear on
+     * N rows of 50, n 3072, k 768), twice, with a gradient of A only. */
+    Traincast__V1__ModelGraph *mg = g->model_graph;
+    mg->matmuls_listed = 1;
+    mg->n_matmuls = 1;
+    mg->matmuls = calloc(1, sizeof *mg->matmuls);
+    mg->matmuls[0] = calloc(1, sizeof *mg->matmuls[0]);
+    traincast__v1__matmul_usage__init(mg->matmuls[0]);
+    mg->matmuls[0]->config = calloc(1, sizeof *mg->matmuls[0]->config);
+    traincast__v1__matmul_config__init(mg->matmuls[0]->config);
+    Traincast__V1__MatmulConfig *uc = mg->matmuls[0]->config;
+    uc->batch = 1, uc->m = 50, uc->n = 3072, uc->k = 768, uc->minibatch_in = 1;
+    uc->trans_b = uc->weight = uc->bias = 1;
+    uc->dtype = TRAINCAST__V1__DTYPE__DTYPE_FP32;
+    mg->matmuls[0]->multiplicity = 2;
+    mg->matmuls[0]->grad_a = 1;
     s_put(s, g);
     tc_envelope_t *cr = tc_test_envelope("a1");
     cr->body_case = TRAINCAST__V1__ENVELOPE__BODY_CONV_RESULTS;
     cr->conv_results = tc_test_conv_results("dev-1", 3);
+    /* Three matmul results of that config, one per direction (fwd 2.5 ms,
+     * bwd_data 3.5, bwd_filter 4.5), at batch 8. */
+    tc_test_add_matmul_results(cr->conv_results, 3);
+    for (size_t i = 0; i < 3; i++)
+        cr->conv_results->matmul_results[i]->matmul->n = 3072;
     /* Point two results at the model's configs (c=3 and c=16, 32x32, k=16, batch 8). */
     for (int i = 0; i < 3; i++) {
         Traincast__V1__ConvConfig *c = cr->conv_results->results[i]->config;
@@ -113,6 +136,20 @@ Test(readme, analysis_queries_run, .timeout = 120)
                                v, sizeof v),
                  0, "%s", tc_errmsg());
     cr_assert_float_eq(atof(v), 19.5, 1e-9);
+    /* The matmul share: 2 x (fwd 2.5 + bwd_data 3.5) = 12 ms; no bwd_filter,
+     * B needs no gradient. */
+    cr_assert_eq(tc_store_exec(s,
+                               "SELECT sum(r.median_ms * mm.multiplicity) FROM model_matmuls mm "
+                               "JOIN latest_matmul_time r ON r.config_id = mm.config_id AND "
+                               "r.batch = 8 AND (r.direction = 'fwd' OR (r.direction = "
+                               "'bwd_data' AND mm.grad_a) OR (r.direction = 'bwd_filter' AND "
+                               "mm.grad_b))",
+                               v, sizeof v),
+                 0, "%s", tc_errmsg());
+    cr_assert_float_eq(atof(v), 12.0, 1e-9);
+    cr_assert_eq(tc_store_exec(s, "SELECT label FROM model_matmul_usage", v, sizeof v), 0, "%s",
+                 tc_errmsg());
+    cr_assert_str_eq(v, "Nx50x3072 k768 tB weight +bias");
     /* prediction_vs_trace: the 2020 prediction (33 ms, 29..37) against the
      * trace (30 ms) is 10 % high and inside; the one made now has nothing
      * measured after it. */
@@ -128,6 +165,51 @@ Test(readme, analysis_queries_run, .timeout = 120)
                  0, "%s", tc_errmsg());
     cr_assert_str_eq(v, "1", "the prediction made now was not traced after");
     free(text);
+    tc_store_destroy(&s);
+}
+
+/* matmul_config_labels labels a config as tc_matmul_config_label does (a
+ * key: no mini-batch), for every place the mini-batch enters, counts,
+ * transposes, weights, biases and dtypes. */
+Test(readme, matmul_labels_match_the_agents, .timeout = 120)
+{
+    char dsn[1024];
+    tc_test_fresh_db("mmlabels", dsn, sizeof dsn);
+    tc_store_t *s = NULL;
+    cr_assert_eq(tc_store_open(dsn, &s), 0, "%s", tc_errmsg());
+    int applied;
+    cr_assert_eq(tc_store_migrate(s, &applied), 0, "%s", tc_errmsg());
+    const tc_matmul_config_t cases[] = {
+        {.batch = 1, .m = 50, .n = 3072, .k = 768, .minibatch_in = TC_MM_MB_ROWS,
+         .trans_b = true, .weight = true, .bias = true, .dtype = TRAINCAST__V1__DTYPE__DTYPE_FP32},
+        {.batch = 1, .m = 1, .n = 1000, .k = 768, .minibatch_in = TC_MM_MB_ROWS, .trans_b = true,
+         .weight = true, .dtype = TRAINCAST__V1__DTYPE__DTYPE_FP32},
+        {.batch = 12, .m = 49, .n = 32, .k = 49, .minibatch_in = TC_MM_MB_BATCH,
+         .dtype = TRAINCAST__V1__DTYPE__DTYPE_FP32},
+        {.batch = 1, .m = 64, .n = 64, .k = 32, .minibatch_in = TC_MM_MB_BATCH, .trans_a = true,
+         .dtype = TRAINCAST__V1__DTYPE__DTYPE_FP16},
+        {.batch = 3, .m = 7, .n = 9, .k = 11, .minibatch_in = TC_MM_MB_NONE, .trans_a = true,
+         .trans_b = true, .dtype = TRAINCAST__V1__DTYPE__DTYPE_BF16},
+        {.batch = 1, .m = 7, .n = 9, .k = 11, .minibatch_in = TC_MM_MB_NONE,
+         .dtype = TRAINCAST__V1__DTYPE__DTYPE_FP32},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const tc_matmul_config_t *c = &cases[i];
+        char want[256], sql[1024], got[256];
+        tc_matmul_config_label(c, want, sizeof want);
+        snprintf(sql, sizeof sql,
+                 "WITH ins AS (INSERT INTO matmul_configs (batch, m, n, k, minibatch_in, "
+                 "trans_a, trans_b, weight, bias, dtype) VALUES (%u, %u, %u, %u, %u, %s, %s, %s, "
+                 "%s, '%s') RETURNING config_id) SELECT config_id FROM ins",
+                 c->batch, c->m, c->n, c->k, c->minibatch_in, c->trans_a ? "true" : "false",
+                 c->trans_b ? "true" : "false", c->weight ? "true" : "false",
+                 c->bias ? "true" : "false", tc_dtype_name(c->dtype));
+        char id[32];
+        cr_assert_eq(tc_store_exec(s, sql, id, sizeof id), 0, "%s", tc_errmsg());
+        snprintf(sql, sizeof sql, "SELECT label FROM matmul_config_labels WHERE config_id = %s", id);
+        cr_assert_eq(tc_store_exec(s, sql, got, sizeof got), 0, "%s", tc_errmsg());
+        cr_assert_str_eq(got, want, "config %zu: the view says '%s', the agent '%s'", i, got, want);
+    }
     tc_store_destroy(&s);
 }
 
