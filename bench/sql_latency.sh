@@ -161,6 +161,7 @@ read -r results_a < <(psql -X -tA "$base/${dbs[0]}" -c "SELECT count(*) FROM con
 read -r results_b < <(psql -X -tA "$base/${dbs[1]}" -c "SELECT count(*) FROM conv_results")
 read -r other_counts < <(psql -X -tA -F' ' "$base/${dbs[0]}" -c "SELECT (SELECT count(*) FROM traces), (SELECT count(*) FROM fits), (SELECT count(*) FROM predictions), (SELECT count(*) FROM devices)")
 read -r traces fits predictions devs <<<"$other_counts"
+matmuls=$(psql -X -tA "$base/${dbs[0]}" -c "SELECT count(*) FROM matmul_results")
 data_ratio=$(echo "$results_a / $results_b" | bc -l)
 
 {
@@ -169,7 +170,9 @@ data_ratio=$(echo "$results_a / $results_b" | bc -l)
     echo "computed, none sent),"
     echo "and \`aggregator status\`. Database A holds $results_a conv results, B $results_b (the"
     echo "predict benchmark's databases: $devs synthetic GPUs, the CNN set's conv configs at 70 and"
-    echo "10 batch sizes); both hold the same $traces traces, $fits fits and $predictions predictions."
+    echo "10 batch sizes); both hold the same $traces traces, $fits fits and $predictions predictions,"
+    echo "and $matmuls matmul benchmarks (tc-gen-predict-db writes convs: the matmul statements read"
+    echo "the traced CNNs' classifier matmuls and no times)."
     echo "Each statement ran once untimed on each, then $runs times each, interleaved A B A B, through"
     echo "psql (output discarded; the time includes psql's start and connection, the line \`SELECT 1\`)."
     echo
