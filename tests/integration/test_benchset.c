@@ -34,11 +34,7 @@ static void s_run(const char *dsn, const char *args, int want_status, char *out,
 
 static void s_fresh(const char *name, char *dsn, size_t size)
 {
-    tc_test_fresh_db(name, dsn, size);
-    tc_store_t *s = NULL;
-    cr_assert_eq(tc_store_open(dsn, &s), 0, "%s", tc_errmsg());
-    int applied;
-    cr_assert_eq(tc_store_migrate(s, &applied), 0, "%s", tc_errmsg());
+    tc_store_t *s = tc_test_fresh_store(name, dsn, size);
     tc_store_destroy(&s);
 }
 

@@ -41,11 +41,7 @@ static int s_run(const char *env, const char *args, char *out, size_t size)
 
 Test(cli, connection_settings_follow_libpq, .timeout = 300)
 {
-    tc_test_fresh_db("cli_libpq", s_dsn, sizeof s_dsn);
-    tc_store_t *s = NULL;
-    cr_assert_eq(tc_store_open(s_dsn, &s), 0, "%s", tc_errmsg());
-    int applied;
-    cr_assert_eq(tc_store_migrate(s, &applied), 0, "%s", tc_errmsg());
+    tc_store_t *s = tc_test_fresh_store("cli_libpq", s_dsn, sizeof s_dsn);
     tc_store_destroy(&s);
     char host[256], port[32], user[128], db[128], env[1024], args[2048];
     s_dsn_value(s_dsn, "host", host, sizeof host);

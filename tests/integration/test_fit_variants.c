@@ -25,11 +25,7 @@ static char s_dsn[1024];
 
 static tc_store_t *s_fresh(const char *name)
 {
-    tc_test_fresh_db(name, s_dsn, sizeof s_dsn);
-    tc_store_t *st = NULL;
-    cr_assert_eq(tc_store_open(s_dsn, &st), 0, "%s", tc_errmsg());
-    int applied;
-    cr_assert_eq(tc_store_migrate(st, &applied), 0, "%s", tc_errmsg());
+    tc_store_t *st = tc_test_fresh_store(name, s_dsn, sizeof s_dsn);
     return st;
 }
 

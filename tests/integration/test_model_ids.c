@@ -90,11 +90,7 @@ static void s_copy_model(const char *dsn, const char *from, const char *to, cons
 Test(model_ids, stored_file_ids_become_structure_ids, .timeout = 300)
 {
     char dsn[1024];
-    tc_test_fresh_db("model_ids", dsn, sizeof dsn);
-    tc_store_t *s = NULL;
-    cr_assert_eq(tc_store_open(dsn, &s), 0, "%s", tc_errmsg());
-    int applied;
-    cr_assert_eq(tc_store_migrate(s, &applied), 0, "%s", tc_errmsg());
+    tc_store_t *s = tc_test_fresh_store("model_ids", dsn, sizeof dsn);
     tc_model_t *inits = s_load("tests/data/resnet18.onnx");
     tc_model_t *inputs = s_load("tests/data/forms/resnet18_params_as_inputs.onnx");
     const char *id = tc_model_id(inits);
@@ -156,11 +152,7 @@ Test(model_ids, stored_file_ids_become_structure_ids, .timeout = 300)
 Test(model_ids, layers_stored_as_reduce_read_as_norm_and_softmax, .timeout = 120)
 {
     char dsn[1024];
-    tc_test_fresh_db("model_ids_classes", dsn, sizeof dsn);
-    tc_store_t *s = NULL;
-    cr_assert_eq(tc_store_open(dsn, &s), 0, "%s", tc_errmsg());
-    int applied;
-    cr_assert_eq(tc_store_migrate(s, &applied), 0, "%s", tc_errmsg());
+    tc_store_t *s = tc_test_fresh_store("model_ids_classes", dsn, sizeof dsn);
     tc_model_t *m = s_load("tests/data/convnext_tiny.onnx");
     const char *id = tc_model_id(m);
     tc_law_put_trace(s, m, &tc_law_devices[0], 8);

@@ -217,11 +217,7 @@ Test(predict, untraced_cnn_follows_the_law, .timeout = 600)
 
 Test(predict, bad_input_exits_2, .timeout = 300)
 {
-    tc_test_fresh_db("predict_bad", s_dsn, sizeof s_dsn);
-    tc_store_t *s = NULL;
-    cr_assert_eq(tc_store_open(s_dsn, &s), 0, "%s", tc_errmsg());
-    int applied;
-    cr_assert_eq(tc_store_migrate(s, &applied), 0, "%s", tc_errmsg());
+    tc_store_t *s = tc_test_fresh_store("predict_bad", s_dsn, sizeof s_dsn);
     /* One device with benchmarks but no traces: no fit. */
     tc_model_t *m = tc_law_load("squeezenet1_1");
     tc_law_put_benchmarks(s, m, &tc_law_devices[0], tc_law_batches, 1);
@@ -532,11 +528,7 @@ Test(predict, predictions_are_stored_next_to_later_traces, .timeout = 600)
  * matmul list, leaves the matmuls regressed, and fit says why. */
 Test(predict, benchmarked_matmuls_subtracted_and_added_back, .timeout = 600)
 {
-    tc_test_fresh_db("predict_matmuls", s_dsn, sizeof s_dsn);
-    tc_store_t *s = NULL;
-    cr_assert_eq(tc_store_open(s_dsn, &s), 0, "%s", tc_errmsg());
-    int applied;
-    cr_assert_eq(tc_store_migrate(s, &applied), 0, "%s", tc_errmsg());
+    tc_store_t *s = tc_test_fresh_store("predict_matmuls", s_dsn, sizeof s_dsn);
     const tc_law_device_t *dev = &tc_law_devices[0];
     for (size_t i = 0; i < sizeof tc_law_traced / sizeof tc_law_traced[0]; i++) {
         tc_model_t *m = tc_law_load(tc_law_traced[i]);

@@ -412,11 +412,7 @@ Test(predict_output, aliases_set_and_used, .timeout = 600)
  * everything says so. */
 Test(predict_output, conv_sum_chosen_when_the_regression_validates_worse, .timeout = 600)
 {
-    tc_test_fresh_db("predict_out_convsum", s_dsn, sizeof s_dsn);
-    tc_store_t *s = NULL;
-    cr_assert_eq(tc_store_open(s_dsn, &s), 0, "%s", tc_errmsg());
-    int applied;
-    cr_assert_eq(tc_store_migrate(s, &applied), 0, "%s", tc_errmsg());
+    tc_store_t *s = tc_test_fresh_store("predict_out_convsum", s_dsn, sizeof s_dsn);
     const tc_law_device_t *dev = &tc_law_devices[0];
     size_t n = sizeof tc_law_traced / sizeof tc_law_traced[0];
     for (size_t i = 0; i < n; i++) {

@@ -37,11 +37,7 @@ static void s_put(tc_store_t *s, tc_envelope_t *env)
 Test(readme, analysis_queries_run, .timeout = 120)
 {
     char dsn[1024];
-    tc_test_fresh_db("readme", dsn, sizeof dsn);
-    tc_store_t *s = NULL;
-    cr_assert_eq(tc_store_open(dsn, &s), 0, "%s", tc_errmsg());
-    int applied;
-    cr_assert_eq(tc_store_migrate(s, &applied), 0, "%s", tc_errmsg());
+    tc_store_t *s = tc_test_fresh_store("readme", dsn, sizeof dsn);
 
     /* A model whose conv configs were benchmarked, and a trace of it. */
     tc_envelope_t *g = tc_test_envelope("a1");
@@ -174,11 +170,7 @@ Test(readme, analysis_queries_run, .timeout = 120)
 Test(readme, matmul_labels_match_the_agents, .timeout = 120)
 {
     char dsn[1024];
-    tc_test_fresh_db("mmlabels", dsn, sizeof dsn);
-    tc_store_t *s = NULL;
-    cr_assert_eq(tc_store_open(dsn, &s), 0, "%s", tc_errmsg());
-    int applied;
-    cr_assert_eq(tc_store_migrate(s, &applied), 0, "%s", tc_errmsg());
+    tc_store_t *s = tc_test_fresh_store("mmlabels", dsn, sizeof dsn);
     const tc_matmul_config_t cases[] = {
         {.batch = 1, .m = 50, .n = 3072, .k = 768, .minibatch_in = TC_MM_MB_ROWS,
          .trans_b = true, .weight = true, .bias = true, .dtype = TRAINCAST__V1__DTYPE__DTYPE_FP32},
@@ -218,11 +210,7 @@ Test(readme, matmul_labels_match_the_agents, .timeout = 120)
 Test(readme, every_table_view_and_column_is_described, .timeout = 120)
 {
     char dsn[1024];
-    tc_test_fresh_db("comments", dsn, sizeof dsn);
-    tc_store_t *s = NULL;
-    cr_assert_eq(tc_store_open(dsn, &s), 0, "%s", tc_errmsg());
-    int applied;
-    cr_assert_eq(tc_store_migrate(s, &applied), 0, "%s", tc_errmsg());
+    tc_store_t *s = tc_test_fresh_store("comments", dsn, sizeof dsn);
     char missing[4096];
     cr_assert_eq(
         tc_store_exec(s,

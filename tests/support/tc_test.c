@@ -124,6 +124,16 @@ void tc_test_fresh_db(const char *name, char *dsn, size_t size)
         cr_assert_fail("creating test database %s: %s", db, tc_errmsg());
 }
 
+tc_store_t *tc_test_fresh_store(const char *name, char *dsn, size_t size)
+{
+    tc_test_fresh_db(name, dsn, size);
+    tc_store_t *s = NULL;
+    cr_assert_eq(tc_store_open(dsn, &s), 0, "%s", tc_errmsg());
+    int applied;
+    cr_assert_eq(tc_store_migrate(s, &applied), 0, "%s", tc_errmsg());
+    return s;
+}
+
 int tc_test_run(const char *cmd, char *out, size_t size)
 {
     char full[8192];

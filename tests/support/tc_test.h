@@ -11,6 +11,12 @@
  * process exits, unless TC_TEST_KEEP_DB is set. */
 void tc_test_fresh_db(const char *name, char *dsn, size_t size);
 
+/* The fresh database `name` (tc_test_fresh_db, its connection string into
+ * dsn), migrated to the newest schema, and a store open on it for the
+ * caller to destroy. Fails the test when it cannot. */
+typedef struct tc_store tc_store_t;
+tc_store_t *tc_test_fresh_store(const char *name, char *dsn, size_t size);
+
 /* Path of a file under the source tree (tests/data/..., deploy/...). */
 void tc_test_source_path(const char *rel, char *out, size_t size);
 

@@ -234,11 +234,7 @@ void tc_law_put_trace_ms(tc_store_t *s, const tc_model_t *m, const tc_law_device
 
 void tc_law_build(const char *name, char *dsn, size_t size)
 {
-    tc_test_fresh_db(name, dsn, size);
-    tc_store_t *s = NULL;
-    cr_assert_eq(tc_store_open(dsn, &s), 0, "%s", tc_errmsg());
-    int applied;
-    cr_assert_eq(tc_store_migrate(s, &applied), 0, "%s", tc_errmsg());
+    tc_store_t *s = tc_test_fresh_store(name, dsn, size);
     for (size_t i = 0; i < sizeof tc_law_traced / sizeof tc_law_traced[0]; i++) {
         tc_model_t *m = tc_law_load(tc_law_traced[i]);
         for (size_t d = 0; d < 2; d++) {

@@ -310,12 +310,8 @@ void tc_synth_populate(tc_store_t *st)
 tc_store_t *tc_synth_fresh_db(const char *name)
 {
     static char dsn[1024];
-    tc_test_fresh_db(name, dsn, sizeof dsn);
+    tc_store_t *st = tc_test_fresh_store(name, dsn, sizeof dsn);
     setenv("TRAINCAST_DB", dsn, 1);
-    tc_store_t *st = NULL;
-    cr_assert_eq(tc_store_open(dsn, &st), 0, "%s", tc_errmsg());
-    int applied;
-    cr_assert_eq(tc_store_migrate(st, &applied), 0, "%s", tc_errmsg());
     return st;
 }
 
