@@ -16,6 +16,7 @@
 #   bench_peak_rss_kb CMD...   runs CMD; its peak resident set size (KiB) goes to
 #                              $BENCH_PEAK_RSS_FILE (GNU time)
 #   bench_fleet_db ...         generate (or reuse) a synthetic fleet's database
+#   bench_fleet_dbs ...        the two of the predict and SQL latency benchmarks
 
 bench_python=${TRAINCAST_PYTHON:-/usr/bin/python3}
 
@@ -196,4 +197,14 @@ bench_fleet_db() {
         || { cat "$logdir/fit-$name.log" >&2; echo "bench: aggregator fit failed on $name" >&2; return 1; }
     psql -X -q "$dsn" -c "CREATE TABLE bench_predict_meta (key text)" -c "INSERT INTO bench_predict_meta VALUES ('$key')"
     echo "bench: database $name: loaded with COPY in $(printf %.0f "$(echo "$t1 - $t0" | bc -l)") s, traces and fits in $(printf %.0f "$(echo "$(bench_now) - $t1" | bc -l)") s" >&2
+}
+
+# The predict and SQL latency benchmarks' two fleets: A at 70 batch sizes (1.29 million conv
+# results with 10 devices), B at the 10 powers of two.
+bench_fleet_large=bench_predict_large
+bench_fleet_small=bench_predict_small
+# bench_fleet_dbs BUILD ADMIN_DSN DEVICES FRESH LOGDIR: both, as bench_fleet_db makes one.
+bench_fleet_dbs() {
+    bench_fleet_db "$1" "$2" "$bench_fleet_large" "1..512,24..512:8" "$3" "$4" "$5"
+    bench_fleet_db "$1" "$2" "$bench_fleet_small" "1..512" "$3" "$4" "$5"
 }

@@ -7,7 +7,7 @@
 # every column computed, none sent), and `aggregator status` (its "stored" table reads the view
 # measurement_load).
 #
-# The databases are the predict latency benchmark's (bench_fleet_db in
+# The databases are the predict latency benchmark's (bench_fleet_dbs in
 # bench/lib.sh, in the same work directory, so either benchmark generates
 # them for both): A holds 1.29 million conv results (10 synthetic GPUs, the
 # CNN set's configs at 70 batch sizes), B the same at 10 batch sizes (0.19
@@ -62,9 +62,8 @@ pgdir=$work/pg
 trap '"$repo/deploy/pg-local.sh" stop "$pgdir" >/dev/null 2>&1 || true' EXIT
 admin=$("$repo/deploy/pg-local.sh" start "$pgdir" | tail -n 1)
 base=${admin%/*}
-dbs=(bench_predict_large bench_predict_small)
-bench_fleet_db "$build" "$admin" bench_predict_large "1..512,24..512:8" "$devices" "$fresh" "$work"
-bench_fleet_db "$build" "$admin" bench_predict_small "1..512" "$devices" "$fresh" "$work"
+dbs=("$bench_fleet_large" "$bench_fleet_small")
+bench_fleet_dbs "$build" "$admin" "$devices" "$fresh" "$work"
 
 # Predictions, once per database: resnet18 is traced there, resnet50 is not.
 for db in "${dbs[@]}"; do
