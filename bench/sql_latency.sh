@@ -4,8 +4,8 @@
 # Latency of the SQL people run on a fleet's database, and how it grows with
 # the data: every query of README.md's "Analysis in SQL" section as written,
 # every view of the schema read whole (`SELECT count(v.*) FROM view v`:
-# every column computed, none sent), and `aggregator status` (its "stored" table reads the view
-# measurement_load).
+# every column computed, none sent), and `aggregator status` (its "stored"
+# table reads the view measurement_load).
 #
 # The databases are the predict latency benchmark's (bench_fleet_dbs in
 # bench/lib.sh, in the same work directory, so either benchmark generates
@@ -166,8 +166,8 @@ data_ratio=$(echo "$results_a / $results_b" | bc -l)
 {
     echo "Latency of the SQL run on a fleet's database: every query of README.md's \"Analysis in SQL\""
     echo "section as written, every view read whole (\`SELECT count(v.*) FROM view v\`: every column"
-    echo "computed, none sent),"
-    echo "and \`aggregator status\`. Database A holds $results_a conv results, B $results_b (the"
+    echo "computed, none sent), and \`aggregator status\`. Database A holds $results_a conv results,"
+    echo "B $results_b (the"
     echo "predict benchmark's databases: $devs synthetic GPUs, the CNN set's conv configs at 70 and"
     echo "10 batch sizes); both hold the same $traces traces, $fits fits and $predictions predictions,"
     echo "and $matmuls matmul benchmarks (tc-gen-predict-db writes convs: the matmul statements read"
