@@ -11,12 +11,19 @@
  *   conv(config, direction, batch) = speed * (1e-9 ms * MACs * dirfactor + 0.01 ms) * jitter
  *   trace = conv sum + speed * (0.4 ms + 3e-7 ms * bn.elems)
  *
+ * Matmul results likewise, for the matmul configs of the models given with
+ * --matmul-models (ONNX files), in the directions their steps run:
+ *
+ *   matmul(config, direction, batch) = speed * (1e-9 ms * MACs * dirfactor + 0.005 ms) * jitter
+ *
+ * and a trace adds its model's matmul sum to its conv sum.
+ *
  * The bulk tables are written as COPY text on stdout (`--table devices`,
- * `--table configs`, `--table results`; ids are assigned here, so load them
- * into an empty database, in that order) for psql to load; `--traces --db
- * DSN` then stores training traces of a few CNNs (committed ONNX exports)
- * through the store, as the aggregator would, so that `aggregator fit` has
- * something to fit. */
+ * `--table configs`, `--table results`, `--table matmul-configs`, `--table
+ * matmul-results`; ids are assigned here, so load them into an empty
+ * database, in that order) for psql to load; `--traces --db DSN` then stores
+ * training traces of a few CNNs (committed ONNX exports) through the store,
+ * as the aggregator would, so that `aggregator fit` has something to fit. */
 #include "convlist.h"
 #include "store.h"
 #include "store_rows.h"
@@ -24,6 +31,8 @@
 #include "tc_conv.h"
 #include "tc_conv_step.h"
 #include "tc_error.h"
+#include "tc_matmul.h"
+#include "tc_matmul_step.h"
 #include "tc_model.h"
 #include "tc_test_msg.h"
 #include "tc_wire.h"
@@ -45,6 +54,16 @@ typedef struct {
     s_config_t *v;
     size_t n;
 } s_configs_t;
+
+typedef struct {
+    tc_matmul_config_t cfg; /* minibatch 0 */
+    bool grad_a, grad_b;    /* some model's step runs bwd_data, bwd_filter */
+} s_mm_config_t;
+
+typedef struct {
+    s_mm_config_t *v;
+    size_t n;
+} s_mm_configs_t;
 
 /* In the order of tc_conv_step_directions(). */
 static const char *s_dirs[] = {"fwd", "bwd_filter", "bwd_data"};
@@ -85,6 +104,85 @@ static double s_conv_ms(const tc_conv_config_t *cfg, unsigned batch, int dir, un
     c.n = batch;
     return s_speed(dev, n_dev) * (1e-9 * tc_conv_macs(&c) * s_dirfactor[dir] + 0.01) *
            s_jitter(cfg, batch, dir, dev, round);
+}
+
+/* Deterministic jitter in [0.95, 1.05] per matmul config, batch, direction, device, round. */
+static double s_mm_jitter(const tc_matmul_config_t *c, unsigned batch, int dir, unsigned dev,
+                          unsigned round)
+{
+    uint64_t h = 0x84222325cbf29ce4ull;
+#define X(x, y, name, kind, first) h = s_mix(h, (uint64_t)c->name);
+    TC_MATMUL_KEY(X, , )
+#undef X
+    h = s_mix(h, batch);
+    h = s_mix(h, (uint64_t)dir);
+    h = s_mix(h, dev);
+    h = s_mix(h, round);
+    return 0.95 + 0.1 * (double)(h >> 11) / (double)(1ull << 53);
+}
+
+/* dir: 0 fwd, 1 bwd_data, 2 bwd_filter (the order of tc_matmul_step_directions). */
+static double s_matmul_ms(const tc_matmul_config_t *cfg, unsigned batch, int dir, unsigned dev,
+                          unsigned n_dev, unsigned round)
+{
+    tc_matmul_config_t c = *cfg;
+    c.minibatch = batch;
+    tc_gemm_t g = tc_matmul_forward(&c);
+    double macs = (double)g.count * (double)g.m * (double)g.n * (double)g.k;
+    return s_speed(dev, n_dev) * (1e-9 * macs * s_dirfactor[dir] + 0.005) *
+           s_mm_jitter(cfg, batch, dir, dev, round);
+}
+
+/* A matmul usage's step directions as indices into s_dirs / s_dirfactor. */
+static size_t s_mm_dirs(bool grad_a, bool grad_b, int out[3])
+{
+    size_t n = 0;
+    out[n++] = 0;
+    if (grad_a)
+        out[n++] = 2; /* bwd_data */
+    if (grad_b)
+        out[n++] = 1; /* bwd_filter */
+    return n;
+}
+
+/* The matmul configs of the ONNX files of `list`, each once, with every
+ * gradient some model's step computes for it. */
+static int s_read_matmuls(const char *list, s_mm_configs_t *set)
+{
+    char **paths = NULL;
+    size_t n_paths = 0;
+    int rc = tc_parse_name_list(list, "--matmul-models", &paths, &n_paths);
+    for (size_t i = 0; i < n_paths && rc == 0; i++) {
+        tc_model_t *m = NULL;
+        tc_model_opts_t o = {0};
+        rc = tc_model_load_file(paths[i], &o, &m);
+        if (rc < 0) {
+            rc = tc_err_context(rc, "--matmul-models: %s", paths[i]);
+            break;
+        }
+        for (size_t j = 0; j < tc_model_matmul_count(m) && rc == 0; j++) {
+            const tc_matmul_usage_t *u = tc_model_matmul(m, j);
+            size_t k = 0;
+            while (k < set->n && tc_matmul_key_cmp(&set->v[k].cfg, &u->config) != 0)
+                k++;
+            if (k == set->n) {
+                s_mm_config_t *v = realloc(set->v, (set->n + 1) * sizeof *v);
+                if (!v) {
+                    rc = tc_fail(TC_ENOMEM, "out of memory");
+                    break;
+                }
+                set->v = v;
+                set->v[k] = (s_mm_config_t){.cfg = u->config};
+                set->v[k].cfg.minibatch = 0;
+                set->n++;
+            }
+            set->v[k].grad_a |= u->use.grad_a;
+            set->v[k].grad_b |= u->use.grad_b;
+        }
+        tc_model_destroy(&m);
+    }
+    tc_free_strv(paths, n_paths);
+    return rc;
 }
 
 static int s_add_model(const char *model, const tc_conv_usage_t *convs, size_t n, void *arg)
@@ -202,6 +300,64 @@ static void s_write_results(const s_configs_t *set, unsigned n_dev, const unsign
     }
 }
 
+/* The COPY column list of --table matmul-configs (--columns). */
+#define S_MM_CONFIG_COLUMNS "config_id, " TC_SQL_MATMUL_KEY_COLS("")
+
+static void s_mm_put_U32(uint32_t v) { printf("\t%u", v); }
+static void s_mm_put_BOOL(bool v) { fputs(v ? "\tt" : "\tf", stdout); }
+static void s_mm_put_DTYPE(Traincast__V1__DType v) { printf("\t%s", tc_dtype_name(v)); }
+
+static void s_write_mm_configs(const s_mm_configs_t *set)
+{
+    for (size_t i = 0; i < set->n; i++) {
+        printf("%zu", i + 1);
+#define X(x, y, name, kind, first) s_mm_put_##kind(set->v[i].cfg.name);
+        TC_MATMUL_KEY(X, , )
+#undef X
+        putchar('\n');
+    }
+}
+
+/* As s_write_results, for the matmul configs. */
+static void s_write_mm_results(const s_mm_configs_t *set, unsigned n_dev,
+                               const unsigned long *batches, size_t n_batches, unsigned rounds,
+                               unsigned samples)
+{
+    const time_t epoch = 1767225600 + 1800; /* half an hour after the convs of a round */
+    for (unsigned r = 0; r < rounds; r++) {
+        for (unsigned d = 0; d < n_dev; d++) {
+            for (size_t b = 0; b < n_batches; b++) {
+                char msgid[TC_MSGID_LEN + 1];
+                tc_msgid_new(msgid);
+                time_t at = epoch + (time_t)r * 7 * 86400 + (time_t)d * 3600 + (time_t)b * 60;
+                unsigned seq = 0;
+                for (size_t i = 0; i < set->n; i++) {
+                    int dirs[3];
+                    size_t n_dirs = s_mm_dirs(set->v[i].grad_a, set->v[i].grad_b, dirs);
+                    for (size_t j = 0; j < n_dirs; j++) {
+                        int dir = dirs[j];
+                        double ms = s_matmul_ms(&set->v[i].cfg, (unsigned)batches[b], dir, d,
+                                                n_dev, r);
+                        char ts[40];
+                        s_timestamp(at + seq / 50, ts, sizeof ts);
+                        printf("%s\t%u\t%u\t%zu\t%lu\t%s\theuristic\tcublas\tgemm_%d\tgemm\t%.6g\t"
+                               "%.6g\t%.6g\t%.6g\t%u\t%s\t{",
+                               msgid, seq, d + 1, i + 1, batches[b], s_dirs[dir], (int)(seq % 3),
+                               ms, ms * 0.98, ms * 1.03, ms * 0.01, samples, ts);
+                        for (unsigned k = 0; k < samples; k++)
+                            printf("%s%.6g", k ? "," : "", ms * (0.98 + 0.05 * k / samples));
+                        fputs("}\t{", stdout);
+                        for (unsigned k = 0; k < samples; k++)
+                            printf("%s%u", k ? "," : "", (unsigned)(k * ms * 1000 + k));
+                        fputs("}\n", stdout);
+                        seq++;
+                    }
+                }
+            }
+        }
+    }
+}
+
 static int s_store_traces(const char *dsn, const char *models_dir, const char *traced,
                           const unsigned long *batches, size_t n_batches, unsigned n_dev,
                           unsigned rounds)
@@ -231,6 +387,15 @@ static int s_store_traces(const char *dsn, const char *models_dir, const char *t
                     for (size_t dir = 0; dir < n_dirs; dir++)
                         ms[dir] = s_conv_ms(&u->config, batch, (int)dir, d, n_dev, rounds - 1);
                     conv += tc_conv_step_ms(u->first_layer, u->multiplicity, ms);
+                }
+                for (size_t j = 0; j < tc_model_matmul_count(m); j++) {
+                    const tc_matmul_usage_t *u = tc_model_matmul(m, j);
+                    int dirs[3];
+                    size_t n_dirs = s_mm_dirs(u->use.grad_a, u->use.grad_b, dirs);
+                    double ms[TC_MATMUL_STEP_MAX_DIRS] = {0};
+                    for (size_t dir = 0; dir < n_dirs; dir++)
+                        ms[dir] = s_matmul_ms(&u->config, batch, dirs[dir], d, n_dev, rounds - 1);
+                    conv += tc_matmul_step_ms(&u->use, ms);
                 }
                 tc_features_t f;
                 tc_model_features(m, batch, &f);
@@ -288,21 +453,25 @@ static int s_store_traces(const char *dsn, const char *models_dir, const char *t
 int main(int argc, char **argv)
 {
     const char *convs = NULL, *table = NULL, *dsn = NULL, *models_dir = NULL;
+    const char *matmul_models = NULL;
     const char *batches_text = "1..512,24..512:8", *trace_batches_text = "8,16,32,64";
     const char *traced = "alexnet,resnet18,squeezenet1_1,mobilenet_v2,vgg11,densenet121";
     unsigned long n_dev = 10, rounds = 1, samples = 5;
     bool traces = false, columns = false;
     const tc_opt_t opts[] = {
         {"convs", TC_OPT_STR, &convs, "FILE", "conv list of the models (tests/data/cnn_set.convs)"},
+        {"matmul-models", TC_OPT_STR, &matmul_models, "LIST",
+         "ONNX files whose matmuls --table matmul-configs and matmul-results write"},
         {"devices", TC_OPT_UINT, &n_dev, "N", "synthetic devices (default 10)"},
         {"batches", TC_OPT_STR, &batches_text, "LIST",
          "batch sizes benchmarked (default 1..512,24..512:8)"},
         {"rounds", TC_OPT_UINT, &rounds, "N", "times every item was measured (default 1)"},
         {"samples", TC_OPT_UINT, &samples, "N", "samples kept per result (default 5)"},
         {"table", TC_OPT_STR, &table, "NAME",
-         "write COPY text of devices, configs or results to stdout"},
+         "write COPY text of devices, configs, results, matmul-configs or matmul-results to "
+         "stdout"},
         {"columns", TC_OPT_FLAG, &columns, NULL,
-         "with --table configs: print its COPY column list instead"},
+         "with --table configs or matmul-configs: print its COPY column list instead"},
         {"traces", TC_OPT_FLAG, &traces, NULL, "store traces of --traced models (needs --db)"},
         {"db", TC_OPT_STR, &dsn, "DSN", "database to store traces in"},
         {"models-dir", TC_OPT_STR, &models_dir, "DIR", "where NAME.onnx of --traced are"},
@@ -323,6 +492,7 @@ int main(int argc, char **argv)
     unsigned long *batches = NULL, *tbatches = NULL;
     size_t n_batches = 0, n_tbatches = 0;
     s_configs_t set = {0};
+    s_mm_configs_t mm = {0};
     int rc = tc_cli_parse(&spec, argc, argv, &cli);
     if (rc < 0 || cli.help_shown)
         goto done;
@@ -366,8 +536,32 @@ int main(int argc, char **argv)
         puts(S_CONFIG_COLUMNS);
         goto done;
     }
+    if (columns && !strcmp(table, "matmul-configs")) {
+        puts(S_MM_CONFIG_COLUMNS);
+        goto done;
+    }
+    if (!strcmp(table, "matmul-configs") || !strcmp(table, "matmul-results")) {
+        if (!matmul_models) {
+            rc = tc_fail(TC_EUSAGE, "--table %s needs --matmul-models LIST", table);
+            goto done;
+        }
+        rc = s_read_matmuls(matmul_models, &mm);
+        if (rc < 0)
+            goto done;
+        if (!strcmp(table, "matmul-configs"))
+            s_write_mm_configs(&mm);
+        else
+            s_write_mm_results(&mm, (unsigned)n_dev, batches, n_batches, (unsigned)rounds,
+                               (unsigned)samples);
+        if (fflush(stdout) != 0 || ferror(stdout))
+            rc = tc_fail(TC_EIO, "writing to stdout failed");
+        goto done;
+    }
     if (strcmp(table, "configs") && strcmp(table, "results")) {
-        rc = tc_fail(TC_EUSAGE, "--table must be devices, configs or results (got '%s')", table);
+        rc = tc_fail(TC_EUSAGE,
+                     "--table must be devices, configs, results, matmul-configs or "
+                     "matmul-results (got '%s')",
+                     table);
         goto done;
     }
     if (!convs) {
@@ -391,6 +585,7 @@ int main(int argc, char **argv)
         rc = tc_fail(TC_EIO, "writing to stdout failed");
 done:
     free(set.v);
+    free(mm.v);
     free(batches);
     free(tbatches);
     tc_cli_result_free(&cli);

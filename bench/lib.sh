@@ -163,18 +163,20 @@ bench_require_time() {
 # bench_fleet_db BUILD ADMIN_DSN NAME BATCHES DEVICES FRESH LOGDIR: the
 # database NAME on the server of ADMIN_DSN holding a synthetic fleet, as the
 # predict and SQL latency benchmarks read it: DEVICES synthetic GPUs, every
-# conv config of the CNN set (tests/data/cnn_set.convs) in every direction it
-# needs at every batch of BATCHES (tc-gen-predict-db's list), loaded with
-# COPY; six CNNs traced on every device and `aggregator fit` run. A database
+# conv config of the CNN set (tests/data/cnn_set.convs) and every matmul
+# config of the models exported in tests/data in every direction it needs at
+# every batch of BATCHES (tc-gen-predict-db's list), loaded with COPY; six
+# CNNs traced on every device and `aggregator fit` run. A database
 # generated with the same settings is reused (and migrated) unless FRESH is 1;
 # the fit's log goes to LOGDIR.
 bench_fleet_db() {
     local build=$1 admin=$2 name=$3 batches=$4 devices=$5 fresh=$6 logdir=$7
-    local repo aggregator gen dsn key t0 t1
+    local repo aggregator gen dsn key t0 t1 onnx
     repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
     aggregator=$build/aggregator/aggregator gen=$build/bench/tc-gen-predict-db
     dsn=${admin%/*}/$name
-    key="devices=$devices batches=$batches convs=$(sha256sum <"$repo/tests/data/cnn_set.convs" | cut -c1-16) gen=4"
+    onnx=$(printf '%s\n' "$repo"/tests/data/*.onnx | paste -sd,)
+    key="devices=$devices batches=$batches convs=$(sha256sum <"$repo/tests/data/cnn_set.convs" | cut -c1-16) models=$(cat "$repo"/tests/data/*.onnx | sha256sum | cut -c1-16) gen=5"
     if [ "$fresh" -eq 0 ] && [ "$(psql -X -tA "$dsn" -c "SELECT key FROM bench_predict_meta" 2>/dev/null)" = "$key" ]; then
         echo "bench: reusing database $name ($key)" >&2
         "$aggregator" migrate --db "$dsn" >/dev/null # a database of an older schema: brought up to date
@@ -188,8 +190,12 @@ bench_fleet_db() {
     "$gen" --table configs --convs "$repo/tests/data/cnn_set.convs" | psql -X -q "$dsn" -c "COPY conv_configs ($("$gen" --table configs --columns)) FROM STDIN"
     "$gen" --table results --devices "$devices" --batches "$batches" --convs "$repo/tests/data/cnn_set.convs" \
         | psql -X -q "$dsn" -c "COPY conv_results (message_id, seq, device_id, config_id, batch, direction, policy, backend, algo, algo_id, median_ms, min_ms, max_ms, stddev_ms, repetitions, workspace_bytes, measured_at, library_version, samples_ms, sample_offsets_us) FROM STDIN"
+    "$gen" --table matmul-configs --matmul-models "$onnx" | psql -X -q "$dsn" -c "COPY matmul_configs ($("$gen" --table matmul-configs --columns)) FROM STDIN"
+    "$gen" --table matmul-results --devices "$devices" --batches "$batches" --matmul-models "$onnx" \
+        | psql -X -q "$dsn" -c "COPY matmul_results (message_id, seq, device_id, config_id, batch, direction, policy, backend, algo, route, median_ms, min_ms, max_ms, stddev_ms, repetitions, measured_at, samples_ms, sample_offsets_us) FROM STDIN"
     psql -X -q "$dsn" -c "SELECT setval('devices_device_id_seq', (SELECT max(device_id) FROM devices))" \
-        -c "SELECT setval('conv_configs_config_id_seq', (SELECT max(config_id) FROM conv_configs))" >/dev/null
+        -c "SELECT setval('conv_configs_config_id_seq', (SELECT max(config_id) FROM conv_configs))" \
+        -c "SELECT setval('matmul_configs_config_id_seq', (SELECT max(config_id) FROM matmul_configs))" >/dev/null
     t1=$(bench_now)
     "$gen" --traces --db "$dsn" --devices "$devices" --batches "$batches" --models-dir "$repo/tests/data"
     psql -X -q "$dsn" -c "VACUUM ANALYZE"

@@ -10,8 +10,9 @@
 # work directory; bench_fleet_dbs in bench/lib.sh; bench/sql_latency.sh reads
 # the same databases): 10 synthetic GPUs, every conv config of the CNN set
 # (tests/data/cnn_set.convs) in every direction it needs, at 70 batch sizes
-# (1..512 in powers of two and 24..512 in steps of 8): 1.29 million results.
-# Six CNNs are traced on every device and `aggregator fit` fits every device.
+# (1..512 in powers of two and 24..512 in steps of 8): 1.29 million results,
+# and the matmul configs of the models exported in tests/data (convnext_tiny's
+# and the CNNs' classifiers) likewise. Six CNNs are traced on every device and `aggregator fit` fits every device.
 # A second database holds the same at the 10 power-of-two batch sizes only
 # (0.19 million results), so the runs compare two database sizes A B A B:
 # one untimed warm-up each, then N timed runs each (default 15: a single run

@@ -10,10 +10,11 @@
 # The databases are the predict latency benchmark's (bench_fleet_dbs in
 # bench/lib.sh, in the same work directory, so either benchmark generates
 # them for both): A holds 1.29 million conv results (10 synthetic GPUs, the
-# CNN set's configs at 70 batch sizes), B the same at 10 batch sizes (0.19
-# million); both hold the same traces, fits and, added here once, the
-# predictions of one `aggregator predict --gpu all` of a traced and an untraced
-# CNN. Each query runs once untimed on each, then N times each (default 5),
+# CNN set's configs at 70 batch sizes) and the matmul results of the models
+# exported in tests/data, B the same at 10 batch sizes (0.19 million conv
+# results); both hold the same traces, fits and, added here once, the
+# predictions of `aggregator predict --gpu all` of a traced CNN, an untraced
+# one and convnext_tiny. Each query runs once untimed on each, then N times each (default 5),
 # interleaved A B A B, through psql with its output discarded; the time
 # includes psql's start and connection, reported apart as `SELECT 1`.
 #
@@ -65,10 +66,11 @@ base=${admin%/*}
 dbs=("$bench_fleet_large" "$bench_fleet_small")
 bench_fleet_dbs "$build" "$admin" "$devices" "$fresh" "$work"
 
-# Predictions, once per database: resnet18 is traced there, resnet50 is not.
+# Predictions, once per database: resnet18 is traced there, resnet50 and
+# convnext_tiny (matmuls benchmarked beside its convs) are not.
 for db in "${dbs[@]}"; do
     if [ "$(psql -X -tA "$base/$db" -c "SELECT count(*) FROM predictions")" -eq 0 ]; then
-        for m in resnet18 resnet50; do
+        for m in resnet18 resnet50 convnext_tiny; do
             rc=0
             TRAINCAST_LOG=warn "$aggregator" predict --db "$base/$db" --gpu all --model "$repo/tests/data/$m.onnx" \
                 --batch 8,16,32,64 --extrapolate 0 --wait 0 --format csv >/dev/null 2>"$work/sql-predict.err" || rc=$?
@@ -161,6 +163,7 @@ read -r results_b < <(psql -X -tA "$base/${dbs[1]}" -c "SELECT count(*) FROM con
 read -r other_counts < <(psql -X -tA -F' ' "$base/${dbs[0]}" -c "SELECT (SELECT count(*) FROM traces), (SELECT count(*) FROM fits), (SELECT count(*) FROM predictions), (SELECT count(*) FROM devices)")
 read -r traces fits predictions devs <<<"$other_counts"
 matmuls=$(psql -X -tA "$base/${dbs[0]}" -c "SELECT count(*) FROM matmul_results")
+matmuls_b=$(psql -X -tA "$base/${dbs[1]}" -c "SELECT count(*) FROM matmul_results")
 data_ratio=$(echo "$results_a / $results_b" | bc -l)
 
 {
@@ -170,8 +173,8 @@ data_ratio=$(echo "$results_a / $results_b" | bc -l)
     echo "B $results_b (the"
     echo "predict benchmark's databases: $devs synthetic GPUs, the CNN set's conv configs at 70 and"
     echo "10 batch sizes); both hold the same $traces traces, $fits fits and $predictions predictions,"
-    echo "and $matmuls matmul benchmarks (tc-gen-predict-db writes convs: the matmul statements read"
-    echo "the traced CNNs' classifier matmuls and no times)."
+    echo "and $matmuls matmul benchmarks of A ($matmuls_b of B: the matmul configs of the models exported"
+    echo "in tests/data, convnext_tiny's and the CNNs' classifiers, at the same batch sizes)."
     echo "Each statement ran once untimed on each, then $runs times each, interleaved A B A B, through"
     echo "psql (output discarded; the time includes psql's start and connection, the line \`SELECT 1\`)."
     echo

@@ -3,7 +3,8 @@
 #
 # The helpers of the benchmark suite, without running any benchmark:
 #   - tc-gen-predict-db writes exactly the conv configs and results the
-#     planner counts for the CNN set (the predict benchmark's database);
+#     planner counts for the CNN set, and the matmul configs and results it
+#     counts for two models (the predict benchmark's database);
 #   - tc-plot-accuracy draws a chart from points, counts predictions <= 0
 #     that a log axis cannot show, and refuses bad input with exit 2;
 #   - deploy/bench.sh lists its benchmarks and refuses unknown ones;
@@ -61,6 +62,19 @@ n=$(awk '$1 == 2' "$tmp/rounds.txt" | wc -l)
 bad=$(awk '$1 != 2' "$tmp/rounds.txt" | wc -l)
 [ "$n" -eq $((items * 2)) ] && [ "$bad" -eq 0 ] && ok "every item once per round" \
     || fail "$n items measured twice (want $((items * 2))), $bad not"
+# Matmuls: configs and results as the planner counts them for the same models.
+mms=$repo/tests/data/convnext_tiny.onnx,$repo/tests/data/resnet50.onnx
+read -r mm_items mm_configs < <("$agent" bench --models "$mms" --ops all --device cpu:0 --batches 8 --dry-run \
+    | sed -n -E 's/^matmuls: .* -> ([0-9]+) unique items \(([0-9]+) configs.*/\1 \2/p')
+n=$("$gen" --table matmul-configs --matmul-models "$mms" | wc -l)
+[ -n "$mm_configs" ] && [ "$n" -eq "$mm_configs" ] && ok "matmul configs: $n" \
+    || fail "generator wrote $n matmul configs, the planner counts ${mm_configs:-none}"
+n=$("$gen" --table matmul-results --matmul-models "$mms" --devices 3 --batches 8,16 | wc -l)
+[ -n "$mm_items" ] && [ "$n" -eq $((mm_items * 2 * 3)) ] && ok "matmul results: $n" \
+    || fail "generator wrote $n matmul results, want $((${mm_items:-0} * 2 * 3))"
+out=$("$gen" --table matmul-results --batches 8 2>&1)
+[ $? -eq 2 ] && grep -q 'needs --matmul-models' <<<"$out" && ok "matmul tables without models refused" \
+    || fail "matmul-results without --matmul-models: $out"
 "$gen" --table devices --devices 10 | awk -F'\t' '{ print $4 }' | sort -u | wc -l | grep -qx 10 \
     && ok "10 device names" || fail "devices are not 10 distinct names"
 out=$("$gen" --traces --db postgresql://unused --models-dir "$repo/tests/data" --trace-batches 999 2>&1)
