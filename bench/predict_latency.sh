@@ -126,9 +126,9 @@ ratio=$(awk -F'\t' '{ print $2 / $3 }' "$work/times.tsv" | bench_median)
 
 {
     echo "Latency of \`aggregator predict --gpu all --model $(basename "$model") --batch $batch --extrapolate 0 --wait 0 --format csv\`"
-    echo "(the whole command: process start, import of the model, conv look-ups, fits, memory"
-    echo "model, output) for $devices device classes with fits; $rows result rows, $predicted of them"
-    echo "predicted (--extrapolate 0: every batch is predicted, so every conv is looked up). One warm-up"
+    echo "(the whole command: process start, import of the model, conv and matmul look-ups, fits,"
+    echo "memory model, output) for $devices device classes with fits; $rows result rows, $predicted of them"
+    echo "predicted (--extrapolate 0: every batch is predicted, so every conv and matmul is looked up). One warm-up"
     echo "run per database, then $runs timed runs each, interleaved A B A B."
     echo
     echo "| database | conv results | device classes | fits | size on disk | median (s) | min (s) | max (s) |"
