@@ -82,6 +82,17 @@ static uint64_t s_mix(uint64_t h, uint64_t v)
     return h * 0xff51afd7ed558ccdull;
 }
 
+/* A key's hash h mixed with the batch, direction, device and round, as a
+ * deterministic jitter in [0.95, 1.05]. */
+static double s_jitter_of(uint64_t h, unsigned batch, int dir, unsigned dev, unsigned round)
+{
+    h = s_mix(h, batch);
+    h = s_mix(h, (uint64_t)dir);
+    h = s_mix(h, dev);
+    h = s_mix(h, round);
+    return 0.95 + 0.1 * (double)(h >> 11) / (double)(1ull << 53);
+}
+
 /* Deterministic jitter in [0.95, 1.05] per config, batch, direction, device, round. */
 static double s_jitter(const tc_conv_config_t *c, unsigned batch, int dir, unsigned dev,
                        unsigned round)
@@ -90,11 +101,7 @@ static double s_jitter(const tc_conv_config_t *c, unsigned batch, int dir, unsig
 #define X(x, y, name, kind, first) h = s_mix(h, (uint64_t)c->name);
     TC_CONV_KEY(X, , )
 #undef X
-    h = s_mix(h, batch);
-    h = s_mix(h, (uint64_t)dir);
-    h = s_mix(h, dev);
-    h = s_mix(h, round);
-    return 0.95 + 0.1 * (double)(h >> 11) / (double)(1ull << 53);
+    return s_jitter_of(h, batch, dir, dev, round);
 }
 
 static double s_conv_ms(const tc_conv_config_t *cfg, unsigned batch, int dir, unsigned dev,
@@ -114,11 +121,7 @@ static double s_mm_jitter(const tc_matmul_config_t *c, unsigned batch, int dir, 
 #define X(x, y, name, kind, first) h = s_mix(h, (uint64_t)c->name);
     TC_MATMUL_KEY(X, , )
 #undef X
-    h = s_mix(h, batch);
-    h = s_mix(h, (uint64_t)dir);
-    h = s_mix(h, dev);
-    h = s_mix(h, round);
-    return 0.95 + 0.1 * (double)(h >> 11) / (double)(1ull << 53);
+    return s_jitter_of(h, batch, dir, dev, round);
 }
 
 /* dir: 0 fwd, 1 bwd_data, 2 bwd_filter (the order of tc_matmul_step_directions). */
@@ -253,6 +256,18 @@ static void s_write_configs(const s_configs_t *set)
     tc_buf_free(&b);
 }
 
+/* A result's samples_ms and sample_offsets_us, "{...}\t{...}" and the row's end. */
+static void s_write_samples(double ms, unsigned samples)
+{
+    fputc('{', stdout);
+    for (unsigned k = 0; k < samples; k++)
+        printf("%s%.6g", k ? "," : "", ms * (0.98 + 0.05 * k / samples));
+    fputs("}\t{", stdout);
+    for (unsigned k = 0; k < samples; k++)
+        printf("%s%u", k ? "," : "", (unsigned)(k * ms * 1000 + k));
+    fputs("}\n", stdout);
+}
+
 static void s_timestamp(time_t t, char *buf, size_t size)
 {
     struct tm tm;
@@ -282,16 +297,11 @@ static void s_write_results(const s_configs_t *set, unsigned n_dev, const unsign
                         char ts[40];
                         s_timestamp(at + seq / 50, ts, sizeof ts);
                         printf("%s\t%u\t%u\t%zu\t%lu\t%s\theuristic\tcudnn\talgo_%d\t%d\t%.6g\t%.6g\t"
-                               "%.6g\t%.6g\t%u\t%lu\t%s\t9.1.0\t{",
+                               "%.6g\t%.6g\t%u\t%lu\t%s\t9.1.0\t",
                                msgid, seq, d + 1, i + 1, batches[b], s_dirs[dir],
                                (int)(seq % 3), (int)(seq % 3), ms, ms * 0.98, ms * 1.03,
                                ms * 0.01, samples, (unsigned long)(seq % 4) << 20, ts);
-                        for (unsigned k = 0; k < samples; k++)
-                            printf("%s%.6g", k ? "," : "", ms * (0.98 + 0.05 * k / samples));
-                        fputs("}\t{", stdout);
-                        for (unsigned k = 0; k < samples; k++)
-                            printf("%s%u", k ? "," : "", (unsigned)(k * ms * 1000 + k));
-                        fputs("}\n", stdout);
+                        s_write_samples(ms, samples);
                         seq++;
                     }
                 }
@@ -341,15 +351,10 @@ static void s_write_mm_results(const s_mm_configs_t *set, unsigned n_dev,
                         char ts[40];
                         s_timestamp(at + seq / 50, ts, sizeof ts);
                         printf("%s\t%u\t%u\t%zu\t%lu\t%s\theuristic\tcublas\tgemm_%d\tgemm\t%.6g\t"
-                               "%.6g\t%.6g\t%.6g\t%u\t%s\t{",
+                               "%.6g\t%.6g\t%.6g\t%u\t%s\t",
                                msgid, seq, d + 1, i + 1, batches[b], s_dirs[dir], (int)(seq % 3),
                                ms, ms * 0.98, ms * 1.03, ms * 0.01, samples, ts);
-                        for (unsigned k = 0; k < samples; k++)
-                            printf("%s%.6g", k ? "," : "", ms * (0.98 + 0.05 * k / samples));
-                        fputs("}\t{", stdout);
-                        for (unsigned k = 0; k < samples; k++)
-                            printf("%s%u", k ? "," : "", (unsigned)(k * ms * 1000 + k));
-                        fputs("}\n", stdout);
+                        s_write_samples(ms, samples);
                         seq++;
                     }
                 }
