@@ -124,7 +124,7 @@ static double s_mm_jitter(const tc_matmul_config_t *c, unsigned batch, int dir, 
     return s_jitter_of(h, batch, dir, dev, round);
 }
 
-/* dir: 0 fwd, 1 bwd_data, 2 bwd_filter (the order of tc_matmul_step_directions). */
+/* dir indexes s_dirs and s_dirfactor: 0 fwd, 1 bwd_filter, 2 bwd_data. */
 static double s_matmul_ms(const tc_matmul_config_t *cfg, unsigned batch, int dir, unsigned dev,
                           unsigned n_dev, unsigned round)
 {
