@@ -44,6 +44,7 @@
 #include <time.h>
 
 #define MAX_CONFIGS 8192
+#define S_EPOCH ((time_t)1767225600) /* 2026-01-01 00:00:00 UTC: the first round */
 
 typedef struct {
     tc_conv_config_t cfg;
@@ -275,37 +276,48 @@ static void s_timestamp(time_t t, char *buf, size_t size)
     strftime(buf, size, "%Y-%m-%d %H:%M:%S+00", &tm);
 }
 
-/* One message per (device, round, batch), as an agent's bench job sends
- * them; results are its sequence. */
-static void s_write_results(const s_configs_t *set, unsigned n_dev, const unsigned long *batches,
-                            size_t n_batches, unsigned rounds, unsigned samples)
+/* One message per (round, device, batch), as an agent's bench job sends
+ * them: `write` writes the rows of a message (its id and time, the device
+ * index, the batch, the round), its results in sequence, a row's time the
+ * message's plus a second every 50 rows. */
+typedef void (*s_message_fn)(const void *set, const char *msgid, time_t at, unsigned dev,
+                             unsigned n_dev, unsigned long batch, unsigned round,
+                             unsigned samples);
+
+static void s_write_messages(const void *set, s_message_fn write, time_t epoch, unsigned n_dev,
+                             const unsigned long *batches, size_t n_batches, unsigned rounds,
+                             unsigned samples)
 {
-    const time_t epoch = 1767225600; /* 2026-01-01 00:00:00 UTC */
-    for (unsigned r = 0; r < rounds; r++) {
-        for (unsigned d = 0; d < n_dev; d++) {
+    for (unsigned r = 0; r < rounds; r++)
+        for (unsigned d = 0; d < n_dev; d++)
             for (size_t b = 0; b < n_batches; b++) {
                 char msgid[TC_MSGID_LEN + 1];
                 tc_msgid_new(msgid);
                 time_t at = epoch + (time_t)r * 7 * 86400 + (time_t)d * 3600 + (time_t)b * 60;
-                unsigned seq = 0;
-                for (size_t i = 0; i < set->n; i++) {
-                    const s_config_t *c = &set->v[i];
-                    Traincast__V1__Direction step[TC_CONV_STEP_MAX_DIRS];
-                    int n_dirs = (int)tc_conv_step_directions(!c->needs_bwd_data, step);
-                    for (int dir = 0; dir < n_dirs; dir++) {
-                        double ms = s_conv_ms(&c->cfg, (unsigned)batches[b], dir, d, n_dev, r);
-                        char ts[40];
-                        s_timestamp(at + seq / 50, ts, sizeof ts);
-                        printf("%s\t%u\t%u\t%zu\t%lu\t%s\theuristic\tcudnn\talgo_%d\t%d\t%.6g\t%.6g\t"
-                               "%.6g\t%.6g\t%u\t%lu\t%s\t9.1.0\t",
-                               msgid, seq, d + 1, i + 1, batches[b], s_dirs[dir],
-                               (int)(seq % 3), (int)(seq % 3), ms, ms * 0.98, ms * 1.03,
-                               ms * 0.01, samples, (unsigned long)(seq % 4) << 20, ts);
-                        s_write_samples(ms, samples);
-                        seq++;
-                    }
-                }
+                write(set, msgid, at, d, n_dev, batches[b], r, samples);
             }
+}
+
+static void s_conv_message(const void *arg, const char *msgid, time_t at, unsigned d,
+                           unsigned n_dev, unsigned long batch, unsigned r, unsigned samples)
+{
+    const s_configs_t *set = arg;
+    unsigned seq = 0;
+    for (size_t i = 0; i < set->n; i++) {
+        const s_config_t *c = &set->v[i];
+        Traincast__V1__Direction step[TC_CONV_STEP_MAX_DIRS];
+        int n_dirs = (int)tc_conv_step_directions(!c->needs_bwd_data, step);
+        for (int dir = 0; dir < n_dirs; dir++) {
+            double ms = s_conv_ms(&c->cfg, (unsigned)batch, dir, d, n_dev, r);
+            char ts[40];
+            s_timestamp(at + seq / 50, ts, sizeof ts);
+            printf("%s\t%u\t%u\t%zu\t%lu\t%s\theuristic\tcudnn\talgo_%d\t%d\t%.6g\t%.6g\t"
+                   "%.6g\t%.6g\t%u\t%lu\t%s\t9.1.0\t",
+                   msgid, seq, d + 1, i + 1, batch, s_dirs[dir], (int)(seq % 3), (int)(seq % 3),
+                   ms, ms * 0.98, ms * 1.03, ms * 0.01, samples, (unsigned long)(seq % 4) << 20,
+                   ts);
+            s_write_samples(ms, samples);
+            seq++;
         }
     }
 }
@@ -328,37 +340,25 @@ static void s_write_mm_configs(const s_mm_configs_t *set)
     }
 }
 
-/* As s_write_results, for the matmul configs. */
-static void s_write_mm_results(const s_mm_configs_t *set, unsigned n_dev,
-                               const unsigned long *batches, size_t n_batches, unsigned rounds,
-                               unsigned samples)
+static void s_mm_message(const void *arg, const char *msgid, time_t at, unsigned d,
+                         unsigned n_dev, unsigned long batch, unsigned r, unsigned samples)
 {
-    const time_t epoch = 1767225600 + 1800; /* half an hour after the convs of a round */
-    for (unsigned r = 0; r < rounds; r++) {
-        for (unsigned d = 0; d < n_dev; d++) {
-            for (size_t b = 0; b < n_batches; b++) {
-                char msgid[TC_MSGID_LEN + 1];
-                tc_msgid_new(msgid);
-                time_t at = epoch + (time_t)r * 7 * 86400 + (time_t)d * 3600 + (time_t)b * 60;
-                unsigned seq = 0;
-                for (size_t i = 0; i < set->n; i++) {
-                    int dirs[3];
-                    size_t n_dirs = s_mm_dirs(set->v[i].grad_a, set->v[i].grad_b, dirs);
-                    for (size_t j = 0; j < n_dirs; j++) {
-                        int dir = dirs[j];
-                        double ms = s_matmul_ms(&set->v[i].cfg, (unsigned)batches[b], dir, d,
-                                                n_dev, r);
-                        char ts[40];
-                        s_timestamp(at + seq / 50, ts, sizeof ts);
-                        printf("%s\t%u\t%u\t%zu\t%lu\t%s\theuristic\tcublas\tgemm_%d\tgemm\t%.6g\t"
-                               "%.6g\t%.6g\t%.6g\t%u\t%s\t",
-                               msgid, seq, d + 1, i + 1, batches[b], s_dirs[dir], (int)(seq % 3),
-                               ms, ms * 0.98, ms * 1.03, ms * 0.01, samples, ts);
-                        s_write_samples(ms, samples);
-                        seq++;
-                    }
-                }
-            }
+    const s_mm_configs_t *set = arg;
+    unsigned seq = 0;
+    for (size_t i = 0; i < set->n; i++) {
+        int dirs[3];
+        size_t n_dirs = s_mm_dirs(set->v[i].grad_a, set->v[i].grad_b, dirs);
+        for (size_t j = 0; j < n_dirs; j++) {
+            int dir = dirs[j];
+            double ms = s_matmul_ms(&set->v[i].cfg, (unsigned)batch, dir, d, n_dev, r);
+            char ts[40];
+            s_timestamp(at + seq / 50, ts, sizeof ts);
+            printf("%s\t%u\t%u\t%zu\t%lu\t%s\theuristic\tcublas\tgemm_%d\tgemm\t%.6g\t%.6g\t"
+                   "%.6g\t%.6g\t%u\t%s\t",
+                   msgid, seq, d + 1, i + 1, batch, s_dirs[dir], (int)(seq % 3), ms, ms * 0.98,
+                   ms * 1.03, ms * 0.01, samples, ts);
+            s_write_samples(ms, samples);
+            seq++;
         }
     }
 }
@@ -555,9 +555,9 @@ int main(int argc, char **argv)
             goto done;
         if (!strcmp(table, "matmul-configs"))
             s_write_mm_configs(&mm);
-        else
-            s_write_mm_results(&mm, (unsigned)n_dev, batches, n_batches, (unsigned)rounds,
-                               (unsigned)samples);
+        else /* half an hour after the convs of a round */
+            s_write_messages(&mm, s_mm_message, S_EPOCH + 1800, (unsigned)n_dev, batches,
+                             n_batches, (unsigned)rounds, (unsigned)samples);
         if (fflush(stdout) != 0 || ferror(stdout))
             rc = tc_fail(TC_EIO, "writing to stdout failed");
         goto done;
@@ -584,8 +584,8 @@ int main(int argc, char **argv)
     if (!strcmp(table, "configs"))
         s_write_configs(&set);
     else
-        s_write_results(&set, (unsigned)n_dev, batches, n_batches, (unsigned)rounds,
-                        (unsigned)samples);
+        s_write_messages(&set, s_conv_message, S_EPOCH, (unsigned)n_dev, batches, n_batches,
+                         (unsigned)rounds, (unsigned)samples);
     if (fflush(stdout) != 0 || ferror(stdout))
         rc = tc_fail(TC_EIO, "writing to stdout failed");
 done:

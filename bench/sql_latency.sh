@@ -139,13 +139,14 @@ ids=$(cut -f1 "$qdir/list.tsv")
 log "$(wc -l <"$qdir/list.tsv") statements; untimed runs"
 : >"$work/sql-rows.tsv"
 for id in $ids; do
-    for db in "${dbs[@]}"; do run_one "$id" "$db" >/dev/null; done
-    # rows: what a README query returns; a whole view's count; none for the command
+    # The untimed run on A reads the rows: what a README query returns, a
+    # whole view's count; none for the command.
     case "$(awk -F'\t' -v id="$id" '$1 == id { print $2 }' "$qdir/list.tsv")" in
     "README query") rows=$(psql -X -tA -v ON_ERROR_STOP=1 -f "$qdir/$id.sql" "$base/${dbs[0]}" | wc -l) ;;
     "view, whole") rows=$(psql -X -tA -v ON_ERROR_STOP=1 -f "$qdir/$id.sql" "$base/${dbs[0]}") ;;
-    *) rows=- ;;
+    *) rows=-; run_one "$id" "${dbs[0]}" >/dev/null ;;
     esac
+    run_one "$id" "${dbs[1]}" >/dev/null
     printf '%s\t%s\n' "$id" "$rows" >>"$work/sql-rows.tsv"
 done
 : >"$work/sql-times.tsv"
