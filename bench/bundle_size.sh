@@ -67,7 +67,7 @@ report() {
     part "$(basename "$libs_big")" "$libs_big"
     # shellcheck disable=SC2086
     part "the other $(echo "$others" | wc -l) libraries" $others
-    part "the CNN set's exports and conv list" "$root"/share/traincast/models/*
+    part "the committed exports and conv list" "$root"/share/traincast/models/*
     part "harness, check, launcher, docs" "$root"/share/traincast/harness/* "$root"/share/traincast/check/* "$root/bin/agent" "$root/gpu-check.sh" "$root/README.txt"
     echo
     awk -v a="$a" -v b="$b" -v n="$runs" 'BEGIN { printf "`agent --version` through the bundle'"'"'s launcher / the binary alone: **%.2f** (medians %.1f / %.1f ms, %d runs each, interleaved): the launcher checks the glibc version and names the Python the agent runs.\n", a / b, a * 1000, b * 1000, n }'

@@ -9,7 +9,7 @@
 #   traincast-agent       the agent with the CUDA backend, for GPU boxes
 #                         (where the CUDA toolkit is found; not with --cuda OFF)
 #   traincast-aggregator  the aggregator
-#   traincast-common      the harness and the CNN set's exports, which the
+#   traincast-common      the harness and the committed exports, which the
 #                         others depend on
 # --role agent or aggregator leaves the other out. Installs what the role
 # builds with (deploy/setup.sh --role), builds into build-pkg/ with the
@@ -22,8 +22,8 @@
 # no root, no network and no packages (a bare GPU node: the driver, a Python
 # with PyTorch, glibc): the agent with every library it needs that such a
 # machine lacks (found through an RPATH relative to the binary), the
-# tcmalloc it measures CPUs with, its harness, the CNN set's weight-free
-# exports and conv list, deploy/gpu-check.sh and bench/gpu_conv_check.py.
+# tcmalloc it measures CPUs with, its harness, the weight-free exports (the
+# CNN set, vit_b_16, swin_t) and the CNN set's conv list, deploy/gpu-check.sh and bench/gpu_conv_check.py.
 # cuDNN is not in it: the agent loads the one PyTorch loads, at run time.
 # Unpack it anywhere and run bin/agent, or gpu-check.sh --conv-check, as any
 # user. Built in build-bundle/ (an agent-only Release build, with CUDA when

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
-"""Regenerate tests/data: weight-free ONNX exports of the CNN set and the
-reference figures the C tests compare the importer with, all computed by the
-framework itself.
+"""Regenerate tests/data: weight-free ONNX exports of the CNN set and two
+vision transformers, and the reference figures the C tests compare the
+importer with, all computed by the framework itself.
 
     /usr/bin/python3 agent/harness/make_test_data.py [--out tests/data] [MODEL ...]
 
@@ -13,9 +13,25 @@ input size) and appends to reference.txt:
   PARAMS  sum(p.numel() for p in model.parameters()) of the model as
           torchvision builds it by default (auxiliary heads included)
   MACS    forward multiply-accumulates per sample, counted independently of
-          ONNX with forward hooks on every Conv2d and Linear while the model
-          runs in training mode (auxiliary heads run, as in training)
+          ONNX while the model runs in training mode (auxiliary heads run,
+          as in training): forward hooks on every Conv2d, and every matrix
+          product PyTorch's profiler records (a Linear's addmm or mm, and
+          the products attention calls as functions, which no module hook
+          sees)
   MODE    the export mode (training, training+aten, eval)
+
+and to gemms.txt every matrix product one training step runs at batch 2
+(the forward in training mode, then backward from the sum of the outputs),
+as PyTorch's profiler records the outermost aten::mm, addmm, bmm (and any
+other product op) with its operand sizes:
+
+    step NAME CALLS               the products of the step in all
+    gemm NAME OP COUNT M N K CALLS
+
+  OP      the aten op without its namespace (mm, addmm, bmm, ...)
+  COUNT   products per call (a bmm's batch; 1 for mm and addmm)
+  M N K   C[M, N] = A[M, K] B[K, N], the sizes of the call's operands
+  CALLS   how many calls of that op and sizes the step made
 
 For the models in SHAPE_MODELS it also writes shapes/NAME.txt:
 
@@ -46,6 +62,15 @@ CNN_SET = [
     "efficientnet_b1", "regnet_x_400mf", "regnet_y_400mf", "convnext_tiny",
 ]
 
+# Transformers: their matmuls, projections and attention's batched
+# products, are what the step spends its time in.
+TRANSFORMER_SET = ["vit_b_16", "swin_t"]
+
+# The product ops the profiler may record, and which operands hold A and B.
+GEMM_OPS = {"aten::mm": (0, 1), "aten::addmm": (1, 2), "aten::bmm": (0, 1),
+            "aten::baddbmm": (1, 2), "aten::addbmm": (1, 2), "aten::mv": (0, 1),
+            "aten::addmv": (1, 2), "aten::dot": (0, 1)}
+
 SHAPE_MODELS = [
     "alexnet", "resnet50", "googlenet", "inception_v3", "shufflenet_v2_x1_0",
     "mobilenet_v3_large", "efficientnet_b0", "densenet121", "squeezenet1_1", "regnet_y_400mf",
@@ -53,8 +78,38 @@ SHAPE_MODELS = [
 ]
 
 
+def gemm_calls(fn):
+    """Every outermost matrix product PyTorch runs in fn(), from its
+    profiler: a Counter of (op, count, m, n, k) -> calls. A vector operand
+    counts as a matrix of one column (mv) or one row (dot)."""
+    import collections
+    from torch.profiler import ProfilerActivity, profile
+    with profile(activities=[ProfilerActivity.CPU], record_shapes=True) as prof:
+        fn()
+    calls = collections.Counter()
+    for e in prof.events():
+        if e.name not in GEMM_OPS:
+            continue
+        parent, nested = e.cpu_parent, False
+        while parent is not None and not nested:
+            nested = parent.name in GEMM_OPS
+            parent = parent.cpu_parent
+        if nested:
+            continue
+        ia, ib = GEMM_OPS[e.name]
+        a, b = list(e.input_shapes[ia]), list(e.input_shapes[ib])
+        if len(a) == 1:
+            a = [1] + a
+        if len(b) == 1:
+            b = b + [1]
+        count = a[0] if len(a) == 3 else 1
+        calls[(e.name.split("::")[1], count, a[-2], b[-1], a[-1])] += 1
+    return calls
+
+
 def count_macs(model, x):
-    """Forward MACs per sample from hooks on Conv2d and Linear."""
+    """Forward MACs per sample: hooks on Conv2d, the profiler for the
+    matrix products."""
     import torch
     total = [0]
 
@@ -62,21 +117,32 @@ def count_macs(model, x):
         per_out = (mod.in_channels // mod.groups) * mod.kernel_size[0] * mod.kernel_size[1]
         total[0] += out.numel() // out.shape[0] * per_out
 
-    def linear_hook(mod, inp, out):
-        total[0] += out.numel() // out.shape[0] * mod.in_features
-
-    handles = []
-    for mod in model.modules():
-        if isinstance(mod, torch.nn.Conv2d):
-            handles.append(mod.register_forward_hook(conv_hook))
-        elif isinstance(mod, torch.nn.Linear):
-            handles.append(mod.register_forward_hook(linear_hook))
+    handles = [mod.register_forward_hook(conv_hook) for mod in model.modules()
+               if isinstance(mod, torch.nn.Conv2d)]
     model.train()
-    with torch.no_grad(), export_onnx._PatchedStochasticDepth():
-        model(x)
+
+    def forward():
+        with torch.no_grad(), export_onnx._PatchedStochasticDepth():
+            model(x)
+    gemms = gemm_calls(forward)
     for h in handles:
         h.remove()
-    return total[0]
+    gemm_macs = sum(count * m * n * k * calls for (_, count, m, n, k), calls in gemms.items())
+    return total[0] + gemm_macs // x.shape[0]
+
+
+def step_gemms(model, x):
+    """The matrix products of one training step (forward in training mode,
+    backward from the sum of every output)."""
+    import torch
+    model.train()
+
+    def step():
+        y = model(x)
+        outs = [y] if isinstance(y, torch.Tensor) else [t for t in y
+                                                         if isinstance(t, torch.Tensor)]
+        sum(t.sum() for t in outs).backward()
+    return gemm_calls(step)
 
 
 def module_scopes(model):
@@ -171,18 +237,24 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", default=os.path.join(
         os.path.dirname(os.path.abspath(__file__)), "..", "..", "tests", "data"))
-    ap.add_argument("models", nargs="*", help="default: the whole CNN set")
+    ap.add_argument("models", nargs="*", help="default: the CNN set and the transformers")
     args = ap.parse_args()
     torch, torchvision = export_onnx.import_torch()
-    names = args.models or CNN_SET
+    every = CNN_SET + TRANSFORMER_SET
+    names = args.models or every
     out = os.path.abspath(args.out)
     os.makedirs(os.path.join(out, "shapes"), exist_ok=True)
     ref_path = os.path.join(out, "reference.txt")
-    lines = {}
+    gemm_path = os.path.join(out, "gemms.txt")
+    lines, gemm_lines = {}, {}
     if args.models and os.path.exists(ref_path):
         for line in open(ref_path):
             if line.startswith("model "):
                 lines[line.split()[1]] = line
+    if args.models and os.path.exists(gemm_path):
+        for line in open(gemm_path):
+            if line.startswith(("step ", "gemm ")):
+                gemm_lines.setdefault(line.split()[1], []).append(line)
     t_all = time.time()
     for name in names:
         t0 = time.time()
@@ -199,6 +271,10 @@ def main():
         n_out = len(proto.graph.output)
         lines[name] = "model %s %d %d %d %s %d\n" % (name, size, params, macs, info["mode"],
                                                     n_out)
+        step = step_gemms(model, x)
+        gemm_lines[name] = ["step %s %d\n" % (name, sum(step.values()))]
+        gemm_lines[name] += ["gemm %s %s %d %d %d %d %d\n" % ((name,) + key + (calls,))
+                             for key, calls in sorted(step.items())]
         extra = ""
         if name in SHAPE_MODELS:
             with warnings.catch_warnings():
@@ -215,17 +291,26 @@ def main():
                         f.write("onnx %s %s\n" % (v, ",".join(str(d) for d in os_[v])))
             extra = ", shapes: %d torch + %d onnx (%d modules unmapped)" % (
                 len(ts), len([v for v in os_ if v not in ts]), len(unmapped))
-        print("%-20s %-13s %7d bytes  export %5.1fs  total %5.1fs  params %d  MACs %.3fG%s"
+        print("%-20s %-13s %7d bytes  export %5.1fs  total %5.1fs  params %d  MACs %.3fG  "
+              "step GEMMs %d%s"
               % (name, info["mode"], len(data), export_s, time.time() - t0, params, macs / 1e9,
-                 extra), flush=True)
+                 sum(step.values()), extra), flush=True)
         del model
     with open(ref_path, "w") as f:
         f.write("# Generated by agent/harness/make_test_data.py with torch %s, torchvision %s.\n"
                 % (torch.__version__, torchvision.__version__))
         f.write("# model NAME INPUT_SIZE PARAMS MACS MODE OUTPUTS\n")
-        for name in CNN_SET + sorted(n for n in lines if n not in CNN_SET):
+        for name in every + sorted(n for n in lines if n not in every):
             if name in lines:
                 f.write(lines[name])
+    with open(gemm_path, "w") as f:
+        f.write("# Generated by agent/harness/make_test_data.py with torch %s, torchvision %s.\n"
+                % (torch.__version__, torchvision.__version__))
+        f.write("# The matrix products of one training step at batch 2, as PyTorch's profiler "
+                "records them.\n# step NAME CALLS (all of the model's)\n"
+                "# gemm NAME OP COUNT M N K CALLS\n")
+        for name in every + sorted(n for n in gemm_lines if n not in every):
+            f.writelines(gemm_lines.get(name, []))
     print("done in %.1fs" % (time.time() - t_all))
     return 0
 

@@ -1,9 +1,11 @@
-/* The importer against the framework: for every model of the CNN set the
- * committed weight-free export (tests/data/NAME.onnx) must give PyTorch's own
- * parameter count exactly and forward MACs within 1 % of an independent
- * count (forward hooks), and for several models every node output shape
- * that PyTorch (or ONNX's reference shape inference) reported. All reference
- * figures come from agent/harness/make_test_data.py. */
+/* The importer against the framework: for every model of the CNN set and
+ * the two transformers the committed weight-free export
+ * (tests/data/NAME.onnx) must give PyTorch's own parameter count exactly,
+ * forward MACs within 1 % of an independent count (forward hooks and the
+ * profiler), and the matrix products of a training step that PyTorch's
+ * profiler recorded, call for call; for several models every node output
+ * shape that PyTorch (or ONNX's reference shape inference) reported. All
+ * reference figures come from agent/harness/make_test_data.py. */
 #include "tc_error.h"
 #include "tc_model.h"
 #include "tc_sha256.h"
@@ -52,26 +54,29 @@ static tc_model_t *s_load(const char *name)
     return m;
 }
 
-static const char *const s_cnn_set[] = {
+/* The CNN set and the transformers (make_test_data.py's CNN_SET and
+ * TRANSFORMER_SET). */
+static const char *const s_models[] = {
     "alexnet", "vgg11", "vgg16", "vgg19", "vgg11_bn", "vgg16_bn", "resnet18", "resnet34",
     "resnet50", "resnet101", "resnet152", "resnext50_32x4d", "wide_resnet50_2", "densenet121",
     "densenet161", "densenet169", "densenet201", "squeezenet1_0", "squeezenet1_1",
     "inception_v3", "googlenet", "shufflenet_v2_x0_5", "shufflenet_v2_x1_0", "mobilenet_v2",
     "mobilenet_v3_large", "mobilenet_v3_small", "mnasnet0_5", "mnasnet1_0", "efficientnet_b0",
-    "efficientnet_b1", "regnet_x_400mf", "regnet_y_400mf", "convnext_tiny",
+    "efficientnet_b1", "regnet_x_400mf", "regnet_y_400mf", "convnext_tiny", "vit_b_16",
+    "swin_t",
 };
-#define S_SET_SIZE (sizeof s_cnn_set / sizeof s_cnn_set[0])
+#define S_SET_SIZE (sizeof s_models / sizeof s_models[0])
 
-Test(model, reference_covers_the_cnn_set, .timeout = 10)
+Test(model, reference_covers_the_models, .timeout = 10)
 {
     s_ref_t refs[64];
     int n = s_refs(refs, 64);
     for (size_t i = 0; i < S_SET_SIZE; i++) {
         bool found = false;
         for (int k = 0; k < n; k++)
-            found = found || !strcmp(refs[k].name, s_cnn_set[i]);
+            found = found || !strcmp(refs[k].name, s_models[i]);
         cr_expect(found, "%s has no reference line; rerun agent/harness/make_test_data.py",
-                  s_cnn_set[i]);
+                  s_models[i]);
     }
 }
 
@@ -119,6 +124,142 @@ Test(model, resnet50_known_figures, .timeout = 20)
     cr_expect_str_eq(tc_model_name(m), "resnet50");
     cr_expect_eq(strlen(tc_model_sha256(m)), 64);
     tc_model_destroy(&m);
+}
+
+/* One kind of matrix-product call and how many of it a step makes. */
+typedef struct {
+    char op[16];
+    unsigned long long count, m, n, k;
+    unsigned long long calls;
+} s_gemm_t;
+
+#define S_MAX_GEMMS 128
+
+/* The same op on the same sizes. */
+static bool s_gemm_same(const s_gemm_t *a, const s_gemm_t *b)
+{
+    return !strcmp(a->op, b->op) && a->count == b->count && a->m == b->m && a->n == b->n &&
+           a->k == b->k;
+}
+
+/* The calls of `g`'s kind in the list (0 where it is not there). */
+static unsigned long long s_gemm_calls(const s_gemm_t *list, size_t n, const s_gemm_t *g)
+{
+    for (size_t i = 0; i < n; i++)
+        if (s_gemm_same(&list[i], g))
+            return list[i].calls;
+    return 0;
+}
+
+/* Adds `g`'s calls to the list (merging equal kinds). */
+static void s_gemm_add(s_gemm_t *list, size_t *n, const s_gemm_t *g)
+{
+    for (size_t i = 0; i < *n; i++) {
+        if (s_gemm_same(&list[i], g)) {
+            list[i].calls += g->calls;
+            return;
+        }
+    }
+    cr_assert_lt(*n, S_MAX_GEMMS);
+    list[(*n)++] = *g;
+}
+
+/* The products PyTorch's profiler recorded in one training step of `name`
+ * at batch 2 (tests/data/gemms.txt); false where the file has no step line
+ * for the model. */
+static bool s_profiled_gemms(const char *name, s_gemm_t *list, size_t *n)
+{
+    char path[1024], line[256];
+    tc_test_source_path("tests/data/gemms.txt", path, sizeof path);
+    FILE *f = fopen(path, "r");
+    cr_assert(f, "cannot open %s", path);
+    bool found = false;
+    unsigned long long total = 0, listed = 0;
+    *n = 0;
+    while (fgets(line, sizeof line, f)) {
+        char model[64];
+        s_gemm_t g;
+        unsigned long long calls;
+        if (sscanf(line, "step %63s %llu", model, &calls) == 2 && !strcmp(model, name)) {
+            found = true;
+            total = calls;
+        }
+        if (sscanf(line, "gemm %63s %15s %llu %llu %llu %llu %llu", model, g.op, &g.count, &g.m,
+                   &g.n, &g.k, &g.calls) == 7 &&
+            !strcmp(model, name)) {
+            s_gemm_add(list, n, &g);
+            listed += g.calls;
+        }
+    }
+    fclose(f);
+    cr_expect_eq(listed, found ? total : 0, "%s: gemms.txt lists %llu of %llu calls", name,
+                 listed, total);
+    return found;
+}
+
+/* The products the importer's plan runs in one training step at batch 2:
+ * every usage's directions (tc_matmul_step.h) as often as it is used. The
+ * forward of an mm config with a bias is PyTorch's addmm. */
+static size_t s_planned_gemms(const tc_model_t *m, s_gemm_t *list)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < tc_model_matmul_count(m); i++) {
+        const tc_matmul_usage_t *u = tc_model_matmul(m, i);
+        tc_matmul_config_t c = u->config;
+        c.minibatch = 2;
+        Traincast__V1__Direction dirs[TC_MATMUL_STEP_MAX_DIRS];
+        size_t nd = tc_matmul_step_directions(&u->use, dirs);
+        bool mm = tc_matmul_is_mm(&c);
+        for (size_t d = 0; d < nd; d++) {
+            tc_gemm_t g;
+            cr_assert_eq(tc_matmul_step_gemm(&c, dirs[d], &g), 0, "%s", tc_errmsg());
+            s_gemm_t e = {.count = g.count, .m = g.m, .n = g.n, .k = g.k,
+                          .calls = u->use.multiplicity};
+            bool fwd = dirs[d] == TRAINCAST__V1__DIRECTION__DIRECTION_FWD;
+            snprintf(e.op, sizeof e.op, "%s", !mm ? "bmm" : fwd && c.bias ? "addmm" : "mm");
+            s_gemm_add(list, &n, &e);
+        }
+    }
+    return n;
+}
+
+/* The matmul plan is what PyTorch runs: each model's planned products at
+ * batch 2 are the profiler's, op, sizes and calls, none missing and none
+ * extra. A planned product with the wrong transpose shows here as sizes
+ * swapped; one PyTorch fuses differently (a bias in addmm or an add_ after
+ * mm) as the other op. */
+Test(model, matmul_plan_is_the_steps_products, .timeout = 60)
+{
+    unsigned long long total = 0;
+    size_t kinds = 0;
+    for (size_t i = 0; i < S_SET_SIZE; i++) {
+        s_gemm_t want[S_MAX_GEMMS], got[S_MAX_GEMMS];
+        size_t nw, ng;
+        cr_expect(s_profiled_gemms(s_models[i], want, &nw),
+                  "%s: no step line in tests/data/gemms.txt; rerun "
+                  "agent/harness/make_test_data.py",
+                  s_models[i]);
+        tc_model_t *m = s_load(s_models[i]);
+        ng = s_planned_gemms(m, got);
+        for (size_t w = 0; w < nw; w++) {
+            unsigned long long planned = s_gemm_calls(got, ng, &want[w]);
+            cr_expect_eq(planned, want[w].calls,
+                         "%s: PyTorch calls %s %llux[%llu x %llu] k%llu %llu times, the plan "
+                         "%llu",
+                         s_models[i], want[w].op, want[w].count, want[w].m, want[w].n,
+                         want[w].k, want[w].calls, planned);
+            total += want[w].calls;
+        }
+        for (size_t g = 0; g < ng; g++)
+            cr_expect(s_gemm_calls(want, nw, &got[g]) > 0, "%s: the plan runs %s %llux[%llu x %llu] k%llu %llu times, "
+                                "PyTorch never",
+                      s_models[i], got[g].op, got[g].count, got[g].m, got[g].n, got[g].k,
+                      got[g].calls);
+        kinds += nw;
+        tc_model_destroy(&m);
+    }
+    cr_log_info("%llu products of %zu kinds checked over %zu models", total, kinds,
+                (size_t)S_SET_SIZE);
 }
 
 /* Every shape PyTorch reported for a module output (and ONNX's reference
@@ -183,7 +324,7 @@ Test(model, shapes_match_the_framework, .timeout = 60)
 Test(model, layers_are_consistent, .timeout = 60)
 {
     for (size_t i = 0; i < S_SET_SIZE; i++) {
-        tc_model_t *m = s_load(s_cnn_set[i]);
+        tc_model_t *m = s_load(s_models[i]);
         uint64_t params = 0;
         size_t convs = 0;
         double macs = 0;
@@ -195,20 +336,20 @@ Test(model, layers_are_consistent, .timeout = 60)
             if (n->is_conv) {
                 convs++;
                 cr_expect_eq(n->op_class, TC_OPC_CONV);
-                cr_expect_eq(tc_conv_config_check(&n->conv), 0, "%s %s: %s", s_cnn_set[i],
+                cr_expect_eq(tc_conv_config_check(&n->conv), 0, "%s %s: %s", s_models[i],
                              n->name, tc_errmsg());
                 cr_expect_eq(n->conv.n, 0);
                 cr_expect_eq(n->conv.dtype, TRAINCAST__V1__DTYPE__DTYPE_FP32);
                 /* ConvNeXt's blocks hand every conv but the stem a
                  * channels-last tensor (tc_shape_layout.c). */
-                bool nhwc = !strncmp(s_cnn_set[i], "convnext", 8) && !n->first_layer;
+                bool nhwc = !strncmp(s_models[i], "convnext", 8) && !n->first_layer;
                 cr_expect_eq(n->conv.layout,
                              nhwc ? TRAINCAST__V1__LAYOUT__LAYOUT_NHWC
                                   : TRAINCAST__V1__LAYOUT__LAYOUT_NCHW,
-                             "%s %s", s_cnn_set[i], n->name);
+                             "%s %s", s_models[i], n->name);
                 /* The config reproduces the node's output and MACs. */
                 cr_expect_eq(tc_conv_out_h(&n->conv), (uint32_t)n->out_shape[1], "%s %s",
-                             s_cnn_set[i], n->name);
+                             s_models[i], n->name);
                 cr_expect_eq(tc_conv_out_w(&n->conv), (uint32_t)n->out_shape[2]);
                 cr_expect(fabs(tc_conv_macs(&n->conv) - n->macs) < 0.5);
             }
@@ -220,9 +361,9 @@ Test(model, layers_are_consistent, .timeout = 60)
             listed += tc_model_conv(m, k)->multiplicity;
             first += tc_model_conv(m, k)->first_layer;
         }
-        cr_expect_eq(listed, convs, "%s: multiplicities add to %zu of %zu convs", s_cnn_set[i],
+        cr_expect_eq(listed, convs, "%s: multiplicities add to %zu of %zu convs", s_models[i],
                      listed, convs);
-        cr_expect_eq(first, 1, "%s: %zu first-layer convs", s_cnn_set[i], first);
+        cr_expect_eq(first, 1, "%s: %zu first-layer convs", s_models[i], first);
         tc_model_destroy(&m);
     }
 }

@@ -50,6 +50,11 @@ Test(spec, committed_export_without_pytorch, .timeout = 30)
     cr_assert_eq(tc_model_load_spec("torchvision:inception_v3", &o, &m), 0, "%s", tc_errmsg());
     cr_expect_str_eq(tc_model_id(m), "torchvision:inception_v3@299");
     tc_model_destroy(&m);
+    /* A transformer too, with its matmuls. */
+    cr_assert_eq(tc_model_load_spec("torchvision:vit_b_16", NULL, &m), 0, "%s", tc_errmsg());
+    cr_expect_str_eq(tc_model_id(m), "torchvision:vit_b_16@224");
+    cr_expect_gt(tc_model_matmul_count(m), 5);
+    tc_model_destroy(&m);
 }
 
 Test(spec, other_input_size_needs_pytorch, .timeout = 30)
@@ -66,8 +71,9 @@ Test(spec, unknown_names, .timeout = 30)
 {
     s_no_pytorch();
     tc_model_t *m = NULL;
-    cr_expect_eq(tc_model_load_spec("torchvision:vit_b_16", NULL, &m), TC_ENOTFOUND);
-    cr_expect(strstr(tc_errmsg(), "committed") && strstr(tc_errmsg(), "resnet50"),
+    cr_expect_eq(tc_model_load_spec("torchvision:maxvit_t", NULL, &m), TC_ENOTFOUND);
+    cr_expect(strstr(tc_errmsg(), "committed") && strstr(tc_errmsg(), "resnet50") &&
+                  strstr(tc_errmsg(), "vit_b_16"),
               "the message lists what is available: %s", tc_errmsg());
     cr_expect_eq(tc_model_load_spec("torchvision:../../etc/passwd", NULL, &m), TC_EINVAL);
     cr_expect_eq(tc_model_load_spec("torchvision:", NULL, &m), TC_EINVAL);
