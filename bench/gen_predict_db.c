@@ -3,7 +3,8 @@
  *
  * Devices: --devices synthetic GPUs ("Synthetic GPU 01", ...), each with its
  * own speed. Conv results: every conv config of a conv list (the CNN set,
- * tests/data/cnn_set.convs) at every batch of --batches, in every direction
+ * tests/data/cnn_set.convs) and of the ONNX files of --models at every
+ * batch of --batches, in every direction
  * the config needs, on every device, --rounds times (older measurements
  * stay, as when a fleet re-benchmarks). Times follow a known law with a
  * deterministic jitter:
@@ -12,7 +13,7 @@
  *   trace = conv sum + speed * (0.4 ms + 3e-7 ms * bn.elems)
  *
  * Matmul results likewise, for the matmul configs of the models given with
- * --matmul-models (ONNX files), in the directions their steps run:
+ * --models (ONNX files), in the directions their steps run:
  *
  *   matmul(config, direction, batch) = speed * (1e-9 ms * MACs * dirfactor + 0.005 ms) * jitter
  *
@@ -149,44 +150,52 @@ static size_t s_mm_dirs(bool grad_a, bool grad_b, int out[3])
     return n;
 }
 
-/* The matmul configs of the ONNX files of `list`, each once, with every
- * gradient some model's step computes for it. */
-static int s_read_matmuls(const char *list, s_mm_configs_t *set)
+typedef int (*s_model_fn)(const tc_model_t *m, void *arg);
+
+/* fn on every ONNX file of `list` (--models), imported. */
+static int s_each_model(const char *list, s_model_fn fn, void *arg)
 {
     char **paths = NULL;
     size_t n_paths = 0;
-    int rc = tc_parse_name_list(list, "--matmul-models", &paths, &n_paths);
+    int rc = tc_parse_name_list(list, "--models", &paths, &n_paths);
     for (size_t i = 0; i < n_paths && rc == 0; i++) {
         tc_model_t *m = NULL;
         tc_model_opts_t o = {0};
         rc = tc_model_load_file(paths[i], &o, &m);
         if (rc < 0) {
-            rc = tc_err_context(rc, "--matmul-models: %s", paths[i]);
+            rc = tc_err_context(rc, "--models: %s", paths[i]);
             break;
         }
-        for (size_t j = 0; j < tc_model_matmul_count(m) && rc == 0; j++) {
-            const tc_matmul_usage_t *u = tc_model_matmul(m, j);
-            size_t k = 0;
-            while (k < set->n && tc_matmul_key_cmp(&set->v[k].cfg, &u->config) != 0)
-                k++;
-            if (k == set->n) {
-                s_mm_config_t *v = realloc(set->v, (set->n + 1) * sizeof *v);
-                if (!v) {
-                    rc = tc_fail(TC_ENOMEM, "out of memory");
-                    break;
-                }
-                set->v = v;
-                set->v[k] = (s_mm_config_t){.cfg = u->config};
-                set->v[k].cfg.minibatch = 0;
-                set->n++;
-            }
-            set->v[k].grad_a |= u->use.grad_a;
-            set->v[k].grad_b |= u->use.grad_b;
-        }
+        rc = fn(m, arg);
         tc_model_destroy(&m);
     }
     tc_free_strv(paths, n_paths);
     return rc;
+}
+
+/* A model's matmul configs, each once in the set, with every gradient some
+ * model's step computes for it. */
+static int s_add_matmuls(const tc_model_t *m, void *arg)
+{
+    s_mm_configs_t *set = arg;
+    for (size_t j = 0; j < tc_model_matmul_count(m); j++) {
+        const tc_matmul_usage_t *u = tc_model_matmul(m, j);
+        size_t k = 0;
+        while (k < set->n && tc_matmul_key_cmp(&set->v[k].cfg, &u->config) != 0)
+            k++;
+        if (k == set->n) {
+            s_mm_config_t *v = realloc(set->v, (set->n + 1) * sizeof *v);
+            if (!v)
+                return tc_fail(TC_ENOMEM, "out of memory");
+            set->v = v;
+            set->v[k] = (s_mm_config_t){.cfg = u->config};
+            set->v[k].cfg.minibatch = 0;
+            set->n++;
+        }
+        set->v[k].grad_a |= u->use.grad_a;
+        set->v[k].grad_b |= u->use.grad_b;
+    }
+    return 0;
 }
 
 static int s_add_model(const char *model, const tc_conv_usage_t *convs, size_t n, void *arg)
@@ -210,6 +219,12 @@ static int s_add_model(const char *model, const tc_conv_usage_t *convs, size_t n
             set->v[j].needs_bwd_data = 1;
     }
     return 0;
+}
+
+/* A model's convs, as a conv list's (s_add_model). */
+static int s_add_convs(const tc_model_t *m, void *arg)
+{
+    return s_add_model(tc_model_name(m), tc_model_convs(m), tc_model_conv_count(m), arg);
 }
 
 static void s_device_name(unsigned dev, char *buf, size_t size)
@@ -458,15 +473,15 @@ static int s_store_traces(const char *dsn, const char *models_dir, const char *t
 int main(int argc, char **argv)
 {
     const char *convs = NULL, *table = NULL, *dsn = NULL, *models_dir = NULL;
-    const char *matmul_models = NULL;
+    const char *models = NULL;
     const char *batches_text = "1..512,24..512:8", *trace_batches_text = "8,16,32,64";
     const char *traced = "alexnet,resnet18,squeezenet1_1,mobilenet_v2,vgg11,densenet121";
     unsigned long n_dev = 10, rounds = 1, samples = 5;
     bool traces = false, columns = false;
     const tc_opt_t opts[] = {
         {"convs", TC_OPT_STR, &convs, "FILE", "conv list of the models (tests/data/cnn_set.convs)"},
-        {"matmul-models", TC_OPT_STR, &matmul_models, "LIST",
-         "ONNX files whose matmuls --table matmul-configs and matmul-results write"},
+        {"models", TC_OPT_STR, &models, "LIST",
+         "ONNX files whose convs (beside --convs') and matmuls the tables hold"},
         {"devices", TC_OPT_UINT, &n_dev, "N", "synthetic devices (default 10)"},
         {"batches", TC_OPT_STR, &batches_text, "LIST",
          "batch sizes benchmarked (default 1..512,24..512:8)"},
@@ -546,11 +561,11 @@ int main(int argc, char **argv)
         goto done;
     }
     if (!strcmp(table, "matmul-configs") || !strcmp(table, "matmul-results")) {
-        if (!matmul_models) {
-            rc = tc_fail(TC_EUSAGE, "--table %s needs --matmul-models LIST", table);
+        if (!models) {
+            rc = tc_fail(TC_EUSAGE, "--table %s needs --models LIST", table);
             goto done;
         }
-        rc = s_read_matmuls(matmul_models, &mm);
+        rc = s_each_model(models, s_add_matmuls, &mm);
         if (rc < 0)
             goto done;
         if (!strcmp(table, "matmul-configs"))
@@ -569,8 +584,8 @@ int main(int argc, char **argv)
                      table);
         goto done;
     }
-    if (!convs) {
-        rc = tc_fail(TC_EUSAGE, "--table %s needs --convs FILE", table);
+    if (!convs && !models) {
+        rc = tc_fail(TC_EUSAGE, "--table %s needs --convs FILE or --models LIST", table);
         goto done;
     }
     set.v = calloc(MAX_CONFIGS, sizeof *set.v);
@@ -578,7 +593,9 @@ int main(int argc, char **argv)
         rc = tc_fail(TC_ENOMEM, "out of memory");
         goto done;
     }
-    rc = tc_convlist_read(convs, s_add_model, &set);
+    rc = convs ? tc_convlist_read(convs, s_add_model, &set) : 0;
+    if (rc == 0 && models)
+        rc = s_each_model(models, s_add_convs, &set);
     if (rc < 0)
         goto done;
     if (!strcmp(table, "configs"))

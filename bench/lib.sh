@@ -163,9 +163,10 @@ bench_require_time() {
 # bench_fleet_db BUILD ADMIN_DSN NAME BATCHES DEVICES FRESH LOGDIR: the
 # database NAME on the server of ADMIN_DSN holding a synthetic fleet, as the
 # predict and SQL latency benchmarks read it: DEVICES synthetic GPUs, every
-# conv config of the CNN set (tests/data/cnn_set.convs) and every matmul
-# config of the models exported in tests/data in every direction it needs at
-# every batch of BATCHES (tc-gen-predict-db's list), loaded with COPY; six
+# conv config of the CNN set (tests/data/cnn_set.convs) and every conv and
+# matmul config of the models exported in tests/data (the CNN set's, and
+# vit_b_16's and swin_t's) in every direction it needs at every batch of
+# BATCHES (tc-gen-predict-db's list), loaded with COPY; six
 # CNNs traced on every device and `aggregator fit` run. A database
 # generated with the same settings is reused (and migrated) unless FRESH is 1;
 # the fit's log goes to LOGDIR.
@@ -176,7 +177,7 @@ bench_fleet_db() {
     aggregator=$build/aggregator/aggregator gen=$build/bench/tc-gen-predict-db
     dsn=${admin%/*}/$name
     onnx=$(printf '%s\n' "$repo"/tests/data/*.onnx | paste -sd,)
-    key="devices=$devices batches=$batches convs=$(sha256sum <"$repo/tests/data/cnn_set.convs" | cut -c1-16) models=$(cat "$repo"/tests/data/*.onnx | sha256sum | cut -c1-16) gen=5"
+    key="devices=$devices batches=$batches convs=$(sha256sum <"$repo/tests/data/cnn_set.convs" | cut -c1-16) models=$(cat "$repo"/tests/data/*.onnx | sha256sum | cut -c1-16) gen=6"
     if [ "$fresh" -eq 0 ] && [ "$(psql -X -tA "$dsn" -c "SELECT key FROM bench_predict_meta" 2>/dev/null)" = "$key" ]; then
         echo "bench: reusing database $name ($key)" >&2
         "$aggregator" migrate --db "$dsn" >/dev/null # a database of an older schema: brought up to date
@@ -187,11 +188,11 @@ bench_fleet_db() {
     psql -X -q "$admin" -c "DROP DATABASE IF EXISTS $name" -c "CREATE DATABASE $name" >/dev/null
     "$aggregator" migrate --db "$dsn" >/dev/null
     "$gen" --table devices --devices "$devices" | psql -X -q "$dsn" -c "COPY devices (device_id, uuid, kind, name, host, gpu_index, compute_capability, multiprocessors, memory_bytes, clock_mhz, memory_clock_mhz, driver_version, runtime_version, library, library_version) FROM STDIN"
-    "$gen" --table configs --convs "$repo/tests/data/cnn_set.convs" | psql -X -q "$dsn" -c "COPY conv_configs ($("$gen" --table configs --columns)) FROM STDIN"
-    "$gen" --table results --devices "$devices" --batches "$batches" --convs "$repo/tests/data/cnn_set.convs" \
+    "$gen" --table configs --convs "$repo/tests/data/cnn_set.convs" --models "$onnx" | psql -X -q "$dsn" -c "COPY conv_configs ($("$gen" --table configs --columns)) FROM STDIN"
+    "$gen" --table results --devices "$devices" --batches "$batches" --convs "$repo/tests/data/cnn_set.convs" --models "$onnx" \
         | psql -X -q "$dsn" -c "COPY conv_results (message_id, seq, device_id, config_id, batch, direction, policy, backend, algo, algo_id, median_ms, min_ms, max_ms, stddev_ms, repetitions, workspace_bytes, measured_at, library_version, samples_ms, sample_offsets_us) FROM STDIN"
-    "$gen" --table matmul-configs --matmul-models "$onnx" | psql -X -q "$dsn" -c "COPY matmul_configs ($("$gen" --table matmul-configs --columns)) FROM STDIN"
-    "$gen" --table matmul-results --devices "$devices" --batches "$batches" --matmul-models "$onnx" \
+    "$gen" --table matmul-configs --models "$onnx" | psql -X -q "$dsn" -c "COPY matmul_configs ($("$gen" --table matmul-configs --columns)) FROM STDIN"
+    "$gen" --table matmul-results --devices "$devices" --batches "$batches" --models "$onnx" \
         | psql -X -q "$dsn" -c "COPY matmul_results (message_id, seq, device_id, config_id, batch, direction, policy, backend, algo, route, median_ms, min_ms, max_ms, stddev_ms, repetitions, measured_at, samples_ms, sample_offsets_us) FROM STDIN"
     psql -X -q "$dsn" -c "SELECT setval('devices_device_id_seq', (SELECT max(device_id) FROM devices))" \
         -c "SELECT setval('conv_configs_config_id_seq', (SELECT max(config_id) FROM conv_configs))" \

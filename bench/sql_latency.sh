@@ -14,7 +14,7 @@
 # exported in tests/data, B the same at 10 batch sizes (0.19 million conv
 # results); both hold the same traces, fits and, added here once, the
 # predictions of `aggregator predict --gpu all` of a traced CNN, an untraced
-# one and convnext_tiny. Each query runs once untimed on each, then N times each (default 5),
+# one, convnext_tiny and vit_b_16. Each query runs once untimed on each, then N times each (default 5),
 # interleaved A B A B, through psql with its output discarded; the time
 # includes psql's start and connection, reported apart as `SELECT 1`.
 #
@@ -66,11 +66,11 @@ base=${admin%/*}
 dbs=("$bench_fleet_large" "$bench_fleet_small")
 bench_fleet_dbs "$build" "$admin" "$devices" "$fresh" "$work"
 
-# Predictions, once per database: resnet18 is traced there, resnet50 and
-# convnext_tiny (matmuls benchmarked beside its convs) are not.
+# Predictions, once per database: resnet18 is traced there, resnet50,
+# convnext_tiny and vit_b_16 (matmuls benchmarked beside their convs) are not.
 for db in "${dbs[@]}"; do
     if [ "$(psql -X -tA "$base/$db" -c "SELECT count(*) FROM predictions")" -eq 0 ]; then
-        for m in resnet18 resnet50 convnext_tiny; do
+        for m in resnet18 resnet50 convnext_tiny vit_b_16; do
             rc=0
             TRAINCAST_LOG=warn "$aggregator" predict --db "$base/$db" --gpu all --model "$repo/tests/data/$m.onnx" \
                 --batch 8,16,32,64 --extrapolate 0 --wait 0 --format csv >/dev/null 2>"$work/sql-predict.err" || rc=$?
@@ -172,10 +172,10 @@ data_ratio=$(echo "$results_a / $results_b" | bc -l)
     echo "section as written, every view read whole (\`SELECT count(v.*) FROM view v\`: every column"
     echo "computed, none sent), and \`aggregator status\`. Database A holds $results_a conv results,"
     echo "B $results_b (the"
-    echo "predict benchmark's databases: $devs synthetic GPUs, the CNN set's conv configs at 70 and"
+    echo "predict benchmark's databases: $devs synthetic GPUs, the conv configs of the CNN set and the transformers at 70 and"
     echo "10 batch sizes); both hold the same $traces traces, $fits fits and $predictions predictions,"
     echo "and $matmuls matmul benchmarks of A ($matmuls_b of B: the matmul configs of the models exported"
-    echo "in tests/data, convnext_tiny's and the CNNs' classifiers, at the same batch sizes)."
+    echo "in tests/data, vit_b_16's, swin_t's, convnext_tiny's and the CNNs' classifiers, at the same batch sizes)."
     echo "Each statement ran once untimed on each, then $runs times each, interleaved A B A B, through"
     echo "psql (output discarded; the time includes psql's start and connection, the line \`SELECT 1\`)."
     echo

@@ -66,15 +66,29 @@ bad=$(awk '$1 != 2' "$tmp/rounds.txt" | wc -l)
 mms=$repo/tests/data/convnext_tiny.onnx,$repo/tests/data/resnet50.onnx
 read -r mm_items mm_configs < <("$agent" bench --models "$mms" --ops all --device cpu:0 --batches 8 --dry-run \
     | sed -n -E 's/^matmuls: .* -> ([0-9]+) unique items \(([0-9]+) configs.*/\1 \2/p')
-n=$("$gen" --table matmul-configs --matmul-models "$mms" | wc -l)
+n=$("$gen" --table matmul-configs --models "$mms" | wc -l)
 [ -n "$mm_configs" ] && [ "$n" -eq "$mm_configs" ] && ok "matmul configs: $n" \
     || fail "generator wrote $n matmul configs, the planner counts ${mm_configs:-none}"
-n=$("$gen" --table matmul-results --matmul-models "$mms" --devices 3 --batches 8,16 | wc -l)
+n=$("$gen" --table matmul-results --models "$mms" --devices 3 --batches 8,16 | wc -l)
 [ -n "$mm_items" ] && [ "$n" -eq $((mm_items * 2 * 3)) ] && ok "matmul results: $n" \
     || fail "generator wrote $n matmul results, want $((${mm_items:-0} * 2 * 3))"
+# Convs from ONNX files: the CNN set's exports give the conv list's configs;
+# vit_b_16's joins the list's with its one conv (fwd and bwd_filter: the first layer).
+vit=$repo/tests/data/vit_b_16.onnx
+cnn_onnx=$(ls "$repo"/tests/data/*.onnx | grep -v -e vit_b_16 -e swin_t | paste -sd,)
+cmp -s <("$gen" --table configs --convs "$convs" | cut -f2- | sort) \
+    <("$gen" --table configs --models "$cnn_onnx" | cut -f2- | sort) \
+    && ok "the exports' convs are the conv list's" || fail "the CNN set's exports give other conv configs than cnn_set.convs"
+n=$("$gen" --table configs --convs "$convs" --models "$vit" | wc -l)
+[ "$n" -eq $((configs + 1)) ] && ok "vit_b_16 adds its conv" || fail "with vit_b_16: $n configs, want $((configs + 1))"
+n=$("$gen" --table results --models "$vit" --devices 3 --batches 8 | wc -l)
+[ "$n" -eq 6 ] && ok "vit_b_16's conv results: $n" || fail "vit_b_16's conv: $n results, want 6"
+out=$("$gen" --table results --batches 8 2>&1)
+[ $? -eq 2 ] && grep -q 'needs --convs FILE or --models' <<<"$out" && ok "conv tables without convs refused" \
+    || fail "results without --convs or --models: $out"
 out=$("$gen" --table matmul-results --batches 8 2>&1)
-[ $? -eq 2 ] && grep -q 'needs --matmul-models' <<<"$out" && ok "matmul tables without models refused" \
-    || fail "matmul-results without --matmul-models: $out"
+[ $? -eq 2 ] && grep -q 'needs --models' <<<"$out" && ok "matmul tables without models refused" \
+    || fail "matmul-results without --models: $out"
 "$gen" --table devices --devices 10 | awk -F'\t' '{ print $4 }' | sort -u | wc -l | grep -qx 10 \
     && ok "10 device names" || fail "devices are not 10 distinct names"
 out=$("$gen" --traces --db postgresql://unused --models-dir "$repo/tests/data" --trace-batches 999 2>&1)
