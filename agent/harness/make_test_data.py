@@ -74,7 +74,7 @@ GEMM_OPS = {"aten::mm": (0, 1), "aten::addmm": (1, 2), "aten::bmm": (0, 1),
 SHAPE_MODELS = [
     "alexnet", "resnet50", "googlenet", "inception_v3", "shufflenet_v2_x1_0",
     "mobilenet_v3_large", "efficientnet_b0", "densenet121", "squeezenet1_1", "regnet_y_400mf",
-    "convnext_tiny",
+    "convnext_tiny", "vit_b_16", "swin_t",
 ]
 
 

@@ -307,7 +307,8 @@ Test(model, shapes_match_the_framework, .timeout = 60)
     static const char *const models[] = {
         "alexnet",         "resnet50",        "googlenet",   "inception_v3",
         "shufflenet_v2_x1_0", "mobilenet_v3_large", "efficientnet_b0", "densenet121",
-        "squeezenet1_1",   "regnet_y_400mf",  "convnext_tiny",
+        "squeezenet1_1",   "regnet_y_400mf",  "convnext_tiny",  "vit_b_16",
+        "swin_t",
     };
     int total = 0;
     for (size_t i = 0; i < sizeof models / sizeof models[0]; i++) {
