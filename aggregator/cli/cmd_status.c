@@ -42,7 +42,7 @@ static const char s_agent_sql[] =
 static const tc_col_t s_device_cols[] = {
     {"agent_id", TC_COL_TEXT}, {"device", TC_COL_TEXT},    {"kind", TC_COL_TEXT},
     {"uuid", TC_COL_TEXT},     {"origin", TC_COL_TEXT},    {"conv_results", TC_COL_INT},
-    {"traces", TC_COL_INT},    {"last_seen", TC_COL_TEXT},
+    {"matmul_results", TC_COL_INT}, {"traces", TC_COL_INT}, {"last_seen", TC_COL_TEXT},
 };
 static const char s_device_sql[] =
     "SELECT d.agent_id, d.name, d.kind, d.uuid,"
@@ -50,6 +50,7 @@ static const char s_device_sql[] =
     "      ELSE 'imported from ' || i.source || ' (import ' || d.import_id || ')'"
     "           || coalesce(', was ''' || d.original_name || '''', '') END,"
     " (SELECT count(*) FROM conv_results r WHERE r.device_id = d.device_id)::text,"
+    " (SELECT count(*) FROM matmul_results r WHERE r.device_id = d.device_id)::text,"
     " (SELECT count(*) FROM traces t WHERE t.device_id = d.device_id)::text,"
     " " S_ISO("d.last_seen")
     " FROM devices d LEFT JOIN imports i USING (import_id)"

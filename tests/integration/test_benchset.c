@@ -378,6 +378,16 @@ Test(benchset, matmuls_round_trip_and_fit_alike, .init = s_setup, .timeout = 600
     cr_expect_eq(s_count(s_dst, "SELECT count(*) FROM models WHERE NOT matmuls_listed"), 1,
                  "the older agent's graph stays without a list");
     cr_expect_eq(s_digest(s_dst, "Fast Device", "convs"), s_digest(s_src, "Fast Device", "convs"));
+    /* `aggregator status` counts each device's matmul results beside its convs. */
+    char row[128];
+    snprintf(row, sizeof row, ",%lld,%lld,",
+             s_count(s_dst, "SELECT count(*) FROM conv_results r JOIN devices d USING "
+                            "(device_id) WHERE d.name = 'Fast Device'"),
+             s_count(s_src, "SELECT count(*) FROM matmul_results r JOIN devices d USING "
+                            "(device_id) WHERE d.name = 'Fast Device'"));
+    s_run(s_dst, "status --section devices --format csv", 0, out, sizeof out);
+    cr_expect(strstr(out, ",conv_results,matmul_results,traces,") && strstr(out, row),
+              "no device row with %s in:\n%s", row, out);
     /* The message of both kinds is one message, and those of matmuls alone
      * are there as they were. */
     cr_expect_eq(s_count(s_dst, "SELECT count(DISTINCT message_id) FROM matmul_results r WHERE "
