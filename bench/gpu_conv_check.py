@@ -49,7 +49,10 @@ such ("status": "failed" with the error) while the rest go on.
             as the predictor sums them (forward, backward-filter, and
             backward-data but for the first conv, times multiplicity)
             against the conv time PyTorch's profiler attributes to a traced
-            step (agent/harness/trace_runner.py --profile 1), fp32 or AMP.
+            step (agent/harness/trace_runner.py --profile 1), fp32 or AMP;
+            and its matmul benchmarks summed likewise (forward, and each
+            operand's gradient where the step computes it) against the
+            profiler's gemm time.
   report    the Markdown report of whatever lines --jsonl holds (to --out or
             stdout), with the medians and shares of A/B against the goal.
 
@@ -607,9 +610,39 @@ def part_numerics(a, out):
     return 0
 
 
+def step_sums(describe, jsonl):
+    """The benchmarks of `agent bench --json` (file jsonl) summed as the
+    predictor sums a step of the model `agent model describe` gave: (conv
+    sum, convs missing, matmul sum, matmuls missing)."""
+    convs, matmuls = read_agent_jsonl(jsonl), read_agent_jsonl(jsonl, "matmul")
+    sums = [0.0, 0, 0.0, 0]
+    for u in describe["convs"]:
+        key = key_of(dict(u["config"]))
+        for direction in DIRS:
+            if direction == "bwd_data" and u["first_layer"]:
+                continue
+            got = convs.get((key, direction))
+            if got is None:
+                sums[1] += 1
+            else:
+                sums[0] += u["multiplicity"] * got["median_ms"]
+    for u in describe.get("matmuls", []):
+        key = matmul_key_of(u["config"])
+        for direction in DIRS:
+            if (direction == "bwd_data" and not u["grad_a"]) or \
+                    (direction == "bwd_filter" and not u["grad_b"]):
+                continue
+            got = matmuls.get((key, direction))
+            if got is None:
+                sums[3] += 1
+            else:
+                sums[2] += u["multiplicity"] * got["median_ms"]
+    return tuple(sums)
+
+
 def part_step(a, out):
-    """One line: the model's predicted conv sum against the profiler's conv
-    time of a traced step."""
+    """One line: the model's predicted conv and matmul sums against the
+    profiler's conv and gemm times of a traced step."""
     amp = None if a.amp == "none" else a.amp
     tag = "amp-" + amp if amp else "fp32"
     row = {"part": "step", "mode": tag, "model": a.model, "batch": a.batch,
@@ -630,18 +663,7 @@ def part_step(a, out):
                  str(a.budget_ms), "--out", tcr, "--json", jsonl] + device_args(a), a.timeout)
         except (RuntimeError, subprocess.TimeoutExpired) as e:
             log("the agent stopped: %s" % e)
-        times = read_agent_jsonl(jsonl)
-        conv_sum, missing = 0.0, 0
-        for u in describe["convs"]:
-            key = key_of(dict(u["config"]))
-            for direction in DIRS:
-                if direction == "bwd_data" and u["first_layer"]:
-                    continue
-                got = times.get((key, direction))
-                if got is None:
-                    missing += 1
-                else:
-                    conv_sum += u["multiplicity"] * got["median_ms"]
+        conv_sum, missing, mm_sum, mm_missing = step_sums(describe, jsonl)
         trace = [sys.executable, os.path.join(HARNESS, "trace_runner.py"), "--model", a.model,
                  "--batch", str(a.batch), "--input-size", str(a.input_size), "--device",
                  a.device, "--warmup", "3", "--iters", "5", "--profile", "1", "--allocator",
@@ -655,11 +677,15 @@ def part_step(a, out):
         iters = [x["ms"] for x in lines if x.get("type") == "iter" and not x["warmup"]]
         footer = [x for x in lines if x.get("type") == "footer"][0]
         ops = footer.get("op_times_ms", {})
-        prof_conv = ops.get("conv", 0.0)
-        row.update(status="ok" if not missing else "partial", iteration_ms=statistics.median(iters),
+        prof_conv, prof_gemm = ops.get("conv", 0.0), ops.get("gemm", 0.0)
+        row.update(status="ok" if not missing and not mm_missing else "partial",
+                   iteration_ms=statistics.median(iters),
                    conv_sum_ms=conv_sum, missing_items=missing, profiler_conv_ms=prof_conv,
-                   profiler_ops_ms=ops,
+                   matmul_sum_ms=mm_sum, missing_matmul_items=mm_missing,
+                   profiler_gemm_ms=prof_gemm, profiler_ops_ms=ops,
                    ratio=conv_sum / prof_conv if prof_conv > 0 and not missing else None,
+                   matmul_ratio=(mm_sum / prof_gemm if prof_gemm > 0 and mm_sum > 0
+                                 and not mm_missing else None),
                    sm_clock_mhz=footer.get("sm_clock_mhz"), power_w=footer.get("power_w"))
     except Exception as e:  # noqa: BLE001 - reported as the part's line
         row.update(status="failed", error="%s: %s" % (type(e).__name__, tail(str(e))))
@@ -771,25 +797,33 @@ def report(rows):
         out.append("")
     steps = [r for r in rows if r.get("part") == "step"]
     if steps:
-        out += ["### One training step: predicted conv sum against the profiler", "",
+        out += ["### One training step: predicted conv and matmul sums against the profiler", "",
                 "| model | batch | mode | iteration ms | conv sum ms (agent) | profiler conv ms | "
-                "sum / profiler | SM MHz | W |", "|---|---:|---|---:|---:|---:|---:|---:|---:|"]
+                "sum / profiler | matmul sum ms (agent) | profiler gemm ms | sum / profiler | "
+                "SM MHz | W |", "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
         for s in steps:
             if s.get("status") == "failed":
-                out.append("| %s | %d | %s | FAILED: %s | | | | | |"
+                out.append("| %s | %d | %s | FAILED: %s | | | | | | | | |"
                            % (s["model"], s["batch"], s["mode"],
                               s.get("error", "")[:200].replace("|", "/")))
                 continue
-            out.append("| %s | %d | %s | %s | %s%s | %s | %s | %s | %s |"
+            mm_missing = s.get("missing_matmul_items", 0)
+            out.append("| %s | %d | %s | %s | %s%s | %s | %s | %s%s | %s | %s | %s | %s |"
                        % (s["model"], s["batch"], s["mode"], fmt(s["iteration_ms"], 2),
                           fmt(s["conv_sum_ms"], 2),
                           " (%d items missing)" % s["missing_items"] if s["missing_items"] else "",
                           fmt(s["profiler_conv_ms"], 2), fmt(s["ratio"]),
+                          fmt(s.get("matmul_sum_ms"), 2),
+                          " (%d items missing)" % mm_missing if mm_missing else "",
+                          fmt(s.get("profiler_gemm_ms"), 2), fmt(s.get("matmul_ratio")),
                           fmt(s.get("sm_clock_mhz"), 0), fmt(s.get("power_w"), 0)))
         out.append("")
         out.append("Goal: the conv sum within 5 % of the profiler's conv time (the profiler's "
                    "conv time is the device time of the kernels the conv ops launched, each "
-                   "counted once).")
+                   "counted once). The matmul sum is set beside the profiler's gemm time (the "
+                   "kernels of addmm, mm, bmm, linear and matmul and their backward nodes), "
+                   "which also holds a Linear's bias added after an mm; a model without matmuls "
+                   "reads – there.")
     return "\n".join(out) + "\n"
 
 

@@ -23,7 +23,8 @@
 #   7 numerics      agent bench-conv --verify and bench-matmul --verify on
 #                   small convs and matmuls of each kind
 #   8 step fp32     one profiled training step of --conv-model: the agent's
-#   9 step AMP      summed conv times against the profiler's conv time
+#   9 step AMP      summed conv times against the profiler's conv time, and
+#                   its summed matmul times against the profiler's gemm time
 # Every result is appended to WORK/results.jsonl as it completes; a conv or
 # matmul that fails is recorded as failed and the rest go on; a step that runs out
 # of its time is cut and the next one starts. The report (WORK/report.md)
@@ -173,7 +174,7 @@ steps:
   5 matmuls fp32 a dozen matmuls of vit_b_16, swin_t, convnext_tiny at batch $conv_batch: agent vs PyTorch
   6 matmuls AMP  the same in $conv_amp
   7 numerics     agent bench-conv and bench-matmul --verify, small convs and matmuls of each kind
-  8 step fp32    one profiled training step of $conv_model (batch $conv_batch, ${conv_input} px) vs the conv sum
+  8 step fp32    one profiled training step of $conv_model (batch $conv_batch, ${conv_input} px) vs the conv and matmul sums
   9 step AMP     the same under AMP $conv_amp
 EOP
         return
@@ -197,7 +198,7 @@ steps:
   8 predict       aggregator predict --gpu all --model torchvision:$held_out
   9 conv check    summed conv benchmarks vs the profiler's conv time, per trace
  10 conv vs torch a dozen convs at batch $conv_batch (fp32$([ "$conv_amp" != none ] && echo ", AMP $conv_amp")): agent vs PyTorch's own call;
-                  one traced step of $conv_model vs the predicted conv sum
+                  one traced step of $conv_model vs the predicted conv and matmul sums
 EOP
 }
 if [ "$dry_run" -eq 1 ]; then plan; exit 0; fi
@@ -759,7 +760,7 @@ rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
 rows = [r for r in rows if r.get("part") == "step" and r.get("mode") == sys.argv[2]]
 r = rows[-1] if rows else {}
 if r.get("status") in ("ok", "partial"):
-    print("iteration %.2f ms; conv sum %.2f ms against the profiler %.2f ms%s" % (r["iteration_ms"], r["conv_sum_ms"], r["profiler_conv_ms"], "" if r.get("ratio") is None else " (%.3f)" % r["ratio"]))
+    print("iteration %.2f ms; conv sum %.2f ms against the profiler %.2f ms%s; matmul sum %.2f ms against its gemm %.2f ms%s" % (r["iteration_ms"], r["conv_sum_ms"], r["profiler_conv_ms"], "" if r.get("ratio") is None else " (%.3f)" % r["ratio"], r.get("matmul_sum_ms", 0), r.get("profiler_gemm_ms", 0), "" if r.get("matmul_ratio") is None else " (%.3f)" % r["matmul_ratio"]))
 else:
     print(r.get("error", "no result")[:300])' "$results" "$1" 2>/dev/null || true
 }

@@ -5,7 +5,11 @@ layers of the models they are named after: every conv is a conv of such a
 model in tests/data/cnn_set.convs (PyTorch's own hooks), every matmul a
 config of the model's plan as `agent model describe` reads the committed
 export at 224 px, with PyTorch kept out (TRAINCAST_PYTHON names no
-interpreter), as on a bare GPU node.
+interpreter), as on a bare GPU node. And its step sums (step_sums) count
+what a training step runs: with every benchmark at 1 ms, the matmul sum of
+a model is the number of matrix products PyTorch's profiler recorded in its
+step (tests/data/gemms.txt), and a benchmark missing from the agent's lines
+is counted as missing.
 
     test_gpu_check_lists.py BUILD_DIR
 """
@@ -58,6 +62,58 @@ def described_matmuls(agent, name, env):
     return [m["config"] for m in d["matmuls"]]
 
 
+def profiled_calls(name):
+    with open(os.path.join(repo, "tests", "data", "gemms.txt")) as f:
+        for line in f:
+            t = line.split()
+            if t[:2] == ["step", name]:
+                return int(t[2])
+    return None
+
+
+def check_step_sums(agent, env, tmp):
+    for name in ("vit_b_16", "convnext_tiny", "resnet18"):
+        out = subprocess.run([agent, "model", "describe", "torchvision:" + name, "--batch", "2",
+                              "--format", "json"], capture_output=True, text=True, env=env,
+                             timeout=120)
+        d = json.loads(out.stdout)
+        jsonl = os.path.join(tmp, name + ".jsonl")
+        with open(jsonl, "w") as f:
+            for u in d["convs"]:
+                c = dict(u["config"])
+                for direction in gpu_conv_check.DIRS:
+                    f.write(json.dumps(dict(c, op="conv", direction=direction, median_ms=1.0)) +
+                            "\n")
+            for u in d["matmuls"]:
+                for direction in gpu_conv_check.DIRS:
+                    f.write(json.dumps(dict(u["config"], op="matmul", direction=direction,
+                                            median_ms=1.0)) + "\n")
+        conv, conv_missing, mm, mm_missing = gpu_conv_check.step_sums(d, jsonl)
+        want_conv = sum(u["multiplicity"] * (2 if u["first_layer"] else 3) for u in d["convs"])
+        check(conv == want_conv and conv_missing == 0,
+              "%s: conv sum %g of %d conv directions" % (name, conv, want_conv))
+        calls = profiled_calls(name)
+        check(mm == calls and mm_missing == 0,
+              "%s: matmul sum %g at 1 ms each, PyTorch's step runs %s products" % (name, mm, calls))
+        # The agent's lines without the first matmul's forward: counted as missing.
+        with open(jsonl) as f:
+            lines = f.readlines()
+        first = json.dumps(dict(d["matmuls"][0]["config"], op="matmul", direction="fwd",
+                                median_ms=1.0)) + "\n"
+        with open(jsonl, "w") as f:
+            f.writelines(x for x in lines if x != first)
+        _, _, mm2, missing2 = gpu_conv_check.step_sums(d, jsonl)
+        check(missing2 == 1 and mm2 == mm - d["matmuls"][0]["multiplicity"],
+              "%s: a matmul the agent has no line for is missing, not summed" % name)
+        # A product whose A needs no gradient (a Linear on the input data) runs no bwd_data.
+        with open(jsonl, "w") as f:
+            f.writelines(lines)
+        d["matmuls"][0]["grad_a"] = False
+        _, _, mm3, missing3 = gpu_conv_check.step_sums(d, jsonl)
+        check(missing3 == 0 and mm3 == mm - d["matmuls"][0]["multiplicity"],
+              "%s: without A's gradient, one direction less" % name)
+
+
 def main():
     build = sys.argv[1]
     agent = os.path.join(build, "agent", "agent")
@@ -81,6 +137,7 @@ def main():
             found = any(all(cfg.get(f) == v for f, v in want.items()) for cfg in plans[model])
             check(found, "matmul '%s' is a config of %s's plan (%d configs)"
                   % (name, model, len(plans[model])))
+        check_step_sums(agent, env, cache)
     if failures:
         print("%d failures" % len(failures))
         return 1
