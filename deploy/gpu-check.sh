@@ -25,6 +25,9 @@
 #   8 step fp32     one profiled training step of --conv-model: the agent's
 #   9 step AMP      summed conv times against the profiler's conv time, and
 #                   its summed matmul times against the profiler's gemm time
+#  10 step          the same in fp32 for --step-transformer, whose step is
+#     transformer   mostly matmuls; last, so that it runs only when the plan
+#                   leaves time
 # Every result is appended to WORK/results.jsonl as it completes; a conv or
 # matmul that fails is recorded as failed and the rest go on; a step that runs out
 # of its time is cut and the next one starts. The report (WORK/report.md)
@@ -49,6 +52,7 @@
 #   --conv-check          the check above, without database or aggregator
 #   --minutes M           the conv check's time plan [8]
 #   --conv-model NAME     the model of the traced steps [resnet18]
+#   --step-transformer NAME  the transformer of the last traced step, or none [vit_b_16]
 #   --models LIST         CNNs to benchmark and trace (4 or more) [resnet18,vgg11,squeezenet1_1,mobilenet_v2]
 #   --held-out NAME       CNN benchmarked and predicted, never traced [resnet50]
 #   --batches LIST        batch sizes [32,64]
@@ -97,6 +101,7 @@ rehearsal=0
 conv_check_only=0
 minutes=8
 conv_model=resnet18
+step_transformer=vit_b_16
 conv_batch=32
 conv_scale=1
 conv_amp=fp16
@@ -121,6 +126,7 @@ while [ $# -gt 0 ]; do
     --conv-check) conv_check_only=1 ;;
     --minutes) minutes=$2; shift ;;
     --conv-model) conv_model=$2; shift ;;
+    --step-transformer) step_transformer=$2; shift ;;
     --cpu-rehearsal)
         rehearsal=1; device=cpu
         models=squeezenet1_1,shufflenet_v2_x0_5,mnasnet0_5,mobilenet_v3_small; held_out=resnet18
@@ -176,6 +182,7 @@ steps:
   7 numerics     agent bench-conv and bench-matmul --verify, small convs and matmuls of each kind
   8 step fp32    one profiled training step of $conv_model (batch $conv_batch, ${conv_input} px) vs the conv and matmul sums
   9 step AMP     the same under AMP $conv_amp
+ 10 step transformer  the same for $step_transformer in fp32, when the plan leaves time
 EOP
         return
     fi
@@ -198,7 +205,7 @@ steps:
   8 predict       aggregator predict --gpu all --model torchvision:$held_out
   9 conv check    summed conv benchmarks vs the profiler's conv time, per trace
  10 conv vs torch a dozen convs at batch $conv_batch (fp32$([ "$conv_amp" != none ] && echo ", AMP $conv_amp")): agent vs PyTorch's own call;
-                  one traced step of $conv_model vs the predicted conv and matmul sums
+                  one traced step of $conv_model (and of $step_transformer) vs the predicted conv and matmul sums
 EOP
 }
 if [ "$dry_run" -eq 1 ]; then plan; exit 0; fi
@@ -754,22 +761,23 @@ print("%d of %d convs and matmuls match the reference%s" % (ok, len(rows), ("; "
     return "$st"
 }
 
-step_summary() { # MODE
+step_summary() { # MODE MODEL
     "$TRAINCAST_PYTHON" -c 'import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
-rows = [r for r in rows if r.get("part") == "step" and r.get("mode") == sys.argv[2]]
+rows = [r for r in rows if r.get("part") == "step" and r.get("mode") == sys.argv[2]
+        and r.get("model") == sys.argv[3]]
 r = rows[-1] if rows else {}
 if r.get("status") in ("ok", "partial"):
     print("iteration %.2f ms; conv sum %.2f ms against the profiler %.2f ms%s; matmul sum %.2f ms against its gemm %.2f ms%s" % (r["iteration_ms"], r["conv_sum_ms"], r["profiler_conv_ms"], "" if r.get("ratio") is None else " (%.3f)" % r["ratio"], r.get("matmul_sum_ms", 0), r.get("profiler_gemm_ms", 0), "" if r.get("matmul_ratio") is None else " (%.3f)" % r["matmul_ratio"]))
 else:
-    print(r.get("error", "no result")[:300])' "$results" "$1" 2>/dev/null || true
+    print(r.get("error", "no result")[:300])' "$results" "$1" "$2" 2>/dev/null || true
 }
 
-part_step_in() { # LOG-NAME AMP SUMMARY-MODE
-    local st=0
-    check_part step "step-$1" --amp "$2" --model "$conv_model" --batch "$conv_batch" \
+part_step_in() { # LOG-NAME AMP SUMMARY-MODE [MODEL]
+    local st=0 model=${4:-$conv_model}
+    check_part step "step-$1" --amp "$2" --model "$model" --batch "$conv_batch" \
         --input-size "$conv_input" --budget-ms "$conv_budget" || st=$?
-    step_note=$(step_summary "$3")
+    step_note=$(step_summary "$3" "$model")
     [ "$st" -eq 0 ] || fail_msg="$(tail_of "$work/logs/step-$1.err" 3)"
     return "$st"
 }
@@ -779,6 +787,11 @@ part_step_fp32() { part_step_in fp32 none fp32; }
 part_step_amp() {
     if [ "$conv_amp" = none ]; then step_note="no AMP on this device"; return 0; fi
     part_step_in amp "$conv_amp" "amp-$conv_amp"
+}
+
+part_step_transformer() {
+    if [ "$step_transformer" = none ]; then step_note="none asked (--step-transformer none)"; return 0; fi
+    part_step_in transformer none fp32 "$step_transformer"
 }
 
 if [ "$rehearsal" -eq 1 ]; then
@@ -792,8 +805,10 @@ if [ "$do_build" -eq 1 ] || [ "$conv_check_only" -eq 0 ]; then
     run_step "${pre:+2 }build" step_build
 fi
 if [ "$conv_check_only" -eq 1 ]; then
-    # Caps (s) add up to a little more than the default plan of 8 minutes (no
-    # part takes all of its cap); each is shortened when the plan runs out.
+    # Caps (s) add up to a little more than the default plan of 8 minutes
+    # without the transformer's step (no part takes all of its cap); each is
+    # shortened when the plan runs out, and one with less than 15 s left is
+    # skipped: the transformer's step, last, runs on what the others left.
     # The matmul steps time their dozen matmuls in one agent process, as the
     # conv steps their convs (8 s on a quiet 2-CPU rehearsal; a process per
     # matmul took 36).
@@ -806,6 +821,7 @@ if [ "$conv_check_only" -eq 1 ]; then
     run_part "7 numerics" 40 part_numerics
     run_part "8 step fp32" 55 part_step_fp32
     run_part "9 step AMP" 55 part_step_amp
+    run_part "10 step transformer" 60 part_step_transformer
 else
     deadline=$((started + 86400))  # the full check has no plan to keep to
     run_step "3 agent info" step_info
@@ -821,6 +837,7 @@ else
     run_part "10 matmuls AMP" 900 part_matmuls_amp
     run_part "10 step fp32" 900 part_step_fp32
     run_part "10 step AMP" 900 part_step_amp
+    run_part "10 step transformer" 900 part_step_transformer
 fi
 finished=1
 failed_parts=$(printf '%s\n' "${steps[@]}" | awk -F'\t' '$2 == "FAILED"' | cut -f1 | tr '\n' ',' | sed 's/,$//')

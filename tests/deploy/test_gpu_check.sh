@@ -11,7 +11,7 @@
 #              conv benchmarks under both policies, traces, push, fit,
 #              validate, predict, conv comparison, the conv-by-conv and
 #              matmul-by-matmul checks against PyTorch's own calls and the
-#              traced step against the conv sum) on the cpu device and
+#              traced steps against the conv and matmul sums) on the cpu device and
 #              passes, with a complete report.
 #   convcheck  --conv-check --cpu-rehearsal from the relocatable bundle of
 #              this build (deploy/package.sh --bundle), with no PostgreSQL on
@@ -124,7 +124,8 @@ rehearsal)
     else
         echo "ok: every step passed"
         steps_ok "$report" "1 preflight" "2 build" "3 agent info" "4 database" "5 conv bench" "6 traces" \
-            "7 fit" "8 predict" "9 conv check" "10 convs fp32" "10 matmuls fp32" "10 step fp32"
+            "7 fit" "8 predict" "9 conv check" "10 convs fp32" "10 matmuls fp32" "10 step fp32" \
+            "10 step transformer"
         grep -q 'Result: every step ran' "$report" || fail "report lacks the result line"
         # Both policies were benchmarked, traced and compared, every item found.
         for p in heuristic exhaustive; do
@@ -166,7 +167,7 @@ convcheck)
     else
         echo "ok: the conv check ran from the bundle without PostgreSQL"
         steps_ok "$w/report.md" "1 facts" "2 routes" "3 convs fp32" "4 convs AMP" "5 matmuls fp32" \
-            "6 matmuls AMP" "7 numerics" "8 step fp32" "9 step AMP"
+            "6 matmuls AMP" "7 numerics" "8 step fp32" "9 step AMP" "10 step transformer"
         n=$(grep -c '"part": "conv"' "$w/results.jsonl")
         [ "$n" -eq 35 ] || fail "results.jsonl: $n conv lines, want 35 (12 convs x 3 directions - 1)"
         n=$(grep -c '"part": "matmul".*"status": "ok"' "$w/results.jsonl")
@@ -176,6 +177,9 @@ convcheck)
         grep -q '"part": "numerics".*"status": "ok"' "$w/results.jsonl" || fail "results.jsonl: no numerics that pass"
         grep -q '"part": "step".*"status": "ok"' "$w/results.jsonl" || fail "results.jsonl: no traced step"
         grep -qE '^A/B over 35 fp32 conv directions: median [0-9.]+' "$w/report.md" || fail "report: no conv summary"
+        # The transformer's step: its conv and its matmuls summed, each against the profiler.
+        grep -qE '^\| vit_b_16 \| 2 \| fp32 \| [0-9.]+ \| [0-9.]+ \| [0-9.]+ \| [0-9.]+ \| [0-9.]+ \| [0-9.]+ \| [0-9.]+ \|' "$w/report.md" \
+            || fail "report: no transformer step with its matmul sum against the profiler: $(grep -F '| vit_b_16 |' "$w/report.md")"
     fi
     # Stopped halfway (TERM during the conv step): a report of what completed.
     env PATH="$tmp/nopg" "$bundled" --conv-check --cpu-rehearsal --work "$tmp/cut" >/dev/null 2>&1 &
