@@ -54,9 +54,7 @@ for _ in $(seq "$runs"); do
 done
 a=$(bench_median <"$tmp/a"); b=$(bench_median <"$tmp/b")
 
-report() {
-    echo "# The relocatable agent bundle"
-    echo
+report() { # no title: deploy/bench.sh adds it with when and how the run went
     awk -v k="$kib" -v u="$(du -sk "$root" | cut -f1)" -v n="$(ls "$root/lib" | wc -l)" -v g="$glibc" \
         'BEGIN { printf "Compressed **%.1f MiB** (goal: 40 MiB or less), %.1f MiB unpacked, %d libraries; runs on glibc %s or newer.\n", k / 1024, u / 1024, n, g }'
     echo
