@@ -1,4 +1,4 @@
-/* aggregator predict: compare device classes for a CNN over batch sizes. */
+/* aggregator predict: compare device classes for a model over batch sizes. */
 #include "cli_db.h"
 #include "cmd_predict.h"
 #include "commands.h"
@@ -362,7 +362,8 @@ int tc_cmd_predict(int argc, char **argv)
         {"amp", TC_OPT_STR, &a.amp, "none|fp16|bf16",
          "automatic mixed precision of the fits (default: none)"},
         {"wait", TC_OPT_UINT, &a.wait_s, "SECONDS",
-         "how long to wait for agents to benchmark missing convs (default: 300; 0: do not ask)"},
+         "how long to wait for agents to benchmark missing convs and matmuls (default: 300; 0: "
+         "do not ask)"},
         {"extrapolate", TC_OPT_DOUBLE, &a.extrapolate, "F",
          "predict batches down to the fit's smallest / F and up to its largest * F (default: "
          "2; 0: any); the others are out_of_range"},
@@ -378,9 +379,9 @@ int tc_cmd_predict(int argc, char **argv)
     };
     const tc_cmd_spec_t spec = {
         .prog = "aggregator predict",
-        .summary = "Predict a CNN's training iteration time on each device class over batch "
-                   "sizes, with a 95 %\nprediction interval, throughput, epoch time, cost and "
-                   "memory, and name the fastest and\ncheapest device.",
+        .summary = "Predict a model's (a CNN's or a transformer's) training iteration time on each "
+                   "device class\nover batch sizes, with a 95 % prediction interval, throughput, "
+                   "epoch time, cost and memory,\nand name the fastest and cheapest device.",
         .max_positional = 0,
         .config_file = true,
         .epilog = "Every (device, batch) row is predicted where it can be; a row that cannot "

@@ -144,7 +144,7 @@ int tc_cmd_report(int argc, char **argv)
         {"amp", TC_OPT_STR, &a.amp, "none|fp16|bf16",
          "automatic mixed precision of the fits (default: none)"},
         {"wait", TC_OPT_UINT, &a.wait_s, "SECONDS",
-         "wait for agents to benchmark missing convs (default: 0, do not ask)"},
+         "wait for agents to benchmark missing convs and matmuls (default: 0, do not ask)"},
         {"extrapolate", TC_OPT_DOUBLE, &a.extrapolate, "F",
          "predict batches down to the fit's smallest / F and up to its largest * F (default: "
          "2; 0: any)"},
@@ -156,7 +156,7 @@ int tc_cmd_report(int argc, char **argv)
     const tc_cmd_spec_t spec = {
         .prog = "aggregator report",
         .summary = "Write one self-contained HTML page (inline CSS and SVG, nothing fetched) "
-                   "comparing the\ndevices for a CNN over batch sizes, as aggregator predict "
+                   "comparing the\ndevices for a model over batch sizes, as aggregator predict "
                    "predicts it: time per iteration,\nimages/s, epoch time and cost per "
                    "device and batch, speed relative to a device chosen on\nthe page, "
                    "charts with the 95 % intervals, each device's fit error and measured\n"
