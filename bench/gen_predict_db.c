@@ -59,7 +59,7 @@ typedef struct {
 
 typedef struct {
     tc_matmul_config_t cfg; /* minibatch 0 */
-    bool grad_a, grad_b;    /* some model's step runs bwd_data, bwd_filter */
+    tc_matmul_use_t use;    /* grad_a, grad_b: some model's step runs bwd_data, bwd_filter */
 } s_mm_config_t;
 
 typedef struct {
@@ -132,22 +132,16 @@ static double s_matmul_ms(const tc_matmul_config_t *cfg, unsigned batch, int dir
 {
     tc_matmul_config_t c = *cfg;
     c.minibatch = batch;
-    tc_gemm_t g = tc_matmul_forward(&c);
-    double macs = (double)g.count * (double)g.m * (double)g.n * (double)g.k;
-    return s_speed(dev, n_dev) * (1e-9 * macs * s_dirfactor[dir] + 0.005) *
+    return s_speed(dev, n_dev) * (1e-9 * tc_matmul_macs(&c) * s_dirfactor[dir] + 0.005) *
            s_mm_jitter(cfg, batch, dir, dev, round);
 }
 
-/* A matmul usage's step directions as indices into s_dirs / s_dirfactor. */
-static size_t s_mm_dirs(bool grad_a, bool grad_b, int out[3])
+/* A direction as an index into s_dirs / s_dirfactor. */
+static int s_dir_index(Traincast__V1__Direction d)
 {
-    size_t n = 0;
-    out[n++] = 0;
-    if (grad_a)
-        out[n++] = 2; /* bwd_data */
-    if (grad_b)
-        out[n++] = 1; /* bwd_filter */
-    return n;
+    return d == TRAINCAST__V1__DIRECTION__DIRECTION_FWD          ? 0
+           : d == TRAINCAST__V1__DIRECTION__DIRECTION_BWD_FILTER ? 1
+                                                                 : 2;
 }
 
 typedef int (*s_model_fn)(const tc_model_t *m, void *arg);
@@ -192,8 +186,8 @@ static int s_add_matmuls(const tc_model_t *m, void *arg)
             set->v[k].cfg.minibatch = 0;
             set->n++;
         }
-        set->v[k].grad_a |= u->use.grad_a;
-        set->v[k].grad_b |= u->use.grad_b;
+        set->v[k].use.grad_a |= u->use.grad_a;
+        set->v[k].use.grad_b |= u->use.grad_b;
     }
     return 0;
 }
@@ -361,10 +355,10 @@ static void s_mm_message(const void *arg, const char *msgid, time_t at, unsigned
     const s_mm_configs_t *set = arg;
     unsigned seq = 0;
     for (size_t i = 0; i < set->n; i++) {
-        int dirs[3];
-        size_t n_dirs = s_mm_dirs(set->v[i].grad_a, set->v[i].grad_b, dirs);
+        Traincast__V1__Direction dirs[TC_MATMUL_STEP_MAX_DIRS];
+        size_t n_dirs = tc_matmul_step_directions(&set->v[i].use, dirs);
         for (size_t j = 0; j < n_dirs; j++) {
-            int dir = dirs[j];
+            int dir = s_dir_index(dirs[j]);
             double ms = s_matmul_ms(&set->v[i].cfg, (unsigned)batch, dir, d, n_dev, r);
             char ts[40];
             s_timestamp(at + seq / 50, ts, sizeof ts);
@@ -410,11 +404,12 @@ static int s_store_traces(const char *dsn, const char *models_dir, const char *t
                 }
                 for (size_t j = 0; j < tc_model_matmul_count(m); j++) {
                     const tc_matmul_usage_t *u = tc_model_matmul(m, j);
-                    int dirs[3];
-                    size_t n_dirs = s_mm_dirs(u->use.grad_a, u->use.grad_b, dirs);
+                    Traincast__V1__Direction dirs[TC_MATMUL_STEP_MAX_DIRS];
+                    size_t n_dirs = tc_matmul_step_directions(&u->use, dirs);
                     double ms[TC_MATMUL_STEP_MAX_DIRS] = {0};
-                    for (size_t dir = 0; dir < n_dirs; dir++)
-                        ms[dir] = s_matmul_ms(&u->config, batch, dirs[dir], d, n_dev, rounds - 1);
+                    for (size_t k = 0; k < n_dirs; k++)
+                        ms[k] = s_matmul_ms(&u->config, batch, s_dir_index(dirs[k]), d, n_dev,
+                                            rounds - 1);
                     conv += tc_matmul_step_ms(&u->use, ms);
                 }
                 tc_features_t f;

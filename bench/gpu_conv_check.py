@@ -614,30 +614,26 @@ def step_sums(describe, jsonl):
     """The benchmarks of `agent bench --json` (file jsonl) summed as the
     predictor sums a step of the model `agent model describe` gave: (conv
     sum, convs missing, matmul sum, matmuls missing)."""
-    convs, matmuls = read_agent_jsonl(jsonl), read_agent_jsonl(jsonl, "matmul")
-    sums = [0.0, 0, 0.0, 0]
-    for u in describe["convs"]:
-        key = key_of(dict(u["config"]))
-        for direction in DIRS:
-            if direction == "bwd_data" and u["first_layer"]:
-                continue
-            got = convs.get((key, direction))
-            if got is None:
-                sums[1] += 1
-            else:
-                sums[0] += u["multiplicity"] * got["median_ms"]
-    for u in describe.get("matmuls", []):
-        key = matmul_key_of(u["config"])
-        for direction in DIRS:
-            if (direction == "bwd_data" and not u["grad_a"]) or \
-                    (direction == "bwd_filter" and not u["grad_b"]):
-                continue
-            got = matmuls.get((key, direction))
-            if got is None:
-                sums[3] += 1
-            else:
-                sums[2] += u["multiplicity"] * got["median_ms"]
-    return tuple(sums)
+    def total(times, items):
+        """(sum, missing) over (key, directions, multiplicity) items."""
+        ms, missing = 0.0, 0
+        for key, directions, multiplicity in items:
+            for direction in directions:
+                got = times.get((key, direction))
+                if got is None:
+                    missing += 1
+                else:
+                    ms += multiplicity * got["median_ms"]
+        return ms, missing
+
+    # No gradient flows to the network's input: a first conv runs no bwd_data.
+    convs = ((key_of(dict(u["config"])),
+              [d for d in DIRS if d != "bwd_data" or not u["first_layer"]], u["multiplicity"])
+             for u in describe["convs"])
+    matmuls = ((matmul_key_of(u["config"]), matmul_config.step_directions(u), u["multiplicity"])
+               for u in describe.get("matmuls", []))
+    return (total(read_agent_jsonl(jsonl), convs) +
+            total(read_agent_jsonl(jsonl, "matmul"), matmuls))
 
 
 def part_step(a, out):

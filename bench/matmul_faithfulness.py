@@ -101,11 +101,6 @@ def label(c):
                                    " +bias" if c["bias"] else "")
 
 
-def directions(use):
-    return ["fwd"] + (["bwd_data"] if use["grad_a"] else []) + (
-        ["bwd_filter"] if use["grad_b"] else [])
-
-
 def cmd_configs(a):
     """The distinct matmul configs of the models, with their directions."""
     agent = os.path.join(a.build_dir, "agent", "agent")
@@ -129,7 +124,7 @@ def distinct(models):
         for u in uses:
             k = key_of(u["config"])
             c, dirs = seen.get(k, (u["config"], set()))
-            seen[k] = (c, dirs | set(directions(u)))
+            seen[k] = (c, dirs | set(matmul_config.step_directions(u)))
     return seen
 
 

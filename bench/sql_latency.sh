@@ -5,7 +5,7 @@
 # the data: every query of README.md's "Analysis in SQL" section as written,
 # every view of the schema read whole (`SELECT count(v.*) FROM view v`:
 # every column computed, none sent), and `aggregator status` (its "stored"
-# table reads the view measurement_load).
+# table counts every result table).
 #
 # The databases are the predict latency benchmark's (bench_fleet_dbs in
 # bench/lib.sh, in the same work directory, so either benchmark generates

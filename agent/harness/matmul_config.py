@@ -28,6 +28,15 @@ def is_mm(c):
     return c["batch"] == 1 and c["minibatch_in"] != MB_BATCH
 
 
+def step_directions(use):
+    """The directions one training step runs for a usage (a dict with
+    grad_a and grad_b, as `agent model describe` lists it), in the order of
+    common/ops/tc_matmul_step.h: the forward, the gradient of A where A needs
+    one, of B where B does."""
+    return ["fwd"] + (["bwd_data"] if use["grad_a"] else []) + (
+        ["bwd_filter"] if use["grad_b"] else [])
+
+
 def list_line(c, count=1, grad_a=True, grad_b=True):
     """The config as a `matmul` line of a conv list (`agent bench --convs`,
     agent/bench/convlist.h): count layers, with these operands' gradients."""
